@@ -1,0 +1,275 @@
+"""Corpora: the SemEval STS 2012–2016 archives, plain-text files, and the sentence table.
+
+The sentence table is the workflow's single view of a corpus: every sentence once
+(whitespace-normalized, de-duplicated), with where it came from.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import unicodedata
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+
+from contextuality.errors import InputDataError
+from contextuality.provenance import atomic_path, sha256_bytes
+
+STS_YEARS = (2012, 2013, 2014, 2015, 2016)
+STS_URLS = {
+    2012: "http://ixa2.si.ehu.es/stswiki/images/4/40/STS2012-en-test.zip",
+    2013: "http://ixa2.si.ehu.es/stswiki/images/2/2f/STS2013-en-test.zip",
+    2014: "http://ixa2.si.ehu.es/stswiki/images/8/8c/STS2014-en-test.zip",
+    2015: "http://ixa2.si.ehu.es/stswiki/images/d/da/STS2015-en-test.zip",
+    2016: "http://ixa2.si.ehu.es/stswiki/images/9/98/STS2016-en-test.zip",
+}
+_STS_INPUT_MEMBER = re.compile(r"(?:^|/)STS(?:\d{4})?\.input\.(?P<dataset>.+)\.txt$")
+PACKAGE_SCHEME = "package:"
+
+
+def sts_archive_name(year: int) -> str:
+    """File name of the English test archive of STS `year`, as published upstream."""
+    return f"STS{year}-en-test.zip"
+
+
+@dataclass(frozen=True)
+class SentencePair:
+    """One line of an STS input file: two sentences and where they were read."""
+
+    year: int
+    dataset: str
+    line: int
+    sentence_a: str
+    sentence_b: str
+
+
+@dataclass(frozen=True)
+class SourcedSentence:
+    """A raw sentence and a short label of its origin (e.g. ``STS2012/MSRpar:17a``)."""
+
+    text: str
+    origin: str
+
+
+def known_sts_checksums() -> dict[str, str]:
+    """SHA-256 of every STS input member as published, keyed ``"<year>/<dataset>"``."""
+    listing = resources.files("contextuality").joinpath("data/sts_inputs.sha256").read_text()
+    checksums = {}
+    for row in listing.splitlines():
+        if row.strip() and not row.startswith("#"):
+            digest, key = row.split()
+            checksums[key] = digest
+    return checksums
+
+
+def fetch_sts_archive(year: int, destination: str | Path, mirror: str | Path | None) -> None:
+    """Copy STS `year`'s archive from a local `mirror` directory, or download it.
+
+    The file appears at `destination` only once complete.
+    """
+    name = sts_archive_name(year)
+    if mirror is not None:
+        source = Path(mirror) / name
+        if not source.is_file():
+            raise InputDataError(f"{source}: not found; the STS mirror directory must hold {name}")
+        with atomic_path(destination) as temporary:
+            shutil.copyfile(source, temporary)
+        return
+    url = STS_URLS[year]
+    try:
+        with urllib.request.urlopen(url, timeout=120) as response, atomic_path(
+            destination
+        ) as temporary:
+            shutil.copyfileobj(response, temporary.open("wb"))
+    except (urllib.error.URLError, TimeoutError, OSError) as error:
+        raise InputDataError(
+            f"could not download {url} ({error}); with no network, set corpus.sts.mirror "
+            f"to a directory holding {name}"
+        ) from error
+
+
+def _decode_lines(data: bytes, where: str) -> list[str]:
+    """Decode UTF-8 text line by line so an error names the exact line."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    decoded = []
+    for number, raw in enumerate(lines, start=1):
+        try:
+            decoded.append(raw.decode("utf-8").rstrip("\r"))
+        except UnicodeDecodeError as error:
+            raise InputDataError(
+                f"{where} line {number}: not valid UTF-8 "
+                f"(byte 0x{raw[error.start]:02x} at column {error.start + 1})"
+            ) from error
+    return decoded
+
+
+def read_sts_archive(
+    path: str | Path, year: int, verify_checksums: bool = True
+) -> tuple[list[SentencePair], dict[str, str]]:
+    """Read every ``STS*.input.<dataset>.txt`` member of one STS archive.
+
+    Returns the sentence pairs in archive order and the SHA-256 of each member read,
+    keyed ``"<year>/<dataset>"``. With `verify_checksums`, a member whose checksum
+    differs from the published one is an error.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputDataError(f"{path}: STS archive not found")
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as error:
+        raise InputDataError(f"{path}: not a zip archive ({error})") from error
+    expected = known_sts_checksums() if verify_checksums else {}
+    pairs: list[SentencePair] = []
+    checksums: dict[str, str] = {}
+    with archive:
+        members = sorted(
+            (match["dataset"], name)
+            for name in archive.namelist()
+            if (match := _STS_INPUT_MEMBER.search(name))
+        )
+        if not members:
+            raise InputDataError(f"{path}: holds no STS.input.<dataset>.txt file")
+        for dataset, member in members:
+            where = f"{path}:{member}"
+            data = archive.read(member)
+            key = f"{year}/{dataset}"
+            checksums[key] = sha256_bytes(data)
+            if key in expected and expected[key] != checksums[key]:
+                raise InputDataError(
+                    f"{where}: checksum {checksums[key]} differs from the published "
+                    f"{expected[key]}; set corpus.sts.verify_checksums: false to read it anyway"
+                )
+            lines = _decode_lines(data, where)
+            if not lines:
+                raise InputDataError(f"{where}: empty file")
+            for number, line in enumerate(lines, start=1):
+                fields = line.split("\t")
+                if len(fields) < 2:
+                    raise InputDataError(
+                        f"{where} line {number}: expected two tab-separated sentences, found no tab"
+                    )
+                pairs.append(SentencePair(year, dataset, number, fields[0], fields[1]))
+    return pairs, checksums
+
+
+def sts_sentences(pairs: Iterable[SentencePair]) -> Iterator[SourcedSentence]:
+    """Both sentences of every pair, labelled ``STS<year>/<dataset>:<line><a|b>``."""
+    for pair in pairs:
+        label = f"STS{pair.year}/{pair.dataset}:{pair.line}"
+        yield SourcedSentence(pair.sentence_a, label + "a")
+        yield SourcedSentence(pair.sentence_b, label + "b")
+
+
+def resolve_data_path(spec: str) -> Path:
+    """Turn ``package:<module>/<path inside it>`` into a file path; other paths pass through.
+
+    This names files that an installed Python package ships (for example the Lee news
+    corpus inside gensim) without hard-coding where site-packages lives.
+    """
+    if not spec.startswith(PACKAGE_SCHEME):
+        return Path(spec)
+    module, _, inner = spec[len(PACKAGE_SCHEME) :].partition("/")
+    found = importlib.util.find_spec(module)
+    if found is None or not found.submodule_search_locations:
+        raise InputDataError(f"{spec}: Python package '{module}' is not installed")
+    return Path(next(iter(found.submodule_search_locations))) / inner
+
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"'”’)]*\s+(?=[\"'“‘(]?[A-Z0-9])")
+_NO_BREAK_AFTER = re.compile(
+    r"(?:\b[A-Z]|\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Gen|Sen|Rep|Gov|Lt|Col|Sgt|Capt|Inc|Co|Corp|"
+    r"Ltd|No|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|vs|etc))\.$"
+)
+
+
+def split_sentences(paragraph: str) -> list[str]:
+    """Split running text into sentences at ``.``, ``!`` or ``?`` before a capital or digit.
+
+    A deterministic rule, not a trained splitter: it does not break after single capital
+    letters (initials, ``U.S.``) or common abbreviations (``Mr.``, ``Dr.``, ``Jan.``).
+    """
+    sentences, start = [], 0
+    for match in _SENTENCE_BREAK.finditer(paragraph):
+        candidate = paragraph[start : match.start()].rstrip()
+        if _NO_BREAK_AFTER.search(candidate):
+            continue
+        sentences.append(paragraph[start : match.end()].strip())
+        start = match.end()
+    sentences.append(paragraph[start:].strip())
+    return [sentence for sentence in sentences if sentence]
+
+
+def read_text_corpus(path: str | Path, one_sentence_per_line: bool = True) -> list[SourcedSentence]:
+    """Read a UTF-8 text file: one sentence a line, or paragraphs split into sentences.
+
+    Blank lines are skipped. Origins are ``<file name>:<line>`` (``:<line>.<k>`` when split).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputDataError(f"{path}: corpus file not found")
+    lines = _decode_lines(path.read_bytes(), str(path))
+    sentences = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        if one_sentence_per_line:
+            sentences.append(SourcedSentence(line, f"{path.name}:{number}"))
+        else:
+            for k, sentence in enumerate(split_sentences(line), start=1):
+                sentences.append(SourcedSentence(sentence, f"{path.name}:{number}.{k}"))
+    if not sentences:
+        raise InputDataError(f"{path}: empty corpus (no non-blank line)")
+    return sentences
+
+
+def normalize_sentence(text: str) -> str:
+    """Drop control and format characters, collapse whitespace runs to one space, strip.
+
+    Control characters (e.g. a stray U+0092) and zero-width format characters are
+    invisible to readers and to most subword tokenizers, so they are removed rather than
+    left as words of their own.
+    """
+    visible = "".join(
+        " " if character.isspace() else character
+        for character in text
+        if character.isspace() or unicodedata.category(character) not in ("Cc", "Cf")
+    )
+    return " ".join(visible.split())
+
+
+def build_sentence_table(sentences: Iterable[SourcedSentence]) -> pd.DataFrame:
+    """De-duplicate normalized sentences, keeping first-seen order and every origin.
+
+    Columns: ``sentence_id`` (0..n-1, first-seen order), ``text``, ``n_copies``,
+    ``origin`` (first place seen) and ``origins`` (all places, ``;``-separated).
+    Sentences that are empty after normalization are dropped.
+    """
+    first_seen: dict[str, list[str]] = {}
+    for sentence in sentences:
+        text = normalize_sentence(sentence.text)
+        if text:
+            first_seen.setdefault(text, []).append(sentence.origin)
+    if not first_seen:
+        raise InputDataError("the corpus has no non-empty sentence")
+    texts = list(first_seen)
+    origins = list(first_seen.values())
+    return pd.DataFrame(
+        {
+            "sentence_id": pd.Series(range(len(texts)), dtype="int32"),
+            "text": texts,
+            "n_copies": pd.Series([len(o) for o in origins], dtype="int32"),
+            "origin": [o[0] for o in origins],
+            "origins": [";".join(o) for o in origins],
+        }
+    )

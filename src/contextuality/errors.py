@@ -1,0 +1,21 @@
+"""Errors that carry a message meant for the user, not a traceback."""
+
+
+class ContextualityError(Exception):
+    """Base class: bad input, bad config or a refused operation, explained in words."""
+
+
+class InputDataError(ContextualityError):
+    """An input file is missing, empty or malformed; the message names the file and line."""
+
+
+class ModelLoadError(ContextualityError):
+    """A model or tokenizer cannot be loaded (offline, bad id, unsupported loader)."""
+
+
+class ShardMismatchError(ContextualityError):
+    """An embedding shard disagrees with the occurrence index, model or settings it must match."""
+
+
+class NumericOverflowError(ContextualityError):
+    """Values do not fit the storage dtype."""

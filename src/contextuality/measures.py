@@ -1,0 +1,156 @@
+"""The paper's measures of contextuality (Ethayarajh 2019, §3.2) and anisotropy baselines (§4.1).
+
+Pure functions over numpy arrays. Inputs are occurrence vectors f (rows) of one layer,
+grouped into contiguous runs (all occurrences of a word, or all words of a sentence)
+described by ``starts``: the first row of each group, increasing, with the group ending
+where the next begins. Accumulation is in float64 whatever the input dtype.
+
+Notation: u = f / ‖f‖ is a unit vector; a *context* is a sentence.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_ROWS_PER_CHUNK = 65_536
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm, as float32. Zero or non-finite rows are an error."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    if not np.all(np.isfinite(norms)) or np.any(norms == 0):
+        raise ValueError("unit_rows: every row must be finite and non-zero")
+    return vectors / norms
+
+
+def group_sizes(starts: np.ndarray, n_rows: int) -> np.ndarray:
+    """Length of each contiguous group given its start rows."""
+    return np.diff(np.append(np.asarray(starts, dtype=np.int64), n_rows))
+
+
+def _group_sums(rows: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Float64 sum of the rows of each group, shape (n_groups, d)."""
+    if len(starts) == 0:
+        return np.zeros((0, rows.shape[1]))
+    return np.add.reduceat(rows, starts, axis=0, dtype=np.float64)
+
+
+def _squared_norms(rows: np.ndarray) -> np.ndarray:
+    return np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
+
+
+def self_similarity(
+    unit: np.ndarray, word_starts: np.ndarray, context_starts: np.ndarray
+) -> np.ndarray:
+    """SelfSim of each word: mean cosine between its occurrences in different contexts.
+
+    SelfSim(w) = Σ_{j,k: s_j≠s_k} u_j·u_k / #{(j,k): s_j≠s_k}
+               = (‖Σ_j u_j‖² − Σ_s ‖Σ_{j∈s} u_j‖²) / (n² − Σ_s n_s²)
+
+    exactly, in O(n·d): no pair is formed or sampled. When every occurrence is in its own
+    sentence this is the paper's 1/(n²−n) Σ_{j≠k} cos(f_j, f_k).
+
+    unit: (N, d) unit vectors sorted by (word, sentence).
+    word_starts: first row of each word, shape (n_words,).
+    context_starts: first row of each (word, sentence) run; includes every word start.
+    Returns (n_words,) float64; NaN for a word seen in only one context.
+    """
+    n_rows = len(unit)
+    word_sums = _group_sums(unit, word_starts)
+    context_sums = _group_sums(unit, context_starts)
+    context_sizes = group_sizes(context_starts, n_rows)
+    word_of_context = np.searchsorted(word_starts, context_starts, side="right") - 1
+    same_context_dot = np.bincount(
+        word_of_context, weights=_squared_norms(context_sums), minlength=len(word_starts)
+    )
+    same_context_pairs = np.bincount(
+        word_of_context, weights=context_sizes.astype(np.float64) ** 2, minlength=len(word_starts)
+    )
+    n = group_sizes(word_starts, n_rows).astype(np.float64)
+    pairs = n**2 - same_context_pairs
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(pairs > 0, (_squared_norms(word_sums) - same_context_dot) / pairs, np.nan)
+
+
+def intra_similarity(vectors: np.ndarray, sentence_starts: np.ndarray) -> np.ndarray:
+    """IntraSim of each sentence: mean cosine of its word vectors with their mean.
+
+    IntraSim(s) = 1/n Σ_i cos(f_i, s̄),  s̄ = 1/n Σ_i f_i  (paper §3.2, Definition 2).
+
+    vectors: (N, d) raw (not normalized) word vectors, sentences contiguous.
+    Returns (n_sentences,) float64.
+    """
+    vectors = np.asarray(vectors)
+    n_rows = len(vectors)
+    sizes = group_sizes(sentence_starts, n_rows)
+    means = _group_sums(vectors, sentence_starts)
+    means /= np.linalg.norm(means, axis=1, keepdims=True)
+    sentence_of_row = np.repeat(np.arange(len(sizes)), sizes)
+    cosines = np.empty(n_rows)
+    for begin in range(0, n_rows, _ROWS_PER_CHUNK):
+        end = min(begin + _ROWS_PER_CHUNK, n_rows)
+        unit = unit_rows(vectors[begin:end])
+        cosines[begin:end] = np.einsum(
+            "ij,ij->i", unit, means[sentence_of_row[begin:end]], dtype=np.float64
+        )
+    return np.bincount(sentence_of_row, weights=cosines, minlength=len(sizes)) / sizes
+
+
+def explained_variance_first_component(matrix: np.ndarray, centered: bool = False) -> float:
+    """MEV: share of variance of the rows explained by their first principal component.
+
+    MEV = σ₁² / Σ_i σ_i², σ the singular values of the n×d matrix (paper §3.2,
+    Definition 3; uncentered as in the paper, or column-centered with ``centered``).
+    Uses the eigenvalues of the n×n Gram matrix or of the d×d scatter matrix, whichever
+    is smaller; both have the σ_i² as non-zero eigenvalues.
+    """
+    matrix = np.asarray(matrix, dtype=np.float64)
+    if centered:
+        matrix = matrix - matrix.mean(axis=0)
+    n, d = matrix.shape
+    gram = matrix @ matrix.T if n <= d else matrix.T @ matrix
+    total = np.trace(gram)
+    if total <= 0:
+        return float("nan")
+    top = np.linalg.eigvalsh(gram)[-1]
+    return float(top / total)
+
+
+def explained_variance_per_group(
+    vectors: np.ndarray, starts: np.ndarray, centered: bool = False
+) -> np.ndarray:
+    """MEV of each contiguous group of rows (e.g. all occurrences of a word), float64."""
+    bounds = np.append(np.asarray(starts, dtype=np.int64), len(vectors))
+    return np.array(
+        [
+            explained_variance_first_component(vectors[begin:end], centered)
+            for begin, end in zip(bounds[:-1], bounds[1:], strict=True)
+        ]
+    )
+
+
+def anisotropy_baseline(unit: np.ndarray, sentence_starts: np.ndarray) -> float:
+    """Exact expected cosine of two random word occurrences from different sentences.
+
+    E[cos] = (‖Σ_i u_i‖² − Σ_s ‖Σ_{i∈s} u_i‖²) / (N² − Σ_s n_s²)
+
+    over all ordered pairs of occurrences in different sentences (paper §4.1 estimates
+    this from 1,000 sampled occurrences). unit: (N, d) with sentences contiguous.
+    """
+    total = unit.sum(axis=0, dtype=np.float64)
+    sentence_sums = _group_sums(unit, sentence_starts)
+    sizes = group_sizes(sentence_starts, len(unit)).astype(np.float64)
+    pairs = len(unit) ** 2 - np.sum(sizes**2)
+    if pairs <= 0:
+        return float("nan")
+    return float((total @ total - _squared_norms(sentence_sums).sum()) / pairs)
+
+
+def explained_variance_baseline(
+    vectors: np.ndarray, sample_size: int, rng: np.random.Generator, centered: bool = False
+) -> float:
+    """MEV of a uniform random sample (without replacement) of `sample_size` occurrences."""
+    size = min(sample_size, len(vectors))
+    rows = np.sort(rng.choice(len(vectors), size=size, replace=False))
+    return explained_variance_first_component(vectors[rows], centered)
