@@ -85,10 +85,12 @@ def fetch_sts_archive(year: int, destination: str | Path, mirror: str | Path | N
         return
     url = STS_URLS[year]
     try:
-        with urllib.request.urlopen(url, timeout=120) as response, atomic_path(
-            destination
-        ) as temporary:
-            shutil.copyfileobj(response, temporary.open("wb"))
+        with (
+            urllib.request.urlopen(url, timeout=120) as response,
+            atomic_path(destination) as temporary,
+            temporary.open("wb") as target,
+        ):
+            shutil.copyfileobj(response, target)
     except (urllib.error.URLError, TimeoutError, OSError) as error:
         raise InputDataError(
             f"could not download {url} ({error}); with no network, set corpus.sts.mirror "

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import platform
-import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from contextuality import __version__
+
+_partial_counter = itertools.count()
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -57,19 +59,20 @@ def provenance_record(**fields: Any) -> dict[str, Any]:
     return record
 
 
+def partial_path(final: str | os.PathLike) -> Path:
+    """A hidden temporary name beside `final`, unique to this process, for atomic writes."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    return final.parent / f".{final.name}.partial-{os.getpid()}-{next(_partial_counter)}"
+
+
 @contextlib.contextmanager
-def atomic_path(final: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+def atomic_path(final: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside `final`; rename it onto `final` only on success.
 
     On an exception the temporary file is removed and `final` is left untouched.
     """
-    final = Path(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(
-        prefix=f".{final.name}.", suffix=f".partial{suffix}", dir=final.parent
-    )
-    os.close(handle)
-    temporary = Path(temporary)
+    temporary = partial_path(final)
     try:
         yield temporary
         os.replace(temporary, final)

@@ -1,0 +1,185 @@
+"""Model specifications from config and loading of Hugging Face models and tokenizers.
+
+A model is named by a Hugging Face hub id (``bert-base-cased``), a local directory, or
+``package:<module>/<dir>`` for weights an installed Python package ships. Loading never
+enables remote code unless the model's config says ``trust_remote_code: true``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from contextuality.corpus import resolve_data_path
+from contextuality.errors import ModelLoadError
+
+POOLINGS = ("mean", "first", "last")
+LOADERS = ("transformers", "elmo")
+SCHEDULING_KEYS = frozenset({"gpus"})
+_HUGE_MAX_LENGTH = 1_000_000
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One entry of ``models:`` in the config (see workflow/schemas/config.schema.yaml)."""
+
+    name: str
+    source: str
+    revision: str | None = None
+    loader: str = "transformers"
+    layers: tuple[int, ...] | None = None
+    pooling: str = "mean"
+    add_bos: bool = False
+    max_length: int | None = None
+    token_budget: int = 8192
+    storage_dtype: str = "auto"
+    device: str = "auto"
+    trust_remote_code: bool = False
+
+    @classmethod
+    def from_config(cls, name: str, section: dict[str, Any]) -> ModelSpec:
+        """Build from a config section (scheduling keys such as ``gpus`` are not settings)."""
+        known = {key for key in cls.__dataclass_fields__ if key != "name"}
+        unknown = set(section) - known - SCHEDULING_KEYS
+        if unknown:
+            raise ValueError(f"model {name}: unknown settings {sorted(unknown)}")
+        values = {key: section[key] for key in known if key in section}
+        if values.get("layers") is not None:
+            values["layers"] = tuple(int(layer) for layer in values["layers"])
+        if values.get("pooling", "mean") not in POOLINGS:
+            raise ValueError(f"model {name}: pooling must be one of {POOLINGS}")
+        if values.get("loader", "transformers") not in LOADERS:
+            raise ValueError(f"model {name}: loader must be one of {LOADERS}")
+        return cls(name=name, **values)
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting that changes the extracted vectors, defaults filled in.
+
+        Recorded in outputs and hashed; ``from_config(name, spec.settings())`` gives back
+        an equal spec.
+        """
+        settings = asdict(self)
+        del settings["name"]
+        return settings
+
+
+def model_location(spec: ModelSpec) -> str:
+    """What to hand to ``from_pretrained``: a directory path or a hub id."""
+    return str(resolve_data_path(spec.source)) if spec.source.startswith("package:") else spec.source
+
+
+def _require_transformers_loader(spec: ModelSpec) -> None:
+    if spec.loader == "elmo":
+        raise ModelLoadError(
+            f"model {spec.name}: the ELMo loader is not available in this version of "
+            "contextuality; remove this model from the config or run the transformer models "
+            "on their own (for example with --keep-going)"
+        )
+
+
+def _load_error(spec: ModelSpec, what: str, error: Exception) -> ModelLoadError:
+    first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return ModelLoadError(
+        f"model {spec.name}: cannot load the {what} of '{spec.source}' ({first_line}). "
+        "A hub id needs the Hugging Face hub to be reachable once (or the files in the local "
+        "cache); otherwise set 'source' to a local directory holding config.json and weights."
+    )
+
+
+def count_hidden_layers(spec: ModelSpec) -> int:
+    """Number of transformer layers L, read from the model's config only (no weights).
+
+    Hidden states are numbered 0 (embedding output) to L.
+    """
+    _require_transformers_loader(spec)
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(
+            model_location(spec), revision=spec.revision, trust_remote_code=spec.trust_remote_code
+        )
+    except (OSError, ValueError) as error:
+        raise _load_error(spec, "config", error) from error
+    return int(config.num_hidden_layers)
+
+
+def selected_layers(spec: ModelSpec, n_layers: int | None = None) -> tuple[int, ...]:
+    """The hidden-state indices to extract: the config's ``layers`` or all of 0..L."""
+    if spec.layers is not None:
+        return tuple(sorted(set(spec.layers)))
+    n_layers = count_hidden_layers(spec) if n_layers is None else n_layers
+    return tuple(range(n_layers + 1))
+
+
+@dataclass
+class LoadedModel:
+    """A tokenizer and model ready for extraction, with what is known about them."""
+
+    spec: ModelSpec
+    tokenizer: Any
+    model: Any
+    n_layers: int
+    hidden_size: int
+    max_length: int
+    revision: str | None
+
+
+def _is_byte_level(tokenizer: Any) -> bool:
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    return backend is not None and "ByteLevel" in repr(backend.pre_tokenizer)
+
+
+def load_tokenizer(spec: ModelSpec) -> Any:
+    """The model's fast tokenizer; byte-level BPE ones get ``add_prefix_space`` so that
+    pre-split words are tokenized as space-separated words, as in running text."""
+    _require_transformers_loader(spec)
+    from transformers import AutoTokenizer
+
+    options = {"revision": spec.revision, "trust_remote_code": spec.trust_remote_code}
+    location = model_location(spec)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location, **options)
+        if _is_byte_level(tokenizer) and not getattr(tokenizer, "add_prefix_space", False):
+            tokenizer = AutoTokenizer.from_pretrained(location, add_prefix_space=True, **options)
+    except (OSError, ValueError) as error:
+        raise _load_error(spec, "tokenizer", error) from error
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(
+            f"model {spec.name}: needs a fast (Rust) tokenizer to map subwords to words"
+        )
+    return tokenizer
+
+
+def load_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
+    """Load tokenizer and model (eval mode, on `device`) and read their limits."""
+    import torch
+    from transformers import AutoModel
+
+    tokenizer = load_tokenizer(spec)
+    try:
+        model = AutoModel.from_pretrained(
+            model_location(spec),
+            revision=spec.revision,
+            trust_remote_code=spec.trust_remote_code,
+            dtype=torch.float32,
+        )
+    except (OSError, ValueError) as error:
+        raise _load_error(spec, "weights", error) from error
+    model.eval().to(device)
+    config = model.config
+    window = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+    limits = [spec.max_length, window]
+    if tokenizer.model_max_length and tokenizer.model_max_length < _HUGE_MAX_LENGTH:
+        limits.append(tokenizer.model_max_length)
+    known = [limit for limit in limits if limit]
+    if not known:
+        raise ModelLoadError(f"model {spec.name}: no maximum input length known; set max_length")
+    return LoadedModel(
+        spec=spec,
+        tokenizer=tokenizer,
+        model=model,
+        n_layers=int(config.num_hidden_layers),
+        hidden_size=int(config.hidden_size),
+        max_length=int(min(known)),
+        revision=spec.revision or getattr(config, "_commit_hash", None),
+    )

@@ -1,0 +1,269 @@
+"""The workflow's steps as functions of paths and settings.
+
+Each step reads its inputs, calls the library, and writes its outputs atomically with a
+provenance record. The Snakemake scripts and the ``contextuality`` command line both call
+these, so a step behaves the same inside and outside the workflow.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from contextuality import corpus as corpus_io
+from contextuality.analysis import MEASURES, MeasureSettings, measure_layer
+from contextuality.figures import FIGURES, plot_figure
+from contextuality.errors import InputDataError, NumericOverflowError
+from contextuality.index import build_occurrence_index, corpus_checksum, index_checksum
+from contextuality.models import ModelSpec, load_model, selected_layers
+from contextuality.provenance import (
+    config_hash,
+    provenance_record,
+    read_json,
+    sha256_file,
+    write_json,
+)
+from contextuality.shards import load_shard
+from contextuality.tables import read_parquet, write_parquet, write_tsv
+
+PathLike = str | os.PathLike
+log = logging.getLogger(__name__)
+
+
+def fetch_sts(year: int, destination: PathLike, mirror: PathLike | None) -> None:
+    """Put STS `year`'s archive at `destination`, from the mirror or the network."""
+    corpus_io.fetch_sts_archive(year, destination, mirror)
+
+
+def build_sentences(settings: dict[str, Any], sources: Sequence[PathLike], output: PathLike) -> None:
+    """Sentence table from the configured corpus (``settings`` = config ``corpus``).
+
+    sources: the STS archives in ``settings["sts"]["years"]`` order, or the one text file.
+    """
+    if settings["source"] == "sts":
+        years = settings["sts"]["years"]
+        sentences, checksums = [], {}
+        for year, archive in zip(years, sources, strict=True):
+            pairs, member_checksums = corpus_io.read_sts_archive(
+                archive, year, settings["sts"]["verify_checksums"]
+            )
+            sentences.extend(corpus_io.sts_sentences(pairs))
+            checksums.update(member_checksums)
+    else:
+        (path,) = sources
+        sentences = corpus_io.read_text_corpus(path, not settings["text"]["split_sentences"])
+        checksums = {Path(path).name: sha256_file(path)}
+    table = corpus_io.build_sentence_table(sentences)
+    provenance = provenance_record(
+        step="sentences",
+        corpus=settings.get("name", settings["source"]),
+        input_checksums=checksums,
+        corpus_checksum=corpus_checksum(table["text"].tolist()),
+        config_hash=config_hash(settings),
+        n_sentences=len(table),
+    )
+    write_parquet(table, output, provenance)
+    log.info("%d unique sentences from %d read", len(table), len(sentences))
+
+
+def build_index(
+    sentences_path: PathLike,
+    min_contexts: int,
+    lowercase: bool,
+    occurrences_path: PathLike,
+    vocab_path: PathLike,
+    summary_path: PathLike,
+) -> None:
+    """Occurrence index, vocabulary and a JSON summary with the index checksums."""
+    texts = read_parquet(sentences_path)["text"].tolist()
+    index = build_occurrence_index(texts, min_contexts=min_contexts, lowercase=lowercase)
+    summary = provenance_record(
+        step="index",
+        corpus_checksum=corpus_checksum(texts),
+        index_checksum=index_checksum(index.occurrences),
+        config_hash=config_hash({"min_contexts": min_contexts, "lowercase": lowercase}),
+        min_contexts=min_contexts,
+        lowercase=lowercase,
+        n_sentences=len(texts),
+        n_occurrences=len(index.occurrences),
+        n_words=len(index.vocab),
+        n_indexed_words=int(index.vocab["indexed"].sum()),
+    )
+    write_parquet(index.occurrences, occurrences_path, summary)
+    write_parquet(index.vocab, vocab_path, summary)
+    write_json(summary_path, summary)
+
+
+def _device(requested: str) -> str:
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return requested
+
+
+def extract_model(
+    name: str,
+    settings: dict[str, Any],
+    sentences_path: PathLike,
+    index_summary_path: PathLike,
+    shard_paths: dict[int, PathLike],
+    meta_path: PathLike,
+    threads: int = 1,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Extract the configured layers of one model into shards and write its meta.json.
+
+    With ``storage_dtype: auto`` values are stored as float16 unless some value overflows
+    it, in which case the whole model is re-extracted as float32 and the log says so.
+    """
+    import torch
+    import transformers
+
+    from contextuality.extract import extract_to_shards
+
+    torch.set_num_threads(max(1, threads))
+    spec = ModelSpec.from_config(name, settings)
+    index_summary = read_json(index_summary_path)
+    sentences = read_parquet(sentences_path)["text"].tolist()
+    if corpus_checksum(sentences) != index_summary["corpus_checksum"]:
+        raise InputDataError(
+            f"{sentences_path} is not the sentence table that {index_summary_path} was built "
+            "from; rebuild the occurrence index"
+        )
+    loaded = load_model(spec, _device(spec.device))
+    layers = selected_layers(spec, loaded.n_layers)
+    if set(layers) != set(shard_paths):
+        raise ValueError(f"model {name}: shard paths for {sorted(shard_paths)}, layers {layers}")
+    out_of_range = [layer for layer in layers if not 0 <= layer <= loaded.n_layers]
+    if out_of_range:
+        raise ValueError(f"model {name}: layers {out_of_range} outside 0..{loaded.n_layers}")
+    attributes = provenance_record(
+        model=name,
+        model_id=spec.source,
+        model_revision=loaded.revision,
+        n_layers=loaded.n_layers,
+        pooling=spec.pooling,
+        corpus_checksum=index_summary["corpus_checksum"],
+        index_checksum=index_summary["index_checksum"],
+        config_hash=config_hash(spec.settings()),
+        transformers_version=transformers.__version__,
+        torch_version=torch.__version__,
+    )
+    dtypes = ["float32"] if spec.storage_dtype == "float32" else ["float16"]
+    if spec.storage_dtype == "auto":
+        dtypes.append("float32")
+    for attempt, dtype in enumerate(dtypes):
+        try:
+            report = extract_to_shards(
+                loaded,
+                sentences,
+                layers,
+                shard_paths,
+                {**attributes, "dtype": dtype},
+                storage_dtype=dtype,
+                progress=progress,
+            )
+            break
+        except NumericOverflowError as error:
+            if attempt + 1 == len(dtypes):
+                raise NumericOverflowError(
+                    f"{error}; set models.{name}.storage_dtype: float32 (or auto)"
+                ) from error
+            log.warning("%s; storing model %s as float32 instead", error, name)
+    if report.n_occurrences != index_summary["n_occurrences"]:
+        raise ValueError(f"model {name}: {report.n_occurrences} words extracted, index has "
+                         f"{index_summary['n_occurrences']}")
+    meta = {**attributes, "layers": list(layers), "hidden_size": loaded.hidden_size,
+            "max_length": loaded.max_length, "settings": spec.settings(), **report.as_dict()}
+    write_json(meta_path, meta)
+    return meta
+
+
+def measure_shard(
+    shard_path: PathLike,
+    occurrences_path: PathLike,
+    vocab_path: PathLike,
+    index_summary_path: PathLike,
+    settings: dict[str, Any],
+    words_path: PathLike,
+    sentences_path: PathLike,
+    summary_path: PathLike,
+    transform: str = "none",
+) -> dict[str, Any]:
+    """All measures of one shard: per-word and per-sentence tables and a JSON summary."""
+    index_summary = read_json(index_summary_path)
+    occurrences = read_parquet(occurrences_path)
+    vocab = read_parquet(vocab_path)
+    vectors, attributes = load_shard(
+        shard_path, index_summary["index_checksum"], n_rows=len(occurrences)
+    )
+    if transform != "none":
+        raise ValueError(f"transform '{transform}' is not available")
+    measure_settings = MeasureSettings(**settings)
+    result = measure_layer(vectors, occurrences, vocab, measure_settings)
+    provenance = provenance_record(
+        step="measures",
+        model=attributes["model"],
+        model_id=attributes["model_id"],
+        model_revision=attributes["model_revision"],
+        layer=int(attributes["layer"]),
+        n_layers=int(attributes["n_layers"]),
+        pooling=attributes["pooling"],
+        transform=transform,
+        corpus_checksum=attributes["corpus_checksum"],
+        index_checksum=attributes["index_checksum"],
+        shard_config_hash=attributes["config_hash"],
+        config_hash=config_hash(settings),
+    )
+    write_parquet(result.words, words_path, provenance)
+    write_parquet(result.sentences, sentences_path, provenance)
+    summary = {**provenance, **result.summary}
+    write_json(summary_path, summary)
+    return summary
+
+
+def summarize(summary_paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
+    """One long table of every (model, transform, layer, measure) from the layer summaries.
+
+    Columns: model, transform, layer, n_layers, relative_layer (layer / n_layers),
+    measure, raw, baseline, adjusted, n.
+    """
+    rows = []
+    for path in summary_paths:
+        summary = read_json(path)
+        for measure in MEASURES:
+            rows.append(
+                {
+                    "model": summary["model"],
+                    "transform": summary["transform"],
+                    "layer": summary["layer"],
+                    "n_layers": summary["n_layers"],
+                    "relative_layer": summary["layer"] / summary["n_layers"],
+                    "measure": measure,
+                    **summary[measure],
+                }
+            )
+    columns = ["model", "transform", "layer", "n_layers", "relative_layer", "measure"]
+    table = pd.DataFrame(rows, columns=[*columns, "raw", "baseline", "adjusted", "n"])
+    table = table.sort_values(["model", "transform", "measure", "layer"])
+    write_tsv(table, output)
+    return table
+
+
+def draw_figure(
+    table_path: PathLike,
+    number: int,
+    outputs: Sequence[PathLike],
+    transform: str = "none",
+    relative_layers: bool = False,
+) -> None:
+    """Figure `number` (1–4) of the paper from the summary table, in every output format."""
+    table = pd.read_csv(table_path, sep="\t")
+    spec = next(figure for figure in FIGURES if figure.number == number)
+    plot_figure(table, spec, list(outputs), transform=transform, relative_layers=relative_layers)

@@ -1,0 +1,43 @@
+"""Parquet and TSV tables with provenance, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from contextuality.provenance import atomic_path
+
+PROVENANCE_KEY = b"contextuality.provenance"
+
+
+def write_parquet(frame: pd.DataFrame, path: str | os.PathLike, provenance: dict[str, Any]) -> None:
+    """Write `frame` to Parquet with `provenance` as JSON in the schema metadata."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    metadata = dict(table.schema.metadata or {})
+    metadata[PROVENANCE_KEY] = json.dumps(provenance, sort_keys=True, default=str).encode()
+    table = table.replace_schema_metadata(metadata)
+    with atomic_path(path) as temporary:
+        pq.write_table(table, temporary)
+
+
+def read_parquet(path: str | os.PathLike) -> pd.DataFrame:
+    """Read a Parquet table written by `write_parquet`."""
+    return pq.read_table(path).to_pandas()
+
+
+def read_provenance(path: str | os.PathLike) -> dict[str, Any]:
+    """The provenance record stored in a Parquet file's metadata ({} if none)."""
+    metadata = pq.read_schema(path).metadata or {}
+    raw = metadata.get(PROVENANCE_KEY)
+    return json.loads(raw) if raw else {}
+
+
+def write_tsv(frame: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write a tab-separated table atomically."""
+    with atomic_path(path) as temporary:
+        frame.to_csv(temporary, sep="\t", index=False, float_format="%.6g")

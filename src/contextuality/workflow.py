@@ -1,0 +1,91 @@
+"""Pure helpers behind workflow/rules/common.smk: config access, targets, script running.
+
+Kept here (not in the .smk files) so they are unit-tested without Snakemake.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from contextuality import __version__
+from contextuality.corpus import resolve_data_path, sts_archive_name
+from contextuality.errors import ContextualityError
+from contextuality.figures import FIGURE_NAMES
+from contextuality.models import ModelSpec, selected_layers
+
+
+def model_names(config: dict[str, Any]) -> list[str]:
+    """The configured model keys, in config order."""
+    return list(config["models"])
+
+
+def model_layers(config: dict[str, Any], model: str) -> list[int]:
+    """Layers to extract for `model`: its ``layers`` list, else all, read from its config."""
+    return list(selected_layers(ModelSpec.from_config(model, config["models"][model])))
+
+
+def corpus_inputs(config: dict[str, Any]) -> list[str]:
+    """Files the sentence table is built from: STS archives under resources/, or the text file."""
+    corpus = config["corpus"]
+    if corpus["source"] == "sts":
+        return [f"resources/sts/{sts_archive_name(year)}" for year in corpus["sts"]["years"]]
+    return [str(resolve_data_path(corpus["text"]["path"]))]
+
+
+def shard_paths(config: dict[str, Any], model: str) -> list[str]:
+    """One HDF5 shard per extracted layer of `model`."""
+    return [f"results/embeddings/{model}/layer_{layer}.h5" for layer in model_layers(config, model)]
+
+
+def layer_summaries(config: dict[str, Any]) -> list[str]:
+    """The per-(model, transform, layer) summary JSON files that the summary table reads."""
+    return [
+        f"results/measures/{model}/{transform}/layer_{layer}.json"
+        for model in model_names(config)
+        for transform in config["measures"]["transforms"]
+        for layer in model_layers(config, model)
+    ]
+
+
+def figure_paths(extensions: tuple[str, ...] = ("png", "pdf")) -> list[str]:
+    """Figures 1–4, each in every format."""
+    return [
+        f"results/figures/fig{number}_{name}.{extension}"
+        for number, name in FIGURE_NAMES.items()
+        for extension in extensions
+    ]
+
+
+def final_outputs(config: dict[str, Any]) -> list[str]:
+    """Everything ``snakemake`` builds by default."""
+    return [
+        "results/corpus/sentences.parquet",
+        "results/corpus/index.json",
+        *[f"results/embeddings/{model}/meta.json" for model in model_names(config)],
+        *layer_summaries(config),
+        "results/tables/measures.tsv",
+        *figure_paths(),
+    ]
+
+
+def run_step(log_path: str | Path | None, step: Callable[[], Any]) -> None:
+    """Run a step from a Snakemake script with its log file as stderr and logging target.
+
+    A ContextualityError (bad input, unloadable model, mismatched shard) ends the job with
+    its message and exit status 1 instead of a traceback.
+    """
+    if log_path is not None:
+        sys.stderr = open(log_path, "w", buffering=1)  # noqa: SIM115 (kept open for the job)
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
+    )
+    logging.getLogger(__name__).info("contextuality %s", __version__)
+    try:
+        step()
+    except ContextualityError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)

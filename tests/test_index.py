@@ -1,0 +1,304 @@
+"""Tests of the word tokenizer (contextuality.words) and the occurrence index."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from contextuality.index import (
+    build_occurrence_index,
+    corpus_checksum,
+    index_checksum,
+    sentence_word_counts,
+)
+from contextuality.words import split_words
+
+# --------------------------------------------------------------------------------------
+# split_words
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("Hello, world.", ["Hello", ",", "world", "."]),
+        ('"Quoted" (text)!', ['"', "Quoted", '"', "(", "text", ")", "!"]),
+        ("It cost $1,650.", ["It", "cost", "$", "1,650", "."]),
+        ("A rise of 0.11% at 4:00.", ["A", "rise", "of", "0.11", "%", "at", "4:00", "."]),
+        ("1,000,000 people", ["1,000,000", "people"]),
+        ("Version 1.2.3", ["Version", "1.2.3"]),
+        ("in 2012.", ["in", "2012", "."]),
+        ("I don't know.", ["I", "don't", "know", "."]),
+        ("O\u2019Brien's drive-ins", ["O\u2019Brien's", "drive-ins"]),
+        ("state-of-the-art, well-known", ["state-of-the-art", ",", "well-known"]),
+        ("a 3-year-old", ["a", "3-year-old"]),
+        ("ends -- here", ["ends", "-", "-", "here"]),
+        ("trailing- 'quoted'", ["trailing", "-", "'", "quoted", "'"]),
+        ("students' books", ["students", "'", "books"]),
+        ("snake_case word", ["snake_case", "word"]),
+        ("Caf\u00e9 na\u00efve Z\u00fcrich", ["Caf\u00e9", "na\u00efve", "Z\u00fcrich"]),
+        (
+            "\u041c\u043e\u0441\u043a\u0432\u0430, \u6771\u4eac.",
+            ["\u041c\u043e\u0441\u043a\u0432\u0430", ",", "\u6771\u4eac", "."],
+        ),
+        ("Jir\u02c7\u00ed Be\u02c7lohl\u00e1vek", ["Jir\u02c7\u00ed", "Be\u02c7lohl\u00e1vek"]),
+        ("em\u2014dash", ["em", "\u2014", "dash"]),
+        ("", []),
+        ("   ", []),
+    ],
+)
+def test_split_words(sentence, expected):
+    assert split_words(sentence) == expected
+
+
+def test_split_words_keeps_every_non_space_character():
+    sentence = 'He said: "It\'s 1,650.5 km -- 0.11% of U.S. drive-ins!" (really?)'
+    words = split_words(sentence)
+    assert "".join(words) == "".join(sentence.split())
+    assert all(word and not any(c.isspace() for c in word) for word in words)
+
+
+def test_split_words_is_deterministic():
+    sentences = [
+        "The U.S. economy grew 0.11 percent, don't you think?",
+        "Drive-ins closed; 1,650 jobs were lost.",
+    ]
+    first = [split_words(s) for s in sentences]
+    second = [split_words(s) for s in reversed(sentences)][::-1]
+    assert first == second
+    assert first == [split_words(s) for s in sentences]
+
+
+# --------------------------------------------------------------------------------------
+# build_occurrence_index
+# --------------------------------------------------------------------------------------
+
+
+def test_occurrences_layout():
+    sentences = ["The cat sat.", "", "A cat, a hat."]
+    index = build_occurrence_index(sentences, min_contexts=1)
+    occ = index.occurrences
+    assert list(occ.columns) == ["occurrence_id", "sentence_id", "position", "word_id", "word"]
+    assert occ["occurrence_id"].tolist() == list(range(len(occ)))
+    assert occ["sentence_id"].tolist() == [0, 0, 0, 0, 2, 2, 2, 2, 2, 2]
+    assert occ["position"].tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 4, 5]
+    assert occ["word"].tolist() == ["The", "cat", "sat", ".", "A", "cat", ",", "a", "hat", "."]
+    keys = list(zip(occ["sentence_id"], occ["position"], strict=True))
+    assert keys == sorted(keys)
+    # word_id refers to the vocabulary row of the same word.
+    vocab = index.vocab
+    assert vocab["word_id"].tolist() == list(range(len(vocab)))
+    assert (vocab["word"].to_numpy()[occ["word_id"].to_numpy()] == occ["word"].to_numpy()).all()
+    # Word ids in order of first appearance.
+    assert vocab["word"].tolist() == ["The", "cat", "sat", ".", "A", ",", "a", "hat"]
+
+
+def test_repeated_word_in_one_sentence():
+    sentences = ["the dog saw the other dog", "the end"]
+    vocab = build_occurrence_index(sentences, min_contexts=1).vocab.set_index("word")
+    assert vocab.loc["the", "count"] == 3
+    assert vocab.loc["the", "n_contexts"] == 2
+    assert vocab.loc["dog", "count"] == 2
+    assert vocab.loc["dog", "n_contexts"] == 1
+    assert vocab.loc["end", "count"] == 1
+    assert vocab.loc["end", "n_contexts"] == 1
+
+
+def test_min_contexts_threshold_is_inclusive():
+    # "alpha" in exactly 3 sentences (4 tokens), "beta" in 2 sentences (5 tokens).
+    sentences = [
+        "alpha alpha beta beta beta",
+        "alpha gamma",
+        "alpha beta beta",
+        "gamma",
+    ]
+    vocab = build_occurrence_index(sentences, min_contexts=3).vocab.set_index("word")
+    assert vocab.loc["alpha", "n_contexts"] == 3
+    assert bool(vocab.loc["alpha", "indexed"])
+    assert vocab.loc["beta", "n_contexts"] == 2
+    assert vocab.loc["beta", "count"] == 5
+    assert not bool(vocab.loc["beta", "indexed"])  # many tokens, too few contexts
+    assert not bool(vocab.loc["gamma", "indexed"])
+    vocab2 = build_occurrence_index(sentences, min_contexts=2).vocab.set_index("word")
+    assert vocab2["indexed"].to_dict() == {"alpha": True, "beta": True, "gamma": True}
+    vocab4 = build_occurrence_index(sentences, min_contexts=4).vocab.set_index("word")
+    assert not vocab4["indexed"].any()
+
+
+def test_lowercase_merges_case_variants():
+    sentences = ["The cat.", "the dog.", "THE end."]
+    cased = build_occurrence_index(sentences, min_contexts=2).vocab.set_index("word")
+    assert {"The", "the", "THE"} <= set(cased.index)
+    assert not bool(cased.loc["the", "indexed"])
+    lowered = build_occurrence_index(sentences, min_contexts=2, lowercase=True)
+    vocab = lowered.vocab.set_index("word")
+    assert "The" not in vocab.index and "THE" not in vocab.index
+    assert vocab.loc["the", "count"] == 3
+    assert vocab.loc["the", "n_contexts"] == 3
+    assert bool(vocab.loc["the", "indexed"])
+    assert lowered.occurrences["word"].tolist()[0] == "the"
+    assert all(w == w.lower() for w in lowered.occurrences["word"])
+
+
+def test_frequency_rank_ties_broken_by_first_appearance():
+    # counts: b=3, a=2, c=2, d=1, e=3 -> order b (first), e, a, c, d
+    sentences = ["a b c", "b e d", "e a b", "c e"]
+    vocab = build_occurrence_index(sentences, min_contexts=1).vocab.set_index("word")
+    assert vocab["count"].to_dict() == {"a": 2, "b": 3, "c": 2, "e": 3, "d": 1}
+    assert vocab["frequency_rank"].to_dict() == {"b": 1, "e": 2, "a": 3, "c": 4, "d": 5}
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_min_contexts_must_be_positive(bad):
+    with pytest.raises(ValueError, match="min_contexts"):
+        build_occurrence_index(["a b"], min_contexts=bad)
+
+
+def test_no_words_at_all():
+    index = build_occurrence_index(["", "   "], min_contexts=1)
+    assert len(index.occurrences) == 0
+    assert len(index.vocab) == 0
+    assert sentence_word_counts(index.occurrences, 2).tolist() == [0, 0]
+
+
+VOCABULARY = [
+    "the", "The", "cat", "dog", "don't", "drive-ins", "1,650", "0.11", ",", ".", "?", "Zürich",
+    "THE", "a",
+]  # fmt: skip
+
+
+def brute_force(token_lists, min_contexts, lowercase):
+    """Reimplementation with Counters, from token lists (no tokenizer involved)."""
+    if lowercase:
+        token_lists = [[t.lower() for t in tokens] for tokens in token_lists]
+    first_seen = []
+    for tokens in token_lists:
+        for token in tokens:
+            if token not in first_seen:
+                first_seen.append(token)
+    count = Counter(t for tokens in token_lists for t in tokens)
+    contexts = Counter(t for tokens in token_lists for t in set(tokens))
+    ranked = sorted(first_seen, key=lambda w: (-count[w], first_seen.index(w)))
+    rank = {w: r for r, w in enumerate(ranked, start=1)}
+    return [(w, count[w], contexts[w], rank[w], contexts[w] >= min_contexts) for w in first_seen]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_matches_brute_force(seed, lowercase):
+    rng = random.Random(seed)
+    token_lists = [[rng.choice(VOCABULARY) for _ in range(rng.randint(0, 12))] for _ in range(300)]
+    sentences = [" ".join(tokens) for tokens in token_lists]
+    # The vocabulary is chosen so that the tokenizer returns each token unchanged.
+    assert [split_words(s) for s in sentences] == token_lists
+    # A threshold equal to some word's context count, so the boundary is exercised.
+    contexts = sorted(row[2] for row in brute_force(token_lists, 1, lowercase))
+    min_contexts = contexts[len(contexts) // 2]
+    expected = brute_force(token_lists, min_contexts, lowercase)
+    assert any(row[4] for row in expected) and not all(row[4] for row in expected)
+    index = build_occurrence_index(sentences, min_contexts=min_contexts, lowercase=lowercase)
+    vocab = index.vocab
+    got = list(
+        zip(
+            vocab["word"],
+            vocab["count"].tolist(),
+            vocab["n_contexts"].tolist(),
+            vocab["frequency_rank"].tolist(),
+            vocab["indexed"].tolist(),
+            strict=True,
+        )
+    )
+    assert got == expected
+
+    expected_rows = [
+        (s, p, (t.lower() if lowercase else t))
+        for s, tokens in enumerate(token_lists)
+        for p, t in enumerate(tokens)
+    ]
+    occ = index.occurrences
+    rows = list(zip(occ["sentence_id"], occ["position"], occ["word"], strict=True))
+    assert rows == expected_rows
+    assert occ["occurrence_id"].tolist() == list(range(len(expected_rows)))
+    assert int(vocab["count"].sum()) == len(occ)
+    assert sorted(vocab["frequency_rank"]) == list(range(1, len(vocab) + 1))
+    counts = sentence_word_counts(occ, len(sentences))
+    assert counts.tolist() == [len(tokens) for tokens in token_lists]
+
+
+# --------------------------------------------------------------------------------------
+# Checksums and per-sentence counts
+# --------------------------------------------------------------------------------------
+
+SENTENCES = ["The cat sat on the mat.", "A dog barked.", "The cat ran."]
+
+
+def test_index_checksum_equal_for_equal_content():
+    a = build_occurrence_index(SENTENCES, min_contexts=1).occurrences
+    b = build_occurrence_index(list(SENTENCES), min_contexts=3).occurrences
+    assert index_checksum(a) == index_checksum(b)
+    assert re.fullmatch(r"[0-9a-f]{64}", index_checksum(a))
+    # Independent of storage dtypes and of columns it does not cover.
+    c = a.astype({"sentence_id": "int64", "position": "int64"}).drop(
+        columns=["occurrence_id", "word_id"]
+    )
+    c["word"] = c["word"].astype(object)
+    assert index_checksum(c) == index_checksum(a)
+
+
+def test_index_checksum_changes_with_one_word_or_position():
+    occ = build_occurrence_index(SENTENCES, min_contexts=1).occurrences
+    base = index_checksum(occ)
+
+    one_word = occ.copy()
+    one_word.loc[4, "word"] = "rug"
+    assert index_checksum(one_word) != base
+
+    one_position = occ.copy()
+    one_position.loc[2, "position"] = 7
+    assert index_checksum(one_position) != base
+
+    one_sentence = occ.copy()
+    one_sentence.loc[len(occ) - 1, "sentence_id"] = 1
+    assert index_checksum(one_sentence) != base
+
+    # Changing the sentences changes it, and so does lowercasing.
+    other = build_occurrence_index(["The cat sat on the rug.", *SENTENCES[1:]], min_contexts=1)
+    assert index_checksum(other.occurrences) != base
+    lowered = build_occurrence_index(SENTENCES, min_contexts=1, lowercase=True)
+    assert index_checksum(lowered.occurrences) != base
+
+
+def test_corpus_checksum():
+    assert corpus_checksum(SENTENCES) == corpus_checksum(list(SENTENCES))
+    assert corpus_checksum(SENTENCES) == hashlib.sha256("\n".join(SENTENCES).encode()).hexdigest()
+    changed = [SENTENCES[0], "A dog barked!", SENTENCES[2]]
+    assert corpus_checksum(changed) != corpus_checksum(SENTENCES)
+    assert corpus_checksum(SENTENCES[::-1]) != corpus_checksum(SENTENCES)
+    assert corpus_checksum(SENTENCES[:2]) != corpus_checksum(SENTENCES)
+
+
+def test_sentence_word_counts_and_offsets():
+    sentences = ["a b c", "", "d e", "f"]
+    occ = build_occurrence_index(sentences, min_contexts=1).occurrences
+    counts = sentence_word_counts(occ, len(sentences))
+    assert counts.tolist() == [3, 0, 2, 1]
+    # Trailing sentences without words are counted as zero when n_sentences says so.
+    assert sentence_word_counts(occ, 6).tolist() == [3, 0, 2, 1, 0, 0]
+    # cumsum gives each sentence's contiguous block of occurrences.
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    for s, sentence in enumerate(sentences):
+        block = occ.iloc[starts[s] : ends[s]]
+        assert (block["sentence_id"] == s).all()
+        assert block["word"].tolist() == split_words(sentence)
+
+
+def test_sentence_word_counts_on_a_dataframe():
+    occ = pd.DataFrame({"sentence_id": np.array([0, 0, 3], dtype=np.int32)})
+    assert sentence_word_counts(occ, 4).tolist() == [2, 0, 0, 1]

@@ -1,0 +1,42 @@
+from snakemake.utils import validate
+
+from contextuality import workflow as ctx
+from contextuality.models import ModelSpec
+
+
+validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+
+
+wildcard_constraints:
+    model="|".join(ctx.model_names(config)),
+    transform="|".join(config["measures"]["transforms"]),
+    layer=r"\d+",
+    year=r"\d{4}",
+
+
+def final_outputs(config):
+    return ctx.final_outputs(config)
+
+
+def get_corpus_inputs(wildcards):
+    return ctx.corpus_inputs(config)
+
+
+def get_sts_mirror():
+    return config["corpus"]["sts"]["mirror"]
+
+
+def get_model_settings(model):
+    return ModelSpec.from_config(model, config["models"][model]).settings()
+
+
+def get_measure_settings():
+    return {
+        key: value
+        for key, value in config["measures"].items()
+        if key != "transforms"
+    }
+
+
+def get_layer_summaries(wildcards):
+    return ctx.layer_summaries(config)

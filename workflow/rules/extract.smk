@@ -1,0 +1,30 @@
+# One extraction rule per model: a model's layers are written in one forward pass, and
+# each rule carries only its own model's settings, so editing one model reruns only it.
+for model in ctx.model_names(config):
+
+    rule:
+        name:
+            f"extract_{model}"
+        input:
+            sentences="results/corpus/sentences.parquet",
+            index="results/corpus/index.json",
+        output:
+            shards=ctx.shard_paths(config, model),
+            meta=f"results/embeddings/{model}/meta.json",
+        log:
+            f"logs/extract/{model}.log",
+        benchmark:
+            f"benchmarks/extract/{model}.tsv"
+        params:
+            model=model,
+            settings=get_model_settings(model),
+            layers=ctx.model_layers(config, model),
+        threads: workflow.cores
+        resources:
+            mem_mb=16000,
+            runtime=240,
+            gpu=config["models"][model].get("gpus", 0),
+        conda:
+            "../envs/contextuality.yaml"
+        script:
+            "../scripts/extract.py"

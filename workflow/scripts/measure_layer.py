@@ -1,0 +1,19 @@
+"""Snakemake adapter: all measures of one (model, transform, layer) shard."""
+
+from contextuality import steps
+from contextuality.workflow import run_step
+
+run_step(
+    snakemake.log[0],
+    lambda: steps.measure_shard(
+        snakemake.input.shard,
+        snakemake.input.occurrences,
+        snakemake.input.vocab,
+        snakemake.input.index,
+        snakemake.params.settings,
+        snakemake.output.words,
+        snakemake.output.sentences,
+        snakemake.output.summary,
+        transform=snakemake.wildcards.transform,
+    ),
+)

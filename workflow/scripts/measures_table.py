@@ -1,0 +1,6 @@
+"""Snakemake adapter: gather the layer summaries into results/tables/measures.tsv."""
+
+from contextuality import steps
+from contextuality.workflow import run_step
+
+run_step(snakemake.log[0], lambda: steps.summarize(snakemake.input, snakemake.output[0]))

@@ -1,0 +1,9 @@
+"""Snakemake adapter: build the sentence table from the configured corpus."""
+
+from contextuality import steps
+from contextuality.workflow import run_step
+
+run_step(
+    snakemake.log[0],
+    lambda: steps.build_sentences(snakemake.params.corpus, snakemake.input, snakemake.output[0]),
+)
