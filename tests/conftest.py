@@ -101,7 +101,9 @@ def tiny_gpt2_dir(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("tiny-gpt2")
     _train_byte_level_bpe(directory)
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=2, n_positions=64)
+    config = GPT2Config(
+        vocab_size=300, n_embd=32, n_layer=2, n_head=2, n_positions=64, bos_token_id=0, eos_token_id=0
+    )
     GPT2Model(config).eval().save_pretrained(directory)
     return directory
 

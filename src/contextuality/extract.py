@@ -132,10 +132,12 @@ def pool_subwords(hidden: Any, token_word: Any, n_words: int, pooling: str) -> t
         pooled /= counts.clamp(min=1).to(pooled.dtype)[None, :, None]
     else:
         # Subwords of a word are contiguous; the first (last) is where the word changes.
-        neighbour = torch.roll(rows, 1 if pooling == "first" else -1)
-        boundary = rows != neighbour
-        if len(rows) == 1:
-            boundary[:] = True
+        # (No wrap-around: with a single word in the batch, rows[0] == rows[-1].)
+        boundary = torch.ones_like(rows, dtype=torch.bool)
+        if pooling == "first":
+            boundary[1:] = rows[1:] != rows[:-1]
+        else:
+            boundary[:-1] = rows[:-1] != rows[1:]
         pooled[:, rows[boundary]] = vectors[:, boundary]
     pooled[:, counts == 0] = float("nan")
     return pooled, counts

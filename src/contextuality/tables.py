@@ -40,4 +40,4 @@ def read_provenance(path: str | os.PathLike) -> dict[str, Any]:
 def write_tsv(frame: pd.DataFrame, path: str | os.PathLike) -> None:
     """Write a tab-separated table atomically."""
     with atomic_path(path) as temporary:
-        frame.to_csv(temporary, sep="\t", index=False, float_format="%.6g")
+        frame.to_csv(temporary, sep="\t", index=False, float_format="%.10g")

@@ -18,6 +18,24 @@ from contextuality.figures import FIGURE_NAMES
 from contextuality.models import ModelSpec, selected_layers
 
 
+def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
+    """Raise ValueError listing every schema violation as ``<key path>: <problem>``.
+
+    One line per problem, instead of the schema dump a bare validation error prints.
+    """
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = [
+        f"{'.'.join(str(part) for part in error.absolute_path) or '(top level)'}: {error.message}"
+        for error in sorted(validator.iter_errors(config), key=lambda error: list(error.path))
+    ]
+    if problems:
+        raise ValueError("invalid config:\n  " + "\n  ".join(problems))
+
+
 def model_names(config: dict[str, Any]) -> list[str]:
     """The configured model keys, in config order."""
     return list(config["models"])

@@ -4,6 +4,7 @@ from contextuality import workflow as ctx
 from contextuality.models import ModelSpec
 
 
+ctx.check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 
 

@@ -1,0 +1,172 @@
+"""Command line: each workflow step on its own, for use outside Snakemake.
+
+    contextuality sentences --text corpus.txt -o sentences.parquet
+    contextuality index sentences.parquet -o index/
+    contextuality extract bert-base-cased --sentences sentences.parquet --index index/ -o emb/
+    contextuality measure emb/layer_3.h5 --index index/ -o measures/layer_3
+    contextuality summarize measures/*.json -o measures.tsv
+    contextuality figure measures.tsv --number 2 -o fig2.png fig2.pdf
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from contextuality import __version__, steps
+from contextuality.corpus import STS_YEARS
+from contextuality.errors import ContextualityError
+from contextuality.models import POOLINGS, ModelSpec, selected_layers
+
+
+def _sentences(args: argparse.Namespace) -> None:
+    if args.sts:
+        settings = {
+            "source": "sts",
+            "name": "sts",
+            "sts": {"years": args.years, "verify_checksums": not args.no_verify},
+        }
+        sources = [Path(args.sts) / f"STS{year}-en-test.zip" for year in args.years]
+    else:
+        settings = {
+            "source": "text",
+            "name": Path(args.text).stem,
+            "text": {"split_sentences": args.split_sentences},
+        }
+        sources = [args.text]
+    steps.build_sentences(settings, sources, args.output)
+
+
+def _index(args: argparse.Namespace) -> None:
+    out = Path(args.output)
+    steps.build_index(
+        args.sentences,
+        args.min_contexts,
+        args.lowercase,
+        out / "occurrences.parquet",
+        out / "vocab.parquet",
+        out / "index.json",
+    )
+
+
+def _extract(args: argparse.Namespace) -> None:
+    section = {"source": args.model, "pooling": args.pooling, "add_bos": args.add_bos}
+    if args.layers:
+        section["layers"] = args.layers
+    if args.max_length:
+        section["max_length"] = args.max_length
+    name = args.name or Path(args.model).name
+    layers = selected_layers(ModelSpec.from_config(name, section))
+    out = Path(args.output)
+    steps.extract_model(
+        name,
+        section,
+        args.sentences,
+        Path(args.index) / "index.json",
+        {layer: out / f"layer_{layer}.h5" for layer in layers},
+        out / "meta.json",
+        threads=args.threads,
+    )
+
+
+def _measure(args: argparse.Namespace) -> None:
+    index = Path(args.index)
+    prefix = args.output
+    steps.measure_shard(
+        args.shard,
+        index / "occurrences.parquet",
+        index / "vocab.parquet",
+        index / "index.json",
+        {"baseline_sample_size": args.baseline_sample_size, "seed": args.seed},
+        f"{prefix}.parquet",
+        f"{prefix}.sentences.parquet",
+        f"{prefix}.json",
+    )
+
+
+def _summarize(args: argparse.Namespace) -> None:
+    steps.summarize(args.summaries, args.output)
+
+
+def _figure(args: argparse.Namespace) -> None:
+    steps.draw_figure(args.table, args.number, args.output, relative_layers=args.relative)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``contextuality`` command."""
+    parser = argparse.ArgumentParser(prog="contextuality", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    command = commands.add_parser("sentences", help="build the sentence table")
+    source = command.add_mutually_exclusive_group(required=True)
+    source.add_argument("--text", help="UTF-8 text file")
+    source.add_argument("--sts", help="directory holding STS<year>-en-test.zip archives")
+    command.add_argument("--years", type=int, nargs="+", default=list(STS_YEARS))
+    command.add_argument("--no-verify", action="store_true", help="skip STS checksum checks")
+    command.add_argument(
+        "--split-sentences", action="store_true", help="split lines (paragraphs) into sentences"
+    )
+    command.add_argument("-o", "--output", required=True, help="sentences.parquet to write")
+    command.set_defaults(run=_sentences)
+
+    command = commands.add_parser("index", help="build the occurrence index and vocabulary")
+    command.add_argument("sentences")
+    command.add_argument("--min-contexts", type=int, default=5)
+    command.add_argument("--lowercase", action="store_true")
+    command.add_argument("-o", "--output", required=True, help="directory to write into")
+    command.set_defaults(run=_index)
+
+    command = commands.add_parser("extract", help="write one HDF5 shard per layer of a model")
+    command.add_argument("model", help="hub id, local directory or package:<module>/<dir>")
+    command.add_argument("--name", help="short name recorded in the shards")
+    command.add_argument("--sentences", required=True)
+    command.add_argument("--index", required=True, help="directory written by 'index'")
+    command.add_argument("--layers", type=int, nargs="+")
+    command.add_argument("--pooling", choices=POOLINGS, default="mean")
+    command.add_argument("--add-bos", action="store_true")
+    command.add_argument("--max-length", type=int)
+    command.add_argument("--threads", type=int, default=1)
+    command.add_argument("-o", "--output", required=True, help="directory to write into")
+    command.set_defaults(run=_extract)
+
+    command = commands.add_parser("measure", help="SelfSim, IntraSim, MEV of one shard")
+    command.add_argument("shard")
+    command.add_argument("--index", required=True, help="directory written by 'index'")
+    command.add_argument("--baseline-sample-size", type=int, default=1000)
+    command.add_argument("--seed", type=int, default=0)
+    command.add_argument(
+        "-o", "--output", required=True, help="prefix of the .parquet/.json outputs"
+    )
+    command.set_defaults(run=_measure)
+
+    command = commands.add_parser("summarize", help="gather layer summaries into one table")
+    command.add_argument("summaries", nargs="+")
+    command.add_argument("-o", "--output", required=True)
+    command.set_defaults(run=_summarize)
+
+    command = commands.add_parser("figure", help="draw figure 1-4 from the summary table")
+    command.add_argument("table")
+    command.add_argument("--number", type=int, choices=(1, 2, 3, 4), required=True)
+    command.add_argument("--relative", action="store_true", help="x axis = layer / layers")
+    command.add_argument("-o", "--output", nargs="+", required=True)
+    command.set_defaults(run=_figure)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status (1 with a message on a ContextualityError)."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    try:
+        args.run(args)
+    except ContextualityError as error:
+        print(f"contextuality: error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""The Snakemake workflow: target lists, an end-to-end run on a tiny corpus and model,
+incremental re-runs (dry runs list only what depends on a change), config validation."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import pandas as pd
+import pytest
+import yaml
+
+from contextuality import workflow
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO / "workflow" / "Snakefile"
+
+# Six short sentences, repeated with a numbered suffix so that common words reach five
+# distinct contexts while every sentence stays unique.
+BASE_SENTENCES = [
+    "The cat sat on the mat.",
+    "A dog ran in the park, and the cat watched.",
+    "The quick brown fox jumps over the lazy dog!",
+    "The bank raised interest rates.",
+]
+
+
+def _write_corpus(path: Path) -> None:
+    lines = [f"{sentence} Case {k}." for k in range(6) for sentence in BASE_SENTENCES]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _config(corpus: Path, models: dict) -> dict:
+    return {
+        "corpus": {
+            "name": "tiny",
+            "source": "text",
+            "text": {"path": str(corpus), "split_sentences": False},
+        },
+        "index": {"min_contexts": 5},
+        "models": models,
+        "measures": {"baseline_sample_size": 50, "seed": 1},
+    }
+
+
+def _snakemake(directory: Path, *arguments: str) -> subprocess.CompletedProcess:
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(SNAKEFILE),
+        "--directory",
+        str(directory),
+        "--cores",
+        "2",
+        *arguments,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
+def _write_config(directory: Path, config: dict) -> None:
+    (directory / "config").mkdir(exist_ok=True)
+    (directory / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+def _planned_jobs(directory: Path) -> dict[str, int]:
+    """Rule name → job count of a dry run (empty when nothing is to be done)."""
+    result = _snakemake(directory, "--dry-run")
+    assert result.returncode == 0, result.stderr
+    output = result.stdout + result.stderr
+    if "Nothing to be done" in output:
+        return {}
+    table = output.split("Job stats:")[1].split("total")[0]
+    return {
+        match[1]: int(match[2])
+        for match in re.finditer(r"^(\S+)\s+(\d+)$", table, flags=re.MULTILINE)
+    }
+
+
+def test_final_outputs_name_every_layer_and_figure():
+    config = {
+        "corpus": {"source": "text", "text": {"path": "x.txt"}},
+        "models": {"a": {"source": "a", "layers": [0, 2]}, "b": {"source": "b", "layers": [1]}},
+        "measures": {"transforms": ["none"]},
+    }
+    outputs = workflow.final_outputs(config)
+    assert "results/measures/a/none/layer_2.json" in outputs
+    assert "results/measures/b/none/layer_1.json" in outputs
+    assert "results/measures/a/none/layer_1.json" not in outputs
+    assert sum(path.startswith("results/figures/") for path in outputs) == 8
+    assert workflow.shard_paths(config, "a") == [
+        "results/embeddings/a/layer_0.h5",
+        "results/embeddings/a/layer_2.h5",
+    ]
+
+
+def test_sts_corpus_inputs_are_downloaded_archives():
+    config = {"corpus": {"source": "sts", "sts": {"years": [2012, 2015]}}}
+    assert workflow.corpus_inputs(config) == [
+        "resources/sts/STS2012-en-test.zip",
+        "resources/sts/STS2015-en-test.zip",
+    ]
+
+
+@pytest.mark.workflow
+def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
+    corpus = tmp_path / "corpus.txt"
+    _write_corpus(corpus)
+    bert = {"source": str(tiny_bert_dir)}
+    config = _config(corpus, {"bert": bert})
+    _write_config(tmp_path, config)
+
+    result = _snakemake(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
+    assert sorted(table["layer"].unique()) == [0, 1, 2]  # layers found from the model config
+    assert set(table["measure"]) == {"selfsim", "intrasim", "mev"}
+    assert len(table) == 3 * 3
+    assert (table["adjusted"] - (table["raw"] - table["baseline"])).abs().max() < 1e-8
+    for number, name in [(1, "anisotropy"), (2, "selfsim"), (3, "intrasim"), (4, "mev")]:
+        for extension in ("png", "pdf"):
+            assert (tmp_path / f"results/figures/fig{number}_{name}.{extension}").stat().st_size > 0
+    with h5py.File(tmp_path / "results/embeddings/bert/layer_1.h5") as shard:
+        assert shard.attrs["complete"]
+        assert shard.attrs["layer"] == 1
+        assert shard["vectors"].dtype == "float16"
+        n_rows = shard["vectors"].shape[0]
+    occurrences = pd.read_parquet(tmp_path / "results/corpus/occurrences.parquet")
+    assert n_rows == len(occurrences)
+    assert _planned_jobs(tmp_path) == {}
+
+    # Adding a model plans only that model's jobs and the cross-model aggregates.
+    config["models"]["gpt2"] = {"source": str(tiny_gpt2_dir), "layers": [0, 2]}
+    _write_config(tmp_path, config)
+    assert _planned_jobs(tmp_path) == {
+        "extract_gpt2": 1,
+        "measure_layer": 2,
+        "measures_table": 1,
+        "figure": 4,
+        "all": 1,
+    }
+    assert _snakemake(tmp_path).returncode == 0
+
+    # Changing one model's settings reruns that model only.
+    config["models"]["bert"]["pooling"] = "first"
+    _write_config(tmp_path, config)
+    assert _planned_jobs(tmp_path) == {
+        "extract_bert": 1,
+        "measure_layer": 3,
+        "measures_table": 1,
+        "figure": 4,
+        "all": 1,
+    }
+
+
+def test_bad_config_is_refused_with_a_clear_message(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    _write_corpus(corpus)
+    config = _config(corpus, {"m": {"source": "x", "layers": [0], "poolling": "mean"}})
+    _write_config(tmp_path, config)
+    result = _snakemake(tmp_path, "--dry-run")
+    assert result.returncode != 0
+    assert "models.m: Additional properties are not allowed ('poolling'" in result.stdout
+
+    config = _config(corpus, {"m": {"source": "x", "layers": [0]}})
+    config["index"]["min_contexts"] = "five"
+    _write_config(tmp_path, config)
+    result = _snakemake(tmp_path, "--dry-run")
+    assert result.returncode != 0
+    assert "index.min_contexts: 'five' is not of type 'integer'" in result.stdout
+
+
+@pytest.mark.workflow
+def test_unloadable_model_fails_its_job_with_a_message(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    _write_corpus(corpus)
+    missing = tmp_path / "no-such-model"
+    _write_config(tmp_path, _config(corpus, {"m": {"source": str(missing), "layers": [0]}}))
+    result = _snakemake(tmp_path)
+    assert result.returncode != 0
+    log = (tmp_path / "logs/extract/m.log").read_text()
+    assert "cannot load" in log and "Traceback" not in log
+    assert not list((tmp_path / "results/embeddings").glob("m/*.h5"))
