@@ -3,7 +3,6 @@ from snakemake.utils import validate
 from contextuality import workflow as ctx
 from contextuality.models import ModelSpec
 
-
 ctx.check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 
@@ -33,9 +32,7 @@ def get_model_settings(model):
 
 def get_measure_settings():
     return {
-        key: value
-        for key, value in config["measures"].items()
-        if key != "transforms"
+        key: value for key, value in config["measures"].items() if key != "transforms"
     }
 
 

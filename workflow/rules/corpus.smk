@@ -3,10 +3,10 @@ rule download_sts:
         "resources/sts/STS{year}-en-test.zip",
     log:
         "logs/download_sts/{year}.log",
-    params:
-        mirror=get_sts_mirror(),
     conda:
         "../envs/contextuality.yaml"
+    params:
+        mirror=get_sts_mirror(),
     script:
         "../scripts/download_sts.py"
 
@@ -18,10 +18,10 @@ rule sentences:
         "results/corpus/sentences.parquet",
     log:
         "logs/corpus/sentences.log",
-    params:
-        corpus=config["corpus"],
     conda:
         "../envs/contextuality.yaml"
+    params:
+        corpus=config["corpus"],
     script:
         "../scripts/sentences.py"
 
@@ -35,9 +35,9 @@ rule occurrence_index:
         summary="results/corpus/index.json",
     log:
         "logs/corpus/occurrence_index.log",
-    params:
-        index=config["index"],
     conda:
         "../envs/contextuality.yaml"
+    params:
+        index=config["index"],
     script:
         "../scripts/occurrence_index.py"

@@ -15,16 +15,16 @@ for model in ctx.model_names(config):
             f"logs/extract/{model}.log",
         benchmark:
             f"benchmarks/extract/{model}.tsv"
-        params:
-            model=model,
-            settings=get_model_settings(model),
-            layers=ctx.model_layers(config, model),
+        conda:
+            "../envs/contextuality.yaml"
         threads: workflow.cores
         resources:
             mem_mb=16000,
             runtime=240,
             gpu=config["models"][model].get("gpus", 0),
-        conda:
-            "../envs/contextuality.yaml"
+        params:
+            model=model,
+            settings=get_model_settings(model),
+            layers=ctx.model_layers(config, model),
         script:
             "../scripts/extract.py"

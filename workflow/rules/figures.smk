@@ -11,11 +11,11 @@ rule figure:
         pdf="results/figures/fig{number}_{name}.pdf",
     log:
         "logs/figures/fig{number}_{name}.log",
-    params:
-        relative_layers=config["figures"]["relative_layers"],
     wildcard_constraints:
         number=r"[1-4]",
     conda:
         "../envs/contextuality.yaml"
+    params:
+        relative_layers=config["figures"]["relative_layers"],
     script:
         "../scripts/figure.py"

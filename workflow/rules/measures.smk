@@ -12,12 +12,12 @@ rule measure_layer:
         "logs/measures/{model}/{transform}/layer_{layer}.log",
     benchmark:
         "benchmarks/measures/{model}/{transform}/layer_{layer}.tsv"
-    params:
-        settings=get_measure_settings(),
-    resources:
-        mem_mb=8000,
     conda:
         "../envs/contextuality.yaml"
+    resources:
+        mem_mb=8000,
+    params:
+        settings=get_measure_settings(),
     script:
         "../scripts/measure_layer.py"
 
