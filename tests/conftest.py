@@ -40,7 +40,10 @@ def _train_wordpiece(directory: Path) -> None:
     backend.post_processor = TemplateProcessing(
         single="[CLS] $A [SEP]",
         pair="[CLS] $A [SEP] $B [SEP]",
-        special_tokens=[("[CLS]", backend.token_to_id("[CLS]")), ("[SEP]", backend.token_to_id("[SEP]"))],
+        special_tokens=[
+            ("[CLS]", backend.token_to_id("[CLS]")),
+            ("[SEP]", backend.token_to_id("[SEP]")),
+        ],
     )
     tokenizer = BertTokenizerFast(
         tokenizer_object=backend,
@@ -102,7 +105,13 @@ def tiny_gpt2_dir(tmp_path_factory) -> Path:
     _train_byte_level_bpe(directory)
     torch.manual_seed(0)
     config = GPT2Config(
-        vocab_size=300, n_embd=32, n_layer=2, n_head=2, n_positions=64, bos_token_id=0, eos_token_id=0
+        vocab_size=300,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        n_positions=64,
+        bos_token_id=0,
+        eos_token_id=0,
     )
     GPT2Model(config).eval().save_pretrained(directory)
     return directory

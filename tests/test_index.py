@@ -8,14 +8,12 @@ import re
 from collections import Counter
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from contextuality.index import (
     build_occurrence_index,
     corpus_checksum,
     index_checksum,
-    sentence_word_counts,
 )
 from contextuality.words import split_words
 
@@ -164,7 +162,6 @@ def test_no_words_at_all():
     index = build_occurrence_index(["", "   "], min_contexts=1)
     assert len(index.occurrences) == 0
     assert len(index.vocab) == 0
-    assert sentence_word_counts(index.occurrences, 2).tolist() == [0, 0]
 
 
 VOCABULARY = [
@@ -227,7 +224,7 @@ def test_matches_brute_force(seed, lowercase):
     assert occ["occurrence_id"].tolist() == list(range(len(expected_rows)))
     assert int(vocab["count"].sum()) == len(occ)
     assert sorted(vocab["frequency_rank"]) == list(range(1, len(vocab) + 1))
-    counts = sentence_word_counts(occ, len(sentences))
+    counts = np.bincount(occ["sentence_id"], minlength=len(sentences))
     assert counts.tolist() == [len(tokens) for tokens in token_lists]
 
 
@@ -283,13 +280,11 @@ def test_corpus_checksum():
     assert corpus_checksum(SENTENCES[:2]) != corpus_checksum(SENTENCES)
 
 
-def test_sentence_word_counts_and_offsets():
+def test_each_sentence_is_a_contiguous_block_of_occurrences():
     sentences = ["a b c", "", "d e", "f"]
     occ = build_occurrence_index(sentences, min_contexts=1).occurrences
-    counts = sentence_word_counts(occ, len(sentences))
+    counts = np.bincount(occ["sentence_id"], minlength=len(sentences))
     assert counts.tolist() == [3, 0, 2, 1]
-    # Trailing sentences without words are counted as zero when n_sentences says so.
-    assert sentence_word_counts(occ, 6).tolist() == [3, 0, 2, 1, 0, 0]
     # cumsum gives each sentence's contiguous block of occurrences.
     ends = np.cumsum(counts)
     starts = ends - counts
@@ -297,8 +292,3 @@ def test_sentence_word_counts_and_offsets():
         block = occ.iloc[starts[s] : ends[s]]
         assert (block["sentence_id"] == s).all()
         assert block["word"].tolist() == split_words(sentence)
-
-
-def test_sentence_word_counts_on_a_dataframe():
-    occ = pd.DataFrame({"sentence_id": np.array([0, 0, 3], dtype=np.int32)})
-    assert sentence_word_counts(occ, 4).tolist() == [2, 0, 0, 1]

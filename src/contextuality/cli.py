@@ -1,11 +1,11 @@
 """Command line: each workflow step on its own, for use outside Snakemake.
 
-    contextuality sentences --text corpus.txt -o sentences.parquet
-    contextuality index sentences.parquet -o index/
-    contextuality extract bert-base-cased --sentences sentences.parquet --index index/ -o emb/
-    contextuality measure emb/layer_3.h5 --index index/ -o measures/layer_3
-    contextuality summarize measures/*.json -o measures.tsv
-    contextuality figure measures.tsv --number 2 -o fig2.png fig2.pdf
+contextuality sentences --text corpus.txt -o sentences.parquet
+contextuality index sentences.parquet -o index/
+contextuality extract bert-base-cased --sentences sentences.parquet --index index/ -o emb/
+contextuality measure emb/layer_3.h5 --index index/ -o measures/layer_3
+contextuality summarize measures/*.json -o measures.tsv
+contextuality figure measures.tsv --number 2 -o fig2.png fig2.pdf
 """
 
 from __future__ import annotations

@@ -250,7 +250,9 @@ def extract_to_shards(
                 cursor = 0
                 for i, item in zip(batch, items, strict=True):
                     first = int(row_offsets[start + i] - row_offsets[start])
-                    block[:, first : first + item.n_words] = pooled[:, cursor : cursor + item.n_words]
+                    block[:, first : first + item.n_words] = pooled[
+                        :, cursor : cursor + item.n_words
+                    ]
                     cursor += item.n_words
                 report.n_batches += 1
                 report.n_subword_tokens += int(lengths[batch].sum())

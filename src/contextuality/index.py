@@ -76,11 +76,6 @@ def build_occurrence_index(
     return OccurrenceIndex(occurrences, vocab)
 
 
-def sentence_word_counts(occurrences: pd.DataFrame, n_sentences: int) -> np.ndarray:
-    """Words per sentence, shape (n_sentences,): offsets of sentence s are cumsum[s-1]..cumsum[s]."""
-    return np.bincount(occurrences["sentence_id"].to_numpy(), minlength=n_sentences)
-
-
 def index_checksum(occurrences: pd.DataFrame) -> str:
     """SHA-256 of the index content (sentence ids, positions, words), independent of file format.
 

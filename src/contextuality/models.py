@@ -65,7 +65,9 @@ class ModelSpec:
 
 def model_location(spec: ModelSpec) -> str:
     """What to hand to ``from_pretrained``: a directory path or a hub id."""
-    return str(resolve_data_path(spec.source)) if spec.source.startswith("package:") else spec.source
+    return (
+        str(resolve_data_path(spec.source)) if spec.source.startswith("package:") else spec.source
+    )
 
 
 def _require_transformers_loader(spec: ModelSpec) -> None:
@@ -167,7 +169,9 @@ def load_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
         raise _load_error(spec, "weights", error) from error
     model.eval().to(device)
     config = model.config
-    window = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+    window = getattr(config, "max_position_embeddings", None) or getattr(
+        config, "n_positions", None
+    )
     limits = [spec.max_length, window]
     if tokenizer.model_max_length and tokenizer.model_max_length < _HUGE_MAX_LENGTH:
         limits.append(tokenizer.model_max_length)

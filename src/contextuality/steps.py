@@ -17,8 +17,8 @@ import pandas as pd
 
 from contextuality import corpus as corpus_io
 from contextuality.analysis import MEASURES, MeasureSettings, measure_layer
-from contextuality.figures import FIGURES, plot_figure
 from contextuality.errors import InputDataError, NumericOverflowError
+from contextuality.figures import FIGURES, plot_figure
 from contextuality.index import build_occurrence_index, corpus_checksum, index_checksum
 from contextuality.models import ModelSpec, load_model, selected_layers
 from contextuality.provenance import (
@@ -40,7 +40,9 @@ def fetch_sts(year: int, destination: PathLike, mirror: PathLike | None) -> None
     corpus_io.fetch_sts_archive(year, destination, mirror)
 
 
-def build_sentences(settings: dict[str, Any], sources: Sequence[PathLike], output: PathLike) -> None:
+def build_sentences(
+    settings: dict[str, Any], sources: Sequence[PathLike], output: PathLike
+) -> None:
     """Sentence table from the configured corpus (``settings`` = config ``corpus``).
 
     sources: the STS archives in ``settings["sts"]["years"]`` order, or the one text file.
@@ -177,10 +179,18 @@ def extract_model(
                 ) from error
             log.warning("%s; storing model %s as float32 instead", error, name)
     if report.n_occurrences != index_summary["n_occurrences"]:
-        raise ValueError(f"model {name}: {report.n_occurrences} words extracted, index has "
-                         f"{index_summary['n_occurrences']}")
-    meta = {**attributes, "layers": list(layers), "hidden_size": loaded.hidden_size,
-            "max_length": loaded.max_length, "settings": spec.settings(), **report.as_dict()}
+        raise ValueError(
+            f"model {name}: {report.n_occurrences} words extracted, index has "
+            f"{index_summary['n_occurrences']}"
+        )
+    meta = {
+        **attributes,
+        "layers": list(layers),
+        "hidden_size": loaded.hidden_size,
+        "max_length": loaded.max_length,
+        "settings": spec.settings(),
+        **report.as_dict(),
+    }
     write_json(meta_path, meta)
     return meta
 

@@ -30,6 +30,10 @@ def get_model_settings(model):
     return ModelSpec.from_config(model, config["models"][model]).settings()
 
 
+def get_model_gpus(model):
+    return config["models"][model].get("gpus", 0)
+
+
 def get_measure_settings():
     return {
         key: value for key, value in config["measures"].items() if key != "transforms"

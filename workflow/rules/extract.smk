@@ -21,7 +21,7 @@ for model in ctx.model_names(config):
         resources:
             mem_mb=16000,
             runtime=240,
-            gpu=config["models"][model].get("gpus", 0),
+            gpu=get_model_gpus(model),
         params:
             model=model,
             settings=get_model_settings(model),

@@ -1,0 +1,67 @@
+"""The contextuality command line runs every step outside Snakemake, and reports errors in words."""
+
+from __future__ import annotations
+
+import json
+
+import h5py
+import pandas as pd
+
+from contextuality.cli import main
+
+
+def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(
+        "\n".join(f"The cat sat on mat number {k}. The dog ran." for k in range(6)) + "\n"
+    )
+    sentences = tmp_path / "sentences.parquet"
+    index = tmp_path / "index"
+    shards = tmp_path / "emb"
+    assert main(["sentences", "--text", str(corpus), "-o", str(sentences)]) == 0
+    assert main(["index", str(sentences), "-o", str(index), "--min-contexts", "3"]) == 0
+    assert (
+        main(
+            [
+                "extract",
+                str(tiny_bert_dir),
+                "--name",
+                "tiny",
+                "--sentences",
+                str(sentences),
+                "--index",
+                str(index),
+                "--layers",
+                "0",
+                "2",
+                "-o",
+                str(shards),
+            ]
+        )
+        == 0
+    )
+    assert sorted(path.name for path in shards.glob("*.h5")) == ["layer_0.h5", "layer_2.h5"]
+    with h5py.File(shards / "layer_2.h5") as shard:
+        assert shard.attrs["model"] == "tiny" and shard.attrs["layer"] == 2
+    summaries = []
+    for layer in (0, 2):
+        prefix = tmp_path / "measures" / f"layer_{layer}"
+        arguments = ["measure", str(shards / f"layer_{layer}.h5"), "--index", str(index)]
+        assert main([*arguments, "-o", str(prefix)]) == 0
+        summaries.append(str(prefix) + ".json")
+    summary = json.loads((tmp_path / "measures" / "layer_2.json").read_text())
+    assert summary["layer"] == 2 and summary["selfsim"]["n"] > 0
+    table = tmp_path / "measures.tsv"
+    assert main(["summarize", *summaries, "-o", str(table)]) == 0
+    assert len(pd.read_csv(table, sep="\t")) == 2 * 3
+    figure = tmp_path / "fig2.png"
+    assert main(["figure", str(table), "--number", "2", "-o", str(figure)]) == 0
+    assert figure.stat().st_size > 0
+
+
+def test_bad_input_exits_with_a_message(tmp_path, capsys):
+    missing = tmp_path / "missing.txt"
+    assert main(["sentences", "--text", str(missing), "-o", str(tmp_path / "s.parquet")]) == 1
+    error = capsys.readouterr().err
+    assert "missing.txt" in error and "not found" in error
+    assert not (tmp_path / "s.parquet").exists()
