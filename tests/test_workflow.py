@@ -133,6 +133,9 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     occurrences = pd.read_parquet(tmp_path / "results/corpus/occurrences.parquet")
     assert n_rows == len(occurrences)
     assert _planned_jobs(tmp_path) == {}
+    report = _snakemake(tmp_path, "--report", "report.html")
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "Figure" in (tmp_path / "report.html").read_text(errors="replace")
 
     # Adding a model plans only that model's jobs and the cross-model aggregates.
     config["models"]["gpt2"] = {"source": str(tiny_gpt2_dir), "layers": [0, 2]}

@@ -17,7 +17,7 @@ for model in ctx.model_names(config):
             f"benchmarks/extract/{model}.tsv"
         conda:
             "../envs/contextuality.yaml"
-        threads: workflow.cores
+        threads: 8
         resources:
             mem_mb=16000,
             runtime=240,
