@@ -189,3 +189,19 @@ def test_unloadable_model_fails_its_job_with_a_message(tmp_path):
     log = (tmp_path / "logs/extract/m.log").read_text()
     assert "cannot load" in log and "Traceback" not in log
     assert not list((tmp_path / "results/embeddings").glob("m/*.h5"))
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "sts.yaml", "paper.yaml"])
+def test_shipped_configs_plan_without_network(tmp_path, name, shared_data):
+    """Each shipped config validates and plans its whole DAG offline (a dry run)."""
+    config = yaml.safe_load((REPO / "config" / name).read_text())
+    if config["corpus"]["source"] == "sts":
+        config["corpus"]["sts"]["mirror"] = str(shared_data / "sts")
+    _write_config(tmp_path, config)
+    jobs = _planned_jobs(tmp_path)
+    layers = sum(len(model["layers"]) for model in config["models"].values())
+    assert jobs["measure_layer"] == layers
+    assert jobs["figure"] == 4
+    assert jobs.get("download_sts", 0) == (5 if config["corpus"]["source"] == "sts" else 0)
+    for model in config["models"]:
+        assert jobs[f"extract_{model}"] == 1

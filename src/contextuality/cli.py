@@ -87,7 +87,7 @@ def _measure(args: argparse.Namespace) -> None:
 
 
 def _summarize(args: argparse.Namespace) -> None:
-    steps.summarize(args.summaries, args.output)
+    steps.summarize(args.summaries, args.output, f"{args.output}.provenance.json")
 
 
 def _figure(args: argparse.Namespace) -> None:

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from contextuality import __version__  # noqa: E402
 from contextuality.provenance import atomic_path  # noqa: E402
 
 
@@ -40,11 +41,13 @@ def plot_figure(
     outputs: list[str | os.PathLike],
     transform: str = "none",
     relative_layers: bool = False,
+    source: str = "",
 ) -> None:
     """One line per model against layer index (or layer / number of layers).
 
     table: the long summary table (see `contextuality.steps.summarize`).
-    outputs: files to write; the format follows each suffix (.png, .pdf, .svg).
+    outputs: files to write; the format follows each suffix (.png, .pdf).
+    source: what the figure was drawn from, stored in the file's metadata.
     """
     rows = table[(table["measure"] == spec.measure) & (table["transform"] == transform)]
     x_column = "relative_layer" if relative_layers else "layer"
@@ -61,5 +64,10 @@ def plot_figure(
     axes.legend(frameon=False)
     for output in outputs:
         with atomic_path(output) as temporary:
-            figure.savefig(temporary, format=os.path.splitext(str(output))[1][1:], dpi=150)
+            figure.savefig(
+                temporary,
+                format=os.path.splitext(str(output))[1][1:],
+                dpi=150,
+                metadata={"Creator": f"contextuality {__version__}", "Subject": source},
+            )
     plt.close(figure)

@@ -238,15 +238,19 @@ def measure_shard(
     return summary
 
 
-def summarize(summary_paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
+def summarize(
+    summary_paths: Sequence[PathLike], output: PathLike, provenance_path: PathLike
+) -> pd.DataFrame:
     """One long table of every (model, transform, layer, measure) from the layer summaries.
 
     Columns: model, transform, layer, n_layers, relative_layer (layer / n_layers),
-    measure, raw, baseline, adjusted, n.
+    measure, raw, baseline, adjusted, n. The provenance of every layer summary it
+    gathers is written beside it as JSON.
     """
-    rows = []
+    rows, sources = [], []
     for path in summary_paths:
         summary = read_json(path)
+        sources.append({key: value for key, value in summary.items() if key not in MEASURES})
         for measure in MEASURES:
             rows.append(
                 {
@@ -263,6 +267,7 @@ def summarize(summary_paths: Sequence[PathLike], output: PathLike) -> pd.DataFra
     table = pd.DataFrame(rows, columns=[*columns, "raw", "baseline", "adjusted", "n"])
     table = table.sort_values(["model", "transform", "measure", "layer"])
     write_tsv(table, output)
+    write_json(provenance_path, provenance_record(step="measures_table", sources=sources))
     return table
 
 
@@ -276,4 +281,11 @@ def draw_figure(
     """Figure `number` (1–4) of the paper from the summary table, in every output format."""
     table = pd.read_csv(table_path, sep="\t")
     spec = next(figure for figure in FIGURES if figure.number == number)
-    plot_figure(table, spec, list(outputs), transform=transform, relative_layers=relative_layers)
+    plot_figure(
+        table,
+        spec,
+        list(outputs),
+        transform=transform,
+        relative_layers=relative_layers,
+        source=f"{Path(table_path).name} sha256 {sha256_file(table_path)}",
+    )

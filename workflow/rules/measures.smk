@@ -26,11 +26,12 @@ rule measures_table:
     input:
         get_layer_summaries,
     output:
-        report(
+        table=report(
             "results/tables/measures.tsv",
             caption="../report/measures_table.rst",
             category="Tables",
         ),
+        provenance="results/tables/measures.provenance.json",
     log:
         "logs/tables/measures.log",
     conda:

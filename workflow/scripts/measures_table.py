@@ -3,4 +3,7 @@
 from contextuality import steps
 from contextuality.workflow import run_step
 
-run_step(snakemake.log[0], lambda: steps.summarize(snakemake.input, snakemake.output[0]))
+run_step(
+    snakemake.log[0],
+    lambda: steps.summarize(snakemake.input, snakemake.output.table, snakemake.output.provenance),
+)
