@@ -1,8 +1,8 @@
 """All measures of one (model, layer) shard: per-word, per-sentence and summary values.
 
-Which occurrences count: rows with a vector (no NaN). SelfSim and MEV are computed for
-indexed words (≥ min_contexts distinct sentences in the corpus) that still have
-occurrences in at least two sentences; IntraSim for sentences with at least two words.
+Which occurrences count: rows with a vector (finite, not all zero). SelfSim and MEV are
+computed for indexed words (≥ min_contexts distinct sentences in the corpus) that still
+have occurrences in at least two sentences; IntraSim for sentences with at least two words.
 Adjusted value = raw − baseline: the cosine baseline for SelfSim and IntraSim, the MEV
 baseline for MEV (paper §4.1).
 """
@@ -64,7 +64,7 @@ def measure_layer(
     rows = np.flatnonzero(valid)
     sentence_id = occurrences["sentence_id"].to_numpy()[rows]
     word_id = occurrences["word_id"].to_numpy()[rows]
-    kept = vectors[rows]
+    kept = vectors if len(rows) == len(vectors) else vectors[rows]
     unit = measures.unit_rows(kept)
 
     sentence_starts = _run_starts(sentence_id)
