@@ -8,6 +8,7 @@ enables remote code unless the model's config says ``trust_remote_code: true``.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from contextuality.corpus import resolve_data_path
@@ -64,10 +65,19 @@ class ModelSpec:
 
 
 def model_location(spec: ModelSpec) -> str:
-    """What to hand to ``from_pretrained``: a directory path or a hub id."""
-    return (
-        str(resolve_data_path(spec.source)) if spec.source.startswith("package:") else spec.source
-    )
+    """What to hand to ``from_pretrained``: a directory path or a hub id.
+
+    A source written as a path (starting with ``/``, ``.`` or ``~``) must be a directory.
+    """
+    if spec.source.startswith("package:"):
+        location = resolve_data_path(spec.source)
+    elif spec.source.startswith(("/", ".", "~")):
+        location = Path(spec.source).expanduser()
+    else:
+        return spec.source
+    if not location.is_dir():
+        raise ModelLoadError(f"model {spec.name}: model directory {spec.source} not found")
+    return str(location)
 
 
 def _require_transformers_loader(spec: ModelSpec) -> None:

