@@ -19,3 +19,7 @@ class ShardMismatchError(ContextualityError):
 
 class NumericOverflowError(ContextualityError):
     """Values do not fit the storage dtype."""
+
+
+class DeviceMemoryError(ContextualityError):
+    """A single model input does not fit in the device's memory, even alone."""

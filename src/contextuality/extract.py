@@ -10,6 +10,8 @@ contiguous slab, so row i of each shard is occurrence i of the index.
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from contextuality.errors import NumericOverflowError
-from contextuality.models import LoadedModel
+from contextuality.errors import DeviceMemoryError, NumericOverflowError
+from contextuality.models import LONG_SENTENCE_MODES, LoadedModel
 from contextuality.shards import ShardSetWriter
 from contextuality.words import split_words
 
@@ -28,17 +30,23 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class EncodedSentence:
-    """Subword ids of one sentence and, per subword, the word it belongs to (-1: special)."""
+    """One model input: subword ids and, per subword, the word it gives its vector to.
+
+    ``word_index`` is the word's position in its sentence, or -1 for special tokens and,
+    in window mode, for subwords whose word takes its vector from another window.
+    ``sentence`` is the position of the sentence in the list that was encoded.
+    """
 
     input_ids: np.ndarray
     word_index: np.ndarray
     n_words: int
     truncated: bool
+    sentence: int = 0
 
 
 @dataclass
 class ExtractionReport:
-    """What one extraction did; stored as the model's meta.json."""
+    """What one extraction did; stored in the model's meta.json."""
 
     n_sentences: int = 0
     n_occurrences: int = 0
@@ -47,6 +55,9 @@ class ExtractionReport:
     sentences_truncated: int = 0
     words_truncated: int = 0
     words_without_tokens: int = 0
+    sentences_windowed: int = 0
+    out_of_memory_retries: int = 0
+    token_budget: int = 0
     storage_dtype: str = "float16"
     device: str = "cpu"
     seconds: float = 0.0
@@ -59,36 +70,88 @@ class ExtractionReport:
         return {**asdict(self), "tokens_per_second": round(self.tokens_per_second, 1)}
 
 
+def _window_assignment(word_ids: list[list[int]]) -> list[list[int]]:
+    """For overlapping windows of one sentence, keep each word only in its most central window.
+
+    A word's centrality in a window is the smallest distance of its subwords to the
+    window's first or last content subword; ties go to the earlier window.
+    """
+    scores: dict[int, dict[int, int]] = {}
+    for window, ids in enumerate(word_ids):
+        content = [position for position, word in enumerate(ids) if word >= 0]
+        for position, word in enumerate(ids):
+            if word >= 0:
+                score = min(position - content[0], content[-1] - position)
+                per_window = scores.setdefault(word, {})
+                per_window[window] = min(score, per_window.get(window, score))
+    chosen = {
+        word: max(per_window, key=lambda window: (per_window[window], -window))
+        for word, per_window in scores.items()
+    }
+    return [
+        [word if word >= 0 and chosen[word] == window else -1 for word in ids]
+        for window, ids in enumerate(word_ids)
+    ]
+
+
 def encode_sentences(
-    tokenizer: Any, sentence_words: list[list[str]], max_length: int, add_bos: bool
+    tokenizer: Any,
+    sentence_words: list[list[str]],
+    max_length: int,
+    add_bos: bool,
+    long_sentences: str = "truncate",
+    window_overlap: int | None = None,
 ) -> list[EncodedSentence]:
     """Tokenize pre-split sentences into subwords, keeping the subword→word map.
 
-    Sentences longer than `max_length` subwords (special tokens included) are truncated;
-    with `add_bos` the tokenizer's BOS token is put first (GPT-2 style models).
+    A sentence longer than `max_length` subwords (special tokens included) is truncated
+    (``long_sentences="truncate"``: the words cut off get no vector), or split into
+    windows of `max_length` subwords that overlap by `window_overlap` subwords
+    (``"window"``; default a quarter of the window), each word taking its vector from the
+    window where it is most central. With `add_bos` the tokenizer's BOS token is put
+    first in every input (GPT-2 style models).
     """
+    if long_sentences not in LONG_SENTENCE_MODES:
+        raise ValueError(f"long_sentences must be one of {LONG_SENTENCE_MODES}")
     bos = [tokenizer.bos_token_id] if add_bos else []
     if add_bos and tokenizer.bos_token_id is None:
         raise ValueError("add_bos is set but the tokenizer has no BOS token")
+    windowed = long_sentences == "window"
+    length = max_length - len(bos)
+    options = {}
+    if windowed:
+        overlap = length // 4 if window_overlap is None else window_overlap
+        options = {"return_overflowing_tokens": True, "stride": overlap}
     encoding = tokenizer(
         sentence_words,
         is_split_into_words=True,
         truncation=True,
-        max_length=max_length - len(bos),
+        max_length=length,
         add_special_tokens=True,
+        **options,
     )
-    encoded = []
-    for position, input_ids in enumerate(encoding["input_ids"]):
-        word_ids = [-1 if word is None else word for word in encoding.word_ids(position)]
-        encoded.append(
-            EncodedSentence(
-                input_ids=np.asarray(bos + input_ids, dtype=np.int64),
-                word_index=np.asarray([-1] * len(bos) + word_ids, dtype=np.int64),
-                n_words=len(sentence_words[position]),
-                truncated=bool(encoding.encodings[position].overflowing),
-            )
+    n_inputs = len(encoding["input_ids"])
+    owners = encoding["overflow_to_sample_mapping"] if windowed else range(n_inputs)
+    word_ids = [[-1 if w is None else w for w in encoding.word_ids(i)] for i in range(n_inputs)]
+    if windowed:
+        windows_of: dict[int, list[int]] = {}
+        for position, owner in enumerate(owners):
+            windows_of.setdefault(owner, []).append(position)
+        for positions in windows_of.values():
+            if len(positions) > 1:
+                kept = _window_assignment([word_ids[i] for i in positions])
+                for position, ids in zip(positions, kept, strict=True):
+                    word_ids[position] = ids
+    return [
+        EncodedSentence(
+            input_ids=np.asarray(bos + encoding["input_ids"][position], dtype=np.int64),
+            word_index=np.asarray([-1] * len(bos) + word_ids[position], dtype=np.int64),
+            n_words=len(sentence_words[owner]),
+            truncated=not windowed and bool(encoding.encodings[position].overflowing),
+            sentence=int(owner),
         )
-    return encoded
+        for position, owner in enumerate(owners)
+    ]
 
 
 def plan_batches(lengths: np.ndarray, token_budget: int) -> list[np.ndarray]:
@@ -143,8 +206,17 @@ def pool_subwords(hidden: Any, token_word: Any, n_words: int, pooling: str) -> t
     return pooled, counts
 
 
-def _forward_batch(loaded: LoadedModel, batch: list[EncodedSentence], layers: tuple[int, ...]):
-    """Run one padded batch; returns (n_layers, n_words, dim) pooled vectors on the device."""
+def _forward_batch(
+    loaded: LoadedModel,
+    batch: list[EncodedSentence],
+    layers: tuple[int, ...],
+    first_rows: np.ndarray,
+) -> tuple[Any, np.ndarray]:
+    """Run one padded batch and pool its subwords into word vectors on the device.
+
+    first_rows: block row of each encoded sentence's first word (by ``sentence``).
+    Returns (n_layers, n_rows, dim) float32 vectors and the block rows they belong to.
+    """
     import torch
 
     device = next(loaded.model.parameters()).device
@@ -153,30 +225,96 @@ def _forward_batch(loaded: LoadedModel, batch: list[EncodedSentence], layers: tu
     pad_id = 0 if pad_id is None else pad_id
     input_ids = np.full((len(batch), longest), pad_id, dtype=np.int64)
     attention = np.zeros((len(batch), longest), dtype=np.int64)
-    token_word = np.full((len(batch), longest), -1, dtype=np.int64)
-    word_offset = 0
-    for row, sentence in enumerate(batch):
+    token_row = np.full((len(batch), longest), -1, dtype=np.int64)
+    for position, sentence in enumerate(batch):
         length = len(sentence.input_ids)
-        input_ids[row, :length] = sentence.input_ids
-        attention[row, :length] = 1
-        has_word = sentence.word_index >= 0
-        token_word[row, :length] = np.where(has_word, sentence.word_index + word_offset, -1)
-        word_offset += sentence.n_words
-    autocast = device.type == "cuda"
+        input_ids[position, :length] = sentence.input_ids
+        attention[position, :length] = 1
+        rows = first_rows[sentence.sentence] + sentence.word_index
+        token_row[position, :length] = np.where(sentence.word_index >= 0, rows, -1)
+    rows = np.unique(token_row[token_row >= 0])
+    compact = np.where(token_row >= 0, np.searchsorted(rows, token_row), -1)
     with (
         torch.inference_mode(),
-        torch.autocast(device.type, dtype=torch.float16, enabled=autocast),
+        torch.autocast(device.type, dtype=torch.float16, enabled=device.type == "cuda"),
     ):
         output = loaded.model(
-            input_ids=torch.from_numpy(input_ids).to(device),
-            attention_mask=torch.from_numpy(attention).to(device),
+            input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
+            attention_mask=torch.from_numpy(attention).to(device, non_blocking=True),
             output_hidden_states=True,
         )
         hidden = torch.stack([output.hidden_states[layer] for layer in layers])
         hidden = hidden.reshape(len(layers), -1, hidden.shape[-1])
-        token_word_flat = torch.from_numpy(token_word.reshape(-1)).to(device)
-        pooled, _ = pool_subwords(hidden, token_word_flat, word_offset, loaded.spec.pooling)
-    return pooled
+        token_word = torch.from_numpy(compact.reshape(-1)).to(device, non_blocking=True)
+        pooled, _ = pool_subwords(hidden, token_word, len(rows), loaded.spec.pooling)
+    return pooled, rows
+
+
+@dataclass
+class _InFlight:
+    """A batch whose pooled vectors are on their way to host memory."""
+
+    rows: np.ndarray
+    host: Any
+    peak: Any
+    copied: Any
+
+
+def _start_copy(pooled: Any, storage_dtype: str) -> tuple[Any, Any, Any]:
+    """Start the one device→host copy of a batch (pinned memory, asynchronous on CUDA).
+
+    Returns the host tensor, the largest finite |value| (still on the device, so the
+    check does not wait for the GPU) and a CUDA event marking the copy's end (or None).
+    """
+    import torch
+
+    peak = pooled.nan_to_num(0.0, posinf=0.0, neginf=0.0).abs().amax()
+    values = pooled.to(getattr(torch, storage_dtype))
+    if values.device.type != "cuda":
+        return values, peak, None
+    host = torch.empty(values.shape, dtype=values.dtype, pin_memory=True)
+    host.copy_(values, non_blocking=True)
+    copied = torch.cuda.Event()
+    copied.record()
+    return host, peak, copied
+
+
+class _BackgroundWriter:
+    """Writes blocks to the shards on a separate thread, so the model never waits for disk.
+
+    At most one block waits in the queue; an error in the thread is raised on the next
+    call from the main thread.
+    """
+
+    def __init__(self, writer: ShardSetWriter) -> None:
+        self._writer = writer
+        self._queue: queue.Queue = queue.Queue(maxsize=1)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="shard-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._writer.write(*item)
+                except BaseException as error:  # re-raised in the main thread
+                    self._error = error
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def write(self, first_row: int, block: np.ndarray) -> None:
+        self._raise_if_failed()
+        self._queue.put((first_row, block))
+
+    def close(self) -> None:
+        """Wait for every queued block to be written."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self._raise_if_failed()
 
 
 def _blocks(words_per_sentence: np.ndarray, block_words: int) -> list[tuple[int, int]]:
@@ -189,6 +327,25 @@ def _blocks(words_per_sentence: np.ndarray, block_words: int) -> list[tuple[int,
         filled += int(n_words)
     blocks.append((start, len(words_per_sentence)))
     return blocks
+
+
+def _count_coverage(encoded: list[EncodedSentence], report: ExtractionReport) -> None:
+    """Add a block's truncated, windowed and token-less sentences and words to the report."""
+    present: dict[int, set[int]] = {}
+    inputs: dict[int, list[EncodedSentence]] = {}
+    for sentence in encoded:
+        present.setdefault(sentence.sentence, set()).update(
+            sentence.word_index[sentence.word_index >= 0].tolist()
+        )
+        inputs.setdefault(sentence.sentence, []).append(sentence)
+    for owner, parts in inputs.items():
+        n_words, words = parts[0].n_words, present[owner]
+        truncated = any(part.truncated for part in parts)
+        cut = n_words - (max(words, default=-1) + 1) if truncated else 0
+        report.sentences_truncated += int(truncated)
+        report.sentences_windowed += int(len(parts) > 1)
+        report.words_truncated += cut
+        report.words_without_tokens += n_words - cut - len(words)
 
 
 def extract_to_shards(
@@ -205,11 +362,14 @@ def extract_to_shards(
 
     Rows follow sentence order then word order, the order of the occurrence index built
     from the same sentences. Values beyond float16's range raise NumericOverflowError
-    when storing float16 (the caller may retry with float32).
+    when storing float16 (the caller may retry with float32). On CUDA out-of-memory the
+    token budget is halved and the batch retried.
     """
+    import torch
     from tqdm.auto import tqdm
 
     started = time.perf_counter()
+    spec = loaded.spec
     device = next(loaded.model.parameters()).device
     sentence_words = [split_words(sentence) for sentence in sentences]
     words_per_sentence = np.array([len(words) for words in sentence_words], dtype=np.int64)
@@ -220,57 +380,90 @@ def extract_to_shards(
         n_occurrences=n_rows,
         storage_dtype=storage_dtype,
         device=str(device),
+        token_budget=spec.token_budget,
+    )
+
+    def finish(batch: _InFlight, block: np.ndarray) -> None:
+        if batch.copied is not None:
+            batch.copied.synchronize()
+        peak = float(batch.peak)
+        if storage_dtype == "float16" and peak >= FLOAT16_MAX:
+            raise NumericOverflowError(
+                f"model {spec.name}: |value| {peak:.4g} does not fit float16"
+            )
+        block[:, batch.rows] = batch.host.numpy()
+
+    shards = ShardSetWriter(
+        {layer: shard_paths[layer] for layer in layers},
+        n_rows,
+        loaded.hidden_size,
+        storage_dtype,
+        attributes,
     )
     with (
-        ShardSetWriter(
-            {layer: shard_paths[layer] for layer in layers},
-            n_rows,
-            loaded.hidden_size,
-            storage_dtype,
-            attributes,
-        ) as writer,
-        tqdm(total=n_rows, unit="word", desc=loaded.spec.name, disable=not progress) as bar,
+        shards,
+        tqdm(total=n_rows, unit="word", desc=spec.name, disable=not progress) as bar,
     ):
-        for start, end in _blocks(words_per_sentence, block_words):
-            encoded = encode_sentences(
-                loaded.tokenizer, sentence_words[start:end], loaded.max_length, loaded.spec.add_bos
-            )
-            block_rows = int(row_offsets[end] - row_offsets[start])
-            block = np.empty((len(layers), block_rows, loaded.hidden_size), dtype=storage_dtype)
-            lengths = np.array([len(sentence.input_ids) for sentence in encoded])
-            for batch in plan_batches(lengths, loaded.spec.token_budget):
-                items = [encoded[i] for i in batch]
-                pooled = _forward_batch(loaded, items, layers)
-                largest = float(pooled.nan_to_num(0.0).abs().max())
-                if storage_dtype == "float16" and largest >= FLOAT16_MAX:
-                    raise NumericOverflowError(
-                        f"model {loaded.spec.name}: |value| {largest:.4g} does not fit float16"
-                    )
-                pooled = pooled.to("cpu").numpy().astype(storage_dtype, copy=False)
-                cursor = 0
-                for i, item in zip(batch, items, strict=True):
-                    first = int(row_offsets[start + i] - row_offsets[start])
-                    block[:, first : first + item.n_words] = pooled[
-                        :, cursor : cursor + item.n_words
-                    ]
-                    cursor += item.n_words
-                report.n_batches += 1
-                report.n_subword_tokens += int(lengths[batch].sum())
-            writer.write(int(row_offsets[start]), block)
-            for sentence in encoded:
-                present = np.unique(sentence.word_index[sentence.word_index >= 0])
-                reached = int(present.max()) + 1 if len(present) else 0
-                cut = sentence.n_words - reached if sentence.truncated else 0
-                report.sentences_truncated += int(sentence.truncated)
-                report.words_truncated += cut
-                report.words_without_tokens += sentence.n_words - cut - len(present)
-            bar.update(block_rows)
+        writer = _BackgroundWriter(shards)
+        try:
+            for start, end in _blocks(words_per_sentence, block_words):
+                encoded = encode_sentences(
+                    loaded.tokenizer,
+                    sentence_words[start:end],
+                    loaded.max_length,
+                    spec.add_bos,
+                    spec.long_sentences,
+                    spec.window_overlap,
+                )
+                _count_coverage(encoded, report)
+                first_rows = row_offsets[start:end] - row_offsets[start]
+                block_rows = int(row_offsets[end] - row_offsets[start])
+                block = np.full(
+                    (len(layers), block_rows, loaded.hidden_size), np.nan, storage_dtype
+                )
+                lengths = np.array([len(sentence.input_ids) for sentence in encoded])
+                pending = None
+                planned = plan_batches(lengths, report.token_budget)
+                while planned:
+                    batch = planned.pop(0)
+                    try:
+                        pooled, rows = _forward_batch(
+                            loaded, [encoded[i] for i in batch], layers, first_rows
+                        )
+                    except torch.OutOfMemoryError as error:
+                        if len(batch) == 1:
+                            raise DeviceMemoryError(
+                                f"model {spec.name}: one input of {lengths[batch[0]]} subwords "
+                                "does not fit in device memory; lower max_length"
+                            ) from error
+                        torch.cuda.empty_cache()
+                        report.token_budget = max(1, report.token_budget // 2)
+                        report.out_of_memory_retries += 1
+                        log.warning("out of memory: token budget now %d", report.token_budget)
+                        remaining = np.concatenate([batch, *planned])
+                        planned = [
+                            remaining[part]
+                            for part in plan_batches(lengths[remaining], report.token_budget)
+                        ]
+                        continue
+                    in_flight = _InFlight(rows, *_start_copy(pooled, storage_dtype))
+                    if pending is not None:
+                        finish(pending, block)
+                    pending = in_flight
+                    report.n_batches += 1
+                    report.n_subword_tokens += int(lengths[batch].sum())
+                if pending is not None:
+                    finish(pending, block)
+                writer.write(int(row_offsets[start]), block)
+                bar.update(block_rows)
+        finally:
+            writer.close()
         report.seconds = time.perf_counter() - started
-        writer.commit({"n_missing": report.words_truncated + report.words_without_tokens})
+        shards.commit({"n_missing": report.words_truncated + report.words_without_tokens})
     if report.words_truncated:
         log.warning(
             "%s: %d words in %d sentences lost to truncation at %d subwords (NaN rows)",
-            loaded.spec.name,
+            spec.name,
             report.words_truncated,
             report.sentences_truncated,
             loaded.max_length,

@@ -16,6 +16,7 @@ from contextuality.errors import ModelLoadError
 
 POOLINGS = ("mean", "first", "last")
 LOADERS = ("transformers", "elmo")
+LONG_SENTENCE_MODES = ("truncate", "window")
 SCHEDULING_KEYS = frozenset({"gpus"})
 _HUGE_MAX_LENGTH = 1_000_000
 
@@ -32,6 +33,8 @@ class ModelSpec:
     pooling: str = "mean"
     add_bos: bool = False
     max_length: int | None = None
+    long_sentences: str = "truncate"
+    window_overlap: int | None = None
     token_budget: int = 8192
     storage_dtype: str = "auto"
     device: str = "auto"
@@ -49,6 +52,8 @@ class ModelSpec:
             values["layers"] = tuple(int(layer) for layer in values["layers"])
         if values.get("pooling", "mean") not in POOLINGS:
             raise ValueError(f"model {name}: pooling must be one of {POOLINGS}")
+        if values.get("long_sentences", "truncate") not in LONG_SENTENCE_MODES:
+            raise ValueError(f"model {name}: long_sentences must be one of {LONG_SENTENCE_MODES}")
         if values.get("loader", "transformers") not in LOADERS:
             raise ValueError(f"model {name}: loader must be one of {LOADERS}")
         return cls(name=name, **values)
