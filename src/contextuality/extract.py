@@ -436,7 +436,8 @@ def extract_to_shards(
                                 f"model {spec.name}: one input of {lengths[batch[0]]} subwords "
                                 "does not fit in device memory; lower max_length"
                             ) from error
-                        torch.cuda.empty_cache()
+                        if device.type == "cuda":
+                            torch.cuda.empty_cache()
                         report.token_budget = max(1, report.token_budget // 2)
                         report.out_of_memory_retries += 1
                         log.warning("out of memory: token budget now %d", report.token_budget)

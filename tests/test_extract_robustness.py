@@ -1,0 +1,151 @@
+"""Extraction under stress: sentences longer than the model window, device out-of-memory,
+and a failing disk, each handled without changing or half-writing any output."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from contextuality import extract as extract_module
+from contextuality.errors import DeviceMemoryError
+from contextuality.extract import _window_assignment, encode_sentences, extract_to_shards
+from contextuality.models import ModelSpec, load_model
+from contextuality.shards import ShardSetWriter, load_shard
+from contextuality.words import split_words
+
+LONG = "The cat sat on the mat while the dog ran in the park and the bank raised rates again."
+SHORT = "The cat sat."
+SENTENCES = [SHORT, LONG, "A dog ran.", LONG + " The fox jumps."]
+
+
+@pytest.fixture(scope="module")
+def bert(tiny_bert_dir):
+    return load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+
+
+def _run(loaded, directory: Path, sentences=SENTENCES, **spec_changes):
+    loaded = dataclasses.replace(loaded, spec=dataclasses.replace(loaded.spec, **spec_changes))
+    if "max_length" in spec_changes:
+        loaded = dataclasses.replace(loaded, max_length=spec_changes["max_length"])
+    layers = tuple(range(loaded.n_layers + 1))
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {layer: directory / f"layer{layer}.h5" for layer in layers}
+    report = extract_to_shards(
+        loaded, sentences, layers, paths, {"index_checksum": "i"}, progress=False
+    )
+    n_rows = sum(len(split_words(sentence)) for sentence in sentences)
+    vectors = np.stack([load_shard(paths[layer], "i", n_rows)[0] for layer in layers])
+    return report, vectors
+
+
+def test_window_assignment_picks_the_most_central_window():
+    windows = [[-1, 0, 1, 2, 3, -1], [-1, 2, 3, 4, 5, -1]]
+    # word 2: centrality 1 in window 0 (position 3 of content 1..4), 0 in window 1.
+    # word 3: 0 in window 0 (last content position), 1 in window 1.
+    assert _window_assignment(windows) == [[-1, 0, 1, 2, -1, -1], [-1, -1, 3, 4, 5, -1]]
+    # A tie goes to the earlier window.
+    assert _window_assignment([[-1, 0, 1, -1], [-1, 1, 2, -1]]) == [
+        [-1, 0, 1, -1],
+        [-1, -1, 2, -1],
+    ]
+
+
+def test_windows_cover_every_word(bert, tmp_path):
+    words = [split_words(sentence) for sentence in SENTENCES]
+    encoded = encode_sentences(bert.tokenizer, words, 10, False, "window", 3)
+    assert all(len(item.input_ids) <= 10 for item in encoded)
+    for position, sentence_words in enumerate(words):
+        parts = [item for item in encoded if item.sentence == position]
+        given = np.concatenate([item.word_index[item.word_index >= 0] for item in parts])
+        # every word gets its vector from exactly one window
+        assert sorted(set(given.tolist())) == list(range(len(sentence_words)))
+        assert len(parts) > 1 or len(split_words(SENTENCES[position])) < 8
+
+
+def test_window_mode_loses_no_word_and_keeps_short_sentences(bert, tmp_path):
+    truncated_report, truncated = _run(bert, tmp_path / "t", max_length=10)
+    windowed_report, windowed = _run(
+        bert, tmp_path / "w", max_length=10, long_sentences="window", window_overlap=3
+    )
+    assert truncated_report.words_truncated > 0
+    assert np.isnan(truncated).any()
+    assert windowed_report.words_truncated == 0 and windowed_report.sentences_truncated == 0
+    assert windowed_report.sentences_windowed == 2
+    assert np.isfinite(windowed).all()
+    # Sentences that fit the window are untouched by windowing.
+    short_rows = len(split_words(SHORT))
+    np.testing.assert_allclose(windowed[:, :short_rows], truncated[:, :short_rows], atol=1e-3)
+
+
+def test_windowed_word_equals_a_forward_pass_of_its_window(bert, tmp_path):
+    _, windowed = _run(
+        bert, tmp_path / "w", [LONG], max_length=10, long_sentences="window", window_overlap=3
+    )
+    words = split_words(LONG)
+    encoding = bert.tokenizer(
+        [words],
+        is_split_into_words=True,
+        truncation=True,
+        max_length=10,
+        stride=3,
+        return_overflowing_tokens=True,
+    )
+    per_window = []
+    for window, input_ids in enumerate(encoding["input_ids"]):
+        with torch.no_grad():
+            output = bert.model(input_ids=torch.tensor([input_ids]), output_hidden_states=True)
+        hidden = torch.stack(output.hidden_states)[:, 0].numpy()
+        owners = np.array([-1 if w is None else w for w in encoding.word_ids(window)])
+        per_window.append({w: hidden[:, owners == w].mean(axis=1) for w in set(owners) - {-1}})
+    for word in range(len(words)):
+        candidates = [vectors[word] for vectors in per_window if word in vectors]
+        distances = [np.abs(windowed[:, word] - candidate).max() for candidate in candidates]
+        assert min(distances) < 2e-3
+
+
+class _SimulatedDevice:
+    """Wraps _forward_batch and raises out-of-memory above a padded-token limit."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.padded_sizes: list[int] = []
+        self.forward = extract_module._forward_batch
+
+    def __call__(self, loaded, batch, layers, first_rows):
+        padded = len(batch) * max(len(item.input_ids) for item in batch)
+        if padded > self.limit:
+            raise torch.OutOfMemoryError("simulated: CUDA out of memory")
+        self.padded_sizes.append(padded)
+        return self.forward(loaded, batch, layers, first_rows)
+
+
+def test_out_of_memory_halves_the_budget_and_changes_nothing(bert, tmp_path, monkeypatch):
+    _, expected = _run(bert, tmp_path / "free", token_budget=4096)
+    device = _SimulatedDevice(limit=60)
+    monkeypatch.setattr(extract_module, "_forward_batch", device)
+    report, vectors = _run(bert, tmp_path / "tight", token_budget=4096)
+    assert report.out_of_memory_retries >= 1
+    assert report.token_budget <= 4096 // 2**report.out_of_memory_retries
+    assert max(device.padded_sizes) <= 60
+    np.testing.assert_allclose(vectors, expected, atol=1e-3)
+
+
+def test_an_input_too_large_even_alone_is_a_clear_error(bert, tmp_path, monkeypatch):
+    monkeypatch.setattr(extract_module, "_forward_batch", _SimulatedDevice(limit=3))
+    with pytest.raises(DeviceMemoryError, match="does not fit in device memory"):
+        _run(bert, tmp_path / "none", token_budget=4096)
+    assert not list((tmp_path / "none").iterdir())
+
+
+def test_a_failing_disk_stops_extraction_and_leaves_no_shard(bert, tmp_path, monkeypatch):
+    def broken_write(self, first_row, block):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(ShardSetWriter, "write", broken_write)
+    with pytest.raises(OSError, match="No space left"):
+        _run(bert, tmp_path / "full")
+    assert not list((tmp_path / "full").iterdir())
