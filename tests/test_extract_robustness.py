@@ -149,3 +149,32 @@ def test_a_failing_disk_stops_extraction_and_leaves_no_shard(bert, tmp_path, mon
     with pytest.raises(OSError, match="No space left"):
         _run(bert, tmp_path / "full")
     assert not list((tmp_path / "full").iterdir())
+
+
+def test_a_rerun_after_a_crash_starts_clean(bert, tmp_path):
+    """A killed run leaves only hidden partial files; the next run removes them."""
+    directory = tmp_path / "shards"
+    directory.mkdir()
+    stale = directory / ".layer0.h5.partial-99999-0"
+    stale.write_bytes(b"half a shard")
+    _run(bert, directory)
+    assert not stale.exists()
+    assert sorted(path.name for path in directory.iterdir()) == [
+        f"layer{layer}.h5" for layer in range(bert.n_layers + 1)
+    ]
+
+
+def test_a_shard_from_other_settings_is_refused(tmp_path):
+    from contextuality.errors import ShardMismatchError
+
+    path = tmp_path / "layer0.h5"
+    attributes = {"index_checksum": "i", "pooling": "mean", "config_hash": "aaaa"}
+    with ShardSetWriter({0: path}, 2, 3, "float16", attributes) as writer:
+        writer.write(0, np.ones((1, 2, 3), dtype=np.float16))
+        writer.commit({})
+    vectors, _ = load_shard(path, "i", 2, expected={"pooling": "mean", "config_hash": "aaaa"})
+    assert vectors.shape == (2, 3)
+    with pytest.raises(ShardMismatchError, match="pooling = 'mean'.*'first'"):
+        load_shard(path, "i", 2, expected={"pooling": "first"})
+    with pytest.raises(ShardMismatchError, match="config_hash"):
+        load_shard(path, "i", 2, expected={"config_hash": "bbbb"})

@@ -66,6 +66,15 @@ def partial_path(final: str | os.PathLike) -> Path:
     return final.parent / f".{final.name}.partial-{os.getpid()}-{next(_partial_counter)}"
 
 
+def remove_stale_partials(final: str | os.PathLike) -> list[Path]:
+    """Delete temporary files that an interrupted writer of `final` left behind."""
+    final = Path(final)
+    stale = list(final.parent.glob(f".{final.name}.partial-*"))
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
+
+
 @contextlib.contextmanager
 def atomic_path(final: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside `final`; rename it onto `final` only on success.

@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 
 from contextuality.errors import ShardMismatchError
-from contextuality.provenance import partial_path
+from contextuality.provenance import partial_path, remove_stale_partials
 
 DATASET = "vectors"
 _CHUNK_BYTES = 1 << 20
@@ -27,7 +27,8 @@ _CHUNK_BYTES = 1 << 20
 class ShardSetWriter:
     """Writes the shards of several layers of one model in a single pass.
 
-    Each shard is created under a temporary name; `commit` marks every shard complete and
+    Temporary files left by an interrupted earlier run are removed first. Each shard is
+    created under a temporary name; `commit` marks every shard complete and
     renames it into place, `abort` (or leaving the ``with`` block on an error) deletes them.
     """
 
@@ -41,6 +42,8 @@ class ShardSetWriter:
     ) -> None:
         self.layers = list(paths)
         self._final = {layer: Path(path) for layer, path in paths.items()}
+        for path in self._final.values():
+            remove_stale_partials(path)
         self._partial = {layer: partial_path(path) for layer, path in paths.items()}
         self._files: dict[int, h5py.File] = {}
         self._datasets: dict[int, h5py.Dataset] = {}
@@ -109,12 +112,16 @@ def shard_attributes(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def load_shard(
-    path: str | os.PathLike, index_checksum: str, n_rows: int | None = None
+    path: str | os.PathLike,
+    index_checksum: str,
+    n_rows: int | None = None,
+    expected: dict[str, Any] | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Read a shard's vectors as float32 after checking it matches the occurrence index.
 
     Refuses (ShardMismatchError) a shard that is incomplete, was extracted from a
-    different occurrence index, or has the wrong number of rows.
+    different occurrence index, has the wrong number of rows, or whose attributes
+    differ from `expected` (e.g. another model, pooling or settings hash).
     """
     path = Path(path)
     try:
@@ -133,6 +140,12 @@ def load_shard(
                 f"{path}: extracted for occurrence index {attributes.get('index_checksum')}, "
                 f"but the current index is {index_checksum}; delete the shard to re-extract"
             )
+        for key, value in (expected or {}).items():
+            if attributes.get(key) != value:
+                raise ShardMismatchError(
+                    f"{path}: extracted with {key} = {attributes.get(key)!r}, but the current "
+                    f"settings give {value!r}; delete the shard to re-extract"
+                )
         if DATASET not in handle:
             raise ShardMismatchError(f"{path}: no '{DATASET}' dataset")
         dataset = handle[DATASET]

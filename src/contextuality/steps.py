@@ -154,6 +154,7 @@ def extract_model(
         corpus_checksum=index_summary["corpus_checksum"],
         index_checksum=index_summary["index_checksum"],
         config_hash=config_hash(spec.settings()),
+        settings=spec.settings(),
         transformers_version=transformers.__version__,
         torch_version=torch.__version__,
     )
@@ -188,7 +189,6 @@ def extract_model(
         "layers": list(layers),
         "hidden_size": loaded.hidden_size,
         "max_length": loaded.max_length,
-        "settings": spec.settings(),
         **report.as_dict(),
     }
     write_json(meta_path, meta)
@@ -205,13 +205,25 @@ def measure_shard(
     sentences_path: PathLike,
     summary_path: PathLike,
     transform: str = "none",
+    model_settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """All measures of one shard: per-word and per-sentence tables and a JSON summary."""
+    """All measures of one shard: per-word and per-sentence tables and a JSON summary.
+
+    With `model_settings` (the model's config section, defaults filled in) a shard
+    extracted with other settings is refused rather than measured.
+    """
     index_summary = read_json(index_summary_path)
     occurrences = read_parquet(occurrences_path)
     vocab = read_parquet(vocab_path)
+    expected = None
+    if model_settings is not None:
+        expected = {
+            "model_id": model_settings["source"],
+            "pooling": model_settings["pooling"],
+            "config_hash": config_hash(model_settings),
+        }
     vectors, attributes = load_shard(
-        shard_path, index_summary["index_checksum"], n_rows=len(occurrences)
+        shard_path, index_summary["index_checksum"], n_rows=len(occurrences), expected=expected
     )
     if transform != "none":
         raise ValueError(f"transform '{transform}' is not available")

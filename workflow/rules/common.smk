@@ -30,6 +30,10 @@ def get_model_settings(model):
     return ModelSpec.from_config(model, config["models"][model]).settings()
 
 
+def get_model_settings_of(wildcards):
+    return get_model_settings(wildcards.model)
+
+
 def get_model_gpus(model):
     return config["models"][model].get("gpus", 0)
 

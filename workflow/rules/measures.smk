@@ -18,6 +18,7 @@ rule measure_layer:
         mem_mb=8000,
     params:
         settings=get_measure_settings(),
+        model_settings=get_model_settings_of,
     script:
         "../scripts/measure_layer.py"
 

@@ -15,5 +15,6 @@ run_step(
         snakemake.output.sentences,
         snakemake.output.summary,
         transform=snakemake.wildcards.transform,
+        model_settings=snakemake.params.model_settings,
     ),
 )
