@@ -18,7 +18,7 @@ from pathlib import Path
 from contextuality import __version__, steps
 from contextuality.corpus import STS_YEARS
 from contextuality.errors import ContextualityError
-from contextuality.models import POOLINGS, ModelSpec, selected_layers
+from contextuality.models import LONG_SENTENCE_MODES, POOLINGS, ModelSpec, selected_layers
 
 
 def _sentences(args: argparse.Namespace) -> None:
@@ -52,11 +52,21 @@ def _index(args: argparse.Namespace) -> None:
 
 
 def _extract(args: argparse.Namespace) -> None:
-    section = {"source": args.model, "pooling": args.pooling, "add_bos": args.add_bos}
-    if args.layers:
-        section["layers"] = args.layers
-    if args.max_length:
-        section["max_length"] = args.max_length
+    section = {
+        "source": args.model,
+        "pooling": args.pooling,
+        "add_bos": args.add_bos,
+        "long_sentences": args.long_sentences,
+        "token_budget": args.token_budget,
+        "storage_dtype": args.storage_dtype,
+        "device": args.device,
+    }
+    optional = {
+        "layers": args.layers,
+        "max_length": args.max_length,
+        "window_overlap": args.window_overlap,
+    }
+    section.update({key: value for key, value in optional.items() if value is not None})
     name = args.name or Path(args.model).name
     layers = selected_layers(ModelSpec.from_config(name, section))
     out = Path(args.output)
@@ -127,7 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("--layers", type=int, nargs="+")
     command.add_argument("--pooling", choices=POOLINGS, default="mean")
     command.add_argument("--add-bos", action="store_true")
-    command.add_argument("--max-length", type=int)
+    command.add_argument("--max-length", type=int, help="subwords per input (default: window)")
+    command.add_argument("--long-sentences", choices=LONG_SENTENCE_MODES, default="truncate")
+    command.add_argument("--window-overlap", type=int, help="subwords shared by windows")
+    command.add_argument("--token-budget", type=int, default=8192, help="padded subwords/batch")
+    command.add_argument("--storage-dtype", choices=("auto", "float16", "float32"), default="auto")
+    command.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     command.add_argument("--threads", type=int, default=1)
     command.add_argument("-o", "--output", required=True, help="directory to write into")
     command.set_defaults(run=_extract)
