@@ -1,10 +1,14 @@
 """One forward pass of a model over the corpus, writing one HDF5 shard per layer.
 
-Sentences are processed in contiguous *blocks* (bounded memory whatever the corpus size).
-Inside a block they are sorted by subword length and packed into batches whose padded
-size stays within a token budget; each batch's subword vectors are pooled into word
-vectors on the model's device, and the block is written to every layer's shard as one
-contiguous slab, so row i of each shard is occurrence i of the index.
+Sentences are processed in contiguous *blocks* of about 16k words, so memory is bounded
+whatever the corpus size. Inside a block they are sorted by subword length and packed into
+batches whose padded size stays within a token budget (halved and retried on CUDA
+out-of-memory). On CUDA the forward pass runs under float16 autocast; each batch's
+subword vectors are pooled into word vectors on the device and copied to pinned host
+memory once, asynchronously, while the next batch is launched. The next block is
+tokenized on a helper thread, and a finished block is written to every layer's shard as
+one contiguous slab by a writer thread, so row i of each shard is occurrence i of the
+index and the model does not wait for the tokenizer or the disk.
 """
 
 from __future__ import annotations
