@@ -36,7 +36,7 @@ from contextuality.corpus import (
     resolve_data_path,
     sts_sentences,
 )
-from contextuality.extract import encode_sentences, extract_to_shards, plan_batches
+from contextuality.extract import autocast, encode_sentences, extract_to_shards, plan_batches
 from contextuality.models import LoadedModel, ModelSpec, load_model
 from contextuality.shards import ShardSetWriter
 from contextuality.words import split_words
@@ -135,8 +135,7 @@ def forward_only(loaded: LoadedModel, corpus: list[str]) -> dict[str, float]:
             ids[row, : lengths[item]] = encoded[item].input_ids
             mask[row, : lengths[item]] = 1
         padded.append((torch.from_numpy(ids), torch.from_numpy(mask)))
-    autocast = device.type == "cuda"
-    with torch.inference_mode(), torch.autocast(device.type, torch.float16, enabled=autocast):
+    with torch.inference_mode(), autocast(device, loaded.spec.cuda_dtype):
         ids, mask = padded[0]
         loaded.model(input_ids=ids.to(device), attention_mask=mask.to(device))  # warm-up
         _synchronize(device)

@@ -3,7 +3,7 @@
 Sentences are processed in contiguous *blocks* of about 16k words, so memory is bounded
 whatever the corpus size. Inside a block they are sorted by subword length and packed into
 batches whose padded size stays within a token budget (halved and retried on CUDA
-out-of-memory). On CUDA the forward pass runs under float16 autocast; each batch's
+out-of-memory). On CUDA the forward pass runs under float16 (or bfloat16) autocast; each batch's
 subword vectors are pooled into word vectors on the device and copied to pinned host
 memory once, asynchronously, while the next batch is launched. The next block is
 tokenized on a helper thread, and a finished block is written to every layer's shard as
@@ -242,7 +242,7 @@ def _forward_batch(
     compact = np.where(token_row >= 0, np.searchsorted(rows, token_row), -1)
     with (
         torch.inference_mode(),
-        torch.autocast(device.type, dtype=torch.float16, enabled=device.type == "cuda"),
+        autocast(device, loaded.spec.cuda_dtype),
     ):
         output = loaded.model(
             input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
@@ -254,6 +254,14 @@ def _forward_batch(
         token_word = torch.from_numpy(compact.reshape(-1)).to(device, non_blocking=True)
         pooled, _ = pool_subwords(hidden, token_word, len(rows), loaded.spec.pooling)
     return pooled, rows
+
+
+def autocast(device: Any, cuda_dtype: str) -> Any:
+    """Mixed-precision context for the forward pass: `cuda_dtype` on CUDA, fp32 elsewhere."""
+    import torch
+
+    enabled = device.type == "cuda" and cuda_dtype != "float32"
+    return torch.autocast(device.type, dtype=getattr(torch, cuda_dtype), enabled=enabled)
 
 
 @dataclass

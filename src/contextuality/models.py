@@ -37,6 +37,7 @@ class ModelSpec:
     window_overlap: int | None = None
     token_budget: int = 8192
     storage_dtype: str = "auto"
+    cuda_dtype: str = "float16"
     device: str = "auto"
     trust_remote_code: bool = False
 
