@@ -69,11 +69,13 @@ def test_words_and_summary_match_brute_force(layer_data):
         assert row.n == len(rows)
     baseline = _brute_baseline(vectors, index.occurrences)
     summary = result.summary
-    assert summary["selfsim"]["baseline"] == pytest.approx(baseline, abs=1e-6)
-    assert summary["selfsim"]["raw"] == pytest.approx(result.words["selfsim"].mean())
-    assert summary["selfsim"]["adjusted"] == pytest.approx(summary["selfsim"]["raw"] - baseline)
-    assert summary["mev"]["adjusted"] == pytest.approx(
-        summary["mev"]["raw"] - summary["mev"]["baseline"]
+    assert summary["measures"]["selfsim"]["baseline"] == pytest.approx(baseline, abs=1e-6)
+    assert summary["measures"]["selfsim"]["raw"] == pytest.approx(result.words["selfsim"].mean())
+    assert summary["measures"]["selfsim"]["adjusted"] == pytest.approx(
+        summary["measures"]["selfsim"]["raw"] - baseline
+    )
+    assert summary["measures"]["mev"]["adjusted"] == pytest.approx(
+        summary["measures"]["mev"]["raw"] - summary["measures"]["mev"]["baseline"]
     )
     # IntraSim over sentences of at least two words: the one-word sentence is left out.
     assert len(result.sentences) == len(SENTENCES) - 1
@@ -96,7 +98,7 @@ def test_missing_rows_are_left_out(layer_data):
     assert row["n"] == (occurrences.loc[kept, "word"] == "a").sum()
     reduced = occurrences.loc[kept].reset_index(drop=True)
     assert row["selfsim"] == pytest.approx(_brute_selfsim(vectors[kept], reduced, "a"), abs=1e-6)
-    assert result.summary["selfsim"]["baseline"] == pytest.approx(
+    assert result.summary["measures"]["selfsim"]["baseline"] == pytest.approx(
         _brute_baseline(vectors[kept], reduced), abs=1e-6
     )
 
@@ -109,8 +111,12 @@ def test_mev_baseline_is_seeded(layer_data):
     other = measure_layer(
         vectors, index.occurrences, index.vocab, MeasureSettings(baseline_sample_size=10, seed=12)
     )
-    assert first.summary["mev"]["baseline"] == again.summary["mev"]["baseline"]
-    assert first.summary["mev"]["baseline"] != other.summary["mev"]["baseline"]
+    assert (
+        first.summary["measures"]["mev"]["baseline"] == again.summary["measures"]["mev"]["baseline"]
+    )
+    assert (
+        first.summary["measures"]["mev"]["baseline"] != other.summary["measures"]["mev"]["baseline"]
+    )
     assert first.summary["seed"] == 11
 
 

@@ -50,10 +50,12 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
         assert main([*arguments, "-o", str(prefix)]) == 0
         summaries.append(str(prefix) + ".json")
     summary = json.loads((tmp_path / "measures" / "layer_2.json").read_text())
-    assert summary["layer"] == 2 and summary["selfsim"]["n"] > 0
+    assert summary["layer"] == 2 and summary["measures"]["selfsim"]["n"] > 0
     table = tmp_path / "measures.tsv"
     assert main(["summarize", *summaries, "-o", str(table)]) == 0
-    assert len(pd.read_csv(table, sep="\t")) == 2 * 3
+    rows = pd.read_csv(table, sep="\t")
+    assert len(rows) == 2 * len(summary["measures"])
+    assert set(rows["layer"]) == {0, 2}
     figure = tmp_path / "fig2.png"
     assert main(["figure", str(table), "--number", "2", "-o", str(figure)]) == 0
     assert figure.stat().st_size > 0

@@ -27,7 +27,7 @@ class FigureSpec:
 
 
 FIGURES = (
-    FigureSpec(1, "selfsim", "baseline", "Anisotropy", "mean cosine of random words"),
+    FigureSpec(1, "anisotropy", "raw", "Anisotropy", "mean cosine of random words"),
     FigureSpec(2, "selfsim", "adjusted", "Self-similarity", "adjusted SelfSim"),
     FigureSpec(3, "intrasim", "adjusted", "Intra-sentence similarity", "adjusted IntraSim"),
     FigureSpec(4, "mev", "adjusted", "Maximum explainable variance", "adjusted MEV"),
@@ -43,7 +43,8 @@ def plot_figure(
     relative_layers: bool = False,
     source: str = "",
 ) -> None:
-    """One line per model against layer index (or layer / number of layers).
+    """One line per model against layer index (or layer / number of layers), with a band
+    for the bootstrap interval where the table has one.
 
     table: the long summary table (see `contextuality.steps.summarize`).
     outputs: files to write; the format follows each suffix (.png, .pdf).
@@ -54,7 +55,14 @@ def plot_figure(
     figure, axes = plt.subplots(figsize=(5.0, 3.6), layout="constrained")
     for model, group in rows.groupby("model", sort=True):
         group = group.sort_values("layer")
-        axes.plot(group[x_column], group[spec.column], marker="o", markersize=3.5, label=model)
+        (line,) = axes.plot(
+            group[x_column], group[spec.column], marker="o", markersize=3.5, label=model
+        )
+        low, high = f"{spec.column}_low", f"{spec.column}_high"
+        if low in group and group[low].notna().all():
+            axes.fill_between(
+                group[x_column], group[low], group[high], color=line.get_color(), alpha=0.2
+            )
     axes.set_xlabel("layer / number of layers" if relative_layers else "layer")
     axes.set_ylabel(spec.ylabel)
     axes.set_title(f"Figure {spec.number}. {spec.title}")

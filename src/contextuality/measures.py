@@ -148,9 +148,94 @@ def anisotropy_baseline(unit: np.ndarray, sentence_starts: np.ndarray) -> float:
 
 
 def explained_variance_baseline(
-    vectors: np.ndarray, sample_size: int, rng: np.random.Generator, centered: bool = False
-) -> float:
-    """MEV of a uniform random sample (without replacement) of `sample_size` occurrences."""
+    vectors: np.ndarray,
+    sample_size: int,
+    rng: np.random.Generator,
+    centered: bool = False,
+    n_resamples: int = 0,
+) -> tuple[float, np.ndarray]:
+    """MEV of a uniform random sample (without replacement) of `sample_size` occurrences,
+    and `n_resamples` bootstrap replicates of it (see `explained_variance_replicates`)."""
     size = min(sample_size, len(vectors))
     rows = np.sort(rng.choice(len(vectors), size=size, replace=False))
-    return explained_variance_first_component(vectors[rows], centered)
+    sample = vectors[rows]
+    value = explained_variance_first_component(sample, centered)
+    return value, explained_variance_replicates(sample, n_resamples, rng, centered)
+
+
+def percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
+    """Equal-tailed percentile interval of bootstrap replicates (e.g. level 0.95)."""
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(replicates, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of `n_resamples` resamples (with replacement) of `values`, shape (n_resamples,)."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) == 0:
+        return np.full(n_resamples, np.nan)
+    counts = rng.multinomial(len(values), np.full(len(values), 1.0 / len(values)), n_resamples)
+    return counts @ values / len(values)
+
+
+def sampled_anisotropy_baseline(
+    unit: np.ndarray,
+    sentence_ids: np.ndarray,
+    sample_size: int,
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> tuple[float, np.ndarray]:
+    """The paper's estimate of the anisotropy baseline, and its bootstrap replicates.
+
+    Draws `sample_size` occurrences uniformly without replacement and averages the cosine
+    over the pairs among them that come from different sentences (paper §4.1 with 1,000).
+    Each bootstrap replicate resamples the drawn occurrences with replacement (a resampled
+    copy of one occurrence shares its sentence, so it never pairs with itself).
+    """
+    rows = rng.choice(len(unit), size=min(sample_size, len(unit)), replace=False)
+    sample = np.asarray(unit[rows], dtype=np.float64)
+    different = sentence_ids[rows][:, None] != sentence_ids[rows][None, :]
+    cosines = np.where(different, sample @ sample.T, 0.0)
+    estimate = float(cosines.sum() / different.sum())
+    counts = rng.multinomial(len(rows), np.full(len(rows), 1.0 / len(rows)), n_resamples)
+    counts = counts.astype(np.float64)
+    numerators = np.einsum("bi,bi->b", counts @ cosines, counts)
+    denominators = np.einsum("bi,bi->b", counts @ different, counts)
+    return estimate, numerators / denominators
+
+
+def explained_variance_replicates(
+    matrix: np.ndarray,
+    n_resamples: int,
+    rng: np.random.Generator,
+    centered: bool = False,
+    tolerance: float = 1e-10,
+    max_iterations: int = 500,
+) -> np.ndarray:
+    """Bootstrap replicates of the MEV of a set of rows (rows resampled with replacement).
+
+    A resample with row multiplicities w (Σw = n) has scatter S = Σ_i w_i x_i x_iᵀ, minus
+    n μμᵀ with μ = Σ_i w_i x_i / n when ``centered``; its MEV is λ_max(S) / trace(S).
+    λ_max is found for all resamples at once by power iteration started from the top
+    principal direction of the unresampled rows, which is close to every resample's.
+    """
+    matrix = np.asarray(matrix, dtype=np.float64)
+    n, d = matrix.shape
+    weights = rng.multinomial(n, np.full(n, 1.0 / n), n_resamples).astype(np.float64)
+    means = weights @ matrix / n if centered else np.zeros((n_resamples, d))
+    squared_norms = np.einsum("ij,ij->i", matrix, matrix)
+    traces = weights @ squared_norms - n * np.einsum("bj,bj->b", means, means)
+    start = matrix - matrix.mean(axis=0) if centered else matrix
+    directions = np.tile(np.linalg.svd(start, full_matrices=False)[2][0], (n_resamples, 1))
+    top = np.zeros(n_resamples)
+    for _ in range(max_iterations):
+        projected = (directions @ matrix.T) * weights  # (B, n): w_i x_i·v
+        images = projected @ matrix - n * means * np.einsum("bj,bj->b", means, directions)[:, None]
+        estimate = np.einsum("bj,bj->b", images, directions)  # Rayleigh quotient, |v| = 1
+        directions = images / np.linalg.norm(images, axis=1, keepdims=True)
+        converged = np.all(np.abs(estimate - top) <= tolerance * np.abs(estimate))
+        top = estimate
+        if converged:
+            break
+    return top / traces

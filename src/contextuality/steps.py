@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from contextuality import corpus as corpus_io
-from contextuality.analysis import MEASURES, MeasureSettings, measure_layer
+from contextuality.analysis import MeasureSettings, measure_layer
 from contextuality.errors import InputDataError, NumericOverflowError
 from contextuality.figures import FIGURES, plot_figure
 from contextuality.index import build_occurrence_index, corpus_checksum, index_checksum
@@ -250,20 +250,41 @@ def measure_shard(
     return summary
 
 
+SUMMARY_COLUMNS = (
+    "model",
+    "transform",
+    "layer",
+    "n_layers",
+    "relative_layer",
+    "measure",
+    "raw",
+    "raw_low",
+    "raw_high",
+    "baseline",
+    "baseline_low",
+    "baseline_high",
+    "adjusted",
+    "adjusted_low",
+    "adjusted_high",
+    "n",
+)
+
+
 def summarize(
     summary_paths: Sequence[PathLike], output: PathLike, provenance_path: PathLike
 ) -> pd.DataFrame:
     """One long table of every (model, transform, layer, measure) from the layer summaries.
 
-    Columns: model, transform, layer, n_layers, relative_layer (layer / n_layers),
-    measure, raw, baseline, adjusted, n. The provenance of every layer summary it
+    Columns: model, transform, layer, n_layers, relative_layer (layer / n_layers), measure,
+    raw, baseline and adjusted values each with their interval (``*_low``, ``*_high``;
+    empty where a measure has none), and n. The provenance of every layer summary it
     gathers is written beside it as JSON.
     """
     rows, sources = [], []
     for path in summary_paths:
         summary = read_json(path)
-        sources.append({key: value for key, value in summary.items() if key not in MEASURES})
-        for measure in MEASURES:
+        sources.append({key: value for key, value in summary.items() if key != "measures"})
+        for measure, values in summary["measures"].items():
             rows.append(
                 {
                     "model": summary["model"],
@@ -272,11 +293,10 @@ def summarize(
                     "n_layers": summary["n_layers"],
                     "relative_layer": summary["layer"] / summary["n_layers"],
                     "measure": measure,
-                    **summary[measure],
+                    **values,
                 }
             )
-    columns = ["model", "transform", "layer", "n_layers", "relative_layer", "measure"]
-    table = pd.DataFrame(rows, columns=[*columns, "raw", "baseline", "adjusted", "n"])
+    table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     table = table.sort_values(["model", "transform", "measure", "layer"])
     write_tsv(table, output)
     write_json(provenance_path, provenance_record(step="measures_table", sources=sources))
