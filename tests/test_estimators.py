@@ -80,17 +80,35 @@ def test_sampled_baseline_interval_covers_the_exact_value_at_about_the_nominal_r
 
 
 @pytest.mark.parametrize("centered", [False, True])
-def test_mev_replicates_match_explicit_resamples(centered):
+def test_mev_baseline_draws_are_independent_samples(centered):
     rng = np.random.default_rng(5)
     matrix = rng.standard_normal((50, 8)) @ np.diag([4, 2, 1, 1, 1, 1, 1, 1]) + 3.0
-    replicates = measures.explained_variance_replicates(
-        matrix, 6, np.random.default_rng(8), centered
+    value, draws = measures.explained_variance_baseline(
+        matrix, 20, np.random.default_rng(8), centered, n_draws=6
     )
-    counts = np.random.default_rng(8).multinomial(50, np.full(50, 1 / 50), 6)
-    for count, replicate in zip(counts, replicates, strict=True):
-        resampled = np.repeat(np.arange(50), count)
-        expected = measures.explained_variance_first_component(matrix[resampled], centered)
-        assert replicate == pytest.approx(expected, rel=1e-7)
+    replay = np.random.default_rng(8)
+    samples = [np.sort(replay.choice(50, size=20, replace=False)) for _ in range(7)]
+    expected = [measures.explained_variance_first_component(matrix[s], centered) for s in samples]
+    assert value == pytest.approx(expected[0], rel=1e-12)
+    np.testing.assert_allclose(draws, expected[1:], rtol=1e-8)
+
+
+def test_mev_baseline_interval_covers_the_estimator_at_about_the_nominal_rate():
+    """Fresh samples of the estimator fall inside the interval of the draws ~90% of the time."""
+    matrix = np.random.default_rng(6).standard_normal((2000, 6)) + 0.5
+    _, draws = measures.explained_variance_baseline(
+        matrix, 50, np.random.default_rng(0), n_draws=200
+    )
+    low, high = measures.percentile_interval(draws, 0.9)
+    fresh, _ = zip(
+        *(
+            measures.explained_variance_baseline(matrix, 50, np.random.default_rng(seed))
+            for seed in range(1, 201)
+        ),
+        strict=True,
+    )
+    inside = np.mean([(low <= value <= high) for value in fresh])
+    assert 0.8 <= inside <= 0.97
 
 
 def test_bootstrap_means_and_percentile_interval():

@@ -7,8 +7,9 @@ have occurrences in at least two sentences; IntraSim for sentences with at least
 Adjusted value = raw − baseline (paper §4.1): the exact anisotropy baseline (mean cosine
 of random occurrences from different sentences) for SelfSim and IntraSim, the MEV of a
 random sample of occurrences for MEV. MEV is reported uncentered (the paper) and centered
-(PCA). Every summary value carries a percentile bootstrap interval: over words or
-sentences for the raw mean, over the sampled occurrences for a sampled baseline.
+(PCA). Every summary value carries an interval: a percentile bootstrap over words or
+sentences for the raw mean and over the sampled occurrences for the paper's sampled
+cosine baseline, and the spread of independent samples for the MEV baseline.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def measure_layer(
             settings.baseline_sample_size,
             np.random.default_rng([settings.seed, 1]),  # the same sample for both variants
             centered=centered,
-            n_resamples=resamples,
+            n_draws=resamples,
         )
         for centered in (False, True)
     }

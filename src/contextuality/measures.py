@@ -152,15 +152,36 @@ def explained_variance_baseline(
     sample_size: int,
     rng: np.random.Generator,
     centered: bool = False,
-    n_resamples: int = 0,
+    n_draws: int = 0,
 ) -> tuple[float, np.ndarray]:
-    """MEV of a uniform random sample (without replacement) of `sample_size` occurrences,
-    and `n_resamples` bootstrap replicates of it (see `explained_variance_replicates`)."""
+    """MEV of a uniform random sample (without replacement) of `sample_size` occurrences
+    (paper §4.1), and the MEV of `n_draws` further independent samples of the same size.
+
+    The further draws are the estimator's sampling distribution: their percentiles are an
+    interval for it. (A bootstrap that resamples one sample with replacement would not do:
+    repeated rows inflate the first component's share.)
+    """
     size = min(sample_size, len(vectors))
-    rows = np.sort(rng.choice(len(vectors), size=size, replace=False))
-    sample = vectors[rows]
-    value = explained_variance_first_component(sample, centered)
-    return value, explained_variance_replicates(sample, n_resamples, rng, centered)
+
+    def draw() -> np.ndarray:
+        return np.sort(rng.choice(len(vectors), size=size, replace=False))
+
+    value = explained_variance_first_component(vectors[draw()], centered)
+    draws = np.array([_top_component_share(vectors[draw()], centered) for _ in range(n_draws)])
+    return value, draws
+
+
+def _top_component_share(matrix: np.ndarray, centered: bool) -> float:
+    """σ₁²/Σσ² by a truncated SVD (ARPACK, machine precision): fast for the one value."""
+    from scipy.sparse.linalg import svds
+
+    matrix = np.asarray(matrix, dtype=np.float64)
+    if centered:
+        matrix = matrix - matrix.mean(axis=0)
+    if min(matrix.shape) < 2:
+        return explained_variance_first_component(matrix)
+    top = svds(matrix, k=1, return_singular_vectors=False, random_state=0)[0]
+    return float(top**2 / np.sum(matrix**2))
 
 
 def percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
@@ -203,39 +224,3 @@ def sampled_anisotropy_baseline(
     numerators = np.einsum("bi,bi->b", counts @ cosines, counts)
     denominators = np.einsum("bi,bi->b", counts @ different, counts)
     return estimate, numerators / denominators
-
-
-def explained_variance_replicates(
-    matrix: np.ndarray,
-    n_resamples: int,
-    rng: np.random.Generator,
-    centered: bool = False,
-    tolerance: float = 1e-10,
-    max_iterations: int = 500,
-) -> np.ndarray:
-    """Bootstrap replicates of the MEV of a set of rows (rows resampled with replacement).
-
-    A resample with row multiplicities w (Σw = n) has scatter S = Σ_i w_i x_i x_iᵀ, minus
-    n μμᵀ with μ = Σ_i w_i x_i / n when ``centered``; its MEV is λ_max(S) / trace(S).
-    λ_max is found for all resamples at once by power iteration started from the top
-    principal direction of the unresampled rows, which is close to every resample's.
-    """
-    matrix = np.asarray(matrix, dtype=np.float64)
-    n, d = matrix.shape
-    weights = rng.multinomial(n, np.full(n, 1.0 / n), n_resamples).astype(np.float64)
-    means = weights @ matrix / n if centered else np.zeros((n_resamples, d))
-    squared_norms = np.einsum("ij,ij->i", matrix, matrix)
-    traces = weights @ squared_norms - n * np.einsum("bj,bj->b", means, means)
-    start = matrix - matrix.mean(axis=0) if centered else matrix
-    directions = np.tile(np.linalg.svd(start, full_matrices=False)[2][0], (n_resamples, 1))
-    top = np.zeros(n_resamples)
-    for _ in range(max_iterations):
-        projected = (directions @ matrix.T) * weights  # (B, n): w_i x_i·v
-        images = projected @ matrix - n * means * np.einsum("bj,bj->b", means, directions)[:, None]
-        estimate = np.einsum("bj,bj->b", images, directions)  # Rayleigh quotient, |v| = 1
-        directions = images / np.linalg.norm(images, axis=1, keepdims=True)
-        converged = np.all(np.abs(estimate - top) <= tolerance * np.abs(estimate))
-        top = estimate
-        if converged:
-            break
-    return top / traces
