@@ -57,7 +57,7 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
     assert len(rows) == 2 * len(summary["measures"])
     assert set(rows["layer"]) == {0, 2}
     figure = tmp_path / "fig2.png"
-    assert main(["figure", str(table), "--number", "2", "-o", str(figure)]) == 0
+    assert main(["figure", str(table), "--name", "fig2_selfsim", "-o", str(figure)]) == 0
     assert figure.stat().st_size > 0
 
 

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from contextuality import workflow
+from contextuality.figures import FIGURES
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "workflow" / "Snakefile"
@@ -91,7 +92,7 @@ def test_final_outputs_name_every_layer_and_figure():
     assert "results/measures/a/none/layer_2.json" in outputs
     assert "results/measures/b/none/layer_1.json" in outputs
     assert "results/measures/a/none/layer_1.json" not in outputs
-    assert sum(path.startswith("results/figures/") for path in outputs) == 8
+    assert sum(path.startswith("results/figures/") for path in outputs) == 2 * len(FIGURES)
     assert workflow.shard_paths(config, "a") == [
         "results/embeddings/a/layer_0.h5",
         "results/embeddings/a/layer_2.h5",
@@ -124,9 +125,9 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     with_baseline = table.dropna(subset=["baseline"])
     difference = with_baseline["adjusted"] - (with_baseline["raw"] - with_baseline["baseline"])
     assert difference.abs().max() < 1e-8
-    for number, name in [(1, "anisotropy"), (2, "selfsim"), (3, "intrasim"), (4, "mev")]:
+    for name in ["fig1_anisotropy", "fig2_selfsim", "fig3_intrasim", "fig4_mev"]:
         for extension in ("png", "pdf"):
-            assert (tmp_path / f"results/figures/fig{number}_{name}.{extension}").stat().st_size > 0
+            assert (tmp_path / f"results/figures/{name}.{extension}").stat().st_size > 0
     with h5py.File(tmp_path / "results/embeddings/bert/layer_1.h5") as shard:
         assert shard.attrs["complete"]
         assert shard.attrs["layer"] == 1
@@ -146,7 +147,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "extract_gpt2": 1,
         "measure_layer": 2,
         "measures_table": 1,
-        "figure": 4,
+        "figure": len(FIGURES),
         "all": 1,
     }
     assert _snakemake(tmp_path).returncode == 0
@@ -158,7 +159,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "extract_bert": 1,
         "measure_layer": 3,
         "measures_table": 1,
-        "figure": 4,
+        "figure": len(FIGURES),
         "all": 1,
     }
 
@@ -203,7 +204,7 @@ def test_shipped_configs_plan_without_network(tmp_path, name, shared_data):
     jobs = _planned_jobs(tmp_path)
     layers = sum(len(model["layers"]) for model in config["models"].values())
     assert jobs["measure_layer"] == layers
-    assert jobs["figure"] == 4
+    assert jobs["figure"] == len(FIGURES)
     assert jobs.get("download_sts", 0) == (5 if config["corpus"]["source"] == "sts" else 0)
     for model in config["models"]:
         assert jobs[f"extract_{model}"] == 1

@@ -18,6 +18,7 @@ from pathlib import Path
 from contextuality import __version__, steps
 from contextuality.corpus import STS_YEARS
 from contextuality.errors import ContextualityError
+from contextuality.figures import FIGURES
 from contextuality.models import LONG_SENTENCE_MODES, POOLINGS, ModelSpec, selected_layers
 
 
@@ -101,7 +102,7 @@ def _summarize(args: argparse.Namespace) -> None:
 
 
 def _figure(args: argparse.Namespace) -> None:
-    steps.draw_figure(args.table, args.number, args.output, relative_layers=args.relative)
+    steps.draw_figure(args.table, args.name, args.output, relative_layers=args.relative)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -162,9 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("-o", "--output", required=True)
     command.set_defaults(run=_summarize)
 
-    command = commands.add_parser("figure", help="draw figure 1-4 from the summary table")
+    command = commands.add_parser("figure", help="draw a figure from the summary table")
     command.add_argument("table")
-    command.add_argument("--number", type=int, choices=(1, 2, 3, 4), required=True)
+    command.add_argument("--name", choices=sorted(FIGURES), required=True)
     command.add_argument("--relative", action="store_true", help="x axis = layer / layers")
     command.add_argument("-o", "--output", nargs="+", required=True)
     command.set_defaults(run=_figure)

@@ -1,4 +1,5 @@
-"""Figures 1–4 of the paper: anisotropy baseline and adjusted SelfSim, IntraSim and MEV by layer."""
+"""Figures 1–4 of the paper (anisotropy baseline and adjusted SelfSim, IntraSim and MEV by
+layer) and the per-word-class and frequency views of SelfSim."""
 
 from __future__ import annotations
 
@@ -16,23 +17,75 @@ from contextuality.provenance import atomic_path  # noqa: E402
 
 
 @dataclass(frozen=True)
-class FigureSpec:
-    """Which column of which measure a figure plots, and how it is labelled."""
+class Series:
+    """One measure drawn as a line per model, with a line style and a legend suffix."""
 
-    number: int
     measure: str
+    linestyle: str = "-"
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """What a figure plots: a column of one or more measures of the summary table."""
+
+    name: str
     column: str
     title: str
     ylabel: str
+    series: tuple[Series, ...]
 
 
-FIGURES = (
-    FigureSpec(1, "anisotropy", "raw", "Anisotropy", "mean cosine of random words"),
-    FigureSpec(2, "selfsim", "adjusted", "Self-similarity", "adjusted SelfSim"),
-    FigureSpec(3, "intrasim", "adjusted", "Intra-sentence similarity", "adjusted IntraSim"),
-    FigureSpec(4, "mev", "adjusted", "Maximum explainable variance", "adjusted MEV"),
-)
-FIGURE_NAMES = {1: "anisotropy", 2: "selfsim", 3: "intrasim", 4: "mev"}
+FIGURES = {
+    spec.name: spec
+    for spec in (
+        FigureSpec(
+            "fig1_anisotropy",
+            "raw",
+            "Figure 1. Anisotropy",
+            "mean cosine of random words",
+            (Series("anisotropy"),),
+        ),
+        FigureSpec(
+            "fig2_selfsim",
+            "adjusted",
+            "Figure 2. Self-similarity",
+            "adjusted SelfSim",
+            (Series("selfsim"),),
+        ),
+        FigureSpec(
+            "fig3_intrasim",
+            "adjusted",
+            "Figure 3. Intra-sentence similarity",
+            "adjusted IntraSim",
+            (Series("intrasim"),),
+        ),
+        FigureSpec(
+            "fig4_mev",
+            "adjusted",
+            "Figure 4. Maximum explainable variance",
+            "adjusted MEV",
+            (Series("mev"),),
+        ),
+        FigureSpec(
+            "selfsim_word_classes",
+            "adjusted",
+            "Self-similarity of stopwords and content words",
+            "adjusted SelfSim",
+            (
+                Series("selfsim[content]", "-", " content"),
+                Series("selfsim[stopword]", "--", " stopwords"),
+            ),
+        ),
+        FigureSpec(
+            "selfsim_frequency",
+            "raw",
+            "Self-similarity against word frequency",
+            "Spearman ρ(SelfSim, count)",
+            (Series("selfsim~frequency"),),
+        ),
+    )
+}
 
 
 def plot_figure(
@@ -43,29 +96,38 @@ def plot_figure(
     relative_layers: bool = False,
     source: str = "",
 ) -> None:
-    """One line per model against layer index (or layer / number of layers), with a band
-    for the bootstrap interval where the table has one.
+    """Each series as one line per model against layer index (or layer / number of
+    layers), with a band for the interval where the table has one.
 
     table: the long summary table (see `contextuality.steps.summarize`).
     outputs: files to write; the format follows each suffix (.png, .pdf).
     source: what the figure was drawn from, stored in the file's metadata.
     """
-    rows = table[(table["measure"] == spec.measure) & (table["transform"] == transform)]
+    rows = table[table["transform"] == transform]
     x_column = "relative_layer" if relative_layers else "layer"
+    low, high = f"{spec.column}_low", f"{spec.column}_high"
     figure, axes = plt.subplots(figsize=(5.0, 3.6), layout="constrained")
-    for model, group in rows.groupby("model", sort=True):
-        group = group.sort_values("layer")
-        (line,) = axes.plot(
-            group[x_column], group[spec.column], marker="o", markersize=3.5, label=model
-        )
-        low, high = f"{spec.column}_low", f"{spec.column}_high"
-        if low in group and group[low].notna().all():
-            axes.fill_between(
-                group[x_column], group[low], group[high], color=line.get_color(), alpha=0.2
+    colors = {model: f"C{k}" for k, model in enumerate(sorted(rows["model"].unique()))}
+    for series in spec.series:
+        selected = rows[rows["measure"] == series.measure]
+        for model, group in selected.groupby("model", sort=True):
+            group = group.sort_values("layer")
+            axes.plot(
+                group[x_column],
+                group[spec.column],
+                series.linestyle,
+                color=colors[model],
+                marker="o",
+                markersize=3.5,
+                label=f"{model}{series.label}",
             )
+            if low in group and group[low].notna().all():
+                axes.fill_between(
+                    group[x_column], group[low], group[high], color=colors[model], alpha=0.2
+                )
     axes.set_xlabel("layer / number of layers" if relative_layers else "layer")
     axes.set_ylabel(spec.ylabel)
-    axes.set_title(f"Figure {spec.number}. {spec.title}")
+    axes.set_title(spec.title)
     if not relative_layers and len(rows):
         axes.set_xticks(sorted(rows["layer"].unique()))
     axes.grid(alpha=0.3)

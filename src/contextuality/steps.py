@@ -305,17 +305,16 @@ def summarize(
 
 def draw_figure(
     table_path: PathLike,
-    number: int,
+    name: str,
     outputs: Sequence[PathLike],
     transform: str = "none",
     relative_layers: bool = False,
 ) -> None:
-    """Figure `number` (1–4) of the paper from the summary table, in every output format."""
+    """Figure `name` (a key of `contextuality.figures.FIGURES`) from the summary table."""
     table = pd.read_csv(table_path, sep="\t")
-    spec = next(figure for figure in FIGURES if figure.number == number)
     plot_figure(
         table,
-        spec,
+        FIGURES[name],
         list(outputs),
         transform=transform,
         relative_layers=relative_layers,

@@ -14,7 +14,7 @@ from typing import Any
 from contextuality import __version__
 from contextuality.corpus import resolve_data_path, sts_archive_name
 from contextuality.errors import ContextualityError
-from contextuality.figures import FIGURE_NAMES
+from contextuality.figures import FIGURES
 from contextuality.models import ModelSpec, selected_layers
 
 
@@ -70,12 +70,8 @@ def layer_summaries(config: dict[str, Any]) -> list[str]:
 
 
 def figure_paths(extensions: tuple[str, ...] = ("png", "pdf")) -> list[str]:
-    """Figures 1–4, each in every format."""
-    return [
-        f"results/figures/fig{number}_{name}.{extension}"
-        for number, name in FIGURE_NAMES.items()
-        for extension in extensions
-    ]
+    """Every figure (figures 1–4 of the paper and the word views), in every format."""
+    return [f"results/figures/{name}.{extension}" for name in FIGURES for extension in extensions]
 
 
 def final_outputs(config: dict[str, Any]) -> list[str]:

@@ -1,6 +1,7 @@
 from snakemake.utils import validate
 
 from contextuality import workflow as ctx
+from contextuality.figures import FIGURES
 from contextuality.models import ModelSpec
 
 ctx.check_config(config, workflow.source_path("../schemas/config.schema.yaml"))

@@ -3,16 +3,16 @@ rule figure:
         "results/tables/measures.tsv",
     output:
         png=report(
-            "results/figures/fig{number}_{name}.png",
+            "results/figures/{name}.png",
             caption="../report/figure.rst",
             category="Figures",
-            labels={"figure": "{number}", "measure": "{name}"},
+            labels={"figure": "{name}"},
         ),
-        pdf="results/figures/fig{number}_{name}.pdf",
+        pdf="results/figures/{name}.pdf",
     log:
-        "logs/figures/fig{number}_{name}.log",
+        "logs/figures/{name}.log",
     wildcard_constraints:
-        number=r"[1-4]",
+        name="|".join(FIGURES),
     conda:
         "../envs/contextuality.yaml"
     params:

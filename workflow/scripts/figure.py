@@ -1,4 +1,4 @@
-"""Snakemake adapter: draw one of figures 1–4 from the summary table."""
+"""Snakemake adapter: draw one figure from the summary table."""
 
 from contextuality import steps
 from contextuality.workflow import run_step
@@ -7,7 +7,7 @@ run_step(
     snakemake.log[0],
     lambda: steps.draw_figure(
         snakemake.input[0],
-        int(snakemake.wildcards.number),
+        snakemake.wildcards.name,
         [snakemake.output.png, snakemake.output.pdf],
         relative_layers=snakemake.params.relative_layers,
     ),
