@@ -5,7 +5,7 @@ repeating across sentences), times SelfSim of every word and the anisotropy base
 `contextuality.measures` and with explicit pairwise cosine matrices, checks they agree,
 and writes bench/results/measures-cpu.{json,md}.
 
-    python bench/measures.py --sizes 1000 2000 4000 8000 --dim 384
+    python bench/measures.py --sizes 1000 2000 4000 8000 16000 --dim 384
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _timed(function, *arguments):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 4000, 8000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 4000, 8000, 16000])
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
