@@ -7,7 +7,12 @@ import itertools
 import numpy as np
 import pytest
 
-from contextuality.analysis import MeasureSettings, measure_layer
+from contextuality.analysis import (
+    MeasureSettings,
+    context_specific_words,
+    measure_layer,
+    word_class,
+)
 from contextuality.index import build_occurrence_index
 
 SENTENCES = [
@@ -129,3 +134,35 @@ def test_identical_occurrences_are_fully_static():
     result = measure_layer(vectors, index.occurrences, index.vocab, MeasureSettings())
     np.testing.assert_allclose(result.words["selfsim"], 1.0, atol=1e-6)
     np.testing.assert_allclose(result.words["mev"], 1.0, atol=1e-6)
+
+
+def test_context_specific_words_lists_both_ends_of_each_layer(layer_data):
+    index, vectors = layer_data
+    layers = {
+        layer: measure_layer(
+            vectors * (layer + 1), index.occurrences, index.vocab, MeasureSettings()
+        ).words
+        for layer in (0, 3)
+    }
+    table = context_specific_words(layers, top=2)
+    assert sorted(table["layer"].unique()) == [0, 3]
+    for layer, words in layers.items():
+        ranked = words.sort_values("selfsim_adjusted")["word"].tolist()
+        rows = table[table["layer"] == layer]
+        assert rows[rows["end"] == "most"].sort_values("rank")["word"].tolist() == ranked[:2]
+        assert rows[rows["end"] == "least"].sort_values("rank")["word"].tolist() == ranked[::-1][:2]
+    assert set(table["word_class"]) <= {"stopword", "content", "other"}
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("the", "stopword"),
+        ("The", "stopword"),
+        ("bank", "content"),
+        (",", "other"),
+        ("1,650", "other"),
+    ],
+)
+def test_word_class(word, expected):
+    assert word_class(word) == expected

@@ -146,6 +146,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     assert _planned_jobs(tmp_path) == {
         "extract_gpt2": 1,
         "measure_layer": 2,
+        "context_specific_words": 1,
         "measures_table": 1,
         "figure": len(FIGURES),
         "all": 1,
@@ -158,6 +159,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     assert _planned_jobs(tmp_path) == {
         "extract_bert": 1,
         "measure_layer": 3,
+        "context_specific_words": 1,
         "measures_table": 1,
         "figure": len(FIGURES),
         "all": 1,
@@ -205,6 +207,7 @@ def test_shipped_configs_plan_without_network(tmp_path, name, shared_data):
     layers = sum(len(model["layers"]) for model in config["models"].values())
     assert jobs["measure_layer"] == layers
     assert jobs["figure"] == len(FIGURES)
+    assert jobs["context_specific_words"] == len(config["models"])
     assert jobs.get("download_sts", 0) == (5 if config["corpus"]["source"] == "sts" else 0)
     for model in config["models"]:
         assert jobs[f"extract_{model}"] == 1

@@ -207,3 +207,23 @@ def measure_layer(
         "measures": results,
     }
     return LayerMeasures(words=words, sentences=sentences, summary=summary)
+
+
+def context_specific_words(layer_words: dict[int, pd.DataFrame], top: int) -> pd.DataFrame:
+    """The `top` most and least context-specific words of each layer, by adjusted SelfSim.
+
+    Most context-specific = lowest SelfSim (occurrences least alike across contexts).
+    Columns: layer, end (``most`` or ``least``), rank (1 = most extreme), word,
+    word_class, count, selfsim, selfsim_adjusted.
+    """
+    columns = ["word", "word_class", "count", "selfsim", "selfsim_adjusted"]
+    parts = []
+    for layer, words in sorted(layer_words.items()):
+        ordered = words.sort_values(["selfsim_adjusted", "word"], kind="stable")
+        for end, chosen in (("most", ordered.head(top)), ("least", ordered.tail(top)[::-1])):
+            part = chosen[columns].reset_index(drop=True)
+            part.insert(0, "rank", np.arange(1, len(part) + 1))
+            part.insert(0, "end", end)
+            part.insert(0, "layer", layer)
+            parts.append(part)
+    return pd.concat(parts, ignore_index=True)

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from contextuality import corpus as corpus_io
-from contextuality.analysis import MeasureSettings, measure_layer
+from contextuality.analysis import MeasureSettings, context_specific_words, measure_layer
 from contextuality.errors import InputDataError, NumericOverflowError
 from contextuality.figures import FIGURES, plot_figure
 from contextuality.index import build_occurrence_index, corpus_checksum, index_checksum
@@ -29,7 +29,7 @@ from contextuality.provenance import (
     write_json,
 )
 from contextuality.shards import load_shard
-from contextuality.tables import read_parquet, write_parquet, write_tsv
+from contextuality.tables import read_parquet, read_provenance, write_parquet, write_tsv
 
 PathLike = str | os.PathLike
 log = logging.getLogger(__name__)
@@ -320,3 +320,16 @@ def draw_figure(
         relative_layers=relative_layers,
         source=f"{Path(table_path).name} sha256 {sha256_file(table_path)}",
     )
+
+
+def word_extremes(words_paths: Sequence[PathLike], output: PathLike, top: int = 20) -> pd.DataFrame:
+    """Table of each layer's most and least context-specific words for one model.
+
+    words_paths: the per-word tables (``layer_<L>.parquet``) of the model's layers.
+    """
+    layer_words = {}
+    for path in words_paths:
+        layer_words[int(read_provenance(path)["layer"])] = read_parquet(path)
+    table = context_specific_words(layer_words, top)
+    write_tsv(table, output)
+    return table

@@ -82,6 +82,11 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
         *[f"results/embeddings/{model}/meta.json" for model in model_names(config)],
         *layer_summaries(config),
         "results/tables/measures.tsv",
+        *[
+            f"results/tables/words/{model}.{transform}.tsv"
+            for model in model_names(config)
+            for transform in config["measures"]["transforms"]
+        ],
         *figure_paths(),
     ]
 

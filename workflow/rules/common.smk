@@ -41,9 +41,18 @@ def get_model_gpus(model):
 
 def get_measure_settings():
     return {
-        key: value for key, value in config["measures"].items() if key != "transforms"
+        key: value
+        for key, value in config["measures"].items()
+        if key not in ("transforms", "top_words")
     }
 
 
 def get_layer_summaries(wildcards):
     return ctx.layer_summaries(config)
+
+
+def get_layer_word_tables(wildcards):
+    return [
+        f"results/measures/{wildcards.model}/{wildcards.transform}/layer_{layer}.parquet"
+        for layer in ctx.model_layers(config, wildcards.model)
+    ]

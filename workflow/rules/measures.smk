@@ -39,3 +39,23 @@ rule measures_table:
         "../envs/contextuality.yaml"
     script:
         "../scripts/measures_table.py"
+
+
+rule context_specific_words:
+    input:
+        get_layer_word_tables,
+    output:
+        report(
+            "results/tables/words/{model}.{transform}.tsv",
+            caption="../report/context_specific_words.rst",
+            category="Tables",
+            labels={"model": "{model}", "transform": "{transform}"},
+        ),
+    log:
+        "logs/tables/words/{model}.{transform}.log",
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        top=config["measures"]["top_words"],
+    script:
+        "../scripts/context_specific_words.py"

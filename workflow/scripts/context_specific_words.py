@@ -1,0 +1,9 @@
+"""Snakemake adapter: each layer's most and least context-specific words of one model."""
+
+from contextuality import steps
+from contextuality.workflow import run_step
+
+run_step(
+    snakemake.log[0],
+    lambda: steps.word_extremes(snakemake.input, snakemake.output[0], snakemake.params.top),
+)
