@@ -119,3 +119,15 @@ def test_bootstrap_means_and_percentile_interval():
     assert replicates.std() == pytest.approx(values.std() / np.sqrt(10), rel=0.1)
     assert measures.percentile_interval(np.arange(101.0), 0.9) == pytest.approx((5.0, 95.0))
     assert np.isnan(measures.bootstrap_means(np.array([]), 3, np.random.default_rng(0))).all()
+
+
+def test_truncated_svd_ratio_is_sklearns():
+    from sklearn.decomposition import TruncatedSVD
+
+    matrix = np.random.default_rng(7).standard_normal((80, 12)) + np.linspace(0, 3, 12)
+    expected = TruncatedSVD(1, algorithm="arpack").fit(matrix).explained_variance_ratio_[0]
+    assert measures.truncated_svd_variance_ratio(matrix) == pytest.approx(expected, rel=1e-8)
+    # ... and it is not the uncentered MEV the paper defines.
+    assert measures.truncated_svd_variance_ratio(matrix) != pytest.approx(
+        measures.explained_variance_first_component(matrix), rel=1e-2
+    )

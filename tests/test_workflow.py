@@ -18,6 +18,7 @@ from contextuality.figures import FIGURES
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "workflow" / "Snakefile"
+SHARED_DATA = REPO.parent / "shared" / "data"
 
 # Six short sentences, repeated with a numbered suffix so that common words reach five
 # distinct contexts while every sentence stays unique.
@@ -113,6 +114,9 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     _write_corpus(corpus)
     bert = {"source": str(tiny_bert_dir)}
     config = _config(corpus, {"bert": bert})
+    published = SHARED_DATA / "reference" / "ethayarajh2019"
+    if published.is_dir():  # compare the tiny BERT with the published BERT results
+        config["reference"] = {"mirror": str(published), "models": {"bert": "bert"}}
     _write_config(tmp_path, config)
 
     result = _snakemake(tmp_path)
@@ -133,6 +137,11 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         assert shard.attrs["layer"] == 1
         assert shard["vectors"].dtype == "float16"
         n_rows = shard["vectors"].shape[0]
+    if published.is_dir():
+        comparison = pd.read_csv(tmp_path / "results/reference/bert.tsv", sep="\t")
+        assert set(comparison["layer"]) == {0, 1, 2}
+        shared = comparison.loc[comparison["statistic"] == "self_similarity", "n_words"]
+        assert (shared > 0).all()  # words like "The" and "cat" are in both vocabularies
     occurrences = pd.read_parquet(tmp_path / "results/corpus/occurrences.parquet")
     assert n_rows == len(occurrences)
     assert _planned_jobs(tmp_path) == {}
@@ -153,10 +162,10 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     }
     assert _snakemake(tmp_path).returncode == 0
 
-    # Changing one model's settings reruns that model only.
+    # Changing one model's settings reruns that model only (and its reference comparison).
     config["models"]["bert"]["pooling"] = "first"
     _write_config(tmp_path, config)
-    assert _planned_jobs(tmp_path) == {
+    expected = {
         "extract_bert": 1,
         "measure_layer": 3,
         "context_specific_words": 1,
@@ -164,6 +173,9 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "figure": len(FIGURES),
         "all": 1,
     }
+    if published.is_dir():
+        expected["compare_reference"] = 1
+    assert _planned_jobs(tmp_path) == expected
 
 
 def test_bad_config_is_refused_with_a_clear_message(tmp_path):
@@ -202,6 +214,8 @@ def test_shipped_configs_plan_without_network(tmp_path, name, shared_data):
     config = yaml.safe_load((REPO / "config" / name).read_text())
     if config["corpus"]["source"] == "sts":
         config["corpus"]["sts"]["mirror"] = str(shared_data / "sts")
+    if "reference" in config:
+        config["reference"]["mirror"] = str(shared_data / "reference" / "ethayarajh2019")
     _write_config(tmp_path, config)
     jobs = _planned_jobs(tmp_path)
     layers = sum(len(model["layers"]) for model in config["models"].values())
@@ -211,3 +225,6 @@ def test_shipped_configs_plan_without_network(tmp_path, name, shared_data):
     assert jobs.get("download_sts", 0) == (5 if config["corpus"]["source"] == "sts" else 0)
     for model in config["models"]:
         assert jobs[f"extract_{model}"] == 1
+    compared = config.get("reference", {}).get("models", {})
+    assert jobs.get("compare_reference", 0) == len(compared)
+    assert jobs.get("download_reference", 0) == 3 * len(compared)

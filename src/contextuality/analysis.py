@@ -194,6 +194,14 @@ def measure_layer(
         "n": min(settings.baseline_sample_size, len(rows)),
     }
     results["anisotropy"] = {"raw": baseline_cosine, "n": len(rows)}
+    # The paper's published "variance explained for random words" (TruncatedSVD ratio),
+    # on the same sample as the MEV baseline, for comparison with its numbers.
+    size = min(settings.baseline_sample_size, len(rows))
+    sample = np.sort(np.random.default_rng([settings.seed, 1]).choice(len(rows), size, False))
+    results["mev[truncated_svd]"] = {
+        "raw": measures.truncated_svd_variance_ratio(kept[sample]),
+        "n": size,
+    }
     if len(words) >= 3:
         rho = spearmanr(words["selfsim"], words["count"]).statistic
         results["selfsim~frequency"] = {"raw": float(rho), "n": len(words)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 
@@ -132,6 +133,11 @@ def plot_figure(
         axes.set_xticks(sorted(rows["layer"].unique()))
     axes.grid(alpha=0.3)
     axes.legend(frameon=False)
+    _save(figure, outputs, source)
+
+
+def _save(figure: Any, outputs: list[str | os.PathLike], source: str) -> None:
+    """Write `figure` in each output's format, with provenance in its metadata, and close it."""
     for output in outputs:
         with atomic_path(output) as temporary:
             figure.savefig(
@@ -141,3 +147,25 @@ def plot_figure(
                 metadata={"Creator": f"contextuality {__version__}", "Subject": source},
             )
     plt.close(figure)
+
+
+def plot_reference(comparison: pd.DataFrame, model: str, outputs: list[str | os.PathLike]) -> None:
+    """One panel per statistic: our values and the published ones against layer."""
+    statistics = list(dict.fromkeys(comparison["statistic"]))
+    figure, axes = plt.subplots(
+        1,
+        max(1, len(statistics)),
+        figsize=(3.2 * max(1, len(statistics)), 3.2),
+        layout="constrained",
+        squeeze=False,
+    )
+    for panel, statistic in zip(axes[0], statistics, strict=False):
+        rows = comparison[comparison["statistic"] == statistic].sort_values("layer")
+        panel.plot(rows["layer"], rows["published"], "s--", color="0.4", label="published")
+        panel.plot(rows["layer"], rows["ours"], "o-", color="C0", label="this run")
+        panel.set_title(statistic, fontsize=8)
+        panel.set_xlabel("layer")
+        panel.grid(alpha=0.3)
+    axes[0][0].legend(frameon=False)
+    figure.suptitle(f"{model}: this run against Ethayarajh (2019)'s published values")
+    _save(figure, outputs, source="published: kawine/contextual@c10c992")

@@ -224,3 +224,15 @@ def sampled_anisotropy_baseline(
     numerators = np.einsum("bi,bi->b", counts @ cosines, counts)
     denominators = np.einsum("bi,bi->b", counts @ different, counts)
     return estimate, numerators / denominators
+
+
+def truncated_svd_variance_ratio(matrix: np.ndarray) -> float:
+    """Share of column variance along the top right singular vector of the uncentered rows.
+
+    This is ``sklearn.decomposition.TruncatedSVD(1).fit(matrix).explained_variance_ratio_[0]``
+    computed exactly: var(X v₁) / Σ_j var(X_j), variances over rows. The paper's published
+    "variance explained for random words" used this estimator, which is not σ₁²/Σσ².
+    """
+    matrix = np.asarray(matrix, dtype=np.float64)
+    direction = np.linalg.svd(matrix, full_matrices=False)[2][0]
+    return float(np.var(matrix @ direction) / np.var(matrix, axis=0).sum())

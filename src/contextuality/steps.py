@@ -16,9 +16,10 @@ from typing import Any
 import pandas as pd
 
 from contextuality import corpus as corpus_io
+from contextuality import reference
 from contextuality.analysis import MeasureSettings, context_specific_words, measure_layer
 from contextuality.errors import InputDataError, NumericOverflowError
-from contextuality.figures import FIGURES, plot_figure
+from contextuality.figures import FIGURES, plot_figure, plot_reference
 from contextuality.index import build_occurrence_index, corpus_checksum, index_checksum
 from contextuality.models import ModelSpec, load_model, selected_layers
 from contextuality.provenance import (
@@ -270,20 +271,11 @@ SUMMARY_COLUMNS = (
 )
 
 
-def summarize(
-    summary_paths: Sequence[PathLike], output: PathLike, provenance_path: PathLike
-) -> pd.DataFrame:
-    """One long table of every (model, transform, layer, measure) from the layer summaries.
-
-    Columns: model, transform, layer, n_layers, relative_layer (layer / n_layers), measure,
-    raw, baseline and adjusted values each with their interval (``*_low``, ``*_high``;
-    empty where a measure has none), and n. The provenance of every layer summary it
-    gathers is written beside it as JSON.
-    """
-    rows, sources = [], []
+def summary_rows(summary_paths: Sequence[PathLike]) -> pd.DataFrame:
+    """The layer summaries as rows of the summary table (see `summarize`)."""
+    rows = []
     for path in summary_paths:
         summary = read_json(path)
-        sources.append({key: value for key, value in summary.items() if key != "measures"})
         for measure, values in summary["measures"].items():
             rows.append(
                 {
@@ -297,7 +289,24 @@ def summarize(
                 }
             )
     table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-    table = table.sort_values(["model", "transform", "measure", "layer"])
+    return table.sort_values(["model", "transform", "measure", "layer"])
+
+
+def summarize(
+    summary_paths: Sequence[PathLike], output: PathLike, provenance_path: PathLike
+) -> pd.DataFrame:
+    """One long table of every (model, transform, layer, measure) from the layer summaries.
+
+    Columns: model, transform, layer, n_layers, relative_layer (layer / n_layers), measure,
+    raw, baseline and adjusted values each with their interval (``*_low``, ``*_high``;
+    empty where a measure has none), and n. The provenance of every layer summary it
+    gathers is written beside it as JSON.
+    """
+    table = summary_rows(summary_paths)
+    sources = [
+        {key: value for key, value in read_json(path).items() if key != "measures"}
+        for path in summary_paths
+    ]
     write_tsv(table, output)
     write_json(provenance_path, provenance_record(step="measures_table", sources=sources))
     return table
@@ -333,3 +342,29 @@ def word_extremes(words_paths: Sequence[PathLike], output: PathLike, top: int = 
     table = context_specific_words(layer_words, top)
     write_tsv(table, output)
     return table
+
+
+def fetch_reference(relative: str, destination: PathLike, mirror: PathLike | None) -> None:
+    """Put one published file of the paper (``<model>/<file>``) at `destination`."""
+    reference.fetch_published(relative, destination, mirror)
+
+
+def compare_with_reference(
+    published_files: Sequence[PathLike],
+    summary_paths: Sequence[PathLike],
+    words_paths: Sequence[PathLike],
+    output: PathLike,
+    figure_outputs: Sequence[PathLike],
+) -> pd.DataFrame:
+    """Our run of one of the paper's models beside the published results (table and figure).
+
+    published_files: the model's three published files (one directory).
+    summary_paths, words_paths: our layer summaries and per-word tables (transform none).
+    """
+    words = {int(read_provenance(path)["layer"]): read_parquet(path) for path in words_paths}
+    summary = summary_rows(summary_paths)
+    comparison = reference.compare(Path(published_files[0]).parent, summary, words)
+    write_tsv(comparison, output)
+    model = summary["model"].iloc[0] if len(summary) else ""
+    plot_reference(comparison, model, list(figure_outputs))
+    return comparison

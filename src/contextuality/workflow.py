@@ -16,6 +16,7 @@ from contextuality.corpus import resolve_data_path, sts_archive_name
 from contextuality.errors import ContextualityError
 from contextuality.figures import FIGURES
 from contextuality.models import ModelSpec, selected_layers
+from contextuality.reference import FILES
 
 
 def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
@@ -74,6 +75,17 @@ def figure_paths(extensions: tuple[str, ...] = ("png", "pdf")) -> list[str]:
     return [f"results/figures/{name}.{extension}" for name in FIGURES for extension in extensions]
 
 
+def compared_models(config: dict[str, Any]) -> dict[str, str]:
+    """Configured models that have published results: model name → published set."""
+    mapping = config.get("reference", {}).get("models", {})
+    return {model: published for model, published in mapping.items() if model in config["models"]}
+
+
+def published_files(published: str) -> list[str]:
+    """Where the workflow keeps the published files of one of the paper's models."""
+    return [f"resources/reference/ethayarajh2019/{published}/{file}" for file in FILES]
+
+
 def final_outputs(config: dict[str, Any]) -> list[str]:
     """Everything ``snakemake`` builds by default."""
     return [
@@ -88,6 +100,14 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
             for transform in config["measures"]["transforms"]
         ],
         *figure_paths(),
+        *[
+            path
+            for model in compared_models(config)
+            for path in (
+                f"results/reference/{model}.tsv",
+                f"results/figures/reference_{model}.png",
+            )
+        ],
     ]
 
 

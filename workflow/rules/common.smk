@@ -56,3 +56,25 @@ def get_layer_word_tables(wildcards):
         f"results/measures/{wildcards.model}/{wildcards.transform}/layer_{layer}.parquet"
         for layer in ctx.model_layers(config, wildcards.model)
     ]
+
+
+def get_reference_mirror():
+    return config["reference"]["mirror"]
+
+
+def get_published_files(wildcards):
+    return ctx.published_files(ctx.compared_models(config)[wildcards.model])
+
+
+def get_model_summaries(wildcards):
+    return [
+        f"results/measures/{wildcards.model}/none/layer_{layer}.json"
+        for layer in ctx.model_layers(config, wildcards.model)
+    ]
+
+
+def get_model_word_tables(wildcards):
+    return [
+        f"results/measures/{wildcards.model}/none/layer_{layer}.parquet"
+        for layer in ctx.model_layers(config, wildcards.model)
+    ]

@@ -1,0 +1,179 @@
+"""The paper authors' published results, and a comparison of a run with them.
+
+Ethayarajh's code (github.com/kawine/contextual, commit c10c992) publishes, for BERT,
+GPT-2 and ELMo over STS 2012–2016, per-layer statistics and per-word tables. They are not
+adjusted for anisotropy and use other estimators than ours: sampled pairs for SelfSim,
+1,000 sampled sentences for IntraSim, 1,000 sampled occurrences for the cosine baseline,
+scikit-learn's TruncatedSVD ratio for random words, centered PCA per word. The comparison
+sets each published value beside ours computed the same way, and correlates the per-word
+values over the words both runs index.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import urllib.error
+import urllib.request
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from contextuality.errors import InputDataError
+from contextuality.provenance import atomic_path, sha256_file
+
+COMMIT = "c10c992a20d09660bcbac1e84466a3004374317c"
+URL = f"https://raw.githubusercontent.com/kawine/contextual/{COMMIT}/{{path}}"
+MODELS = ("bert", "gpt2", "elmo")
+FILES = ("embedding_space_stats.json", "self_similarity.csv", "variance_explained.csv")
+
+# Published layer statistic → (our measure in the summary table, what both estimate).
+LAYER_STATISTICS = {
+    "mean cosine similarity between sentence and words": ("intrasim", "IntraSim, raw"),
+    "mean cosine similarity across words": (
+        "anisotropy[sampled]",
+        "cosine of random words, 1,000 sampled",
+    ),
+    "variance explained for random words": (
+        "mev[truncated_svd]",
+        "TruncatedSVD ratio of 1,000 random words",
+    ),
+}
+# Published per-word table → (our per-word column, what both estimate).
+WORD_TABLES = {
+    "self_similarity.csv": ("selfsim", "SelfSim per word, raw"),
+    "variance_explained.csv": ("mev_centered", "centered PCA share per word"),
+}
+
+
+def published_checksums() -> dict[str, str]:
+    """SHA-256 of every published file, keyed ``<model>/<file>``."""
+    text = resources.files("contextuality").joinpath("data/ethayarajh2019.sha256").read_text()
+    return dict(
+        reversed(row.split())
+        for row in text.splitlines()
+        if row.strip() and not row.startswith("#")
+    )
+
+
+def fetch_published(relative: str, destination: str | Path, mirror: str | Path | None) -> None:
+    """Copy ``<model>/<file>`` from a mirror directory or download it, then verify it."""
+    if mirror is not None:
+        source = Path(mirror) / relative
+        if not source.is_file():
+            raise InputDataError(f"{source}: not found in the reference mirror")
+        with atomic_path(destination) as temporary:
+            shutil.copyfile(source, temporary)
+    else:
+        url = URL.format(path=relative)
+        try:
+            with (
+                urllib.request.urlopen(url, timeout=120) as response,
+                atomic_path(destination) as temporary,
+                temporary.open("wb") as target,
+            ):
+                shutil.copyfileobj(response, target)
+        except (urllib.error.URLError, TimeoutError, OSError) as error:
+            raise InputDataError(
+                f"could not download {url} ({error}); with no network, set "
+                "reference.mirror to a directory holding <model>/<file>"
+            ) from error
+    expected = published_checksums()[relative]
+    if sha256_file(destination) != expected:
+        Path(destination).unlink()
+        raise InputDataError(f"{relative}: checksum differs from the published {expected}")
+
+
+def read_layer_statistics(path: str | Path) -> pd.DataFrame:
+    """``embedding_space_stats.json`` as rows of (statistic, layer, published)."""
+    statistics = json.loads(Path(path).read_text())
+    return pd.DataFrame(
+        [
+            {"statistic": name, "layer": int(key.removeprefix("layer_")), "published": value}
+            for name, layers in statistics.items()
+            for key, value in layers.items()
+        ]
+    )
+
+
+def read_word_table(path: str | Path) -> pd.DataFrame:
+    """A published per-word table (word, layer_0, …) as rows of (word, layer, published)."""
+    table = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    long = table.melt(id_vars="word", var_name="layer", value_name="published")
+    long["layer"] = long["layer"].str.removeprefix("layer_").astype(int)
+    return long.dropna(subset=["published"])
+
+
+def compare(
+    published_dir: str | Path,
+    summary: pd.DataFrame,
+    words: dict[int, pd.DataFrame],
+) -> pd.DataFrame:
+    """Our values beside the published ones, per layer and statistic.
+
+    published_dir: holds the three published files of one model.
+    summary: our summary table rows of that model (transform ``none``).
+    words: our per-word table of each layer.
+    Only layers present in both are compared. Columns: layer, statistic, estimator,
+    published, ours, difference, n_words (shared words, for per-word statistics),
+    spearman (rank correlation over shared words).
+    """
+    published_dir = Path(published_dir)
+    rows = []
+    layer_statistics = read_layer_statistics(published_dir / "embedding_space_stats.json")
+    ours = summary.set_index(["measure", "layer"])["raw"]
+    for item in layer_statistics.itertuples():
+        if item.statistic not in LAYER_STATISTICS:
+            continue
+        measure, estimator = LAYER_STATISTICS[item.statistic]
+        if (measure, item.layer) not in ours.index:
+            continue  # a layer this run did not extract
+        value = ours[(measure, item.layer)]
+        rows.append(
+            {
+                "layer": item.layer,
+                "statistic": item.statistic,
+                "estimator": estimator,
+                "published": item.published,
+                "ours": value,
+            }
+        )
+    for file, (column, estimator) in WORD_TABLES.items():
+        published = read_word_table(published_dir / file)
+        for layer, group in published.groupby("layer"):
+            if layer not in words:
+                continue
+            merged = group.merge(words[layer][["word", column]], on="word")
+            enough = len(merged) >= 3
+            varied = enough and merged["published"].nunique() > 1 and merged[column].nunique() > 1
+            rows.append(
+                {
+                    "layer": layer,
+                    "statistic": file.removesuffix(".csv"),
+                    "estimator": estimator + ", mean over shared words",
+                    "published": merged["published"].mean() if enough else np.nan,
+                    "ours": merged[column].mean() if enough else np.nan,
+                    "n_words": len(merged),
+                    "spearman": spearmanr(merged["published"], merged[column]).statistic
+                    if varied
+                    else np.nan,
+                }
+            )
+    table = pd.DataFrame(
+        rows,
+        columns=[
+            "layer",
+            "statistic",
+            "estimator",
+            "published",
+            "ours",
+            "difference",
+            "n_words",
+            "spearman",
+        ],
+    )
+    table["difference"] = table["ours"] - table["published"]
+    return table.sort_values(["statistic", "layer"]).reset_index(drop=True)

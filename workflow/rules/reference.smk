@@ -1,0 +1,40 @@
+rule download_reference:
+    output:
+        "resources/reference/ethayarajh2019/{published}/{file}",
+    log:
+        "logs/download_reference/{published}/{file}.log",
+    wildcard_constraints:
+        published="bert|gpt2|elmo",
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        mirror=get_reference_mirror(),
+    script:
+        "../scripts/download_reference.py"
+
+
+rule compare_reference:
+    input:
+        published=get_published_files,
+        summaries=get_model_summaries,
+        words=get_model_word_tables,
+    output:
+        table=report(
+            "results/reference/{model}.tsv",
+            caption="../report/reference.rst",
+            category="Reproduction",
+            labels={"model": "{model}"},
+        ),
+        png=report(
+            "results/figures/reference_{model}.png",
+            caption="../report/reference.rst",
+            category="Reproduction",
+            labels={"model": "{model}", "figure": "comparison"},
+        ),
+        pdf="results/figures/reference_{model}.pdf",
+    log:
+        "logs/reference/{model}.log",
+    conda:
+        "../envs/contextuality.yaml"
+    script:
+        "../scripts/compare_reference.py"
