@@ -164,6 +164,7 @@ def plot_reference(comparison: pd.DataFrame, model: str, outputs: list[str | os.
         panel.plot(rows["layer"], rows["published"], "s--", color="0.4", label="published")
         panel.plot(rows["layer"], rows["ours"], "o-", color="C0", label="this run")
         panel.set_title(statistic, fontsize=8)
+        panel.set_xticks(rows["layer"].unique())
         panel.set_xlabel("layer")
         panel.grid(alpha=0.3)
     axes[0][0].legend(frameon=False)
