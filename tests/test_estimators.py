@@ -131,3 +131,19 @@ def test_truncated_svd_ratio_is_sklearns():
     assert measures.truncated_svd_variance_ratio(matrix) != pytest.approx(
         measures.explained_variance_first_component(matrix), rel=1e-2
     )
+
+
+@pytest.mark.parametrize("centered", [False, True])
+def test_batched_per_word_mev_equals_one_word_at_a_time(centered):
+    """Equal-size groups (solved in one batched call) and groups larger than d agree with
+    the per-group computation."""
+    rng = np.random.default_rng(11)
+    sizes = np.array([3, 5, 3, 3, 12, 5, 1, 20, 3])
+    vectors = rng.standard_normal((sizes.sum(), 8)) + 1.0
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    expected = [
+        measures.explained_variance_first_component(vectors[start : start + size], centered)
+        for start, size in zip(starts, sizes, strict=True)
+    ]
+    got = measures.explained_variance_per_group(vectors, starts, centered)
+    np.testing.assert_allclose(got, expected, rtol=1e-10, equal_nan=True)

@@ -120,14 +120,34 @@ def explained_variance_first_component(matrix: np.ndarray, centered: bool = Fals
 def explained_variance_per_group(
     vectors: np.ndarray, starts: np.ndarray, centered: bool = False
 ) -> np.ndarray:
-    """MEV of each contiguous group of rows (e.g. all occurrences of a word), float64."""
-    bounds = np.append(np.asarray(starts, dtype=np.int64), len(vectors))
-    return np.array(
-        [
-            explained_variance_first_component(vectors[begin:end], centered)
-            for begin, end in zip(bounds[:-1], bounds[1:], strict=True)
-        ]
-    )
+    """MEV of each contiguous group of rows (e.g. all occurrences of a word), float64.
+
+    Groups of equal size n ≤ d are solved together: their n×n Gram matrices are stacked
+    and handed to one batched eigenvalue call, which is much faster than one call per
+    word for the many words with few occurrences. Larger groups use the d×d scatter.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    sizes = group_sizes(starts, len(vectors))
+    result = np.empty(len(starts))
+    dim = vectors.shape[1]
+    for size in np.unique(sizes):
+        chosen = np.flatnonzero(sizes == size)
+        if size > dim or len(chosen) == 1:
+            for group in chosen:
+                rows = vectors[starts[group] : starts[group] + size]
+                result[group] = explained_variance_first_component(rows, centered)
+            continue
+        stacked = np.asarray(
+            vectors[starts[chosen][:, None] + np.arange(size)], dtype=np.float64
+        )  # (groups, size, d)
+        if centered:
+            stacked -= stacked.mean(axis=1, keepdims=True)
+        gram = stacked @ stacked.transpose(0, 2, 1)
+        totals = np.trace(gram, axis1=1, axis2=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            top = np.linalg.eigvalsh(gram)[:, -1]
+            result[chosen] = np.where(totals > 0, top / totals, np.nan)
+    return result
 
 
 def anisotropy_baseline(unit: np.ndarray, sentence_starts: np.ndarray) -> float:
