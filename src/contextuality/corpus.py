@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import shutil
 import unicodedata
-import urllib.error
-import urllib.request
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -21,7 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from contextuality.errors import InputDataError
-from contextuality.provenance import atomic_path, sha256_bytes
+from contextuality.fetch import fetch_file
+from contextuality.provenance import sha256_bytes
 
 STS_YEARS = (2012, 2013, 2014, 2015, 2016)
 STS_URLS = {
@@ -76,26 +74,12 @@ def fetch_sts_archive(year: int, destination: str | Path, mirror: str | Path | N
     The file appears at `destination` only once complete.
     """
     name = sts_archive_name(year)
-    if mirror is not None:
-        source = Path(mirror) / name
-        if not source.is_file():
-            raise InputDataError(f"{source}: not found; the STS mirror directory must hold {name}")
-        with atomic_path(destination) as temporary:
-            shutil.copyfile(source, temporary)
-        return
-    url = STS_URLS[year]
-    try:
-        with (
-            urllib.request.urlopen(url, timeout=120) as response,
-            atomic_path(destination) as temporary,
-            temporary.open("wb") as target,
-        ):
-            shutil.copyfileobj(response, target)
-    except (urllib.error.URLError, TimeoutError, OSError) as error:
-        raise InputDataError(
-            f"could not download {url} ({error}); with no network, set corpus.sts.mirror "
-            f"to a directory holding {name}"
-        ) from error
+    fetch_file(
+        destination,
+        STS_URLS[year],
+        None if mirror is None else Path(mirror) / name,
+        f"with no network, set corpus.sts.mirror to a directory holding {name}",
+    )
 
 
 def _decode_lines(data: bytes, where: str) -> list[str]:

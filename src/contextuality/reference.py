@@ -12,9 +12,6 @@ values over the words both runs index.
 from __future__ import annotations
 
 import json
-import shutil
-import urllib.error
-import urllib.request
 from importlib import resources
 from pathlib import Path
 
@@ -23,7 +20,8 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from contextuality.errors import InputDataError
-from contextuality.provenance import atomic_path, sha256_file
+from contextuality.fetch import fetch_file
+from contextuality.provenance import sha256_file
 
 COMMIT = "c10c992a20d09660bcbac1e84466a3004374317c"
 URL = f"https://raw.githubusercontent.com/kawine/contextual/{COMMIT}/{{path}}"
@@ -61,26 +59,12 @@ def published_checksums() -> dict[str, str]:
 
 def fetch_published(relative: str, destination: str | Path, mirror: str | Path | None) -> None:
     """Copy ``<model>/<file>`` from a mirror directory or download it, then verify it."""
-    if mirror is not None:
-        source = Path(mirror) / relative
-        if not source.is_file():
-            raise InputDataError(f"{source}: not found in the reference mirror")
-        with atomic_path(destination) as temporary:
-            shutil.copyfile(source, temporary)
-    else:
-        url = URL.format(path=relative)
-        try:
-            with (
-                urllib.request.urlopen(url, timeout=120) as response,
-                atomic_path(destination) as temporary,
-                temporary.open("wb") as target,
-            ):
-                shutil.copyfileobj(response, target)
-        except (urllib.error.URLError, TimeoutError, OSError) as error:
-            raise InputDataError(
-                f"could not download {url} ({error}); with no network, set "
-                "reference.mirror to a directory holding <model>/<file>"
-            ) from error
+    fetch_file(
+        destination,
+        URL.format(path=relative),
+        None if mirror is None else Path(mirror) / relative,
+        "with no network, set reference.mirror to a directory holding <model>/<file>",
+    )
     expected = published_checksums()[relative]
     if sha256_file(destination) != expected:
         Path(destination).unlink()
