@@ -31,6 +31,7 @@ from contextuality.provenance import (
 )
 from contextuality.shards import load_shard
 from contextuality.tables import read_parquet, read_provenance, write_parquet, write_tsv
+from contextuality.words import split_words
 
 PathLike = str | os.PathLike
 log = logging.getLogger(__name__)
@@ -139,6 +140,12 @@ def extract_model(
             f"{sentences_path} is not the sentence table that {index_summary_path} was built "
             "from; rebuild the occurrence index"
         )
+    n_words = sum(len(split_words(sentence)) for sentence in sentences)
+    if n_words != index_summary["n_occurrences"]:
+        raise InputDataError(
+            f"{index_summary_path} counts {index_summary['n_occurrences']} words but this "
+            f"version of the word tokenizer finds {n_words}; rebuild the occurrence index"
+        )
     loaded = load_model(spec, _device(spec.device))
     layers = selected_layers(spec, loaded.n_layers)
     if set(layers) != set(shard_paths):
@@ -180,11 +187,6 @@ def extract_model(
                     f"{error}; set models.{name}.storage_dtype: float32 (or auto)"
                 ) from error
             log.warning("%s; storing model %s as float32 instead", error, name)
-    if report.n_occurrences != index_summary["n_occurrences"]:
-        raise ValueError(
-            f"model {name}: {report.n_occurrences} words extracted, index has "
-            f"{index_summary['n_occurrences']}"
-        )
     meta = {
         **attributes,
         "layers": list(layers),
