@@ -1,0 +1,98 @@
+"""Static word embeddings distilled from a contextual layer (paper §4.4, Table 1).
+
+For every indexed word, its occurrence vectors at one layer form an n×d matrix X. Two
+static vectors are derived from it:
+
+- ``pc1``: the first principal direction of X (uncentered, as in the paper): the top
+  right singular vector v₁, with its sign fixed so that v₁ · mean(X) ≥ 0. An SVD leaves
+  the sign arbitrary, and the paper's code kept it so, which flips cosines between words.
+- ``mean``: the mean of the word's occurrence vectors.
+
+Vectors are written in word2vec text format (readable by gensim's KeyedVectors) with a
+JSON sidecar of provenance.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from contextuality.provenance import atomic_path, write_json
+
+METHODS = ("pc1", "mean")
+
+
+def first_principal_direction(matrix: np.ndarray) -> np.ndarray:
+    """Unit top right singular vector of the uncentered rows, pointing along their mean."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    direction = np.linalg.svd(matrix, full_matrices=False)[2][0]
+    return direction if direction @ matrix.mean(axis=0) >= 0 else -direction
+
+
+def principal_directions_per_group(vectors: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """`first_principal_direction` of each contiguous group of rows, shape (groups, d).
+
+    Groups of equal size n ≤ d are solved in one batched eigen-decomposition of their n×n
+    Gram matrices (v₁ = Xᵀu₁ / ‖Xᵀu₁‖ for the top eigenvector u₁ of XXᵀ).
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    sizes = np.diff(np.append(starts, len(vectors)))
+    dim = vectors.shape[1]
+    directions = np.empty((len(starts), dim))
+    for size in np.unique(sizes):
+        chosen = np.flatnonzero(sizes == size)
+        if size > dim or len(chosen) == 1:
+            for group in chosen:
+                rows = vectors[starts[group] : starts[group] + size]
+                directions[group] = first_principal_direction(rows)
+            continue
+        stacked = np.asarray(vectors[starts[chosen][:, None] + np.arange(size)], dtype=np.float64)
+        top = np.linalg.eigh(stacked @ stacked.transpose(0, 2, 1))[1][:, :, -1]  # (k, n)
+        found = np.einsum("kn,knd->kd", top, stacked)
+        found /= np.linalg.norm(found, axis=1, keepdims=True)
+        flip = np.einsum("kd,kd->k", found, stacked.mean(axis=1)) < 0
+        found[flip] *= -1
+        directions[chosen] = found
+    return directions
+
+
+def static_vectors(
+    vectors: np.ndarray, occurrences: pd.DataFrame, vocab: pd.DataFrame, method: str
+) -> tuple[list[str], np.ndarray]:
+    """Static vectors of the indexed words of one layer, in vocabulary order.
+
+    vectors: (n_occurrences, d) rows aligned with ``occurrences``; NaN rows are skipped.
+    Returns the words and an (n_words, d) float32 matrix.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    valid = np.isfinite(vectors).all(axis=1)
+    word_id = occurrences["word_id"].to_numpy()
+    keep = valid & vocab["indexed"].to_numpy()[word_id]
+    rows = np.flatnonzero(keep)
+    rows = rows[np.argsort(word_id[rows], kind="stable")]
+    ordered = word_id[rows]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(rows) else rows
+    matrix = np.asarray(vectors[rows], dtype=np.float64)
+    if method == "pc1":
+        result = principal_directions_per_group(matrix, starts)
+    else:
+        sums = np.add.reduceat(matrix, starts, axis=0) if len(rows) else matrix
+        result = sums / np.diff(np.append(starts, len(rows)))[:, None]
+    words = vocab["word"].to_numpy()[ordered[starts]].tolist()
+    return words, result.astype(np.float32)
+
+
+def write_word2vec_text(
+    path: str | os.PathLike, words: list[str], matrix: np.ndarray, provenance: dict[str, Any]
+) -> None:
+    """word2vec text format (``n d`` header, then ``word v1 … vd``), plus ``<path>.json``."""
+    with atomic_path(path) as temporary, open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(f"{len(words)} {matrix.shape[1]}\n")
+        for word, row in zip(words, matrix, strict=True):
+            handle.write(word + " " + " ".join(f"{value:.6g}" for value in row) + "\n")
+    write_json(Path(f"{path}.json"), {**provenance, "n_words": len(words)})
