@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import h5py
 import pandas as pd
 
 from contextuality.cli import main
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
@@ -56,6 +59,15 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
     rows = pd.read_csv(table, sep="\t")
     assert len(rows) == 2 * len(summary["measures"])
     assert set(rows["layer"]) == {0, 2}
+    vectors = tmp_path / "layer_2.txt"
+    static = ["static", str(shards / "layer_2.h5"), "--index", str(index), "-o", str(vectors)]
+    assert main(static) == 0
+    assert int(vectors.read_text().split()[0]) > 0  # word2vec header: number of words
+    if SHARED_DATA.is_dir():
+        scores = tmp_path / "scores.tsv"
+        command = ["score", str(vectors), "--data", str(SHARED_DATA), "--benchmarks", "simlex999"]
+        assert main([*command, "-o", str(scores)]) == 0
+        assert pd.read_csv(scores, sep="\t")["benchmark"].tolist() == ["simlex999"]
     figure = tmp_path / "fig2.png"
     assert main(["figure", str(table), "--name", "fig2_selfsim", "-o", str(figure)]) == 0
     assert figure.stat().st_size > 0

@@ -117,6 +117,11 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     published = SHARED_DATA / "reference" / "ethayarajh2019"
     if published.is_dir():  # compare the tiny BERT with the published BERT results
         config["reference"] = {"mirror": str(published), "models": {"bert": "bert"}}
+        config["static"] = {
+            "activate": True,
+            "mirror": str(SHARED_DATA),
+            "benchmarks": ["simlex999", "google", "bless"],
+        }
     _write_config(tmp_path, config)
 
     result = _snakemake(tmp_path)
@@ -142,6 +147,13 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         assert set(comparison["layer"]) == {0, 1, 2}
         shared = comparison.loc[comparison["statistic"] == "self_similarity", "n_words"]
         assert (shared > 0).all()  # words like "The" and "cat" are in both vocabularies
+        scores = pd.read_csv(tmp_path / "results/tables/word_benchmarks.tsv", sep="\t")
+        ours = scores[scores["source"] == "this run"]
+        assert len(ours) == 3 * 2 * 3  # layers × methods × benchmarks
+        assert ours["coverage"].between(0, 1).all()
+        assert (scores["source"].str.startswith("quoted")).any()
+        vectors = (tmp_path / "results/static/bert/pc1/layer_2.txt").read_text().splitlines()
+        assert int(vectors[0].split()[0]) == len(vectors) - 1
     occurrences = pd.read_parquet(tmp_path / "results/corpus/occurrences.parquet")
     assert n_rows == len(occurrences)
     assert _planned_jobs(tmp_path) == {}
@@ -152,7 +164,8 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     # Adding a model plans only that model's jobs and the cross-model aggregates.
     config["models"]["gpt2"] = {"source": str(tiny_gpt2_dir), "layers": [0, 2]}
     _write_config(tmp_path, config)
-    assert _planned_jobs(tmp_path) == {
+    static = {"static_vectors": 4, "score_static": 4, "word_benchmarks_table": 1}
+    assert _planned_jobs(tmp_path) == (static if published.is_dir() else {}) | {
         "extract_gpt2": 1,
         "measure_layer": 2,
         "context_specific_words": 1,
@@ -174,7 +187,12 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "all": 1,
     }
     if published.is_dir():
-        expected["compare_reference"] = 1
+        expected |= {
+            "compare_reference": 1,
+            "static_vectors": 6,
+            "score_static": 6,
+            "word_benchmarks_table": 1,
+        }
     assert _planned_jobs(tmp_path) == expected
 
 
@@ -216,6 +234,8 @@ def test_shipped_configs_plan_without_network(tmp_path, name, shared_data):
         config["corpus"]["sts"]["mirror"] = str(shared_data / "sts")
     if "reference" in config:
         config["reference"]["mirror"] = str(shared_data / "reference" / "ethayarajh2019")
+    if "static" in config:
+        config["static"]["mirror"] = str(shared_data)
     _write_config(tmp_path, config)
     jobs = _planned_jobs(tmp_path)
     layers = sum(len(model["layers"]) for model in config["models"].values())
@@ -225,6 +245,9 @@ def test_shipped_configs_plan_without_network(tmp_path, name, shared_data):
     assert jobs.get("download_sts", 0) == (5 if config["corpus"]["source"] == "sts" else 0)
     for model in config["models"]:
         assert jobs[f"extract_{model}"] == 1
+    if config.get("static", {}).get("activate"):
+        assert jobs["download_benchmarks"] == 1
+        assert jobs["score_static"] == 2 * layers
     compared = config.get("reference", {}).get("models", {})
     assert jobs.get("compare_reference", 0) == len(compared)
     assert jobs.get("download_reference", 0) == 3 * len(compared)

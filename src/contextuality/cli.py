@@ -16,10 +16,12 @@ import sys
 from pathlib import Path
 
 from contextuality import __version__, steps
+from contextuality.benchmarks import BENCHMARKS
 from contextuality.corpus import STS_YEARS
 from contextuality.errors import ContextualityError
 from contextuality.figures import FIGURES
 from contextuality.models import LONG_SENTENCE_MODES, POOLINGS, ModelSpec, selected_layers
+from contextuality.static import METHODS
 
 
 def _sentences(args: argparse.Namespace) -> None:
@@ -105,6 +107,25 @@ def _figure(args: argparse.Namespace) -> None:
     steps.draw_figure(args.table, args.name, args.output, relative_layers=args.relative)
 
 
+def _static(args: argparse.Namespace) -> None:
+    index = Path(args.index)
+    steps.build_static_vectors(
+        args.shard,
+        index / "occurrences.parquet",
+        index / "vocab.parquet",
+        index / "index.json",
+        args.method,
+        args.output,
+    )
+
+
+def _score(args: argparse.Namespace) -> None:
+    settings = {"benchmarks": args.benchmarks, "lowercase": not args.keep_case, "oov": args.oov}
+    labels = {"source": "cli", "model": Path(args.vectors).stem, "method": "", "layer": None}
+    table = steps.score_static_vectors(args.vectors, args.data, settings, labels, args.output)
+    print(table[["benchmark", "metric", "value", "coverage", "n"]].to_string(index=False))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``contextuality`` command."""
     parser = argparse.ArgumentParser(prog="contextuality", description=__doc__.splitlines()[0])
@@ -157,6 +178,24 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", required=True, help="prefix of the .parquet/.json outputs"
     )
     command.set_defaults(run=_measure)
+
+    command = commands.add_parser("static", help="static vectors of one shard (word2vec text)")
+    command.add_argument("shard")
+    command.add_argument("--index", required=True, help="directory written by 'index'")
+    command.add_argument("--method", choices=METHODS, default="pc1")
+    command.add_argument("-o", "--output", required=True, help=".txt file to write")
+    command.set_defaults(run=_static)
+
+    command = commands.add_parser("score", help="score word2vec/GloVe text vectors (Table 1)")
+    command.add_argument("vectors")
+    command.add_argument("--data", required=True, help="benchmark data root (wordsim/, …)")
+    command.add_argument(
+        "--benchmarks", nargs="+", choices=list(BENCHMARKS), default=list(BENCHMARKS)
+    )
+    command.add_argument("--oov", choices=("mean", "skip"), default="mean")
+    command.add_argument("--keep-case", action="store_true", help="do not lowercase words")
+    command.add_argument("-o", "--output", required=True, help="scores .tsv to write")
+    command.set_defaults(run=_score)
 
     command = commands.add_parser("summarize", help="gather layer summaries into one table")
     command.add_argument("summaries", nargs="+")

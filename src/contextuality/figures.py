@@ -11,9 +11,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from contextuality import __version__  # noqa: E402
+from contextuality.benchmarks import BENCHMARKS  # noqa: E402
 from contextuality.provenance import atomic_path  # noqa: E402
 
 
@@ -170,3 +172,35 @@ def plot_reference(comparison: pd.DataFrame, model: str, outputs: list[str | os.
     axes[0][0].legend(frameon=False)
     figure.suptitle(f"{model}: this run against Ethayarajh (2019)'s published values")
     _save(figure, outputs, source="published: kawine/contextual@c10c992")
+
+
+def plot_word_benchmarks(table: pd.DataFrame, outputs: list[str | os.PathLike]) -> None:
+    """Heatmap of static-embedding scores: one row per embedding, one column per benchmark."""
+    table = table.assign(
+        row=[
+            f"{model} {method} L{layer}" if pd.notna(layer) else f"{model}"
+            for model, method, layer in zip(
+                table["model"], table["method"], table["layer"], strict=True
+            )
+        ]
+        + np.where(table["source"].str.startswith("quoted"), " (paper)", "")
+    )
+    grid = table.pivot_table(index="row", columns="benchmark", values="value", sort=False)
+    order = [name for name in BENCHMARKS if name in grid.columns]
+    grid = grid[order]
+    figure, axes = plt.subplots(
+        figsize=(1.0 + 0.8 * grid.shape[1], 1.0 + 0.28 * grid.shape[0]), layout="constrained"
+    )
+    image = axes.imshow(grid.to_numpy(), cmap="viridis", aspect="auto")
+    middle = np.nanmean([np.nanmin(grid.to_numpy()), np.nanmax(grid.to_numpy())])
+    axes.set_xticks(range(grid.shape[1]), grid.columns, rotation=45, ha="right")
+    axes.set_yticks(range(grid.shape[0]), grid.index, fontsize=7)
+    for (row, column), value in np.ndenumerate(grid.to_numpy()):
+        if np.isfinite(value):
+            color = "white" if value < middle else "black"
+            axes.text(
+                column, row, f"{value:.2f}", ha="center", va="center", fontsize=6, color=color
+            )
+    figure.colorbar(image, ax=axes, label="Spearman ρ / accuracy / purity")
+    axes.set_title("Static embeddings on word benchmarks (Table 1)")
+    _save(figure, outputs, source="results/tables/word_benchmarks.tsv")

@@ -7,19 +7,21 @@ these, so a step behaves the same inside and outside the workflow.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from collections.abc import Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from contextuality import benchmarks, reference
 from contextuality import corpus as corpus_io
-from contextuality import reference
 from contextuality.analysis import MeasureSettings, context_specific_words, measure_layer
 from contextuality.errors import InputDataError, NumericOverflowError
-from contextuality.figures import FIGURES, plot_figure, plot_reference
+from contextuality.figures import FIGURES, plot_figure, plot_reference, plot_word_benchmarks
 from contextuality.index import build_occurrence_index, corpus_checksum, index_checksum
 from contextuality.models import ModelSpec, load_model, selected_layers
 from contextuality.provenance import (
@@ -30,6 +32,7 @@ from contextuality.provenance import (
     write_json,
 )
 from contextuality.shards import load_shard
+from contextuality.static import static_vectors, write_word2vec_text
 from contextuality.tables import read_parquet, read_provenance, write_parquet, write_tsv
 from contextuality.words import split_words
 
@@ -370,3 +373,96 @@ def compare_with_reference(
     model = summary["model"].iloc[0] if len(summary) else ""
     plot_reference(comparison, model, list(figure_outputs))
     return comparison
+
+
+def build_static_vectors(
+    shard_path: PathLike,
+    occurrences_path: PathLike,
+    vocab_path: PathLike,
+    index_summary_path: PathLike,
+    method: str,
+    output: PathLike,
+) -> None:
+    """Static vectors (``pc1`` or ``mean``) of the indexed words of one shard, as word2vec text."""
+    index_summary = read_json(index_summary_path)
+    occurrences = read_parquet(occurrences_path)
+    vectors, attributes = load_shard(
+        shard_path, index_summary["index_checksum"], n_rows=len(occurrences)
+    )
+    words, matrix = static_vectors(vectors, occurrences, read_parquet(vocab_path), method)
+    provenance = provenance_record(
+        step="static_vectors",
+        model=attributes["model"],
+        model_id=attributes["model_id"],
+        layer=int(attributes["layer"]),
+        method=method,
+        pooling=attributes["pooling"],
+        index_checksum=attributes["index_checksum"],
+        shard_config_hash=attributes["config_hash"],
+    )
+    write_word2vec_text(output, words, matrix, provenance)
+
+
+def fetch_benchmarks(
+    destinations: Sequence[PathLike], data_root: PathLike, mirror: PathLike | None
+) -> None:
+    """Put word-benchmark files at `destinations` (paths under `data_root`), verified."""
+    for destination in destinations:
+        relative = Path(destination).relative_to(data_root).as_posix()
+        benchmarks.fetch_benchmark_file(relative, destination, mirror)
+
+
+def score_static_vectors(
+    vectors_path: PathLike,
+    data_root: PathLike,
+    settings: dict[str, Any],
+    labels: dict[str, Any],
+    output: PathLike,
+) -> pd.DataFrame:
+    """Score one static embedding file on the configured word benchmarks.
+
+    settings: config ``static`` (benchmarks, lowercase, oov). labels: what the vectors are
+    (model, method, layer, source), repeated on every row of the output table.
+    """
+    vectors = benchmarks.WordVectors.from_word2vec_text(vectors_path)
+    table = benchmarks.score_benchmarks(
+        vectors, data_root, settings["benchmarks"], settings["lowercase"], settings["oov"]
+    )
+    for position, (key, value) in enumerate(labels.items()):
+        table.insert(position, key, value)
+    write_tsv(table, output)
+    return table
+
+
+def quoted_table1() -> pd.DataFrame:
+    """The paper's own Table 1 rows that DESIGN quotes, in the layout of our score tables."""
+    text = resources.files("contextuality").joinpath("data/paper_table1.tsv").read_text()
+    quoted = pd.read_csv(io.StringIO(text), sep="\t", comment="#", dtype={"layer": "Int64"})
+    long = quoted.melt(id_vars=["model", "layer"], var_name="benchmark", value_name="value")
+    return long.assign(method="pc1", source="quoted: Ethayarajh (2019) Table 1")
+
+
+def word_benchmarks_table(
+    score_paths: Sequence[PathLike], output: PathLike, figure_outputs: Sequence[PathLike]
+) -> pd.DataFrame:
+    """All static-embedding scores in one table (with the paper's quoted rows), and a heatmap.
+
+    Columns: source, model, method, layer, benchmark, metric, value, coverage, n.
+    """
+    scores = [pd.read_csv(path, sep="\t", dtype={"layer": "Int64"}) for path in score_paths]
+    table = pd.concat([*scores, quoted_table1()], ignore_index=True)
+    columns = [
+        "source",
+        "model",
+        "method",
+        "layer",
+        "benchmark",
+        "metric",
+        "value",
+        "coverage",
+        "n",
+    ]
+    table = table.reindex(columns=columns)
+    write_tsv(table, output)
+    plot_word_benchmarks(table, list(figure_outputs))
+    return table

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from contextuality import __version__
+from contextuality.benchmarks import BENCHMARKS
 from contextuality.corpus import resolve_data_path, sts_archive_name
 from contextuality.errors import ContextualityError
 from contextuality.figures import FIGURES
@@ -86,6 +87,36 @@ def published_files(published: str) -> list[str]:
     return [f"resources/reference/ethayarajh2019/{published}/{file}" for file in FILES]
 
 
+def benchmark_files(config: dict[str, Any]) -> list[str]:
+    """The word-benchmark files the configured benchmarks read, under resources/."""
+    names = config["static"]["benchmarks"]
+    files = dict.fromkeys(path for name in names for path in BENCHMARKS[name].files)
+    return [f"resources/benchmarks/{path}" for path in files]
+
+
+def static_score_paths(config: dict[str, Any]) -> list[str]:
+    """Score tables of every static embedding: each model, method and layer, and each
+    comparison embedding named in config."""
+    return [
+        f"results/static/{model}/{method}/layer_{layer}.scores.tsv"
+        for model in model_names(config)
+        for method in config["static"]["methods"]
+        for layer in model_layers(config, model)
+    ] + [f"results/static/compare/{name}.scores.tsv" for name in config["static"]["compare"]]
+
+
+def static_labels(wildcards: dict[str, str]) -> dict[str, Any]:
+    """Label columns of a score table, from the wildcards of its rule."""
+    if "name" in wildcards:
+        return {"source": "compare", "model": wildcards["name"], "method": "", "layer": None}
+    return {
+        "source": "this run",
+        "model": wildcards["model"],
+        "method": wildcards["method"],
+        "layer": int(wildcards["layer"]),
+    }
+
+
 def final_outputs(config: dict[str, Any]) -> list[str]:
     """Everything ``snakemake`` builds by default."""
     return [
@@ -100,6 +131,11 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
             for transform in config["measures"]["transforms"]
         ],
         *figure_paths(),
+        *(
+            ["results/tables/word_benchmarks.tsv", "results/figures/word_benchmarks.png"]
+            if config.get("static", {}).get("activate", False)
+            else []
+        ),
         *[
             path
             for model in compared_models(config)

@@ -78,3 +78,23 @@ def get_model_word_tables(wildcards):
         f"results/measures/{wildcards.model}/none/layer_{layer}.parquet"
         for layer in ctx.model_layers(config, wildcards.model)
     ]
+
+
+def get_benchmark_mirror():
+    return config["static"]["mirror"]
+
+
+def get_benchmark_files(wildcards):
+    return ctx.benchmark_files(config)
+
+
+def get_static_settings():
+    return {key: config["static"][key] for key in ("benchmarks", "lowercase", "oov")}
+
+
+def get_comparison_vectors(wildcards):
+    return config["static"]["compare"][wildcards.name]
+
+
+def get_static_scores(wildcards):
+    return ctx.static_score_paths(config)

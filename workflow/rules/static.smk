@@ -1,0 +1,89 @@
+rule download_benchmarks:
+    output:
+        get_benchmark_files(None),
+    log:
+        "logs/download_benchmarks.log",
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        mirror=get_benchmark_mirror(),
+    script:
+        "../scripts/download_benchmarks.py"
+
+
+rule static_vectors:
+    input:
+        shard="results/embeddings/{model}/layer_{layer}.h5",
+        occurrences="results/corpus/occurrences.parquet",
+        vocab="results/corpus/vocab.parquet",
+        index="results/corpus/index.json",
+    output:
+        vectors="results/static/{model}/{method}/layer_{layer}.txt",
+        sidecar="results/static/{model}/{method}/layer_{layer}.txt.json",
+    log:
+        "logs/static/{model}/{method}/layer_{layer}.log",
+    wildcard_constraints:
+        method="pc1|mean",
+    conda:
+        "../envs/contextuality.yaml"
+    resources:
+        mem_mb=8000,
+    script:
+        "../scripts/static_vectors.py"
+
+
+rule score_static:
+    input:
+        vectors="results/static/{model}/{method}/layer_{layer}.txt",
+        benchmarks=get_benchmark_files,
+    output:
+        "results/static/{model}/{method}/layer_{layer}.scores.tsv",
+    log:
+        "logs/static/{model}/{method}/layer_{layer}.scores.log",
+    wildcard_constraints:
+        method="pc1|mean",
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        settings=get_static_settings(),
+    script:
+        "../scripts/score_static.py"
+
+
+rule score_comparison:
+    input:
+        vectors=get_comparison_vectors,
+        benchmarks=get_benchmark_files,
+    output:
+        "results/static/compare/{name}.scores.tsv",
+    log:
+        "logs/static/compare/{name}.log",
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        settings=get_static_settings(),
+    script:
+        "../scripts/score_static.py"
+
+
+rule word_benchmarks_table:
+    input:
+        get_static_scores,
+    output:
+        table=report(
+            "results/tables/word_benchmarks.tsv",
+            caption="../report/word_benchmarks.rst",
+            category="Table 1",
+        ),
+        png=report(
+            "results/figures/word_benchmarks.png",
+            caption="../report/word_benchmarks.rst",
+            category="Table 1",
+        ),
+        pdf="results/figures/word_benchmarks.pdf",
+    log:
+        "logs/tables/word_benchmarks.log",
+    conda:
+        "../envs/contextuality.yaml"
+    script:
+        "../scripts/word_benchmarks_table.py"

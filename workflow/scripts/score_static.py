@@ -1,0 +1,15 @@
+"""Snakemake adapter: score one static embedding file on the word benchmarks."""
+
+from contextuality import steps
+from contextuality.workflow import run_step, static_labels
+
+run_step(
+    snakemake.log[0],
+    lambda: steps.score_static_vectors(
+        snakemake.input.vectors,
+        "resources/benchmarks",
+        snakemake.params.settings,
+        static_labels(dict(snakemake.wildcards)),
+        snakemake.output[0],
+    ),
+)
