@@ -117,10 +117,13 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     published = SHARED_DATA / "reference" / "ethayarajh2019"
     if published.is_dir():  # compare the tiny BERT with the published BERT results
         config["reference"] = {"mirror": str(published), "models": {"bert": "bert"}}
+        glove = tmp_path / "toy-glove.txt"  # GloVe text format: no header line
+        glove.write_text("cat 1 0 0\ndog 0.9 0.1 0\nbank 0 0 1\n")
         config["static"] = {
             "activate": True,
             "mirror": str(SHARED_DATA),
             "benchmarks": ["simlex999", "google", "bless"],
+            "compare": {"toy-glove": str(glove)},
         }
     _write_config(tmp_path, config)
 
@@ -152,6 +155,8 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         assert len(ours) == 3 * 2 * 3  # layers × methods × benchmarks
         assert ours["coverage"].between(0, 1).all()
         assert (scores["source"].str.startswith("quoted")).any()
+        toy = scores[scores["model"] == "toy-glove"]
+        assert toy["source"].eq("compare").all() and len(toy) == 3
         vectors = (tmp_path / "results/static/bert/pc1/layer_2.txt").read_text().splitlines()
         assert int(vectors[0].split()[0]) == len(vectors) - 1
     occurrences = pd.read_parquet(tmp_path / "results/corpus/occurrences.parquet")
