@@ -602,7 +602,7 @@ def test_missing_semeval_file_under_a_data_root(tmp_path):
 # --------------------------------------------------------------------------- registry
 
 
-def test_registry_names_the_nine_benchmarks():
+def test_registry_names_the_nine_benchmarks_and_3cosmul_variants():
     assert list(bm.BENCHMARKS) == [
         "simlex999",
         "men",
@@ -610,10 +610,13 @@ def test_registry_names_the_nine_benchmarks():
         "rw",
         "google",
         "msr",
+        "google_3cosmul",
+        "msr_3cosmul",
         "semeval2012",
         "bless",
         "ap",
     ]
+    assert bm.BENCHMARKS["google_3cosmul"].files == bm.BENCHMARKS["google"].files
     kinds = {name: spec.kind for name, spec in bm.BENCHMARKS.items()}
     assert [name for name, kind in kinds.items() if kind == "similarity"] == [
         "simlex999",
@@ -645,7 +648,7 @@ def test_urls_are_the_origins_listed_in_sources(data_root):
 
 def test_checksums_cover_every_file_and_match_the_mirror(data_root):
     checksums = bm.known_checksums()
-    files = [relative for spec in bm.BENCHMARKS.values() for relative in spec.files]
+    files = {relative for spec in bm.BENCHMARKS.values() for relative in spec.files}
     assert sorted(checksums) == sorted(files)
     published = dict(
         reversed(line.split(maxsplit=1))

@@ -29,6 +29,7 @@ never read as a score over the whole benchmark.
 from __future__ import annotations
 
 import csv
+import functools
 import math
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -756,6 +757,24 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             ["analogy/msr.csv"],
             _file_reader(read_msr_analogies, "analogy/msr.csv"),
             score_analogy,
+        ),
+        _spec(
+            "google_3cosmul",
+            "Google analogies, 3CosMul",
+            "analogy",
+            "accuracy_3cosmul",
+            ["analogy/questions-words.txt"],
+            _file_reader(read_google_analogies, "analogy/questions-words.txt"),
+            functools.partial(score_analogy, method="3cosmul"),
+        ),
+        _spec(
+            "msr_3cosmul",
+            "MSR analogies, 3CosMul",
+            "analogy",
+            "accuracy_3cosmul",
+            ["analogy/msr.csv"],
+            _file_reader(read_msr_analogies, "analogy/msr.csv"),
+            functools.partial(score_analogy, method="3cosmul"),
         ),
         _spec(
             "semeval2012",
