@@ -61,13 +61,22 @@ def shard_paths(config: dict[str, Any], model: str) -> list[str]:
     return [f"results/embeddings/{model}/layer_{layer}.h5" for layer in model_layers(config, model)]
 
 
+def layer_outputs(config: dict[str, Any], model: str, transform: str, suffix: str) -> list[str]:
+    """One measure output of every layer of `model`: ``.json`` summaries, ``.parquet``
+    per-word tables."""
+    return [
+        f"results/measures/{model}/{transform}/layer_{layer}{suffix}"
+        for layer in model_layers(config, model)
+    ]
+
+
 def layer_summaries(config: dict[str, Any]) -> list[str]:
     """The per-(model, transform, layer) summary JSON files that the summary table reads."""
     return [
-        f"results/measures/{model}/{transform}/layer_{layer}.json"
+        path
         for model in model_names(config)
         for transform in config["measures"]["transforms"]
-        for layer in model_layers(config, model)
+        for path in layer_outputs(config, model, transform, ".json")
     ]
 
 

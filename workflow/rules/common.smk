@@ -52,10 +52,7 @@ def get_layer_summaries(wildcards):
 
 
 def get_layer_word_tables(wildcards):
-    return [
-        f"results/measures/{wildcards.model}/{wildcards.transform}/layer_{layer}.parquet"
-        for layer in ctx.model_layers(config, wildcards.model)
-    ]
+    return ctx.layer_outputs(config, wildcards.model, wildcards.transform, ".parquet")
 
 
 def get_reference_mirror():
@@ -67,17 +64,11 @@ def get_published_files(wildcards):
 
 
 def get_model_summaries(wildcards):
-    return [
-        f"results/measures/{wildcards.model}/none/layer_{layer}.json"
-        for layer in ctx.model_layers(config, wildcards.model)
-    ]
+    return ctx.layer_outputs(config, wildcards.model, "none", ".json")
 
 
 def get_model_word_tables(wildcards):
-    return [
-        f"results/measures/{wildcards.model}/none/layer_{layer}.parquet"
-        for layer in ctx.model_layers(config, wildcards.model)
-    ]
+    return ctx.layer_outputs(config, wildcards.model, "none", ".parquet")
 
 
 def get_benchmark_mirror():

@@ -1,6 +1,6 @@
 rule download_benchmarks:
     output:
-        get_benchmark_files(None),
+        ctx.benchmark_files(config),
     log:
         "logs/download_benchmarks.log",
     conda:
