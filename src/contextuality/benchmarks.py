@@ -35,7 +35,6 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -44,8 +43,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from contextuality.errors import InputDataError
-from contextuality.fetch import fetch_file
-from contextuality.provenance import sha256_file
+from contextuality.fetch import fetch_file, packaged_checksums
 
 OovPolicy = Literal["mean", "skip"]
 OOV_POLICIES = ("mean", "skip")
@@ -839,20 +837,14 @@ def score_benchmarks(
 
 def known_checksums() -> dict[str, str]:
     """SHA-256 of every benchmark file, keyed by its path relative to the data root."""
-    text = resources.files("contextuality").joinpath("data/benchmarks.sha256").read_text()
-    checksums = {}
-    for row in text.splitlines():
-        if row.strip() and not row.startswith("#"):
-            digest, relative = row.split(maxsplit=1)
-            checksums[relative] = digest
-    return checksums
+    return packaged_checksums("benchmarks.sha256")
 
 
 def fetch_benchmark_file(
     relative_path: str, destination: str | Path, mirror: str | Path | None
 ) -> None:
     """Copy a benchmark file from a mirror directory (laid out like the data root) or
-    download it from its origin, then verify its SHA-256; a mismatch removes it."""
+    download it from its origin, verifying its SHA-256; a mismatch leaves no file."""
     expected = known_checksums().get(relative_path)
     if expected is None:
         raise InputDataError(f"{relative_path}: not a known benchmark file")
@@ -861,7 +853,5 @@ def fetch_benchmark_file(
         source_url(relative_path),
         None if mirror is None else Path(mirror) / relative_path,
         "with no network, set a mirror directory laid out like the benchmark data root",
+        expected_sha256=expected,
     )
-    if sha256_file(destination) != expected:
-        Path(destination).unlink()
-        raise InputDataError(f"{relative_path}: checksum differs from the published {expected}")

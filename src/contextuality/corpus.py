@@ -12,13 +12,12 @@ import unicodedata
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import pandas as pd
 
 from contextuality.errors import InputDataError
-from contextuality.fetch import fetch_file
+from contextuality.fetch import fetch_file, packaged_checksums
 from contextuality.provenance import sha256_bytes
 
 STS_YEARS = (2012, 2013, 2014, 2015, 2016)
@@ -59,13 +58,7 @@ class SourcedSentence:
 
 def known_sts_checksums() -> dict[str, str]:
     """SHA-256 of every STS input member as published, keyed ``"<year>/<dataset>"``."""
-    listing = resources.files("contextuality").joinpath("data/sts_inputs.sha256").read_text()
-    checksums = {}
-    for row in listing.splitlines():
-        if row.strip() and not row.startswith("#"):
-            digest, key = row.split()
-            checksums[key] = digest
-    return checksums
+    return packaged_checksums("sts_inputs.sha256")
 
 
 def fetch_sts_archive(year: int, destination: str | Path, mirror: str | Path | None) -> None:

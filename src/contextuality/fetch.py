@@ -5,33 +5,54 @@ from __future__ import annotations
 import shutil
 import urllib.error
 import urllib.request
+from importlib import resources
 from pathlib import Path
 
 from contextuality.errors import InputDataError
-from contextuality.provenance import atomic_path
+from contextuality.provenance import atomic_path, sha256_file
+
+
+def packaged_checksums(listing: str) -> dict[str, str]:
+    """SHA-256 digests shipped in ``contextuality/data/<listing>``, keyed by the name after
+    each digest (``<sha256>  <name>`` lines; ``#`` starts a comment line)."""
+    text = resources.files("contextuality").joinpath(f"data/{listing}").read_text()
+    checksums = {}
+    for row in text.splitlines():
+        if row.strip() and not row.startswith("#"):
+            digest, name = row.split(maxsplit=1)
+            checksums[name] = digest
+    return checksums
 
 
 def fetch_file(
-    destination: str | Path, url: str, mirror_file: str | Path | None, offline_hint: str
+    destination: str | Path,
+    url: str,
+    mirror_file: str | Path | None,
+    offline_hint: str,
+    expected_sha256: str | None = None,
 ) -> None:
     """Copy `mirror_file` (when given) or download `url` to `destination`, atomically.
 
-    A missing mirror file or a failed download is an InputDataError; the download's
-    message ends with `offline_hint` (which config key names a mirror).
+    A missing mirror file, a failed download or (with `expected_sha256`) a file whose
+    checksum differs is an InputDataError, and `destination` is not created. The download
+    error ends with `offline_hint` (which config key names a mirror).
     """
-    if mirror_file is not None:
-        source = Path(mirror_file)
-        if not source.is_file():
-            raise InputDataError(f"{source}: not found in the mirror directory")
-        with atomic_path(destination) as temporary:
-            shutil.copyfile(source, temporary)
-        return
-    try:
-        with (
-            urllib.request.urlopen(url, timeout=120) as response,
-            atomic_path(destination) as temporary,
-            temporary.open("wb") as target,
-        ):
-            shutil.copyfileobj(response, target)
-    except (urllib.error.URLError, TimeoutError, OSError) as error:
-        raise InputDataError(f"could not download {url} ({error}); {offline_hint}") from error
+    if mirror_file is not None and not Path(mirror_file).is_file():
+        raise InputDataError(f"{mirror_file}: not found in the mirror directory")
+    with atomic_path(destination) as temporary:
+        if mirror_file is not None:
+            shutil.copyfile(mirror_file, temporary)
+        else:
+            try:
+                with (
+                    urllib.request.urlopen(url, timeout=120) as response,
+                    temporary.open("wb") as target,
+                ):
+                    shutil.copyfileobj(response, target)
+            except (urllib.error.URLError, TimeoutError, OSError) as error:
+                message = f"could not download {url} ({error}); {offline_hint}"
+                raise InputDataError(message) from error
+        if expected_sha256 is not None and sha256_file(temporary) != expected_sha256:
+            raise InputDataError(
+                f"{Path(destination).name}: checksum differs from the published {expected_sha256}"
+            )

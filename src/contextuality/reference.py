@@ -12,16 +12,13 @@ values over the words both runs index.
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from contextuality.errors import InputDataError
-from contextuality.fetch import fetch_file
-from contextuality.provenance import sha256_file
+from contextuality.fetch import fetch_file, packaged_checksums
 
 COMMIT = "c10c992a20d09660bcbac1e84466a3004374317c"
 URL = f"https://raw.githubusercontent.com/kawine/contextual/{COMMIT}/{{path}}"
@@ -49,26 +46,18 @@ WORD_TABLES = {
 
 def published_checksums() -> dict[str, str]:
     """SHA-256 of every published file, keyed ``<model>/<file>``."""
-    text = resources.files("contextuality").joinpath("data/ethayarajh2019.sha256").read_text()
-    return dict(
-        reversed(row.split())
-        for row in text.splitlines()
-        if row.strip() and not row.startswith("#")
-    )
+    return packaged_checksums("ethayarajh2019.sha256")
 
 
 def fetch_published(relative: str, destination: str | Path, mirror: str | Path | None) -> None:
-    """Copy ``<model>/<file>`` from a mirror directory or download it, then verify it."""
+    """Copy ``<model>/<file>`` from a mirror directory or download it, verifying its SHA-256."""
     fetch_file(
         destination,
         URL.format(path=relative),
         None if mirror is None else Path(mirror) / relative,
         "with no network, set reference.mirror to a directory holding <model>/<file>",
+        expected_sha256=published_checksums()[relative],
     )
-    expected = published_checksums()[relative]
-    if sha256_file(destination) != expected:
-        Path(destination).unlink()
-        raise InputDataError(f"{relative}: checksum differs from the published {expected}")
 
 
 def read_layer_statistics(path: str | Path) -> pd.DataFrame:
