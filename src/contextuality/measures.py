@@ -10,6 +10,8 @@ Notation: u = f / ‖f‖ is a unit vector; a *context* is a sentence.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 _ROWS_PER_CHUNK = 65_536
@@ -117,29 +119,41 @@ def explained_variance_first_component(matrix: np.ndarray, centered: bool = Fals
     return float(top / total)
 
 
-def explained_variance_per_group(
-    vectors: np.ndarray, starts: np.ndarray, centered: bool = False
-) -> np.ndarray:
-    """MEV of each contiguous group of rows (e.g. all occurrences of a word), float64.
+def groups_by_size(
+    vectors: np.ndarray, starts: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+    """Yield (group indices, stacked rows) for each distinct size of contiguous groups.
 
-    Groups of equal size n ≤ d are solved together: their n×n Gram matrices are stacked
-    and handed to one batched eigenvalue call, which is much faster than one call per
-    word for the many words with few occurrences. Larger groups use the d×d scatter.
+    Groups of one size n ≤ d that occur more than once come stacked as a (k, n, d) float64
+    array, so a per-group eigenproblem can be solved for all of them in one batched call
+    on their n×n Gram matrices (far faster for the many words with few occurrences).
+    Other groups come with None: solve those one at a time (larger ones on the d×d scatter).
     """
     starts = np.asarray(starts, dtype=np.int64)
     sizes = group_sizes(starts, len(vectors))
-    result = np.empty(len(starts))
-    dim = vectors.shape[1]
     for size in np.unique(sizes):
         chosen = np.flatnonzero(sizes == size)
-        if size > dim or len(chosen) == 1:
+        if size > vectors.shape[1] or len(chosen) == 1:
+            yield chosen, None
+        else:
+            rows = starts[chosen][:, None] + np.arange(size)
+            yield chosen, np.asarray(vectors[rows], dtype=np.float64)
+
+
+def explained_variance_per_group(
+    vectors: np.ndarray, starts: np.ndarray, centered: bool = False
+) -> np.ndarray:
+    """MEV of each contiguous group of rows (e.g. all occurrences of a word), float64,
+    batched over groups of equal size (see `groups_by_size`)."""
+    starts = np.asarray(starts, dtype=np.int64)
+    sizes = group_sizes(starts, len(vectors))
+    result = np.empty(len(starts))
+    for chosen, stacked in groups_by_size(vectors, starts):
+        if stacked is None:
             for group in chosen:
-                rows = vectors[starts[group] : starts[group] + size]
+                rows = vectors[starts[group] : starts[group] + sizes[group]]
                 result[group] = explained_variance_first_component(rows, centered)
             continue
-        stacked = np.asarray(
-            vectors[starts[chosen][:, None] + np.arange(size)], dtype=np.float64
-        )  # (groups, size, d)
         if centered:
             stacked -= stacked.mean(axis=1, keepdims=True)
         gram = stacked @ stacked.transpose(0, 2, 1)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from contextuality.measures import group_sizes, groups_by_size
 from contextuality.provenance import atomic_path, write_json
 
 METHODS = ("pc1", "mean")
@@ -37,20 +38,18 @@ def principal_directions_per_group(vectors: np.ndarray, starts: np.ndarray) -> n
     """`first_principal_direction` of each contiguous group of rows, shape (groups, d).
 
     Groups of equal size n ≤ d are solved in one batched eigen-decomposition of their n×n
-    Gram matrices (v₁ = Xᵀu₁ / ‖Xᵀu₁‖ for the top eigenvector u₁ of XXᵀ).
+    Gram matrices (v₁ = Xᵀu₁ / ‖Xᵀu₁‖ for the top eigenvector u₁ of XXᵀ; see
+    `contextuality.measures.groups_by_size`).
     """
     starts = np.asarray(starts, dtype=np.int64)
-    sizes = np.diff(np.append(starts, len(vectors)))
-    dim = vectors.shape[1]
-    directions = np.empty((len(starts), dim))
-    for size in np.unique(sizes):
-        chosen = np.flatnonzero(sizes == size)
-        if size > dim or len(chosen) == 1:
+    sizes = group_sizes(starts, len(vectors))
+    directions = np.empty((len(starts), vectors.shape[1]))
+    for chosen, stacked in groups_by_size(vectors, starts):
+        if stacked is None:
             for group in chosen:
-                rows = vectors[starts[group] : starts[group] + size]
+                rows = vectors[starts[group] : starts[group] + sizes[group]]
                 directions[group] = first_principal_direction(rows)
             continue
-        stacked = np.asarray(vectors[starts[chosen][:, None] + np.arange(size)], dtype=np.float64)
         top = np.linalg.eigh(stacked @ stacked.transpose(0, 2, 1))[1][:, :, -1]  # (k, n)
         found = np.einsum("kn,knd->kd", top, stacked)
         found /= np.linalg.norm(found, axis=1, keepdims=True)
@@ -82,7 +81,7 @@ def static_vectors(
         result = principal_directions_per_group(matrix, starts)
     else:
         sums = np.add.reduceat(matrix, starts, axis=0) if len(rows) else matrix
-        result = sums / np.diff(np.append(starts, len(rows)))[:, None]
+        result = sums / group_sizes(starts, len(rows))[:, None]
     words = vocab["word"].to_numpy()[ordered[starts]].tolist()
     return words, result.astype(np.float32)
 
