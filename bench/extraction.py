@@ -36,7 +36,13 @@ from contextuality.corpus import (
     resolve_data_path,
     sts_sentences,
 )
-from contextuality.extract import autocast, encode_sentences, extract_to_shards, plan_batches
+from contextuality.extract import (
+    autocast,
+    encode_sentences,
+    extract_to_shards,
+    plan_batches,
+    sentence_units,
+)
 from contextuality.models import LoadedModel, ModelSpec, load_model
 from contextuality.shards import ShardSetWriter
 from contextuality.words import split_words
@@ -179,7 +185,9 @@ def full_extraction(loaded: LoadedModel, corpus: list[str], directory: Path) -> 
     """Tokens/s of contextuality's extraction, every layer written."""
     layers = tuple(range(loaded.n_layers + 1))
     paths = {layer: directory / f"layer_{layer}.h5" for layer in layers}
-    report = extract_to_shards(loaded, corpus, layers, paths, {}, progress=False)
+    report = extract_to_shards(
+        loaded, sentence_units(loaded, corpus), layers, paths, {}, progress=False
+    )
     for path in paths.values():
         path.unlink()
     return {

@@ -391,6 +391,172 @@ def test_categorization_oov_words():
     assert (mean.coverage, mean.n) == (pytest.approx(24 / 26), 26)
 
 
+# --------------------------------------------------------------------------- paper protocol
+
+
+def test_paper_vectors_keep_the_first_entry_of_each_shared_lowercase_form():
+    vectors = WordVectors(
+        ["Paris", "paris", "London", "rome", "BERLIN"],
+        np.array([[3, 4], [0, 1], [0, 2], [1, 0], [-2, 0]], dtype=np.float32),
+    )
+    trimmed = bm.paper_vectors(vectors, ["PARIS", "london", "Berlin", "Madrid"])
+    assert trimmed.words == ["paris", "london", "berlin"]
+    assert trimmed.matrix.dtype == np.float32
+    np.testing.assert_allclose(trimmed.matrix, [[0.6, 0.8], [0, 1], [-1, 0]], rtol=1e-6)
+    # The paper's OOV stand-in: the mean of the unit vectors, shorter than a unit vector.
+    np.testing.assert_allclose(trimmed.mean_vector, [-0.4 / 3, 1.8 / 3], rtol=1e-6)
+    whole = bm.paper_vectors(vectors)
+    assert whole.words == ["paris", "london", "rome", "berlin"]
+    np.testing.assert_allclose(np.linalg.norm(whole.matrix, axis=1), 1.0, rtol=1e-6)
+    with pytest.raises(InputDataError, match="none of the 4 lowercase word forms"):
+        bm.paper_vectors(vectors, ["Madrid", "Lisbon"])
+
+
+def _write_benchmark(root: Path, relative: str, text: str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return root
+
+
+def test_paper_similarity_gives_an_oov_word_the_mean_of_the_unit_vectors(tmp_path):
+    # x is long: the mean of the raw vectors leans to it, the mean of unit vectors does not.
+    table = {"x": [10.0, 0.0], "y": [0.0, 1.0], "z": [0.5, math.sqrt(3) / 2]}
+    vectors = _vectors(table)
+    pairs = "x\ty\t0\nx\tz\t1\ny\tz\t3\nzebra\tx\t2\n"
+    root = _write_benchmark(tmp_path, "wordsim/EN-SIMLEX-999.txt", pairs)
+    gold = pd.Series([0.0, 1.0, 3.0, 2.0])
+
+    def spearman_with_stand_in(stand_in: np.ndarray) -> float:
+        unit = {word: np.array(v) / np.linalg.norm(v) for word, v in table.items()}
+        oov_cosine = stand_in @ unit["x"] / np.linalg.norm(stand_in)
+        cosines = [unit["x"] @ unit["y"], unit["x"] @ unit["z"], unit["y"] @ unit["z"]]
+        return pd.Series([*cosines, oov_cosine]).rank().corr(gold.rank())
+
+    raw_mean = np.mean(list(table.values()), axis=0)
+    unit_mean = np.mean([np.array(v) / np.linalg.norm(v) for v in table.values()], axis=0)
+    paper = bm.score_benchmark("simlex999", vectors, root, protocol="paper")
+    standard = bm.score_benchmark("simlex999", vectors, root)
+    assert paper.value == pytest.approx(spearman_with_stand_in(unit_mean))
+    assert standard.value == pytest.approx(spearman_with_stand_in(raw_mean))
+    assert (paper.value, standard.value) == (pytest.approx(1.0), pytest.approx(0.8))
+    assert (paper.coverage, paper.n) == (0.75, 4)
+    skipped = bm.score_benchmark("simlex999", vectors, root, oov="skip", protocol="paper")
+    assert skipped == Score(pytest.approx(1.0), 0.75, 3)
+
+
+def test_paper_analogy_differs_from_standard_only_by_the_oov_stand_in(tmp_path):
+    # Unit vocabulary vectors: both protocols see the same words; the OOV word "a" is the
+    # mean vector, unit-normalized (standard) or not (paper), and the answers differ.
+    matrix = np.array(
+        [[1, 0, 0], [0, 1, 0], [0, -1 / math.sqrt(2), 1 / math.sqrt(2)], [-1, 2, -2], [-2, -2, -1]]
+    )
+    matrix[3:] /= 3
+    words = ["b", "c", "p", "q", "r"]
+    vectors = WordVectors(words, matrix)
+    questions = pd.DataFrame([("x", "a", "b", "c", "q")], columns=["category", *"abcd"])
+    mean = matrix.mean(axis=0)
+
+    def brute_force(stand_in: np.ndarray) -> dict[str, str]:
+        cos_a, cos_b, cos_c = matrix @ stand_in, matrix @ matrix[0], matrix @ matrix[1]
+        objectives = {
+            "3cosadd": cos_b - cos_a + cos_c,
+            "3cosmul": (cos_b + 1) * (cos_c + 1) / 4 / ((cos_a + 1) / 2 + bm.COSMUL_EPSILON),
+        }
+        answers = {}
+        for method, objective in objectives.items():
+            objective[[0, 1]] = -np.inf
+            answers[method] = words[int(np.argmax(objective))]
+        return answers
+
+    expected = {
+        "standard": brute_force(mean / np.linalg.norm(mean)),
+        "paper": brute_force(mean),
+    }
+    assert expected["standard"]["3cosadd"] == "p"
+    assert expected["paper"]["3cosadd"] == "q"
+    for protocol, answers in expected.items():
+        solved = bm.solve_analogies(questions, vectors, protocol=protocol)
+        assert solved.loc[0, "predicted_3cosadd"] == answers["3cosadd"]
+        assert solved.loc[0, "predicted_3cosmul"] == answers["3cosmul"]
+
+    root = _write_benchmark(tmp_path, "analogy/questions-words.txt", ": x\na b c q\n")
+    assert bm.score_benchmark("google", vectors, root, protocol="paper") == Score(1.0, 0.0, 1)
+    assert bm.score_benchmark("google", vectors, root) == Score(0.0, 0.0, 1)
+    skipped = bm.score_benchmark("google", vectors, root, oov="skip", protocol="paper")
+    assert math.isnan(skipped.value)
+    assert skipped.n == 0
+
+
+def _purity(gold: np.ndarray, labels: np.ndarray) -> float:
+    majority = pd.crosstab(labels, gold).max(axis=1)
+    return float(majority.sum() / len(gold))
+
+
+# Two noisy sets chosen so that the best of six changes if the cosine clusterings, KMeans,
+# the word order or the unnormalized OOV stand-in were left out.
+@pytest.mark.parametrize("data_seed", [6, 9])
+def test_paper_categorization_is_the_best_of_six_clusterings(data_seed):
+    from sklearn.cluster import AgglomerativeClustering, KMeans
+
+    rng = np.random.default_rng(data_seed)
+    table, rows = {}, []
+    for group in range(4):
+        centre = np.eye(6)[group]
+        for member in range(6):
+            word = f"g{group}m{member}"
+            table[word] = (centre + rng.normal(scale=0.6, size=6)) * rng.uniform(0.5, 4)
+            rows.append((word, f"category{group}"))
+    rows += [("zebra", "category0"), ("yak", "category3")]
+    items = pd.DataFrame(rows, columns=["word", "category"])
+    vectors = _vectors(table)
+
+    unit = {word: v / np.linalg.norm(v) for word, v in table.items()}
+    stand_in = np.mean(list(unit.values()), axis=0)
+    matrix = np.array([unit.get(word, stand_in) for word in items["word"]])
+    gold = items["category"].to_numpy()
+    order = np.random.RandomState(7).choice(len(gold), len(gold), replace=False)
+    clusterings = [
+        AgglomerativeClustering(n_clusters=4, metric="euclidean", linkage="ward"),
+        AgglomerativeClustering(n_clusters=4, metric="cosine", linkage="average"),
+        AgglomerativeClustering(n_clusters=4, metric="cosine", linkage="complete"),
+        AgglomerativeClustering(n_clusters=4, metric="euclidean", linkage="average"),
+        AgglomerativeClustering(n_clusters=4, metric="euclidean", linkage="complete"),
+        KMeans(n_clusters=4, n_init=10, random_state=7),
+    ]
+    purities = [_purity(gold[order], c.fit_predict(matrix[order])) for c in clusterings]
+    assert len(set(purities)) > 1
+
+    paper = bm.score_categorization(items, bm.paper_vectors(vectors), seed=7, protocol="paper")
+    assert paper == Score(pytest.approx(max(purities)), 24 / 26, 26)
+    again = bm.score_categorization(items, bm.paper_vectors(vectors), seed=7, protocol="paper")
+    assert again == paper
+    # On these sets; a KMeans run in another word order can also come out ahead.
+    assert paper.value > bm.score_categorization(items, vectors, seed=7).value
+
+
+def test_protocol_and_shared_vocabulary_errors(tmp_path):
+    vectors = _fan_vectors(2)
+    root = _write_benchmark(tmp_path, "wordsim/EN-SIMLEX-999.txt", "w0\tw1\t1\nw0\tw2\t2\n")
+    with pytest.raises(
+        ValueError, match=re.escape("protocol must be one of ('standard', 'paper')")
+    ):
+        bm.score_benchmark("simlex999", vectors, root, protocol="web")
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        bm.score_benchmarks(vectors, root, ["simlex999"], protocol="web")
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        bm.score_analogy(pd.DataFrame(columns=["category", *"abcd"]), vectors, protocol="web")
+    with pytest.raises(ValueError, match="shared_vocabulary belongs to the paper protocol"):
+        bm.score_benchmark("simlex999", vectors, root, shared_vocabulary=["w0"])
+    with pytest.raises(InputDataError, match="shared vocabulary"):
+        bm.score_benchmark("simlex999", vectors, root, protocol="paper", shared_vocabulary=["x"])
+    # Trimmed to w0 and w1, w2 is OOV: the stand-in lies between w0 and w1.
+    trimmed = bm.score_benchmark(
+        "simlex999", vectors, root, protocol="paper", shared_vocabulary=["W0", "w1"]
+    )
+    assert trimmed == Score(pytest.approx(1.0), 0.5, 2)
+
+
 # --------------------------------------------------------------------------- real files
 
 
@@ -511,6 +677,66 @@ def test_semeval2012_splits_match_the_release(data_root):
     assert tuple(paradigms["subcategory"].unique()) == bm.SEMEVAL2012_SUBCATEGORIES
 
 
+def test_semeval2012_all_subcategories(data_root):
+    table = bm.read_semeval2012(data_root, split="all")
+    assert tuple(table["subcategory"].unique()) == bm.SEMEVAL2012_SUBCATEGORIES
+    assert int((~table["paradigm"]).sum()) == 2791 + 427
+    for split, subcategories in [
+        ("training", bm.SEMEVAL2012_TRAINING),
+        ("testing", bm.SEMEVAL2012_TESTING),
+    ]:
+        part = table[table["subcategory"].isin(subcategories)].reset_index(drop=True)
+        pd.testing.assert_frame_equal(part, bm.read_semeval2012(data_root, split=split))
+    with pytest.raises(ValueError, match="split must be one of"):
+        bm.read_semeval2012(data_root, split="dev")
+
+
+@pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
+def test_semeval2012_paper_protocol_averages_all_79_subcategories(data_root):
+    from scipy.stats import spearmanr
+
+    root = data_root / "semeval2012"
+    gold_files = sorted(root.glob("SemEval-2012-Gold-Ratings/*/GoldRatings-*.txt"))
+    gold = {
+        path.stem.removeprefix("GoldRatings-"): bm.read_semeval2012_gold(path)
+        for path in gold_files
+    }
+    assert len(gold) == 79
+    paradigms = bm.read_semeval2012_paradigms(
+        root / "SemEval-2012-Complete-Data-Package" / "subcategories-paradigms.txt"
+    )
+    words = sorted(
+        {w.lower() for table in [*gold.values(), paradigms] for w in [*table["x"], *table["y"]]}
+    )
+    known = words[::3]  # the other words are OOV
+    rng = np.random.default_rng(11)
+    matrix = rng.standard_normal((len(known), 6)) * rng.uniform(0.2, 5, size=(len(known), 1))
+    vectors = WordVectors(known, matrix)
+
+    unit = {word: row / np.linalg.norm(row) for word, row in zip(known, matrix, strict=True)}
+    stand_in = np.mean(list(unit.values()), axis=0)
+
+    def offsets(table: pd.DataFrame) -> np.ndarray:
+        return np.array(
+            [
+                unit.get(y.lower(), stand_in) - unit.get(x.lower(), stand_in)
+                for x, y in zip(table["x"], table["y"], strict=True)
+            ]
+        )
+
+    correlations = []
+    for subcategory, table in gold.items():
+        relation = offsets(paradigms[paradigms["subcategory"] == subcategory]).mean(axis=0)
+        correlations.append(spearmanr(offsets(table) @ relation, table["gold"]).statistic)
+    assert np.isnan(correlations).any()  # a subcategory with constant ratings counts 0
+    paper = bm.score_benchmark("semeval2012", vectors, data_root, protocol="paper")
+    assert paper.value == pytest.approx(np.nansum(correlations) / 79, abs=1e-12)
+    assert paper.n == 2791 + 427
+    standard = bm.score_benchmark("semeval2012", vectors, data_root)
+    assert standard.n == 2791
+    assert standard.value != pytest.approx(paper.value)
+
+
 # --------------------------------------------------------------------------- reader errors
 
 
@@ -626,7 +852,9 @@ def test_registry_names_the_nine_benchmarks_and_3cosmul_variants():
     ]
     for spec in bm.BENCHMARKS.values():
         assert len(spec.urls) == len(spec.files)
-    assert len(bm.BENCHMARKS["semeval2012"].files) == 70
+    files = bm.BENCHMARKS["semeval2012"].files
+    assert len(files) == 80  # the paradigms and the gold ratings of all 79 subcategories
+    assert set(files) <= set(bm.known_checksums())
     with pytest.raises(KeyError, match="unknown benchmark 'simlex'"):
         bm.score_benchmark("simlex", _fan_vectors(2), ".")
 
@@ -678,20 +906,31 @@ def test_fetch_verifies_the_checksum(data_root, tmp_path):
         bm.fetch_benchmark_file("wordsim/EN-WS-353-SIM.txt", tmp_path / "sim.txt", mirror)
 
 
-def test_every_benchmark_scores_with_full_coverage(data_root):
-    tables = {name: spec.reader(data_root) for name, spec in bm.BENCHMARKS.items()}
-    columns = {"similarity": ["word1", "word2"], "analogy": list("abcd")}
-    columns |= {"relational_similarity": ["x", "y"], "categorization": ["word"]}
+@pytest.fixture(scope="module")
+def benchmark_tables(data_root) -> dict[str, pd.DataFrame]:
+    return {name: spec.reader(data_root) for name, spec in bm.BENCHMARKS.items()}
+
+
+@pytest.fixture(scope="module")
+def covering_vectors(data_root, benchmark_tables) -> WordVectors:
+    """Random vectors for every lowercased word of every benchmark (both protocols)."""
+    tables = [*benchmark_tables.values(), bm.read_semeval2012(data_root, split="all")]
+    columns = ["word1", "word2", *"abcd", "x", "y", "word"]
     words = sorted(
         {
             word.lower()
-            for name, table in tables.items()
-            for column in columns[bm.BENCHMARKS[name].kind]
+            for table in tables
+            for column in columns
+            if column in table
             for word in table[column]
         }
     )
     rng = np.random.default_rng(5)
-    vectors = WordVectors(words, rng.standard_normal((len(words), 16)).astype(np.float32))
+    return WordVectors(words, rng.standard_normal((len(words), 16)).astype(np.float32))
+
+
+def test_every_benchmark_scores_with_full_coverage(data_root, benchmark_tables, covering_vectors):
+    tables, vectors, words = benchmark_tables, covering_vectors, covering_vectors.words
     results = bm.score_benchmarks(vectors, data_root)
     assert results["benchmark"].tolist() == list(bm.BENCHMARKS)
     assert (results["coverage"] == 1.0).all()
@@ -709,3 +948,25 @@ def test_every_benchmark_scores_with_full_coverage(data_root):
     table = tables["simlex999"]
     share = (~table["word1"].str.startswith("a") & ~table["word2"].str.startswith("a")).mean()
     assert bm.score_benchmark("simlex999", smaller, data_root).coverage == pytest.approx(share)
+
+
+def test_paper_protocol_scores_every_benchmark(data_root, benchmark_tables, covering_vectors):
+    vectors = covering_vectors
+    paper = bm.score_benchmarks(vectors, data_root, protocol="paper").set_index("benchmark")
+    assert (paper["coverage"] == 1.0).all()
+    expected_n = {name: len(table) for name, table in benchmark_tables.items()}
+    expected_n["semeval2012"] = 2791 + 427
+    assert paper["n"].to_dict() == expected_n
+    # With every word covered, cosines do not see the unit-normalization.
+    similarity = ["simlex999", "men", "ws353", "rw"]
+    standard = bm.score_benchmarks(vectors, data_root, similarity).set_index("benchmark")
+    np.testing.assert_allclose(paper.loc[similarity, "value"], standard["value"], atol=1e-6)
+    assert paper.loc[["bless", "ap"], "value"].between(0.05, 0.6).all()
+    # The shared vocabulary is matched by lowercase form.
+    shared = [word.upper() for word in vectors.words if not word.startswith("a")]
+    table = benchmark_tables["simlex999"]
+    share = (~table["word1"].str.startswith("a") & ~table["word2"].str.startswith("a")).mean()
+    trimmed = bm.score_benchmark(
+        "simlex999", vectors, data_root, protocol="paper", shared_vocabulary=shared
+    )
+    assert trimmed.coverage == pytest.approx(share)

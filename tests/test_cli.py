@@ -50,6 +50,7 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
     for layer in (0, 2):
         prefix = tmp_path / "measures" / f"layer_{layer}"
         arguments = ["measure", str(shards / f"layer_{layer}.h5"), "--index", str(index)]
+        arguments += ["--sentences", str(sentences)]
         assert main([*arguments, "-o", str(prefix)]) == 0
         summaries.append(str(prefix) + ".json")
     summary = json.loads((tmp_path / "measures" / "layer_2.json").read_text())
@@ -79,3 +80,33 @@ def test_bad_input_exits_with_a_message(tmp_path, capsys):
     error = capsys.readouterr().err
     assert "missing.txt" in error and "not found" in error
     assert not (tmp_path / "s.parquet").exists()
+
+
+def test_the_papers_protocol_from_the_command_line(tmp_path, tiny_bert_dir):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"The cat can't sit, on mat {k}." for k in range(6)) + "\n")
+    sentences, words, subwords = tmp_path / "s.parquet", tmp_path / "words", tmp_path / "sub"
+    assert main(["sentences", "--text", str(corpus), "-o", str(sentences)]) == 0
+    paper_words = ["--tokenizer", "spacy", "--exclude-punctuation", "--count-by", "occurrences"]
+    assert main(["index", str(sentences), "-o", str(words), *paper_words]) == 0
+    vocab = pd.read_parquet(words / "vocab.parquet").set_index("word")
+    assert vocab.loc["n't", "indexed"] and not vocab.loc[",", "indexed"]
+    assert (
+        main(["index", str(sentences), "-o", str(subwords), "--subwords", str(tiny_bert_dir)]) == 0
+    )
+    shards = tmp_path / "emb"
+    extract = ["extract", str(tiny_bert_dir), "--sentences", str(sentences), "--layers", "1"]
+    assert main([*extract, "--index", str(words), "--units", "subword", "-o", str(shards)]) == 1
+    assert main([*extract, "--index", str(subwords), "--units", "subword", "-o", str(shards)]) == 0
+    occurrences = pd.read_parquet(subwords / "occurrences.parquet")
+    with h5py.File(shards / "layer_1.h5") as shard:
+        assert shard["vectors"].shape[0] == len(occurrences)
+    vectors = tmp_path / "static.txt"
+    static = ["static", str(shards / "layer_1.h5"), "--index", str(subwords), "-o", str(vectors)]
+    assert main(static) == 0
+    if SHARED_DATA.is_dir():
+        scores = tmp_path / "scores.tsv"
+        command = ["score", str(vectors), "--data", str(SHARED_DATA), "--benchmarks", "ws353"]
+        command += ["--protocol", "paper", "--index", str(words), "-o", str(scores)]
+        assert main(command) == 0
+        assert pd.read_csv(scores, sep="\t")["protocol"].tolist() == ["paper"]

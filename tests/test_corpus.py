@@ -40,6 +40,7 @@ STS_DIR = DATA_DIR / "sts"
 
 # From SOURCES.md, "Sentence counts" and "STS format".
 STS_PAIRS = {2012: 3108, 2013: 1500, 2014: 3750, 2015: 8500, 2016: 9183}
+STS_SCORED_PAIRS = {2012: 3108, 2013: 1500, 2014: 3750, 2015: 3000, 2016: 1186}
 STS_UNIQUE_SENTENCES = {2012: 4964, 2013: 2644, 2014: 6384, 2015: 14024, 2016: 11241}
 STS_UNIQUE_ALL = 38393
 STS_SENTENCES_ALL = 52082
@@ -94,7 +95,8 @@ def test_sts_datasets_and_line_numbers(sts_read, year):
     pairs, checksums = sts_read[year]
     assert {pair.dataset for pair in pairs} == STS_DATASETS[year]
     assert {pair.year for pair in pairs} == {year}
-    assert set(checksums) == {f"{year}/{dataset}" for dataset in STS_DATASETS[year]}
+    inputs = {f"{year}/{dataset}" for dataset in STS_DATASETS[year]}
+    assert set(checksums) == inputs | {f"{key}.gs" for key in inputs}
     # Lines of each dataset are numbered 1..n in file order, and datasets are contiguous.
     seen: list[str] = []
     for pair in pairs:
@@ -120,6 +122,47 @@ def test_sts_totals_over_all_years(sts_read):
 
 
 @needs_sts
+@pytest.mark.parametrize("year", STS_YEARS)
+def test_sts_gold_scored_pairs_per_year(sts_read, year):
+    """SOURCES.md "pairs with a gold score": 12,544 of 26,041 pairs over the five years."""
+    pairs, _ = sts_read[year]
+    scored = [pair for pair in pairs if pair.gold is not None]
+    assert len(scored) == STS_SCORED_PAIRS[year]
+    assert all(0.0 <= pair.gold <= 5.0 for pair in scored)
+
+
+@needs_sts
+def test_sts_gold_scores_align_with_the_gold_files(sts_read):
+    """Each pair's score is the number on the same line of its STS*.gs.<dataset>.txt."""
+    with zipfile.ZipFile(STS_DIR / sts_archive_name(2015)) as archive:
+        (member,) = [name for name in archive.namelist() if name.endswith("STS.gs.belief.txt")]
+        lines = archive.read(member).decode().splitlines()
+    belief = [pair for pair in sts_read[2015][0] if pair.dataset == "belief"]
+    assert len(belief) == len(lines)
+    for pair, line in zip(belief, lines, strict=True):
+        assert pair.gold == (float(line) if line.strip() else None)
+
+
+@needs_sts
+def test_scored_only_sentence_table_counts(tmp_path):
+    from contextuality.steps import build_sentences
+    from contextuality.tables import read_parquet
+
+    archives = [STS_DIR / sts_archive_name(year) for year in STS_YEARS]
+    settings = {
+        "source": "sts",
+        "name": "sts",
+        "sts": {"years": list(STS_YEARS), "verify_checksums": True, "scored_only": True},
+    }
+    build_sentences(settings, archives, tmp_path / "sentences.parquet")
+    table = read_parquet(tmp_path / "sentences.parquet")
+    assert table["n_copies"].sum() == 2 * sum(STS_SCORED_PAIRS.values()) == 25088
+    origins = [origin for joined in table["origins"] for origin in joined.split(";")]
+    per_year = {year: sum(o.startswith(f"STS{year}/") for o in origins) for year in STS_YEARS}
+    assert per_year == {year: 2 * count for year, count in STS_SCORED_PAIRS.items()}
+
+
+@needs_sts
 def test_sts_documented_overlaps_and_repetition(sts_read):
     """SOURCES.md: 238 exact strings shared by 2013 and 2014; 2016 plagiarism 2542/348."""
     texts = {
@@ -138,19 +181,20 @@ def test_sts_checksums_equal_published_and_mirror_listing(sts_read):
     for year in STS_YEARS:
         read.update(sts_read[year][1])
     assert read == known_sts_checksums()
-    assert len(read) == sum(len(datasets) for datasets in STS_DATASETS.values()) == 24
-    # An independent source: the mirror's own listing of member checksums.
+    assert len(read) == 2 * sum(len(datasets) for datasets in STS_DATASETS.values()) == 48
+    # An independent source: the mirror's own listing of member checksums (inputs and gold).
     members_file = STS_DIR / "MEMBERS.sha256"
     if members_file.is_file():
         listed = {}
         for row in members_file.read_text().splitlines():
             digest, location = row.split(maxsplit=1)
             archive, member = location.split(":", 1)
-            match = re.search(r"STS(?:\d{4})?\.input\.(.+)\.txt$", member)
+            match = re.search(r"STS(?:\d{4})?\.(input|gs)\.(.+)\.txt$", member)
             if match:
                 year = int(re.search(r"STS(\d{4})-en-test\.zip", archive)[1])
-                listed[f"{year}/{match[1]}"] = digest
-        assert listed == read
+                listed[f"{year}/{match[2]}" + (".gs" if match[1] == "gs" else "")] = digest
+        assert {key: digest for key, digest in listed.items() if key in read} == read
+        assert set(listed) - set(read) == {"2012/ALL.gs", "2013/SMT.gs"}  # no input beside them
 
 
 @needs_sts
@@ -270,24 +314,26 @@ def test_line_without_tab(tmp_path):
 
 
 def test_small_archive_is_parsed(tmp_path):
-    """Extra fields (as in 2016) are ignored; CRLF endings and a missing last newline work."""
+    """Extra fields (as in 2016) are ignored; CRLF endings and a missing last newline work;
+    gold scores come from the dataset's gold file, empty lines and absent files give None."""
     archive = make_zip(
         tmp_path / "small.zip",
         {
             "dir/STS2016.input.zeta.txt": b"z1\tz2\tsrcA\tsrcB\r\n",
             "dir/STS.input.alpha.txt": b'"Quoted\tplain\nsecond a\tsecond b',
-            "dir/STS.gs.alpha.txt": b"5\n",
+            "dir/STS.gs.alpha.txt": b"4.25\n\n",
             "dir/STS.input.alpha.LICENSE": b"licence\n",
         },
     )
     pairs, checksums = read_sts_archive(archive, 2099)
-    assert [(p.dataset, p.line, p.sentence_a, p.sentence_b) for p in pairs] == [
-        ("alpha", 1, '"Quoted', "plain"),
-        ("alpha", 2, "second a", "second b"),
-        ("zeta", 1, "z1", "z2"),
+    assert [(p.dataset, p.line, p.sentence_a, p.sentence_b, p.gold) for p in pairs] == [
+        ("alpha", 1, '"Quoted', "plain", 4.25),
+        ("alpha", 2, "second a", "second b", None),
+        ("zeta", 1, "z1", "z2", None),
     ]
     assert checksums == {
         "2099/alpha": hashlib.sha256(b'"Quoted\tplain\nsecond a\tsecond b').hexdigest(),
+        "2099/alpha.gs": hashlib.sha256(b"4.25\n\n").hexdigest(),
         "2099/zeta": hashlib.sha256(b"z1\tz2\tsrcA\tsrcB\r\n").hexdigest(),
     }
     labels = [s.origin for s in sts_sentences(pairs)]
@@ -321,10 +367,40 @@ def test_checksum_mismatch_is_refused_unless_disabled(tmp_path):
     ]
 
 
+@pytest.mark.parametrize(
+    ("gold", "message"),
+    [(b"5\n", "1 gold lines for 2 sentence pairs"), (b"5\nfive\n", "line 2: gold score 'five'")],
+)
+def test_gold_file_that_does_not_fit_its_input(tmp_path, gold, message):
+    archive = make_zip(
+        tmp_path / "gold.zip",
+        {"STS.input.alpha.txt": b"a\tb\nc\td\n", "STS.gs.alpha.txt": gold},
+    )
+    with pytest.raises(InputDataError, match=message) as caught:
+        read_sts_archive(archive, 2099)
+    assert "STS.gs.alpha.txt" in str(caught.value)
+
+
+@needs_sts
+def test_tampered_gold_file_is_refused(tmp_path):
+    with zipfile.ZipFile(STS_DIR / sts_archive_name(2015)) as source:
+        (member,) = [name for name in source.namelist() if name.endswith("STS.input.belief.txt")]
+        data = source.read(member)
+    n_lines = data.count(b"\n")
+    archive = make_zip(
+        tmp_path / "STS2015-en-test.zip",
+        {member: data, "STS.gs.belief.txt": b"5\n" * n_lines},
+    )
+    with pytest.raises(InputDataError, match="STS.gs.belief.txt: checksum"):
+        read_sts_archive(archive, 2015)
+    pairs, checksums = read_sts_archive(archive, 2015, verify_checksums=False)
+    assert {pair.gold for pair in pairs} == {5.0} and "2015/belief.gs" in checksums
+
+
 def test_known_checksums_cover_all_documented_datasets():
     known = known_sts_checksums()
-    expected = {f"{year}/{dataset}" for year, names in STS_DATASETS.items() for dataset in names}
-    assert set(known) == expected
+    inputs = {f"{year}/{dataset}" for year, names in STS_DATASETS.items() for dataset in names}
+    assert set(known) == inputs | {f"{key}.gs" for key in inputs}
     assert all(re.fullmatch(r"[0-9a-f]{64}", digest) for digest in known.values())
 
 

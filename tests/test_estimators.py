@@ -1,10 +1,15 @@
-"""Sampled estimators and bootstrap intervals: agreement with brute force, convergence to
-the exact value, and coverage of the intervals at about their nominal rate."""
+"""Sampled estimators, the paper's estimators and bootstrap intervals: agreement with
+brute force and with literal re-implementations of the paper's code, convergence to the
+exact value, and coverage of the intervals at about their nominal rate."""
 
 from __future__ import annotations
 
+import itertools
+import random
+
 import numpy as np
 import pytest
+from sklearn.decomposition import TruncatedSVD
 
 from contextuality import measures
 
@@ -15,68 +20,6 @@ def _anisotropic(rng, n_sentences=60, per_sentence=5, dim=16, common=1.0):
     vectors = rng.standard_normal((n_sentences * per_sentence, dim)) + offset
     sentence_ids = np.repeat(np.arange(n_sentences), per_sentence)
     return measures.unit_rows(vectors), sentence_ids
-
-
-def _brute_pair_mean(unit, sentence_ids):
-    unit = unit.astype(np.float64)
-    cosines = unit @ unit.T
-    different = sentence_ids[:, None] != sentence_ids[None, :]
-    return cosines[different].mean()
-
-
-def test_sampled_baseline_is_the_pair_mean_of_the_drawn_rows():
-    unit, sentence_ids = _anisotropic(np.random.default_rng(0))
-    estimate, _ = measures.sampled_anisotropy_baseline(
-        unit, sentence_ids, 40, 10, np.random.default_rng(9)
-    )
-    rows = np.random.default_rng(9).choice(len(unit), size=40, replace=False)
-    assert estimate == pytest.approx(_brute_pair_mean(unit[rows], sentence_ids[rows]), rel=1e-12)
-
-
-def test_sampled_baseline_converges_to_the_exact_value():
-    unit, sentence_ids = _anisotropic(np.random.default_rng(1))
-    starts = np.flatnonzero(np.r_[True, sentence_ids[1:] != sentence_ids[:-1]])
-    exact = measures.anisotropy_baseline(unit, starts)
-    errors = []
-    for size in (20, 80, len(unit)):
-        estimates = [
-            measures.sampled_anisotropy_baseline(
-                unit, sentence_ids, size, 10, np.random.default_rng(seed)
-            )[0]
-            for seed in range(20)
-        ]
-        errors.append(np.sqrt(np.mean((np.array(estimates) - exact) ** 2)))
-    assert errors[0] > errors[1] > errors[2]
-    assert errors[2] == pytest.approx(0.0, abs=1e-12)  # the whole population: exact
-
-
-def test_bootstrap_replicates_match_explicit_resamples():
-    unit, sentence_ids = _anisotropic(np.random.default_rng(2), n_sentences=10)
-    rng = np.random.default_rng(4)
-    estimate, replicates = measures.sampled_anisotropy_baseline(unit, sentence_ids, 30, 5, rng)
-    rng = np.random.default_rng(4)
-    rows = rng.choice(len(unit), size=30, replace=False)
-    counts = rng.multinomial(30, np.full(30, 1 / 30), 5)
-    for count, replicate in zip(counts, replicates, strict=True):
-        resampled = np.repeat(rows, count)
-        assert replicate == pytest.approx(
-            _brute_pair_mean(unit[resampled], sentence_ids[resampled]), rel=1e-10
-        )
-
-
-def test_sampled_baseline_interval_covers_the_exact_value_at_about_the_nominal_rate():
-    unit, sentence_ids = _anisotropic(np.random.default_rng(3), n_sentences=200, common=0.5)
-    starts = np.flatnonzero(np.r_[True, sentence_ids[1:] != sentence_ids[:-1]])
-    exact = measures.anisotropy_baseline(unit, starts)
-    covered = 0
-    trials = 60
-    for seed in range(trials):
-        _, replicates = measures.sampled_anisotropy_baseline(
-            unit, sentence_ids, 100, 200, np.random.default_rng(seed)
-        )
-        low, high = measures.percentile_interval(replicates, 0.9)
-        covered += low <= exact <= high
-    assert 0.75 <= covered / trials <= 1.0  # nominal 0.9, loose bound for 60 trials
 
 
 @pytest.mark.parametrize("centered", [False, True])
@@ -121,29 +64,202 @@ def test_bootstrap_means_and_percentile_interval():
     assert np.isnan(measures.bootstrap_means(np.array([]), 3, np.random.default_rng(0))).all()
 
 
-def test_truncated_svd_ratio_is_sklearns():
-    from sklearn.decomposition import TruncatedSVD
+def _sklearn_ratio(matrix: np.ndarray) -> float:
+    """What the paper's code computed: TruncatedSVD(n_components=100) on the word's rows
+    (capped below the matrix rank bound, as ARPACK requires), first ratio."""
+    components = min(100, min(matrix.shape) - 1)
+    svd = TruncatedSVD(n_components=components, algorithm="arpack", random_state=0)
+    return float(svd.fit(matrix).explained_variance_ratio_[0])
 
-    matrix = np.random.default_rng(7).standard_normal((80, 12)) + np.linspace(0, 3, 12)
-    expected = TruncatedSVD(1, algorithm="arpack").fit(matrix).explained_variance_ratio_[0]
-    assert measures.truncated_svd_variance_ratio(matrix) == pytest.approx(expected, rel=1e-8)
+
+@pytest.mark.parametrize(("n", "d"), [(6, 40), (30, 20), (120, 12)])
+def test_truncated_svd_ratio_is_sklearns(n, d):
+    rng = np.random.default_rng(n)
+    matrix = rng.standard_normal((n, d)) + np.linspace(0, 3, d)
+    assert measures.truncated_svd_variance_ratio(matrix) == pytest.approx(
+        _sklearn_ratio(matrix), abs=1e-6
+    )
     # ... and it is not the uncentered MEV the paper defines.
     assert measures.truncated_svd_variance_ratio(matrix) != pytest.approx(
         measures.explained_variance_first_component(matrix), rel=1e-2
     )
 
 
-@pytest.mark.parametrize("centered", [False, True])
-def test_batched_per_word_mev_equals_one_word_at_a_time(centered):
-    """Equal-size groups (solved in one batched call) and groups larger than d agree with
-    the per-group computation."""
+def test_weighted_truncated_svd_ratio_repeats_rows():
+    """A weight of c is the row listed c times (a sentence the corpus repeats)."""
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((9, 15)) + 2.0
+    weights = np.array([1, 3, 1, 2, 1, 1, 4, 1, 1])
+    repeated = np.repeat(matrix, weights, axis=0)
+    assert measures.truncated_svd_variance_ratio(matrix, weights) == pytest.approx(
+        _sklearn_ratio(repeated), abs=1e-6
+    )
+
+
+def test_truncated_svd_ratio_is_at_most_the_centered_pca_share():
+    """var(Xv) ≤ λ_max of the covariance for any unit v, so the paper's estimator never
+    exceeds the centered PCA share, which for n rows is at least 1/(n − 1): the published
+    GPT-2 "render" value (.173 from 6 occurrences) cannot be a centered PCA share."""
+    rng = np.random.default_rng(4)
+    below = 0
+    for _ in range(200):
+        matrix = rng.standard_normal((6, 30)) + 3 * rng.standard_normal(30)
+        ratio = measures.truncated_svd_variance_ratio(matrix)
+        centered = measures.explained_variance_first_component(matrix, centered=True)
+        assert ratio <= centered + 1e-12
+        assert centered >= 1 / 5 - 1e-12
+        below += ratio < 1 / 5
+    assert below > 0  # the paper's estimator does go below 1/5 on six rows
+
+
+def test_first_component_statistics_match_per_word_references():
+    """Batched groups (equal sizes), single groups and groups larger than d agree with a
+    per-group SVD, centered PCA and scikit-learn on the repeated rows."""
     rng = np.random.default_rng(11)
     sizes = np.array([3, 5, 3, 3, 12, 5, 1, 20, 3])
     vectors = rng.standard_normal((sizes.sum(), 8)) + 1.0
+    weights = rng.choice([1, 1, 2, 3], size=sizes.sum())
+    weights[:9] = 1  # the first three groups unweighted
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    expected = [
-        measures.explained_variance_first_component(vectors[start : start + size], centered)
-        for start, size in zip(starts, sizes, strict=True)
-    ]
-    got = measures.explained_variance_per_group(vectors, starts, centered)
-    np.testing.assert_allclose(got, expected, rtol=1e-10, equal_nan=True)
+    statistics = measures.first_component_statistics(vectors, starts, weights)
+    for group, (start, size) in enumerate(zip(starts, sizes, strict=True)):
+        rows = vectors[start : start + size]
+        row_weights = weights[start : start + size]
+        assert statistics.mev[group] == pytest.approx(
+            measures.explained_variance_first_component(rows), rel=1e-10
+        )
+        if size == 1:
+            assert np.isnan(statistics.mev_centered[group])
+            assert np.isnan(statistics.truncated_svd[group])
+            continue
+        assert statistics.mev_centered[group] == pytest.approx(
+            measures.explained_variance_first_component(rows, centered=True), rel=1e-10
+        )
+        repeated = np.repeat(rows, row_weights, axis=0)
+        assert statistics.truncated_svd[group] == pytest.approx(_sklearn_ratio(repeated), abs=1e-6)
+
+
+def _listed(unit: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The paper's occurrence list of a word: each occurrence once per copy of its sentence."""
+    return np.repeat(unit.astype(np.float64), weights, axis=0)
+
+
+def test_paper_self_similarity_is_the_mean_over_all_listed_pairs():
+    rng = np.random.default_rng(12)
+    sizes = [4, 1, 7, 2]
+    unit = measures.unit_rows(rng.standard_normal((sum(sizes), 6)) + 1.0)
+    weights = rng.choice([1, 2, 3], size=sum(sizes))
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    got = measures.paper_self_similarity(unit, starts, weights)
+    for group, (start, size) in enumerate(zip(starts, sizes, strict=True)):
+        listed = _listed(unit[start : start + size], weights[start : start + size])
+        pairs = [(i, j) for i, j in itertools.product(range(len(listed)), repeat=2) if i != j]
+        if not pairs:
+            assert np.isnan(got[group])
+            continue
+        expected = np.mean([listed[i] @ listed[j] for i, j in pairs])
+        assert got[group] == pytest.approx(expected, rel=1e-6)
+
+
+def test_paper_self_similarity_is_the_expectation_of_the_authors_sample():
+    """The authors drew 1,000 of a frequent word's ordered pairs: their estimates average
+    to our value."""
+    rng = np.random.default_rng(13)
+    unit = measures.unit_rows(rng.standard_normal((60, 5)) + 0.5)
+    weights = rng.choice([1, 2], size=60)
+    exact = measures.paper_self_similarity(unit, np.array([0]), weights)[0]
+    listed = _listed(unit, weights)
+    pairs = [(i, j) for i, j in itertools.product(range(len(listed)), repeat=2) if i != j]
+    sampler = random.Random(0)
+    estimates = []
+    for _ in range(200):
+        chosen = sampler.sample(pairs, 1000)
+        estimates.append(np.mean([listed[i] @ listed[j] for i, j in chosen]))
+    spread = np.std(estimates) / np.sqrt(len(estimates))
+    assert np.mean(estimates) == pytest.approx(exact, abs=4 * spread)
+
+
+def _paper_corpus(rng, n_sentences=40):
+    sizes = rng.integers(1, 6, size=n_sentences)
+    vectors = rng.standard_normal((sizes.sum(), 7)) + 1.5
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    copies = rng.choice([1, 1, 2, 4], size=n_sentences)
+    return vectors, starts, sizes, copies
+
+
+def test_paper_word_sample_draws_sentences_by_copies_then_a_uniform_word():
+    rng = np.random.default_rng(14)
+    vectors, starts, sizes, copies = _paper_corpus(rng)
+    # Drawing the whole list: each sentence exactly as often as the corpus repeats it.
+    drawn, rows = measures.paper_word_sample(starts, len(vectors), copies, 10**6, rng)
+    assert np.bincount(drawn, minlength=len(starts)).tolist() == copies.tolist()
+    assert np.all((rows >= starts[drawn]) & (rows < starts[drawn] + sizes[drawn]))
+    # Small samples: a sentence's share follows its copies, a word's share 1/size.
+    counts = np.zeros(len(starts))
+    word_counts = np.zeros(len(vectors))
+    for _ in range(3000):
+        drawn, rows = measures.paper_word_sample(starts, len(vectors), copies, 5, rng)
+        np.add.at(counts, drawn, 1)
+        np.add.at(word_counts, rows, 1)
+    expected = 3000 * 5 * copies / copies.sum()
+    assert np.abs(counts - expected).max() < 5 * np.sqrt(expected.max())
+    within = word_counts / np.repeat(counts, sizes)
+    np.testing.assert_allclose(within, np.repeat(1 / sizes, sizes), atol=0.12)
+
+
+def test_paper_sample_estimates_match_brute_force_on_the_drawn_sample():
+    rng = np.random.default_rng(15)
+    vectors, starts, sizes, copies = _paper_corpus(rng, 60)
+    unit = measures.unit_rows(vectors)
+    intrasim = measures.intra_similarity(vectors, starts)
+    anisotropy, intra, ratio = measures.paper_sample_estimates(
+        vectors, unit, intrasim, starts, copies, 25, np.random.default_rng(5)
+    )
+    drawn, rows = measures.paper_word_sample(
+        starts, len(vectors), copies, 25, np.random.default_rng(5)
+    )
+    sample = unit[rows].astype(np.float64)
+    # All 25² ordered pairs, a word with itself included, as 1,000 draws with replacement.
+    assert anisotropy == pytest.approx(np.mean(sample @ sample.T), rel=1e-6)
+    per_sentence = []
+    for sentence in drawn:
+        words = vectors[starts[sentence] : starts[sentence] + sizes[sentence]]
+        mean = words.mean(axis=0)
+        cosines = words @ mean / np.linalg.norm(words, axis=1) / np.linalg.norm(mean)
+        per_sentence.append(cosines.mean())  # 1 for a one-word sentence
+    assert intra == pytest.approx(np.mean(per_sentence), rel=1e-6)
+    assert ratio == pytest.approx(_sklearn_ratio(vectors[rows]), abs=1e-6)
+
+
+def test_paper_anisotropy_is_the_expectation_of_the_authors_random_pairs():
+    """The authors averaged 1,000 cosines of pairs drawn with replacement from the sampled
+    words; over many such draws that average tends to our value for the same sample."""
+    rng = np.random.default_rng(16)
+    vectors, starts, _, copies = _paper_corpus(rng, 80)
+    unit = measures.unit_rows(vectors)
+    intrasim = measures.intra_similarity(vectors, starts)
+    estimate = measures.paper_sample_estimates(
+        vectors, unit, intrasim, starts, copies, 50, np.random.default_rng(6)
+    )[0]
+    _, rows = measures.paper_word_sample(starts, len(vectors), copies, 50, np.random.default_rng(6))
+    sample = unit[rows].astype(np.float64)
+    sampler = random.Random(1)
+    averages = []
+    for _ in range(300):
+        pairs = [(sampler.choice(sample), sampler.choice(sample)) for _ in range(1000)]
+        averages.append(np.mean([a @ b for a, b in pairs]))
+    spread = np.std(averages) / np.sqrt(len(averages))
+    assert np.mean(averages) == pytest.approx(estimate, abs=4 * spread)
+
+
+def test_uncentered_mev_is_at_least_selfsim_plus_its_remainder_over_n():
+    """For unit rows, σ₁² ≥ ‖X ū‖² along the mean direction ū gives MEV ≥ S + (1 − S)/n,
+    S the mean cosine over all pairs: adjusted Definition-3 MEV retraces adjusted SelfSim."""
+    rng = np.random.default_rng(17)
+    for n in (3, 8, 40):
+        for spread in (0.3, 1.0, 3.0):
+            unit = measures.unit_rows(rng.standard_normal((n, 12)) * spread + 1.0)
+            cosines = unit.astype(np.float64) @ unit.T.astype(np.float64)
+            selfsim = (cosines.sum() - n) / (n * n - n)
+            bound = selfsim + (1 - selfsim) / n
+            assert measures.explained_variance_first_component(unit) >= bound - 1e-9

@@ -23,7 +23,9 @@ from contextuality.extract import (
     extract_to_shards,
     plan_batches,
     pool_subwords,
+    sentence_units,
 )
+from contextuality.index import IndexSettings
 from contextuality.models import (
     ModelSpec,
     count_hidden_layers,
@@ -63,7 +65,7 @@ def _extract(loaded, sentences, directory: Path, layers=None, block_words=16_384
     paths = {layer: directory / f"layer{layer}.h5" for layer in layers}
     report = extract_to_shards(
         loaded,
-        sentences,
+        sentence_units(loaded, sentences),
         layers,
         paths,
         {"model": loaded.spec.name, "index_checksum": "test-index"},
@@ -388,10 +390,11 @@ def corpus_index(tmp_path):
     sentences = tmp_path / "sentences.parquet"
     steps.build_sentences(settings, [text], sentences)
     summary = tmp_path / "index.json"
+    occurrences = tmp_path / "occ.parquet"
     steps.build_index(
-        sentences, 1, False, tmp_path / "occ.parquet", tmp_path / "vocab.parquet", summary
+        sentences, IndexSettings(min_contexts=1), occurrences, tmp_path / "vocab.parquet", summary
     )
-    return sentences, summary
+    return sentences, occurrences, summary
 
 
 def _shard_paths(directory: Path, layers) -> dict[int, Path]:
@@ -402,14 +405,21 @@ def test_extract_model_end_to_end(tiny_bert_dir, corpus_index, tmp_path):
     from contextuality import steps
     from contextuality.provenance import config_hash, read_json
 
-    sentences, summary_path = corpus_index
+    sentences, occurrences, summary_path = corpus_index
     summary = read_json(summary_path)
     unique = list(dict.fromkeys(CORPUS_LINES))
     assert summary["n_occurrences"] == sum(len(split_words(line)) for line in unique) == 37
     paths = _shard_paths(tmp_path, (0, 1, 2))
     settings = {"source": str(tiny_bert_dir), "device": "cpu", "gpus": 0}
     meta = steps.extract_model(
-        "tiny", settings, sentences, summary_path, paths, tmp_path / "meta.json", progress=False
+        "tiny",
+        settings,
+        sentences,
+        occurrences,
+        summary_path,
+        paths,
+        tmp_path / "meta.json",
+        progress=False,
     )
     written = read_json(tmp_path / "meta.json")
     assert written == json.loads(json.dumps(meta, default=str))
@@ -450,14 +460,21 @@ def test_extract_model_overflow(tiny_bert_dir, corpus_index, tmp_path, monkeypat
     from contextuality import steps
     from contextuality.provenance import read_json
 
-    sentences, summary_path = corpus_index
+    sentences, occurrences, summary_path = corpus_index
     summary = read_json(summary_path)
     monkeypatch.setattr(extract_module, "FLOAT16_MAX", 1e-3)
     paths = _shard_paths(tmp_path / "f16", (0, 2))
     settings = {"source": str(tiny_bert_dir), "layers": [2, 0], "storage_dtype": "float16"}
     with pytest.raises(NumericOverflowError, match="float32") as caught:
         steps.extract_model(
-            "tiny", settings, sentences, summary_path, paths, tmp_path / "f16.json", progress=False
+            "tiny",
+            settings,
+            sentences,
+            occurrences,
+            summary_path,
+            paths,
+            tmp_path / "f16.json",
+            progress=False,
         )
     assert "tiny" in str(caught.value)
     assert not (tmp_path / "f16.json").exists()
@@ -466,7 +483,14 @@ def test_extract_model_overflow(tiny_bert_dir, corpus_index, tmp_path, monkeypat
     paths = _shard_paths(tmp_path / "auto", (0, 2))
     settings["storage_dtype"] = "auto"
     meta = steps.extract_model(
-        "tiny", settings, sentences, summary_path, paths, tmp_path / "auto.json", progress=False
+        "tiny",
+        settings,
+        sentences,
+        occurrences,
+        summary_path,
+        paths,
+        tmp_path / "auto.json",
+        progress=False,
     )
     assert meta["storage_dtype"] == "float32"
     assert read_json(tmp_path / "auto.json")["storage_dtype"] == "float32"
@@ -485,13 +509,14 @@ def test_extract_model_overflow(tiny_bert_dir, corpus_index, tmp_path, monkeypat
 def test_extract_model_layer_errors(tiny_bert_dir, corpus_index, tmp_path):
     from contextuality import steps
 
-    sentences, summary_path = corpus_index
+    sentences, occurrences, summary_path = corpus_index
     settings = {"source": str(tiny_bert_dir), "layers": [0, 3]}
     with pytest.raises(ValueError, match=r"layers \[3\] outside 0\.\.2"):
         steps.extract_model(
             "tiny",
             settings,
             sentences,
+            occurrences,
             summary_path,
             _shard_paths(tmp_path, (0, 3)),
             tmp_path / "meta.json",
@@ -502,6 +527,7 @@ def test_extract_model_layer_errors(tiny_bert_dir, corpus_index, tmp_path):
             "tiny",
             {"source": str(tiny_bert_dir)},
             sentences,
+            occurrences,
             summary_path,
             _shard_paths(tmp_path, (0, 1)),
             tmp_path / "meta.json",

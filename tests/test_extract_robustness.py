@@ -12,7 +12,12 @@ import torch
 
 from contextuality import extract as extract_module
 from contextuality.errors import DeviceMemoryError
-from contextuality.extract import _window_assignment, encode_sentences, extract_to_shards
+from contextuality.extract import (
+    _window_assignment,
+    encode_sentences,
+    extract_to_shards,
+    sentence_units,
+)
 from contextuality.models import ModelSpec, load_model
 from contextuality.shards import ShardSetWriter, load_shard
 from contextuality.words import split_words
@@ -35,7 +40,12 @@ def _run(loaded, directory: Path, sentences=SENTENCES, **spec_changes):
     directory.mkdir(parents=True, exist_ok=True)
     paths = {layer: directory / f"layer{layer}.h5" for layer in layers}
     report = extract_to_shards(
-        loaded, sentences, layers, paths, {"index_checksum": "i"}, progress=False
+        loaded,
+        sentence_units(loaded, sentences),
+        layers,
+        paths,
+        {"index_checksum": "i"},
+        progress=False,
     )
     n_rows = sum(len(split_words(sentence)) for sentence in sentences)
     vectors = np.stack([load_shard(paths[layer], "i", n_rows)[0] for layer in layers])

@@ -11,11 +11,22 @@ import numpy as np
 import pytest
 
 from contextuality.index import (
+    IndexSettings,
     build_occurrence_index,
     corpus_checksum,
     index_checksum,
 )
-from contextuality.words import split_words
+from contextuality.words import is_punctuation, split_words, tokenize_sentences
+
+
+def index_of(sentences, copies=None, **settings):
+    """The occurrence index of raw sentences under `settings` (IndexSettings fields)."""
+    return build_occurrence_index(
+        tokenize_sentences(sentences, settings.get("tokenizer", "regex")),
+        IndexSettings(**settings),
+        copies,
+    )
+
 
 # --------------------------------------------------------------------------------------
 # split_words
@@ -80,7 +91,7 @@ def test_split_words_is_deterministic():
 
 def test_occurrences_layout():
     sentences = ["The cat sat.", "", "A cat, a hat."]
-    index = build_occurrence_index(sentences, min_contexts=1)
+    index = index_of(sentences, min_contexts=1)
     occ = index.occurrences
     assert list(occ.columns) == ["occurrence_id", "sentence_id", "position", "word_id", "word"]
     assert occ["occurrence_id"].tolist() == list(range(len(occ)))
@@ -99,7 +110,7 @@ def test_occurrences_layout():
 
 def test_repeated_word_in_one_sentence():
     sentences = ["the dog saw the other dog", "the end"]
-    vocab = build_occurrence_index(sentences, min_contexts=1).vocab.set_index("word")
+    vocab = index_of(sentences, min_contexts=1).vocab.set_index("word")
     assert vocab.loc["the", "count"] == 3
     assert vocab.loc["the", "n_contexts"] == 2
     assert vocab.loc["dog", "count"] == 2
@@ -116,25 +127,25 @@ def test_min_contexts_threshold_is_inclusive():
         "alpha beta beta",
         "gamma",
     ]
-    vocab = build_occurrence_index(sentences, min_contexts=3).vocab.set_index("word")
+    vocab = index_of(sentences, min_contexts=3).vocab.set_index("word")
     assert vocab.loc["alpha", "n_contexts"] == 3
     assert bool(vocab.loc["alpha", "indexed"])
     assert vocab.loc["beta", "n_contexts"] == 2
     assert vocab.loc["beta", "count"] == 5
     assert not bool(vocab.loc["beta", "indexed"])  # many tokens, too few contexts
     assert not bool(vocab.loc["gamma", "indexed"])
-    vocab2 = build_occurrence_index(sentences, min_contexts=2).vocab.set_index("word")
+    vocab2 = index_of(sentences, min_contexts=2).vocab.set_index("word")
     assert vocab2["indexed"].to_dict() == {"alpha": True, "beta": True, "gamma": True}
-    vocab4 = build_occurrence_index(sentences, min_contexts=4).vocab.set_index("word")
+    vocab4 = index_of(sentences, min_contexts=4).vocab.set_index("word")
     assert not vocab4["indexed"].any()
 
 
 def test_lowercase_merges_case_variants():
     sentences = ["The cat.", "the dog.", "THE end."]
-    cased = build_occurrence_index(sentences, min_contexts=2).vocab.set_index("word")
+    cased = index_of(sentences, min_contexts=2).vocab.set_index("word")
     assert {"The", "the", "THE"} <= set(cased.index)
     assert not bool(cased.loc["the", "indexed"])
-    lowered = build_occurrence_index(sentences, min_contexts=2, lowercase=True)
+    lowered = index_of(sentences, min_contexts=2, lowercase=True)
     vocab = lowered.vocab.set_index("word")
     assert "The" not in vocab.index and "THE" not in vocab.index
     assert vocab.loc["the", "count"] == 3
@@ -147,7 +158,7 @@ def test_lowercase_merges_case_variants():
 def test_frequency_rank_ties_broken_by_first_appearance():
     # counts: b=3, a=2, c=2, d=1, e=3 -> order b (first), e, a, c, d
     sentences = ["a b c", "b e d", "e a b", "c e"]
-    vocab = build_occurrence_index(sentences, min_contexts=1).vocab.set_index("word")
+    vocab = index_of(sentences, min_contexts=1).vocab.set_index("word")
     assert vocab["count"].to_dict() == {"a": 2, "b": 3, "c": 2, "e": 3, "d": 1}
     assert vocab["frequency_rank"].to_dict() == {"b": 1, "e": 2, "a": 3, "c": 4, "d": 5}
 
@@ -155,11 +166,11 @@ def test_frequency_rank_ties_broken_by_first_appearance():
 @pytest.mark.parametrize("bad", [0, -1])
 def test_min_contexts_must_be_positive(bad):
     with pytest.raises(ValueError, match="min_contexts"):
-        build_occurrence_index(["a b"], min_contexts=bad)
+        index_of(["a b"], min_contexts=bad)
 
 
 def test_no_words_at_all():
-    index = build_occurrence_index(["", "   "], min_contexts=1)
+    index = index_of(["", "   "], min_contexts=1)
     assert len(index.occurrences) == 0
     assert len(index.vocab) == 0
 
@@ -170,8 +181,9 @@ VOCABULARY = [
 ]  # fmt: skip
 
 
-def brute_force(token_lists, min_contexts, lowercase):
-    """Reimplementation with Counters, from token lists (no tokenizer involved)."""
+def brute_force(token_lists, copies, min_contexts, lowercase, count_by, exclude_punctuation):
+    """Reimplementation with Counters, from token lists (no tokenizer involved): rows of
+    (word, count, count with repeated sentences, contexts, rank, indexed)."""
     if lowercase:
         token_lists = [[t.lower() for t in tokens] for tokens in token_lists]
     first_seen = []
@@ -180,31 +192,60 @@ def brute_force(token_lists, min_contexts, lowercase):
             if token not in first_seen:
                 first_seen.append(token)
     count = Counter(t for tokens in token_lists for t in tokens)
+    repeated = Counter(t for tokens, c in zip(token_lists, copies, strict=True) for t in tokens * c)
     contexts = Counter(t for tokens in token_lists for t in set(tokens))
     ranked = sorted(first_seen, key=lambda w: (-count[w], first_seen.index(w)))
     rank = {w: r for r, w in enumerate(ranked, start=1)}
-    return [(w, count[w], contexts[w], rank[w], contexts[w] >= min_contexts) for w in first_seen]
+    counted = contexts if count_by == "contexts" else repeated
+    punctuation = {",", ".", "?"}  # the punctuation of VOCABULARY
+    return [
+        (
+            w,
+            count[w],
+            repeated[w],
+            contexts[w],
+            rank[w],
+            counted[w] >= min_contexts and not (exclude_punctuation and w in punctuation),
+        )
+        for w in first_seen
+    ]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("lowercase", [False, True])
-def test_matches_brute_force(seed, lowercase):
+@pytest.mark.parametrize(
+    ("lowercase", "count_by", "exclude_punctuation"),
+    [(False, "contexts", False), (True, "contexts", True), (False, "occurrences", True)],
+)
+def test_matches_brute_force(seed, lowercase, count_by, exclude_punctuation):
     rng = random.Random(seed)
     token_lists = [[rng.choice(VOCABULARY) for _ in range(rng.randint(0, 12))] for _ in range(300)]
+    copies = [rng.choice([1, 1, 1, 2, 5]) for _ in token_lists]
     sentences = [" ".join(tokens) for tokens in token_lists]
     # The vocabulary is chosen so that the tokenizer returns each token unchanged.
     assert [split_words(s) for s in sentences] == token_lists
-    # A threshold equal to some word's context count, so the boundary is exercised.
-    contexts = sorted(row[2] for row in brute_force(token_lists, 1, lowercase))
-    min_contexts = contexts[len(contexts) // 2]
-    expected = brute_force(token_lists, min_contexts, lowercase)
-    assert any(row[4] for row in expected) and not all(row[4] for row in expected)
-    index = build_occurrence_index(sentences, min_contexts=min_contexts, lowercase=lowercase)
+    # A threshold equal to some word's count, so the boundary is exercised.
+    column = 3 if count_by == "contexts" else 2
+    rows = brute_force(token_lists, copies, 1, lowercase, count_by, False)
+    counted = sorted(row[column] for row in rows)
+    min_contexts = counted[len(counted) // 2]
+    expected = brute_force(
+        token_lists, copies, min_contexts, lowercase, count_by, exclude_punctuation
+    )
+    assert any(row[5] for row in expected) and not all(row[5] for row in expected)
+    index = index_of(
+        sentences,
+        np.array(copies),
+        min_contexts=min_contexts,
+        lowercase=lowercase,
+        count_by=count_by,
+        exclude_punctuation=exclude_punctuation,
+    )
     vocab = index.vocab
     got = list(
         zip(
             vocab["word"],
             vocab["count"].tolist(),
+            vocab["count_with_repeats"].tolist(),
             vocab["n_contexts"].tolist(),
             vocab["frequency_rank"].tolist(),
             vocab["indexed"].tolist(),
@@ -212,6 +253,7 @@ def test_matches_brute_force(seed, lowercase):
         )
     )
     assert got == expected
+    assert vocab["punctuation"].tolist() == [w in {",", ".", "?"} for w in vocab["word"]]
 
     expected_rows = [
         (s, p, (t.lower() if lowercase else t))
@@ -236,8 +278,8 @@ SENTENCES = ["The cat sat on the mat.", "A dog barked.", "The cat ran."]
 
 
 def test_index_checksum_equal_for_equal_content():
-    a = build_occurrence_index(SENTENCES, min_contexts=1).occurrences
-    b = build_occurrence_index(list(SENTENCES), min_contexts=3).occurrences
+    a = index_of(SENTENCES, min_contexts=1).occurrences
+    b = index_of(list(SENTENCES), min_contexts=3).occurrences
     assert index_checksum(a) == index_checksum(b)
     assert re.fullmatch(r"[0-9a-f]{64}", index_checksum(a))
     # Independent of storage dtypes and of columns it does not cover.
@@ -249,7 +291,7 @@ def test_index_checksum_equal_for_equal_content():
 
 
 def test_index_checksum_changes_with_one_word_or_position():
-    occ = build_occurrence_index(SENTENCES, min_contexts=1).occurrences
+    occ = index_of(SENTENCES, min_contexts=1).occurrences
     base = index_checksum(occ)
 
     one_word = occ.copy()
@@ -265,9 +307,9 @@ def test_index_checksum_changes_with_one_word_or_position():
     assert index_checksum(one_sentence) != base
 
     # Changing the sentences changes it, and so does lowercasing.
-    other = build_occurrence_index(["The cat sat on the rug.", *SENTENCES[1:]], min_contexts=1)
+    other = index_of(["The cat sat on the rug.", *SENTENCES[1:]], min_contexts=1)
     assert index_checksum(other.occurrences) != base
-    lowered = build_occurrence_index(SENTENCES, min_contexts=1, lowercase=True)
+    lowered = index_of(SENTENCES, min_contexts=1, lowercase=True)
     assert index_checksum(lowered.occurrences) != base
 
 
@@ -282,7 +324,7 @@ def test_corpus_checksum():
 
 def test_each_sentence_is_a_contiguous_block_of_occurrences():
     sentences = ["a b c", "", "d e", "f"]
-    occ = build_occurrence_index(sentences, min_contexts=1).occurrences
+    occ = index_of(sentences, min_contexts=1).occurrences
     counts = np.bincount(occ["sentence_id"], minlength=len(sentences))
     assert counts.tolist() == [3, 0, 2, 1]
     # cumsum gives each sentence's contiguous block of occurrences.
@@ -292,3 +334,102 @@ def test_each_sentence_is_a_contiguous_block_of_occurrences():
         block = occ.iloc[starts[s] : ends[s]]
         assert (block["sentence_id"] == s).all()
         assert block["word"].tolist() == split_words(sentence)
+
+
+# --------------------------------------------------------------------------------------
+# The paper's word units: spaCy tokens, punctuation dropped, occurrences counted
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("The U.S. can't go.", ["The", "U.S.", "ca", "n't", "go", "."]),
+        ("It's $5.00 (really)!", ["It", "'s", "$", "5.00", "(", "really", ")", "!"]),
+        ("e-mail 1,650 people", ["e", "-", "mail", "1,650", "people"]),
+        ("", []),
+    ],
+)
+def test_spacy_tokenizer(sentence, expected):
+    assert tokenize_sentences([sentence], "spacy") == [expected]
+
+
+def test_unknown_word_tokenizer_is_refused():
+    with pytest.raises(ValueError, match="regex"):
+        tokenize_sentences(["a"], "nltk")
+    with pytest.raises(ValueError, match="count_by"):
+        IndexSettings(count_by="sentences")
+
+
+def test_punctuation_rule_is_spacys():
+    """is_punctuation agrees with spaCy's lexeme attribute on every token of a varied text."""
+    import spacy
+
+    vocab = spacy.blank("en").vocab
+    text = (
+        'He said -- "1,650 $ for 100% of the U.S.A.?!" ... (see ##s, ## and `` too) '
+        "½ + € – — ’s ' ; : / \\ @ # & * ¿ « » … · ¶ § † ‡ ‰ ⁂"
+    )
+    tokens = set(tokenize_sentences([text], "spacy")[0]) | set(split_words(text))
+    assert {token for token in tokens if is_punctuation(token)} == {
+        token for token in tokens if vocab[token].is_punct
+    }
+    assert is_punctuation("--") and not is_punctuation("##s") and not is_punctuation("$")
+
+
+def test_repeated_sentences_count_toward_the_occurrence_rule():
+    sentences = ["a b", "a c", "b c"]
+    by_contexts = index_of(sentences, np.array([3, 1, 1]), min_contexts=3).vocab
+    by_occurrences = index_of(
+        sentences, np.array([3, 1, 1]), min_contexts=3, count_by="occurrences"
+    ).vocab
+    assert by_contexts.set_index("word")["indexed"].to_dict() == {
+        "a": False,
+        "b": False,
+        "c": False,
+    }
+    assert by_occurrences.set_index("word")["indexed"].to_dict() == {
+        "a": True,
+        "b": True,
+        "c": False,
+    }
+    assert by_occurrences.set_index("word")["count_with_repeats"].to_dict() == {
+        "a": 4,
+        "b": 4,
+        "c": 2,
+    }
+
+
+def test_paper_units_reproduce_the_published_vocabulary(shared_data, tmp_path):
+    """The paper's corpus and word units (gold-scored STS pairs, spaCy tokens, punctuation
+    dropped, occurrences counted) index words that the authors' published ELMo table holds;
+    counting distinct sentences instead loses hundreds of them."""
+    import pandas as pd
+
+    from contextuality.corpus import sts_archive_name
+    from contextuality.steps import build_sentences
+    from contextuality.tables import read_parquet
+
+    years = [2012, 2013, 2014, 2015, 2016]
+    settings = {
+        "source": "sts",
+        "sts": {"years": years, "verify_checksums": True, "scored_only": True},
+    }
+    archives = [shared_data / "sts" / sts_archive_name(year) for year in years]
+    build_sentences(settings, archives, tmp_path / "sentences.parquet")
+    table = read_parquet(tmp_path / "sentences.parquet")
+    units = tokenize_sentences(table["text"].tolist(), "spacy")
+    copies = table["n_copies"].to_numpy()
+    published_path = shared_data / "reference/ethayarajh2019/elmo/self_similarity.csv"
+    published = set(pd.read_csv(published_path, keep_default_na=False)["word"])
+
+    def indexed(count_by):
+        settings = IndexSettings(tokenizer="spacy", exclude_punctuation=True, count_by=count_by)
+        vocab = build_occurrence_index(units, settings, copies).vocab
+        return set(vocab.loc[vocab["indexed"], "word"])
+
+    by_occurrences, by_contexts = indexed("occurrences"), indexed("contexts")
+    assert by_contexts < by_occurrences
+    assert len(by_occurrences - published) <= 0.002 * len(by_occurrences)
+    assert len(by_occurrences & published) > len(by_contexts & published) + 500
+    assert not any(is_punctuation(word) for word in by_occurrences)

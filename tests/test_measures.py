@@ -17,7 +17,7 @@ from contextuality.measures import (
     anisotropy_baseline,
     explained_variance_baseline,
     explained_variance_first_component,
-    explained_variance_per_group,
+    first_component_statistics,
     group_sizes,
     intra_similarity,
     self_similarity,
@@ -279,7 +279,8 @@ def test_explained_variance_per_group_matches_svd(centered):
     d = 6
     vectors = rng.standard_normal((sum(sizes), d)) + 1.0
     starts = np.cumsum([0, *sizes[:-1]])
-    got = explained_variance_per_group(vectors, starts, centered=centered)
+    statistics = first_component_statistics(vectors, starts)
+    got = statistics.mev_centered if centered else statistics.mev
     bounds = np.append(starts, len(vectors))
     expected = [ref_mev(vectors[b:e], centered) for b, e in pairwise(bounds)]
     assert got.shape == (len(sizes),)

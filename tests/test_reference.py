@@ -51,19 +51,21 @@ def test_fetch_verifies_the_published_checksum(published, tmp_path):
 def _ours_from_published(published_dir, scale=1.0):
     """A run whose values are exactly the published ones (times `scale`)."""
     statistics = reference.read_layer_statistics(published_dir / "embedding_space_stats.json")
-    measures = {name: measure for name, (measure, _) in reference.LAYER_STATISTICS.items()}
-    summary = statistics[statistics["statistic"].isin(measures)].assign(
-        measure=lambda frame: frame["statistic"].map(measures),
-        raw=lambda frame: frame["published"] * scale,
-    )
+    rows = []
+    for item in statistics.itertuples():
+        if item.statistic in reference.LAYER_STATISTICS:
+            measure, column, _ = reference.LAYER_STATISTICS[item.statistic]
+            rows.append({"measure": measure, "layer": item.layer, column: item.published * scale})
+    summary = pd.DataFrame(rows).groupby(["measure", "layer"], as_index=False).first()
     selfsim = reference.read_word_table(published_dir / "self_similarity.csv")
     variance = reference.read_word_table(published_dir / "variance_explained.csv")
     words = {}
     for layer, group in selfsim.groupby("layer"):
-        table = group[["word"]].assign(selfsim=group["published"].to_numpy() * scale)
+        table = group[["word"]].assign(selfsim_paper=group["published"].to_numpy() * scale)
         share = variance[variance["layer"] == layer][["word", "published"]]
-        words[layer] = table.merge(share.rename(columns={"published": "mev_centered"}), "left")
-    return summary[["measure", "layer", "raw"]], words
+        share = share.rename(columns={"published": "mev_truncated_svd"})
+        words[layer] = table.merge(share, "left")
+    return summary, words
 
 
 def test_a_run_equal_to_the_published_values_agrees_exactly(published):
@@ -83,8 +85,8 @@ def test_a_run_equal_to_the_published_values_agrees_exactly(published):
 def test_differences_and_correlations_respond_to_the_run(published):
     summary, words = _ours_from_published(published / "elmo", scale=0.5)
     for layer, table in words.items():
-        shuffled = table["selfsim"].sample(frac=1.0, random_state=layer).to_numpy()
-        words[layer] = table.assign(selfsim=shuffled)
+        shuffled = table["selfsim_paper"].sample(frac=1.0, random_state=layer).to_numpy()
+        words[layer] = table.assign(selfsim_paper=shuffled)
     comparison = reference.compare(published / "elmo", summary, words)
     layer_rows = comparison[comparison["statistic"].isin(reference.LAYER_STATISTICS)]
     np.testing.assert_allclose(layer_rows["ours"], 0.5 * layer_rows["published"])
@@ -92,3 +94,26 @@ def test_differences_and_correlations_respond_to_the_run(published):
     assert len(selfsim) == 2  # layer 0 of ELMo is constant (SelfSim 1): no correlation
     assert (selfsim["spearman"].abs() < 0.1).all()
     assert isinstance(comparison, pd.DataFrame)
+
+
+def test_each_published_statistic_maps_to_the_same_estimator_of_this_run():
+    """The variance-explained files are the TruncatedSVD ratio (per word and for random
+    words), the cosine and IntraSim files the paper's sentence-sampled estimates."""
+    assert reference.WORD_TABLES["variance_explained.csv"][0] == "mev_truncated_svd"
+    assert reference.WORD_TABLES["self_similarity.csv"][0] == "selfsim_paper"
+    assert reference.LAYER_STATISTICS["variance explained for random words"][:2] == (
+        "mev[truncated_svd]",
+        "baseline",
+    )
+    assert reference.LAYER_STATISTICS["mean cosine similarity across words"][0] == (
+        "anisotropy[paper]"
+    )
+
+
+def test_published_variance_explained_has_the_scale_of_the_truncated_svd_ratio(published):
+    """The published per-word BERT "variance explained" averages under 5% at every layer,
+    the scale of the TruncatedSVD ratio, not of a centered PCA share (at least 1/(n − 1)
+    for n occurrences, so at least 5% for any word seen at most 21 times)."""
+    variance = reference.read_word_table(published / "bert" / "variance_explained.csv")
+    means = variance.groupby("layer")["published"].mean()
+    assert (means < 0.05).all() and len(means) == 12

@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from contextuality.index import build_occurrence_index
+from contextuality.index import IndexSettings, build_occurrence_index
 from contextuality.static import (
     first_principal_direction,
     principal_directions_per_group,
     static_vectors,
     write_word2vec_text,
 )
+from contextuality.words import split_words
 
 SENTENCES = ["a b c a", "b c d", "a c e", "a b", "c d e", "b e c"]
 
@@ -44,7 +45,9 @@ def test_batched_directions_equal_one_group_at_a_time():
 
 
 def test_static_vectors_of_constant_words_are_those_words():
-    index = build_occurrence_index(SENTENCES, min_contexts=3)
+    index = build_occurrence_index(
+        [split_words(sentence) for sentence in SENTENCES], IndexSettings(min_contexts=3)
+    )
     rng = np.random.default_rng(2)
     base = rng.standard_normal((len(index.vocab), 5))
     vectors = base[index.occurrences["word_id"].to_numpy()]
@@ -62,7 +65,9 @@ def test_static_vectors_of_constant_words_are_those_words():
 
 
 def test_missing_occurrences_are_skipped():
-    index = build_occurrence_index(SENTENCES, min_contexts=3)
+    index = build_occurrence_index(
+        [split_words(sentence) for sentence in SENTENCES], IndexSettings(min_contexts=3)
+    )
     vectors = np.random.default_rng(3).standard_normal((len(index.occurrences), 4))
     first_a = index.occurrences.index[index.occurrences["word"] == "a"][0]
     vectors[first_a] = np.nan

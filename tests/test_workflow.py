@@ -114,6 +114,12 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     _write_corpus(corpus)
     bert = {"source": str(tiny_bert_dir)}
     config = _config(corpus, {"bert": bert})
+    # The paper's word units: spaCy tokens, punctuation never indexed, occurrences counted.
+    config["index"] |= {
+        "tokenizer": "spacy",
+        "exclude_punctuation": True,
+        "count_by": "occurrences",
+    }
     published = SHARED_DATA / "reference" / "ethayarajh2019"
     if published.is_dir():  # compare the tiny BERT with the published BERT results
         config["reference"] = {"mirror": str(published), "models": {"bert": "bert"}}
@@ -124,6 +130,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
             "mirror": str(SHARED_DATA),
             "benchmarks": ["simlex999", "google", "bless"],
             "compare": {"toy-glove": str(glove)},
+            "protocols": ["standard", "paper"],
         }
     _write_config(tmp_path, config)
 
@@ -132,7 +139,13 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
 
     table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
     assert sorted(table["layer"].unique()) == [0, 1, 2]  # layers found from the model config
-    assert {"selfsim", "intrasim", "mev", "mev_centered", "anisotropy"} <= set(table["measure"])
+    exact = {"selfsim", "intrasim", "mev", "mev_centered", "anisotropy"}
+    paper = {"selfsim[paper]", "intrasim[paper]", "mev[truncated_svd]", "anisotropy[paper]"}
+    assert exact | paper <= set(table["measure"])
+    vocab = pd.read_parquet(tmp_path / "results/corpus/vocab.parquet")
+    assert not vocab.loc[vocab["punctuation"], "indexed"].any()
+    words = pd.read_parquet(tmp_path / "results/measures/bert/none/layer_1.parquet")
+    assert set(words["word"]) == set(vocab.loc[vocab["indexed"], "word"])
     assert len(table) == 3 * table["measure"].nunique()
     with_baseline = table.dropna(subset=["baseline"])
     difference = with_baseline["adjusted"] - (with_baseline["raw"] - with_baseline["baseline"])
@@ -152,11 +165,12 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         assert (shared > 0).all()  # words like "The" and "cat" are in both vocabularies
         scores = pd.read_csv(tmp_path / "results/tables/word_benchmarks.tsv", sep="\t")
         ours = scores[scores["source"] == "this run"]
-        assert len(ours) == 3 * 2 * 3  # layers × methods × benchmarks
+        assert len(ours) == 3 * 2 * 3 * 2  # layers × methods × benchmarks × protocols
+        assert set(ours["protocol"]) == {"standard", "paper"}
         assert ours["coverage"].between(0, 1).all()
         assert (scores["source"].str.startswith("quoted")).any()
         toy = scores[scores["model"] == "toy-glove"]
-        assert toy["source"].eq("compare").all() and len(toy) == 3
+        assert toy["source"].eq("compare").all() and len(toy) == 3 * 2
         vectors = (tmp_path / "results/static/bert/pc1/layer_2.txt").read_text().splitlines()
         assert int(vectors[0].split()[0]) == len(vectors) - 1
     occurrences = pd.read_parquet(tmp_path / "results/corpus/occurrences.parquet")
@@ -166,11 +180,13 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     assert report.returncode == 0, report.stderr[-2000:]
     assert "Figure" in (tmp_path / "report.html").read_text(errors="replace")
 
-    # Adding a model plans only that model's jobs and the cross-model aggregates.
-    config["models"]["gpt2"] = {"source": str(tiny_gpt2_dir), "layers": [0, 2]}
+    # Adding a model plans only that model's jobs and the cross-model aggregates (and, for
+    # a model indexed by its own subwords, that index).
+    config["models"]["gpt2"] = {"source": str(tiny_gpt2_dir), "layers": [0, 2], "units": "subword"}
     _write_config(tmp_path, config)
-    static = {"static_vectors": 4, "score_static": 4, "word_benchmarks_table": 1}
+    static = {"static_vectors": 4, "score_static": 8, "word_benchmarks_table": 1}
     assert _planned_jobs(tmp_path) == (static if published.is_dir() else {}) | {
+        "subword_index": 1,
         "extract_gpt2": 1,
         "measure_layer": 2,
         "context_specific_words": 1,
@@ -178,7 +194,13 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "figure": len(FIGURES),
         "all": 1,
     }
-    assert _snakemake(tmp_path).returncode == 0
+    result = _snakemake(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (subword_index,) = (tmp_path / "results/corpus/subwords").iterdir()
+    tokens = pd.read_parquet(subword_index / "occurrences.parquet")["word"]
+    assert tokens.str.startswith("Ġ").any()  # byte-level BPE pieces, not words
+    gpt2_words = pd.read_parquet(tmp_path / "results/measures/gpt2/none/layer_2.parquet")["word"]
+    assert set(gpt2_words) <= set(tokens)
 
     # Changing one model's settings reruns that model only (and its reference comparison).
     config["models"]["bert"]["pooling"] = "first"
@@ -195,7 +217,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         expected |= {
             "compare_reference": 1,
             "static_vectors": 6,
-            "score_static": 6,
+            "score_static": 12,
             "word_benchmarks_table": 1,
         }
     assert _planned_jobs(tmp_path) == expected
@@ -252,7 +274,12 @@ def test_shipped_configs_plan_without_network(tmp_path, name, shared_data):
         assert jobs[f"extract_{model}"] == 1
     if config.get("static", {}).get("activate"):
         assert jobs["download_benchmarks"] == 1
-        assert jobs["score_static"] == 2 * layers
+        protocols = config["static"].get("protocols", ["standard"])
+        assert jobs["score_static"] == 2 * layers * len(protocols)
+    subword_tokenizers = {
+        model["source"] for model in config["models"].values() if model.get("units") == "subword"
+    }
+    assert jobs.get("subword_index", 0) == len(subword_tokenizers)
     compared = config.get("reference", {}).get("models", {})
     assert jobs.get("compare_reference", 0) == len(compared)
     assert jobs.get("download_reference", 0) == 3 * len(compared)

@@ -1,15 +1,23 @@
 """All measures of one (model, layer) shard: per-word, per-sentence and summary values.
 
 Which occurrences count: rows with a vector (finite, not all zero). SelfSim and MEV are
-computed for indexed words (≥ min_contexts distinct sentences in the corpus) that still
-have occurrences in at least two sentences; IntraSim for sentences with at least two words.
+computed for indexed words with at least two such occurrences; IntraSim for sentences with
+at least two words.
 
-Adjusted value = raw − baseline (paper §4.1): the exact anisotropy baseline (mean cosine
-of random occurrences from different sentences) for SelfSim and IntraSim, the MEV of a
-random sample of occurrences for MEV. MEV is reported uncentered (the paper) and centered
-(PCA). Every summary value carries an interval: a percentile bootstrap over words or
-sentences for the raw mean and over the sampled occurrences for the paper's sampled
-cosine baseline, and the spread of independent samples for the MEV baseline.
+Two families of estimators are reported side by side:
+
+- exact, from the paper's definitions: SelfSim over pairs of occurrences in different
+  sentences, IntraSim over every sentence, MEV as σ₁²/Σσ² (uncentered, and centered), the
+  anisotropy baseline as the exact mean cosine of occurrences in different sentences, the
+  MEV baseline as the MEV of a uniform sample of occurrences;
+- the paper's (``[paper]``, ``[truncated_svd]``), what its published numbers computed:
+  SelfSim over all pairs of a word's listed occurrences (repeated sentences kept), the
+  TruncatedSVD variance ratio per word, and the anisotropy, IntraSim and TruncatedSVD
+  baselines from 1,000 sentences drawn uniformly with one word each.
+
+Adjusted value = raw − baseline (paper §4.1), each family with its own baseline. Every
+summary value carries an interval: a percentile bootstrap over words or sentences for a raw
+mean, and the spread of independent samples for a sampled estimate.
 """
 
 from __future__ import annotations
@@ -25,6 +33,14 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from contextuality import measures
 
 WORD_CLASSES = ("stopword", "content", "other")
+# Per-word measure column → (summary name, family of its baseline).
+WORD_MEASURES = {
+    "selfsim": ("selfsim", "cosine"),
+    "selfsim_paper": ("selfsim[paper]", "paper_cosine"),
+    "mev": ("mev", "mev"),
+    "mev_centered": ("mev_centered", "mev_centered"),
+    "mev_truncated_svd": ("mev[truncated_svd]", "truncated_svd"),
+}
 
 
 @dataclass(frozen=True)
@@ -46,6 +62,14 @@ class LayerMeasures:
     summary: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline value and, for a sampled one, its replicates (None: exact)."""
+
+    value: float
+    replicates: np.ndarray | None = None
+
+
 def word_class(word: str) -> str:
     """``stopword`` (scikit-learn's English list, any case), ``content`` (other words with
     a letter), or ``other`` (numbers, punctuation, symbols)."""
@@ -54,45 +78,107 @@ def word_class(word: str) -> str:
     return "content" if any(character.isalpha() for character in word) else "other"
 
 
-def _run_starts(*keys: np.ndarray) -> np.ndarray:
-    """Start positions of runs over which every key array stays constant."""
-    if len(keys[0]) == 0:
-        return np.zeros(0, dtype=np.int64)
-    changes = np.zeros(len(keys[0]), dtype=bool)
-    changes[0] = True
-    for key in keys:
-        changes[1:] |= key[1:] != key[:-1]
-    return np.flatnonzero(changes)
+def _interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
+    if len(replicates) and np.isfinite(replicates).all():
+        return measures.percentile_interval(replicates, level)
+    return float("nan"), float("nan")
 
 
 def _summarize(
     values: pd.Series,
-    baseline: float,
-    baseline_replicates: np.ndarray | None,
+    baseline: Baseline,
     settings: MeasureSettings,
     rng: np.random.Generator,
 ) -> dict[str, float]:
-    """Mean of `values` minus a baseline, each with a bootstrap interval.
+    """Mean of `values` (NaN skipped) minus a baseline, each with an interval.
 
-    An exact baseline (no replicates) has a zero-width interval; the adjusted interval
-    pairs each resampled mean with a resampled baseline.
+    The raw interval is a bootstrap over the values. An exact baseline (no replicates) has
+    a zero-width interval; the adjusted interval pairs each resampled mean with a baseline
+    replicate.
     """
+    values = values.dropna()
     raw = measures.bootstrap_means(values.to_numpy(), settings.bootstrap_resamples, rng)
-    if baseline_replicates is None:
-        baseline_replicates = np.full(settings.bootstrap_resamples, baseline)
+    replicates = baseline.replicates
+    if replicates is None:
+        replicates = np.full(settings.bootstrap_resamples, baseline.value)
     mean = float(values.mean()) if len(values) else float("nan")
-    summary = {"raw": mean, "baseline": baseline, "adjusted": mean - baseline, "n": len(values)}
-    for name, replicates in (
-        ("raw", raw),
-        ("baseline", baseline_replicates),
-        ("adjusted", raw - baseline_replicates),
-    ):
-        if len(values) and np.isfinite(replicates).all():
-            low, high = measures.percentile_interval(replicates, settings.confidence)
-        else:
-            low = high = float("nan")
-        summary[f"{name}_low"], summary[f"{name}_high"] = low, high
+    summary = {
+        "raw": mean,
+        "baseline": baseline.value,
+        "adjusted": mean - baseline.value,
+        "n": len(values),
+    }
+    for name, draws in (("raw", raw), ("baseline", replicates), ("adjusted", raw - replicates)):
+        summary[f"{name}_low"], summary[f"{name}_high"] = _interval(
+            draws if len(values) else np.zeros(0), settings.confidence
+        )
     return summary
+
+
+def _sampled(draws: np.ndarray, n: int, level: float, baseline: np.ndarray | None = None) -> dict:
+    """A sampled statistic: ``draws[0]`` is the estimate and ``draws[1:]`` independent
+    replicates giving its interval. With `baseline` (drawn from the same samples), also the
+    baseline and the adjusted value, whose interval pairs the replicates sample by sample."""
+    parts = [("raw", draws)]
+    if baseline is not None:
+        parts += [("baseline", baseline), ("adjusted", draws - baseline)]
+    summary: dict[str, float] = {"n": n}
+    for name, values in parts:
+        summary[name] = float(values[0])
+        summary[f"{name}_low"], summary[f"{name}_high"] = _interval(values[1:], level)
+    return summary
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The occurrences of a shard that have a vector, in occurrence order."""
+
+    vectors: np.ndarray  # (n, d) as stored
+    unit: np.ndarray  # (n, d) float32, unit rows
+    sentence_id: np.ndarray
+    word_id: np.ndarray
+    copies: np.ndarray  # times the corpus repeats each row's sentence
+
+
+def _valid_rows(
+    vectors: np.ndarray, occurrences: pd.DataFrame, sentence_copies: np.ndarray
+) -> _Rows:
+    valid = np.isfinite(vectors).all(axis=1) & np.any(vectors != 0, axis=1)
+    rows = np.flatnonzero(valid)
+    kept = vectors if len(rows) == len(vectors) else vectors[rows]
+    sentence_id = occurrences["sentence_id"].to_numpy()[rows]
+    return _Rows(
+        vectors=kept,
+        unit=measures.unit_rows(kept),
+        sentence_id=sentence_id,
+        word_id=occurrences["word_id"].to_numpy()[rows],
+        copies=np.asarray(sentence_copies, dtype=np.int64)[sentence_id],
+    )
+
+
+def _word_table(rows: _Rows, vocab: pd.DataFrame) -> pd.DataFrame:
+    """Per indexed word: its vocabulary columns, class, occurrence counts and raw measures."""
+    indexed = vocab["indexed"].to_numpy()[rows.word_id]
+    chosen = np.flatnonzero(indexed)
+    order = chosen[np.lexsort((rows.sentence_id[chosen], rows.word_id[chosen]))]
+    word_starts = measures.run_starts(rows.word_id[order])
+    context_starts = measures.run_starts(rows.word_id[order], rows.sentence_id[order])
+    columns = ["word", "count", "count_with_repeats", "n_contexts", "frequency_rank"]
+    words = vocab.set_index("word_id").loc[rows.word_id[order][word_starts], columns]
+    words = words.reset_index()
+    words["word_class"] = [word_class(word) for word in words["word"]]
+    words["n"] = measures.group_sizes(word_starts, len(order))
+    words["n_with_repeats"] = np.add.reduceat(rows.copies[order], word_starts)
+    unit = rows.unit[order]
+    words["selfsim"] = measures.self_similarity(unit, word_starts, context_starts)
+    words["selfsim_paper"] = measures.paper_self_similarity(unit, word_starts, rows.copies[order])
+    statistics = measures.first_component_statistics(
+        rows.vectors[order], word_starts, rows.copies[order]
+    )
+    words["mev"] = statistics.mev
+    words["mev_centered"] = statistics.mev_centered
+    words["mev_truncated_svd"] = statistics.truncated_svd
+    return words[words["n"] >= 2].reset_index(drop=True)
 
 
 def measure_layer(
@@ -100,115 +186,91 @@ def measure_layer(
     occurrences: pd.DataFrame,
     vocab: pd.DataFrame,
     settings: MeasureSettings,
+    sentence_copies: np.ndarray | None = None,
 ) -> LayerMeasures:
-    """Compute SelfSim, IntraSim, MEV (uncentered and centered) and their baselines.
+    """Compute every measure of one layer, exact and as the paper estimated it.
 
     vectors: (n_occurrences, d) rows aligned with ``occurrences``; NaN rows are missing.
+    sentence_copies: times the corpus repeats each sentence (by sentence_id; default once).
     The summary's ``measures`` maps a measure name to raw, baseline and adjusted values
-    with their intervals (``*_low``, ``*_high``) and ``n``, the words or sentences averaged.
+    with their intervals (``*_low``, ``*_high``) and ``n``, the words, sentences or sampled
+    occurrences behind it.
     """
-    valid = np.isfinite(vectors).all(axis=1)
-    valid &= np.any(vectors != 0, axis=1)
-    rows = np.flatnonzero(valid)
-    sentence_id = occurrences["sentence_id"].to_numpy()[rows]
-    word_id = occurrences["word_id"].to_numpy()[rows]
-    kept = vectors if len(rows) == len(vectors) else vectors[rows]
-    unit = measures.unit_rows(kept)
-    resamples = settings.bootstrap_resamples
+    if sentence_copies is None:
+        sentence_copies = np.ones(int(occurrences["sentence_id"].to_numpy().max(initial=-1)) + 1)
+    rows = _valid_rows(vectors, occurrences, sentence_copies)
+    size, resamples = settings.baseline_sample_size, settings.bootstrap_resamples
 
-    sentence_starts = _run_starts(sentence_id)
-    sentence_sizes = measures.group_sizes(sentence_starts, len(rows))
-    baseline_cosine = measures.anisotropy_baseline(unit, sentence_starts)
-    paper_baseline, paper_replicates = measures.sampled_anisotropy_baseline(
-        unit,
-        sentence_id,
-        settings.baseline_sample_size,
-        resamples,
-        np.random.default_rng([settings.seed, 0]),
-    )
-    mev_baselines = {
-        centered: measures.explained_variance_baseline(
-            kept,
-            settings.baseline_sample_size,
-            np.random.default_rng([settings.seed, 1]),  # the same sample for both variants
-            centered=centered,
-            n_draws=resamples,
-        )
-        for centered in (False, True)
-    }
-
+    sentence_starts = measures.run_starts(rows.sentence_id)
+    sentence_sizes = measures.group_sizes(sentence_starts, len(rows.unit))
+    intrasim = measures.intra_similarity(rows.vectors, sentence_starts)
+    cosine = measures.anisotropy_baseline(rows.unit, sentence_starts)
     multi_word = sentence_sizes >= 2
-    sentence_rows = np.flatnonzero(np.repeat(multi_word, sentence_sizes))
-    intrasim = measures.intra_similarity(
-        kept[sentence_rows], _run_starts(sentence_id[sentence_rows])
-    )
     sentences = pd.DataFrame(
         {
-            "sentence_id": sentence_id[sentence_starts[multi_word]],
+            "sentence_id": rows.sentence_id[sentence_starts[multi_word]],
             "n_words": sentence_sizes[multi_word],
-            "intrasim": intrasim,
-            "intrasim_adjusted": intrasim - baseline_cosine,
+            "intrasim": intrasim[multi_word],
+            "intrasim_adjusted": intrasim[multi_word] - cosine,
         }
     )
 
-    indexed = vocab["indexed"].to_numpy()[word_id]
-    order = np.flatnonzero(indexed)[np.lexsort((sentence_id[indexed], word_id[indexed]))]
-    word_starts = _run_starts(word_id[order])
-    context_starts = _run_starts(word_id[order], sentence_id[order])
-    words = vocab.set_index("word_id").loc[
-        word_id[order][word_starts], ["word", "count", "n_contexts", "frequency_rank"]
-    ]
-    words = words.reset_index()
-    words["word_class"] = [word_class(word) for word in words["word"]]
-    words["n"] = measures.group_sizes(word_starts, len(order))
-    words["selfsim"] = measures.self_similarity(unit[order], word_starts, context_starts)
-    for column, centered in (("mev", False), ("mev_centered", True)):
-        words[column] = measures.explained_variance_per_group(kept[order], word_starts, centered)
-    words = words[np.isfinite(words["selfsim"])].reset_index(drop=True)
-    words["selfsim_adjusted"] = words["selfsim"] - baseline_cosine
-    for column, centered in (("mev", False), ("mev_centered", True)):
-        words[f"{column}_adjusted"] = words[column] - mev_baselines[centered][0]
+    # The paper's sampled statistics: one sample for the estimates, more for their spread.
+    paper_rng = np.random.default_rng([settings.seed, 3])
+    copies = rows.copies[sentence_starts]
+    paper = np.array(
+        [
+            measures.paper_sample_estimates(
+                rows.vectors, rows.unit, intrasim, sentence_starts, copies, size, paper_rng
+            )
+            for _ in range(resamples + 1)
+        ]
+    )
+    paper_cosine = Baseline(paper[0, 0], paper[1:, 0])
+    mev_baselines = {
+        name: Baseline(
+            *measures.explained_variance_baseline(
+                rows.vectors,
+                size,
+                np.random.default_rng([settings.seed, 1]),  # one sample for both variants
+                centered=name == "mev_centered",
+                n_draws=resamples,
+            )
+        )
+        for name in ("mev", "mev_centered")
+    }
+    baselines = {
+        "cosine": Baseline(cosine),
+        "paper_cosine": paper_cosine,
+        "truncated_svd": Baseline(paper[0, 2], paper[1:, 2]),
+        **mev_baselines,
+    }
+
+    words = _word_table(rows, vocab)
+    for column, (_, family) in WORD_MEASURES.items():
+        words[f"{column}_adjusted"] = words[column] - baselines[family].value
 
     rng = np.random.default_rng([settings.seed, 2])
-    cosine = (baseline_cosine, None)
-    summaries = {
-        "selfsim": (words["selfsim"], *cosine),
-        "intrasim": (sentences["intrasim"], *cosine),
-        "mev": (words["mev"], *mev_baselines[False]),
-        "mev_centered": (words["mev_centered"], *mev_baselines[True]),
-    }
-    for group in ("stopword", "content"):
-        summaries[f"selfsim[{group}]"] = (
-            words.loc[words["word_class"] == group, "selfsim"],
-            *cosine,
-        )
     results = {
-        name: _summarize(values, baseline, replicates, settings, rng)
-        for name, (values, baseline, replicates) in summaries.items()
+        name: _summarize(words[column], baselines[family], settings, rng)
+        for column, (name, family) in WORD_MEASURES.items()
     }
-    paper_low, paper_high = measures.percentile_interval(paper_replicates, settings.confidence)
-    results["anisotropy[sampled]"] = {
-        "raw": paper_baseline,
-        "raw_low": paper_low,
-        "raw_high": paper_high,
-        "n": min(settings.baseline_sample_size, len(rows)),
-    }
-    results["anisotropy"] = {"raw": baseline_cosine, "n": len(rows)}
-    # The paper's published "variance explained for random words" (TruncatedSVD ratio),
-    # on the same sample as the MEV baseline, for comparison with its numbers.
-    size = min(settings.baseline_sample_size, len(rows))
-    sample = np.sort(np.random.default_rng([settings.seed, 1]).choice(len(rows), size, False))
-    results["mev[truncated_svd]"] = {
-        "raw": measures.truncated_svd_variance_ratio(kept[sample]),
-        "n": size,
-    }
-    if len(words) >= 3:
-        rho = spearmanr(words["selfsim"], words["count"]).statistic
-        results["selfsim~frequency"] = {"raw": float(rho), "n": len(words)}
+    results["intrasim"] = _summarize(sentences["intrasim"], baselines["cosine"], settings, rng)
+    n_sampled = min(size, int(copies.sum()))
+    results["intrasim[paper]"] = _sampled(paper[:, 1], n_sampled, settings.confidence, paper[:, 0])
+    for group in ("stopword", "content"):
+        results[f"selfsim[{group}]"] = _summarize(
+            words.loc[words["word_class"] == group, "selfsim"], baselines["cosine"], settings, rng
+        )
+    results["anisotropy"] = {"raw": cosine, "n": len(rows.unit)}
+    results["anisotropy[paper]"] = _sampled(paper[:, 0], n_sampled, settings.confidence)
+    if words["selfsim"].notna().sum() >= 3:
+        rho = spearmanr(words["selfsim"], words["count"], nan_policy="omit").statistic
+        results["selfsim~frequency"] = {"raw": float(rho), "n": int(words["selfsim"].notna().sum())}
     summary = {
         "n_occurrences": int(len(vectors)),
-        "n_missing": int(len(vectors) - len(rows)),
-        "baseline_sample_size": settings.baseline_sample_size,
+        "n_missing": int(len(vectors) - len(rows.unit)),
+        "baseline_sample_size": size,
         "bootstrap_resamples": resamples,
         "confidence": settings.confidence,
         "seed": settings.seed,

@@ -1,29 +1,48 @@
 """Word-embedding benchmarks of the paper's Table 1: readers, scorers and a registry.
 
-Ethayarajh (2019, Table 1) scores static word embeddings on nine benchmarks, with the
-protocol of the word-embeddings-benchmarks package (Jastrzebski et al. 2017): benchmark
-words are lowercased, and an out-of-vocabulary (OOV) word gets the mean vector of the
-vocabulary. Every `Score` also carries its coverage: the share of items (pairs, questions,
-words) whose words are all in the vocabulary, so that a score over a small vocabulary is
-never read as a score over the whole benchmark.
+Ethayarajh (2019, Table 1) scores static word embeddings on nine benchmarks with the
+word-embeddings-benchmarks package (``web``, Jastrzebski et al. 2017). Two protocols are
+offered (`PROTOCOLS`). Both lowercase the benchmark words, give an out-of-vocabulary (OOV)
+word a mean vector, and report with every `Score` its coverage: the share of items (pairs,
+questions, words) whose words are all in the vocabulary, so that a score over a small
+vocabulary is never read as a score over the whole benchmark.
+
+``"standard"`` scores the vectors as given, normalizing each vector where a benchmark
+compares directions; the OOV stand-in is the mean of the raw vectors.
 
 - Similarity (SimLex-999, MEN, WordSim-353, Stanford RW): Spearman ρ between the cosine of
   the two words' vectors and the human score.
 - Analogy (Google, MSR): accuracy of 3CosAdd, argmax over the vocabulary of
   cos(d, b − a + c), the question words a, b, c excluded from the candidates; 3CosMul
-  (Levy & Goldberg 2014) on request.
+  (Levy & Goldberg 2014) on request. The OOV stand-in is unit-normalized like every vector.
 - Relational similarity (SemEval-2012 Task 2): per subcategory, Spearman ρ between the
   model's rating of each pair and the gold rating, averaged over the 69 Testing
   subcategories, which is the official evaluation (the organisers' ``score_scale.pl``). The
   task leaves the rating to the system; ours rates a pair X:Y by the mean cosine of its
   offset Y − X with the offsets of the subcategory's paradigm pairs (those shown to the
-  annotators). ``relation="dot"`` gives instead the word-embeddings-benchmarks rating, the
-  dot product of Y − X with the mean paradigm offset.
+  annotators). ``relation="dot"`` gives instead the ``web`` rating, the dot product of
+  Y − X with the mean paradigm offset.
 - Categorization (BLESS, AP): purity of a KMeans clustering (scikit-learn, seeded,
   ``n_init=10``) of the unit-normalized word vectors into as many clusters as there are
-  gold categories. word-embeddings-benchmarks reports the best purity over KMeans and
-  four agglomerative variants; one fixed method is reported here, so no choice is made
-  after seeing the result.
+  gold categories. One fixed method, so no choice is made after seeing the result.
+
+``"paper"`` reproduces what the paper's authors ran. Their ``visualize.evaluate()`` kept
+only the entries of each embedding file whose lowercased word is in one shared vocabulary
+(the lowercased words of the ELMo occurrence index), so that every embedding, GloVe too, is
+scored on the same words; ``web``'s ``load_embedding`` then lowercased the words (the first
+entry of a lowercase form wins) and scaled every vector to unit norm (`paper_vectors`). The
+OOV stand-in is the mean of those unit vectors, not normalized again, so it is shorter than
+a word's vector; this changes analogy answers and clusterings wherever a benchmark word is
+OOV.
+
+- Similarity: as standard, on the unit vectors and their mean.
+- Analogy: argmax over the vocabulary of d · (b − a + c), which ranks candidates as the
+  cosine does since they are unit, with the stand-in entering as it is; 3CosMul likewise.
+- Relational similarity: the ``web`` rating (``relation="dot"``) averaged over all 79
+  subcategories, the 10 Training ones included, as ``evaluate_on_semeval_2012_2`` does.
+- Categorization: ``evaluate_categorization(method="all")``: the words in a seeded random
+  order, then the best purity over Ward, average- and complete-linkage agglomerative
+  clusterings (cosine and Euclidean) and the seeded KMeans.
 """
 
 from __future__ import annotations
@@ -32,7 +51,7 @@ import csv
 import functools
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -47,6 +66,8 @@ from contextuality.fetch import fetch_file, packaged_checksums
 
 OovPolicy = Literal["mean", "skip"]
 OOV_POLICIES = ("mean", "skip")
+ScoringProtocol = Literal["standard", "paper"]
+PROTOCOLS = ("standard", "paper")
 COSMUL_EPSILON = 1e-3
 
 # SemEval-2012 Task 2: 79 subcategories ("1a" … "10f"); 10 were released for training and the
@@ -59,6 +80,15 @@ SEMEVAL2012_SUBCATEGORIES = tuple(
 SEMEVAL2012_TRAINING = ("1a", "2c", "2h", "3a", "3c", "4c", "5d", "5i", "7a", "10a")
 SEMEVAL2012_TESTING = tuple(s for s in SEMEVAL2012_SUBCATEGORIES if s not in SEMEVAL2012_TRAINING)
 SEMEVAL2012_GOLD = "semeval2012/SemEval-2012-Gold-Ratings/{split}/GoldRatings-{subcategory}.txt"
+
+
+def semeval2012_gold_file(subcategory: str) -> str:
+    """Path (under the data root) of a subcategory's gold ratings, in the folder of the split
+    that released it."""
+    split = "Training" if subcategory in SEMEVAL2012_TRAINING else "Testing"
+    return SEMEVAL2012_GOLD.format(split=split, subcategory=subcategory)
+
+
 SEMEVAL2012_PARADIGMS = "semeval2012/SemEval-2012-Complete-Data-Package/subcategories-paradigms.txt"
 
 # Where each mirrored file was published: data-root prefix → (repository, commit, path prefix
@@ -227,6 +257,32 @@ class WordVectors:
         vectors[found] = self.matrix[rows[found]]
         vectors[~found] = self.mean_vector
         return vectors, found
+
+
+def paper_vectors(
+    vectors: WordVectors, shared_vocabulary: Iterable[str] | None = None
+) -> WordVectors:
+    """The vectors as the paper's evaluation saw them: lowercase words, unit-norm rows.
+
+    One entry per lowercase form, the first in vocabulary order, its word lowercased (``web``'s
+    ``load_embedding(lower=True)``); with `shared_vocabulary`, only the forms that are the
+    lowercase form of one of its words (``visualize.evaluate``'s trimming). Each row is scaled
+    to unit norm, so `mean_vector` of the result is the paper's OOV stand-in. The words being
+    lowercase, a case-sensitive lookup finds only lowercase benchmark words.
+    """
+    rows = vectors.candidate_rows(lowercase=True)
+    words = [vectors.words[row].lower() for row in rows]
+    if shared_vocabulary is not None:
+        shared = {str(word).lower() for word in shared_vocabulary}
+        kept = [position for position, word in enumerate(words) if word in shared]
+        if not kept:
+            raise InputDataError(
+                f"none of the {len(words)} lowercase word forms of the vectors is in the shared "
+                f"vocabulary ({len(shared)} words): nothing left to score"
+            )
+        rows = rows[kept]
+        words = [words[position] for position in kept]
+    return WordVectors(words, _unit_rows(vectors.matrix[rows]))
 
 
 # --------------------------------------------------------------------------- readers
@@ -440,26 +496,30 @@ def read_semeval2012_paradigms(path: str | Path) -> pd.DataFrame:
 
 
 def read_semeval2012(
-    data_root: str | Path, split: Literal["testing", "training"] = "testing"
+    data_root: str | Path, split: Literal["testing", "training", "all"] = "testing"
 ) -> pd.DataFrame:
-    """SemEval-2012 Task 2 under a data root: rated pairs and paradigms of one split.
+    """SemEval-2012 Task 2 under a data root: rated pairs and paradigms of a split.
 
     The task was scored on the 69 Testing subcategories (the 10 Training ones were released
-    for system development). Columns: subcategory, pair, x, y, gold (NaN for paradigms),
+    for system development); ``"all"`` gives the 79 in `SEMEVAL2012_SUBCATEGORIES` order, as
+    ``web`` scores them. Columns: subcategory, pair, x, y, gold (NaN for paradigms),
     paradigm (True for the subcategory's paradigm pairs, False for the rated pairs).
     """
-    splits = {"testing": SEMEVAL2012_TESTING, "training": SEMEVAL2012_TRAINING}
+    splits = {
+        "testing": SEMEVAL2012_TESTING,
+        "training": SEMEVAL2012_TRAINING,
+        "all": SEMEVAL2012_SUBCATEGORIES,
+    }
     if split not in splits:
-        raise ValueError(f"split must be 'testing' or 'training', not {split!r}")
-    subcategories = splits[split]
+        raise ValueError(f"split must be one of {tuple(splits)}, not {split!r}")
     root = Path(data_root)
     paradigms = read_semeval2012_paradigms(root / SEMEVAL2012_PARADIGMS)
     frames = []
-    for subcategory in subcategories:
+    for subcategory in splits[split]:
         chosen = paradigms[paradigms["subcategory"] == subcategory]
         if chosen.empty:
             raise InputDataError(f"{root / SEMEVAL2012_PARADIGMS}: no paradigms for {subcategory}")
-        gold_path = root / SEMEVAL2012_GOLD.format(split=split.title(), subcategory=subcategory)
+        gold_path = root / semeval2012_gold_file(subcategory)
         frames.append(chosen.assign(gold=np.nan, paradigm=True))
         frames.append(read_semeval2012_gold(gold_path, subcategory).assign(paradigm=False))
     return pd.concat(frames, ignore_index=True)
@@ -471,6 +531,11 @@ def read_semeval2012(
 def _check_oov(oov: str) -> None:
     if oov not in OOV_POLICIES:
         raise ValueError(f"oov must be one of {OOV_POLICIES}, not {oov!r}")
+
+
+def _check_protocol(protocol: str) -> None:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -509,27 +574,34 @@ def solve_analogies(
     vectors: WordVectors,
     lowercase: bool = True,
     batch_size: int = 256,
+    protocol: ScoringProtocol = "standard",
 ) -> pd.DataFrame:
     """Answer a : b :: c : ? by 3CosAdd and 3CosMul over the whole vocabulary.
 
-    All vectors are unit-normalized; an OOV question word is the (normalized) mean vector.
+    All vocabulary vectors are unit-normalized. An OOV question word is the mean vector,
+    unit-normalized under the standard protocol and left as it is under ``"paper"``
+    (`vectors` as from `paper_vectors`, whose mean of unit rows is shorter than a word's).
     3CosAdd: argmax over candidates d' of cos(d', b) − cos(d', a) + cos(d', c), which is
     argmax cos(d', b − a + c). 3CosMul: argmax of s(d', b)·s(d', c) / (s(d', a) + ε) with
     s = (cos + 1)/2 ∈ [0, 1] and ε = 1e-3. Candidates are the vocabulary's word forms
-    (`WordVectors.candidate_rows`) except a, b and c. Cosines of each batch's distinct
-    question words with the candidates come from one matrix product.
+    (`WordVectors.candidate_rows`) except a, b and c. Cosines (for the OOV stand-in: dot
+    products) of each batch's distinct question words with the candidates come from one
+    matrix product.
 
     Returns one row per question (same index): covered (all four words in the vocabulary),
     predicted_3cosadd, predicted_3cosmul (vocabulary words), correct_3cosadd,
     correct_3cosmul (an OOV answer d is never correct).
     """
+    _check_protocol(protocol)
     rows = {column: vectors.indices(questions[column].tolist(), lowercase) for column in "abcd"}
     candidates = vectors.candidate_rows(lowercase)
     unit = _unit_rows(vectors.matrix.astype(np.float32))
-    mean_unit = _unit_rows(vectors.mean_vector.astype(np.float32))
+    stand_in = vectors.mean_vector.astype(np.float32)
+    if protocol == "standard":
+        stand_in = _unit_rows(stand_in)
     # Row n of the extended table is the mean vector, standing in for every OOV word.
     n_words = len(vectors.words)
-    extended = np.vstack([unit, mean_unit[None, :]])
+    extended = np.vstack([unit, stand_in[None, :]])
     candidate_vectors = np.ascontiguousarray(unit[candidates])
     column_of = np.full(n_words + 1, -1, dtype=np.int64)
     column_of[candidates] = np.arange(len(candidates))
@@ -572,14 +644,17 @@ def score_analogy(
     lowercase: bool = True,
     oov: OovPolicy = "mean",
     method: Literal["3cosadd", "3cosmul"] = "3cosadd",
+    protocol: ScoringProtocol = "standard",
 ) -> Score:
-    """Analogy accuracy (fraction correct) by `method` (see `solve_analogies`).
+    """Analogy accuracy (fraction correct) by `method` under `protocol` (see
+    `solve_analogies`).
 
     Coverage: share of questions with all four words in the vocabulary. With
     ``oov="mean"`` every question counts (one with an OOV answer is wrong); with
     ``"skip"`` only covered questions are asked.
     """
     _check_oov(oov)
+    _check_protocol(protocol)
     if method not in ("3cosadd", "3cosmul"):
         raise ValueError(f"method must be '3cosadd' or '3cosmul', not {method!r}")
     covered = np.all(
@@ -588,7 +663,7 @@ def score_analogy(
     asked = questions[covered] if oov == "skip" else questions
     if asked.empty:
         return Score(math.nan, float(covered.mean()), 0)
-    solved = solve_analogies(asked, vectors, lowercase)
+    solved = solve_analogies(asked, vectors, lowercase, protocol=protocol)
     return Score(float(solved[f"correct_{method}"].mean()), float(covered.mean()), len(asked))
 
 
@@ -651,27 +726,56 @@ def score_categorization(
     lowercase: bool = True,
     oov: OovPolicy = "mean",
     seed: int = 0,
+    protocol: ScoringProtocol = "standard",
 ) -> Score:
-    """Purity of KMeans on the unit-normalized vectors, k = number of gold categories.
+    """Purity of a clustering of the words' vectors into k = number of gold categories.
 
-    `items` as from `read_categorization`. scikit-learn KMeans with ``n_init=10`` and
-    ``random_state=seed``; normalizing first makes Euclidean k-means follow cosine
-    similarity. Coverage: share of words in the vocabulary; with ``oov="skip"`` OOV
-    words are left out (k then counts the categories of the words kept).
+    `items` as from `read_categorization`. Standard protocol: scikit-learn KMeans with
+    ``n_init=10`` and ``random_state=seed`` on the unit-normalized vectors (normalizing
+    makes Euclidean k-means follow cosine similarity). ``"paper"``: with the words in a
+    seeded random order, the best purity of six clusterings (Ward; average and complete
+    linkage under the cosine and the Euclidean metric; that KMeans) of the vectors as given
+    (`vectors` as from `paper_vectors`). Coverage: share of words in the vocabulary; with
+    ``oov="skip"`` OOV words are left out (k then counts the categories of the words kept).
     """
     from sklearn.cluster import KMeans
 
     _check_oov(oov)
+    _check_protocol(protocol)
     matrix, found = vectors.lookup(items["word"].tolist(), lowercase)
     keep = found if oov == "skip" else np.ones(len(items), dtype=bool)
     gold = items["category"].to_numpy()[keep]
     if len(gold) == 0:
         return Score(math.nan, float(found.mean()), 0)
     clusters = min(len(set(gold)), len(gold))
-    labels = KMeans(n_clusters=clusters, n_init=10, random_state=seed).fit_predict(
-        _unit_rows(matrix[keep])
+    if protocol == "paper":
+        purity = _best_purity(gold, matrix[keep], clusters, seed)
+    else:
+        labels = KMeans(n_clusters=clusters, n_init=10, random_state=seed).fit_predict(
+            _unit_rows(matrix[keep])
+        )
+        purity = cluster_purity(gold, labels)
+    return Score(purity, float(found.mean()), len(gold))
+
+
+def _best_purity(gold: np.ndarray, matrix: np.ndarray, clusters: int, seed: int) -> float:
+    """``web``'s ``evaluate_categorization(method="all")``: the items in a seeded random
+    order, then the best purity over Ward linkage, average and complete linkage under the
+    cosine and the Euclidean metric, and seeded KMeans (``n_init=10``)."""
+    from sklearn.cluster import AgglomerativeClustering, KMeans
+
+    order = np.random.RandomState(seed).choice(len(gold), len(gold), replace=False)
+    clusterings = [AgglomerativeClustering(n_clusters=clusters, linkage="ward")]
+    clusterings += [
+        AgglomerativeClustering(n_clusters=clusters, metric=metric, linkage=linkage)
+        for metric in ("cosine", "euclidean")
+        for linkage in ("average", "complete")
+    ]
+    clusterings.append(KMeans(n_clusters=clusters, n_init=10, random_state=seed))
+    return max(
+        cluster_purity(gold[order], clustering.fit_predict(matrix[order]))
+        for clustering in clusterings
     )
-    return Score(cluster_purity(gold, labels), float(found.mean()), len(gold))
 
 
 # --------------------------------------------------------------------------- registry
@@ -693,7 +797,9 @@ def source_url(relative_path: str) -> str:
 class BenchmarkSpec:
     """One benchmark: its files (relative to the data root) and their public URLs, its
     kind (similarity, analogy, relational_similarity, categorization), the metric of
-    `Score.value`, a reader taking the data root and a scorer taking the read table."""
+    `Score.value`, a reader taking the data root and a scorer taking the read table, and
+    the reader and scorer of the paper protocol (the same where the protocols differ only
+    in the vectors). `files` are what either protocol reads."""
 
     name: str
     title: str
@@ -703,6 +809,15 @@ class BenchmarkSpec:
     urls: tuple[str, ...]
     reader: Reader
     scorer: Scorer
+    paper_reader: Reader
+    paper_scorer: Scorer
+
+    def for_protocol(self, protocol: ScoringProtocol) -> tuple[Reader, Scorer]:
+        """The reader and scorer of `protocol`."""
+        _check_protocol(protocol)
+        if protocol == "paper":
+            return self.paper_reader, self.paper_scorer
+        return self.reader, self.scorer
 
 
 def _spec(
@@ -713,9 +828,20 @@ def _spec(
     files: Sequence[str],
     reader: Reader,
     scorer: Scorer,
+    paper_reader: Reader | None = None,
+    paper_scorer: Scorer | None = None,
 ) -> BenchmarkSpec:
     return BenchmarkSpec(
-        name, title, kind, metric, tuple(files), tuple(map(source_url, files)), reader, scorer
+        name,
+        title,
+        kind,
+        metric,
+        tuple(files),
+        tuple(map(source_url, files)),
+        reader,
+        scorer,
+        paper_reader or reader,
+        paper_scorer or scorer,
     )
 
 
@@ -728,9 +854,44 @@ def _similarity(name: str, title: str, relative: str) -> BenchmarkSpec:
     return _spec(name, title, "similarity", "spearman", [relative], reader, score_similarity)
 
 
-_SEMEVAL_FILES = [SEMEVAL2012_PARADIGMS] + [
-    SEMEVAL2012_GOLD.format(split="Testing", subcategory=s) for s in SEMEVAL2012_TESTING
-]
+def _analogy(
+    name: str,
+    title: str,
+    relative: str,
+    read: Callable[[Path], pd.DataFrame],
+    method: Literal["3cosadd", "3cosmul"],
+) -> BenchmarkSpec:
+    scorer = functools.partial(score_analogy, method=method)
+    return _spec(
+        name,
+        title,
+        "analogy",
+        f"accuracy_{method}",
+        [relative],
+        _file_reader(read, relative),
+        scorer,
+        paper_scorer=functools.partial(scorer, protocol="paper"),
+    )
+
+
+def _categorization(name: str, title: str, relative: str) -> BenchmarkSpec:
+    return _spec(
+        name,
+        title,
+        "categorization",
+        "purity",
+        [relative],
+        _file_reader(read_categorization, relative),
+        score_categorization,
+        paper_scorer=functools.partial(score_categorization, protocol="paper"),
+    )
+
+
+_SEMEVAL_FILES = [SEMEVAL2012_PARADIGMS] + list(
+    map(semeval2012_gold_file, SEMEVAL2012_SUBCATEGORIES)
+)
+_GOOGLE = "analogy/questions-words.txt"
+_MSR = "analogy/msr.csv"
 BENCHMARKS: dict[str, BenchmarkSpec] = {
     spec.name: spec
     for spec in (
@@ -738,42 +899,16 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
         _similarity("men", "MEN", "wordsim/EN-MEN-TR-3k.txt"),
         _similarity("ws353", "WordSim-353", "wordsim/EN-WS-353-ALL.txt"),
         _similarity("rw", "Stanford Rare Words", "wordsim/EN-RW-STANFORD.txt"),
-        _spec(
-            "google",
-            "Google analogies",
-            "analogy",
-            "accuracy_3cosadd",
-            ["analogy/questions-words.txt"],
-            _file_reader(read_google_analogies, "analogy/questions-words.txt"),
-            score_analogy,
-        ),
-        _spec(
-            "msr",
-            "MSR analogies",
-            "analogy",
-            "accuracy_3cosadd",
-            ["analogy/msr.csv"],
-            _file_reader(read_msr_analogies, "analogy/msr.csv"),
-            score_analogy,
-        ),
-        _spec(
+        _analogy("google", "Google analogies", _GOOGLE, read_google_analogies, "3cosadd"),
+        _analogy("msr", "MSR analogies", _MSR, read_msr_analogies, "3cosadd"),
+        _analogy(
             "google_3cosmul",
             "Google analogies, 3CosMul",
-            "analogy",
-            "accuracy_3cosmul",
-            ["analogy/questions-words.txt"],
-            _file_reader(read_google_analogies, "analogy/questions-words.txt"),
-            functools.partial(score_analogy, method="3cosmul"),
+            _GOOGLE,
+            read_google_analogies,
+            "3cosmul",
         ),
-        _spec(
-            "msr_3cosmul",
-            "MSR analogies, 3CosMul",
-            "analogy",
-            "accuracy_3cosmul",
-            ["analogy/msr.csv"],
-            _file_reader(read_msr_analogies, "analogy/msr.csv"),
-            functools.partial(score_analogy, method="3cosmul"),
-        ),
+        _analogy("msr_3cosmul", "MSR analogies, 3CosMul", _MSR, read_msr_analogies, "3cosmul"),
         _spec(
             "semeval2012",
             "SemEval-2012 Task 2",
@@ -782,27 +917,43 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             _SEMEVAL_FILES,
             read_semeval2012,
             score_semeval2012,
+            paper_reader=functools.partial(read_semeval2012, split="all"),
+            paper_scorer=functools.partial(score_semeval2012, relation="dot"),
         ),
-        _spec(
-            "bless",
-            "BLESS",
-            "categorization",
-            "purity",
-            ["categorization/bless.csv"],
-            _file_reader(read_categorization, "categorization/bless.csv"),
-            score_categorization,
-        ),
-        _spec(
-            "ap",
-            "AP",
-            "categorization",
-            "purity",
-            ["categorization/ap.csv"],
-            _file_reader(read_categorization, "categorization/ap.csv"),
-            score_categorization,
-        ),
+        _categorization("bless", "BLESS", "categorization/bless.csv"),
+        _categorization("ap", "AP", "categorization/ap.csv"),
     )
 }
+
+
+def _spec_of(name: str) -> BenchmarkSpec:
+    if name not in BENCHMARKS:
+        raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
+    return BENCHMARKS[name]
+
+
+def _protocol_vectors(
+    vectors: WordVectors, protocol: ScoringProtocol, shared_vocabulary: Iterable[str] | None
+) -> WordVectors:
+    """`vectors` as `protocol` scores them: as given, or `paper_vectors`."""
+    _check_protocol(protocol)
+    if protocol == "paper":
+        return paper_vectors(vectors, shared_vocabulary)
+    if shared_vocabulary is not None:
+        raise ValueError("shared_vocabulary belongs to the paper protocol, not the standard one")
+    return vectors
+
+
+def _score(
+    spec: BenchmarkSpec,
+    vectors: WordVectors,
+    data_root: str | Path,
+    lowercase: bool,
+    oov: OovPolicy,
+    protocol: ScoringProtocol,
+) -> Score:
+    reader, scorer = spec.for_protocol(protocol)
+    return scorer(reader(Path(data_root)), vectors, lowercase, oov)
 
 
 def score_benchmark(
@@ -811,12 +962,15 @@ def score_benchmark(
     data_root: str | Path,
     lowercase: bool = True,
     oov: OovPolicy = "mean",
+    protocol: ScoringProtocol = "standard",
+    shared_vocabulary: Iterable[str] | None = None,
 ) -> Score:
-    """Read benchmark `name` (a key of BENCHMARKS) under `data_root` and score `vectors`."""
-    if name not in BENCHMARKS:
-        raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
-    spec = BENCHMARKS[name]
-    return spec.scorer(spec.reader(Path(data_root)), vectors, lowercase, oov)
+    """Read benchmark `name` (a key of BENCHMARKS) under `data_root` and score `vectors`
+    under `protocol` (one of PROTOCOLS). `shared_vocabulary`: the paper protocol's common
+    vocabulary (see `paper_vectors`); None keeps every word."""
+    spec = _spec_of(name)
+    prepared = _protocol_vectors(vectors, protocol, shared_vocabulary)
+    return _score(spec, prepared, data_root, lowercase, oov, protocol)
 
 
 def score_benchmarks(
@@ -825,13 +979,17 @@ def score_benchmarks(
     names: Sequence[str] | None = None,
     lowercase: bool = True,
     oov: OovPolicy = "mean",
+    protocol: ScoringProtocol = "standard",
+    shared_vocabulary: Iterable[str] | None = None,
 ) -> pd.DataFrame:
     """`score_benchmark` for each of `names` (default: all), as rows of
-    (benchmark, metric, value, coverage, n)."""
+    (benchmark, metric, value, coverage, n); the paper protocol's vectors are prepared once."""
+    specs = [_spec_of(name) for name in (BENCHMARKS if names is None else names)]
+    prepared = _protocol_vectors(vectors, protocol, shared_vocabulary)
     rows = []
-    for name in BENCHMARKS if names is None else names:
-        score = score_benchmark(name, vectors, data_root, lowercase, oov)
-        rows.append((name, BENCHMARKS[name].metric, score.value, score.coverage, score.n))
+    for spec in specs:
+        score = _score(spec, prepared, data_root, lowercase, oov, protocol)
+        rows.append((spec.name, spec.metric, score.value, score.coverage, score.n))
     return pd.DataFrame(rows, columns=["benchmark", "metric", "value", "coverage", "n"])
 
 

@@ -3,9 +3,13 @@
 contextuality sentences --text corpus.txt -o sentences.parquet
 contextuality index sentences.parquet -o index/
 contextuality extract bert-base-cased --sentences sentences.parquet --index index/ -o emb/
-contextuality measure emb/layer_3.h5 --index index/ -o measures/layer_3
+contextuality measure emb/layer_3.h5 --sentences sentences.parquet --index index/ -o out/l3
 contextuality summarize measures/*.json -o measures.tsv
-contextuality figure measures.tsv --number 2 -o fig2.png fig2.pdf
+contextuality figure measures.tsv --name fig2_selfsim -o fig2.png fig2.pdf
+
+The paper's word units: ``index --tokenizer spacy --exclude-punctuation --count-by
+occurrences``; a model's own subwords: ``index --subwords MODEL`` and ``extract --units
+subword``.
 """
 
 from __future__ import annotations
@@ -16,12 +20,20 @@ import sys
 from pathlib import Path
 
 from contextuality import __version__, steps
-from contextuality.benchmarks import BENCHMARKS
+from contextuality.benchmarks import BENCHMARKS, PROTOCOLS
 from contextuality.corpus import STS_YEARS
 from contextuality.errors import ContextualityError
 from contextuality.figures import FIGURES
-from contextuality.models import LONG_SENTENCE_MODES, POOLINGS, ModelSpec, selected_layers
+from contextuality.index import COUNT_RULES, IndexSettings
+from contextuality.models import (
+    LONG_SENTENCE_MODES,
+    POOLINGS,
+    UNITS,
+    ModelSpec,
+    selected_layers,
+)
 from contextuality.static import METHODS
+from contextuality.words import WORD_TOKENIZERS
 
 
 def _sentences(args: argparse.Namespace) -> None:
@@ -29,7 +41,11 @@ def _sentences(args: argparse.Namespace) -> None:
         settings = {
             "source": "sts",
             "name": "sts",
-            "sts": {"years": args.years, "verify_checksums": not args.no_verify},
+            "sts": {
+                "years": args.years,
+                "verify_checksums": not args.no_verify,
+                "scored_only": args.scored_only,
+            },
         }
         sources = [Path(args.sts) / f"STS{year}-en-test.zip" for year in args.years]
     else:
@@ -44,19 +60,27 @@ def _sentences(args: argparse.Namespace) -> None:
 
 def _index(args: argparse.Namespace) -> None:
     out = Path(args.output)
-    steps.build_index(
-        args.sentences,
-        args.min_contexts,
-        args.lowercase,
-        out / "occurrences.parquet",
-        out / "vocab.parquet",
-        out / "index.json",
+    settings = IndexSettings(
+        min_contexts=args.min_contexts,
+        lowercase=args.lowercase,
+        tokenizer=args.tokenizer,
+        exclude_punctuation=args.exclude_punctuation,
+        count_by=args.count_by,
     )
+    outputs = (out / "occurrences.parquet", out / "vocab.parquet", out / "index.json")
+    if args.subwords is None:
+        steps.build_index(args.sentences, settings, *outputs)
+    else:
+        model = {"source": args.subwords, "units": "subword"}
+        steps.build_subword_index(
+            args.sentences, Path(args.subwords).name, model, settings, *outputs
+        )
 
 
 def _extract(args: argparse.Namespace) -> None:
     section = {
         "source": args.model,
+        "units": args.units,
         "pooling": args.pooling,
         "add_bos": args.add_bos,
         "long_sentences": args.long_sentences,
@@ -77,6 +101,7 @@ def _extract(args: argparse.Namespace) -> None:
         name,
         section,
         args.sentences,
+        Path(args.index) / "occurrences.parquet",
         Path(args.index) / "index.json",
         {layer: out / f"layer_{layer}.h5" for layer in layers},
         out / "meta.json",
@@ -89,6 +114,7 @@ def _measure(args: argparse.Namespace) -> None:
     prefix = args.output
     steps.measure_shard(
         args.shard,
+        args.sentences,
         index / "occurrences.parquet",
         index / "vocab.parquet",
         index / "index.json",
@@ -121,8 +147,17 @@ def _static(args: argparse.Namespace) -> None:
 
 def _score(args: argparse.Namespace) -> None:
     settings = {"benchmarks": args.benchmarks, "lowercase": not args.keep_case, "oov": args.oov}
-    labels = {"source": "cli", "model": Path(args.vectors).stem, "method": "", "layer": None}
-    table = steps.score_static_vectors(args.vectors, args.data, settings, labels, args.output)
+    labels = {
+        "source": "cli",
+        "model": Path(args.vectors).stem,
+        "method": "",
+        "layer": None,
+        "protocol": args.protocol,
+    }
+    vocab = None if args.index is None else Path(args.index) / "vocab.parquet"
+    table = steps.score_static_vectors(
+        args.vectors, args.data, settings, labels, args.output, vocab
+    )
     print(table[["benchmark", "metric", "value", "coverage", "n"]].to_string(index=False))
 
 
@@ -139,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("--years", type=int, nargs="+", default=list(STS_YEARS))
     command.add_argument("--no-verify", action="store_true", help="skip STS checksum checks")
     command.add_argument(
+        "--scored-only", action="store_true", help="keep only STS pairs with a gold score"
+    )
+    command.add_argument(
         "--split-sentences", action="store_true", help="split lines (paragraphs) into sentences"
     )
     command.add_argument("-o", "--output", required=True, help="sentences.parquet to write")
@@ -148,6 +186,16 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("sentences")
     command.add_argument("--min-contexts", type=int, default=5)
     command.add_argument("--lowercase", action="store_true")
+    command.add_argument("--tokenizer", choices=WORD_TOKENIZERS, default="regex")
+    command.add_argument(
+        "--exclude-punctuation", action="store_true", help="never index punctuation"
+    )
+    command.add_argument(
+        "--count-by", choices=COUNT_RULES, default="contexts", help="what --min-contexts counts"
+    )
+    command.add_argument(
+        "--subwords", metavar="MODEL", help="index the subwords of MODEL's tokenizer instead"
+    )
     command.add_argument("-o", "--output", required=True, help="directory to write into")
     command.set_defaults(run=_index)
 
@@ -157,6 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("--sentences", required=True)
     command.add_argument("--index", required=True, help="directory written by 'index'")
     command.add_argument("--layers", type=int, nargs="+")
+    command.add_argument(
+        "--units", choices=UNITS, default="word", help="subword: needs an 'index --subwords'"
+    )
     command.add_argument("--pooling", choices=POOLINGS, default="mean")
     command.add_argument("--add-bos", action="store_true")
     command.add_argument("--max-length", type=int, help="subwords per input (default: window)")
@@ -171,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     command = commands.add_parser("measure", help="SelfSim, IntraSim, MEV of one shard")
     command.add_argument("shard")
+    command.add_argument("--sentences", required=True)
     command.add_argument("--index", required=True, help="directory written by 'index'")
     command.add_argument("--baseline-sample-size", type=int, default=1000)
     command.add_argument("--seed", type=int, default=0)
@@ -194,6 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     command.add_argument("--oov", choices=("mean", "skip"), default="mean")
     command.add_argument("--keep-case", action="store_true", help="do not lowercase words")
+    command.add_argument("--protocol", choices=PROTOCOLS, default="standard")
+    command.add_argument(
+        "--index", help="word index directory whose vocabulary the paper protocol keeps"
+    )
     command.add_argument("-o", "--output", required=True, help="scores .tsv to write")
     command.set_defaults(run=_score)
 

@@ -29,6 +29,7 @@ STS_URLS = {
     2016: "http://ixa2.si.ehu.es/stswiki/images/9/98/STS2016-en-test.zip",
 }
 _STS_INPUT_MEMBER = re.compile(r"(?:^|/)STS(?:\d{4})?\.input\.(?P<dataset>.+)\.txt$")
+_STS_GOLD_MEMBER = re.compile(r"(?:^|/)STS(?:\d{4})?\.gs\.(?P<dataset>.+)\.txt$")
 PACKAGE_SCHEME = "package:"
 
 
@@ -39,13 +40,15 @@ def sts_archive_name(year: int) -> str:
 
 @dataclass(frozen=True)
 class SentencePair:
-    """One line of an STS input file: two sentences and where they were read."""
+    """One line of an STS input file: two sentences, where they were read, and the pair's
+    gold similarity score (None where the gold file leaves the line empty or is absent)."""
 
     year: int
     dataset: str
     line: int
     sentence_a: str
     sentence_b: str
+    gold: float | None = None
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,8 @@ class SourcedSentence:
 
 
 def known_sts_checksums() -> dict[str, str]:
-    """SHA-256 of every STS input member as published, keyed ``"<year>/<dataset>"``."""
+    """SHA-256 of every STS member as published: input files keyed ``"<year>/<dataset>"``,
+    gold-score files ``"<year>/<dataset>.gs"``."""
     return packaged_checksums("sts_inputs.sha256")
 
 
@@ -92,14 +96,52 @@ def _decode_lines(data: bytes, where: str) -> list[str]:
     return decoded
 
 
+def _verified_member(
+    archive: zipfile.ZipFile,
+    member: str,
+    key: str,
+    where: str,
+    expected: dict[str, str],
+    checksums: dict[str, str],
+) -> list[str]:
+    """A member's decoded lines, after recording its SHA-256 under `key` and, when `expected`
+    knows `key`, checking it against the published digest."""
+    data = archive.read(member)
+    checksums[key] = sha256_bytes(data)
+    if key in expected and expected[key] != checksums[key]:
+        raise InputDataError(
+            f"{where}: checksum {checksums[key]} differs from the published "
+            f"{expected[key]}; set corpus.sts.verify_checksums: false to read it anyway"
+        )
+    return _decode_lines(data, where)
+
+
+def _gold_scores(lines: list[str], n_pairs: int, where: str) -> list[float | None]:
+    """Gold scores aligned with the input lines: a number, or None for an empty line."""
+    if len(lines) != n_pairs:
+        raise InputDataError(f"{where}: {len(lines)} gold lines for {n_pairs} sentence pairs")
+    scores: list[float | None] = []
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        try:
+            scores.append(float(text) if text else None)
+        except ValueError:
+            raise InputDataError(
+                f"{where} line {number}: gold score {text!r} is not a number"
+            ) from None
+    return scores
+
+
 def read_sts_archive(
     path: str | Path, year: int, verify_checksums: bool = True
 ) -> tuple[list[SentencePair], dict[str, str]]:
-    """Read every ``STS*.input.<dataset>.txt`` member of one STS archive.
+    """Read every ``STS*.input.<dataset>.txt`` member of one STS archive, with its gold scores.
 
-    Returns the sentence pairs in archive order and the SHA-256 of each member read,
-    keyed ``"<year>/<dataset>"``. With `verify_checksums`, a member whose checksum
-    differs from the published one is an error.
+    Returns the sentence pairs in archive order, each with its gold score from
+    ``STS*.gs.<dataset>.txt`` (None for a pair the gold file leaves empty, or for every pair
+    of a dataset that has no gold file), and the SHA-256 of each member read, keyed
+    ``"<year>/<dataset>"`` (input) and ``"<year>/<dataset>.gs"`` (gold). With
+    `verify_checksums`, a member whose checksum differs from the published one is an error.
     """
     path = Path(path)
     if not path.is_file():
@@ -112,33 +154,35 @@ def read_sts_archive(
     pairs: list[SentencePair] = []
     checksums: dict[str, str] = {}
     with archive:
+        names = archive.namelist()
         members = sorted(
-            (match["dataset"], name)
-            for name in archive.namelist()
-            if (match := _STS_INPUT_MEMBER.search(name))
+            (match["dataset"], name) for name in names if (match := _STS_INPUT_MEMBER.search(name))
         )
+        gold_members = {
+            match["dataset"]: name for name in names if (match := _STS_GOLD_MEMBER.search(name))
+        }
         if not members:
             raise InputDataError(f"{path}: holds no STS.input.<dataset>.txt file")
         for dataset, member in members:
             where = f"{path}:{member}"
-            data = archive.read(member)
             key = f"{year}/{dataset}"
-            checksums[key] = sha256_bytes(data)
-            if key in expected and expected[key] != checksums[key]:
-                raise InputDataError(
-                    f"{where}: checksum {checksums[key]} differs from the published "
-                    f"{expected[key]}; set corpus.sts.verify_checksums: false to read it anyway"
-                )
-            lines = _decode_lines(data, where)
+            lines = _verified_member(archive, member, key, where, expected, checksums)
             if not lines:
                 raise InputDataError(f"{where}: empty file")
-            for number, line in enumerate(lines, start=1):
+            gold: list[float | None] = [None] * len(lines)
+            if dataset in gold_members:
+                gold_where = f"{path}:{gold_members[dataset]}"
+                gold_lines = _verified_member(
+                    archive, gold_members[dataset], f"{key}.gs", gold_where, expected, checksums
+                )
+                gold = _gold_scores(gold_lines, len(lines), gold_where)
+            for number, (line, score) in enumerate(zip(lines, gold, strict=True), start=1):
                 fields = line.split("\t")
                 if len(fields) < 2:
                     raise InputDataError(
                         f"{where} line {number}: expected two tab-separated sentences, found no tab"
                     )
-                pairs.append(SentencePair(year, dataset, number, fields[0], fields[1]))
+                pairs.append(SentencePair(year, dataset, number, fields[0], fields[1], score))
     return pairs, checksums
 
 

@@ -21,5 +21,9 @@ class NumericOverflowError(ContextualityError):
     """Values do not fit the storage dtype."""
 
 
+class NonFiniteValueError(ContextualityError):
+    """A model produced ±inf or NaN vectors (e.g. a forward pass that overflowed its dtype)."""
+
+
 class DeviceMemoryError(ContextualityError):
     """A single model input does not fit in the device's memory, even alone."""

@@ -17,7 +17,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from contextuality.errors import DeviceMemoryError, NumericOverflowError
+from contextuality.errors import DeviceMemoryError, NonFiniteValueError, NumericOverflowError
 from contextuality.models import LONG_SENTENCE_MODES, LoadedModel
 from contextuality.shards import ShardSetWriter
 from contextuality.words import split_words
@@ -52,7 +52,11 @@ class EncodedSentence:
 
 @dataclass
 class ExtractionReport:
-    """What one extraction did; stored in the model's meta.json."""
+    """What one extraction did; stored in the model's meta.json.
+
+    ``non_finite_vectors`` counts vectors that were ±inf or NaN after the forward pass; an
+    extraction that meets one is refused, so a written meta.json always records 0.
+    """
 
     n_sentences: int = 0
     n_occurrences: int = 0
@@ -63,6 +67,7 @@ class ExtractionReport:
     words_without_tokens: int = 0
     sentences_windowed: int = 0
     out_of_memory_retries: int = 0
+    non_finite_vectors: int = 0
     token_budget: int = 0
     storage_dtype: str = "float16"
     device: str = "cpu"
@@ -160,6 +165,105 @@ def encode_sentences(
     ]
 
 
+@dataclass(frozen=True)
+class RunningTextEncoding:
+    """One sentence tokenized as running text: the subword ids of its content, and the
+    special tokens the tokenizer puts before and after it (e.g. ``[CLS]`` and ``[SEP]``)."""
+
+    prefix: list[int]
+    content: list[int]
+    suffix: list[int]
+
+
+def encode_running_text(tokenizer: Any, sentences: list[str]) -> list[RunningTextEncoding]:
+    """Tokenize whole sentences (no truncation), splitting special tokens from content.
+
+    The content subwords are the units of a subword index, and the rows of its shards.
+    A special token between content subwords is an error: the units would not be contiguous.
+    """
+    encoding = tokenizer(sentences, add_special_tokens=True, return_special_tokens_mask=True)
+    result = []
+    for sentence, ids, special in zip(
+        sentences, encoding["input_ids"], encoding["special_tokens_mask"], strict=True
+    ):
+        content = [position for position, flag in enumerate(special) if not flag]
+        first, last = (content[0], content[-1] + 1) if content else (len(ids), len(ids))
+        if last - first != len(content):
+            raise ValueError(f"special tokens inside the subwords of {sentence!r}")
+        result.append(RunningTextEncoding(ids[:first], ids[first:last], ids[last:]))
+    return result
+
+
+def subword_units(tokenizer: Any, encodings: list[RunningTextEncoding]) -> list[list[str]]:
+    """The content subwords of each sentence as the tokenizer writes them (``##s``, ``Ġdog``)."""
+    return [tokenizer.convert_ids_to_tokens(encoding.content) for encoding in encodings]
+
+
+def _window_starts(n_units: int, length: int, overlap: int) -> list[int]:
+    """First unit of each window of `length` units over `n_units`, consecutive windows sharing
+    `overlap` units; the last window ends at the last unit."""
+    if n_units <= length:
+        return [0]
+    step = length - overlap
+    if step < 1:
+        raise ValueError(f"window overlap {overlap} leaves no step in a window of {length}")
+    return [*range(0, n_units - length, step), n_units - length]
+
+
+def encode_subword_sentences(
+    tokenizer: Any,
+    encodings: list[RunningTextEncoding],
+    max_length: int,
+    add_bos: bool,
+    long_sentences: str = "truncate",
+    window_overlap: int | None = None,
+) -> list[EncodedSentence]:
+    """Model inputs for subword units: each content subword is its own unit (row).
+
+    Inputs are the sentence's special prefix, a slice of its content and its special
+    suffix, at most `max_length` tokens. Long sentences are truncated (the cut subwords
+    get no vector) or split into overlapping windows, each subword taking its vector from
+    the window where it is most central, as in `encode_sentences`.
+    """
+    if long_sentences not in LONG_SENTENCE_MODES:
+        raise ValueError(f"long_sentences must be one of {LONG_SENTENCE_MODES}")
+    if add_bos and tokenizer.bos_token_id is None:
+        raise ValueError("add_bos is set but the tokenizer has no BOS token")
+    bos = [tokenizer.bos_token_id] if add_bos else []
+    inputs = []
+    for sentence, encoding in enumerate(encodings):
+        n_units = len(encoding.content)
+        length = max_length - len(bos) - len(encoding.prefix) - len(encoding.suffix)
+        if length < 1:
+            raise ValueError(f"max_length {max_length} leaves no room for content subwords")
+        if long_sentences == "window":
+            overlap = (max_length - len(bos)) // 4 if window_overlap is None else window_overlap
+            starts = _window_starts(n_units, length, overlap)
+        else:
+            starts = [0]
+        windows = [list(range(start, min(start + length, n_units))) for start in starts]
+        assigned = _window_assignment(windows) if len(windows) > 1 else windows
+        for window, units in zip(windows, assigned, strict=True):
+            content = [encoding.content[unit] for unit in window]
+            inputs.append(
+                EncodedSentence(
+                    input_ids=np.asarray(
+                        bos + encoding.prefix + content + encoding.suffix, dtype=np.int64
+                    ),
+                    word_index=np.asarray(
+                        [-1] * (len(bos) + len(encoding.prefix))
+                        + units
+                        + [-1] * len(encoding.suffix),
+                        dtype=np.int64,
+                    ),
+                    n_words=n_units,
+                    truncated=len(windows) == 1 and n_units > length,
+                    sentence=sentence,
+                )
+            )
+    return inputs
+
+
 def plan_batches(lengths: np.ndarray, token_budget: int) -> list[np.ndarray]:
     """Group items into batches of similar length, longest first.
 
@@ -217,11 +321,12 @@ def _forward_batch(
     batch: list[EncodedSentence],
     layers: tuple[int, ...],
     first_rows: np.ndarray,
-) -> tuple[Any, np.ndarray]:
+) -> tuple[Any, Any, np.ndarray]:
     """Run one padded batch and pool its subwords into word vectors on the device.
 
     first_rows: block row of each encoded sentence's first word (by ``sentence``).
-    Returns (n_layers, n_rows, dim) float32 vectors and the block rows they belong to.
+    Returns (n_layers, n_rows, dim) float32 vectors, a (n_rows,) device mask of the rows
+    that some subword reached (the others are NaN by design) and the block rows.
     """
     import torch
 
@@ -252,8 +357,8 @@ def _forward_batch(
         hidden = torch.stack([output.hidden_states[layer] for layer in layers])
         hidden = hidden.reshape(len(layers), -1, hidden.shape[-1])
         token_word = torch.from_numpy(compact.reshape(-1)).to(device, non_blocking=True)
-        pooled, _ = pool_subwords(hidden, token_word, len(rows), loaded.spec.pooling)
-    return pooled, rows
+        pooled, counts = pool_subwords(hidden, token_word, len(rows), loaded.spec.pooling)
+    return pooled, counts > 0, rows
 
 
 def autocast(device: Any, cuda_dtype: str) -> Any:
@@ -271,26 +376,30 @@ class _InFlight:
     rows: np.ndarray
     host: Any
     peak: Any
+    non_finite: Any
     copied: Any
 
 
-def _start_copy(pooled: Any, storage_dtype: str) -> tuple[Any, Any, Any]:
+def _start_copy(pooled: Any, reached: Any, storage_dtype: str) -> tuple[Any, Any, Any, Any]:
     """Start the one device→host copy of a batch (pinned memory, asynchronous on CUDA).
 
-    Returns the host tensor, the largest finite |value| (still on the device, so the
-    check does not wait for the GPU) and a CUDA event marking the copy's end (or None).
+    Returns the host tensor, the largest finite |value| and the mask of reached rows with a
+    non-finite value in some layer (both still on the device, so the checks do not wait for
+    the GPU), and a CUDA event marking the copy's end (or None).
     """
     import torch
 
-    peak = pooled.nan_to_num(0.0, posinf=0.0, neginf=0.0).abs().amax()
+    finite = torch.isfinite(pooled)
+    peak = torch.where(finite, pooled.abs(), 0.0).amax()
+    non_finite = ~finite.all(dim=2).all(dim=0) & reached
     values = pooled.to(getattr(torch, storage_dtype))
     if values.device.type != "cuda":
-        return values, peak, None
+        return values, peak, non_finite, None
     host = torch.empty(values.shape, dtype=values.dtype, pin_memory=True)
     host.copy_(values, non_blocking=True)
     copied = torch.cuda.Event()
     copied.record()
-    return host, peak, copied
+    return host, peak, non_finite, copied
 
 
 class _BackgroundWriter:
@@ -375,9 +484,66 @@ def _count_coverage(encoded: list[EncodedSentence], report: ExtractionReport) ->
         report.words_without_tokens += n_words - cut - len(words)
 
 
+@dataclass(frozen=True)
+class SentenceUnits:
+    """The units (shard rows) of every sentence and how to encode sentences for the model.
+
+    counts: units per sentence, shape (n_sentences,). encode(start, end): the model inputs
+    of sentences [start, end), numbered from 0 within that range.
+    """
+
+    counts: np.ndarray
+    encode: Callable[[int, int], list[EncodedSentence]]
+
+
+def word_inputs(loaded: LoadedModel, sentence_words: list[list[str]]) -> SentenceUnits:
+    """Word units: each word's vector pools its subwords (`encode_sentences`)."""
+    spec = loaded.spec
+    return SentenceUnits(
+        counts=np.array([len(words) for words in sentence_words], dtype=np.int64),
+        encode=lambda start, end: encode_sentences(
+            loaded.tokenizer,
+            sentence_words[start:end],
+            loaded.max_length,
+            spec.add_bos,
+            spec.long_sentences,
+            spec.window_overlap,
+        ),
+    )
+
+
+def subword_inputs(loaded: LoadedModel, encodings: list[RunningTextEncoding]) -> SentenceUnits:
+    """Subword units: each content subword of the running text is a row
+    (`encode_subword_sentences`)."""
+    spec = loaded.spec
+    return SentenceUnits(
+        counts=np.array([len(encoding.content) for encoding in encodings], dtype=np.int64),
+        encode=lambda start, end: encode_subword_sentences(
+            loaded.tokenizer,
+            encodings[start:end],
+            loaded.max_length,
+            spec.add_bos,
+            spec.long_sentences,
+            spec.window_overlap,
+        ),
+    )
+
+
+def sentence_units(
+    loaded: LoadedModel, sentences: list[str], sentence_words: list[list[str]] | None = None
+) -> SentenceUnits:
+    """The units of `sentences` for the model's ``units`` setting: the given words (default:
+    the ``regex`` word tokenizer's) or the subwords of the running text."""
+    if loaded.spec.units == "subword":
+        return subword_inputs(loaded, encode_running_text(loaded.tokenizer, sentences))
+    if sentence_words is None:
+        sentence_words = [split_words(sentence) for sentence in sentences]
+    return word_inputs(loaded, sentence_words)
+
+
 def extract_to_shards(
     loaded: LoadedModel,
-    sentences: list[str],
+    units: SentenceUnits,
     layers: tuple[int, ...],
     shard_paths: dict[int, str | Path],
     attributes: dict[str, Any],
@@ -385,12 +551,12 @@ def extract_to_shards(
     block_words: int = 16_384,
     progress: bool = True,
 ) -> ExtractionReport:
-    """Extract word vectors of `layers` for every word of every sentence into shards.
+    """Extract the vectors of `layers` for every unit of every sentence into shards.
 
-    Rows follow sentence order then word order, the order of the occurrence index built
-    from the same sentences. Values beyond float16's range raise NumericOverflowError
-    when storing float16 (the caller may retry with float32). On CUDA out-of-memory the
-    token budget is halved and the batch retried.
+    Rows follow sentence order then unit order, the order of the occurrence index built
+    from the same sentences (see `sentence_units`). Values beyond float16's range raise
+    NumericOverflowError when storing float16 (the caller may retry with float32). On CUDA
+    out-of-memory the token budget is halved and the batch retried.
     """
     import torch
     from tqdm.auto import tqdm
@@ -398,21 +564,27 @@ def extract_to_shards(
     started = time.perf_counter()
     spec = loaded.spec
     device = next(loaded.model.parameters()).device
-    sentence_words = [split_words(sentence) for sentence in sentences]
-    words_per_sentence = np.array([len(words) for words in sentence_words], dtype=np.int64)
-    row_offsets = np.concatenate([[0], np.cumsum(words_per_sentence)])
+    row_offsets = np.concatenate([[0], np.cumsum(units.counts)])
     n_rows = int(row_offsets[-1])
     report = ExtractionReport(
-        n_sentences=len(sentences),
+        n_sentences=len(units.counts),
         n_occurrences=n_rows,
         storage_dtype=storage_dtype,
         device=str(device),
         token_budget=spec.token_budget,
     )
 
-    def finish(batch: _InFlight, block: np.ndarray, filled: np.ndarray) -> None:
+    def finish(batch: _InFlight, block: np.ndarray, filled: np.ndarray, first_row: int) -> None:
         if batch.copied is not None:
             batch.copied.synchronize()
+        non_finite = batch.non_finite.cpu().numpy()
+        if non_finite.any():
+            report.non_finite_vectors += int(non_finite.sum())
+            raise NonFiniteValueError(
+                f"model {spec.name}: {report.non_finite_vectors} vectors are ±inf or NaN after "
+                f"the forward pass (first at occurrence {first_row + batch.rows[non_finite][0]}); "
+                "the model overflowed its compute dtype: set cuda_dtype to bfloat16 or float32"
+            )
         peak = float(batch.peak)
         if storage_dtype == "float16" and peak >= FLOAT16_MAX:
             raise NumericOverflowError(
@@ -436,19 +608,8 @@ def extract_to_shards(
         # Blocks are tokenized ahead on another thread while the model runs.
         tokenizing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
         try:
-            blocks = _blocks(words_per_sentence, block_words)
-            encodings = _one_ahead(
-                tokenizing,
-                lambda bounds: encode_sentences(
-                    loaded.tokenizer,
-                    sentence_words[bounds[0] : bounds[1]],
-                    loaded.max_length,
-                    spec.add_bos,
-                    spec.long_sentences,
-                    spec.window_overlap,
-                ),
-                blocks,
-            )
+            blocks = _blocks(units.counts, block_words)
+            encodings = _one_ahead(tokenizing, lambda bounds: units.encode(*bounds), blocks)
             for (start, end), encoded in zip(blocks, encodings, strict=True):
                 _count_coverage(encoded, report)
                 first_rows = row_offsets[start:end] - row_offsets[start]
@@ -461,7 +622,7 @@ def extract_to_shards(
                 while planned:
                     batch = planned.pop(0)
                     try:
-                        pooled, rows = _forward_batch(
+                        pooled, reached, rows = _forward_batch(
                             loaded, [encoded[i] for i in batch], layers, first_rows
                         )
                     except torch.OutOfMemoryError as error:
@@ -481,14 +642,14 @@ def extract_to_shards(
                             for part in plan_batches(lengths[remaining], report.token_budget)
                         ]
                         continue
-                    in_flight = _InFlight(rows, *_start_copy(pooled, storage_dtype))
+                    in_flight = _InFlight(rows, *_start_copy(pooled, reached, storage_dtype))
                     if pending is not None:
-                        finish(pending, block, filled)
+                        finish(pending, block, filled, int(row_offsets[start]))
                     pending = in_flight
                     report.n_batches += 1
                     report.n_subword_tokens += int(lengths[batch].sum())
                 if pending is not None:
-                    finish(pending, block, filled)
+                    finish(pending, block, filled, int(row_offsets[start]))
                 block[:, ~filled] = np.nan  # words that no subword reached
                 writer.write(int(row_offsets[start]), block)
                 bar.update(block_rows)

@@ -1,5 +1,9 @@
 """Figures 1–4 of the paper (anisotropy baseline and adjusted SelfSim, IntraSim and MEV by
-layer) and the per-word-class and frequency views of SelfSim."""
+layer), Definition 3's MEV, and the per-word-class and frequency views of SelfSim.
+
+Figures 1–3 draw each model's exact estimator (solid) beside the paper's (dashed); Figure 4
+draws the paper's MEV estimator, the TruncatedSVD variance ratio, which is what the
+paper's Figure 4 plotted; MEV as Definition 3 defines it has a figure of its own."""
 
 from __future__ import annotations
 
@@ -47,28 +51,35 @@ FIGURES = {
             "raw",
             "Figure 1. Anisotropy",
             "mean cosine of random words",
-            (Series("anisotropy"),),
+            (Series("anisotropy", "-", " exact"), Series("anisotropy[paper]", "--", " paper")),
         ),
         FigureSpec(
             "fig2_selfsim",
             "adjusted",
             "Figure 2. Self-similarity",
             "adjusted SelfSim",
-            (Series("selfsim"),),
+            (Series("selfsim", "-", " exact"), Series("selfsim[paper]", "--", " paper")),
         ),
         FigureSpec(
             "fig3_intrasim",
             "adjusted",
             "Figure 3. Intra-sentence similarity",
             "adjusted IntraSim",
-            (Series("intrasim"),),
+            (Series("intrasim", "-", " exact"), Series("intrasim[paper]", "--", " paper")),
         ),
         FigureSpec(
             "fig4_mev",
             "adjusted",
-            "Figure 4. Maximum explainable variance",
+            "Figure 4. MEV, the paper's estimator",
+            "adjusted TruncatedSVD variance ratio",
+            (Series("mev[truncated_svd]"),),
+        ),
+        FigureSpec(
+            "mev_definition3",
+            "adjusted",
+            "MEV as Definition 3 defines it (σ₁²/Σσ²)",
             "adjusted MEV",
-            (Series("mev"),),
+            (Series("mev", "-", " uncentered"), Series("mev_centered", "--", " centered")),
         ),
         FigureSpec(
             "selfsim_word_classes",
@@ -175,7 +186,11 @@ def plot_reference(comparison: pd.DataFrame, model: str, outputs: list[str | os.
 
 
 def plot_word_benchmarks(table: pd.DataFrame, outputs: list[str | os.PathLike]) -> None:
-    """Heatmap of static-embedding scores: one row per embedding, one column per benchmark."""
+    """Heatmap of static-embedding scores: one row per embedding (and scoring protocol, when
+    the table has several), one column per benchmark; the paper's quoted rows marked."""
+    quoted = table["source"].str.startswith("quoted").to_numpy()
+    several = table.loc[~quoted, "protocol"].nunique() > 1
+    protocol = (" [" + table["protocol"].astype(str) + "]").to_numpy() if several else ""
     table = table.assign(
         row=[
             f"{model} {method} L{layer}" if pd.notna(layer) else f"{model}"
@@ -183,7 +198,7 @@ def plot_word_benchmarks(table: pd.DataFrame, outputs: list[str | os.PathLike]) 
                 table["model"], table["method"], table["layer"], strict=True
             )
         ]
-        + np.where(table["source"].str.startswith("quoted"), " (paper)", "")
+        + np.where(quoted, " (paper)", protocol)
     )
     grid = table.pivot_table(index="row", columns="benchmark", values="value", sort=False)
     order = [name for name in BENCHMARKS if name in grid.columns]

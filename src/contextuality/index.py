@@ -1,32 +1,68 @@
-"""Occurrence index and vocabulary: which word occurs where, and in how many contexts.
+"""Occurrence index and vocabulary: which unit occurs where, and in how many contexts.
 
-A *context* is a distinct sentence. A word is *indexed* (its SelfSim and MEV are computed)
-when it occurs in at least ``min_contexts`` distinct sentences. Embeddings are stored for
-every occurrence of every word, indexed or not, because IntraSim needs whole sentences.
+A *unit* is a word (by a word tokenizer, `contextuality.words`) or, for a model indexed by
+its own tokens, a subword. A *context* is a distinct sentence. A unit is *indexed* (its
+SelfSim and MEV are computed) when it occurs in at least ``min_contexts`` distinct sentences
+(the paper's definition), or, with ``count_by="occurrences"``, when it occurs at least that
+many times counting repeated sentences (what the paper's code counted). Embeddings are
+stored for every occurrence of every unit, indexed or not, because IntraSim needs whole
+sentences.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
 
-from contextuality.words import split_words
+from contextuality.words import WORD_TOKENIZERS, is_punctuation
+
+COUNT_RULES = ("contexts", "occurrences")
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """Settings of the occurrence index (config section ``index``).
+
+    tokenizer: the word tokenizer (ignored by a subword index, whose units are the model's
+    tokens). lowercase: index lowercased words (the models still see the original case;
+    word units only). exclude_punctuation: never index a unit made only of punctuation.
+    count_by: ``contexts`` (distinct sentences) or ``occurrences`` (repeats and repeated
+    sentences included) against ``min_contexts``.
+    """
+
+    min_contexts: int = 5
+    lowercase: bool = False
+    tokenizer: str = "regex"
+    exclude_punctuation: bool = False
+    count_by: str = "contexts"
+
+    def __post_init__(self) -> None:
+        if self.min_contexts < 1:
+            raise ValueError(f"min_contexts must be at least 1, got {self.min_contexts}")
+        if self.tokenizer not in WORD_TOKENIZERS:
+            raise ValueError(f"tokenizer must be one of {WORD_TOKENIZERS}, not {self.tokenizer!r}")
+        if self.count_by not in COUNT_RULES:
+            raise ValueError(f"count_by must be one of {COUNT_RULES}, not {self.count_by!r}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
 class OccurrenceIndex:
     """The occurrence table and the vocabulary built from one sentence table.
 
-    ``occurrences``: one row per word token, ordered by (sentence_id, position), so its
-    ``occurrence_id`` equals the row number and each sentence's words are contiguous.
+    ``occurrences``: one row per unit token, ordered by (sentence_id, position), so its
+    ``occurrence_id`` equals the row number and each sentence's units are contiguous.
     Columns ``occurrence_id``, ``sentence_id``, ``position``, ``word_id``, ``word``.
 
-    ``vocab``: one row per distinct word, ``word_id`` = row number, columns ``word``,
-    ``count`` (tokens), ``n_contexts`` (distinct sentences), ``frequency_rank`` (1 = most
-    frequent; ties broken by first appearance) and ``indexed``.
+    ``vocab``: one row per distinct unit, ``word_id`` = row number, columns ``word``,
+    ``count`` (tokens), ``count_with_repeats`` (tokens, each sentence counted as often as
+    the corpus repeats it), ``n_contexts`` (distinct sentences), ``frequency_rank`` (1 =
+    most frequent; ties broken by first appearance), ``punctuation`` and ``indexed``.
     """
 
     occurrences: pd.DataFrame
@@ -34,43 +70,59 @@ class OccurrenceIndex:
 
 
 def build_occurrence_index(
-    sentences: list[str], min_contexts: int = 5, lowercase: bool = False
+    sentence_units: list[list[str]],
+    settings: IndexSettings | None = None,
+    copies: np.ndarray | None = None,
 ) -> OccurrenceIndex:
-    """Tokenize `sentences` (position = sentence_id) and count words and their contexts."""
-    if min_contexts < 1:
-        raise ValueError(f"min_contexts must be at least 1, got {min_contexts}")
-    sentence_ids, positions, words = [], [], []
-    for sentence_id, sentence in enumerate(sentences):
-        tokens = split_words(sentence)
-        if lowercase:
-            tokens = [token.lower() for token in tokens]
-        sentence_ids.extend([sentence_id] * len(tokens))
-        positions.extend(range(len(tokens)))
-        words.extend(tokens)
+    """Index the units of each sentence (position in the list = sentence_id).
+
+    copies: how many times the corpus repeats each sentence (the sentence table's
+    ``n_copies``); default once each.
+    """
+    settings = settings or IndexSettings()
+    copies = np.ones(len(sentence_units), dtype=np.int64) if copies is None else copies
+    if len(copies) != len(sentence_units):
+        raise ValueError(f"{len(copies)} copy counts for {len(sentence_units)} sentences")
+    sizes = np.array([len(units) for units in sentence_units], dtype=np.int64)
+    words = [unit for units in sentence_units for unit in units]
+    if settings.lowercase:
+        words = [word.lower() for word in words]
+    sentence_ids = np.repeat(np.arange(len(sentence_units), dtype=np.int32), sizes)
+    positions = np.arange(len(words), dtype=np.int32) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     word_codes, vocabulary = pd.factorize(pd.Series(words, dtype=object), sort=False)
     occurrences = pd.DataFrame(
         {
             "occurrence_id": np.arange(len(words), dtype=np.int64),
-            "sentence_id": np.asarray(sentence_ids, dtype=np.int32),
-            "position": np.asarray(positions, dtype=np.int32),
+            "sentence_id": sentence_ids,
+            "position": positions.astype(np.int32),
             "word_id": word_codes.astype(np.int32),
             "word": words,
         }
     )
     count = np.bincount(word_codes, minlength=len(vocabulary))
+    count_with_repeats = np.bincount(
+        word_codes, weights=np.asarray(copies)[sentence_ids], minlength=len(vocabulary)
+    ).astype(np.int64)
     distinct_pairs = occurrences[["word_id", "sentence_id"]].drop_duplicates()
     n_contexts = np.bincount(distinct_pairs["word_id"], minlength=len(vocabulary))
     order = np.lexsort((np.arange(len(vocabulary)), -count))
     frequency_rank = np.empty(len(vocabulary), dtype=np.int32)
     frequency_rank[order] = np.arange(1, len(vocabulary) + 1)
+    punctuation = np.array([is_punctuation(word) for word in vocabulary], dtype=bool)
+    counted = n_contexts if settings.count_by == "contexts" else count_with_repeats
+    indexed = counted >= settings.min_contexts
+    if settings.exclude_punctuation:
+        indexed &= ~punctuation
     vocab = pd.DataFrame(
         {
             "word_id": np.arange(len(vocabulary), dtype=np.int32),
             "word": list(vocabulary),
             "count": count.astype(np.int64),
+            "count_with_repeats": count_with_repeats,
             "n_contexts": n_contexts.astype(np.int64),
             "frequency_rank": frequency_rank,
-            "indexed": n_contexts >= min_contexts,
+            "punctuation": punctuation,
+            "indexed": indexed,
         }
     )
     return OccurrenceIndex(occurrences, vocab)

@@ -11,6 +11,8 @@ Notation: u = f / ‖f‖ is a unit vector; a *context* is a sentence.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +31,17 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
 def group_sizes(starts: np.ndarray, n_rows: int) -> np.ndarray:
     """Length of each contiguous group given its start rows."""
     return np.diff(np.append(np.asarray(starts, dtype=np.int64), n_rows))
+
+
+def run_starts(*keys: np.ndarray) -> np.ndarray:
+    """Start positions of the runs over which every key array stays constant."""
+    if len(keys[0]) == 0:
+        return np.zeros(0, dtype=np.int64)
+    changes = np.zeros(len(keys[0]), dtype=bool)
+    changes[0] = True
+    for key in keys:
+        changes[1:] |= key[1:] != key[:-1]
+    return np.flatnonzero(changes)
 
 
 def _group_sums(rows: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -140,28 +153,126 @@ def groups_by_size(
             yield chosen, np.asarray(vectors[rows], dtype=np.float64)
 
 
-def explained_variance_per_group(
-    vectors: np.ndarray, starts: np.ndarray, centered: bool = False
+@dataclass(frozen=True)
+class FirstComponentStatistics:
+    """Per-group shares of variance along the first principal direction, each (n_groups,).
+
+    mev: σ₁²/Σσ² of the uncentered rows (Definition 3). mev_centered: the same of the
+    column-centered rows (PCA). truncated_svd: `truncated_svd_variance_ratio` of the rows,
+    each repeated as often as its weight says (the estimator behind the paper's numbers).
+    """
+
+    mev: np.ndarray
+    mev_centered: np.ndarray
+    truncated_svd: np.ndarray
+
+
+def _top_eigenpairs(stacked: np.ndarray, vectors: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Largest eigenvalue of each XXᵀ (n×n) or XᵀX (d×d), whichever is smaller, for stacked
+    X (k, n, d); with `vectors`, also each top right singular vector (k, d) of X."""
+    _, n, d = stacked.shape
+    transposed = stacked.transpose(0, 2, 1)
+    gram = stacked @ transposed if n <= d else transposed @ stacked
+    if not vectors:
+        return np.linalg.eigvalsh(gram)[:, -1], None
+    values, eigenvectors = np.linalg.eigh(gram)
+    top = eigenvectors[:, :, -1]
+    if n <= d:  # v₁ = Xᵀu₁ / ‖Xᵀu₁‖ for the top eigenvector u₁ of XXᵀ
+        top = np.einsum("kn,knd->kd", top, stacked)
+        top /= np.maximum(np.linalg.norm(top, axis=1, keepdims=True), np.finfo(float).tiny)
+    return values[:, -1], top
+
+
+def _stacked_statistics(stacked: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, ...]:
+    """`FirstComponentStatistics` fields of k equal-size groups: stacked (k, n, d) float64,
+    weights (k, n) positive row repetitions."""
+    totals = np.einsum("knd,knd->k", stacked, stacked)
+    centered = stacked - stacked.mean(axis=1, keepdims=True)
+    centered_totals = np.einsum("knd,knd->k", centered, centered)
+    unweighted = bool(np.all(weights == 1))
+    top, direction = _top_eigenpairs(stacked, vectors=unweighted)
+    top_centered, _ = _top_eigenpairs(centered, vectors=False)
+    if not unweighted:
+        _, direction = _top_eigenpairs(stacked * np.sqrt(weights)[:, :, None], vectors=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (
+            np.where(totals > 0, top / totals, np.nan),
+            np.where(centered_totals > 0, top_centered / centered_totals, np.nan),
+            _variance_ratio_along(stacked, weights, direction),
+        )
+
+
+def _variance_ratio_along(
+    stacked: np.ndarray, weights: np.ndarray, direction: np.ndarray
 ) -> np.ndarray:
-    """MEV of each contiguous group of rows (e.g. all occurrences of a word), float64,
-    batched over groups of equal size (see `groups_by_size`)."""
+    """Weighted variance of the projections on `direction` over the total weighted column
+    variance, for stacked rows (k, n, d), weights (k, n) and unit directions (k, d)."""
+    total_weight = weights.sum(axis=1)
+    projections = np.einsum("knd,kd->kn", stacked, direction)
+    weighted_mean = np.einsum("kn,knd->kd", weights, stacked) / total_weight[:, None]
+    projected_variance = (
+        np.einsum("kn,kn->k", weights, projections**2) / total_weight
+        - np.einsum("kd,kd->k", weighted_mean, direction) ** 2
+    )
+    total_variance = np.einsum("kn,knd,knd->k", weights, stacked, stacked) / total_weight
+    total_variance -= np.einsum("kd,kd->k", weighted_mean, weighted_mean)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total_variance > 0, projected_variance / total_variance, np.nan)
+
+
+def first_component_statistics(
+    vectors: np.ndarray, starts: np.ndarray, weights: np.ndarray | None = None
+) -> FirstComponentStatistics:
+    """`FirstComponentStatistics` of each contiguous group of rows (e.g. a word's occurrences).
+
+    weights: (N,) how many times each row counts in the truncated-SVD ratio (the paper's
+    code kept every copy of a repeated sentence; default 1). Groups of equal size are
+    solved in batched eigen-decompositions (see `groups_by_size`).
+    """
     starts = np.asarray(starts, dtype=np.int64)
     sizes = group_sizes(starts, len(vectors))
-    result = np.empty(len(starts))
+    weights = np.ones(len(vectors)) if weights is None else np.asarray(weights, dtype=np.float64)
+    results = np.full((3, len(starts)), np.nan)
     for chosen, stacked in groups_by_size(vectors, starts):
         if stacked is None:
             for group in chosen:
-                rows = vectors[starts[group] : starts[group] + sizes[group]]
-                result[group] = explained_variance_first_component(rows, centered)
+                rows = np.arange(starts[group], starts[group] + sizes[group])
+                matrix = np.asarray(vectors[rows], dtype=np.float64)[None]
+                results[:, group] = np.ravel(_stacked_statistics(matrix, weights[rows][None]))
             continue
-        if centered:
-            stacked -= stacked.mean(axis=1, keepdims=True)
-        gram = stacked @ stacked.transpose(0, 2, 1)
-        totals = np.trace(gram, axis1=1, axis2=2)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            top = np.linalg.eigvalsh(gram)[:, -1]
-            result[chosen] = np.where(totals > 0, top / totals, np.nan)
-    return result
+        rows = starts[chosen][:, None] + np.arange(sizes[chosen[0]])
+        results[:, chosen] = _stacked_statistics(stacked, weights[rows])
+    return FirstComponentStatistics(*results)
+
+
+def paper_self_similarity(
+    unit: np.ndarray, word_starts: np.ndarray, weights: np.ndarray
+) -> np.ndarray:
+    """The paper's SelfSim of each word: mean cosine over all ordered pairs of distinct
+    entries of its occurrence list, where occurrence j is listed `weights[j]` times (once per
+    copy of its sentence in the corpus).
+
+    SelfSim_paper(w) = (‖Σ_j c_j u_j‖² − Σ_j c_j) / (C² − C),  C = Σ_j c_j.
+
+    This is the exact expectation of the authors' estimate (the mean over ≤ 1,000 pairs
+    drawn from that list): pairs within one sentence and between copies of a repeated
+    sentence count, unlike in `self_similarity`. unit: (N, d) unit rows, words contiguous.
+    Returns (n_words,) float64; NaN for a word listed once.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    sums = _group_sums(unit, word_starts)
+    # Rows of repeated sentences add their further copies; only they are multiplied.
+    repeated = np.flatnonzero(weights > 1)
+    if len(repeated):
+        word_of_row = np.searchsorted(word_starts, repeated, side="right") - 1
+        firsts = run_starts(word_of_row)
+        extra = unit[repeated] * (weights[repeated] - 1)[:, None].astype(unit.dtype)
+        sums[word_of_row[firsts]] += _group_sums(extra, firsts)
+    entries = np.add.reduceat(weights, word_starts) if len(word_starts) else np.zeros(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(
+            entries > 1, (_squared_norms(sums) - entries) / (entries**2 - entries), np.nan
+        )
 
 
 def anisotropy_baseline(unit: np.ndarray, sentence_starts: np.ndarray) -> float:
@@ -234,39 +345,75 @@ def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generat
     return counts @ values / len(values)
 
 
-def sampled_anisotropy_baseline(
-    unit: np.ndarray,
-    sentence_ids: np.ndarray,
-    sample_size: int,
-    n_resamples: int,
-    rng: np.random.Generator,
-) -> tuple[float, np.ndarray]:
-    """The paper's estimate of the anisotropy baseline, and its bootstrap replicates.
+PAPER_SAMPLE_ESTIMATES = ("anisotropy", "intrasim", "truncated_svd")
 
-    Draws `sample_size` occurrences uniformly without replacement and averages the cosine
-    over the pairs among them that come from different sentences (paper §4.1 with 1,000).
-    Each bootstrap replicate resamples the drawn occurrences with replacement (a resampled
-    copy of one occurrence shares its sentence, so it never pairs with itself).
+
+def paper_word_sample(
+    sentence_starts: np.ndarray, n_rows: int, copies: np.ndarray, sample_size: int, rng: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's random words (its ``explore_embedding_space``): `sample_size` sentences
+    drawn uniformly without replacement from the corpus's list of sentences, in which a
+    sentence is listed once per copy, then one word drawn uniformly from each.
+
+    sentence_starts: first row of each sentence (its rows contiguous, at least one).
+    copies: (n_sentences,) times the corpus repeats each sentence.
+    Returns the drawn sentences (positions in `sentence_starts`) and their drawn rows.
     """
-    rows = rng.choice(len(unit), size=min(sample_size, len(unit)), replace=False)
-    sample = np.asarray(unit[rows], dtype=np.float64)
-    different = sentence_ids[rows][:, None] != sentence_ids[rows][None, :]
-    cosines = np.where(different, sample @ sample.T, 0.0)
-    estimate = float(cosines.sum() / different.sum())
-    counts = rng.multinomial(len(rows), np.full(len(rows), 1.0 / len(rows)), n_resamples)
-    counts = counts.astype(np.float64)
-    numerators = np.einsum("bi,bi->b", counts @ cosines, counts)
-    denominators = np.einsum("bi,bi->b", counts @ different, counts)
-    return estimate, numerators / denominators
+    sizes = group_sizes(sentence_starts, n_rows)
+    listed = np.repeat(np.arange(len(sizes)), np.asarray(copies, dtype=np.int64))
+    drawn = rng.choice(listed, size=min(sample_size, len(listed)), replace=False)
+    return drawn, sentence_starts[drawn] + rng.integers(0, sizes[drawn])
 
 
-def truncated_svd_variance_ratio(matrix: np.ndarray) -> float:
+def paper_sample_estimates(
+    vectors: np.ndarray,
+    unit: np.ndarray,
+    intrasim: np.ndarray,
+    sentence_starts: np.ndarray,
+    copies: np.ndarray,
+    sample_size: int,
+    rng: Any,
+) -> np.ndarray:
+    """The paper's three sampled layer statistics from one `paper_word_sample`, in the order
+    of PAPER_SAMPLE_ESTIMATES:
+
+    - anisotropy: ‖Σ_a u_a‖² / m² over the m sampled words, the exact expectation of the
+      authors' mean cosine of 1,000 pairs drawn with replacement from them (a pair of a word
+      with itself, probability 1/m, included as in their code);
+    - intrasim: the mean IntraSim of the sampled sentences (`intrasim`: (n_sentences,), 1
+      for a one-word sentence, as their code gave it);
+    - truncated_svd: `truncated_svd_variance_ratio` of the sampled words' raw vectors.
+    """
+    drawn, rows = paper_word_sample(sentence_starts, len(unit), copies, sample_size, rng)
+    total = unit[rows].sum(axis=0, dtype=np.float64)
+    return np.array(
+        [
+            float(total @ total) / len(rows) ** 2,
+            float(np.mean(intrasim[drawn])),
+            truncated_svd_variance_ratio(vectors[rows]),
+        ]
+    )
+
+
+def _top_right_singular_vector(matrix: np.ndarray) -> np.ndarray:
+    """v₁ of a float64 matrix: ARPACK (machine precision, seeded) for the one vector."""
+    if min(matrix.shape) < 3:
+        return np.linalg.svd(matrix, full_matrices=False)[2][0]
+    from scipy.sparse.linalg import svds
+
+    return svds(matrix, k=1, random_state=0)[2][0]
+
+
+def truncated_svd_variance_ratio(matrix: np.ndarray, weights: np.ndarray | None = None) -> float:
     """Share of column variance along the top right singular vector of the uncentered rows.
 
-    This is ``sklearn.decomposition.TruncatedSVD(1).fit(matrix).explained_variance_ratio_[0]``
-    computed exactly: var(X v₁) / Σ_j var(X_j), variances over rows. The paper's published
-    "variance explained for random words" used this estimator, which is not σ₁²/Σσ².
+    This is ``sklearn.decomposition.TruncatedSVD(k).fit(X).explained_variance_ratio_[0]``
+    computed exactly: var(X v₁) / Σ_j var(X_j), variances over rows, v₁ the top right
+    singular vector of the uncentered X. The paper's code used it for its per-word
+    "variance explained" and its baseline; it is not σ₁²/Σσ² (Definition 3) and is at most
+    the centered PCA share. `weights`: row repetitions, as if row i appeared weights[i] times.
     """
     matrix = np.asarray(matrix, dtype=np.float64)
-    direction = np.linalg.svd(matrix, full_matrices=False)[2][0]
-    return float(np.var(matrix @ direction) / np.var(matrix, axis=0).sum())
+    weights = np.ones(len(matrix)) if weights is None else np.asarray(weights, dtype=np.float64)
+    direction = _top_right_singular_vector(matrix * np.sqrt(weights)[:, None])
+    return float(_variance_ratio_along(matrix[None], weights[None], direction[None])[0])

@@ -3,10 +3,14 @@
 A model is named by a Hugging Face hub id (``bert-base-cased``), a local directory, or
 ``package:<module>/<dir>`` for weights an installed Python package ships. Loading never
 enables remote code unless the model's config says ``trust_remote_code: true``.
+
+A model's *units* are words (the occurrence index's words, each pooled from its subwords)
+or its own subword tokens (``units: subword``, as the paper did for BERT's WordPiece).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,7 @@ from contextuality.corpus import resolve_data_path
 from contextuality.errors import ModelLoadError
 
 POOLINGS = ("mean", "first", "last")
+UNITS = ("word", "subword")
 LOADERS = ("transformers", "elmo")
 LONG_SENTENCE_MODES = ("truncate", "window")
 SCHEDULING_KEYS = frozenset({"gpus"})
@@ -29,6 +34,7 @@ class ModelSpec:
     source: str
     revision: str | None = None
     loader: str = "transformers"
+    units: str = "word"
     layers: tuple[int, ...] | None = None
     pooling: str = "mean"
     add_bos: bool = False
@@ -57,6 +63,8 @@ class ModelSpec:
             raise ValueError(f"model {name}: long_sentences must be one of {LONG_SENTENCE_MODES}")
         if values.get("loader", "transformers") not in LOADERS:
             raise ValueError(f"model {name}: loader must be one of {LOADERS}")
+        if values.get("units", "word") not in UNITS:
+            raise ValueError(f"model {name}: units must be one of {UNITS}")
         return cls(name=name, **values)
 
     def settings(self) -> dict[str, Any]:
@@ -68,6 +76,15 @@ class ModelSpec:
         settings = asdict(self)
         del settings["name"]
         return settings
+
+
+def tokenizer_key(spec: ModelSpec) -> str:
+    """Name of the subword index of `spec`'s tokenizer, safe as a path component.
+
+    Models with the same source and revision share one subword index.
+    """
+    key = re.sub(r"[^A-Za-z0-9._-]+", "_", spec.source).strip("_.")
+    return f"{key}@{spec.revision}" if spec.revision else key
 
 
 def model_location(spec: ModelSpec) -> str:
@@ -148,8 +165,9 @@ def _is_byte_level(tokenizer: Any) -> bool:
 
 
 def load_tokenizer(spec: ModelSpec) -> Any:
-    """The model's fast tokenizer; byte-level BPE ones get ``add_prefix_space`` so that
-    pre-split words are tokenized as space-separated words, as in running text."""
+    """The model's fast tokenizer. For word units, byte-level BPE ones get
+    ``add_prefix_space`` so that pre-split words are tokenized as space-separated words, as
+    in running text; subword units tokenize the running text as the tokenizer is set up."""
     _require_transformers_loader(spec)
     from transformers import AutoTokenizer
 
@@ -157,7 +175,8 @@ def load_tokenizer(spec: ModelSpec) -> Any:
     location = model_location(spec)
     try:
         tokenizer = AutoTokenizer.from_pretrained(location, **options)
-        if _is_byte_level(tokenizer) and not getattr(tokenizer, "add_prefix_space", False):
+        prefix_space = getattr(tokenizer, "add_prefix_space", False)
+        if spec.units == "word" and _is_byte_level(tokenizer) and not prefix_space:
             tokenizer = AutoTokenizer.from_pretrained(location, add_prefix_space=True, **options)
     except (OSError, ValueError) as error:
         raise _load_error(spec, "tokenizer", error) from error

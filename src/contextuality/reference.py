@@ -2,11 +2,14 @@
 
 Ethayarajh's code (github.com/kawine/contextual, commit c10c992) publishes, for BERT,
 GPT-2 and ELMo over STS 2012–2016, per-layer statistics and per-word tables. They are not
-adjusted for anisotropy and use other estimators than ours: sampled pairs for SelfSim,
-1,000 sampled sentences for IntraSim, 1,000 sampled occurrences for the cosine baseline,
-scikit-learn's TruncatedSVD ratio for random words, centered PCA per word. The comparison
-sets each published value beside ours computed the same way, and correlates the per-word
-values over the words both runs index.
+adjusted for anisotropy, and they come from the paper's estimators, not from its
+definitions: SelfSim over ≤ 1,000 sampled pairs of a word's listed occurrences, IntraSim
+and the cosine baseline from 1,000 sampled sentences with one word each, and, per word and
+for the random words, scikit-learn's TruncatedSVD variance ratio (the variance-explained
+files were written at the repository's first commit, 84d2f97, by ``TruncatedSVD`` and never
+regenerated after the code switched to PCA). The comparison sets each published value
+beside this run's value from the same estimator (``[paper]`` and ``[truncated_svd]``
+measures), and correlates the per-word values over the words both runs index.
 """
 
 from __future__ import annotations
@@ -25,22 +28,31 @@ URL = f"https://raw.githubusercontent.com/kawine/contextual/{COMMIT}/{{path}}"
 MODELS = ("bert", "gpt2", "elmo")
 FILES = ("embedding_space_stats.json", "self_similarity.csv", "variance_explained.csv")
 
-# Published layer statistic → (our measure in the summary table, what both estimate).
+# Published layer statistic → (our measure, its column in the summary table, the estimator).
 LAYER_STATISTICS = {
-    "mean cosine similarity between sentence and words": ("intrasim", "IntraSim, raw"),
+    "mean cosine similarity between sentence and words": (
+        "intrasim[paper]",
+        "raw",
+        "IntraSim, raw, mean over 1,000 sampled sentences",
+    ),
     "mean cosine similarity across words": (
-        "anisotropy[sampled]",
-        "cosine of random words, 1,000 sampled",
+        "anisotropy[paper]",
+        "raw",
+        "cosine of random words, one from each of 1,000 sampled sentences",
     ),
     "variance explained for random words": (
         "mev[truncated_svd]",
-        "TruncatedSVD ratio of 1,000 random words",
+        "baseline",
+        "TruncatedSVD ratio of those random words",
     ),
 }
-# Published per-word table → (our per-word column, what both estimate).
+# Published per-word table → (our per-word column, the estimator).
 WORD_TABLES = {
-    "self_similarity.csv": ("selfsim", "SelfSim per word, raw"),
-    "variance_explained.csv": ("mev_centered", "centered PCA share per word"),
+    "self_similarity.csv": (
+        "selfsim_paper",
+        "SelfSim over pairs of listed occurrences (published: ≤ 1,000 sampled)",
+    ),
+    "variance_explained.csv": ("mev_truncated_svd", "TruncatedSVD ratio per word"),
 }
 
 
@@ -97,14 +109,14 @@ def compare(
     published_dir = Path(published_dir)
     rows = []
     layer_statistics = read_layer_statistics(published_dir / "embedding_space_stats.json")
-    ours = summary.set_index(["measure", "layer"])["raw"]
+    ours = summary.set_index(["measure", "layer"])
     for item in layer_statistics.itertuples():
         if item.statistic not in LAYER_STATISTICS:
             continue
-        measure, estimator = LAYER_STATISTICS[item.statistic]
+        measure, column, estimator = LAYER_STATISTICS[item.statistic]
         if (measure, item.layer) not in ours.index:
             continue  # a layer this run did not extract
-        value = ours[(measure, item.layer)]
+        value = ours.loc[(measure, item.layer), column]
         rows.append(
             {
                 "layer": item.layer,

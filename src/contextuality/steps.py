@@ -7,6 +7,7 @@ these, so a step behaves the same inside and outside the workflow.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import os
@@ -21,9 +22,30 @@ from contextuality import benchmarks, reference
 from contextuality import corpus as corpus_io
 from contextuality.analysis import MeasureSettings, context_specific_words, measure_layer
 from contextuality.errors import InputDataError, NumericOverflowError
+from contextuality.extract import (
+    SentenceUnits,
+    encode_running_text,
+    extract_to_shards,
+    subword_inputs,
+    subword_units,
+    word_inputs,
+)
 from contextuality.figures import FIGURES, plot_figure, plot_reference, plot_word_benchmarks
-from contextuality.index import build_occurrence_index, corpus_checksum, index_checksum
-from contextuality.models import ModelSpec, load_model, selected_layers
+from contextuality.index import (
+    IndexSettings,
+    OccurrenceIndex,
+    build_occurrence_index,
+    corpus_checksum,
+    index_checksum,
+)
+from contextuality.models import (
+    LoadedModel,
+    ModelSpec,
+    load_model,
+    load_tokenizer,
+    selected_layers,
+    tokenizer_key,
+)
 from contextuality.provenance import (
     config_hash,
     provenance_record,
@@ -34,7 +56,7 @@ from contextuality.provenance import (
 from contextuality.shards import load_shard
 from contextuality.static import static_vectors, write_word2vec_text
 from contextuality.tables import read_parquet, read_provenance, write_parquet, write_tsv
-from contextuality.words import split_words
+from contextuality.words import tokenize_sentences
 
 PathLike = str | os.PathLike
 log = logging.getLogger(__name__)
@@ -53,12 +75,16 @@ def build_sentences(
     sources: the STS archives in ``settings["sts"]["years"]`` order, or the one text file.
     """
     if settings["source"] == "sts":
-        years = settings["sts"]["years"]
+        sts = settings["sts"]
         sentences, checksums = [], {}
-        for year, archive in zip(years, sources, strict=True):
+        for year, archive in zip(sts["years"], sources, strict=True):
             pairs, member_checksums = corpus_io.read_sts_archive(
-                archive, year, settings["sts"]["verify_checksums"]
+                archive, year, sts["verify_checksums"]
             )
+            if sts.get("scored_only", False):
+                scored = [pair for pair in pairs if pair.gold is not None]
+                log.info("STS %d: %d of %d pairs have a gold score", year, len(scored), len(pairs))
+                pairs = scored
             sentences.extend(corpus_io.sts_sentences(pairs))
             checksums.update(member_checksums)
     else:
@@ -78,24 +104,22 @@ def build_sentences(
     log.info("%d unique sentences from %d read", len(table), len(sentences))
 
 
-def build_index(
-    sentences_path: PathLike,
-    min_contexts: int,
-    lowercase: bool,
-    occurrences_path: PathLike,
-    vocab_path: PathLike,
-    summary_path: PathLike,
+def _write_index(
+    index: OccurrenceIndex,
+    texts: list[str],
+    units: dict[str, Any],
+    settings: IndexSettings,
+    outputs: tuple[PathLike, PathLike, PathLike],
 ) -> None:
-    """Occurrence index, vocabulary and a JSON summary with the index checksums."""
-    texts = read_parquet(sentences_path)["text"].tolist()
-    index = build_occurrence_index(texts, min_contexts=min_contexts, lowercase=lowercase)
+    """Write an index's occurrences, vocabulary and JSON summary, each with provenance."""
+    occurrences_path, vocab_path, summary_path = outputs
     summary = provenance_record(
         step="index",
+        units=units,
         corpus_checksum=corpus_checksum(texts),
         index_checksum=index_checksum(index.occurrences),
-        config_hash=config_hash({"min_contexts": min_contexts, "lowercase": lowercase}),
-        min_contexts=min_contexts,
-        lowercase=lowercase,
+        config_hash=config_hash({**settings.as_dict(), "units": units}),
+        **settings.as_dict(),
         n_sentences=len(texts),
         n_occurrences=len(index.occurrences),
         n_words=len(index.vocab),
@@ -106,6 +130,49 @@ def build_index(
     write_json(summary_path, summary)
 
 
+def build_index(
+    sentences_path: PathLike,
+    settings: IndexSettings,
+    occurrences_path: PathLike,
+    vocab_path: PathLike,
+    summary_path: PathLike,
+) -> None:
+    """Word occurrence index (words by ``settings.tokenizer``), vocabulary and a JSON summary
+    with the index checksums."""
+    table = read_parquet(sentences_path)
+    texts = table["text"].tolist()
+    words = tokenize_sentences(texts, settings.tokenizer)
+    index = build_occurrence_index(words, settings, table["n_copies"].to_numpy())
+    units = {"kind": "word", "tokenizer": settings.tokenizer}
+    _write_index(index, texts, units, settings, (occurrences_path, vocab_path, summary_path))
+
+
+def build_subword_index(
+    sentences_path: PathLike,
+    name: str,
+    model_settings: dict[str, Any],
+    settings: IndexSettings,
+    occurrences_path: PathLike,
+    vocab_path: PathLike,
+    summary_path: PathLike,
+) -> None:
+    """Occurrence index whose units are the subwords of model `name`'s tokenizer (the
+    running text's content tokens), for models with ``units: subword``.
+
+    Only the tokenizer is loaded. ``settings.lowercase`` does not apply: a unit must be the
+    token the model sees.
+    """
+    spec = ModelSpec.from_config(name, model_settings)
+    tokenizer = load_tokenizer(spec)
+    table = read_parquet(sentences_path)
+    texts = table["text"].tolist()
+    units = subword_units(tokenizer, encode_running_text(tokenizer, texts))
+    settings = dataclasses.replace(settings, lowercase=False)
+    index = build_occurrence_index(units, settings, table["n_copies"].to_numpy())
+    described = {"kind": "subword", "tokenizer": tokenizer_key(spec), "source": spec.source}
+    _write_index(index, texts, described, settings, (occurrences_path, vocab_path, summary_path))
+
+
 def _device(requested: str) -> str:
     import torch
 
@@ -114,10 +181,49 @@ def _device(requested: str) -> str:
     return requested
 
 
+def _units_matching_index(
+    loaded: LoadedModel,
+    sentences: list[str],
+    occurrences_path: PathLike,
+    index_summary_path: PathLike,
+) -> SentenceUnits:
+    """The model's units of every sentence, checked unit by unit against the occurrence index
+    (a word index for word units, this tokenizer's subword index for subword units), so that
+    shard row i is occurrence i."""
+    index_summary = read_json(index_summary_path)
+    described = index_summary.get("units", {})
+    expected_kind = "subword" if loaded.spec.units == "subword" else "word"
+    if described.get("kind") != expected_kind:
+        raise InputDataError(
+            f"model {loaded.spec.name} has {expected_kind} units but {index_summary_path} "
+            f"indexes {described.get('kind', 'unknown')} units"
+        )
+    occurrences = read_parquet(occurrences_path)
+    indexed = occurrences.groupby("sentence_id", sort=True)["word"].agg(list)
+    if expected_kind == "subword":
+        encodings = encode_running_text(loaded.tokenizer, sentences)
+        found = subword_units(loaded.tokenizer, encodings)
+        units = subword_inputs(loaded, encodings)
+    else:
+        found = tokenize_sentences(sentences, described["tokenizer"])
+        units = word_inputs(loaded, found)
+        if index_summary.get("lowercase", False):
+            found = [[word.lower() for word in words] for words in found]
+    for sentence_id, words in enumerate(found):
+        if words != indexed.get(sentence_id, []):
+            raise InputDataError(
+                f"sentence {sentence_id}: {index_summary_path} indexes "
+                f"{indexed.get(sentence_id, [])} but model {loaded.spec.name} finds {words}; "
+                "rebuild the occurrence index"
+            )
+    return units
+
+
 def extract_model(
     name: str,
     settings: dict[str, Any],
     sentences_path: PathLike,
+    occurrences_path: PathLike,
     index_summary_path: PathLike,
     shard_paths: dict[int, PathLike],
     meta_path: PathLike,
@@ -126,13 +232,14 @@ def extract_model(
 ) -> dict[str, Any]:
     """Extract the configured layers of one model into shards and write its meta.json.
 
-    With ``storage_dtype: auto`` values are stored as float16 unless some value overflows
-    it, in which case the whole model is re-extracted as float32 and the log says so.
+    occurrences_path, index_summary_path: the occurrence index the shards align with, the
+    word index or (``units: subword``) the model's subword index; the model's units are
+    checked against it sentence by sentence before the forward pass. With
+    ``storage_dtype: auto`` values are stored as float16 unless some value overflows it, in
+    which case the whole model is re-extracted as float32 and the log says so.
     """
     import torch
     import transformers
-
-    from contextuality.extract import extract_to_shards
 
     torch.set_num_threads(max(1, threads))
     spec = ModelSpec.from_config(name, settings)
@@ -143,13 +250,8 @@ def extract_model(
             f"{sentences_path} is not the sentence table that {index_summary_path} was built "
             "from; rebuild the occurrence index"
         )
-    n_words = sum(len(split_words(sentence)) for sentence in sentences)
-    if n_words != index_summary["n_occurrences"]:
-        raise InputDataError(
-            f"{index_summary_path} counts {index_summary['n_occurrences']} words but this "
-            f"version of the word tokenizer finds {n_words}; rebuild the occurrence index"
-        )
     loaded = load_model(spec, _device(spec.device))
+    units = _units_matching_index(loaded, sentences, occurrences_path, index_summary_path)
     layers = selected_layers(spec, loaded.n_layers)
     if set(layers) != set(shard_paths):
         raise ValueError(f"model {name}: shard paths for {sorted(shard_paths)}, layers {layers}")
@@ -176,7 +278,7 @@ def extract_model(
         try:
             report = extract_to_shards(
                 loaded,
-                sentences,
+                units,
                 layers,
                 shard_paths,
                 {**attributes, "dtype": dtype},
@@ -203,22 +305,30 @@ def extract_model(
 
 def measure_shard(
     shard_path: PathLike,
+    sentences_path: PathLike,
     occurrences_path: PathLike,
     vocab_path: PathLike,
     index_summary_path: PathLike,
     settings: dict[str, Any],
     words_path: PathLike,
-    sentences_path: PathLike,
+    sentence_measures_path: PathLike,
     summary_path: PathLike,
     transform: str = "none",
     model_settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """All measures of one shard: per-word and per-sentence tables and a JSON summary.
 
+    sentences_path: the sentence table, whose ``n_copies`` the paper's estimators use.
     With `model_settings` (the model's config section, defaults filled in) a shard
     extracted with other settings is refused rather than measured.
     """
     index_summary = read_json(index_summary_path)
+    sentence_table = read_parquet(sentences_path)
+    if corpus_checksum(sentence_table["text"].tolist()) != index_summary["corpus_checksum"]:
+        raise InputDataError(
+            f"{sentences_path} is not the sentence table that {index_summary_path} was built "
+            "from; rebuild the occurrence index"
+        )
     occurrences = read_parquet(occurrences_path)
     vocab = read_parquet(vocab_path)
     expected = None
@@ -234,7 +344,8 @@ def measure_shard(
     if transform != "none":
         raise ValueError(f"transform '{transform}' is not available")
     measure_settings = MeasureSettings(**settings)
-    result = measure_layer(vectors, occurrences, vocab, measure_settings)
+    copies = sentence_table["n_copies"].to_numpy()
+    result = measure_layer(vectors, occurrences, vocab, measure_settings, copies)
     provenance = provenance_record(
         step="measures",
         model=attributes["model"],
@@ -250,7 +361,7 @@ def measure_shard(
         config_hash=config_hash(settings),
     )
     write_parquet(result.words, words_path, provenance)
-    write_parquet(result.sentences, sentences_path, provenance)
+    write_parquet(result.sentences, sentence_measures_path, provenance)
     summary = {**provenance, **result.summary}
     write_json(summary_path, summary)
     return summary
@@ -412,21 +523,40 @@ def fetch_benchmarks(
         benchmarks.fetch_benchmark_file(relative, destination, mirror)
 
 
+def shared_vocabulary(vocab_path: PathLike) -> set[str]:
+    """The paper protocol's common vocabulary: the lowercased indexed words of a word index
+    (the paper used its ELMo index: spaCy words, punctuation dropped)."""
+    vocab = read_parquet(vocab_path)
+    return {word.lower() for word in vocab.loc[vocab["indexed"], "word"]}
+
+
 def score_static_vectors(
     vectors_path: PathLike,
     data_root: PathLike,
     settings: dict[str, Any],
     labels: dict[str, Any],
     output: PathLike,
+    vocab_path: PathLike | None = None,
 ) -> pd.DataFrame:
     """Score one static embedding file on the configured word benchmarks.
 
     settings: config ``static`` (benchmarks, lowercase, oov). labels: what the vectors are
-    (model, method, layer, source), repeated on every row of the output table.
+    (model, method, layer, source, protocol), repeated on every row of the output table.
+    Under the ``paper`` protocol the vectors are trimmed to `shared_vocabulary` of the word
+    index at `vocab_path`. The table's provenance is written to ``<output>.json``.
     """
+    protocol = labels["protocol"]
+    if protocol == "paper" and vocab_path is None:
+        raise ValueError("the paper protocol needs the word index's vocabulary (vocab_path)")
     vectors = benchmarks.WordVectors.from_word2vec_text(vectors_path)
     table = benchmarks.score_benchmarks(
-        vectors, data_root, settings["benchmarks"], settings["lowercase"], settings["oov"]
+        vectors,
+        data_root,
+        settings["benchmarks"],
+        settings["lowercase"],
+        settings["oov"],
+        protocol=protocol,
+        shared_vocabulary=shared_vocabulary(vocab_path) if protocol == "paper" else None,
     )
     for position, (key, value) in enumerate(labels.items()):
         table.insert(position, key, value)
@@ -439,7 +569,7 @@ def quoted_table1() -> pd.DataFrame:
     text = resources.files("contextuality").joinpath("data/paper_table1.tsv").read_text()
     quoted = pd.read_csv(io.StringIO(text), sep="\t", comment="#", dtype={"layer": "Int64"})
     long = quoted.melt(id_vars=["model", "layer"], var_name="benchmark", value_name="value")
-    return long.assign(method="pc1", source="quoted: Ethayarajh (2019) Table 1")
+    return long.assign(method="pc1", source="quoted: Ethayarajh (2019) Table 1", protocol="paper")
 
 
 def word_benchmarks_table(
@@ -447,12 +577,13 @@ def word_benchmarks_table(
 ) -> pd.DataFrame:
     """All static-embedding scores in one table (with the paper's quoted rows), and a heatmap.
 
-    Columns: source, model, method, layer, benchmark, metric, value, coverage, n.
+    Columns: source, protocol, model, method, layer, benchmark, metric, value, coverage, n.
     """
     scores = [pd.read_csv(path, sep="\t", dtype={"layer": "Int64"}) for path in score_paths]
     table = pd.concat([*scores, quoted_table1()], ignore_index=True)
     columns = [
         "source",
+        "protocol",
         "model",
         "method",
         "layer",

@@ -1,22 +1,63 @@
-"""The deterministic word tokenizer that defines what a "word" is everywhere downstream.
+"""Word tokenizers: what a "word" is everywhere downstream of the occurrence index.
 
-Rule, applied left to right to a normalized sentence (the longest match wins at each place):
+``regex`` (the default), applied left to right to a normalized sentence (the longest match
+wins at each place):
 
 1. a number with internal separators: ``1,650``, ``0.11``, ``4:00`` (``\\d+([.,:]\\d+)+``);
 2. a run of letters, digits and underscores, with internal apostrophes or hyphens kept:
    ``don't``, ``drive-ins``, ``O'Brien`` (``\\w+(['’-]\\w+)*``);
 3. any other single non-space character, so punctuation is split off: ``,`` ``.`` ``"``.
 
+``spacy``: spaCy's rule-based English tokenizer (``spacy.blank("en")``, no statistical
+model), which the paper's code used: it splits clitics (``ca`` ``n't``, ``it`` ``'s``) and
+keeps abbreviations whole (``U.S.``).
+
 Case is kept (the paper's models are cased); lowercasing is a separate option of the index.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
+from collections.abc import Sequence
+from typing import Any
 
 WORD_PATTERN = re.compile(r"\d+(?:[.,:]\d+)+|\w+(?:['’\-]\w+)*|[^\w\s]")
+WORD_TOKENIZERS = ("regex", "spacy")
 
 
 def split_words(sentence: str) -> list[str]:
-    """Split one normalized sentence into words by the rule in this module's docstring."""
+    """Split one normalized sentence into words by the ``regex`` rule of this module."""
     return WORD_PATTERN.findall(sentence)
+
+
+@functools.cache
+def _spacy_tokenizer() -> Any:
+    import spacy
+
+    return spacy.blank("en").tokenizer
+
+
+def tokenize_sentences(sentences: Sequence[str], tokenizer: str = "regex") -> list[list[str]]:
+    """The words of each sentence by `tokenizer` (one of WORD_TOKENIZERS).
+
+    spaCy's whitespace tokens (it keeps runs of extra spaces as tokens) are dropped.
+    """
+    if tokenizer == "regex":
+        return [split_words(sentence) for sentence in sentences]
+    if tokenizer == "spacy":
+        return [
+            [token.text for token in document if not token.is_space]
+            for document in _spacy_tokenizer().pipe(sentences, batch_size=1000)
+        ]
+    raise ValueError(f"word tokenizer must be one of {WORD_TOKENIZERS}, not {tokenizer!r}")
+
+
+def is_punctuation(word: str) -> bool:
+    """True when every character is Unicode punctuation (category P*), as spaCy's
+    ``is_punct``, which the paper's code used to keep punctuation out of its index.
+
+    ``.``, ``--``, ``"`` and ``%`` are punctuation; ``$``, ``+``, ``'s`` and ``##s`` are not.
+    """
+    return bool(word) and all(unicodedata.category(character)[0] == "P" for character in word)

@@ -16,7 +16,7 @@ from contextuality.benchmarks import BENCHMARKS
 from contextuality.corpus import resolve_data_path, sts_archive_name
 from contextuality.errors import ContextualityError
 from contextuality.figures import FIGURES
-from contextuality.models import ModelSpec, selected_layers
+from contextuality.models import ModelSpec, selected_layers, tokenizer_key
 from contextuality.reference import FILES
 
 
@@ -54,6 +54,46 @@ def corpus_inputs(config: dict[str, Any]) -> list[str]:
     if corpus["source"] == "sts":
         return [f"resources/sts/{sts_archive_name(year)}" for year in corpus["sts"]["years"]]
     return [str(resolve_data_path(corpus["text"]["path"]))]
+
+
+WORD_INDEX = "results/corpus"
+INDEX_FILES = {
+    "occurrences": "occurrences.parquet",
+    "vocab": "vocab.parquet",
+    "index": "index.json",
+}
+TOKENIZER_SETTINGS = ("source", "revision", "trust_remote_code", "units")
+
+
+def index_directory(config: dict[str, Any], model: str | None = None) -> str:
+    """Where the occurrence index that `model`'s shards align with lives: the word index,
+    or for ``units: subword`` its tokenizer's subword index (shared by models with the same
+    tokenizer source and revision)."""
+    if model is None:
+        return WORD_INDEX
+    spec = ModelSpec.from_config(model, config["models"][model])
+    return WORD_INDEX if spec.units == "word" else f"{WORD_INDEX}/subwords/{tokenizer_key(spec)}"
+
+
+def index_files(config: dict[str, Any], model: str | None = None) -> dict[str, str]:
+    """The occurrences, vocabulary and summary (``index``) files of `index_directory`."""
+    directory = index_directory(config, model)
+    return {name: f"{directory}/{file}" for name, file in INDEX_FILES.items()}
+
+
+def subword_tokenizers(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each subword index key → the tokenizer settings (source, revision, remote code) of the
+    first model that uses it; only these settings, so that editing another setting of a
+    model does not rebuild its index."""
+    tokenizers: dict[str, dict[str, Any]] = {}
+    for model in model_names(config):
+        spec = ModelSpec.from_config(model, config["models"][model])
+        if spec.units == "subword":
+            settings = spec.settings()
+            tokenizers.setdefault(
+                tokenizer_key(spec), {name: settings[name] for name in TOKENIZER_SETTINGS}
+            )
+    return tokenizers
 
 
 def shard_paths(config: dict[str, Any], model: str) -> list[str]:
@@ -104,26 +144,34 @@ def benchmark_files(config: dict[str, Any]) -> list[str]:
 
 
 def static_score_paths(config: dict[str, Any]) -> list[str]:
-    """Score tables of every static embedding: each model, method and layer, and each
-    comparison embedding named in config."""
+    """Score tables of every static embedding under every configured protocol: each model,
+    method and layer, and each comparison embedding named in config."""
+    static = config["static"]
     return [
-        f"results/static/{model}/{method}/layer_{layer}.scores.tsv"
+        f"results/static/{model}/{method}/layer_{layer}.{protocol}.scores.tsv"
+        for protocol in static["protocols"]
         for model in model_names(config)
-        for method in config["static"]["methods"]
+        for method in static["methods"]
         for layer in model_layers(config, model)
-    ] + [f"results/static/compare/{name}.scores.tsv" for name in config["static"]["compare"]]
+    ] + [
+        f"results/static/compare/{name}.{protocol}.scores.tsv"
+        for protocol in static["protocols"]
+        for name in static["compare"]
+    ]
 
 
 def static_labels(wildcards: dict[str, str]) -> dict[str, Any]:
     """Label columns of a score table, from the wildcards of its rule."""
     if "name" in wildcards:
-        return {"source": "compare", "model": wildcards["name"], "method": "", "layer": None}
-    return {
-        "source": "this run",
-        "model": wildcards["model"],
-        "method": wildcards["method"],
-        "layer": int(wildcards["layer"]),
-    }
+        labels = {"source": "compare", "model": wildcards["name"], "method": "", "layer": None}
+    else:
+        labels = {
+            "source": "this run",
+            "model": wildcards["model"],
+            "method": wildcards["method"],
+            "layer": int(wildcards["layer"]),
+        }
+    return {**labels, "protocol": wildcards["protocol"]}
 
 
 def final_outputs(config: dict[str, Any]) -> list[str]:

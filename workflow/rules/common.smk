@@ -1,3 +1,5 @@
+import re
+
 from snakemake.utils import validate
 
 from contextuality import workflow as ctx
@@ -10,6 +12,7 @@ validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 
 wildcard_constraints:
     model="|".join(ctx.model_names(config)),
+    tokenizer="|".join(map(re.escape, ctx.subword_tokenizers(config))),
     transform="|".join(config["measures"]["transforms"]),
     layer=r"\d+",
     year=r"\d{4}",
@@ -25,6 +28,21 @@ def get_corpus_inputs(wildcards):
 
 def get_sts_mirror():
     return config["corpus"]["sts"]["mirror"]
+
+
+def get_index_files(wildcards):
+    return ctx.index_files(config, wildcards.model)
+
+
+def get_tokenizer_settings(wildcards):
+    return ctx.subword_tokenizers(config)[wildcards.tokenizer]
+
+
+def get_subword_index_settings():
+    return {
+        key: config["index"][key]
+        for key in ("min_contexts", "exclude_punctuation", "count_by")
+    }
 
 
 def get_model_settings(model):

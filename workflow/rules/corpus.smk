@@ -41,3 +41,21 @@ rule occurrence_index:
         index=config["index"],
     script:
         "../scripts/occurrence_index.py"
+
+
+rule subword_index:
+    input:
+        "results/corpus/sentences.parquet",
+    output:
+        occurrences="results/corpus/subwords/{tokenizer}/occurrences.parquet",
+        vocab="results/corpus/subwords/{tokenizer}/vocab.parquet",
+        summary="results/corpus/subwords/{tokenizer}/index.json",
+    log:
+        "logs/corpus/subwords/{tokenizer}.log",
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        tokenizer=get_tokenizer_settings,
+        index=get_subword_index_settings(),
+    script:
+        "../scripts/subword_index.py"

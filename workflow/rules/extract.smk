@@ -7,7 +7,8 @@ for model in ctx.model_names(config):
             f"extract_{model}"
         input:
             sentences="results/corpus/sentences.parquet",
-            index="results/corpus/index.json",
+            occurrences=ctx.index_files(config, model)["occurrences"],
+            index=ctx.index_files(config, model)["index"],
         output:
             shards=ctx.shard_paths(config, model),
             meta=f"results/embeddings/{model}/meta.json",

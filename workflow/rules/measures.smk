@@ -1,9 +1,8 @@
 rule measure_layer:
     input:
+        unpack(get_index_files),
         shard="results/embeddings/{model}/layer_{layer}.h5",
-        occurrences="results/corpus/occurrences.parquet",
-        vocab="results/corpus/vocab.parquet",
-        index="results/corpus/index.json",
+        sentences="results/corpus/sentences.parquet",
     output:
         words="results/measures/{model}/{transform}/layer_{layer}.parquet",
         sentences="results/measures/{model}/{transform}/layer_{layer}.sentences.parquet",

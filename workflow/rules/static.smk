@@ -13,10 +13,8 @@ rule download_benchmarks:
 
 rule static_vectors:
     input:
+        unpack(get_index_files),
         shard="results/embeddings/{model}/layer_{layer}.h5",
-        occurrences="results/corpus/occurrences.parquet",
-        vocab="results/corpus/vocab.parquet",
-        index="results/corpus/index.json",
     output:
         vectors="results/static/{model}/{method}/layer_{layer}.txt",
         sidecar="results/static/{model}/{method}/layer_{layer}.txt.json",
@@ -36,12 +34,14 @@ rule score_static:
     input:
         vectors="results/static/{model}/{method}/layer_{layer}.txt",
         benchmarks=get_benchmark_files,
+        vocab="results/corpus/vocab.parquet",
     output:
-        "results/static/{model}/{method}/layer_{layer}.scores.tsv",
+        "results/static/{model}/{method}/layer_{layer}.{protocol}.scores.tsv",
     log:
-        "logs/static/{model}/{method}/layer_{layer}.scores.log",
+        "logs/static/{model}/{method}/layer_{layer}.{protocol}.scores.log",
     wildcard_constraints:
         method="pc1|mean",
+        protocol="standard|paper",
     conda:
         "../envs/contextuality.yaml"
     params:
@@ -54,10 +54,13 @@ rule score_comparison:
     input:
         vectors=get_comparison_vectors,
         benchmarks=get_benchmark_files,
+        vocab="results/corpus/vocab.parquet",
     output:
-        "results/static/compare/{name}.scores.tsv",
+        "results/static/compare/{name}.{protocol}.scores.tsv",
     log:
-        "logs/static/compare/{name}.log",
+        "logs/static/compare/{name}.{protocol}.log",
+    wildcard_constraints:
+        protocol="standard|paper",
     conda:
         "../envs/contextuality.yaml"
     params:

@@ -9,6 +9,7 @@ run_step(
         snakemake.params.model,
         snakemake.params.settings,
         snakemake.input.sentences,
+        snakemake.input.occurrences,
         snakemake.input.index,
         dict(zip(snakemake.params.layers, snakemake.output.shards, strict=True)),
         snakemake.output.meta,

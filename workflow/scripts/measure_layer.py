@@ -7,6 +7,7 @@ run_step(
     snakemake.log[0],
     lambda: steps.measure_shard(
         snakemake.input.shard,
+        snakemake.input.sentences,
         snakemake.input.occurrences,
         snakemake.input.vocab,
         snakemake.input.index,

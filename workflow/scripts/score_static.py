@@ -11,5 +11,6 @@ run_step(
         snakemake.params.settings,
         static_labels(dict(snakemake.wildcards)),
         snakemake.output[0],
+        snakemake.input.vocab,
     ),
 )
