@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
@@ -45,25 +43,25 @@ def layer_data():
     return index, vectors
 
 
+def _pair_cosines(vectors):
+    """Cosine of every ordered pair of rows, as a matrix."""
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return unit @ unit.T
+
+
 def _brute_selfsim(vectors, occurrences, word):
-    rows = occurrences.index[occurrences["word"] == word]
-    sentence = occurrences["sentence_id"].to_numpy()
-    pairs = [
-        _cosine(vectors[j], vectors[k])
-        for j, k in itertools.permutations(rows, 2)
-        if sentence[j] != sentence[k]
-    ]
-    return np.mean(pairs)
+    """Mean cosine over ordered pairs of the word's occurrences in different sentences."""
+    rows = occurrences.index[occurrences["word"] == word].to_numpy()
+    sentence = occurrences["sentence_id"].to_numpy()[rows]
+    different = sentence[:, None] != sentence[None, :]
+    return _pair_cosines(vectors[rows])[different].mean()
 
 
 def _brute_baseline(vectors, occurrences):
+    """Mean cosine over all ordered pairs of occurrences in different sentences."""
     sentence = occurrences["sentence_id"].to_numpy()
-    pairs = [
-        _cosine(vectors[j], vectors[k])
-        for j, k in itertools.permutations(range(len(vectors)), 2)
-        if sentence[j] != sentence[k]
-    ]
-    return np.mean(pairs)
+    different = sentence[:, None] != sentence[None, :]
+    return _pair_cosines(vectors)[different].mean()
 
 
 def test_words_and_summary_match_brute_force(layer_data):
@@ -246,3 +244,86 @@ def test_paper_sampled_statistics_on_sentences_of_one_vector_each():
 )
 def test_word_class(word, expected):
     assert word_class(word) == expected
+
+
+def _synthetic_layer(n_sentences=400, seed=5):
+    """A corpus of random sentences over stopwords, content words and punctuation, with
+    vectors that share a direction per word plus noise."""
+    rng = np.random.default_rng(seed)
+    vocabulary = ["the", "of", "and", "it", "bank", "river", "money", "dog", "cat", "run", ","]
+    sentences = [
+        " ".join(rng.choice(vocabulary, size=rng.integers(2, 9))) for _ in range(n_sentences)
+    ]
+    units = [split_words(sentence) for sentence in sentences]
+    index = build_occurrence_index(units, IndexSettings(min_contexts=5))
+    word_direction = rng.normal(size=(len(index.vocab), 12))
+    vectors = word_direction[index.occurrences["word_id"].to_numpy()] * rng.uniform(0.2, 1.0)
+    vectors = vectors + rng.normal(size=vectors.shape) + 0.7
+    return index, vectors
+
+
+def test_word_classes_frequency_and_intervals_match_independent_computations():
+    from scipy.stats import spearmanr
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    index, vectors = _synthetic_layer()
+    settings = MeasureSettings(bootstrap_resamples=400, seed=4)
+    result = measure_layer(vectors, index.occurrences, index.vocab, settings)
+    measures = result.summary["measures"]
+    occurrences = index.occurrences
+    selfsim = {
+        word: _brute_selfsim(vectors, occurrences, word)
+        for word in index.vocab.loc[index.vocab["indexed"], "word"]
+    }
+    baseline = _brute_baseline(vectors, occurrences)
+    stopwords = [value for word, value in selfsim.items() if word in ENGLISH_STOP_WORDS]
+    content = [
+        value
+        for word, value in selfsim.items()
+        if word not in ENGLISH_STOP_WORDS and any(c.isalpha() for c in word)
+    ]
+    assert len(stopwords) == 4 and len(content) == 6  # "," is neither
+    for name, values in (("selfsim[stopword]", stopwords), ("selfsim[content]", content)):
+        assert measures[name]["raw"] == pytest.approx(np.mean(values), abs=1e-6)
+        assert measures[name]["baseline"] == pytest.approx(baseline, abs=1e-6)
+        assert measures[name]["n"] == len(values)
+    counts = index.vocab.set_index("word")["count"]
+    words = list(selfsim)
+    rho = spearmanr([selfsim[w] for w in words], [counts[w] for w in words]).statistic
+    assert measures["selfsim~frequency"]["raw"] == pytest.approx(rho, abs=1e-9)
+
+    # A bootstrap interval of a mean is close to the normal one, mean ± 1.96 s/√n.
+    intrasim = result.sentences["intrasim"].to_numpy()
+    half = 1.96 * intrasim.std(ddof=1) / np.sqrt(len(intrasim))
+    interval = measures["intrasim"]
+    assert interval["raw_low"] == pytest.approx(intrasim.mean() - half, abs=0.25 * half)
+    assert interval["raw_high"] == pytest.approx(intrasim.mean() + half, abs=0.25 * half)
+    # An exact baseline has no spread: the adjusted interval is the raw one shifted.
+    assert interval["baseline_low"] == interval["baseline_high"] == interval["baseline"]
+    assert interval["adjusted_low"] == pytest.approx(interval["raw_low"] - baseline, abs=1e-6)
+    assert interval["adjusted_high"] == pytest.approx(interval["raw_high"] - baseline, abs=1e-6)
+    for name, values in measures.items():
+        for part in ("raw", "baseline", "adjusted"):
+            if f"{part}_low" in values:
+                assert np.isfinite([values[f"{part}_low"], values[f"{part}_high"]]).all(), name
+
+
+def test_sampled_intervals_narrow_as_the_sample_grows():
+    """The spread of the paper's sampled estimates falls about as 1/√(sample size)."""
+    index, vectors = _synthetic_layer(n_sentences=3000)
+    widths = {}
+    for size in (200, 800):
+        settings = MeasureSettings(baseline_sample_size=size, bootstrap_resamples=200)
+        measures = measure_layer(vectors, index.occurrences, index.vocab, settings).summary[
+            "measures"
+        ]
+        widths[size] = {
+            name: measures[name]["raw_high"] - measures[name]["raw_low"]
+            for name in ("anisotropy[paper]", "intrasim[paper]")
+        }
+        widths[size]["mev[truncated_svd]"] = (
+            measures["mev[truncated_svd]"]["baseline_high"]
+            - measures["mev[truncated_svd]"]["baseline_low"]
+        )
+    for name, width in widths[800].items():
+        assert 0.3 < width / widths[200][name] < 0.75, name  # 1/√4 = 0.5

@@ -286,7 +286,7 @@ def test_empty_input_member(tmp_path):
     member = "data/STS.input.mine.txt"
     archive = make_zip(tmp_path / "empty.zip", {member: b""})
     with pytest.raises(InputDataError, match="empty file") as caught:
-        read_sts_archive(archive, 2099)
+        read_sts_archive(archive, 2099, verify_checksums=False)
     assert f"{archive}:{member}" in str(caught.value)
 
 
@@ -295,7 +295,7 @@ def test_non_utf8_line_reports_line_and_byte(tmp_path):
     data = b"one\ttwo\nthree\tfour\nfive \xe9\tsix\n"
     archive = make_zip(tmp_path / "latin1.zip", {member: data})
     with pytest.raises(InputDataError, match="not valid UTF-8") as caught:
-        read_sts_archive(archive, 2099)
+        read_sts_archive(archive, 2099, verify_checksums=False)
     message = str(caught.value)
     assert f"{archive}:{member}" in message
     assert "line 3" in message
@@ -307,7 +307,7 @@ def test_line_without_tab(tmp_path):
     member = "data/STS.input.mine.txt"
     archive = make_zip(tmp_path / "notab.zip", {member: b"a\tb\nc d\ne\tf\n"})
     with pytest.raises(InputDataError, match="no tab") as caught:
-        read_sts_archive(archive, 2099)
+        read_sts_archive(archive, 2099, verify_checksums=False)
     message = str(caught.value)
     assert f"{archive}:{member}" in message
     assert "line 2" in message
@@ -325,7 +325,7 @@ def test_small_archive_is_parsed(tmp_path):
             "dir/STS.input.alpha.LICENSE": b"licence\n",
         },
     )
-    pairs, checksums = read_sts_archive(archive, 2099)
+    pairs, checksums = read_sts_archive(archive, 2099, verify_checksums=False)
     assert [(p.dataset, p.line, p.sentence_a, p.sentence_b, p.gold) for p in pairs] == [
         ("alpha", 1, '"Quoted', "plain", 4.25),
         ("alpha", 2, "second a", "second b", None),
@@ -377,7 +377,7 @@ def test_gold_file_that_does_not_fit_its_input(tmp_path, gold, message):
         {"STS.input.alpha.txt": b"a\tb\nc\td\n", "STS.gs.alpha.txt": gold},
     )
     with pytest.raises(InputDataError, match=message) as caught:
-        read_sts_archive(archive, 2099)
+        read_sts_archive(archive, 2099, verify_checksums=False)
     assert "STS.gs.alpha.txt" in str(caught.value)
 
 
@@ -668,3 +668,19 @@ def test_resolve_missing_package():
 @pytest.mark.parametrize("spec", ["corpus/lee.cor", "/abs/path/file.txt", "packaged:x/y"])
 def test_resolve_plain_path_passes_through(spec):
     assert resolve_data_path(spec) == Path(spec)
+
+
+def test_a_member_the_published_list_does_not_name_is_refused(tmp_path):
+    """Checksums on, nothing is read unverified: an unknown dataset (input or gold) stops the
+    read with the member's name; checksums off, it is read and its checksum recorded."""
+    archive = make_zip(
+        tmp_path / "STS2012-en-test.zip",
+        {"test-gold/STS.input.newset.txt": b"a\tb\n", "test-gold/STS.gs.newset.txt": b"3\n"},
+    )
+    with pytest.raises(
+        InputDataError, match=r"STS.input.newset.txt: not an STS file .*2012/newset"
+    ):
+        read_sts_archive(archive, 2012)
+    pairs, checksums = read_sts_archive(archive, 2012, verify_checksums=False)
+    assert [pair.gold for pair in pairs] == [3.0]
+    assert set(checksums) == {"2012/newset", "2012/newset.gs"}

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from contextuality import extract as extract_module
-from contextuality.errors import ModelLoadError, NumericOverflowError
+from contextuality.errors import InputDataError, ModelLoadError, NumericOverflowError
 from contextuality.extract import (
     encode_sentences,
     extract_to_shards,
@@ -608,3 +608,92 @@ def test_gpt2_tokenizer_gets_prefix_space(gpt2, tiny_gpt2_dir):
     split = tokenizer(["The", "cat"], is_split_into_words=True)["input_ids"]
     running = tokenizer(" The cat")["input_ids"]
     assert split == running
+
+
+def _run_step_log(tmp_path, monkeypatch, step) -> str:
+    """Run `step` as a Snakemake script does (`run_step`); return its log."""
+    import sys
+
+    from contextuality.workflow import run_step
+
+    monkeypatch.setattr(sys, "stderr", sys.stderr)  # run_step points stderr at the log
+    log = tmp_path / "job.log"
+    with pytest.raises(SystemExit) as exit_status:
+        run_step(log, step)
+    assert exit_status.value.code == 1
+    text = log.read_text()
+    assert "Traceback" not in text
+    return text
+
+
+def test_out_of_range_layers_end_the_job_with_one_line(
+    tiny_bert_dir, corpus_index, tmp_path, monkeypatch
+):
+    from contextuality import steps
+
+    sentences, occurrences, summary_path = corpus_index
+    settings = {"source": str(tiny_bert_dir), "layers": [0, 7]}
+    text = _run_step_log(
+        tmp_path,
+        monkeypatch,
+        lambda: steps.extract_model(
+            "tiny",
+            settings,
+            sentences,
+            occurrences,
+            summary_path,
+            _shard_paths(tmp_path, (0, 7)),
+            tmp_path / "meta.json",
+            progress=False,
+        ),
+    )
+    assert "error: model tiny: layers [7] outside 0..2" in text
+    assert "fix models.tiny.layers" in text
+
+
+def test_a_sentence_table_changed_after_indexing_is_refused(
+    tiny_bert_dir, corpus_index, tmp_path, monkeypatch
+):
+    """Corpus drift: extraction and the measure step refuse a sentence table that is not
+    the one the index was built from, with one line saying what to rebuild."""
+    from contextuality import steps
+    from contextuality.tables import read_parquet, write_parquet
+
+    sentences, occurrences, summary_path = corpus_index
+    paths = _shard_paths(tmp_path, (0, 1, 2))
+
+    def extract(meta_name: str) -> None:
+        steps.extract_model(
+            "tiny",
+            {"source": str(tiny_bert_dir)},
+            sentences,
+            occurrences,
+            summary_path,
+            paths,
+            tmp_path / meta_name,
+            progress=False,
+        )
+
+    extract("meta.json")
+    table = read_parquet(sentences)
+    table.loc[0, "text"] = "The cat sat on the rug."
+    write_parquet(table, sentences, {})
+    drift = "is not the sentence table that .* was built from; rebuild the occurrence index"
+    with pytest.raises(InputDataError, match=drift):
+        extract("meta2.json")
+    text = _run_step_log(
+        tmp_path,
+        monkeypatch,
+        lambda: steps.measure_shard(
+            paths[1],
+            sentences,
+            occurrences,
+            tmp_path / "vocab.parquet",
+            summary_path,
+            {"baseline_sample_size": 10},
+            tmp_path / "w.parquet",
+            tmp_path / "s.parquet",
+            tmp_path / "m.json",
+        ),
+    )
+    assert "rebuild the occurrence index" in text and not (tmp_path / "m.json").exists()

@@ -14,7 +14,13 @@ from contextuality.provenance import (
     sha256_file,
     write_json,
 )
-from contextuality.tables import read_parquet, read_provenance, write_parquet, write_tsv
+from contextuality.tables import (
+    read_parquet,
+    read_provenance,
+    read_tsv_provenance,
+    write_parquet,
+    write_tsv,
+)
 
 
 def test_config_hash_ignores_key_order_and_sees_values():
@@ -51,6 +57,26 @@ def test_parquet_round_trip_keeps_provenance(tmp_path):
 def test_json_and_tsv_writers(tmp_path):
     write_json(tmp_path / "a.json", {"b": 1, "a": [1.5]})
     assert read_json(tmp_path / "a.json") == {"a": [1.5], "b": 1}
-    write_tsv(pd.DataFrame({"x": [0.123456789012]}), tmp_path / "t.tsv")
+    record = provenance_record(step="test", settings={"k": 1})
+    write_tsv(pd.DataFrame({"x": [0.123456789012]}), tmp_path / "t.tsv", record)
     assert float((tmp_path / "t.tsv").read_text().split()[1]) == pytest.approx(0.123456789012)
     assert len(sha256_file(tmp_path / "t.tsv")) == 64
+    assert read_tsv_provenance(tmp_path / "t.tsv") == record
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "a.json",
+        "t.provenance.json",
+        "t.tsv",
+    ]
+
+
+def test_a_tsv_never_stands_without_its_provenance(tmp_path, monkeypatch):
+    """The sidecar is written first: a crash while writing the table leaves no table."""
+    import contextuality.tables as tables
+
+    def failing_to_csv(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", failing_to_csv)
+    with pytest.raises(OSError, match="disk full"):
+        tables.write_tsv(pd.DataFrame({"x": [1]}), tmp_path / "t.tsv", {"step": "test"})
+    assert not (tmp_path / "t.tsv").exists()

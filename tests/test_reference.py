@@ -54,7 +54,7 @@ def _ours_from_published(published_dir, scale=1.0):
     rows = []
     for item in statistics.itertuples():
         if item.statistic in reference.LAYER_STATISTICS:
-            measure, column, _ = reference.LAYER_STATISTICS[item.statistic]
+            measure, column, *_ = reference.LAYER_STATISTICS[item.statistic]
             rows.append({"measure": measure, "layer": item.layer, column: item.published * scale})
     summary = pd.DataFrame(rows).groupby(["measure", "layer"], as_index=False).first()
     selfsim = reference.read_word_table(published_dir / "self_similarity.csv")
@@ -108,6 +108,19 @@ def test_each_published_statistic_maps_to_the_same_estimator_of_this_run():
     assert reference.LAYER_STATISTICS["mean cosine similarity across words"][0] == (
         "anisotropy[paper]"
     )
+
+
+def test_every_comparison_row_names_the_estimator_on_each_side(published):
+    summary, words = _ours_from_published(published / "gpt2")
+    comparison = reference.compare(published / "gpt2", summary, words)
+    assert comparison["published_estimator"].str.len().gt(0).all()
+    assert comparison["our_estimator"].str.len().gt(0).all()
+    for statistic, (measure, column, *_) in reference.LAYER_STATISTICS.items():
+        rows = comparison[comparison["statistic"] == statistic]
+        assert rows["our_estimator"].str.startswith(f"{measure} {column}").all()
+    for file, (column, *_) in reference.WORD_TABLES.items():
+        rows = comparison[comparison["statistic"] == file.removesuffix(".csv")]
+        assert rows["our_estimator"].str.startswith(column).all()
 
 
 def test_published_variance_explained_has_the_scale_of_the_truncated_svd_ratio(published):

@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from contextuality import workflow
+from contextuality import __version__, workflow
 from contextuality.figures import FIGURES
+from contextuality.tables import read_tsv_provenance
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "workflow" / "Snakefile"
@@ -175,6 +176,11 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         assert int(vectors[0].split()[0]) == len(vectors) - 1
     occurrences = pd.read_parquet(tmp_path / "results/corpus/occurrences.parquet")
     assert n_rows == len(occurrences)
+    tables = sorted((tmp_path / "results").rglob("*.tsv"))
+    # measures.tsv and the word table; with the data mirror, Table 1 and the reference too
+    assert len(tables) >= (2 if not published.is_dir() else 2 + 1 + 1 + 3 * 2 * 2 + 2)
+    for path in tables:  # every table carries its provenance
+        assert read_tsv_provenance(path)["package_version"] == __version__, path
     assert _planned_jobs(tmp_path) == {}
     report = _snakemake(tmp_path, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-2000:]
@@ -239,6 +245,13 @@ def test_bad_config_is_refused_with_a_clear_message(tmp_path):
     assert result.returncode != 0
     assert "index.min_contexts: 'five' is not of type 'integer'" in result.stdout
 
+    config = _config(corpus, {"m": {"source": "x", "layers": [0]}})
+    config["reference"] = {"models": {"bert-base-cased": "bert"}}
+    _write_config(tmp_path, config)
+    result = _snakemake(tmp_path, "--dry-run")
+    assert result.returncode != 0
+    assert "reference.models.bert-base-cased: no model named 'bert-base-cased'" in result.stdout
+
 
 @pytest.mark.workflow
 def test_unloadable_model_fails_its_job_with_a_message(tmp_path):
@@ -283,3 +296,33 @@ def test_shipped_configs_plan_without_network(tmp_path, name, shared_data):
     compared = config.get("reference", {}).get("models", {})
     assert jobs.get("compare_reference", 0) == len(compared)
     assert jobs.get("download_reference", 0) == 3 * len(compared)
+
+
+@pytest.mark.workflow
+def test_the_paper_config_builds_every_output(tmp_path, tiny_bert_dir, tiny_gpt2_dir, shared_data):
+    """config/paper.yaml as shipped, with the tiny test models in place of the hub's (and
+    their layers), builds everything it names; STS 2013 alone keeps the test short."""
+    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    config["corpus"]["sts"] |= {"mirror": str(shared_data / "sts"), "years": [2013]}
+    config["reference"]["mirror"] = str(shared_data / "reference" / "ethayarajh2019")
+    config["static"]["mirror"] = str(shared_data)
+    fixtures = {"bert-base-cased": tiny_bert_dir, "gpt2": tiny_gpt2_dir}
+    assert set(config["models"]) == set(fixtures)
+    for name, directory in fixtures.items():
+        config["models"][name] |= {"source": str(directory), "layers": [0, 1, 2]}
+    _write_config(tmp_path, config)
+    result = _snakemake(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for path in workflow.final_outputs(config):
+        assert (tmp_path / path).stat().st_size > 0, path
+    table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
+    assert set(table["model"]) == set(fixtures)
+    assert {"selfsim[paper]", "mev[truncated_svd]", "anisotropy[paper]"} <= set(table["measure"])
+    scores = pd.read_csv(tmp_path / "results/tables/word_benchmarks.tsv", sep="\t")
+    ours = scores[scores["source"] == "this run"]
+    assert set(ours["protocol"]) == {"paper", "standard"} and set(ours["model"]) == set(fixtures)
+    for model in fixtures:
+        comparison = pd.read_csv(tmp_path / f"results/reference/{model}.tsv", sep="\t")
+        assert set(comparison["layer"]) == {0, 1, 2}
+    (subword_index,) = (tmp_path / "results/corpus/subwords").iterdir()
+    assert (subword_index / "index.json").is_file()  # BERT's WordPiece units

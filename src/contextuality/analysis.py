@@ -181,6 +181,64 @@ def _word_table(rows: _Rows, vocab: pd.DataFrame) -> pd.DataFrame:
     return words[words["n"] >= 2].reset_index(drop=True)
 
 
+def _sentence_table(
+    rows: _Rows, sentence_starts: np.ndarray, intrasim: np.ndarray, cosine: float
+) -> pd.DataFrame:
+    """Per sentence of two or more words: its IntraSim, raw and adjusted by `cosine`."""
+    sizes = measures.group_sizes(sentence_starts, len(rows.unit))
+    multi_word = sizes >= 2
+    return pd.DataFrame(
+        {
+            "sentence_id": rows.sentence_id[sentence_starts[multi_word]],
+            "n_words": sizes[multi_word],
+            "intrasim": intrasim[multi_word],
+            "intrasim_adjusted": intrasim[multi_word] - cosine,
+        }
+    )
+
+
+def _baselines(
+    rows: _Rows,
+    sentence_starts: np.ndarray,
+    intrasim: np.ndarray,
+    cosine: float,
+    settings: MeasureSettings,
+) -> tuple[dict[str, Baseline], np.ndarray]:
+    """Every baseline, by family, and the paper's sampled statistics.
+
+    The paper's statistics come as an array (1 + bootstrap_resamples, 3): the estimates
+    from one sample of sentences (row 0), then independent samples for their spread, in the
+    order of `measures.PAPER_SAMPLE_ESTIMATES`.
+    """
+    size, draws = settings.baseline_sample_size, settings.bootstrap_resamples
+    paper_rng = np.random.default_rng([settings.seed, 3])
+    copies = rows.copies[sentence_starts]
+    paper = np.array(
+        [
+            measures.paper_sample_estimates(
+                rows.vectors, rows.unit, intrasim, sentence_starts, copies, size, paper_rng
+            )
+            for _ in range(draws + 1)
+        ]
+    )
+    baselines = {
+        "cosine": Baseline(cosine),
+        "paper_cosine": Baseline(paper[0, 0], paper[1:, 0]),
+        "truncated_svd": Baseline(paper[0, 2], paper[1:, 2]),
+    }
+    for name in ("mev", "mev_centered"):
+        baselines[name] = Baseline(
+            *measures.explained_variance_baseline(
+                rows.vectors,
+                size,
+                np.random.default_rng([settings.seed, 1]),  # one sample for both variants
+                centered=name == "mev_centered",
+                n_draws=draws,
+            )
+        )
+    return baselines, paper
+
+
 def measure_layer(
     vectors: np.ndarray,
     occurrences: pd.DataFrame,
@@ -199,53 +257,11 @@ def measure_layer(
     if sentence_copies is None:
         sentence_copies = np.ones(int(occurrences["sentence_id"].to_numpy().max(initial=-1)) + 1)
     rows = _valid_rows(vectors, occurrences, sentence_copies)
-    size, resamples = settings.baseline_sample_size, settings.bootstrap_resamples
-
     sentence_starts = measures.run_starts(rows.sentence_id)
-    sentence_sizes = measures.group_sizes(sentence_starts, len(rows.unit))
     intrasim = measures.intra_similarity(rows.vectors, sentence_starts)
     cosine = measures.anisotropy_baseline(rows.unit, sentence_starts)
-    multi_word = sentence_sizes >= 2
-    sentences = pd.DataFrame(
-        {
-            "sentence_id": rows.sentence_id[sentence_starts[multi_word]],
-            "n_words": sentence_sizes[multi_word],
-            "intrasim": intrasim[multi_word],
-            "intrasim_adjusted": intrasim[multi_word] - cosine,
-        }
-    )
-
-    # The paper's sampled statistics: one sample for the estimates, more for their spread.
-    paper_rng = np.random.default_rng([settings.seed, 3])
-    copies = rows.copies[sentence_starts]
-    paper = np.array(
-        [
-            measures.paper_sample_estimates(
-                rows.vectors, rows.unit, intrasim, sentence_starts, copies, size, paper_rng
-            )
-            for _ in range(resamples + 1)
-        ]
-    )
-    paper_cosine = Baseline(paper[0, 0], paper[1:, 0])
-    mev_baselines = {
-        name: Baseline(
-            *measures.explained_variance_baseline(
-                rows.vectors,
-                size,
-                np.random.default_rng([settings.seed, 1]),  # one sample for both variants
-                centered=name == "mev_centered",
-                n_draws=resamples,
-            )
-        )
-        for name in ("mev", "mev_centered")
-    }
-    baselines = {
-        "cosine": Baseline(cosine),
-        "paper_cosine": paper_cosine,
-        "truncated_svd": Baseline(paper[0, 2], paper[1:, 2]),
-        **mev_baselines,
-    }
-
+    sentences = _sentence_table(rows, sentence_starts, intrasim, cosine)
+    baselines, paper = _baselines(rows, sentence_starts, intrasim, cosine, settings)
     words = _word_table(rows, vocab)
     for column, (_, family) in WORD_MEASURES.items():
         words[f"{column}_adjusted"] = words[column] - baselines[family].value
@@ -256,7 +272,7 @@ def measure_layer(
         for column, (name, family) in WORD_MEASURES.items()
     }
     results["intrasim"] = _summarize(sentences["intrasim"], baselines["cosine"], settings, rng)
-    n_sampled = min(size, int(copies.sum()))
+    n_sampled = min(settings.baseline_sample_size, int(rows.copies[sentence_starts].sum()))
     results["intrasim[paper]"] = _sampled(paper[:, 1], n_sampled, settings.confidence, paper[:, 0])
     for group in ("stopword", "content"):
         results[f"selfsim[{group}]"] = _summarize(
@@ -270,8 +286,8 @@ def measure_layer(
     summary = {
         "n_occurrences": int(len(vectors)),
         "n_missing": int(len(vectors) - len(rows.unit)),
-        "baseline_sample_size": size,
-        "bootstrap_resamples": resamples,
+        "baseline_sample_size": settings.baseline_sample_size,
+        "bootstrap_resamples": settings.bootstrap_resamples,
         "confidence": settings.confidence,
         "seed": settings.seed,
         "measures": results,

@@ -126,7 +126,7 @@ def _measure(args: argparse.Namespace) -> None:
 
 
 def _summarize(args: argparse.Namespace) -> None:
-    steps.summarize(args.summaries, args.output, f"{args.output}.provenance.json")
+    steps.summarize(args.summaries, args.output)
 
 
 def _figure(args: argparse.Namespace) -> None:

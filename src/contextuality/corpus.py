@@ -101,14 +101,22 @@ def _verified_member(
     member: str,
     key: str,
     where: str,
-    expected: dict[str, str],
+    expected: dict[str, str] | None,
     checksums: dict[str, str],
 ) -> list[str]:
-    """A member's decoded lines, after recording its SHA-256 under `key` and, when `expected`
-    knows `key`, checking it against the published digest."""
+    """A member's decoded lines, after recording its SHA-256 under `key` and checking it
+    against the published digest in `expected` (None: checks off). A member the published
+    list does not know is refused too: nothing is read unverified."""
     data = archive.read(member)
     checksums[key] = sha256_bytes(data)
-    if key in expected and expected[key] != checksums[key]:
+    if expected is None:
+        return _decode_lines(data, where)
+    if key not in expected:
+        raise InputDataError(
+            f"{where}: not an STS file whose checksum was published ({key}); "
+            "set corpus.sts.verify_checksums: false to read it anyway"
+        )
+    if expected[key] != checksums[key]:
         raise InputDataError(
             f"{where}: checksum {checksums[key]} differs from the published "
             f"{expected[key]}; set corpus.sts.verify_checksums: false to read it anyway"
@@ -150,7 +158,7 @@ def read_sts_archive(
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile as error:
         raise InputDataError(f"{path}: not a zip archive ({error})") from error
-    expected = known_sts_checksums() if verify_checksums else {}
+    expected = known_sts_checksums() if verify_checksums else None
     pairs: list[SentencePair] = []
     checksums: dict[str, str] = {}
     with archive:

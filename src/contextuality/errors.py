@@ -5,6 +5,11 @@ class ContextualityError(Exception):
     """Base class: bad input, bad config or a refused operation, explained in words."""
 
 
+class ConfigError(ContextualityError, ValueError):
+    """A setting the data or the model refuses (layers out of range, a window too short);
+    the message names the setting."""
+
+
 class InputDataError(ContextualityError):
     """An input file is missing, empty or malformed; the message names the file and line."""
 

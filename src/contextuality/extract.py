@@ -25,7 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from contextuality.errors import DeviceMemoryError, NonFiniteValueError, NumericOverflowError
+from contextuality.errors import (
+    ConfigError,
+    DeviceMemoryError,
+    ModelLoadError,
+    NonFiniteValueError,
+    NumericOverflowError,
+)
 from contextuality.models import LONG_SENTENCE_MODES, LoadedModel
 from contextuality.shards import ShardSetWriter
 from contextuality.words import split_words
@@ -123,10 +129,10 @@ def encode_sentences(
     first in every input (GPT-2 style models).
     """
     if long_sentences not in LONG_SENTENCE_MODES:
-        raise ValueError(f"long_sentences must be one of {LONG_SENTENCE_MODES}")
+        raise ConfigError(f"long_sentences must be one of {LONG_SENTENCE_MODES}")
     bos = [tokenizer.bos_token_id] if add_bos else []
     if add_bos and tokenizer.bos_token_id is None:
-        raise ValueError("add_bos is set but the tokenizer has no BOS token")
+        raise ConfigError("add_bos is set but the tokenizer has no BOS token")
     windowed = long_sentences == "window"
     length = max_length - len(bos)
     options = {}
@@ -189,7 +195,7 @@ def encode_running_text(tokenizer: Any, sentences: list[str]) -> list[RunningTex
         content = [position for position, flag in enumerate(special) if not flag]
         first, last = (content[0], content[-1] + 1) if content else (len(ids), len(ids))
         if last - first != len(content):
-            raise ValueError(f"special tokens inside the subwords of {sentence!r}")
+            raise ModelLoadError(f"special tokens inside the subwords of {sentence!r}")
         result.append(RunningTextEncoding(ids[:first], ids[first:last], ids[last:]))
     return result
 
@@ -206,7 +212,7 @@ def _window_starts(n_units: int, length: int, overlap: int) -> list[int]:
         return [0]
     step = length - overlap
     if step < 1:
-        raise ValueError(f"window overlap {overlap} leaves no step in a window of {length}")
+        raise ConfigError(f"window overlap {overlap} leaves no step in a window of {length}")
     return [*range(0, n_units - length, step), n_units - length]
 
 
@@ -226,16 +232,16 @@ def encode_subword_sentences(
     the window where it is most central, as in `encode_sentences`.
     """
     if long_sentences not in LONG_SENTENCE_MODES:
-        raise ValueError(f"long_sentences must be one of {LONG_SENTENCE_MODES}")
+        raise ConfigError(f"long_sentences must be one of {LONG_SENTENCE_MODES}")
     if add_bos and tokenizer.bos_token_id is None:
-        raise ValueError("add_bos is set but the tokenizer has no BOS token")
+        raise ConfigError("add_bos is set but the tokenizer has no BOS token")
     bos = [tokenizer.bos_token_id] if add_bos else []
     inputs = []
     for sentence, encoding in enumerate(encodings):
         n_units = len(encoding.content)
         length = max_length - len(bos) - len(encoding.prefix) - len(encoding.suffix)
         if length < 1:
-            raise ValueError(f"max_length {max_length} leaves no room for content subwords")
+            raise ConfigError(f"max_length {max_length} leaves no room for content subwords")
         if long_sentences == "window":
             overlap = (max_length - len(bos)) // 4 if window_overlap is None else window_overlap
             starts = _window_starts(n_units, length, overlap)
@@ -541,6 +547,104 @@ def sentence_units(
     return word_inputs(loaded, sentence_words)
 
 
+def _finish_copy(
+    batch: _InFlight,
+    block: np.ndarray,
+    filled: np.ndarray,
+    first_row: int,
+    storage_dtype: str,
+    report: ExtractionReport,
+    name: str,
+) -> None:
+    """Wait for a batch's copy to host, refuse non-finite or (float16) overflowing values,
+    and place its rows in the block. first_row: occurrence id of the block's first row."""
+    if batch.copied is not None:
+        batch.copied.synchronize()
+    non_finite = batch.non_finite.cpu().numpy()
+    if non_finite.any():
+        report.non_finite_vectors += int(non_finite.sum())
+        raise NonFiniteValueError(
+            f"model {name}: {report.non_finite_vectors} vectors are ±inf or NaN after "
+            f"the forward pass (first at occurrence {first_row + batch.rows[non_finite][0]}); "
+            "the model overflowed its compute dtype: set cuda_dtype to bfloat16 or float32"
+        )
+    peak = float(batch.peak)
+    if storage_dtype == "float16" and peak >= FLOAT16_MAX:
+        raise NumericOverflowError(f"model {name}: |value| {peak:.4g} does not fit float16")
+    block[:, batch.rows] = batch.host.numpy()
+    filled[batch.rows] = True
+
+
+def _replan_after_out_of_memory(
+    error: BaseException,
+    batch: np.ndarray,
+    planned: list[np.ndarray],
+    lengths: np.ndarray,
+    report: ExtractionReport,
+    device: Any,
+    name: str,
+) -> list[np.ndarray]:
+    """Halve the token budget and plan the failed batch and the rest again; a single input
+    that does not fit is a DeviceMemoryError."""
+    import torch
+
+    if len(batch) == 1:
+        raise DeviceMemoryError(
+            f"model {name}: one input of {lengths[batch[0]]} subwords "
+            "does not fit in device memory; lower max_length"
+        ) from error
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    report.token_budget = max(1, report.token_budget // 2)
+    report.out_of_memory_retries += 1
+    log.warning("out of memory: token budget now %d", report.token_budget)
+    remaining = np.concatenate([batch, *planned])
+    return [remaining[part] for part in plan_batches(lengths[remaining], report.token_budget)]
+
+
+def _extract_block(
+    loaded: LoadedModel,
+    encoded: list[EncodedSentence],
+    layers: tuple[int, ...],
+    first_rows: np.ndarray,
+    block: np.ndarray,
+    first_row: int,
+    report: ExtractionReport,
+) -> None:
+    """Run one block's inputs in token-budget batches and fill `block` (n_layers, rows, dim)
+    with their pooled vectors; each batch's copy to host overlaps the next batch's forward
+    pass. Rows that no subword reached are NaN."""
+    import torch
+
+    device = next(loaded.model.parameters()).device
+    filled = np.zeros(block.shape[1], dtype=bool)
+    lengths = np.array([len(sentence.input_ids) for sentence in encoded])
+    pending = None
+    planned = plan_batches(lengths, report.token_budget)
+    while planned:
+        batch = planned.pop(0)
+        try:
+            pooled, reached, rows = _forward_batch(
+                loaded, [encoded[i] for i in batch], layers, first_rows
+            )
+        except torch.OutOfMemoryError as error:
+            planned = _replan_after_out_of_memory(
+                error, batch, planned, lengths, report, device, loaded.spec.name
+            )
+            continue
+        in_flight = _InFlight(rows, *_start_copy(pooled, reached, str(block.dtype)))
+        if pending is not None:
+            _finish_copy(
+                pending, block, filled, first_row, str(block.dtype), report, loaded.spec.name
+            )
+        pending = in_flight
+        report.n_batches += 1
+        report.n_subword_tokens += int(lengths[batch].sum())
+    if pending is not None:
+        _finish_copy(pending, block, filled, first_row, str(block.dtype), report, loaded.spec.name)
+    block[:, ~filled] = np.nan
+
+
 def extract_to_shards(
     loaded: LoadedModel,
     units: SentenceUnits,
@@ -558,41 +662,19 @@ def extract_to_shards(
     NumericOverflowError when storing float16 (the caller may retry with float32). On CUDA
     out-of-memory the token budget is halved and the batch retried.
     """
-    import torch
     from tqdm.auto import tqdm
 
     started = time.perf_counter()
     spec = loaded.spec
-    device = next(loaded.model.parameters()).device
     row_offsets = np.concatenate([[0], np.cumsum(units.counts)])
     n_rows = int(row_offsets[-1])
     report = ExtractionReport(
         n_sentences=len(units.counts),
         n_occurrences=n_rows,
         storage_dtype=storage_dtype,
-        device=str(device),
+        device=str(next(loaded.model.parameters()).device),
         token_budget=spec.token_budget,
     )
-
-    def finish(batch: _InFlight, block: np.ndarray, filled: np.ndarray, first_row: int) -> None:
-        if batch.copied is not None:
-            batch.copied.synchronize()
-        non_finite = batch.non_finite.cpu().numpy()
-        if non_finite.any():
-            report.non_finite_vectors += int(non_finite.sum())
-            raise NonFiniteValueError(
-                f"model {spec.name}: {report.non_finite_vectors} vectors are ±inf or NaN after "
-                f"the forward pass (first at occurrence {first_row + batch.rows[non_finite][0]}); "
-                "the model overflowed its compute dtype: set cuda_dtype to bfloat16 or float32"
-            )
-        peak = float(batch.peak)
-        if storage_dtype == "float16" and peak >= FLOAT16_MAX:
-            raise NumericOverflowError(
-                f"model {spec.name}: |value| {peak:.4g} does not fit float16"
-            )
-        block[:, batch.rows] = batch.host.numpy()
-        filled[batch.rows] = True
-
     shards = ShardSetWriter(
         {layer: shard_paths[layer] for layer in layers},
         n_rows,
@@ -612,46 +694,12 @@ def extract_to_shards(
             encodings = _one_ahead(tokenizing, lambda bounds: units.encode(*bounds), blocks)
             for (start, end), encoded in zip(blocks, encodings, strict=True):
                 _count_coverage(encoded, report)
-                first_rows = row_offsets[start:end] - row_offsets[start]
-                block_rows = int(row_offsets[end] - row_offsets[start])
+                first_row = int(row_offsets[start])
+                block_rows = int(row_offsets[end]) - first_row
                 block = np.empty((len(layers), block_rows, loaded.hidden_size), storage_dtype)
-                filled = np.zeros(block_rows, dtype=bool)
-                lengths = np.array([len(sentence.input_ids) for sentence in encoded])
-                pending = None
-                planned = plan_batches(lengths, report.token_budget)
-                while planned:
-                    batch = planned.pop(0)
-                    try:
-                        pooled, reached, rows = _forward_batch(
-                            loaded, [encoded[i] for i in batch], layers, first_rows
-                        )
-                    except torch.OutOfMemoryError as error:
-                        if len(batch) == 1:
-                            raise DeviceMemoryError(
-                                f"model {spec.name}: one input of {lengths[batch[0]]} subwords "
-                                "does not fit in device memory; lower max_length"
-                            ) from error
-                        if device.type == "cuda":
-                            torch.cuda.empty_cache()
-                        report.token_budget = max(1, report.token_budget // 2)
-                        report.out_of_memory_retries += 1
-                        log.warning("out of memory: token budget now %d", report.token_budget)
-                        remaining = np.concatenate([batch, *planned])
-                        planned = [
-                            remaining[part]
-                            for part in plan_batches(lengths[remaining], report.token_budget)
-                        ]
-                        continue
-                    in_flight = _InFlight(rows, *_start_copy(pooled, reached, storage_dtype))
-                    if pending is not None:
-                        finish(pending, block, filled, int(row_offsets[start]))
-                    pending = in_flight
-                    report.n_batches += 1
-                    report.n_subword_tokens += int(lengths[batch].sum())
-                if pending is not None:
-                    finish(pending, block, filled, int(row_offsets[start]))
-                block[:, ~filled] = np.nan  # words that no subword reached
-                writer.write(int(row_offsets[start]), block)
+                first_rows = row_offsets[start:end] - first_row
+                _extract_block(loaded, encoded, layers, first_rows, block, first_row, report)
+                writer.write(first_row, block)
                 bar.update(block_rows)
         finally:
             tokenizing.shutdown(cancel_futures=True)

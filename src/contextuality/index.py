@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from contextuality.errors import ConfigError
 from contextuality.words import WORD_TOKENIZERS, is_punctuation
 
 COUNT_RULES = ("contexts", "occurrences")
@@ -41,11 +42,11 @@ class IndexSettings:
 
     def __post_init__(self) -> None:
         if self.min_contexts < 1:
-            raise ValueError(f"min_contexts must be at least 1, got {self.min_contexts}")
+            raise ConfigError(f"min_contexts must be at least 1, got {self.min_contexts}")
         if self.tokenizer not in WORD_TOKENIZERS:
-            raise ValueError(f"tokenizer must be one of {WORD_TOKENIZERS}, not {self.tokenizer!r}")
+            raise ConfigError(f"tokenizer must be one of {WORD_TOKENIZERS}, not {self.tokenizer!r}")
         if self.count_by not in COUNT_RULES:
-            raise ValueError(f"count_by must be one of {COUNT_RULES}, not {self.count_by!r}")
+            raise ConfigError(f"count_by must be one of {COUNT_RULES}, not {self.count_by!r}")
 
     def as_dict(self) -> dict:
         return asdict(self)

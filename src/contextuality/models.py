@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from contextuality.corpus import resolve_data_path
-from contextuality.errors import ModelLoadError
+from contextuality.errors import ConfigError, ModelLoadError
 
 POOLINGS = ("mean", "first", "last")
 UNITS = ("word", "subword")
@@ -53,18 +53,18 @@ class ModelSpec:
         known = {key for key in cls.__dataclass_fields__ if key != "name"}
         unknown = set(section) - known - SCHEDULING_KEYS
         if unknown:
-            raise ValueError(f"model {name}: unknown settings {sorted(unknown)}")
+            raise ConfigError(f"model {name}: unknown settings {sorted(unknown)}")
         values = {key: section[key] for key in known if key in section}
         if values.get("layers") is not None:
             values["layers"] = tuple(int(layer) for layer in values["layers"])
         if values.get("pooling", "mean") not in POOLINGS:
-            raise ValueError(f"model {name}: pooling must be one of {POOLINGS}")
+            raise ConfigError(f"model {name}: pooling must be one of {POOLINGS}")
         if values.get("long_sentences", "truncate") not in LONG_SENTENCE_MODES:
-            raise ValueError(f"model {name}: long_sentences must be one of {LONG_SENTENCE_MODES}")
+            raise ConfigError(f"model {name}: long_sentences must be one of {LONG_SENTENCE_MODES}")
         if values.get("loader", "transformers") not in LOADERS:
-            raise ValueError(f"model {name}: loader must be one of {LOADERS}")
+            raise ConfigError(f"model {name}: loader must be one of {LOADERS}")
         if values.get("units", "word") not in UNITS:
-            raise ValueError(f"model {name}: units must be one of {UNITS}")
+            raise ConfigError(f"model {name}: units must be one of {UNITS}")
         return cls(name=name, **values)
 
     def settings(self) -> dict[str, Any]:

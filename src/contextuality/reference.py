@@ -28,31 +28,41 @@ URL = f"https://raw.githubusercontent.com/kawine/contextual/{COMMIT}/{{path}}"
 MODELS = ("bert", "gpt2", "elmo")
 FILES = ("embedding_space_stats.json", "self_similarity.csv", "variance_explained.csv")
 
-# Published layer statistic → (our measure, its column in the summary table, the estimator).
+# Published layer statistic → (our measure, its column in the summary table, what the
+# published value estimated, what ours estimated).
 LAYER_STATISTICS = {
     "mean cosine similarity between sentence and words": (
         "intrasim[paper]",
         "raw",
-        "IntraSim, raw, mean over 1,000 sampled sentences",
+        "IntraSim, mean over 1,000 sentences drawn from the corpus list",
+        "intrasim[paper] raw: the same, 1,000 sentences drawn with this run's seed",
     ),
     "mean cosine similarity across words": (
         "anisotropy[paper]",
         "raw",
-        "cosine of random words, one from each of 1,000 sampled sentences",
+        "mean cosine of 1,000 pairs of random words, one word from each of 1,000 sentences",
+        "anisotropy[paper] raw: the expectation of those pairs given this run's 1,000 words",
     ),
     "variance explained for random words": (
         "mev[truncated_svd]",
         "baseline",
-        "TruncatedSVD ratio of those random words",
+        "TruncatedSVD variance ratio of those 1,000 random words",
+        "mev[truncated_svd] baseline: the same ratio of this run's 1,000 random words",
     ),
 }
-# Published per-word table → (our per-word column, the estimator).
+# Published per-word table → (our per-word column, what the published values estimated,
+# what ours estimated).
 WORD_TABLES = {
     "self_similarity.csv": (
         "selfsim_paper",
-        "SelfSim over pairs of listed occurrences (published: ≤ 1,000 sampled)",
+        "SelfSim over ≤ 1,000 sampled ordered pairs of a word's listed occurrences",
+        "selfsim_paper: the mean over all those pairs (the sample's expectation)",
     ),
-    "variance_explained.csv": ("mev_truncated_svd", "TruncatedSVD ratio per word"),
+    "variance_explained.csv": (
+        "mev_truncated_svd",
+        "TruncatedSVD variance ratio of a word's listed occurrences",
+        "mev_truncated_svd: the same ratio, exact",
+    ),
 }
 
 
@@ -102,9 +112,10 @@ def compare(
     published_dir: holds the three published files of one model.
     summary: our summary table rows of that model (transform ``none``).
     words: our per-word table of each layer.
-    Only layers present in both are compared. Columns: layer, statistic, estimator,
-    published, ours, difference, n_words (shared words, for per-word statistics),
-    spearman (rank correlation over shared words).
+    Only layers present in both are compared. Columns: layer, statistic,
+    published_estimator and our_estimator (what each side computed), published, ours,
+    difference, n_words (shared words, for per-word statistics), spearman (rank
+    correlation over shared words).
     """
     published_dir = Path(published_dir)
     rows = []
@@ -113,7 +124,7 @@ def compare(
     for item in layer_statistics.itertuples():
         if item.statistic not in LAYER_STATISTICS:
             continue
-        measure, column, estimator = LAYER_STATISTICS[item.statistic]
+        measure, column, published_estimator, our_estimator = LAYER_STATISTICS[item.statistic]
         if (measure, item.layer) not in ours.index:
             continue  # a layer this run did not extract
         value = ours.loc[(measure, item.layer), column]
@@ -121,12 +132,13 @@ def compare(
             {
                 "layer": item.layer,
                 "statistic": item.statistic,
-                "estimator": estimator,
+                "published_estimator": published_estimator,
+                "our_estimator": our_estimator,
                 "published": item.published,
                 "ours": value,
             }
         )
-    for file, (column, estimator) in WORD_TABLES.items():
+    for file, (column, published_estimator, our_estimator) in WORD_TABLES.items():
         published = read_word_table(published_dir / file)
         for layer, group in published.groupby("layer"):
             if layer not in words:
@@ -138,7 +150,8 @@ def compare(
                 {
                     "layer": layer,
                     "statistic": file.removesuffix(".csv"),
-                    "estimator": estimator + ", mean over shared words",
+                    "published_estimator": published_estimator + ", mean over shared words",
+                    "our_estimator": our_estimator + ", mean over shared words",
                     "published": merged["published"].mean() if enough else np.nan,
                     "ours": merged[column].mean() if enough else np.nan,
                     "n_words": len(merged),
@@ -152,7 +165,8 @@ def compare(
         columns=[
             "layer",
             "statistic",
-            "estimator",
+            "published_estimator",
+            "our_estimator",
             "published",
             "ours",
             "difference",

@@ -21,7 +21,8 @@ import pandas as pd
 from contextuality import benchmarks, reference
 from contextuality import corpus as corpus_io
 from contextuality.analysis import MeasureSettings, context_specific_words, measure_layer
-from contextuality.errors import InputDataError, NumericOverflowError
+from contextuality.benchmarks import BENCHMARKS
+from contextuality.errors import ConfigError, InputDataError, NumericOverflowError
 from contextuality.extract import (
     SentenceUnits,
     encode_running_text,
@@ -41,6 +42,7 @@ from contextuality.index import (
 from contextuality.models import (
     LoadedModel,
     ModelSpec,
+    count_hidden_layers,
     load_model,
     load_tokenizer,
     selected_layers,
@@ -55,7 +57,13 @@ from contextuality.provenance import (
 )
 from contextuality.shards import load_shard
 from contextuality.static import static_vectors, write_word2vec_text
-from contextuality.tables import read_parquet, read_provenance, write_parquet, write_tsv
+from contextuality.tables import (
+    read_parquet,
+    read_provenance,
+    read_tsv_provenance,
+    write_parquet,
+    write_tsv,
+)
 from contextuality.words import tokenize_sentences
 
 PathLike = str | os.PathLike
@@ -219,6 +227,61 @@ def _units_matching_index(
     return units
 
 
+def _checked_layers(spec: ModelSpec, shard_paths: dict[int, PathLike]) -> tuple[int, ...]:
+    """The layers to extract, checked against the model's config (not its weights) and
+    against the shard paths asked for."""
+    n_layers = count_hidden_layers(spec)
+    layers = selected_layers(spec, n_layers)
+    out_of_range = [layer for layer in layers if not 0 <= layer <= n_layers]
+    if out_of_range:
+        raise ConfigError(
+            f"model {spec.name}: layers {out_of_range} outside 0..{n_layers} (0 is the "
+            f"embedding output, {n_layers} the last layer); fix models.{spec.name}.layers"
+        )
+    if set(layers) != set(shard_paths):
+        raise ConfigError(
+            f"model {spec.name}: shard paths for {sorted(shard_paths)}, layers {list(layers)}"
+        )
+    return layers
+
+
+def _extract_with_storage_fallback(
+    loaded: LoadedModel,
+    units: SentenceUnits,
+    layers: tuple[int, ...],
+    shard_paths: dict[int, PathLike],
+    attributes: dict[str, Any],
+    progress: bool,
+) -> Any:
+    """`extract_to_shards` in the model's storage dtype; with ``auto``, float16 first and,
+    if a value overflows it, the whole model again as float32."""
+    spec = loaded.spec
+
+    def extract(dtype: str) -> Any:
+        return extract_to_shards(
+            loaded,
+            units,
+            layers,
+            shard_paths,
+            {**attributes, "dtype": dtype},
+            storage_dtype=dtype,
+            progress=progress,
+        )
+
+    if spec.storage_dtype == "auto":
+        try:
+            return extract("float16")
+        except NumericOverflowError as error:
+            log.warning("%s; storing model %s as float32 instead", error, spec.name)
+            return extract("float32")
+    try:
+        return extract(spec.storage_dtype)
+    except NumericOverflowError as error:
+        raise NumericOverflowError(
+            f"{error}; set models.{spec.name}.storage_dtype: float32 (or auto)"
+        ) from error
+
+
 def extract_model(
     name: str,
     settings: dict[str, Any],
@@ -250,14 +313,9 @@ def extract_model(
             f"{sentences_path} is not the sentence table that {index_summary_path} was built "
             "from; rebuild the occurrence index"
         )
+    layers = _checked_layers(spec, shard_paths)
     loaded = load_model(spec, _device(spec.device))
     units = _units_matching_index(loaded, sentences, occurrences_path, index_summary_path)
-    layers = selected_layers(spec, loaded.n_layers)
-    if set(layers) != set(shard_paths):
-        raise ValueError(f"model {name}: shard paths for {sorted(shard_paths)}, layers {layers}")
-    out_of_range = [layer for layer in layers if not 0 <= layer <= loaded.n_layers]
-    if out_of_range:
-        raise ValueError(f"model {name}: layers {out_of_range} outside 0..{loaded.n_layers}")
     attributes = provenance_record(
         model=name,
         model_id=spec.source,
@@ -271,27 +329,9 @@ def extract_model(
         transformers_version=transformers.__version__,
         torch_version=torch.__version__,
     )
-    dtypes = ["float32"] if spec.storage_dtype == "float32" else ["float16"]
-    if spec.storage_dtype == "auto":
-        dtypes.append("float32")
-    for attempt, dtype in enumerate(dtypes):
-        try:
-            report = extract_to_shards(
-                loaded,
-                units,
-                layers,
-                shard_paths,
-                {**attributes, "dtype": dtype},
-                storage_dtype=dtype,
-                progress=progress,
-            )
-            break
-        except NumericOverflowError as error:
-            if attempt + 1 == len(dtypes):
-                raise NumericOverflowError(
-                    f"{error}; set models.{name}.storage_dtype: float32 (or auto)"
-                ) from error
-            log.warning("%s; storing model %s as float32 instead", error, name)
+    report = _extract_with_storage_fallback(
+        loaded, units, layers, shard_paths, attributes, progress
+    )
     meta = {
         **attributes,
         "layers": list(layers),
@@ -408,23 +448,21 @@ def summary_rows(summary_paths: Sequence[PathLike]) -> pd.DataFrame:
     return table.sort_values(["model", "transform", "measure", "layer"])
 
 
-def summarize(
-    summary_paths: Sequence[PathLike], output: PathLike, provenance_path: PathLike
-) -> pd.DataFrame:
+def _layer_summary_provenance(path: PathLike) -> dict[str, Any]:
+    """A layer summary's provenance: the summary without its measures."""
+    return {key: value for key, value in read_json(path).items() if key != "measures"}
+
+
+def summarize(summary_paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
     """One long table of every (model, transform, layer, measure) from the layer summaries.
 
     Columns: model, transform, layer, n_layers, relative_layer (layer / n_layers), measure,
     raw, baseline and adjusted values each with their interval (``*_low``, ``*_high``;
-    empty where a measure has none), and n. The provenance of every layer summary it
-    gathers is written beside it as JSON.
+    empty where a measure has none), and n. Its provenance gathers every layer summary's.
     """
     table = summary_rows(summary_paths)
-    sources = [
-        {key: value for key, value in read_json(path).items() if key != "measures"}
-        for path in summary_paths
-    ]
-    write_tsv(table, output)
-    write_json(provenance_path, provenance_record(step="measures_table", sources=sources))
+    sources = [_layer_summary_provenance(path) for path in summary_paths]
+    write_tsv(table, output, provenance_record(step="measures_table", sources=sources))
     return table
 
 
@@ -452,11 +490,13 @@ def word_extremes(words_paths: Sequence[PathLike], output: PathLike, top: int = 
 
     words_paths: the per-word tables (``layer_<L>.parquet``) of the model's layers.
     """
-    layer_words = {}
+    layer_words, sources = {}, []
     for path in words_paths:
-        layer_words[int(read_provenance(path)["layer"])] = read_parquet(path)
+        sources.append(read_provenance(path))
+        layer_words[int(sources[-1]["layer"])] = read_parquet(path)
     table = context_specific_words(layer_words, top)
-    write_tsv(table, output)
+    provenance = provenance_record(step="context_specific_words", top=top, sources=sources)
+    write_tsv(table, output, provenance)
     return table
 
 
@@ -480,7 +520,13 @@ def compare_with_reference(
     words = {int(read_provenance(path)["layer"]): read_parquet(path) for path in words_paths}
     summary = summary_rows(summary_paths)
     comparison = reference.compare(Path(published_files[0]).parent, summary, words)
-    write_tsv(comparison, output)
+    provenance = provenance_record(
+        step="reference",
+        published_commit=reference.COMMIT,
+        published_checksums={Path(path).name: sha256_file(path) for path in published_files},
+        sources=[_layer_summary_provenance(path) for path in summary_paths],
+    )
+    write_tsv(comparison, output, provenance)
     model = summary["model"].iloc[0] if len(summary) else ""
     plot_reference(comparison, model, list(figure_outputs))
     return comparison
@@ -560,7 +606,19 @@ def score_static_vectors(
     )
     for position, (key, value) in enumerate(labels.items()):
         table.insert(position, key, value)
-    write_tsv(table, output)
+    sidecar = Path(f"{vectors_path}.json")
+    files = dict.fromkeys(f for name in settings["benchmarks"] for f in BENCHMARKS[name].files)
+    provenance = provenance_record(
+        step="score_static",
+        **labels,
+        settings=settings,
+        vectors=str(vectors_path),
+        vectors_sha256=sha256_file(vectors_path),
+        vectors_provenance=read_json(sidecar) if sidecar.is_file() else None,
+        benchmark_checksums={file: benchmarks.known_checksums()[file] for file in files},
+        shared_vocabulary_sha256=sha256_file(vocab_path) if protocol == "paper" else None,
+    )
+    write_tsv(table, output, provenance)
     return table
 
 
@@ -594,6 +652,7 @@ def word_benchmarks_table(
         "n",
     ]
     table = table.reindex(columns=columns)
-    write_tsv(table, output)
+    sources = [read_tsv_provenance(path) for path in score_paths]
+    write_tsv(table, output, provenance_record(step="word_benchmarks_table", sources=sources))
     plot_word_benchmarks(table, list(figure_outputs))
     return table

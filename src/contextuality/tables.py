@@ -1,16 +1,22 @@
-"""Parquet and TSV tables with provenance, written atomically."""
+"""Parquet and TSV tables with provenance, written atomically.
+
+A Parquet table keeps its provenance in its schema metadata; a TSV table in a JSON sidecar
+beside it (``<name>.provenance.json``), written before the table, so a table never stands
+without its provenance.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from contextuality.provenance import atomic_path
+from contextuality.provenance import atomic_path, read_json, write_json
 
 PROVENANCE_KEY = b"contextuality.provenance"
 
@@ -37,7 +43,18 @@ def read_provenance(path: str | os.PathLike) -> dict[str, Any]:
     return json.loads(raw) if raw else {}
 
 
-def write_tsv(frame: pd.DataFrame, path: str | os.PathLike) -> None:
-    """Write a tab-separated table atomically."""
+def tsv_provenance_path(path: str | os.PathLike) -> Path:
+    """The provenance sidecar of a TSV table: ``x.tsv`` → ``x.provenance.json``."""
+    return Path(path).with_suffix(".provenance.json")
+
+
+def write_tsv(frame: pd.DataFrame, path: str | os.PathLike, provenance: dict[str, Any]) -> None:
+    """Write a tab-separated table atomically, its provenance first (`tsv_provenance_path`)."""
+    write_json(tsv_provenance_path(path), provenance)
     with atomic_path(path) as temporary:
         frame.to_csv(temporary, sep="\t", index=False, float_format="%.10g")
+
+
+def read_tsv_provenance(path: str | os.PathLike) -> dict[str, Any]:
+    """The provenance record of a TSV table written by `write_tsv`."""
+    return read_json(tsv_provenance_path(path))

@@ -23,6 +23,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
+from contextuality.errors import ConfigError
+
 WORD_PATTERN = re.compile(r"\d+(?:[.,:]\d+)+|\w+(?:['’\-]\w+)*|[^\w\s]")
 WORD_TOKENIZERS = ("regex", "spacy")
 
@@ -51,7 +53,7 @@ def tokenize_sentences(sentences: Sequence[str], tokenizer: str = "regex") -> li
             [token.text for token in document if not token.is_space]
             for document in _spacy_tokenizer().pipe(sentences, batch_size=1000)
         ]
-    raise ValueError(f"word tokenizer must be one of {WORD_TOKENIZERS}, not {tokenizer!r}")
+    raise ConfigError(f"word tokenizer must be one of {WORD_TOKENIZERS}, not {tokenizer!r}")
 
 
 def is_punctuation(word: str) -> bool:

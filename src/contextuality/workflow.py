@@ -14,14 +14,15 @@ from typing import Any
 from contextuality import __version__
 from contextuality.benchmarks import BENCHMARKS
 from contextuality.corpus import resolve_data_path, sts_archive_name
-from contextuality.errors import ContextualityError
+from contextuality.errors import ConfigError, ContextualityError
 from contextuality.figures import FIGURES
 from contextuality.models import ModelSpec, selected_layers, tokenizer_key
 from contextuality.reference import FILES
 
 
 def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
-    """Raise ValueError listing every schema violation as ``<key path>: <problem>``.
+    """Raise ConfigError listing every problem of the config as ``<key path>: <problem>``:
+    schema violations, and keys that name a model the config does not have.
 
     One line per problem, instead of the schema dump a bare validation error prints.
     """
@@ -34,8 +35,16 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
         f"{'.'.join(str(part) for part in error.absolute_path) or '(top level)'}: {error.message}"
         for error in sorted(validator.iter_errors(config), key=lambda error: list(error.path))
     ]
+    models = config.get("models") or {}
+    reference = config.get("reference") or {}
+    for model in reference.get("models") or {}:
+        if model not in models:
+            problems.append(
+                f"reference.models.{model}: no model named '{model}' under models "
+                f"(configured: {', '.join(models) or 'none'})"
+            )
     if problems:
-        raise ValueError("invalid config:\n  " + "\n  ".join(problems))
+        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
 
 
 def model_names(config: dict[str, Any]) -> list[str]:
@@ -126,9 +135,9 @@ def figure_paths(extensions: tuple[str, ...] = ("png", "pdf")) -> list[str]:
 
 
 def compared_models(config: dict[str, Any]) -> dict[str, str]:
-    """Configured models that have published results: model name → published set."""
-    mapping = config.get("reference", {}).get("models", {})
-    return {model: published for model, published in mapping.items() if model in config["models"]}
+    """Configured models that have published results: model name → published set
+    (`check_config` refuses an entry naming no configured model)."""
+    return dict(config.get("reference", {}).get("models", {}))
 
 
 def published_files(published: str) -> list[str]:

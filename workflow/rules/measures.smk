@@ -44,12 +44,13 @@ rule context_specific_words:
     input:
         get_layer_word_tables,
     output:
-        report(
+        table=report(
             "results/tables/words/{model}.{transform}.tsv",
             caption="../report/context_specific_words.rst",
             category="Tables",
             labels={"model": "{model}", "transform": "{transform}"},
         ),
+        provenance="results/tables/words/{model}.{transform}.provenance.json",
     log:
         "logs/tables/words/{model}.{transform}.log",
     conda:

@@ -32,6 +32,7 @@ rule compare_reference:
             labels={"model": "{model}", "figure": "comparison"},
         ),
         pdf="results/figures/reference_{model}.pdf",
+        provenance="results/reference/{model}.provenance.json",
     log:
         "logs/reference/{model}.log",
     conda:

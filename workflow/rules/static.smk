@@ -36,7 +36,8 @@ rule score_static:
         benchmarks=get_benchmark_files,
         vocab="results/corpus/vocab.parquet",
     output:
-        "results/static/{model}/{method}/layer_{layer}.{protocol}.scores.tsv",
+        table="results/static/{model}/{method}/layer_{layer}.{protocol}.scores.tsv",
+        provenance="results/static/{model}/{method}/layer_{layer}.{protocol}.scores.provenance.json",
     log:
         "logs/static/{model}/{method}/layer_{layer}.{protocol}.scores.log",
     wildcard_constraints:
@@ -56,7 +57,8 @@ rule score_comparison:
         benchmarks=get_benchmark_files,
         vocab="results/corpus/vocab.parquet",
     output:
-        "results/static/compare/{name}.{protocol}.scores.tsv",
+        table="results/static/compare/{name}.{protocol}.scores.tsv",
+        provenance="results/static/compare/{name}.{protocol}.scores.provenance.json",
     log:
         "logs/static/compare/{name}.{protocol}.log",
     wildcard_constraints:
@@ -84,6 +86,7 @@ rule word_benchmarks_table:
             category="Table 1",
         ),
         pdf="results/figures/word_benchmarks.pdf",
+        provenance="results/tables/word_benchmarks.provenance.json",
     log:
         "logs/tables/word_benchmarks.log",
     conda:

@@ -5,5 +5,5 @@ from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.summarize(snakemake.input, snakemake.output.table, snakemake.output.provenance),
+    lambda: steps.summarize(snakemake.input, snakemake.output.table),
 )

@@ -10,7 +10,7 @@ run_step(
         "resources/benchmarks",
         snakemake.params.settings,
         static_labels(dict(snakemake.wildcards)),
-        snakemake.output[0],
+        snakemake.output.table,
         snakemake.input.vocab,
     ),
 )

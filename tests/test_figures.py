@@ -1,0 +1,123 @@
+"""Figures plot the table's values: each line, band and heatmap cell is read back from the
+figure and compared with the table it was drawn from."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from contextuality import figures, steps
+from contextuality.figures import FIGURES
+
+MODELS = {"alpha": 4, "beta": 2}  # model → number of layers
+
+
+def _summary_table(rng) -> pd.DataFrame:
+    """A summary table (as `steps.summarize` writes) with random values for every measure
+    the figures draw, an interval around each value."""
+    measures = {series.measure for spec in FIGURES.values() for series in spec.series}
+    rows = []
+    for model, n_layers in MODELS.items():
+        for layer in range(n_layers + 1):
+            for measure in sorted(measures):
+                row = {
+                    "model": model,
+                    "transform": "none",
+                    "layer": layer,
+                    "n_layers": n_layers,
+                    "relative_layer": layer / n_layers,
+                    "measure": measure,
+                    "n": 10,
+                }
+                for column in ("raw", "baseline", "adjusted"):
+                    value = rng.uniform(-1, 1)
+                    row |= {
+                        column: value,
+                        f"{column}_low": value - 0.1,
+                        f"{column}_high": value + 0.1,
+                    }
+                rows.append(row)
+    return pd.DataFrame(rows, columns=list(steps.SUMMARY_COLUMNS))
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """Figures as drawn: `_save` is replaced by a recorder, so they stay open to be read."""
+    kept = []
+    monkeypatch.setattr(figures, "_save", lambda figure, outputs, source: kept.append(figure))
+    yield kept
+    for figure in kept:
+        figures.plt.close(figure)
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+@pytest.mark.parametrize("relative_layers", [False, True])
+def test_lines_and_bands_are_the_tables_values(drawn, name, relative_layers):
+    table = _summary_table(np.random.default_rng(0))
+    spec = FIGURES[name]
+    figures.plot_figure(table, spec, ["unused.png"], relative_layers=relative_layers)
+    (axes,) = drawn[0].axes
+    lines = {line.get_label(): line for line in axes.get_lines()}
+    assert len(lines) == len(spec.series) * len(MODELS)
+    x_column = "relative_layer" if relative_layers else "layer"
+    bands = iter(axes.collections)
+    for series in spec.series:
+        for model in sorted(MODELS):
+            rows = table[(table["model"] == model) & (table["measure"] == series.measure)]
+            rows = rows.sort_values("layer")
+            line = lines[f"{model}{series.label}"]
+            np.testing.assert_allclose(line.get_xdata(), rows[x_column])
+            np.testing.assert_allclose(line.get_ydata(), rows[spec.column])
+            band = next(bands).get_paths()[0].vertices
+            low, high = rows[f"{spec.column}_low"].to_numpy(), rows[f"{spec.column}_high"]
+            assert set(np.round(band[:, 1], 9)) == set(np.round(np.r_[low, high], 9))
+
+
+def test_only_the_requested_transform_is_drawn(drawn):
+    table = _summary_table(np.random.default_rng(1))
+    other = table.assign(transform="whiten", raw=table["raw"] + 5)
+    figures.plot_figure(pd.concat([table, other]), FIGURES["fig1_anisotropy"], ["unused.png"])
+    (axes,) = drawn[0].axes
+    assert all(max(line.get_ydata()) < 5 for line in axes.get_lines())
+
+
+def test_word_benchmarks_heatmap_cells_are_the_scores(drawn):
+    rng = np.random.default_rng(2)
+    rows = [
+        {
+            "source": "this run",
+            "protocol": protocol,
+            "model": "alpha",
+            "method": "pc1",
+            "layer": layer,
+            "benchmark": benchmark,
+            "value": rng.uniform(),
+        }
+        for protocol in ("standard", "paper")
+        for layer in (0, 1)
+        for benchmark in ("simlex999", "men", "google")
+    ]
+    rows.append(
+        {
+            "source": "quoted: Ethayarajh (2019) Table 1",
+            "protocol": "paper",
+            "model": "BERT",
+            "method": "pc1",
+            "layer": 1,
+            "benchmark": "men",
+            "value": 0.2,
+        }
+    )
+    table = pd.DataFrame(rows)
+    figures.plot_word_benchmarks(table, ["unused.png"])
+    axes = drawn[0].axes[0]
+    image = axes.get_images()[0].get_array()
+    row_labels = [label.get_text() for label in axes.get_yticklabels()]
+    column_labels = [label.get_text() for label in axes.get_xticklabels()]
+    assert column_labels == ["simlex999", "men", "google"]  # the registry's order
+    assert "BERT pc1 L1 (paper)" in row_labels
+    for item in rows[:-1]:
+        label = f"alpha pc1 L{item['layer']} [{item['protocol']}]"
+        cell = image[row_labels.index(label), column_labels.index(item["benchmark"])]
+        assert cell == pytest.approx(item["value"])
