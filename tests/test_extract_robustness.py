@@ -12,15 +12,10 @@ import torch
 
 from contextuality import extract as extract_module
 from contextuality.errors import DeviceMemoryError
-from contextuality.extract import (
-    _window_assignment,
-    encode_sentences,
-    extract_to_shards,
-    sentence_units,
-)
+from contextuality.extract import _window_assignment, extract_to_shards, sentence_units
 from contextuality.models import ModelSpec, load_model
 from contextuality.shards import ShardSetWriter, load_shard
-from contextuality.words import split_words
+from contextuality.words import split_words, word_spans
 
 LONG = "The cat sat on the mat while the dog ran in the park and the bank raised rates again."
 SHORT = "The cat sat."
@@ -64,16 +59,26 @@ def test_window_assignment_picks_the_most_central_window():
     ]
 
 
+def _windowed(loaded, max_length=10, overlap=3):
+    spec = dataclasses.replace(
+        loaded.spec, long_sentences="window", window_overlap=overlap, max_length=max_length
+    )
+    return dataclasses.replace(loaded, spec=spec, max_length=max_length)
+
+
 def test_windows_cover_every_word(bert, tmp_path):
-    words = [split_words(sentence) for sentence in SENTENCES]
-    encoded = encode_sentences(bert.tokenizer, words, 10, False, "window", 3)
+    encoded = sentence_units(_windowed(bert), SENTENCES).encode(0, len(SENTENCES))
     assert all(len(item.input_ids) <= 10 for item in encoded)
-    for position, sentence_words in enumerate(words):
+    for position, sentence in enumerate(SENTENCES):
         parts = [item for item in encoded if item.sentence == position]
-        given = np.concatenate([item.word_index[item.word_index >= 0] for item in parts])
+        windows_of: dict[int, list[int]] = {}
+        for window, item in enumerate(parts):
+            for word in set(item.word_index[item.word_index >= 0].tolist()):
+                windows_of.setdefault(word, []).append(window)
         # every word gets its vector from exactly one window
-        assert sorted(set(given.tolist())) == list(range(len(sentence_words)))
-        assert len(parts) > 1 or len(split_words(SENTENCES[position])) < 8
+        assert sorted(windows_of) == list(range(len(split_words(sentence))))
+        assert all(len(windows) == 1 for windows in windows_of.values())
+        assert len(parts) > 1 or len(split_words(sentence)) < 8
 
 
 def test_window_mode_loses_no_word_and_keeps_short_sentences(bert, tmp_path):
@@ -92,29 +97,39 @@ def test_window_mode_loses_no_word_and_keeps_short_sentences(bert, tmp_path):
 
 
 def test_windowed_word_equals_a_forward_pass_of_its_window(bert, tmp_path):
+    """Each window is [CLS] + a contiguous slice of the running text's subwords + [SEP], and
+    a word's vector is its pooled vector in one window that holds all of its subwords."""
     _, windowed = _run(
         bert, tmp_path / "w", [LONG], max_length=10, long_sentences="window", window_overlap=3
     )
-    words = split_words(LONG)
-    encoding = bert.tokenizer(
-        [words],
-        is_split_into_words=True,
-        truncation=True,
-        max_length=10,
-        stride=3,
-        return_overflowing_tokens=True,
-    )
-    per_window = []
-    for window, input_ids in enumerate(encoding["input_ids"]):
+    full = bert.tokenizer(LONG, add_special_tokens=False, return_offsets_mapping=True)
+    content, offsets = full["input_ids"], full["offset_mapping"]
+    spans = word_spans([LONG])[0]
+    owner = [
+        next((w for w, (a, b) in enumerate(spans) if start < b and end > a), None)
+        for start, end in offsets
+    ]
+    windows = sentence_units(_windowed(bert), [LONG]).encode(0, 1)
+    assert len(windows) > 1
+    candidates: dict[int, list[np.ndarray]] = {}
+    for window in windows:
+        ids = window.input_ids.tolist()
+        assert ids[0] == bert.tokenizer.cls_token_id and ids[-1] == bert.tokenizer.sep_token_id
+        inner = ids[1:-1]
+        first = next(
+            a for a in range(len(content)) if content[a : a + len(inner)] == inner
+        )  # a contiguous slice of the sentence's subwords
         with torch.no_grad():
-            output = bert.model(input_ids=torch.tensor([input_ids]), output_hidden_states=True)
+            output = bert.model(input_ids=torch.tensor([ids]), output_hidden_states=True)
         hidden = torch.stack(output.hidden_states)[:, 0].numpy()
-        owners = np.array([-1 if w is None else w for w in encoding.word_ids(window)])
-        per_window.append({w: hidden[:, owners == w].mean(axis=1) for w in set(owners) - {-1}})
-    for word in range(len(words)):
-        candidates = [vectors[word] for vectors in per_window if word in vectors]
-        distances = [np.abs(windowed[:, word] - candidate).max() for candidate in candidates]
-        assert min(distances) < 2e-3
+        inside = owner[first : first + len(inner)]
+        for word in set(inside) - {None}:
+            if owner.count(word) == inside.count(word):  # all its subwords are here
+                positions = [1 + i for i, w in enumerate(inside) if w == word]
+                candidates.setdefault(word, []).append(hidden[:, positions].mean(axis=1))
+    assert sorted(candidates) == list(range(len(spans)))
+    for word, options in candidates.items():
+        assert min(np.abs(windowed[:, word] - option).max() for option in options) < 2e-3
 
 
 class _SimulatedDevice:

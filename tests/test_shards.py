@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import h5py
@@ -49,8 +48,8 @@ def test_write_commit_and_load(tmp_path):
         assert attributes["complete"] is True
         assert attributes["layer"] == layer
         assert attributes["model_revision"] == ""  # None is stored as ""
-        assert json.loads(attributes["settings"]) == ATTRIBUTES["settings"]
-        assert json.loads(attributes["layers"]) == [0, 1]
+        assert attributes["settings"] == ATTRIBUTES["settings"]  # stored as JSON, read back
+        assert attributes["layers"] == [0, 1]
         assert attributes["n_missing"] == 0
         assert shard_attributes(path) == attributes
     assert _files(tmp_path) == ["l0.h5", "sub"]

@@ -18,7 +18,6 @@ from contextuality import steps
 from contextuality.errors import InputDataError, NonFiniteValueError
 from contextuality.extract import (
     encode_running_text,
-    encode_subword_sentences,
     extract_to_shards,
     sentence_units,
     subword_units,
@@ -28,7 +27,9 @@ from contextuality.models import ModelSpec, load_model, load_tokenizer, tokenize
 from contextuality.provenance import read_json
 from contextuality.shards import load_shard
 from contextuality.tables import read_parquet
-from contextuality.words import tokenize_sentences
+from contextuality.words import tokenize_sentences, word_spans
+
+from references import word_vectors_by_overlap
 
 SENTENCES = [
     "The cat sat on the mat.",
@@ -125,7 +126,16 @@ def test_subword_shard_rows_equal_running_text_forward_pass(request, tmp_path, w
 
 def test_subword_windows_cover_every_unit_from_its_most_central_window(subword_bert, tmp_path):
     encodings = encode_running_text(subword_bert.tokenizer, SENTENCES)
-    inputs = encode_subword_sentences(subword_bert.tokenizer, encodings, 8, False, "window", 2)
+    inputs = sentence_units(
+        dataclasses.replace(
+            subword_bert,
+            spec=dataclasses.replace(
+                subword_bert.spec, long_sentences="window", window_overlap=2, max_length=8
+            ),
+            max_length=8,
+        ),
+        SENTENCES,
+    ).encode(0, len(SENTENCES))
     assert all(len(item.input_ids) <= 8 for item in inputs)
     for sentence, encoding in enumerate(encodings):
         parts = [item for item in inputs if item.sentence == sentence]
@@ -254,13 +264,9 @@ def test_spacy_word_units_and_lowercase_index(tiny_bert_dir, sentence_table, tmp
     model = {"source": str(tiny_bert_dir)}
     vectors = _extract_model("bert", model, sentence_table, spacy_index, tmp_path / "shards")
     loaded = load_model(ModelSpec("bert", str(tiny_bert_dir)))
-    expected = []
-    for sentence_words in spacy_words:
-        encoding = loaded.tokenizer(sentence_words, is_split_into_words=True)
-        hidden = _hidden_states(loaded.model, encoding["input_ids"], (0, 2))
-        owners = np.array([-1 if w is None else w for w in encoding.word_ids()])
-        expected.extend(hidden[:, owners == w].mean(axis=1) for w in range(len(sentence_words)))
-    _assert_fp16_close(vectors, np.stack(expected, axis=1))
+    spans = word_spans(SENTENCES, "spacy")
+    expected = word_vectors_by_overlap(loaded.tokenizer, loaded.model, SENTENCES, spans, (0, 2))
+    _assert_fp16_close(vectors, expected)
 
 
 # --------------------------------------------------------------------------------------

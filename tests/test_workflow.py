@@ -3,6 +3,7 @@ incremental re-runs (dry runs list only what depends on a change), config valida
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -140,6 +141,13 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
 
     table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
     assert sorted(table["layer"].unique()) == [0, 1, 2]  # layers found from the model config
+    outputs = table.drop_duplicates("layer").set_index("layer")["layer_output"]
+    assert outputs[0].startswith("embedding output")
+    assert outputs[1] == "output of block 1"
+    assert outputs[2] == "output of block 2 (the model has no final normalization)"
+    meta = json.loads((tmp_path / "results/embeddings/bert/meta.json").read_text())
+    assert meta["layer_conventions"]["last_layer"] == outputs[2]
+    assert meta["subwords_outside_words"] == 0
     exact = {"selfsim", "intrasim", "mev", "mev_centered", "anisotropy"}
     paper = {"selfsim[paper]", "intrasim[paper]", "mev[truncated_svd]", "anisotropy[paper]"}
     assert exact | paper <= set(table["measure"])
@@ -266,7 +274,7 @@ def test_unloadable_model_fails_its_job_with_a_message(tmp_path):
     assert not list((tmp_path / "results/embeddings").glob("m/*.h5"))
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "sts.yaml", "paper.yaml"])
+@pytest.mark.parametrize("name", ["config.yaml", "sts.yaml", "paper.yaml", "decoder.yaml"])
 def test_shipped_configs_plan_without_network(tmp_path, name, shared_data):
     """Each shipped config validates and plans its whole DAG offline (a dry run)."""
     config = yaml.safe_load((REPO / "config" / name).read_text())

@@ -1,18 +1,21 @@
 """One forward pass of a model over the corpus, writing one HDF5 shard per layer.
 
-Sentences are processed in contiguous *blocks* of about 16k words, so memory is bounded
-whatever the corpus size. Inside a block they are sorted by subword length and packed into
+Each sentence is tokenized once, as running text, and each subword is given to the unit
+(shard row) it serves: for word units the word whose character span its own span overlaps
+(`align_to_words`), for subword units itself. Sentences are then processed in contiguous
+*blocks* of about 16k units, so memory is bounded whatever the corpus size. Inside a block
+their inputs (windows of long sentences included) are sorted by length and packed into
 batches whose padded size stays within a token budget (halved and retried on CUDA
-out-of-memory). On CUDA the forward pass runs under float16 (or bfloat16) autocast; each batch's
-subword vectors are pooled into word vectors on the device and copied to pinned host
-memory once, asynchronously, while the next batch is launched. The next block is
-tokenized on a helper thread, and a finished block is written to every layer's shard as
-one contiguous slab by a writer thread, so row i of each shard is occurrence i of the
-index and the model does not wait for the tokenizer or the disk.
-"""
+out-of-memory). On CUDA the forward pass runs under float16 (or bfloat16) autocast; each
+batch's subword vectors are pooled into unit vectors on the device and copied to pinned
+host memory once, asynchronously, while the next batch is launched. The next block's
+inputs are built on a helper thread, and a finished block is written to every layer's
+shard as one contiguous slab by a writer thread, so row i of each shard is occurrence i of
+the index and the model does not wait for the tokenizer or the disk."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -34,7 +37,7 @@ from contextuality.errors import (
 )
 from contextuality.models import LONG_SENTENCE_MODES, LoadedModel
 from contextuality.shards import ShardSetWriter
-from contextuality.words import split_words
+from contextuality.words import word_spans
 
 FLOAT16_MAX = 65504.0
 log = logging.getLogger(__name__)
@@ -74,6 +77,8 @@ class ExtractionReport:
     sentences_windowed: int = 0
     out_of_memory_retries: int = 0
     non_finite_vectors: int = 0
+    subwords_spanning_words: int = 0
+    subwords_outside_words: int = 0
     token_budget: int = 0
     storage_dtype: str = "float16"
     device: str = "cpu"
@@ -111,92 +116,42 @@ def _window_assignment(word_ids: list[list[int]]) -> list[list[int]]:
     ]
 
 
-def encode_sentences(
-    tokenizer: Any,
-    sentence_words: list[list[str]],
-    max_length: int,
-    add_bos: bool,
-    long_sentences: str = "truncate",
-    window_overlap: int | None = None,
-) -> list[EncodedSentence]:
-    """Tokenize pre-split sentences into subwords, keeping the subword→word map.
-
-    A sentence longer than `max_length` subwords (special tokens included) is truncated
-    (``long_sentences="truncate"``: the words cut off get no vector), or split into
-    windows of `max_length` subwords that overlap by `window_overlap` subwords
-    (``"window"``; default a quarter of the window), each word taking its vector from the
-    window where it is most central. With `add_bos` the tokenizer's BOS token is put
-    first in every input (GPT-2 style models).
-    """
-    if long_sentences not in LONG_SENTENCE_MODES:
-        raise ConfigError(f"long_sentences must be one of {LONG_SENTENCE_MODES}")
-    bos = [tokenizer.bos_token_id] if add_bos else []
-    if add_bos and tokenizer.bos_token_id is None:
-        raise ConfigError("add_bos is set but the tokenizer has no BOS token")
-    windowed = long_sentences == "window"
-    length = max_length - len(bos)
-    options = {}
-    if windowed:
-        overlap = length // 4 if window_overlap is None else window_overlap
-        options = {"return_overflowing_tokens": True, "stride": overlap}
-    encoding = tokenizer(
-        sentence_words,
-        is_split_into_words=True,
-        truncation=True,
-        max_length=length,
-        add_special_tokens=True,
-        **options,
-    )
-    n_inputs = len(encoding["input_ids"])
-    owners = encoding["overflow_to_sample_mapping"] if windowed else range(n_inputs)
-    word_ids = [[-1 if w is None else w for w in encoding.word_ids(i)] for i in range(n_inputs)]
-    if windowed:
-        windows_of: dict[int, list[int]] = {}
-        for position, owner in enumerate(owners):
-            windows_of.setdefault(owner, []).append(position)
-        for positions in windows_of.values():
-            if len(positions) > 1:
-                kept = _window_assignment([word_ids[i] for i in positions])
-                for position, ids in zip(positions, kept, strict=True):
-                    word_ids[position] = ids
-    return [
-        EncodedSentence(
-            input_ids=np.asarray(bos + encoding["input_ids"][position], dtype=np.int64),
-            word_index=np.asarray([-1] * len(bos) + word_ids[position], dtype=np.int64),
-            n_words=len(sentence_words[owner]),
-            truncated=not windowed and bool(encoding.encodings[position].overflowing),
-            sentence=int(owner),
-        )
-        for position, owner in enumerate(owners)
-    ]
-
-
 @dataclass(frozen=True)
 class RunningTextEncoding:
-    """One sentence tokenized as running text: the subword ids of its content, and the
-    special tokens the tokenizer puts before and after it (e.g. ``[CLS]`` and ``[SEP]``)."""
+    """One sentence tokenized as running text: the subword ids of its content, the special
+    tokens the tokenizer puts before and after it (e.g. ``[CLS]`` and ``[SEP]``), and the
+    character span [start, end) of each content subword in the sentence."""
 
     prefix: list[int]
     content: list[int]
     suffix: list[int]
+    offsets: list[tuple[int, int]]
 
 
 def encode_running_text(tokenizer: Any, sentences: list[str]) -> list[RunningTextEncoding]:
-    """Tokenize whole sentences (no truncation), splitting special tokens from content.
-
-    The content subwords are the units of a subword index, and the rows of its shards.
-    A special token between content subwords is an error: the units would not be contiguous.
-    """
-    encoding = tokenizer(sentences, add_special_tokens=True, return_special_tokens_mask=True)
+    """Tokenize whole sentences once, as running text (no truncation), splitting the special
+    tokens from the content. A special token between content subwords is an error: a
+    sentence's subwords must be contiguous."""
+    encoding = tokenizer(
+        sentences,
+        add_special_tokens=True,
+        return_special_tokens_mask=True,
+        return_offsets_mapping=True,
+    )
     result = []
-    for sentence, ids, special in zip(
-        sentences, encoding["input_ids"], encoding["special_tokens_mask"], strict=True
+    for sentence, ids, special, offsets in zip(
+        sentences,
+        encoding["input_ids"],
+        encoding["special_tokens_mask"],
+        encoding["offset_mapping"],
+        strict=True,
     ):
         content = [position for position, flag in enumerate(special) if not flag]
         first, last = (content[0], content[-1] + 1) if content else (len(ids), len(ids))
         if last - first != len(content):
             raise ModelLoadError(f"special tokens inside the subwords of {sentence!r}")
-        result.append(RunningTextEncoding(ids[:first], ids[first:last], ids[last:]))
+        spans = [(int(start), int(end)) for start, end in offsets[first:last]]
+        result.append(RunningTextEncoding(ids[:first], ids[first:last], ids[last:], spans))
     return result
 
 
@@ -205,31 +160,74 @@ def subword_units(tokenizer: Any, encodings: list[RunningTextEncoding]) -> list[
     return [tokenizer.convert_ids_to_tokens(encoding.content) for encoding in encodings]
 
 
-def _window_starts(n_units: int, length: int, overlap: int) -> list[int]:
-    """First unit of each window of `length` units over `n_units`, consecutive windows sharing
-    `overlap` units; the last window ends at the last unit."""
-    if n_units <= length:
+@dataclass(frozen=True)
+class Alignment:
+    """Which unit (shard row of the sentence) each content subword gives its vector to.
+
+    token_unit: (n_subwords,) unit index, or -1 for a subword that belongs to no unit.
+    spanning: subwords whose characters overlap two or more words (given to the first).
+    outside: subwords that overlap no word (e.g. a piece that is only a space).
+    """
+
+    token_unit: np.ndarray
+    n_units: int
+    spanning: int = 0
+    outside: int = 0
+
+
+def align_to_words(offsets: list[tuple[int, int]], spans: list[tuple[int, int]]) -> Alignment:
+    """Give each subword to the word whose character span it overlaps.
+
+    offsets: the subwords' spans in the sentence, in order; spans: the words' spans, in
+    order and disjoint. A subword overlapping several words goes to the first; one with an
+    empty span or overlapping none goes to no word.
+    """
+    if not offsets:
+        return Alignment(np.zeros(0, dtype=np.int64), len(spans))
+    starts = np.array([start for start, _ in spans], dtype=np.int64)
+    ends = np.array([end for _, end in spans], dtype=np.int64)
+    subword_start = np.array([start for start, _ in offsets], dtype=np.int64)
+    subword_end = np.array([end for _, end in offsets], dtype=np.int64)
+    first = np.searchsorted(ends, subword_start, side="right")  # first word ending after it
+    padded_starts = np.append(starts, np.iinfo(np.int64).max)
+    overlaps = (subword_end > subword_start) & (padded_starts[first] < subword_end)
+    spanning = overlaps & (padded_starts[np.minimum(first + 1, len(spans))] < subword_end)
+    return Alignment(
+        token_unit=np.where(overlaps, first, -1),
+        n_units=len(spans),
+        spanning=int(spanning.sum()),
+        outside=int((~overlaps).sum()),
+    )
+
+
+def _window_starts(n_subwords: int, length: int, overlap: int) -> list[int]:
+    """First subword of each window of `length` subwords over `n_subwords`, consecutive
+    windows sharing `overlap` subwords; the last window ends at the last subword."""
+    if n_subwords <= length:
         return [0]
     step = length - overlap
     if step < 1:
         raise ConfigError(f"window overlap {overlap} leaves no step in a window of {length}")
-    return [*range(0, n_units - length, step), n_units - length]
+    return [*range(0, n_subwords - length, step), n_subwords - length]
 
 
-def encode_subword_sentences(
+def encode_inputs(
     tokenizer: Any,
     encodings: list[RunningTextEncoding],
+    alignments: list[Alignment],
     max_length: int,
     add_bos: bool,
     long_sentences: str = "truncate",
     window_overlap: int | None = None,
 ) -> list[EncodedSentence]:
-    """Model inputs for subword units: each content subword is its own unit (row).
+    """Model inputs of the encoded sentences, each subword marked with the unit it serves.
 
-    Inputs are the sentence's special prefix, a slice of its content and its special
-    suffix, at most `max_length` tokens. Long sentences are truncated (the cut subwords
-    get no vector) or split into overlapping windows, each subword taking its vector from
-    the window where it is most central, as in `encode_sentences`.
+    An input is a sentence's special prefix, its content subwords and its special suffix,
+    at most `max_length` tokens (with `add_bos`, the tokenizer's BOS token first, for
+    GPT-2 style models). A longer sentence is truncated (``long_sentences="truncate"``: the
+    units whose subwords are all cut get no vector) or split into windows of content that
+    overlap by `window_overlap` subwords (``"window"``; default a quarter of the input),
+    each unit taking its vector from the window where it is most central.
     """
     if long_sentences not in LONG_SENTENCE_MODES:
         raise ConfigError(f"long_sentences must be one of {LONG_SENTENCE_MODES}")
@@ -237,20 +235,22 @@ def encode_subword_sentences(
         raise ConfigError("add_bos is set but the tokenizer has no BOS token")
     bos = [tokenizer.bos_token_id] if add_bos else []
     inputs = []
-    for sentence, encoding in enumerate(encodings):
-        n_units = len(encoding.content)
+    for sentence, (encoding, alignment) in enumerate(zip(encodings, alignments, strict=True)):
+        n_subwords = len(encoding.content)
         length = max_length - len(bos) - len(encoding.prefix) - len(encoding.suffix)
         if length < 1:
             raise ConfigError(f"max_length {max_length} leaves no room for content subwords")
         if long_sentences == "window":
             overlap = (max_length - len(bos)) // 4 if window_overlap is None else window_overlap
-            starts = _window_starts(n_units, length, overlap)
+            starts = _window_starts(n_subwords, length, overlap)
         else:
             starts = [0]
-        windows = [list(range(start, min(start + length, n_units))) for start in starts]
-        assigned = _window_assignment(windows) if len(windows) > 1 else windows
-        for window, units in zip(windows, assigned, strict=True):
-            content = [encoding.content[unit] for unit in window]
+        windows = [np.arange(start, min(start + length, n_subwords)) for start in starts]
+        units = [alignment.token_unit[window].tolist() for window in windows]
+        if len(windows) > 1:
+            units = _window_assignment(units)
+        for window, window_units in zip(windows, units, strict=True):
+            content = [encoding.content[position] for position in window]
             inputs.append(
                 EncodedSentence(
                     input_ids=np.asarray(
@@ -258,12 +258,12 @@ def encode_subword_sentences(
                     ),
                     word_index=np.asarray(
                         [-1] * (len(bos) + len(encoding.prefix))
-                        + units
+                        + window_units
                         + [-1] * len(encoding.suffix),
                         dtype=np.int64,
                     ),
-                    n_words=n_units,
-                    truncated=len(windows) == 1 and n_units > length,
+                    n_words=alignment.n_units,
+                    truncated=len(windows) == 1 and n_subwords > length,
                     sentence=sentence,
                 )
             )
@@ -354,17 +354,39 @@ def _forward_batch(
     with (
         torch.inference_mode(),
         autocast(device, loaded.spec.cuda_dtype),
+        _final_norm_input(loaded) as before_norm,
     ):
         output = loaded.model(
             input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
             attention_mask=torch.from_numpy(attention).to(device, non_blocking=True),
             output_hidden_states=True,
         )
-        hidden = torch.stack([output.hidden_states[layer] for layer in layers])
+        states = list(output.hidden_states)
+        if before_norm is not None:
+            states[-1] = before_norm["input"]
+        hidden = torch.stack([states[layer] for layer in layers])
         hidden = hidden.reshape(len(layers), -1, hidden.shape[-1])
         token_word = torch.from_numpy(compact.reshape(-1)).to(device, non_blocking=True)
         pooled, counts = pool_subwords(hidden, token_word, len(rows), loaded.spec.pooling)
     return pooled, counts > 0, rows
+
+
+@contextlib.contextmanager
+def _final_norm_input(loaded: LoadedModel) -> Iterator[dict[str, Any] | None]:
+    """With ``last_layer: before_final_norm``, a dict that receives the final norm's input
+    during the forward pass (the last block's output before normalization); else None."""
+    if not loaded.takes_last_layer_before_final_norm:
+        yield None
+        return
+    captured: dict[str, Any] = {}
+    _, norm = loaded.final_norm
+    handle = norm.register_forward_hook(
+        lambda module, inputs, output: captured.update(input=inputs[0])
+    )
+    try:
+        yield captured
+    finally:
+        handle.remove()
 
 
 def autocast(device: Any, cuda_dtype: str) -> Any:
@@ -495,56 +517,65 @@ class SentenceUnits:
     """The units (shard rows) of every sentence and how to encode sentences for the model.
 
     counts: units per sentence, shape (n_sentences,). encode(start, end): the model inputs
-    of sentences [start, end), numbered from 0 within that range.
+    of sentences [start, end), numbered from 0 within that range. subwords_spanning_words,
+    subwords_outside_words: the alignment's counts over the corpus (see `Alignment`).
     """
 
     counts: np.ndarray
     encode: Callable[[int, int], list[EncodedSentence]]
+    subwords_spanning_words: int = 0
+    subwords_outside_words: int = 0
 
 
-def word_inputs(loaded: LoadedModel, sentence_words: list[list[str]]) -> SentenceUnits:
-    """Word units: each word's vector pools its subwords (`encode_sentences`)."""
+def _units(
+    loaded: LoadedModel, encodings: list[RunningTextEncoding], alignments: list[Alignment]
+) -> SentenceUnits:
     spec = loaded.spec
     return SentenceUnits(
-        counts=np.array([len(words) for words in sentence_words], dtype=np.int64),
-        encode=lambda start, end: encode_sentences(
+        counts=np.array([alignment.n_units for alignment in alignments], dtype=np.int64),
+        encode=lambda start, end: encode_inputs(
             loaded.tokenizer,
-            sentence_words[start:end],
+            encodings[start:end],
+            alignments[start:end],
             loaded.max_length,
             spec.add_bos,
             spec.long_sentences,
             spec.window_overlap,
         ),
+        subwords_spanning_words=sum(alignment.spanning for alignment in alignments),
+        subwords_outside_words=sum(alignment.outside for alignment in alignments),
     )
+
+
+def word_inputs(
+    loaded: LoadedModel, sentences: list[str], spans: list[list[tuple[int, int]]]
+) -> SentenceUnits:
+    """Word units: the running text's subwords, each pooled into the word whose character
+    span it overlaps (`align_to_words`)."""
+    encodings = encode_running_text(loaded.tokenizer, sentences)
+    alignments = [
+        align_to_words(encoding.offsets, sentence_spans)
+        for encoding, sentence_spans in zip(encodings, spans, strict=True)
+    ]
+    return _units(loaded, encodings, alignments)
 
 
 def subword_inputs(loaded: LoadedModel, encodings: list[RunningTextEncoding]) -> SentenceUnits:
-    """Subword units: each content subword of the running text is a row
-    (`encode_subword_sentences`)."""
-    spec = loaded.spec
-    return SentenceUnits(
-        counts=np.array([len(encoding.content) for encoding in encodings], dtype=np.int64),
-        encode=lambda start, end: encode_subword_sentences(
-            loaded.tokenizer,
-            encodings[start:end],
-            loaded.max_length,
-            spec.add_bos,
-            spec.long_sentences,
-            spec.window_overlap,
-        ),
-    )
+    """Subword units: each content subword of the running text is a row of its own."""
+    alignments = [
+        Alignment(np.arange(len(encoding.content)), len(encoding.content)) for encoding in encodings
+    ]
+    return _units(loaded, encodings, alignments)
 
 
 def sentence_units(
-    loaded: LoadedModel, sentences: list[str], sentence_words: list[list[str]] | None = None
+    loaded: LoadedModel, sentences: list[str], spans: list[list[tuple[int, int]]] | None = None
 ) -> SentenceUnits:
-    """The units of `sentences` for the model's ``units`` setting: the given words (default:
-    the ``regex`` word tokenizer's) or the subwords of the running text."""
+    """The units of `sentences` for the model's ``units`` setting: the words at `spans`
+    (default: the ``regex`` word tokenizer's) or the subwords of the running text."""
     if loaded.spec.units == "subword":
         return subword_inputs(loaded, encode_running_text(loaded.tokenizer, sentences))
-    if sentence_words is None:
-        sentence_words = [split_words(sentence) for sentence in sentences]
-    return word_inputs(loaded, sentence_words)
+    return word_inputs(loaded, sentences, spans if spans is not None else word_spans(sentences))
 
 
 def _finish_copy(
@@ -674,6 +705,8 @@ def extract_to_shards(
         storage_dtype=storage_dtype,
         device=str(next(loaded.model.parameters()).device),
         token_budget=spec.token_budget,
+        subwords_spanning_words=units.subwords_spanning_words,
+        subwords_outside_words=units.subwords_outside_words,
     )
     shards = ShardSetWriter(
         {layer: shard_paths[layer] for layer in layers},

@@ -6,6 +6,11 @@ enables remote code unless the model's config says ``trust_remote_code: true``.
 
 A model's *units* are words (the occurrence index's words, each pooled from its subwords)
 or its own subword tokens (``units: subword``, as the paper did for BERT's WordPiece).
+
+Layers are numbered as transformers numbers hidden states: 0 is the embedding output (the
+input to the first block), L the last block's output. Whether that last state comes after
+the model's final normalization (GPT-2's ``ln_f``, Llama's ``norm``) is established when
+the model loads and recorded; ``last_layer: before_final_norm`` takes it before.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from contextuality.errors import ConfigError, ModelLoadError
 
 POOLINGS = ("mean", "first", "last")
 UNITS = ("word", "subword")
+LAST_LAYERS = ("as_returned", "before_final_norm")
+FINAL_NORM_NAMES = ("ln_f", "norm", "final_layer_norm", "final_layernorm")
 LOADERS = ("transformers", "elmo")
 LONG_SENTENCE_MODES = ("truncate", "window")
 SCHEDULING_KEYS = frozenset({"gpus"})
@@ -33,9 +40,11 @@ class ModelSpec:
     name: str
     source: str
     revision: str | None = None
+    gguf_file: str | None = None
     loader: str = "transformers"
     units: str = "word"
     layers: tuple[int, ...] | None = None
+    last_layer: str = "as_returned"
     pooling: str = "mean"
     add_bos: bool = False
     max_length: int | None = None
@@ -65,6 +74,8 @@ class ModelSpec:
             raise ConfigError(f"model {name}: loader must be one of {LOADERS}")
         if values.get("units", "word") not in UNITS:
             raise ConfigError(f"model {name}: units must be one of {UNITS}")
+        if values.get("last_layer", "as_returned") not in LAST_LAYERS:
+            raise ConfigError(f"model {name}: last_layer must be one of {LAST_LAYERS}")
         return cls(name=name, **values)
 
     def settings(self) -> dict[str, Any]:
@@ -121,6 +132,15 @@ def _load_error(spec: ModelSpec, what: str, error: Exception) -> ModelLoadError:
     )
 
 
+def _pretrained_options(spec: ModelSpec) -> dict[str, Any]:
+    """Options every ``from_pretrained`` call of the model gets: its revision, whether remote
+    code may run, and the GGUF file to read (weights dequantized to float32) when set."""
+    options = {"revision": spec.revision, "trust_remote_code": spec.trust_remote_code}
+    if spec.gguf_file is not None:
+        options["gguf_file"] = spec.gguf_file
+    return options
+
+
 def count_hidden_layers(spec: ModelSpec) -> int:
     """Number of transformer layers L, read from the model's config only (no weights).
 
@@ -130,9 +150,7 @@ def count_hidden_layers(spec: ModelSpec) -> int:
     from transformers import AutoConfig
 
     try:
-        config = AutoConfig.from_pretrained(
-            model_location(spec), revision=spec.revision, trust_remote_code=spec.trust_remote_code
-        )
+        config = AutoConfig.from_pretrained(model_location(spec), **_pretrained_options(spec))
     except (OSError, ValueError) as error:
         raise _load_error(spec, "config", error) from error
     return int(config.num_hidden_layers)
@@ -148,7 +166,11 @@ def selected_layers(spec: ModelSpec, n_layers: int | None = None) -> tuple[int, 
 
 @dataclass
 class LoadedModel:
-    """A tokenizer and model ready for extraction, with what is known about them."""
+    """A tokenizer and model ready for extraction, with what is known about them.
+
+    final_norm: the name and module of the model's final normalization, or None.
+    returns_after_final_norm: whether transformers' last hidden state comes after it.
+    """
 
     spec: ModelSpec
     tokenizer: Any
@@ -157,32 +179,78 @@ class LoadedModel:
     hidden_size: int
     max_length: int
     revision: str | None
+    final_norm: tuple[str, Any] | None = None
+    returns_after_final_norm: bool = False
+
+    @property
+    def takes_last_layer_before_final_norm(self) -> bool:
+        """Whether extraction must replace the last hidden state by the final norm's input."""
+        return self.spec.last_layer == "before_final_norm" and self.returns_after_final_norm
+
+    def layer_conventions(self) -> dict[str, Any]:
+        """What layer 0 and the last layer are, as recorded in meta.json and the shards."""
+        last = f"output of block {self.n_layers}"
+        if self.final_norm is None:
+            last += " (the model has no final normalization)"
+        elif self.returns_after_final_norm and not self.takes_last_layer_before_final_norm:
+            last += f", after the final normalization ({self.final_norm[0]})"
+        else:
+            last += f", before the final normalization ({self.final_norm[0]})"
+        return {
+            "layer_0": "embedding output (the input to the first block)",
+            "last_layer": last,
+            "final_norm": None if self.final_norm is None else self.final_norm[0],
+            "last_layer_setting": self.spec.last_layer,
+        }
 
 
-def _is_byte_level(tokenizer: Any) -> bool:
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    return backend is not None and "ByteLevel" in repr(backend.pre_tokenizer)
+def layer_output(layer: int, n_layers: int, conventions: dict[str, Any]) -> str:
+    """What hidden state `layer` is, in words (see `LoadedModel.layer_conventions`)."""
+    if layer == 0:
+        return conventions["layer_0"]
+    return conventions["last_layer"] if layer == n_layers else f"output of block {layer}"
+
+
+def find_final_norm(model: Any) -> tuple[str, Any] | None:
+    """The model's final normalization: a module named as transformers names it (``ln_f``,
+    ``norm``, ``final_layer_norm``), at most one level down; None if it has none."""
+    for name, module in model.named_modules():
+        if name.split(".")[-1] in FINAL_NORM_NAMES and name.count(".") <= 1:
+            return name, module
+    return None
+
+
+def returns_after(model: Any, norm: Any) -> bool:
+    """Whether the model's last hidden state is its final norm's output (not its input),
+    found by one forward pass of two tokens."""
+    import torch
+
+    seen = {}
+    handle = norm.register_forward_hook(lambda module, inputs, output: seen.update(output=output))
+    try:
+        device = next(model.parameters()).device
+        with torch.inference_mode():
+            output = model(
+                input_ids=torch.tensor([[0, 1]], device=device), output_hidden_states=True
+            )
+    finally:
+        handle.remove()
+    return "output" in seen and torch.equal(output.hidden_states[-1], seen["output"])
 
 
 def load_tokenizer(spec: ModelSpec) -> Any:
-    """The model's fast tokenizer. For word units, byte-level BPE ones get
-    ``add_prefix_space`` so that pre-split words are tokenized as space-separated words, as
-    in running text; subword units tokenize the running text as the tokenizer is set up."""
+    """The model's fast tokenizer, set up as the model's authors ship it: sentences are
+    tokenized as running text, and words are aligned to subwords by character offsets."""
     _require_transformers_loader(spec)
     from transformers import AutoTokenizer
 
-    options = {"revision": spec.revision, "trust_remote_code": spec.trust_remote_code}
-    location = model_location(spec)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(location, **options)
-        prefix_space = getattr(tokenizer, "add_prefix_space", False)
-        if spec.units == "word" and _is_byte_level(tokenizer) and not prefix_space:
-            tokenizer = AutoTokenizer.from_pretrained(location, add_prefix_space=True, **options)
+        tokenizer = AutoTokenizer.from_pretrained(model_location(spec), **_pretrained_options(spec))
     except (OSError, ValueError) as error:
         raise _load_error(spec, "tokenizer", error) from error
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(
-            f"model {spec.name}: needs a fast (Rust) tokenizer to map subwords to words"
+            f"model {spec.name}: needs a fast (Rust) tokenizer for character offsets"
         )
     return tokenizer
 
@@ -195,10 +263,7 @@ def load_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
     tokenizer = load_tokenizer(spec)
     try:
         model = AutoModel.from_pretrained(
-            model_location(spec),
-            revision=spec.revision,
-            trust_remote_code=spec.trust_remote_code,
-            dtype=torch.float32,
+            model_location(spec), dtype=torch.float32, **_pretrained_options(spec)
         )
     except (OSError, ValueError) as error:
         raise _load_error(spec, "weights", error) from error
@@ -213,6 +278,12 @@ def load_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
     known = [limit for limit in limits if limit]
     if not known:
         raise ModelLoadError(f"model {spec.name}: no maximum input length known; set max_length")
+    final_norm = find_final_norm(model)
+    if spec.last_layer == "before_final_norm" and final_norm is None:
+        raise ConfigError(
+            f"model {spec.name}: last_layer: before_final_norm, but the model has no final "
+            "normalization; use as_returned"
+        )
     return LoadedModel(
         spec=spec,
         tokenizer=tokenizer,
@@ -221,4 +292,6 @@ def load_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
         hidden_size=int(config.hidden_size),
         max_length=int(min(known)),
         revision=spec.revision or getattr(config, "_commit_hash", None),
+        final_norm=final_norm,
+        returns_after_final_norm=final_norm is not None and returns_after(model, final_norm[1]),
     )

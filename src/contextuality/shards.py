@@ -102,13 +102,23 @@ def _h5_safe(attributes: dict[str, Any]) -> dict[str, Any]:
     return safe
 
 
+def _read_attributes(handle: Any) -> dict[str, Any]:
+    """An open shard's attributes as plain Python values, dicts and lists decoded (`_h5_safe`
+    stored them as JSON text)."""
+    attributes = {}
+    for key, value in handle.attrs.items():
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, str) and value[:1] in ("{", "["):
+            value = json.loads(value)
+        attributes[key] = value
+    return attributes
+
+
 def shard_attributes(path: str | os.PathLike) -> dict[str, Any]:
     """A shard's attributes as plain Python values."""
     with h5py.File(path, "r") as handle:
-        return {
-            key: value.item() if isinstance(value, np.generic) else value
-            for key, value in handle.attrs.items()
-        }
+        return _read_attributes(handle)
 
 
 def load_shard(
@@ -129,10 +139,7 @@ def load_shard(
     except OSError as error:
         raise ShardMismatchError(f"{path}: not a readable HDF5 shard ({error})") from error
     with handle:
-        attributes = {
-            key: value.item() if isinstance(value, np.generic) else value
-            for key, value in handle.attrs.items()
-        }
+        attributes = _read_attributes(handle)
         if not attributes.get("complete", False):
             raise ShardMismatchError(f"{path}: incomplete shard (extraction did not finish)")
         if attributes.get("index_checksum") != index_checksum:

@@ -43,6 +43,7 @@ from contextuality.models import (
     LoadedModel,
     ModelSpec,
     count_hidden_layers,
+    layer_output,
     load_model,
     load_tokenizer,
     selected_layers,
@@ -64,7 +65,7 @@ from contextuality.tables import (
     write_parquet,
     write_tsv,
 )
-from contextuality.words import tokenize_sentences
+from contextuality.words import tokenize_sentences, word_spans
 
 PathLike = str | os.PathLike
 log = logging.getLogger(__name__)
@@ -213,8 +214,12 @@ def _units_matching_index(
         found = subword_units(loaded.tokenizer, encodings)
         units = subword_inputs(loaded, encodings)
     else:
-        found = tokenize_sentences(sentences, described["tokenizer"])
-        units = word_inputs(loaded, found)
+        spans = word_spans(sentences, described["tokenizer"])
+        found = [
+            [sentence[start:end] for start, end in sentence_spans]
+            for sentence, sentence_spans in zip(sentences, spans, strict=True)
+        ]
+        units = word_inputs(loaded, sentences, spans)
         if index_summary.get("lowercase", False):
             found = [[word.lower() for word in words] for words in found]
     for sentence_id, words in enumerate(found):
@@ -326,6 +331,7 @@ def extract_model(
         index_checksum=index_summary["index_checksum"],
         config_hash=config_hash(spec.settings()),
         settings=spec.settings(),
+        layer_conventions=loaded.layer_conventions(),
         transformers_version=transformers.__version__,
         torch_version=torch.__version__,
     )
@@ -393,6 +399,9 @@ def measure_shard(
         model_revision=attributes["model_revision"],
         layer=int(attributes["layer"]),
         n_layers=int(attributes["n_layers"]),
+        layer_output=layer_output(
+            int(attributes["layer"]), int(attributes["n_layers"]), attributes["layer_conventions"]
+        ),
         pooling=attributes["pooling"],
         transform=transform,
         corpus_checksum=attributes["corpus_checksum"],
@@ -413,6 +422,7 @@ SUMMARY_COLUMNS = (
     "layer",
     "n_layers",
     "relative_layer",
+    "layer_output",
     "measure",
     "raw",
     "raw_low",
@@ -440,6 +450,7 @@ def summary_rows(summary_paths: Sequence[PathLike]) -> pd.DataFrame:
                     "layer": summary["layer"],
                     "n_layers": summary["n_layers"],
                     "relative_layer": summary["layer"] / summary["n_layers"],
+                    "layer_output": summary["layer_output"],
                     "measure": measure,
                     **values,
                 }
@@ -456,7 +467,9 @@ def _layer_summary_provenance(path: PathLike) -> dict[str, Any]:
 def summarize(summary_paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
     """One long table of every (model, transform, layer, measure) from the layer summaries.
 
-    Columns: model, transform, layer, n_layers, relative_layer (layer / n_layers), measure,
+    Columns: model, transform, layer, n_layers, relative_layer (layer / n_layers),
+    layer_output (what the hidden state is: the embedding output, a block's output, the last
+    block's before or after the final normalization), measure,
     raw, baseline and adjusted values each with their interval (``*_low``, ``*_high``;
     empty where a measure has none), and n. Its provenance gathers every layer summary's.
     """

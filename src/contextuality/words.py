@@ -41,19 +41,31 @@ def _spacy_tokenizer() -> Any:
     return spacy.blank("en").tokenizer
 
 
-def tokenize_sentences(sentences: Sequence[str], tokenizer: str = "regex") -> list[list[str]]:
-    """The words of each sentence by `tokenizer` (one of WORD_TOKENIZERS).
+Span = tuple[int, int]
+
+
+def word_spans(sentences: Sequence[str], tokenizer: str = "regex") -> list[list[Span]]:
+    """Character spans [start, end) of the words of each sentence by `tokenizer` (one of
+    WORD_TOKENIZERS); a word is ``sentence[start:end]``.
 
     spaCy's whitespace tokens (it keeps runs of extra spaces as tokens) are dropped.
     """
     if tokenizer == "regex":
-        return [split_words(sentence) for sentence in sentences]
+        return [[m.span() for m in WORD_PATTERN.finditer(sentence)] for sentence in sentences]
     if tokenizer == "spacy":
         return [
-            [token.text for token in document if not token.is_space]
+            [(token.idx, token.idx + len(token)) for token in document if not token.is_space]
             for document in _spacy_tokenizer().pipe(sentences, batch_size=1000)
         ]
     raise ConfigError(f"word tokenizer must be one of {WORD_TOKENIZERS}, not {tokenizer!r}")
+
+
+def tokenize_sentences(sentences: Sequence[str], tokenizer: str = "regex") -> list[list[str]]:
+    """The words of each sentence by `tokenizer` (see `word_spans`)."""
+    return [
+        [sentence[start:end] for start, end in spans]
+        for sentence, spans in zip(sentences, word_spans(sentences, tokenizer), strict=True)
+    ]
 
 
 def is_punctuation(word: str) -> bool:
