@@ -327,3 +327,47 @@ def test_sampled_intervals_narrow_as_the_sample_grows():
         )
     for name, width in widths[800].items():
         assert 0.3 < width / widths[200][name] < 0.75, name  # 1/√4 = 0.5
+
+
+def test_layer_isotropy_agrees_with_the_reference_scores():
+    """The layer's isotropy scores (one centered scatter matrix, float32 chunks) equal the
+    direct float64 definitions of `contextuality.isotropy` on anisotropic data."""
+    from contextuality import isotropy
+    from contextuality.analysis import layer_isotropy
+
+    rng = np.random.default_rng(11)
+    n, d = 3000, 24
+    scales = np.linspace(0.2, 3.0, d)
+    vectors = (rng.normal(size=(n, d)) * scales + 4.0 * rng.normal(size=d)).astype(np.float32)
+    starts = np.arange(0, n, 6)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    settings = MeasureSettings(baseline_sample_size=500, isotropy_samples=8)
+    scores = layer_isotropy(vectors, unit, starts, settings, np.random.default_rng(0))
+    assert scores["isoscore"]["raw"] == pytest.approx(isotropy.isoscore(vectors), abs=1e-6)
+    assert scores["effective_rank"]["raw"] == pytest.approx(
+        isotropy.effective_rank(vectors), rel=1e-6
+    )
+    assert scores["partition_ratio"]["raw"] == pytest.approx(
+        isotropy.partition_ratio(vectors), rel=1e-4
+    )
+    rogue = isotropy.rogue_dimensions(unit, starts, top=3)
+    for k in (1, 2, 3):
+        assert scores[f"rogue_share[{k}]"]["raw"] == pytest.approx(rogue.share(k), rel=1e-9)
+        assert scores[f"rogue_share[{k}]"]["dimensions"].split(",") == [
+            str(dimension) for dimension in rogue.dimensions[:k]
+        ]
+    star = scores["isoscore*"]
+    assert star["raw_low"] < star["raw_high"] and star["n"] == 500
+    # The estimate is IsoScore* of the first sample, shrunk toward all rows' covariance.
+    first = np.sort(np.random.default_rng(0).choice(n, size=500, replace=False))
+    covariance = np.cov(vectors.astype(np.float64), rowvar=False, bias=True)
+    expected = isotropy.isoscore_star(vectors[first], settings.isoscore_shrinkage, covariance)
+    assert star["raw"] == pytest.approx(expected, abs=1e-6)
+
+
+def test_stop_words_are_scikit_learns_list():
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from contextuality.analysis import english_stop_words
+
+    assert english_stop_words() == ENGLISH_STOP_WORDS

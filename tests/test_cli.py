@@ -55,6 +55,20 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
         summaries.append(str(prefix) + ".json")
     summary = json.loads((tmp_path / "measures" / "layer_2.json").read_text())
     assert summary["layer"] == 2 and summary["measures"]["selfsim"]["n"] > 0
+    centered = tmp_path / "measures" / "layer_2.center"
+    arguments = ["measure", str(shards / "layer_2.h5"), "--index", str(index)]
+    arguments += ["--sentences", str(sentences), "--transform", "center", "--degeneration"]
+    assert main([*arguments, "--fit-fraction", "0.3", "-o", str(centered)]) == 0
+    under_center = json.loads(Path(f"{centered}.json").read_text())
+    split = pd.read_parquet(f"{centered}.split.parquet")
+    assert under_center["correction"]["n_fit_sentences"] == int(split["fit"].sum()) > 0
+    assert under_center["transform"] == "center" and under_center["correction"]["name"] == "center"
+    assert (
+        abs(under_center["measures"]["anisotropy"]["raw"])
+        < summary["measures"]["anisotropy"]["raw"]
+    )
+    for part in ("words", "bins", "cone"):
+        assert len(pd.read_parquet(f"{centered}.degeneration.{part}.parquet")) > 0
     table = tmp_path / "measures.tsv"
     assert main(["summarize", *summaries, "-o", str(table)]) == 0
     rows = pd.read_csv(table, sep="\t")

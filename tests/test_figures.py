@@ -43,9 +43,9 @@ def _summary_table(rng) -> pd.DataFrame:
 
 @pytest.fixture
 def drawn(monkeypatch):
-    """Figures as drawn: `_save` is replaced by a recorder, so they stay open to be read."""
+    """Figures as drawn: `save_figure` is replaced by a recorder, so they stay open to be read."""
     kept = []
-    monkeypatch.setattr(figures, "_save", lambda figure, outputs, source: kept.append(figure))
+    monkeypatch.setattr(figures, "save_figure", lambda figure, outputs, source: kept.append(figure))
     yield kept
     for figure in kept:
         figures.plt.close(figure)
@@ -121,3 +121,27 @@ def test_word_benchmarks_heatmap_cells_are_the_scores(drawn):
         label = f"alpha pc1 L{item['layer']} [{item['protocol']}]"
         cell = image[row_labels.index(label), column_labels.index(item["benchmark"])]
         assert cell == pytest.approx(item["value"])
+
+
+def test_transform_comparison_lines_are_the_tables_values(drawn):
+    """One row of panels per model; in each, one line per transform of adjusted SelfSim or
+    of the raw anisotropy baseline, equal to the table's values."""
+    base = _summary_table(np.random.default_rng(3))
+    table = pd.concat(
+        [base, base.assign(transform="center", raw=base["raw"] - 2, adjusted=base["adjusted"] + 3)]
+    )
+    figures.plot_transforms(table, ["unused.png"])
+    axes = drawn[0].axes
+    assert len(axes) == len(MODELS) * len(figures.TRANSFORM_PANELS)
+    panels = iter(axes)
+    for model in sorted(MODELS):
+        for measure, column, _ in figures.TRANSFORM_PANELS:
+            lines = {line.get_label(): line for line in next(panels).get_lines()}
+            for transform in ("none", "center"):
+                rows = table[
+                    (table["model"] == model)
+                    & (table["measure"] == measure)
+                    & (table["transform"] == transform)
+                ].sort_values("layer")
+                np.testing.assert_allclose(lines[transform].get_ydata(), rows[column])
+                np.testing.assert_allclose(lines[transform].get_xdata(), rows["layer"])

@@ -588,3 +588,19 @@ def test_explained_variance_baseline_sample_larger_than_data_uses_all_rows():
     for seed in (0, 1):
         got, _ = explained_variance_baseline(vectors, 1000, np.random.default_rng(seed))
         np.testing.assert_allclose(got, full, rtol=1e-10)
+
+
+def test_spearman_correlation_equals_scipy_with_ties_and_missing_values():
+    from scipy.stats import spearmanr
+
+    from contextuality.measures import spearman_correlation
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 6, size=200).astype(float)  # many ties
+    y = x + rng.normal(size=200)
+    x[[3, 17]] = np.nan
+    y[40] = np.nan
+    expected = spearmanr(x, y, nan_policy="omit").statistic
+    assert spearman_correlation(x, y) == pytest.approx(expected, abs=1e-12)
+    assert np.isnan(spearman_correlation([1.0, 2.0], [3.0, 4.0]))
+    assert np.isnan(spearman_correlation([1.0, 1.0, 1.0], [3.0, 4.0, 5.0]))

@@ -95,7 +95,18 @@ def test_final_outputs_name_every_layer_and_figure():
     assert "results/measures/a/none/layer_2.json" in outputs
     assert "results/measures/b/none/layer_1.json" in outputs
     assert "results/measures/a/none/layer_1.json" not in outputs
-    assert sum(path.startswith("results/figures/") for path in outputs) == 2 * len(FIGURES)
+    figures = [path for path in outputs if path.startswith("results/figures/")]
+    degeneration = [path for path in figures if path.startswith("results/figures/degeneration/")]
+    assert len(figures) == 2 * len(FIGURES) + len(degeneration)
+    assert "results/figures/degeneration/b.none.cone.pdf" in degeneration
+    assert len(degeneration) == 2 * 3 * 2  # models × figures × formats
+    assert "results/tables/degeneration.tsv" in outputs
+    config["measures"]["transforms"] = ["none", "abtt"]
+    config["figures"] = {"transforms": ["none", "abtt"]}
+    outputs = workflow.final_outputs(config)
+    assert "results/figures/abtt/fig2_selfsim.png" in outputs
+    assert "results/figures/transforms.pdf" in outputs
+    assert "results/measures/b/abtt/layer_1.json" in outputs
     assert workflow.shard_paths(config, "a") == [
         "results/embeddings/a/layer_0.h5",
         "results/embeddings/a/layer_2.h5",
@@ -116,6 +127,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     _write_corpus(corpus)
     bert = {"source": str(tiny_bert_dir)}
     config = _config(corpus, {"bert": bert})
+    config["measures"]["transforms"] = ["none"]  # corrections: the test after this one
     # The paper's word units: spaCy tokens, punctuation never indexed, occurrences counted.
     config["index"] |= {
         "tokenizer": "spacy",
@@ -180,7 +192,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         assert (scores["source"].str.startswith("quoted")).any()
         toy = scores[scores["model"] == "toy-glove"]
         assert toy["source"].eq("compare").all() and len(toy) == 3 * 2
-        vectors = (tmp_path / "results/static/bert/pc1/layer_2.txt").read_text().splitlines()
+        vectors = (tmp_path / "results/static/bert/none/pc1/layer_2.txt").read_text().splitlines()
         assert int(vectors[0].split()[0]) == len(vectors) - 1
     occurrences = pd.read_parquet(tmp_path / "results/corpus/occurrences.parquet")
     assert n_rows == len(occurrences)
@@ -204,6 +216,8 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "extract_gpt2": 1,
         "measure_layer": 2,
         "context_specific_words": 1,
+        "degeneration_figures": 1,
+        "degeneration_table": 1,
         "measures_table": 1,
         "figure": len(FIGURES),
         "all": 1,
@@ -223,6 +237,8 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "extract_bert": 1,
         "measure_layer": 3,
         "context_specific_words": 1,
+        "degeneration_figures": 1,
+        "degeneration_table": 1,
         "measures_table": 1,
         "figure": len(FIGURES),
         "all": 1,
@@ -235,6 +251,61 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
             "word_benchmarks_table": 1,
         }
     assert _planned_jobs(tmp_path) == expected
+
+
+def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_dir):
+    """Measuring under every correction adds its jobs only: the jobs and values of the raw
+    vectors stay as they were, and every output exists per transform."""
+    corpus = tmp_path / "corpus.txt"
+    _write_corpus(corpus)
+    config = _config(corpus, {"bert": {"source": str(tiny_bert_dir)}})
+    config["measures"]["transforms"] = ["none"]
+    _write_config(tmp_path, config)
+    result = _snakemake(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    before = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
+
+    corrections = ["center", "standardize", "abtt", "whiten"]
+    config["measures"]["transforms"] = ["none", *corrections]
+    config["measures"]["correction"] = {"fit_fraction": 0.4, "whiten_dimensions": 8}
+    config["figures"] = {"transforms": ["none", "whiten"]}
+    _write_config(tmp_path, config)
+    assert _planned_jobs(tmp_path) == {
+        "correction_split": 1,
+        "measure_layer": 3 * len(corrections),
+        "context_specific_words": len(corrections),
+        "degeneration_figures": len(corrections),
+        "degeneration_table": 1,
+        "measures_table": 1,
+        "figure": len(FIGURES),
+        "figure_under_transform": len(FIGURES),
+        "transforms_figure": 1,
+        "all": 1,
+    }
+    result = _snakemake(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    after = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
+    assert set(after["transform"]) == {"none", *corrections}
+    raw = after[after["transform"] == "none"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(raw, before.reset_index(drop=True))
+    split = pd.read_parquet(tmp_path / "results/corpus/correction_split.parquet")
+    occurrences = pd.read_parquet(tmp_path / "results/corpus/occurrences.parquet")
+    in_fit = split["fit"].to_numpy()[occurrences["sentence_id"].to_numpy()]
+    for transform in corrections:
+        summary = json.loads(
+            (tmp_path / f"results/measures/bert/{transform}/layer_1.json").read_text()
+        )
+        assert summary["correction"]["n_fit"] == int(in_fit.sum())  # every fit row has a vector
+        assert summary["n_occurrences"] - summary["n_missing"] == int((~in_fit).sum())
+    whitened = json.loads((tmp_path / "results/measures/bert/whiten/layer_2.json").read_text())
+    assert whitened["correction"]["output_dimensions"] == 8
+    degeneration = pd.read_csv(tmp_path / "results/tables/degeneration.tsv", sep="\t")
+    assert set(degeneration["transform"]) == {"none", *corrections}
+    assert set(degeneration["layer"]) == {0, 1, 2}
+    for path in workflow.figure_paths(config | {"models": config["models"]}):
+        assert (tmp_path / path).stat().st_size > 0, path
+    assert _planned_jobs(tmp_path) == {}
 
 
 def test_bad_config_is_refused_with_a_clear_message(tmp_path):
@@ -260,6 +331,13 @@ def test_bad_config_is_refused_with_a_clear_message(tmp_path):
     assert result.returncode != 0
     assert "reference.models.bert-base-cased: no model named 'bert-base-cased'" in result.stdout
 
+    config = _config(corpus, {"m": {"source": "x", "layers": [0]}})
+    config["figures"] = {"transforms": ["whiten"]}  # measures.transforms: default none, center
+    _write_config(tmp_path, config)
+    result = _snakemake(tmp_path, "--dry-run")
+    assert result.returncode != 0
+    assert "figures.transforms: 'whiten' is not in measures.transforms" in result.stdout
+
 
 @pytest.mark.workflow
 def test_unloadable_model_fails_its_job_with_a_message(tmp_path):
@@ -274,10 +352,31 @@ def test_unloadable_model_fails_its_job_with_a_message(tmp_path):
     assert not list((tmp_path / "results/embeddings").glob("m/*.h5"))
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "sts.yaml", "paper.yaml", "decoder.yaml"])
-def test_shipped_configs_plan_without_network(tmp_path, name, shared_data):
-    """Each shipped config validates and plans its whole DAG offline (a dry run)."""
-    config = yaml.safe_load((REPO / "config" / name).read_text())
+def _merged(base: dict, overlay: dict) -> dict:
+    """`overlay` on `base`, section by section, as ``snakemake --configfile`` merges."""
+    merged = dict(base)
+    for key, value in overlay.items():
+        both_dicts = isinstance(value, dict) and isinstance(base.get(key), dict)
+        merged[key] = _merged(base[key], value) if both_dicts else value
+    return merged
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["config.yaml"],
+        ["sts.yaml"],
+        ["paper.yaml"],
+        ["decoder.yaml"],
+        ["config.yaml", "corrections.yaml"],
+    ],
+)
+def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
+    """Each shipped config (and the corrections on top of the default) validates and
+    plans its whole DAG offline (a dry run)."""
+    config = {}
+    for name in names:
+        config = _merged(config, yaml.safe_load((REPO / "config" / name).read_text()))
     if config["corpus"]["source"] == "sts":
         config["corpus"]["sts"]["mirror"] = str(shared_data / "sts")
     if "reference" in config:
@@ -287,9 +386,14 @@ def test_shipped_configs_plan_without_network(tmp_path, name, shared_data):
     _write_config(tmp_path, config)
     jobs = _planned_jobs(tmp_path)
     layers = sum(len(model["layers"]) for model in config["models"].values())
-    assert jobs["measure_layer"] == layers
+    transforms = config.get("measures", {}).get("transforms", ["none", "center"])
+    assert jobs["measure_layer"] == layers * len(transforms)
     assert jobs["figure"] == len(FIGURES)
-    assert jobs["context_specific_words"] == len(config["models"])
+    drawn = set(config.get("figures", {}).get("transforms", ["none"])) - {"none"}
+    assert jobs.get("figure_under_transform", 0) == len(FIGURES) * len(drawn)
+    assert jobs["context_specific_words"] == len(config["models"]) * len(transforms)
+    assert jobs["degeneration_figures"] == len(config["models"]) * len(transforms)
+    assert jobs.get("correction_split", 0) == (1 if set(transforms) - {"none"} else 0)
     assert jobs.get("download_sts", 0) == (5 if config["corpus"]["source"] == "sts" else 0)
     for model in config["models"]:
         assert jobs[f"extract_{model}"] == 1

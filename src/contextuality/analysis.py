@@ -22,15 +22,16 @@ mean, and the spread of independent samples for a sampled estimate.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from contextuality import measures
+from contextuality import isotropy, measures
 
 WORD_CLASSES = ("stopword", "content", "other")
 # Per-word measure column → (summary name, family of its baseline).
@@ -50,7 +51,10 @@ class MeasureSettings:
     baseline_sample_size: int = 1000
     seed: int = 0
     bootstrap_resamples: int = 200
+    sample_replicates: int = 50
     confidence: float = 0.95
+    isoscore_shrinkage: float = 0.2
+    isotropy_samples: int = 20
 
 
 @dataclass
@@ -70,10 +74,22 @@ class Baseline:
     replicates: np.ndarray | None = None
 
 
+@functools.cache
+def english_stop_words() -> frozenset[str]:
+    """scikit-learn's English stop-word list, read from its module file: importing
+    scikit-learn itself would cost every measure job over a second."""
+    package = importlib.util.find_spec("sklearn")
+    path = Path(package.origin).parent / "feature_extraction" / "_stop_words.py"
+    spec = importlib.util.spec_from_file_location("sklearn_english_stop_words", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return frozenset(module.ENGLISH_STOP_WORDS)
+
+
 def word_class(word: str) -> str:
     """``stopword`` (scikit-learn's English list, any case), ``content`` (other words with
     a letter), or ``other`` (numbers, punctuation, symbols)."""
-    if word.lower() in ENGLISH_STOP_WORDS:
+    if word.lower() in english_stop_words():
         return "stopword"
     return "content" if any(character.isalpha() for character in word) else "other"
 
@@ -101,6 +117,8 @@ def _summarize(
     replicates = baseline.replicates
     if replicates is None:
         replicates = np.full(settings.bootstrap_resamples, baseline.value)
+    else:  # pair each resampled mean with a baseline replicate, cycling through them
+        replicates = np.resize(replicates, settings.bootstrap_resamples)
     mean = float(values.mean()) if len(values) else float("nan")
     summary = {
         "raw": mean,
@@ -169,7 +187,7 @@ def _word_table(rows: _Rows, vocab: pd.DataFrame) -> pd.DataFrame:
     words["word_class"] = [word_class(word) for word in words["word"]]
     words["n"] = measures.group_sizes(word_starts, len(order))
     words["n_with_repeats"] = np.add.reduceat(rows.copies[order], word_starts)
-    unit = rows.unit[order]
+    unit = rows.unit[order].astype(np.float64)  # one conversion for every group sum
     words["selfsim"] = measures.self_similarity(unit, word_starts, context_starts)
     words["selfsim_paper"] = measures.paper_self_similarity(unit, word_starts, rows.copies[order])
     statistics = measures.first_component_statistics(
@@ -206,11 +224,11 @@ def _baselines(
 ) -> tuple[dict[str, Baseline], np.ndarray]:
     """Every baseline, by family, and the paper's sampled statistics.
 
-    The paper's statistics come as an array (1 + bootstrap_resamples, 3): the estimates
+    The paper's statistics come as an array (1 + sample_replicates, 3): the estimates
     from one sample of sentences (row 0), then independent samples for their spread, in the
     order of `measures.PAPER_SAMPLE_ESTIMATES`.
     """
-    size, draws = settings.baseline_sample_size, settings.bootstrap_resamples
+    size, draws = settings.baseline_sample_size, settings.sample_replicates
     paper_rng = np.random.default_rng([settings.seed, 3])
     copies = rows.copies[sentence_starts]
     paper = np.array(
@@ -239,6 +257,94 @@ def _baselines(
     return baselines, paper
 
 
+_ROWS_PER_CHUNK = 16_384
+
+
+def _scatter(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean (d,) and centered scatter matrix Σ_k (x_k − μ)(x_k − μ)ᵀ (d, d) of rows (n, d),
+    both float64: the mean in float64, each chunk's product in float32 (BLAS), chunks summed
+    in float64; centering first keeps a large common mean from cancelling digits."""
+    mean = np.zeros(vectors.shape[1])
+    for begin in range(0, len(vectors), _ROWS_PER_CHUNK):
+        mean += vectors[begin : begin + _ROWS_PER_CHUNK].sum(axis=0, dtype=np.float64)
+    mean /= len(vectors)
+    scatter = np.zeros((vectors.shape[1], vectors.shape[1]))
+    for begin in range(0, len(vectors), _ROWS_PER_CHUNK):
+        centered = (vectors[begin : begin + _ROWS_PER_CHUNK] - mean).astype(np.float32)
+        scatter += centered.T @ centered
+    return mean, scatter
+
+
+def _log_partition_both_signs(vectors: np.ndarray, directions: np.ndarray) -> np.ndarray:
+    """log Z(c) and log Z(−c) (2, k) for the columns c of `directions` (d, k) over rows
+    (n, d): projections and their exponentials in float32 chunks, shifted by the chunk's
+    maximum so that large norms do not overflow, summed in float64; chunks combined with
+    logaddexp."""
+    log_z = np.full((2, directions.shape[1]), -np.inf)
+    basis = directions.astype(np.float32)
+    for begin in range(0, len(vectors), _ROWS_PER_CHUNK):
+        projections = vectors[begin : begin + _ROWS_PER_CHUNK] @ basis
+        for sign, signed in enumerate((projections, -projections)):
+            top = signed.max(axis=0)
+            sums = np.exp(signed - top).sum(axis=0, dtype=np.float64)
+            log_z[sign] = np.logaddexp(log_z[sign], top + np.log(sums))
+    return log_z
+
+
+def layer_isotropy(
+    vectors: np.ndarray,
+    unit: np.ndarray,
+    sentence_starts: np.ndarray,
+    settings: MeasureSettings,
+    rng: np.random.Generator,
+) -> dict[str, dict[str, Any]]:
+    """Isotropy scores of one layer's occurrence vectors, as summary measures.
+
+    vectors: (n, d) rows with a vector; unit: the same rows unit-normalized, each
+    sentence's rows contiguous from `sentence_starts`. Exact for these rows (one centered
+    scatter matrix serves all of them, see `contextuality.isotropy` for the definitions):
+    ``isoscore``, ``effective_rank``, ``partition_ratio`` (I(W) over the eigenvectors of the
+    uncentered Gram matrix and their negations) and ``rogue_share[k]``, the share of the
+    expected cosine owed to the top k = 1..3 dimensions (named in ``dimensions``). Sampled:
+    ``isoscore*`` on `isotropy_samples` samples of `baseline_sample_size` rows, each
+    covariance shrunk toward the covariance of all rows by `isoscore_shrinkage`; the first
+    sample is the estimate, the others give its interval.
+    """
+    n = len(vectors)
+    mean, scatter = _scatter(vectors)
+    covariance = scatter / n
+    eigenvalues = np.clip(np.linalg.eigvalsh(covariance)[::-1], 0.0, None)
+    roots = np.sqrt(eigenvalues)
+    shares = roots[roots > 0] / roots.sum()
+    _, directions = np.linalg.eigh(scatter + n * np.outer(mean, mean))
+    log_z = _log_partition_both_signs(vectors, directions)
+    results: dict[str, dict[str, Any]] = {
+        "isoscore": {"raw": isotropy.isoscore_from_eigenvalues(eigenvalues), "n": n},
+        "effective_rank": {"raw": float(np.exp(-np.sum(shares * np.log(shares)))), "n": n},
+        "partition_ratio": {"raw": float(np.exp(log_z.min() - log_z.max())), "n": n},
+    }
+    size = min(settings.baseline_sample_size, n)
+    draws = np.array(
+        [
+            isotropy.isoscore_star(
+                vectors[np.sort(rng.choice(n, size=size, replace=False))],
+                settings.isoscore_shrinkage,
+                covariance,
+            )
+            for _ in range(settings.isotropy_samples)
+        ]
+    )
+    results["isoscore*"] = _sampled(draws, size, settings.confidence)
+    rogue = isotropy.rogue_dimensions(unit, sentence_starts, top=3)
+    for k in range(1, 4):
+        results[f"rogue_share[{k}]"] = {
+            "raw": rogue.share(k),
+            "n": n,
+            "dimensions": ",".join(str(dimension) for dimension in rogue.dimensions[:k]),
+        }
+    return results
+
+
 def measure_layer(
     vectors: np.ndarray,
     occurrences: pd.DataFrame,
@@ -258,7 +364,7 @@ def measure_layer(
         sentence_copies = np.ones(int(occurrences["sentence_id"].to_numpy().max(initial=-1)) + 1)
     rows = _valid_rows(vectors, occurrences, sentence_copies)
     sentence_starts = measures.run_starts(rows.sentence_id)
-    intrasim = measures.intra_similarity(rows.vectors, sentence_starts)
+    intrasim = measures.intra_similarity(rows.vectors, sentence_starts, rows.unit)
     cosine = measures.anisotropy_baseline(rows.unit, sentence_starts)
     sentences = _sentence_table(rows, sentence_starts, intrasim, cosine)
     baselines, paper = _baselines(rows, sentence_starts, intrasim, cosine, settings)
@@ -280,14 +386,25 @@ def measure_layer(
         )
     results["anisotropy"] = {"raw": cosine, "n": len(rows.unit)}
     results["anisotropy[paper]"] = _sampled(paper[:, 0], n_sampled, settings.confidence)
+    results.update(
+        layer_isotropy(
+            rows.vectors,
+            rows.unit,
+            sentence_starts,
+            settings,
+            np.random.default_rng([settings.seed, 4]),
+        )
+    )
     if words["selfsim"].notna().sum() >= 3:
-        rho = spearmanr(words["selfsim"], words["count"], nan_policy="omit").statistic
-        results["selfsim~frequency"] = {"raw": float(rho), "n": int(words["selfsim"].notna().sum())}
+        rho = measures.spearman_correlation(words["selfsim"], words["count"])
+        results["selfsim~frequency"] = {"raw": rho, "n": int(words["selfsim"].notna().sum())}
     summary = {
         "n_occurrences": int(len(vectors)),
         "n_missing": int(len(vectors) - len(rows.unit)),
         "baseline_sample_size": settings.baseline_sample_size,
         "bootstrap_resamples": settings.bootstrap_resamples,
+        "sample_replicates": settings.sample_replicates,
+        "isoscore_shrinkage": settings.isoscore_shrinkage,
         "confidence": settings.confidence,
         "seed": settings.seed,
         "measures": results,

@@ -33,6 +33,7 @@ from contextuality.models import (
     selected_layers,
 )
 from contextuality.static import METHODS
+from contextuality.transforms import TRANSFORMS
 from contextuality.words import WORD_TOKENIZERS
 
 
@@ -112,6 +113,17 @@ def _extract(args: argparse.Namespace) -> None:
 def _measure(args: argparse.Namespace) -> None:
     index = Path(args.index)
     prefix = args.output
+    split, correction = None, None
+    if args.transform != "none":
+        split = f"{prefix}.split.parquet"
+        steps.write_correction_split(args.sentences, args.fit_fraction, args.seed, split)
+        correction = {"fit_fraction": args.fit_fraction, "seed": args.seed}
+    degeneration = None
+    if args.degeneration:
+        degeneration = steps.DegenerationOutputs(
+            {},
+            *(f"{prefix}.degeneration.{part}.parquet" for part in ("words", "bins", "cone")),
+        )
     steps.measure_shard(
         args.shard,
         args.sentences,
@@ -122,6 +134,10 @@ def _measure(args: argparse.Namespace) -> None:
         f"{prefix}.parquet",
         f"{prefix}.sentences.parquet",
         f"{prefix}.json",
+        transform=args.transform,
+        split_path=split,
+        correction=correction,
+        degeneration=degeneration,
     )
 
 
@@ -226,6 +242,20 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("--index", required=True, help="directory written by 'index'")
     command.add_argument("--baseline-sample-size", type=int, default=1000)
     command.add_argument("--seed", type=int, default=0)
+    command.add_argument(
+        "--transform", choices=TRANSFORMS, default="none", help="correction to measure under"
+    )
+    command.add_argument(
+        "--fit-fraction",
+        type=float,
+        default=0.2,
+        help="share of sentences held out to fit the correction (<prefix>.split.parquet)",
+    )
+    command.add_argument(
+        "--degeneration",
+        action="store_true",
+        help="also write the degeneration analysis (<prefix>.degeneration.*.parquet)",
+    )
     command.add_argument(
         "-o", "--output", required=True, help="prefix of the .parquet/.json outputs"
     )

@@ -146,10 +146,58 @@ def plot_figure(
         axes.set_xticks(sorted(rows["layer"].unique()))
     axes.grid(alpha=0.3)
     axes.legend(frameon=False)
-    _save(figure, outputs, source)
+    save_figure(figure, outputs, source)
 
 
-def _save(figure: Any, outputs: list[str | os.PathLike], source: str) -> None:
+TRANSFORM_PANELS = (
+    ("selfsim", "adjusted", "adjusted SelfSim"),
+    ("anisotropy", "raw", "cosine baseline (anisotropy)"),
+)
+
+
+def plot_transforms(
+    table: pd.DataFrame,
+    outputs: list[str | os.PathLike],
+    relative_layers: bool = False,
+    source: str = "",
+) -> None:
+    """Adjusted SelfSim and the cosine baseline against layer, one line per transform, one
+    row of panels per model: what each correction does to the anisotropy and to the
+    measure adjusted for it. Under a correction, values come from the sentences it was not
+    fitted on; under ``none``, from every sentence."""
+    models = sorted(table["model"].unique())
+    transforms = list(dict.fromkeys(table["transform"]))
+    x_column = "relative_layer" if relative_layers else "layer"
+    figure, axes = plt.subplots(
+        max(1, len(models)),
+        len(TRANSFORM_PANELS),
+        figsize=(4.2 * len(TRANSFORM_PANELS), 3.0 * max(1, len(models))),
+        layout="constrained",
+        squeeze=False,
+    )
+    for row, model in zip(axes, models, strict=False):
+        for panel, (measure, column, label) in zip(row, TRANSFORM_PANELS, strict=True):
+            chosen = table[(table["model"] == model) & (table["measure"] == measure)]
+            for k, transform in enumerate(transforms):
+                group = chosen[chosen["transform"] == transform].sort_values("layer")
+                panel.plot(
+                    group[x_column],
+                    group[column],
+                    "o-",
+                    color=f"C{k}",
+                    markersize=3,
+                    label=transform,
+                )
+            panel.axhline(0.0, color="0.5", linewidth=0.8)
+            panel.set_title(f"{model}: {label}", fontsize=9)
+            panel.set_xlabel("layer / number of layers" if relative_layers else "layer")
+            panel.grid(alpha=0.3)
+    axes[0][0].legend(frameon=False, title="transform")
+    figure.suptitle("Corrections of the embedding space, layer by layer")
+    save_figure(figure, outputs, source)
+
+
+def save_figure(figure: Any, outputs: list[str | os.PathLike], source: str) -> None:
     """Write `figure` in each output's format, with provenance in its metadata, and close it."""
     for output in outputs:
         with atomic_path(output) as temporary:
@@ -182,7 +230,7 @@ def plot_reference(comparison: pd.DataFrame, model: str, outputs: list[str | os.
         panel.grid(alpha=0.3)
     axes[0][0].legend(frameon=False)
     figure.suptitle(f"{model}: this run against Ethayarajh (2019)'s published values")
-    _save(figure, outputs, source="published: kawine/contextual@c10c992")
+    save_figure(figure, outputs, source="published: kawine/contextual@c10c992")
 
 
 def plot_word_benchmarks(table: pd.DataFrame, outputs: list[str | os.PathLike]) -> None:
@@ -191,11 +239,15 @@ def plot_word_benchmarks(table: pd.DataFrame, outputs: list[str | os.PathLike]) 
     quoted = table["source"].str.startswith("quoted").to_numpy()
     several = table.loc[~quoted, "protocol"].nunique() > 1
     protocol = (" [" + table["protocol"].astype(str) + "]").to_numpy() if several else ""
+    corrected = [
+        f" {transform}" if isinstance(transform, str) and transform not in ("", "none") else ""
+        for transform in table.get("transform", pd.Series("", index=table.index))
+    ]
     table = table.assign(
         row=[
-            f"{model} {method} L{layer}" if pd.notna(layer) else f"{model}"
-            for model, method, layer in zip(
-                table["model"], table["method"], table["layer"], strict=True
+            f"{model} {method} L{layer}{suffix}" if pd.notna(layer) else f"{model}"
+            for model, method, layer, suffix in zip(
+                table["model"], table["method"], table["layer"], corrected, strict=True
             )
         ]
         + np.where(quoted, " (paper)", protocol)
@@ -218,4 +270,4 @@ def plot_word_benchmarks(table: pd.DataFrame, outputs: list[str | os.PathLike]) 
             )
     figure.colorbar(image, ax=axes, label="Spearman ρ / accuracy / purity")
     axes.set_title("Static embeddings on word benchmarks (Table 1)")
-    _save(figure, outputs, source="results/tables/word_benchmarks.tsv")
+    save_figure(figure, outputs, source="results/tables/word_benchmarks.tsv")

@@ -28,6 +28,20 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms
 
 
+def spearman_correlation(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman ρ of paired values, pairs with a NaN dropped: Pearson's r of their ranks,
+    ties given their average rank (as scipy.stats.spearmanr, without importing
+    scipy.stats, which costs each measure job about a second). NaN below 3 pairs or when
+    either side is constant."""
+    import pandas as pd
+
+    pairs = pd.DataFrame({"x": x, "y": y}).dropna()
+    if len(pairs) < 3 or pairs["x"].nunique() < 2 or pairs["y"].nunique() < 2:
+        return float("nan")
+    ranks = pairs.rank().to_numpy(dtype=np.float64)
+    return float(np.corrcoef(ranks[:, 0], ranks[:, 1])[0, 1])
+
+
 def group_sizes(starts: np.ndarray, n_rows: int) -> np.ndarray:
     """Length of each contiguous group given its start rows."""
     return np.diff(np.append(np.asarray(starts, dtype=np.int64), n_rows))
@@ -45,10 +59,19 @@ def run_starts(*keys: np.ndarray) -> np.ndarray:
 
 
 def _group_sums(rows: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Float64 sum of the rows of each group, shape (n_groups, d)."""
+    """Float64 sum of the rows of each contiguous group, shape (n_groups, d), as a sparse
+    group-indicator matrix times the rows (several times faster than ``np.add.reduceat``
+    with a float64 accumulator on float32 rows)."""
+    from scipy import sparse
+
     if len(starts) == 0:
         return np.zeros((0, rows.shape[1]))
-    return np.add.reduceat(rows, starts, axis=0, dtype=np.float64)
+    sizes = group_sizes(starts, len(rows))
+    indicator = sparse.csr_matrix(
+        (np.ones(sizes.sum()), np.arange(starts[0], len(rows)), np.append(0, np.cumsum(sizes))),
+        shape=(len(starts), len(rows)),
+    )
+    return np.asarray(indicator @ np.asarray(rows, dtype=np.float64))
 
 
 def _squared_norms(rows: np.ndarray) -> np.ndarray:
@@ -88,13 +111,15 @@ def self_similarity(
         return np.where(pairs > 0, (_squared_norms(word_sums) - same_context_dot) / pairs, np.nan)
 
 
-def intra_similarity(vectors: np.ndarray, sentence_starts: np.ndarray) -> np.ndarray:
+def intra_similarity(
+    vectors: np.ndarray, sentence_starts: np.ndarray, unit: np.ndarray | None = None
+) -> np.ndarray:
     """IntraSim of each sentence: mean cosine of its word vectors with their mean.
 
     IntraSim(s) = 1/n Σ_i cos(f_i, s̄),  s̄ = 1/n Σ_i f_i  (paper §3.2, Definition 2).
 
-    vectors: (N, d) raw (not normalized) word vectors, sentences contiguous.
-    Returns (n_sentences,) float64.
+    vectors: (N, d) raw (not normalized) word vectors, sentences contiguous; unit: the same
+    rows unit-normalized, when the caller has them. Returns (n_sentences,) float64.
     """
     vectors = np.asarray(vectors)
     n_rows = len(vectors)
@@ -105,9 +130,9 @@ def intra_similarity(vectors: np.ndarray, sentence_starts: np.ndarray) -> np.nda
     cosines = np.empty(n_rows)
     for begin in range(0, n_rows, _ROWS_PER_CHUNK):
         end = min(begin + _ROWS_PER_CHUNK, n_rows)
-        unit = unit_rows(vectors[begin:end])
+        chunk = unit_rows(vectors[begin:end]) if unit is None else unit[begin:end]
         cosines[begin:end] = np.einsum(
-            "ij,ij->i", unit, means[sentence_of_row[begin:end]], dtype=np.float64
+            "ij,ij->i", chunk, means[sentence_of_row[begin:end]], dtype=np.float64
         )
     return np.bincount(sentence_of_row, weights=cosines, minlength=len(sizes)) / sizes
 
@@ -173,14 +198,42 @@ def _top_eigenpairs(stacked: np.ndarray, vectors: bool) -> tuple[np.ndarray, np.
     _, n, d = stacked.shape
     transposed = stacked.transpose(0, 2, 1)
     gram = stacked @ transposed if n <= d else transposed @ stacked
-    if not vectors:
+    if gram.shape[-1] > _BATCHED_EIGEN_LIMIT:
+        values, top = _largest_eigenpairs(gram, vectors)
+    elif not vectors:
         return np.linalg.eigvalsh(gram)[:, -1], None
-    values, eigenvectors = np.linalg.eigh(gram)
-    top = eigenvectors[:, :, -1]
+    else:
+        all_values, eigenvectors = np.linalg.eigh(gram)
+        values, top = all_values[:, -1], eigenvectors[:, :, -1]
+    if not vectors:
+        return values, None
     if n <= d:  # v₁ = Xᵀu₁ / ‖Xᵀu₁‖ for the top eigenvector u₁ of XXᵀ
         top = np.einsum("kn,knd->kd", top, stacked)
         top /= np.maximum(np.linalg.norm(top, axis=1, keepdims=True), np.finfo(float).tiny)
-    return values[:, -1], top
+    return values, top
+
+
+_BATCHED_EIGEN_LIMIT = 32  # larger matrices: LAPACK for the top eigenpair only
+
+
+def _largest_eigenpairs(
+    matrices: np.ndarray, vectors: bool
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Largest eigenvalue (k,) and, with `vectors`, its eigenvector (k, m) of each symmetric
+    (k, m, m) matrix, by LAPACK's syevr on that one eigenpair: the full decomposition's
+    eigenvectors cost several times its tridiagonal reduction at m in the hundreds."""
+    from scipy.linalg import eigh
+
+    k, m, _ = matrices.shape
+    values = np.empty(k)
+    top = np.empty((k, m)) if vectors else None
+    for index, matrix in enumerate(matrices):
+        found = eigh(matrix, subset_by_index=[m - 1, m - 1], eigvals_only=not vectors, driver="evr")
+        if vectors:
+            values[index], top[index] = found[0][0], found[1][:, 0]
+        else:
+            values[index] = found[0]
+    return values, top
 
 
 def _stacked_statistics(stacked: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, ...]:

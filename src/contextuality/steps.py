@@ -2,7 +2,9 @@
 
 Each step reads its inputs, calls the library, and writes its outputs atomically with a
 provenance record. The Snakemake scripts and the ``contextuality`` command line both call
-these, so a step behaves the same inside and outside the workflow.
+these, so a step behaves the same inside and outside the workflow. Plotting, benchmark
+scoring and the reference comparison are imported by the steps that use them, so that a
+measure job does not pay for loading matplotlib and scipy.stats.
 """
 
 from __future__ import annotations
@@ -16,12 +18,21 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from contextuality import benchmarks, reference
 from contextuality import corpus as corpus_io
 from contextuality.analysis import MeasureSettings, context_specific_words, measure_layer
-from contextuality.benchmarks import BENCHMARKS
+from contextuality.degeneration import (
+    BERT_FLOW_RANK_EDGES,
+    DegenerationSettings,
+    cone_projection,
+    degeneration_table,
+    frequency_correlations,
+    occurrence_degeneration,
+    rank_bins,
+    word_degeneration,
+)
 from contextuality.errors import ConfigError, InputDataError, NumericOverflowError
 from contextuality.extract import (
     SentenceUnits,
@@ -31,7 +42,6 @@ from contextuality.extract import (
     subword_units,
     word_inputs,
 )
-from contextuality.figures import FIGURES, plot_figure, plot_reference, plot_word_benchmarks
 from contextuality.index import (
     IndexSettings,
     OccurrenceIndex,
@@ -65,6 +75,7 @@ from contextuality.tables import (
     write_parquet,
     write_tsv,
 )
+from contextuality.transforms import TransformSettings, corrected_occurrences, split_sentences
 from contextuality.words import tokenize_sentences, word_spans
 
 PathLike = str | os.PathLike
@@ -349,6 +360,100 @@ def extract_model(
     return meta
 
 
+def write_correction_split(
+    sentences_path: PathLike, fit_fraction: float, seed: int, output: PathLike
+) -> pd.DataFrame:
+    """The sentences every correction is fitted on: a table of sentence_id and ``fit``
+    (True: held out for fitting, never measured under a correction), seeded."""
+    texts = read_parquet(sentences_path)["text"].tolist()
+    fit = split_sentences(len(texts), fit_fraction, seed)
+    split = pd.DataFrame({"sentence_id": range(len(texts)), "fit": fit})
+    provenance = provenance_record(
+        step="correction_split",
+        fit_fraction=fit_fraction,
+        seed=seed,
+        n_fit_sentences=int(fit.sum()),
+        corpus_checksum=corpus_checksum(texts),
+    )
+    write_parquet(split, output, provenance)
+    return split
+
+
+def _corrected(
+    vectors: np.ndarray,
+    occurrences: pd.DataFrame,
+    corpus: str,
+    transform: str,
+    split_path: PathLike | None,
+    correction: dict[str, Any] | None,
+) -> tuple[np.ndarray, dict[str, Any] | None]:
+    """`vectors` under `transform`, fitted on the split's held-out sentences (see
+    `transforms.corrected_occurrences`), and a record of the fit; unchanged for ``none``."""
+    if transform == "none":
+        return vectors, None
+    if split_path is None or not correction:
+        raise ValueError(f"transform '{transform}' needs the correction split and settings")
+    split = read_parquet(split_path)
+    split_provenance = read_provenance(split_path)
+    if split_provenance["corpus_checksum"] != corpus:
+        raise InputDataError(f"{split_path} was drawn for another corpus; rebuild it")
+    settings = TransformSettings(**correction)
+    corrected, fitted = corrected_occurrences(
+        vectors,
+        occurrences["sentence_id"].to_numpy(),
+        split["fit"].to_numpy(),
+        transform,
+        settings,
+    )
+    record = {
+        **fitted.describe(),
+        "fit_fraction": split_provenance["fit_fraction"],
+        "seed": split_provenance["seed"],
+        "n_fit_sentences": split_provenance["n_fit_sentences"],
+        "split_sha256": sha256_file(split_path),
+    }
+    return corrected, record
+
+
+@dataclasses.dataclass(frozen=True)
+class DegenerationOutputs:
+    """Where a measure job writes its layer's degeneration analysis, and its settings
+    (config section ``degeneration``; the seed is the measures' seed)."""
+
+    settings: dict[str, Any]
+    words_path: PathLike
+    bins_path: PathLike
+    cone_path: PathLike
+
+
+def _write_degeneration(
+    vectors: np.ndarray,
+    occurrences: pd.DataFrame,
+    vocab: pd.DataFrame,
+    outputs: DegenerationOutputs,
+    seed: int,
+    provenance: dict[str, Any],
+) -> dict[str, dict[str, float]]:
+    """Degeneration by frequency of one layer: per-word table, table by frequency bin and
+    the cone sample, written; returns the frequency correlations as summary measures."""
+    values = {**outputs.settings, "seed": seed}
+    values["rank_edges"] = tuple(values.get("rank_edges", BERT_FLOW_RANK_EDGES))
+    settings = DegenerationSettings(**values)
+    words = word_degeneration(vectors, occurrences, vocab, settings)
+    queries = occurrence_degeneration(vectors, occurrences, vocab, settings)
+    bins = degeneration_table(words, queries, rank_bins(len(vocab), settings))
+    labels = {key: provenance[key] for key in ("model", "transform", "layer")}
+    provenance = {**provenance, "degeneration": dataclasses.asdict(settings)}
+    write_parquet(words.assign(**labels), outputs.words_path, provenance)
+    write_parquet(bins.assign(**labels), outputs.bins_path, provenance)
+    cone = cone_projection(vectors, occurrences, vocab, settings)
+    write_parquet(cone.assign(**labels), outputs.cone_path, provenance)
+    return {
+        name: {"raw": value, "n": len(words)}
+        for name, value in frequency_correlations(words).items()
+    }
+
+
 def measure_shard(
     shard_path: PathLike,
     sentences_path: PathLike,
@@ -361,12 +466,18 @@ def measure_shard(
     summary_path: PathLike,
     transform: str = "none",
     model_settings: dict[str, Any] | None = None,
+    split_path: PathLike | None = None,
+    correction: dict[str, Any] | None = None,
+    degeneration: DegenerationOutputs | None = None,
 ) -> dict[str, Any]:
-    """All measures of one shard: per-word and per-sentence tables and a JSON summary.
+    """All measures of one shard under one transform: per-word and per-sentence tables, a
+    JSON summary and (with `degeneration`) the layer's degeneration analysis.
 
     sentences_path: the sentence table, whose ``n_copies`` the paper's estimators use.
     With `model_settings` (the model's config section, defaults filled in) a shard
-    extracted with other settings is refused rather than measured.
+    extracted with other settings is refused rather than measured. A transform other than
+    ``none`` is fitted on the held-out sentences of `split_path` (`write_correction_split`)
+    with `correction` (``measures.correction`` and the seed) and measured on the others.
     """
     index_summary = read_json(index_summary_path)
     sentence_table = read_parquet(sentences_path)
@@ -387,8 +498,9 @@ def measure_shard(
     vectors, attributes = load_shard(
         shard_path, index_summary["index_checksum"], n_rows=len(occurrences), expected=expected
     )
-    if transform != "none":
-        raise ValueError(f"transform '{transform}' is not available")
+    vectors, fit = _corrected(
+        vectors, occurrences, index_summary["corpus_checksum"], transform, split_path, correction
+    )
     measure_settings = MeasureSettings(**settings)
     copies = sentence_table["n_copies"].to_numpy()
     result = measure_layer(vectors, occurrences, vocab, measure_settings, copies)
@@ -408,7 +520,14 @@ def measure_shard(
         index_checksum=attributes["index_checksum"],
         shard_config_hash=attributes["config_hash"],
         config_hash=config_hash(settings),
+        correction=fit,
     )
+    if degeneration is not None:
+        result.summary["measures"].update(
+            _write_degeneration(
+                vectors, occurrences, vocab, degeneration, measure_settings.seed, provenance
+            )
+        )
     write_parquet(result.words, words_path, provenance)
     write_parquet(result.sentences, sentence_measures_path, provenance)
     summary = {**provenance, **result.summary}
@@ -434,6 +553,7 @@ SUMMARY_COLUMNS = (
     "adjusted_low",
     "adjusted_high",
     "n",
+    "dimensions",
 )
 
 
@@ -487,6 +607,8 @@ def draw_figure(
     relative_layers: bool = False,
 ) -> None:
     """Figure `name` (a key of `contextuality.figures.FIGURES`) from the summary table."""
+    from contextuality.figures import FIGURES, plot_figure
+
     table = pd.read_csv(table_path, sep="\t")
     plot_figure(
         table,
@@ -496,6 +618,59 @@ def draw_figure(
         relative_layers=relative_layers,
         source=f"{Path(table_path).name} sha256 {sha256_file(table_path)}",
     )
+
+
+def draw_transforms_figure(
+    table_path: PathLike, outputs: Sequence[PathLike], relative_layers: bool = False
+) -> None:
+    """Adjusted SelfSim and the cosine baseline by layer under each measured transform."""
+    from contextuality.figures import plot_transforms
+
+    table = pd.read_csv(table_path, sep="\t")
+    plot_transforms(
+        table,
+        list(outputs),
+        relative_layers=relative_layers,
+        source=f"{Path(table_path).name} sha256 {sha256_file(table_path)}",
+    )
+
+
+def degeneration_summary(bins_paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
+    """Every layer's degeneration by frequency bin (`degeneration.degeneration_table` rows
+    labelled by model, transform and layer) in one table."""
+    parts = [read_parquet(path) for path in bins_paths]
+    table = pd.concat(parts, ignore_index=True)
+    leading = ["model", "transform", "layer"]
+    table = table[leading + [column for column in table.columns if column not in leading]]
+    sources = [read_provenance(path) for path in bins_paths]
+    write_tsv(table, output, provenance_record(step="degeneration_table", sources=sources))
+    return table
+
+
+def draw_degeneration_figures(
+    words_paths: Sequence[PathLike],
+    bins_paths: Sequence[PathLike],
+    cone_paths: Sequence[PathLike],
+    outputs: Sequence[PathLike],
+    title: str,
+) -> None:
+    """The degeneration figures of one model and transform (`DEGENERATION_FIGURES`, in that
+    order, each as .png then .pdf, in `outputs` ordered as the rule's ``expand`` gives)."""
+    from contextuality.degeneration_figures import plot_cone, plot_knn_by_bin, plot_norm_by_rank
+
+    def by_layer(paths: Sequence[PathLike]) -> dict[int, pd.DataFrame]:
+        frames = [read_parquet(path) for path in paths]
+        return {int(frame["layer"].iloc[0]): frame for frame in frames if len(frame)}
+
+    bins = pd.concat([read_parquet(path) for path in bins_paths], ignore_index=True)
+    files = {Path(path).name: path for path in outputs}
+
+    def outputs_of(kind: str) -> list[PathLike]:
+        return [path for name, path in files.items() if name.split(".")[-2] == kind]
+
+    plot_norm_by_rank(by_layer(words_paths), outputs_of("norm_by_rank"), title=title)
+    plot_knn_by_bin(bins, outputs_of("knn_by_bin"), title=title)
+    plot_cone(by_layer(cone_paths), outputs_of("cone"), title=title)
 
 
 def word_extremes(words_paths: Sequence[PathLike], output: PathLike, top: int = 20) -> pd.DataFrame:
@@ -515,6 +690,8 @@ def word_extremes(words_paths: Sequence[PathLike], output: PathLike, top: int = 
 
 def fetch_reference(relative: str, destination: PathLike, mirror: PathLike | None) -> None:
     """Put one published file of the paper (``<model>/<file>``) at `destination`."""
+    from contextuality import reference
+
     reference.fetch_published(relative, destination, mirror)
 
 
@@ -530,6 +707,9 @@ def compare_with_reference(
     published_files: the model's three published files (one directory).
     summary_paths, words_paths: our layer summaries and per-word tables (transform none).
     """
+    from contextuality import reference
+    from contextuality.figures import plot_reference
+
     words = {int(read_provenance(path)["layer"]): read_parquet(path) for path in words_paths}
     summary = summary_rows(summary_paths)
     comparison = reference.compare(Path(published_files[0]).parent, summary, words)
@@ -552,12 +732,20 @@ def build_static_vectors(
     index_summary_path: PathLike,
     method: str,
     output: PathLike,
+    transform: str = "none",
+    split_path: PathLike | None = None,
+    correction: dict[str, Any] | None = None,
 ) -> None:
-    """Static vectors (``pc1`` or ``mean``) of the indexed words of one shard, as word2vec text."""
+    """Static vectors (``pc1`` or ``mean``) of the indexed words of one shard, as word2vec
+    text; under a transform other than ``none``, from the corrected occurrences of the
+    sentences its correction was not fitted on (see `measure_shard`)."""
     index_summary = read_json(index_summary_path)
     occurrences = read_parquet(occurrences_path)
     vectors, attributes = load_shard(
         shard_path, index_summary["index_checksum"], n_rows=len(occurrences)
+    )
+    vectors, fit = _corrected(
+        vectors, occurrences, index_summary["corpus_checksum"], transform, split_path, correction
     )
     words, matrix = static_vectors(vectors, occurrences, read_parquet(vocab_path), method)
     provenance = provenance_record(
@@ -566,6 +754,8 @@ def build_static_vectors(
         model_id=attributes["model_id"],
         layer=int(attributes["layer"]),
         method=method,
+        transform=transform,
+        correction=fit,
         pooling=attributes["pooling"],
         index_checksum=attributes["index_checksum"],
         shard_config_hash=attributes["config_hash"],
@@ -577,6 +767,8 @@ def fetch_benchmarks(
     destinations: Sequence[PathLike], data_root: PathLike, mirror: PathLike | None
 ) -> None:
     """Put word-benchmark files at `destinations` (paths under `data_root`), verified."""
+    from contextuality import benchmarks
+
     for destination in destinations:
         relative = Path(destination).relative_to(data_root).as_posix()
         benchmarks.fetch_benchmark_file(relative, destination, mirror)
@@ -604,6 +796,8 @@ def score_static_vectors(
     Under the ``paper`` protocol the vectors are trimmed to `shared_vocabulary` of the word
     index at `vocab_path`. The table's provenance is written to ``<output>.json``.
     """
+    from contextuality import benchmarks
+
     protocol = labels["protocol"]
     if protocol == "paper" and vocab_path is None:
         raise ValueError("the paper protocol needs the word index's vocabulary (vocab_path)")
@@ -620,7 +814,9 @@ def score_static_vectors(
     for position, (key, value) in enumerate(labels.items()):
         table.insert(position, key, value)
     sidecar = Path(f"{vectors_path}.json")
-    files = dict.fromkeys(f for name in settings["benchmarks"] for f in BENCHMARKS[name].files)
+    files = dict.fromkeys(
+        f for name in settings["benchmarks"] for f in benchmarks.BENCHMARKS[name].files
+    )
     provenance = provenance_record(
         step="score_static",
         **labels,
@@ -640,7 +836,9 @@ def quoted_table1() -> pd.DataFrame:
     text = resources.files("contextuality").joinpath("data/paper_table1.tsv").read_text()
     quoted = pd.read_csv(io.StringIO(text), sep="\t", comment="#", dtype={"layer": "Int64"})
     long = quoted.melt(id_vars=["model", "layer"], var_name="benchmark", value_name="value")
-    return long.assign(method="pc1", source="quoted: Ethayarajh (2019) Table 1", protocol="paper")
+    return long.assign(
+        method="pc1", transform="none", source="quoted: Ethayarajh (2019) Table 1", protocol="paper"
+    )
 
 
 def word_benchmarks_table(
@@ -648,14 +846,18 @@ def word_benchmarks_table(
 ) -> pd.DataFrame:
     """All static-embedding scores in one table (with the paper's quoted rows), and a heatmap.
 
-    Columns: source, protocol, model, method, layer, benchmark, metric, value, coverage, n.
+    Columns: source, protocol, model, transform, method, layer, benchmark, metric, value,
+    coverage, n.
     """
+    from contextuality.figures import plot_word_benchmarks
+
     scores = [pd.read_csv(path, sep="\t", dtype={"layer": "Int64"}) for path in score_paths]
     table = pd.concat([*scores, quoted_table1()], ignore_index=True)
     columns = [
         "source",
         "protocol",
         "model",
+        "transform",
         "method",
         "layer",
         "benchmark",

@@ -1,6 +1,8 @@
 """Pure helpers behind workflow/rules/common.smk: config access, targets, script running.
 
-Kept here (not in the .smk files) so they are unit-tested without Snakemake.
+Kept here (not in the .smk files) so they are unit-tested without Snakemake. Every
+Snakemake script imports `run_step` from here, so the plotting and benchmark modules are
+imported only by the helpers that need them.
 """
 
 from __future__ import annotations
@@ -12,12 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from contextuality import __version__
-from contextuality.benchmarks import BENCHMARKS
 from contextuality.corpus import resolve_data_path, sts_archive_name
 from contextuality.errors import ConfigError, ContextualityError
-from contextuality.figures import FIGURES
 from contextuality.models import ModelSpec, selected_layers, tokenizer_key
-from contextuality.reference import FILES
 
 
 def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
@@ -43,8 +42,23 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
                 f"reference.models.{model}: no model named '{model}' under models "
                 f"(configured: {', '.join(models) or 'none'})"
             )
+    problems += _unmeasured_transforms(config, schema)
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+
+
+def _unmeasured_transforms(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """Problems of figures.transforms and static.transforms naming a transform that
+    measures.transforms (or its default) does not measure."""
+    measures = config.get("measures") or {}
+    default = schema["properties"]["measures"]["properties"]["transforms"]["default"]
+    measured = measures.get("transforms", default)
+    return [
+        f"{section}.transforms: '{transform}' is not in measures.transforms ({', '.join(measured)})"
+        for section in ("figures", "static")
+        for transform in (config.get(section) or {}).get("transforms", [])
+        if transform not in measured
+    ]
 
 
 def model_names(config: dict[str, Any]) -> list[str]:
@@ -110,28 +124,51 @@ def shard_paths(config: dict[str, Any], model: str) -> list[str]:
     return [f"results/embeddings/{model}/layer_{layer}.h5" for layer in model_layers(config, model)]
 
 
-def layer_outputs(config: dict[str, Any], model: str, transform: str, suffix: str) -> list[str]:
-    """One measure output of every layer of `model`: ``.json`` summaries, ``.parquet``
-    per-word tables."""
+def layer_outputs(
+    config: dict[str, Any], model: str, transform: str, suffix: str, step: str = "measures"
+) -> list[str]:
+    """One output of a measure job for every layer of `model` under `transform`: for step
+    ``measures`` the ``.json`` summaries or ``.parquet`` per-word tables, for step
+    ``degeneration`` the ``.words.parquet``, ``.bins.parquet`` or ``.cone.parquet`` tables."""
     return [
-        f"results/measures/{model}/{transform}/layer_{layer}{suffix}"
+        f"results/{step}/{model}/{transform}/layer_{layer}{suffix}"
         for layer in model_layers(config, model)
     ]
 
 
-def layer_summaries(config: dict[str, Any]) -> list[str]:
-    """The per-(model, transform, layer) summary JSON files that the summary table reads."""
+def every_layer_output(config: dict[str, Any], suffix: str, step: str = "measures") -> list[str]:
+    """`layer_outputs` of every model and measured transform: the summary JSON files the
+    summary table reads, or the frequency-bin tables the degeneration table reads."""
     return [
         path
         for model in model_names(config)
         for transform in config["measures"]["transforms"]
-        for path in layer_outputs(config, model, transform, ".json")
+        for path in layer_outputs(config, model, transform, suffix, step)
     ]
 
 
-def figure_paths(extensions: tuple[str, ...] = ("png", "pdf")) -> list[str]:
-    """Every figure (figures 1–4 of the paper and the word views), in every format."""
-    return [f"results/figures/{name}.{extension}" for name in FIGURES for extension in extensions]
+def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "pdf")) -> list[str]:
+    """Every figure in every format: figures 1–4 of the paper and the word views under each
+    of figures.transforms (none's in results/figures/, others' in a folder of their own),
+    the degeneration figures of each model and transform, and, with two or more transforms,
+    the comparison of the corrections."""
+    from contextuality.degeneration_figures import DEGENERATION_FIGURES
+    from contextuality.figures import FIGURES
+
+    folders = {
+        transform: "results/figures" if transform == "none" else f"results/figures/{transform}"
+        for transform in config.get("figures", {}).get("transforms", ["none"])
+    }
+    names = [f"{folder}/{name}" for folder in folders.values() for name in FIGURES]
+    names += [
+        f"results/figures/degeneration/{model}.{transform}.{kind}"
+        for model in model_names(config)
+        for transform in config["measures"]["transforms"]
+        for kind in DEGENERATION_FIGURES
+    ]
+    if len(config["measures"]["transforms"]) > 1:
+        names.append("results/figures/transforms")
+    return [f"{name}.{extension}" for name in names for extension in extensions]
 
 
 def compared_models(config: dict[str, Any]) -> dict[str, str]:
@@ -142,11 +179,15 @@ def compared_models(config: dict[str, Any]) -> dict[str, str]:
 
 def published_files(published: str) -> list[str]:
     """Where the workflow keeps the published files of one of the paper's models."""
+    from contextuality.reference import FILES
+
     return [f"resources/reference/ethayarajh2019/{published}/{file}" for file in FILES]
 
 
 def benchmark_files(config: dict[str, Any]) -> list[str]:
     """The word-benchmark files the configured benchmarks read, under resources/."""
+    from contextuality.benchmarks import BENCHMARKS
+
     names = config["static"]["benchmarks"]
     files = dict.fromkeys(path for name in names for path in BENCHMARKS[name].files)
     return [f"resources/benchmarks/{path}" for path in files]
@@ -157,9 +198,10 @@ def static_score_paths(config: dict[str, Any]) -> list[str]:
     method and layer, and each comparison embedding named in config."""
     static = config["static"]
     return [
-        f"results/static/{model}/{method}/layer_{layer}.{protocol}.scores.tsv"
+        f"results/static/{model}/{transform}/{method}/layer_{layer}.{protocol}.scores.tsv"
         for protocol in static["protocols"]
         for model in model_names(config)
+        for transform in static["transforms"]
         for method in static["methods"]
         for layer in model_layers(config, model)
     ] + [
@@ -172,11 +214,18 @@ def static_score_paths(config: dict[str, Any]) -> list[str]:
 def static_labels(wildcards: dict[str, str]) -> dict[str, Any]:
     """Label columns of a score table, from the wildcards of its rule."""
     if "name" in wildcards:
-        labels = {"source": "compare", "model": wildcards["name"], "method": "", "layer": None}
+        labels = {
+            "source": "compare",
+            "model": wildcards["name"],
+            "transform": "",
+            "method": "",
+            "layer": None,
+        }
     else:
         labels = {
             "source": "this run",
             "model": wildcards["model"],
+            "transform": wildcards["transform"],
             "method": wildcards["method"],
             "layer": int(wildcards["layer"]),
         }
@@ -189,14 +238,15 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
         "results/corpus/sentences.parquet",
         "results/corpus/index.json",
         *[f"results/embeddings/{model}/meta.json" for model in model_names(config)],
-        *layer_summaries(config),
+        *every_layer_output(config, ".json"),
         "results/tables/measures.tsv",
         *[
             f"results/tables/words/{model}.{transform}.tsv"
             for model in model_names(config)
             for transform in config["measures"]["transforms"]
         ],
-        *figure_paths(),
+        "results/tables/degeneration.tsv",
+        *figure_paths(config),
         *(
             ["results/tables/word_benchmarks.tsv", "results/figures/word_benchmarks.png"]
             if config.get("static", {}).get("activate", False)

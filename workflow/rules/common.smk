@@ -3,6 +3,7 @@ import re
 from snakemake.utils import validate
 
 from contextuality import workflow as ctx
+from contextuality.degeneration_figures import DEGENERATION_FIGURES
 from contextuality.figures import FIGURES
 from contextuality.models import ModelSpec
 
@@ -61,12 +62,42 @@ def get_measure_settings():
     return {
         key: value
         for key, value in config["measures"].items()
-        if key not in ("transforms", "top_words")
+        if key not in ("transforms", "top_words", "correction")
     }
 
 
+def get_correction_split(wildcards):
+    if wildcards.transform == "none":
+        return {}
+    return {"split": "results/corpus/correction_split.parquet"}
+
+
+def get_correction_settings(wildcards):
+    if wildcards.transform == "none":
+        return {}
+    return {**config["measures"]["correction"], "seed": config["measures"]["seed"]}
+
+
+def get_degeneration_words(wildcards):
+    return ctx.layer_outputs(
+        config, wildcards.model, wildcards.transform, ".words.parquet", "degeneration"
+    )
+
+
+def get_degeneration_bins(wildcards):
+    return ctx.layer_outputs(
+        config, wildcards.model, wildcards.transform, ".bins.parquet", "degeneration"
+    )
+
+
+def get_degeneration_cones(wildcards):
+    return ctx.layer_outputs(
+        config, wildcards.model, wildcards.transform, ".cone.parquet", "degeneration"
+    )
+
+
 def get_layer_summaries(wildcards):
-    return ctx.layer_summaries(config)
+    return ctx.every_layer_output(config, ".json")
 
 
 def get_layer_word_tables(wildcards):

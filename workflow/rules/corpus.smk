@@ -59,3 +59,19 @@ rule subword_index:
         index=get_subword_index_settings(),
     script:
         "../scripts/subword_index.py"
+
+
+rule correction_split:
+    input:
+        "results/corpus/sentences.parquet",
+    output:
+        split="results/corpus/correction_split.parquet",
+    log:
+        "logs/corpus/correction_split.log",
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        fit_fraction=config["measures"]["correction"]["fit_fraction"],
+        seed=config["measures"]["seed"],
+    script:
+        "../scripts/correction_split.py"

@@ -1,12 +1,16 @@
 rule measure_layer:
     input:
         unpack(get_index_files),
+        unpack(get_correction_split),
         shard="results/embeddings/{model}/layer_{layer}.h5",
         sentences="results/corpus/sentences.parquet",
     output:
         words="results/measures/{model}/{transform}/layer_{layer}.parquet",
         sentences="results/measures/{model}/{transform}/layer_{layer}.sentences.parquet",
         summary="results/measures/{model}/{transform}/layer_{layer}.json",
+        degeneration_words="results/degeneration/{model}/{transform}/layer_{layer}.words.parquet",
+        degeneration_bins="results/degeneration/{model}/{transform}/layer_{layer}.bins.parquet",
+        cone="results/degeneration/{model}/{transform}/layer_{layer}.cone.parquet",
     log:
         "logs/measures/{model}/{transform}/layer_{layer}.log",
     benchmark:
@@ -18,6 +22,8 @@ rule measure_layer:
     params:
         settings=get_measure_settings(),
         model_settings=get_model_settings_of,
+        correction=get_correction_settings,
+        degeneration=config["degeneration"],
     script:
         "../scripts/measure_layer.py"
 
@@ -59,3 +65,21 @@ rule context_specific_words:
         top=config["measures"]["top_words"],
     script:
         "../scripts/context_specific_words.py"
+
+
+rule degeneration_table:
+    input:
+        ctx.every_layer_output(config, ".bins.parquet", "degeneration"),
+    output:
+        table=report(
+            "results/tables/degeneration.tsv",
+            caption="../report/degeneration_table.rst",
+            category="Degeneration",
+        ),
+        provenance="results/tables/degeneration.provenance.json",
+    log:
+        "logs/tables/degeneration.log",
+    conda:
+        "../envs/contextuality.yaml"
+    script:
+        "../scripts/degeneration_table.py"

@@ -14,32 +14,35 @@ rule download_benchmarks:
 rule static_vectors:
     input:
         unpack(get_index_files),
+        unpack(get_correction_split),
         shard="results/embeddings/{model}/layer_{layer}.h5",
     output:
-        vectors="results/static/{model}/{method}/layer_{layer}.txt",
-        sidecar="results/static/{model}/{method}/layer_{layer}.txt.json",
+        vectors="results/static/{model}/{transform}/{method}/layer_{layer}.txt",
+        sidecar="results/static/{model}/{transform}/{method}/layer_{layer}.txt.json",
     log:
-        "logs/static/{model}/{method}/layer_{layer}.log",
+        "logs/static/{model}/{transform}/{method}/layer_{layer}.log",
     wildcard_constraints:
         method="pc1|mean",
     conda:
         "../envs/contextuality.yaml"
     resources:
         mem_mb=8000,
+    params:
+        correction=get_correction_settings,
     script:
         "../scripts/static_vectors.py"
 
 
 rule score_static:
     input:
-        vectors="results/static/{model}/{method}/layer_{layer}.txt",
+        vectors="results/static/{model}/{transform}/{method}/layer_{layer}.txt",
         benchmarks=get_benchmark_files,
         vocab="results/corpus/vocab.parquet",
     output:
-        table="results/static/{model}/{method}/layer_{layer}.{protocol}.scores.tsv",
-        provenance="results/static/{model}/{method}/layer_{layer}.{protocol}.scores.provenance.json",
+        table="results/static/{model}/{transform}/{method}/layer_{layer}.{protocol}.scores.tsv",
+        provenance="results/static/{model}/{transform}/{method}/layer_{layer}.{protocol}.scores.provenance.json",
     log:
-        "logs/static/{model}/{method}/layer_{layer}.{protocol}.scores.log",
+        "logs/static/{model}/{transform}/{method}/layer_{layer}.{protocol}.scores.log",
     wildcard_constraints:
         method="pc1|mean",
         protocol="standard|paper",

@@ -1,4 +1,4 @@
-"""Snakemake adapter: draw one figure from the summary table."""
+"""Snakemake adapter: draw one figure from the summary table, under one transform."""
 
 from contextuality import steps
 from contextuality.workflow import run_step
@@ -9,6 +9,7 @@ run_step(
         snakemake.input[0],
         snakemake.wildcards.name,
         [snakemake.output.png, snakemake.output.pdf],
+        transform=dict(snakemake.wildcards).get("transform", "none"),
         relative_layers=snakemake.params.relative_layers,
     ),
 )

@@ -17,5 +17,13 @@ run_step(
         snakemake.output.summary,
         transform=snakemake.wildcards.transform,
         model_settings=snakemake.params.model_settings,
+        split_path=snakemake.input.get("split"),
+        correction=snakemake.params.correction,
+        degeneration=steps.DegenerationOutputs(
+            snakemake.params.degeneration,
+            snakemake.output.degeneration_words,
+            snakemake.output.degeneration_bins,
+            snakemake.output.cone,
+        ),
     ),
 )

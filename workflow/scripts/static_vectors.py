@@ -1,4 +1,4 @@
-"""Snakemake adapter: static vectors of one (model, method, layer)."""
+"""Snakemake adapter: static vectors of one (model, transform, method, layer)."""
 
 from contextuality import steps
 from contextuality.workflow import run_step
@@ -12,5 +12,8 @@ run_step(
         snakemake.input.index,
         snakemake.wildcards.method,
         snakemake.output.vectors,
+        transform=snakemake.wildcards.transform,
+        split_path=snakemake.input.get("split"),
+        correction=snakemake.params.correction,
     ),
 )

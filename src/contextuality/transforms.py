@@ -1,0 +1,236 @@
+"""Post-processing corrections of embedding spaces (isotropy fixes), fitted and then applied.
+
+Every correction is affine, x ↦ (x − mean) @ matrix, with parameters estimated in float64:
+
+- ``none``: the identity.
+- ``center``: mean removal.
+- ``standardize``: per-dimension z-score (ddof=0); a constant dimension is left unscaled.
+- ``abtt``: all-but-the-top (Mu & Viswanath, "All-but-the-Top: Simple and Effective
+  Postprocessing for Word Representations", ICLR 2018): remove the mean, then the
+  projections on the top D principal directions.
+- ``whiten``: BERT-whitening (Su et al. 2021, "Whitening Sentence Representations for
+  Better Semantics and Faster Retrieval"): rotate onto the covariance's eigenvectors and
+  scale each kept direction to unit variance, optionally keeping only the top k. By
+  default every direction the fitting part spans is kept: hidden states after a layer
+  normalization lie in a hyperplane, so their covariance has a null direction that no
+  scaling can bring to unit variance (dropped, and counted as ``null_directions``).
+
+A correction is fitted on the rows passed to :func:`fit_transform` and nothing else.
+Callers pass a held-out part of the corpus (:func:`split_sentences`) and measure the
+other part: parameters estimated on the very vectors being measured let each vector fit
+its own correction, which flatters whitening in particular (with few rows per dimension
+the fitted covariance is the sample's own, and the sample then looks exactly isotropic);
+fitting on held-out sentences avoids that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from contextuality.errors import ConfigError, NonFiniteValueError
+
+TRANSFORMS = ("none", "center", "standardize", "abtt", "whiten")
+
+_ROWS_PER_CHUNK = 65_536
+_EIGENVALUE_FLOOR = 1e-12  # relative to the largest eigenvalue
+
+
+@dataclass(frozen=True)
+class TransformSettings:
+    """Settings of the corrections (config section measures.correction, with measures.seed)."""
+
+    fit_fraction: float = 0.2  # share of sentences held out to fit corrections (0 < f < 1)
+    abtt_directions: int | None = None  # D for abtt; None: max(1, round(d / 100))
+    whiten_dimensions: int | None = None  # k for whiten; None: keep all d
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.fit_fraction < 1:
+            raise ConfigError(
+                f"measures.correction.fit_fraction must be in (0, 1), got {self.fit_fraction}"
+            )
+        for name in ("abtt_directions", "whiten_dimensions"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ConfigError(
+                    f"measures.correction.{name} must be a positive integer or null, got {value!r}"
+                )
+
+
+@dataclass(frozen=True)
+class FittedTransform:
+    """x ↦ (x − mean) @ matrix: every supported correction is affine.
+
+    mean: (d,) float64; matrix: (d, k) float64; n_fit: rows it was fitted on;
+    parameters: the correction's settings as fitted, reported by :meth:`describe`.
+    """
+
+    name: str
+    mean: np.ndarray
+    matrix: np.ndarray
+    n_fit: int
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    def apply(self, vectors: np.ndarray) -> np.ndarray:
+        """(n, d) rows of any float dtype → (n, k) float32, computed in float64 by chunks
+        of rows. Each output row depends only on its input row, so NaN rows stay NaN."""
+        vectors = np.asarray(vectors)
+        d, k = self.matrix.shape
+        if vectors.ndim != 2 or vectors.shape[1] != d:
+            raise ValueError(f"{self.name}: expected rows of {d} dimensions, got {vectors.shape}")
+        out = np.empty((len(vectors), k), dtype=np.float32)
+        for rows in _chunks(len(vectors)):
+            out[rows] = (vectors[rows].astype(np.float64) - self.mean) @ self.matrix
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able summary: name, n_fit, input and output dimensions, parameters."""
+        return {
+            "name": self.name,
+            "n_fit": self.n_fit,
+            "input_dimensions": int(self.matrix.shape[0]),
+            "output_dimensions": int(self.matrix.shape[1]),
+            "parameters": dict(self.parameters),
+        }
+
+
+def fit_transform(name: str, vectors: np.ndarray, settings: TransformSettings) -> FittedTransform:
+    """Fit the correction ``name`` on ``vectors`` (n, d), n ≥ 2 finite rows: the held-out
+    fitting part, never the rows to be measured (see the module docstring)."""
+    if name not in TRANSFORMS:
+        raise ConfigError(f"transform must be one of {TRANSFORMS}, not {name!r}")
+    vectors = np.asarray(vectors)
+    if vectors.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D array of rows, got shape {vectors.shape}")
+    n, d = vectors.shape
+    if n < 2:
+        raise ConfigError(
+            f"{name}: needs at least 2 fitting rows, got {n}; "
+            "raise measures.correction.fit_fraction"
+        )
+    if not all(np.isfinite(vectors[rows]).all() for rows in _chunks(n)):
+        raise NonFiniteValueError(f"{name}: the fitting vectors contain ±inf or NaN")
+
+    if name == "none":
+        return FittedTransform(name, np.zeros(d), np.eye(d), n)
+    mean = _mean(vectors)
+    if name == "center":
+        return FittedTransform(name, mean, np.eye(d), n)
+    if name == "standardize":
+        std = np.sqrt(_variances(vectors, mean))
+        scale = np.ones(d)
+        np.divide(1.0, std, out=scale, where=std > 0)
+        return FittedTransform(name, mean, np.diag(scale), n)
+
+    eigenvalues, eigenvectors = np.linalg.eigh(_covariance(vectors, mean))
+    eigenvalues, eigenvectors = eigenvalues[::-1], eigenvectors[:, ::-1]  # descending
+    if name == "abtt":
+        directions = settings.abtt_directions
+        if directions is None:
+            directions = max(1, round(d / 100))
+        if directions >= d:
+            raise ConfigError(
+                f"abtt: measures.correction.abtt_directions {directions} must be less than "
+                f"the dimension {d}"
+            )
+        top = eigenvectors[:, :directions]
+        return FittedTransform(name, mean, np.eye(d) - top @ top.T, n, {"directions": directions})
+
+    floor = _EIGENVALUE_FLOOR * eigenvalues[0]
+    usable = int(np.sum(eigenvalues >= floor)) if eigenvalues[0] > 0 else 0
+    kept = usable if settings.whiten_dimensions is None else settings.whiten_dimensions
+    if kept > d:
+        raise ConfigError(
+            f"whiten: measures.correction.whiten_dimensions {kept} exceeds the dimension {d}"
+        )
+    if kept == 0 or kept > usable:
+        raise ConfigError(
+            f"whiten: the fitting part is rank-deficient ({n} rows, {d} dimensions; "
+            f"{usable} covariance eigenvalues above {_EIGENVALUE_FLOOR:g} × the largest), "
+            f"so {kept} directions cannot be scaled to unit variance: set "
+            f"measures.correction.whiten_dimensions to at most {usable}, or fit on more rows"
+        )
+    matrix = eigenvectors[:, :kept] / np.sqrt(eigenvalues[:kept])
+    smallest = float(eigenvalues[kept - 1])
+    parameters = {
+        "dimensions": kept,
+        "smallest_eigenvalue": smallest,
+        "null_directions": d - usable,
+    }
+    return FittedTransform(name, mean, matrix, n, parameters)
+
+
+def split_sentences(n_sentences: int, fit_fraction: float, seed: int) -> np.ndarray:
+    """Bool mask (n_sentences,), True for the sentences of the fitting part:
+    round(fit_fraction · n_sentences) of them, at least 1 and at most n_sentences − 1,
+    the first of ``numpy.random.default_rng(seed).permutation(n_sentences)``."""
+    if n_sentences < 2:
+        raise ValueError(f"splitting needs at least 2 sentences, got {n_sentences}")
+    if not 0 < fit_fraction < 1:
+        raise ValueError(f"fit_fraction must be in (0, 1), got {fit_fraction}")
+    n_fit = min(max(round(fit_fraction * n_sentences), 1), n_sentences - 1)
+    mask = np.zeros(n_sentences, dtype=bool)
+    mask[np.random.default_rng(seed).permutation(n_sentences)[:n_fit]] = True
+    return mask
+
+
+def _chunks(n_rows: int) -> Iterator[slice]:
+    for start in range(0, n_rows, _ROWS_PER_CHUNK):
+        yield slice(start, start + _ROWS_PER_CHUNK)
+
+
+def _mean(vectors: np.ndarray) -> np.ndarray:
+    """Float64 mean of the rows, (d,). Summed relative to the first row, so that the mean
+    of a constant column is that constant exactly (and its variance exactly 0)."""
+    shift = vectors[0].astype(np.float64)
+    total = np.zeros_like(shift)
+    for rows in _chunks(len(vectors)):
+        total += (vectors[rows].astype(np.float64) - shift).sum(axis=0)
+    return shift + total / len(vectors)
+
+
+def _variances(vectors: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """Float64 variance (ddof=0) of each column, (d,)."""
+    total = np.zeros_like(mean)
+    for rows in _chunks(len(vectors)):
+        total += np.square(vectors[rows].astype(np.float64) - mean).sum(axis=0)
+    return total / len(vectors)
+
+
+def _covariance(vectors: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """Float64 covariance (ddof=0) of the rows, (d, d)."""
+    scatter = np.zeros((len(mean), len(mean)))
+    for rows in _chunks(len(vectors)):
+        centered = vectors[rows].astype(np.float64) - mean
+        scatter += centered.T @ centered
+    return scatter / len(vectors)
+
+
+def corrected_occurrences(
+    vectors: np.ndarray,
+    sentence_id: np.ndarray,
+    fit_sentences: np.ndarray,
+    name: str,
+    settings: TransformSettings,
+) -> tuple[np.ndarray, FittedTransform]:
+    """A layer's occurrence vectors under correction `name`, fitted on the held-out part.
+
+    vectors: (n, d) rows; sentence_id: (n,) each row's sentence; fit_sentences: bool mask
+    by sentence_id (`split_sentences`). Rows with a vector (finite, not all zero) in fitting
+    sentences fit the correction; the other sentences' rows are corrected. Returns the
+    corrected (n, k) float32 rows, NaN wherever a row is in the fitting part or has no
+    vector (so the measures skip it), and the fitted correction.
+    """
+    has_vector = np.isfinite(vectors).all(axis=1) & np.any(vectors != 0, axis=1)
+    in_fit = np.asarray(fit_sentences, dtype=bool)[sentence_id]
+    fitted = fit_transform(name, vectors[has_vector & in_fit], settings)
+    measured = np.flatnonzero(has_vector & ~in_fit)
+    corrected = np.full((len(vectors), fitted.matrix.shape[1]), np.nan, dtype=np.float32)
+    corrected[measured] = fitted.apply(vectors[measured])
+    return corrected, fitted
