@@ -219,7 +219,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "degeneration_figures": 1,
         "degeneration_table": 1,
         "measures_table": 1,
-        "figure": len(FIGURES),
+        "figures": 1,
         "all": 1,
     }
     result = _snakemake(tmp_path)
@@ -240,7 +240,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "degeneration_figures": 1,
         "degeneration_table": 1,
         "measures_table": 1,
-        "figure": len(FIGURES),
+        "figures": 1,
         "all": 1,
     }
     if published.is_dir():
@@ -260,6 +260,14 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
     _write_corpus(corpus)
     config = _config(corpus, {"bert": {"source": str(tiny_bert_dir)}})
     config["measures"]["transforms"] = ["none"]
+    with_benchmarks = SHARED_DATA.is_dir()
+    if with_benchmarks:  # Table 1 under a correction too
+        config["static"] = {
+            "activate": True,
+            "mirror": str(SHARED_DATA),
+            "benchmarks": ["simlex999"],
+            "methods": ["mean"],
+        }
     _write_config(tmp_path, config)
     result = _snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -269,16 +277,20 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
     config["measures"]["transforms"] = ["none", *corrections]
     config["measures"]["correction"] = {"fit_fraction": 0.4, "whiten_dimensions": 8}
     config["figures"] = {"transforms": ["none", "whiten"]}
+    static = {}
+    if with_benchmarks:
+        config["static"]["transforms"] = ["none", "abtt"]
+        static = {"static_vectors": 3, "score_static": 3, "word_benchmarks_table": 1}
     _write_config(tmp_path, config)
-    assert _planned_jobs(tmp_path) == {
+    assert _planned_jobs(tmp_path) == static | {
         "correction_split": 1,
         "measure_layer": 3 * len(corrections),
         "context_specific_words": len(corrections),
         "degeneration_figures": len(corrections),
         "degeneration_table": 1,
         "measures_table": 1,
-        "figure": len(FIGURES),
-        "figure_under_transform": len(FIGURES),
+        "figures": 1,
+        "figures_under_transform": 1,
         "transforms_figure": 1,
         "all": 1,
     }
@@ -303,8 +315,13 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
     degeneration = pd.read_csv(tmp_path / "results/tables/degeneration.tsv", sep="\t")
     assert set(degeneration["transform"]) == {"none", *corrections}
     assert set(degeneration["layer"]) == {0, 1, 2}
-    for path in workflow.figure_paths(config | {"models": config["models"]}):
+    for path in workflow.figure_paths(config):
         assert (tmp_path / path).stat().st_size > 0, path
+    if with_benchmarks:
+        scores = pd.read_csv(tmp_path / "results/tables/word_benchmarks.tsv", sep="\t")
+        ours = scores[scores["source"] == "this run"]
+        assert sorted(ours["transform"].unique()) == ["abtt", "none"]
+        assert len(ours) == 2 * 3  # transforms × layers, one method and benchmark
     assert _planned_jobs(tmp_path) == {}
 
 
@@ -388,9 +405,9 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     layers = sum(len(model["layers"]) for model in config["models"].values())
     transforms = config.get("measures", {}).get("transforms", ["none", "center"])
     assert jobs["measure_layer"] == layers * len(transforms)
-    assert jobs["figure"] == len(FIGURES)
+    assert jobs["figures"] == 1
     drawn = set(config.get("figures", {}).get("transforms", ["none"])) - {"none"}
-    assert jobs.get("figure_under_transform", 0) == len(FIGURES) * len(drawn)
+    assert jobs.get("figures_under_transform", 0) == len(drawn)
     assert jobs["context_specific_words"] == len(config["models"]) * len(transforms)
     assert jobs["degeneration_figures"] == len(config["models"]) * len(transforms)
     assert jobs.get("correction_split", 0) == (1 if set(transforms) - {"none"} else 0)

@@ -620,6 +620,22 @@ def draw_figure(
     )
 
 
+def draw_figures(
+    table_path: PathLike,
+    outputs: Sequence[PathLike],
+    transform: str = "none",
+    relative_layers: bool = False,
+) -> None:
+    """Every figure named by an output's file name (a key of
+    `contextuality.figures.FIGURES`, one file per format) from the summary table: one job
+    draws them all, as they share their input and their imports."""
+    by_name: dict[str, list[PathLike]] = {}
+    for path in outputs:
+        by_name.setdefault(Path(path).stem, []).append(path)
+    for name, paths in by_name.items():
+        draw_figure(table_path, name, paths, transform, relative_layers)
+
+
 def draw_transforms_figure(
     table_path: PathLike, outputs: Sequence[PathLike], relative_layers: bool = False
 ) -> None:

@@ -35,7 +35,7 @@ from contextuality.errors import ConfigError, NonFiniteValueError
 
 TRANSFORMS = ("none", "center", "standardize", "abtt", "whiten")
 
-_ROWS_PER_CHUNK = 65_536
+_ROWS_PER_CHUNK = 8_192  # float64 temporaries of a few MiB, cache-sized
 _EIGENVALUE_FLOOR = 1e-12  # relative to the largest eigenvalue
 
 
@@ -78,15 +78,23 @@ class FittedTransform:
     parameters: dict[str, Any] = field(default_factory=dict)
 
     def apply(self, vectors: np.ndarray) -> np.ndarray:
-        """(n, d) rows of any float dtype → (n, k) float32, computed in float64 by chunks
-        of rows. Each output row depends only on its input row, so NaN rows stay NaN."""
+        """(n, d) rows of any float dtype → (n, k) float32, by chunks of rows. The mean is
+        subtracted in float64; a diagonal matrix (none, center, standardize) scales the
+        columns in float64, any other is applied as a float32 product (the output's
+        precision). Each output row depends only on its input row, so NaN rows stay NaN."""
         vectors = np.asarray(vectors)
         d, k = self.matrix.shape
         if vectors.ndim != 2 or vectors.shape[1] != d:
             raise ValueError(f"{self.name}: expected rows of {d} dimensions, got {vectors.shape}")
+        diagonal = np.diagonal(self.matrix) if _is_diagonal(self.matrix) else None
+        product = self.matrix.astype(np.float32)
         out = np.empty((len(vectors), k), dtype=np.float32)
         for rows in _chunks(len(vectors)):
-            out[rows] = (vectors[rows].astype(np.float64) - self.mean) @ self.matrix
+            centered = vectors[rows].astype(np.float64) - self.mean
+            if diagonal is not None:
+                out[rows] = centered * diagonal
+            else:
+                out[rows] = centered.astype(np.float32) @ product
         return out
 
     def describe(self) -> dict[str, Any]:
@@ -178,6 +186,11 @@ def split_sentences(n_sentences: int, fit_fraction: float, seed: int) -> np.ndar
     mask = np.zeros(n_sentences, dtype=bool)
     mask[np.random.default_rng(seed).permutation(n_sentences)[:n_fit]] = True
     return mask
+
+
+def _is_diagonal(matrix: np.ndarray) -> bool:
+    """Whether a square matrix has zeros off its diagonal."""
+    return matrix.shape[0] == matrix.shape[1] and not np.any(matrix - np.diag(np.diagonal(matrix)))
 
 
 def _chunks(n_rows: int) -> Iterator[slice]:

@@ -1,47 +1,49 @@
-rule figure:
+rule figures:
     input:
         "results/tables/measures.tsv",
     output:
-        png=report(
-            "results/figures/{name}.png",
-            caption="../report/figure.rst",
-            category="Figures",
-            labels={"figure": "{name}"},
-        ),
-        pdf="results/figures/{name}.pdf",
+        *[
+            report(
+                f"results/figures/{name}.png",
+                caption="../report/figure.rst",
+                category="Figures",
+                labels={"figure": name},
+            )
+            for name in FIGURES
+        ],
+        expand("results/figures/{name}.pdf", name=FIGURES),
     log:
-        "logs/figures/{name}.log",
-    wildcard_constraints:
-        name="|".join(FIGURES),
+        "logs/figures/figures.log",
     conda:
         "../envs/contextuality.yaml"
     params:
         relative_layers=config["figures"]["relative_layers"],
     script:
-        "../scripts/figure.py"
+        "../scripts/figures.py"
 
 
-rule figure_under_transform:
+rule figures_under_transform:
     input:
         "results/tables/measures.tsv",
     output:
-        png=report(
-            "results/figures/{transform}/{name}.png",
-            caption="../report/figure.rst",
-            category="Figures",
-            labels={"figure": "{name}", "transform": "{transform}"},
-        ),
-        pdf="results/figures/{transform}/{name}.pdf",
+        *[
+            report(
+                f"results/figures/{{transform}}/{name}.png",
+                caption="../report/figure.rst",
+                category="Figures",
+                labels={"figure": name, "transform": "{transform}"},
+            )
+            for name in FIGURES
+        ],
+        expand("results/figures/{{transform}}/{name}.pdf", name=FIGURES),
     log:
-        "logs/figures/{transform}/{name}.log",
-    wildcard_constraints:
-        name="|".join(FIGURES),
+        "logs/figures/{transform}/figures.log",
     conda:
         "../envs/contextuality.yaml"
     params:
         relative_layers=config["figures"]["relative_layers"],
     script:
-        "../scripts/figure.py"
+        "../scripts/figures.py"
 
 
 rule degeneration_figures:
