@@ -21,6 +21,7 @@ import pandas as pd  # noqa: E402
 from contextuality import __version__  # noqa: E402
 from contextuality.benchmarks import BENCHMARKS  # noqa: E402
 from contextuality.provenance import atomic_path  # noqa: E402
+from contextuality.transforms import TRANSFORMS  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,8 @@ def plot_transforms(
     measure adjusted for it. Under a correction, values come from the sentences it was not
     fitted on; under ``none``, from every sentence."""
     models = sorted(table["model"].unique())
-    transforms = list(dict.fromkeys(table["transform"]))
+    present = set(table["transform"])
+    transforms = [name for name in TRANSFORMS if name in present]
     x_column = "relative_layer" if relative_layers else "layer"
     figure, axes = plt.subplots(
         max(1, len(models)),
