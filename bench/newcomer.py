@@ -126,7 +126,8 @@ def main() -> None:
         f"word occurrences, {index['n_indexed_words']:,} indexed words |",
         f"| extraction (all 7 layers) | {figures['extraction_seconds']} s at "
         f"{figures['extraction_tokens_per_second']:,.0f} subword tokens/s |",
-        f"| measure jobs, one a layer | {min(measures):.1f}–{max(measures):.1f} s each |",
+        f"| measure jobs, one a layer and transform | {min(measures):.1f}–"
+        f"{max(measures):.1f} s each |",
         f"| `python -m pytest`, data mirror beside | {figures['tests_seconds']} s: "
         f"{with_data['passed']} passed, {with_data['skipped']} skipped |",
         f"| `python -m pytest`, no data mirror | {figures['tests_without_data_seconds']} s: "
