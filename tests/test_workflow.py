@@ -107,6 +107,10 @@ def test_final_outputs_name_every_layer_and_figure():
     assert "results/figures/abtt/fig2_selfsim.png" in outputs
     assert "results/figures/transforms.pdf" in outputs
     assert "results/measures/b/abtt/layer_1.json" in outputs
+    assert "results/figures/degeneration/b.abtt.cone.pdf" not in outputs  # not requested
+    config["degeneration"] = {"transforms": ["none", "abtt"]}
+    assert "results/figures/degeneration/b.abtt.cone.pdf" in workflow.final_outputs(config)
+    assert workflow.transform_pattern([]) == "(?!)"  # a constraint that matches nothing
     assert workflow.shard_paths(config, "a") == [
         "results/embeddings/a/layer_0.h5",
         "results/embeddings/a/layer_2.h5",
@@ -277,6 +281,8 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
     config["measures"]["transforms"] = ["none", *corrections]
     config["measures"]["correction"] = {"fit_fraction": 0.4, "whiten_dimensions": 8}
     config["figures"] = {"transforms": ["none", "whiten"]}
+    analysed = ["none", "center", "standardize", "abtt"]  # whiten's measure jobs skip it
+    config["degeneration"] = {"transforms": analysed}
     static = {}
     if with_benchmarks:
         config["static"]["transforms"] = ["none", "abtt"]
@@ -284,9 +290,10 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
     _write_config(tmp_path, config)
     assert _planned_jobs(tmp_path) == static | {
         "correction_split": 1,
-        "measure_layer": 3 * len(corrections),
+        "measure_layer": 3 * (len(analysed) - 1),
+        "measure_layer_without_degeneration": 3,
         "context_specific_words": len(corrections),
-        "degeneration_figures": len(corrections),
+        "degeneration_figures": len(analysed) - 1,
         "degeneration_table": 1,
         "measures_table": 1,
         "figures": 1,
@@ -313,7 +320,8 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
     whitened = json.loads((tmp_path / "results/measures/bert/whiten/layer_2.json").read_text())
     assert whitened["correction"]["output_dimensions"] == 8
     degeneration = pd.read_csv(tmp_path / "results/tables/degeneration.tsv", sep="\t")
-    assert set(degeneration["transform"]) == {"none", *corrections}
+    assert set(degeneration["transform"]) == set(analysed)
+    assert not (tmp_path / "results/degeneration/bert/whiten").exists()
     assert set(degeneration["layer"]) == {0, 1, 2}
     for path in workflow.figure_paths(config):
         assert (tmp_path / path).stat().st_size > 0, path
@@ -404,12 +412,15 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     jobs = _planned_jobs(tmp_path)
     layers = sum(len(model["layers"]) for model in config["models"].values())
     transforms = config.get("measures", {}).get("transforms", ["none", "center"])
-    assert jobs["measure_layer"] == layers * len(transforms)
+    measured = jobs["measure_layer"] + jobs.get("measure_layer_without_degeneration", 0)
+    assert measured == layers * len(transforms)
+    with_degeneration = config.get("degeneration", {}).get("transforms", ["none"])
+    assert jobs["measure_layer"] == layers * len(with_degeneration)
     assert jobs["figures"] == 1
     drawn = set(config.get("figures", {}).get("transforms", ["none"])) - {"none"}
     assert jobs.get("figures_under_transform", 0) == len(drawn)
     assert jobs["context_specific_words"] == len(config["models"]) * len(transforms)
-    assert jobs["degeneration_figures"] == len(config["models"]) * len(transforms)
+    assert jobs["degeneration_figures"] == len(config["models"]) * len(with_degeneration)
     assert jobs.get("correction_split", 0) == (1 if set(transforms) - {"none"} else 0)
     assert jobs.get("download_sts", 0) == (5 if config["corpus"]["source"] == "sts" else 0)
     for model in config["models"]:

@@ -55,7 +55,7 @@ def _unmeasured_transforms(config: dict[str, Any], schema: dict[str, Any]) -> li
     measured = measures.get("transforms", default)
     return [
         f"{section}.transforms: '{transform}' is not in measures.transforms ({', '.join(measured)})"
-        for section in ("figures", "static")
+        for section in ("figures", "static", "degeneration")
         for transform in (config.get(section) or {}).get("transforms", [])
         if transform not in measured
     ]
@@ -136,13 +136,28 @@ def layer_outputs(
     ]
 
 
+def degeneration_transforms(config: dict[str, Any]) -> list[str]:
+    """The transforms whose measure jobs also compute the degeneration analysis."""
+    return list(config.get("degeneration", {}).get("transforms", ["none"]))
+
+
+def transform_pattern(transforms: list[str]) -> str:
+    """A wildcard constraint matching exactly `transforms` (nothing when it is empty)."""
+    return "|".join(transforms) or "(?!)"
+
+
 def every_layer_output(config: dict[str, Any], suffix: str, step: str = "measures") -> list[str]:
-    """`layer_outputs` of every model and measured transform: the summary JSON files the
-    summary table reads, or the frequency-bin tables the degeneration table reads."""
+    """`layer_outputs` of every model and transform of `step`: the summary JSON files the
+    summary table reads (every measured transform), or the frequency-bin tables the
+    degeneration table reads (`degeneration_transforms`)."""
+    if step == "degeneration":
+        transforms = degeneration_transforms(config)
+    else:
+        transforms = config["measures"]["transforms"]
     return [
         path
         for model in model_names(config)
-        for transform in config["measures"]["transforms"]
+        for transform in transforms
         for path in layer_outputs(config, model, transform, suffix, step)
     ]
 
@@ -150,7 +165,8 @@ def every_layer_output(config: dict[str, Any], suffix: str, step: str = "measure
 def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "pdf")) -> list[str]:
     """Every figure in every format: figures 1–4 of the paper and the word views under each
     of figures.transforms (none's in results/figures/, others' in a folder of their own),
-    the degeneration figures of each model and transform, and, with two or more transforms,
+    the degeneration figures of each model and of degeneration.transforms, and, with two or
+    more transforms,
     the comparison of the corrections."""
     from contextuality.degeneration_figures import DEGENERATION_FIGURES
     from contextuality.figures import FIGURES
@@ -163,7 +179,7 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
     names += [
         f"results/figures/degeneration/{model}.{transform}.{kind}"
         for model in model_names(config)
-        for transform in config["measures"]["transforms"]
+        for transform in degeneration_transforms(config)
         for kind in DEGENERATION_FIGURES
     ]
     if len(config["measures"]["transforms"]) > 1:

@@ -66,6 +66,20 @@ def get_measure_settings():
     }
 
 
+def get_degeneration_settings():
+    return {
+        key: value for key, value in config["degeneration"].items() if key != "transforms"
+    }
+
+
+def get_transforms_without_degeneration():
+    return [
+        transform
+        for transform in config["measures"]["transforms"]
+        if transform not in ctx.degeneration_transforms(config)
+    ]
+
+
 def get_correction_split(wildcards):
     if wildcards.transform == "none":
         return {}

@@ -15,6 +15,8 @@ rule measure_layer:
         "logs/measures/{model}/{transform}/layer_{layer}.log",
     benchmark:
         "benchmarks/measures/{model}/{transform}/layer_{layer}.tsv"
+    wildcard_constraints:
+        transform=ctx.transform_pattern(ctx.degeneration_transforms(config)),
     conda:
         "../envs/contextuality.yaml"
     resources:
@@ -23,9 +25,24 @@ rule measure_layer:
         settings=get_measure_settings(),
         model_settings=get_model_settings_of,
         correction=get_correction_settings,
-        degeneration=config["degeneration"],
+        degeneration=get_degeneration_settings(),
     script:
         "../scripts/measure_layer.py"
+
+
+# The same job under the transforms whose degeneration analysis is not requested.
+use rule measure_layer as measure_layer_without_degeneration with:
+    output:
+        words="results/measures/{model}/{transform}/layer_{layer}.parquet",
+        sentences="results/measures/{model}/{transform}/layer_{layer}.sentences.parquet",
+        summary="results/measures/{model}/{transform}/layer_{layer}.json",
+    wildcard_constraints:
+        transform=ctx.transform_pattern(get_transforms_without_degeneration()),
+    params:
+        settings=get_measure_settings(),
+        model_settings=get_model_settings_of,
+        correction=get_correction_settings,
+        degeneration=None,
 
 
 rule measures_table:

@@ -19,7 +19,9 @@ run_step(
         model_settings=snakemake.params.model_settings,
         split_path=snakemake.input.get("split"),
         correction=snakemake.params.correction,
-        degeneration=steps.DegenerationOutputs(
+        degeneration=None
+        if snakemake.params.degeneration is None
+        else steps.DegenerationOutputs(
             snakemake.params.degeneration,
             snakemake.output.degeneration_words,
             snakemake.output.degeneration_bins,
