@@ -68,7 +68,9 @@ def get_measure_settings():
 
 def get_degeneration_settings():
     return {
-        key: value for key, value in config["degeneration"].items() if key != "transforms"
+        key: value
+        for key, value in config["degeneration"].items()
+        if key != "transforms"
     }
 
 
