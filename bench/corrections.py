@@ -13,13 +13,13 @@ the degeneration table by frequency bin, to ``bench/results/corrections-<model>.
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import yaml
+
+from workdir import run_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 TRANSFORMS = ["none", "center", "standardize", "abtt", "whiten"]
@@ -70,16 +70,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
     directory = REPO / "bench" / "work" / "corrections"
-    (directory / "config").mkdir(parents=True, exist_ok=True)
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     corrections = yaml.safe_load((REPO / "config" / "corrections.yaml").read_text())
     for section, values in corrections.items():
         config.setdefault(section, {}).update(values)
-    (directory / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow/Snakefile")]
-    command += ["--directory", str(directory), "--cores", str(args.cores), "--quiet", "rules"]
     start = time.perf_counter()
-    subprocess.run(command, check=True)
+    run_workflow(directory, config, args.cores)
     seconds = time.perf_counter() - start
 
     table = pd.read_csv(directory / "results/tables/measures.tsv", sep="\t")

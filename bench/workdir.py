@@ -1,0 +1,21 @@
+"""Running the workflow for a benchmark in a directory of its own (imported by the
+scripts beside it, which run as ``python bench/<script>.py``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_workflow(directory: Path, config: dict, cores: int) -> None:
+    """Run the workflow with `config` in `directory` (outputs already there are kept)."""
+    (directory / "config").mkdir(parents=True, exist_ok=True)
+    (directory / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow/Snakefile")]
+    command += ["--directory", str(directory), "--cores", str(cores), "--quiet", "rules"]
+    subprocess.run(command, check=True)
