@@ -161,8 +161,7 @@ class _Rows:
 def _valid_rows(
     vectors: np.ndarray, occurrences: pd.DataFrame, sentence_copies: np.ndarray
 ) -> _Rows:
-    valid = np.isfinite(vectors).all(axis=1) & np.any(vectors != 0, axis=1)
-    rows = np.flatnonzero(valid)
+    rows = np.flatnonzero(measures.rows_with_vectors(vectors))
     kept = vectors if len(rows) == len(vectors) else vectors[rows]
     sentence_id = occurrences["sentence_id"].to_numpy()[rows]
     return _Rows(

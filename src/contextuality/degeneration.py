@@ -25,7 +25,12 @@ import pandas as pd
 from scipy import sparse
 
 from contextuality.errors import ConfigError
-from contextuality.measures import group_sizes, run_starts, spearman_correlation
+from contextuality.measures import (
+    group_sizes,
+    rows_with_vectors,
+    run_starts,
+    spearman_correlation,
+)
 
 BERT_FLOW_RANK_EDGES = (100, 500, 5000, 10000)
 BERT_FLOW_VOCABULARY = 30522
@@ -236,11 +241,6 @@ def _squared_norms(rows: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
 
 
-def _valid_rows(vectors: np.ndarray) -> np.ndarray:
-    """Indices of the rows with a vector: finite and not all zero."""
-    return np.flatnonzero(np.isfinite(vectors).all(axis=1) & np.any(vectors != 0, axis=1))
-
-
 def _neighbour_statistics(
     queries: np.ndarray, points: np.ndarray, k: int, exclude: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -272,7 +272,7 @@ def word_degeneration(
     vectors); mean_direction_cosine (cosine with the mean of all valid occurrences, every
     word's included); occurrence_norm (mean ‖occurrence‖).
     """
-    valid = _valid_rows(vectors)
+    valid = np.flatnonzero(rows_with_vectors(vectors))
     word_id = occurrences["word_id"].to_numpy()[valid]
     mean_direction = np.sum(vectors[valid], axis=0, dtype=np.float64)
     rows = valid[vocab["indexed"].to_numpy()[word_id]]
@@ -319,7 +319,7 @@ def occurrence_degeneration(
     valid occurrences of the layer, indexed words or not. One row per query, ordered by
     occurrence_id (the row of `vectors`); columns `QUERY_COLUMNS`, norm in the vectors'
     units, knn_distance and knn_dot the means over the k neighbours."""
-    valid = _valid_rows(vectors)
+    valid = np.flatnonzero(rows_with_vectors(vectors))
     word_id = occurrences["word_id"].to_numpy()[valid]
     candidates = np.flatnonzero(vocab["indexed"].to_numpy()[word_id])  # positions in valid
     rng = np.random.default_rng([settings.seed, _OCCURRENCE_SAMPLE])
@@ -424,7 +424,7 @@ def cone_projection(
     explained_x, explained_y: each direction's share of Σ‖v‖² over all valid occurrences
     (σᵢ² / Σσ², the same on every row).
     """
-    valid = _valid_rows(vectors)
+    valid = np.flatnonzero(rows_with_vectors(vectors))
     if len(valid) == 0:
         raise ValueError("cone_projection: no valid occurrence vectors")
     gram = np.zeros((vectors.shape[1], vectors.shape[1]))

@@ -19,6 +19,12 @@ import numpy as np
 _ROWS_PER_CHUNK = 65_536
 
 
+def rows_with_vectors(vectors: np.ndarray) -> np.ndarray:
+    """Bool mask (n,) of the occurrences that count: rows finite and not all zero (a NaN
+    row is an occurrence the model gave no vector, or one a correction was fitted on)."""
+    return np.isfinite(vectors).all(axis=1) & np.any(vectors != 0, axis=1)
+
+
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm, as float32. Zero or non-finite rows are an error."""
     vectors = np.asarray(vectors, dtype=np.float32)

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from contextuality.errors import ConfigError, NonFiniteValueError
+from contextuality.measures import rows_with_vectors
 
 TRANSFORMS = ("none", "center", "standardize", "abtt", "whiten")
 
@@ -240,7 +241,7 @@ def corrected_occurrences(
     corrected (n, k) float32 rows, NaN wherever a row is in the fitting part or has no
     vector (so the measures skip it), and the fitted correction.
     """
-    has_vector = np.isfinite(vectors).all(axis=1) & np.any(vectors != 0, axis=1)
+    has_vector = rows_with_vectors(vectors)
     in_fit = np.asarray(fit_sentences, dtype=bool)[sentence_id]
     fitted = fit_transform(name, vectors[has_vector & in_fit], settings)
     measured = np.flatnonzero(has_vector & ~in_fit)
