@@ -4,7 +4,6 @@ and a failing disk, each handled without changing or half-writing any output."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,10 +11,12 @@ import torch
 
 from contextuality import extract as extract_module
 from contextuality.errors import DeviceMemoryError
-from contextuality.extract import _window_assignment, extract_to_shards, sentence_units
+from contextuality.extract import _window_assignment, sentence_units
 from contextuality.models import ModelSpec, load_model
 from contextuality.shards import ShardSetWriter, load_shard
 from contextuality.words import split_words, word_spans
+
+from extraction import extract_every_layer
 
 LONG = "The cat sat on the mat while the dog ran in the park and the bank raised rates again."
 SHORT = "The cat sat."
@@ -25,26 +26,6 @@ SENTENCES = [SHORT, LONG, "A dog ran.", LONG + " The fox jumps."]
 @pytest.fixture(scope="module")
 def bert(tiny_bert_dir):
     return load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
-
-
-def _run(loaded, directory: Path, sentences=SENTENCES, **spec_changes):
-    loaded = dataclasses.replace(loaded, spec=dataclasses.replace(loaded.spec, **spec_changes))
-    if "max_length" in spec_changes:
-        loaded = dataclasses.replace(loaded, max_length=spec_changes["max_length"])
-    layers = tuple(range(loaded.n_layers + 1))
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = {layer: directory / f"layer{layer}.h5" for layer in layers}
-    report = extract_to_shards(
-        loaded,
-        sentence_units(loaded, sentences),
-        layers,
-        paths,
-        {"index_checksum": "i"},
-        progress=False,
-    )
-    n_rows = sum(len(split_words(sentence)) for sentence in sentences)
-    vectors = np.stack([load_shard(paths[layer], "i", n_rows)[0] for layer in layers])
-    return report, vectors
 
 
 def test_window_assignment_picks_the_most_central_window():
@@ -82,9 +63,11 @@ def test_windows_cover_every_word(bert, tmp_path):
 
 
 def test_window_mode_loses_no_word_and_keeps_short_sentences(bert, tmp_path):
-    truncated_report, truncated = _run(bert, tmp_path / "t", max_length=10)
-    windowed_report, windowed = _run(
-        bert, tmp_path / "w", max_length=10, long_sentences="window", window_overlap=3
+    truncated_report, truncated = extract_every_layer(
+        bert, SENTENCES, tmp_path / "t", max_length=10
+    )
+    windowed_report, windowed = extract_every_layer(
+        bert, SENTENCES, tmp_path / "w", max_length=10, long_sentences="window", window_overlap=3
     )
     assert truncated_report.words_truncated > 0
     assert np.isnan(truncated).any()
@@ -99,8 +82,8 @@ def test_window_mode_loses_no_word_and_keeps_short_sentences(bert, tmp_path):
 def test_windowed_word_equals_a_forward_pass_of_its_window(bert, tmp_path):
     """Each window is [CLS] + a contiguous slice of the running text's subwords + [SEP], and
     a word's vector is its pooled vector in one window that holds all of its subwords."""
-    _, windowed = _run(
-        bert, tmp_path / "w", [LONG], max_length=10, long_sentences="window", window_overlap=3
+    _, windowed = extract_every_layer(
+        bert, [LONG], tmp_path / "w", max_length=10, long_sentences="window", window_overlap=3
     )
     full = bert.tokenizer(LONG, add_special_tokens=False, return_offsets_mapping=True)
     content, offsets = full["input_ids"], full["offset_mapping"]
@@ -149,10 +132,10 @@ class _SimulatedDevice:
 
 
 def test_out_of_memory_halves_the_budget_and_changes_nothing(bert, tmp_path, monkeypatch):
-    _, expected = _run(bert, tmp_path / "free", token_budget=4096)
+    _, expected = extract_every_layer(bert, SENTENCES, tmp_path / "free", token_budget=4096)
     device = _SimulatedDevice(limit=60)
     monkeypatch.setattr(extract_module, "_forward_batch", device)
-    report, vectors = _run(bert, tmp_path / "tight", token_budget=4096)
+    report, vectors = extract_every_layer(bert, SENTENCES, tmp_path / "tight", token_budget=4096)
     assert report.out_of_memory_retries >= 1
     assert report.token_budget <= 4096 // 2**report.out_of_memory_retries
     assert max(device.padded_sizes) <= 60
@@ -162,7 +145,7 @@ def test_out_of_memory_halves_the_budget_and_changes_nothing(bert, tmp_path, mon
 def test_an_input_too_large_even_alone_is_a_clear_error(bert, tmp_path, monkeypatch):
     monkeypatch.setattr(extract_module, "_forward_batch", _SimulatedDevice(limit=3))
     with pytest.raises(DeviceMemoryError, match="does not fit in device memory"):
-        _run(bert, tmp_path / "none", token_budget=4096)
+        extract_every_layer(bert, SENTENCES, tmp_path / "none", token_budget=4096)
     assert not list((tmp_path / "none").iterdir())
 
 
@@ -172,7 +155,7 @@ def test_a_failing_disk_stops_extraction_and_leaves_no_shard(bert, tmp_path, mon
 
     monkeypatch.setattr(ShardSetWriter, "write", broken_write)
     with pytest.raises(OSError, match="No space left"):
-        _run(bert, tmp_path / "full")
+        extract_every_layer(bert, SENTENCES, tmp_path / "full")
     assert not list((tmp_path / "full").iterdir())
 
 
@@ -182,7 +165,7 @@ def test_a_rerun_after_a_crash_starts_clean(bert, tmp_path):
     directory.mkdir()
     stale = directory / ".layer0.h5.partial-99999-0"
     stale.write_bytes(b"half a shard")
-    _run(bert, directory)
+    extract_every_layer(bert, SENTENCES, directory)
     assert not stale.exists()
     assert sorted(path.name for path in directory.iterdir()) == [
         f"layer{layer}.h5" for layer in range(bert.n_layers + 1)

@@ -29,6 +29,7 @@ from contextuality.shards import load_shard
 from contextuality.tables import read_parquet
 from contextuality.words import tokenize_sentences, word_spans
 
+from extraction import extract_every_layer
 from references import word_vectors_by_overlap
 
 SENTENCES = [
@@ -68,23 +69,6 @@ def _running_text_vectors(loaded, sentences, layers):
     return np.concatenate(rows, axis=1)
 
 
-def _extract(loaded, sentences, directory: Path, **spec_changes):
-    if spec_changes:
-        loaded = dataclasses.replace(loaded, spec=dataclasses.replace(loaded.spec, **spec_changes))
-        if "max_length" in spec_changes:
-            loaded = dataclasses.replace(loaded, max_length=spec_changes["max_length"])
-    layers = tuple(range(loaded.n_layers + 1))
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = {layer: directory / f"layer{layer}.h5" for layer in layers}
-    units = sentence_units(loaded, sentences)
-    report = extract_to_shards(
-        loaded, units, layers, paths, {"index_checksum": "i"}, progress=False
-    )
-    n_rows = int(units.counts.sum())
-    vectors = np.stack([load_shard(paths[layer], "i", n_rows)[0] for layer in layers])
-    return report, vectors
-
-
 def _assert_fp16_close(actual, expected):
     assert actual.shape == expected.shape
     scale = max(1.0, float(np.abs(expected).max()))
@@ -118,7 +102,7 @@ def test_minilm_subword_units_are_its_wordpieces():
 def test_subword_shard_rows_equal_running_text_forward_pass(request, tmp_path, which):
     loaded = request.getfixturevalue(which)
     layers = tuple(range(loaded.n_layers + 1))
-    report, vectors = _extract(loaded, SENTENCES, tmp_path, token_budget=32)
+    report, vectors = extract_every_layer(loaded, SENTENCES, tmp_path, token_budget=32)
     _assert_fp16_close(vectors, _running_text_vectors(loaded, SENTENCES, layers))
     assert report.words_truncated == report.words_without_tokens == 0
     assert report.n_occurrences == vectors.shape[1]
@@ -147,7 +131,7 @@ def test_subword_windows_cover_every_unit_from_its_most_central_window(subword_b
     long = [item for item in inputs if item.sentence == 2]
     assert len(long) > 1
     # A unit's vector is its hidden state in the window that kept it.
-    report, vectors = _extract(
+    report, vectors = extract_every_layer(
         subword_bert, SENTENCES, tmp_path, max_length=8, long_sentences="window", window_overlap=2
     )
     assert report.words_truncated == 0 and report.sentences_windowed >= 1
@@ -160,7 +144,7 @@ def test_subword_windows_cover_every_unit_from_its_most_central_window(subword_b
 
 
 def test_subword_truncation_leaves_the_cut_units_without_vectors(subword_bert, tmp_path):
-    report, vectors = _extract(subword_bert, SENTENCES, tmp_path, max_length=8)
+    report, vectors = extract_every_layer(subword_bert, SENTENCES, tmp_path, max_length=8)
     encodings = encode_running_text(subword_bert.tokenizer, SENTENCES)
     cut = sum(max(0, len(encoding.content) - 6) for encoding in encodings)
     assert report.words_truncated == cut > 0
