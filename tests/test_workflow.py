@@ -13,8 +13,10 @@ import h5py
 import pandas as pd
 import pytest
 import yaml
+from elmo_files import write_elmo_files
 
 from contextuality import __version__, workflow
+from contextuality.elmo import RELEASES
 from contextuality.figures import FIGURES
 from contextuality.tables import read_tsv_provenance
 
@@ -423,6 +425,10 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     assert jobs["degeneration_figures"] == len(config["models"]) * len(with_degeneration)
     assert jobs.get("correction_split", 0) == (1 if set(transforms) - {"none"} else 0)
     assert jobs.get("download_sts", 0) == (5 if config["corpus"]["source"] == "sts" else 0)
+    releases = {
+        model["source"] for model in config["models"].values() if model.get("loader") == "elmo"
+    }
+    assert jobs.get("download_elmo", 0) == len(releases)
     for model in config["models"]:
         assert jobs[f"extract_{model}"] == 1
     if config.get("static", {}).get("activate"):
@@ -447,21 +453,31 @@ def test_the_paper_config_builds_every_output(tmp_path, tiny_bert_dir, tiny_gpt2
     config["reference"]["mirror"] = str(shared_data / "reference" / "ethayarajh2019")
     config["static"]["mirror"] = str(shared_data)
     fixtures = {"bert-base-cased": tiny_bert_dir, "gpt2": tiny_gpt2_dir}
-    assert set(config["models"]) == set(fixtures)
+    assert set(config["models"]) == {*fixtures, "elmo"}
     for name, directory in fixtures.items():
         config["models"][name] |= {"source": str(directory), "layers": [0, 1, 2]}
+    # ELMo stays the published release, fetched by its download rule from a mirror that
+    # holds tiny files under the published names.
+    release = RELEASES[config["models"]["elmo"]["source"]]
+    config["elmo"]["mirror"] = str(tmp_path / "elmo-mirror")
+    write_elmo_files(tmp_path / "elmo-mirror", stem=release.stem)
     _write_config(tmp_path, config)
     result = _snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     for path in workflow.final_outputs(config):
         assert (tmp_path / path).stat().st_size > 0, path
+    models = {*fixtures, "elmo"}
     table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
-    assert set(table["model"]) == set(fixtures)
+    assert set(table["model"]) == models
     assert {"selfsim[paper]", "mev[truncated_svd]", "anisotropy[paper]"} <= set(table["measure"])
     scores = pd.read_csv(tmp_path / "results/tables/word_benchmarks.tsv", sep="\t")
     ours = scores[scores["source"] == "this run"]
-    assert set(ours["protocol"]) == {"paper", "standard"} and set(ours["model"]) == set(fixtures)
-    for model in fixtures:
+    assert set(ours["protocol"]) == {"paper", "standard"} and set(ours["model"]) == models
+    meta = json.loads((tmp_path / "results/embeddings/elmo/meta.json").read_text())
+    downloaded = json.loads((tmp_path / "resources/elmo/elmo-original/provenance.json").read_text())
+    assert meta["model_revision"] == downloaded["sha256"][release.published_name("weights.hdf5")]
+    assert meta["hidden_size"] == 16 and meta["words_without_tokens"] == 0
+    for model in models:
         comparison = pd.read_csv(tmp_path / f"results/reference/{model}.tsv", sep="\t")
         assert set(comparison["layer"]) == {0, 1, 2}
     (subword_index,) = (tmp_path / "results/corpus/subwords").iterdir()

@@ -3,6 +3,7 @@
 contextuality sentences --text corpus.txt -o sentences.parquet
 contextuality index sentences.parquet -o index/
 contextuality extract bert-base-cased --sentences sentences.parquet --index index/ -o emb/
+contextuality download-elmo elmo-original   # then: extract elmo-original --loader elmo ...
 contextuality measure emb/layer_3.h5 --sentences sentences.parquet --index index/ -o out/l3
 contextuality summarize measures/*.json -o measures.tsv
 contextuality figure measures.tsv --name fig2_selfsim -o fig2.png fig2.pdf
@@ -22,10 +23,12 @@ from pathlib import Path
 from contextuality import __version__, steps
 from contextuality.benchmarks import BENCHMARKS, PROTOCOLS
 from contextuality.corpus import STS_YEARS
+from contextuality.elmo import RELEASE_DIRECTORY, RELEASES
 from contextuality.errors import ContextualityError
 from contextuality.figures import FIGURES
 from contextuality.index import COUNT_RULES, IndexSettings
 from contextuality.models import (
+    LOADERS,
     LONG_SENTENCE_MODES,
     POOLINGS,
     UNITS,
@@ -81,6 +84,7 @@ def _index(args: argparse.Namespace) -> None:
 def _extract(args: argparse.Namespace) -> None:
     section = {
         "source": args.model,
+        "loader": args.loader,
         "units": args.units,
         "pooling": args.pooling,
         "add_bos": args.add_bos,
@@ -177,6 +181,17 @@ def _score(args: argparse.Namespace) -> None:
     print(table[["benchmark", "metric", "value", "coverage", "n"]].to_string(index=False))
 
 
+def _download_elmo(args: argparse.Namespace) -> None:
+    directory = Path(RELEASE_DIRECTORY) / args.release
+    steps.fetch_elmo(
+        args.release,
+        directory / "options.json",
+        directory / "weights.hdf5",
+        directory / "provenance.json",
+        args.mirror,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``contextuality`` command."""
     parser = argparse.ArgumentParser(prog="contextuality", description=__doc__.splitlines()[0])
@@ -218,6 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     command = commands.add_parser("extract", help="write one HDF5 shard per layer of a model")
     command.add_argument("model", help="hub id, local directory or package:<module>/<dir>")
     command.add_argument("--name", help="short name recorded in the shards")
+    command.add_argument(
+        "--loader", choices=LOADERS, default="transformers", help="elmo: a release or directory"
+    )
     command.add_argument("--sentences", required=True)
     command.add_argument("--index", required=True, help="directory written by 'index'")
     command.add_argument("--layers", type=int, nargs="+")
@@ -235,6 +253,13 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("--threads", type=int, default=1)
     command.add_argument("-o", "--output", required=True, help="directory to write into")
     command.set_defaults(run=_extract)
+
+    command = commands.add_parser(
+        "download-elmo", help="fetch a published ELMo into resources/elmo/<release>/"
+    )
+    command.add_argument("release", choices=sorted(RELEASES))
+    command.add_argument("--mirror", help="directory holding the files under their published names")
+    command.set_defaults(run=_download_elmo)
 
     command = commands.add_parser("measure", help="SelfSim, IntraSim, MEV of one shard")
     command.add_argument("shard")

@@ -45,7 +45,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class EncodedSentence:
-    """One model input: subword ids and, per subword, the word it gives its vector to.
+    """One model input: subword ids (for ELMo, one row of character ids per word) and, per
+    token, the word it gives its vector to.
 
     ``word_index`` is the word's position in its sentence, or -1 for special tokens and,
     in window mode, for subwords whose word takes its vector from another window.
@@ -340,7 +341,9 @@ def _forward_batch(
     longest = max(len(sentence.input_ids) for sentence in batch)
     pad_id = loaded.tokenizer.pad_token_id
     pad_id = 0 if pad_id is None else pad_id
-    input_ids = np.full((len(batch), longest), pad_id, dtype=np.int64)
+    # A token is an id, or for ELMo a row of character ids.
+    token_shape = batch[0].input_ids.shape[1:]
+    input_ids = np.full((len(batch), longest, *token_shape), pad_id, dtype=np.int64)
     attention = np.zeros((len(batch), longest), dtype=np.int64)
     token_row = np.full((len(batch), longest), -1, dtype=np.int64)
     for position, sentence in enumerate(batch):
@@ -551,8 +554,14 @@ def word_inputs(
     loaded: LoadedModel, sentences: list[str], spans: list[list[tuple[int, int]]]
 ) -> SentenceUnits:
     """Word units: the running text's subwords, each pooled into the word whose character
-    span it overlaps (`align_to_words`)."""
-    encodings = encode_running_text(loaded.tokenizer, sentences)
+    span it overlaps (`align_to_words`); for ELMo, the words themselves, one token each."""
+    if loaded.spec.loader == "elmo":
+        encodings = [
+            loaded.tokenizer.encode(sentence, sentence_spans)
+            for sentence, sentence_spans in zip(sentences, spans, strict=True)
+        ]
+    else:
+        encodings = encode_running_text(loaded.tokenizer, sentences)
     alignments = [
         align_to_words(encoding.offsets, sentence_spans)
         for encoding, sentence_spans in zip(encodings, spans, strict=True)

@@ -2,7 +2,9 @@
 
 A model is named by a Hugging Face hub id (``bert-base-cased``), a local directory, or
 ``package:<module>/<dir>`` for weights an installed Python package ships. Loading never
-enables remote code unless the model's config says ``trust_remote_code: true``.
+enables remote code unless the model's config says ``trust_remote_code: true``. ELMo
+(``loader: elmo``) is named by a published release (``elmo-original``) or a directory
+holding its options JSON and weights HDF5, and loaded by `contextuality.elmo`.
 
 A model's *units* are words (the occurrence index's words, each pooled from its subwords)
 or its own subword tokens (``units: subword``, as the paper did for BERT's WordPiece).
@@ -76,7 +78,12 @@ class ModelSpec:
             raise ConfigError(f"model {name}: units must be one of {UNITS}")
         if values.get("last_layer", "as_returned") not in LAST_LAYERS:
             raise ConfigError(f"model {name}: last_layer must be one of {LAST_LAYERS}")
-        return cls(name=name, **values)
+        spec = cls(name=name, **values)
+        if spec.loader == "elmo":
+            from contextuality.elmo import check_spec
+
+            check_spec(spec)
+        return spec
 
     def settings(self) -> dict[str, Any]:
         """Every setting that changes the extracted vectors, defaults filled in.
@@ -117,9 +124,8 @@ def model_location(spec: ModelSpec) -> str:
 def _require_transformers_loader(spec: ModelSpec) -> None:
     if spec.loader == "elmo":
         raise ModelLoadError(
-            f"model {spec.name}: the ELMo loader is not available in this version of "
-            "contextuality; remove this model from the config or run the transformer models "
-            "on their own (for example with --keep-going)"
+            f"model {spec.name}: ELMo has no subword tokenizer (it reads each word's "
+            "characters); use it with units: word"
         )
 
 
@@ -144,9 +150,13 @@ def _pretrained_options(spec: ModelSpec) -> dict[str, Any]:
 def count_hidden_layers(spec: ModelSpec) -> int:
     """Number of transformer layers L, read from the model's config only (no weights).
 
-    Hidden states are numbered 0 (embedding output) to L.
+    Hidden states are numbered 0 (embedding output) to L; for ELMo, L is the number of
+    biLSTM layers (read from its options file or the published release's table).
     """
-    _require_transformers_loader(spec)
+    if spec.loader == "elmo":
+        from contextuality.elmo import count_layers
+
+        return count_layers(spec)
     from transformers import AutoConfig
 
     try:
@@ -170,6 +180,8 @@ class LoadedModel:
 
     final_norm: the name and module of the model's final normalization, or None.
     returns_after_final_norm: whether transformers' last hidden state comes after it.
+    described_layers: what the layers are, where the model is not a transformer (ELMo).
+    file_checksums: SHA-256 of the files loaded, where they are not a hub revision.
     """
 
     spec: ModelSpec
@@ -181,6 +193,8 @@ class LoadedModel:
     revision: str | None
     final_norm: tuple[str, Any] | None = None
     returns_after_final_norm: bool = False
+    described_layers: dict[str, Any] | None = None
+    file_checksums: dict[str, str] | None = None
 
     @property
     def takes_last_layer_before_final_norm(self) -> bool:
@@ -188,7 +202,10 @@ class LoadedModel:
         return self.spec.last_layer == "before_final_norm" and self.returns_after_final_norm
 
     def layer_conventions(self) -> dict[str, Any]:
-        """What layer 0 and the last layer are, as recorded in meta.json and the shards."""
+        """What layer 0, the layers between and the last layer are, as recorded in meta.json
+        and the shards."""
+        if self.described_layers is not None:
+            return self.described_layers
         last = f"output of block {self.n_layers}"
         if self.final_norm is None:
             last += " (the model has no final normalization)"
@@ -208,7 +225,9 @@ def layer_output(layer: int, n_layers: int, conventions: dict[str, Any]) -> str:
     """What hidden state `layer` is, in words (see `LoadedModel.layer_conventions`)."""
     if layer == 0:
         return conventions["layer_0"]
-    return conventions["last_layer"] if layer == n_layers else f"output of block {layer}"
+    if layer == n_layers:
+        return conventions["last_layer"]
+    return conventions.get("layer", "output of block {layer}").format(layer=layer)
 
 
 def find_final_norm(model: Any) -> tuple[str, Any] | None:
@@ -257,6 +276,10 @@ def load_tokenizer(spec: ModelSpec) -> Any:
 
 def load_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
     """Load tokenizer and model (eval mode, on `device`) and read their limits."""
+    if spec.loader == "elmo":
+        from contextuality.elmo import load_elmo
+
+        return load_elmo(spec, device)
     import torch
     from transformers import AutoModel
 

@@ -343,6 +343,7 @@ def extract_model(
         config_hash=config_hash(spec.settings()),
         settings=spec.settings(),
         layer_conventions=loaded.layer_conventions(),
+        model_file_checksums=loaded.file_checksums,
         transformers_version=transformers.__version__,
         torch_version=torch.__version__,
     )
@@ -702,6 +703,35 @@ def word_extremes(words_paths: Sequence[PathLike], output: PathLike, top: int = 
     provenance = provenance_record(step="context_specific_words", top=top, sources=sources)
     write_tsv(table, output, provenance)
     return table
+
+
+def fetch_elmo(
+    release: str,
+    options_path: PathLike,
+    weights_path: PathLike,
+    provenance_path: PathLike,
+    mirror: PathLike | None,
+    checksums: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Put a published ELMo release's options and weights in place (from `mirror` or its
+    URL), checked against `checksums` where given and against the options' layout, and
+    record where they came from and their SHA-256 digests."""
+    from contextuality.elmo import RELEASE_FILES, RELEASES, fetch_release
+
+    digests = fetch_release(
+        release, {"options.json": options_path, "weights.hdf5": weights_path}, mirror, checksums
+    )
+    published = RELEASES[release]
+    record = provenance_record(
+        step="download_elmo",
+        release=release,
+        urls={file: published.url(file) for file in RELEASE_FILES},
+        mirror=None if mirror is None else str(mirror),
+        sha256=digests,
+        checksums_pinned=sorted(set(checksums or {}) & set(digests)),
+    )
+    write_json(provenance_path, record)
+    return record
 
 
 def fetch_reference(relative: str, destination: PathLike, mirror: PathLike | None) -> None:

@@ -8,6 +8,7 @@ imported only by the helpers that need them.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -69,6 +70,26 @@ def model_names(config: dict[str, Any]) -> list[str]:
 def model_layers(config: dict[str, Any], model: str) -> list[int]:
     """Layers to extract for `model`: its ``layers`` list, else all, read from its config."""
     return list(selected_layers(ModelSpec.from_config(model, config["models"][model])))
+
+
+def model_files(config: dict[str, Any], model: str) -> list[str]:
+    """Files an extraction of `model` reads besides the corpus: an ELMo's options and
+    weights (a published release's under resources/elmo/, fetched by rule download_elmo);
+    none for transformers models, which load from a directory or the hub's cache."""
+    spec = ModelSpec.from_config(model, config["models"][model])
+    if spec.loader != "elmo":
+        return []
+    from contextuality.elmo import elmo_files
+
+    files = elmo_files(spec)
+    return [str(files.options), str(files.weights)]
+
+
+def elmo_releases() -> str:
+    """The published ELMo release names, as a wildcard pattern."""
+    from contextuality.elmo import RELEASES
+
+    return "|".join(re.escape(release) for release in RELEASES)
 
 
 def corpus_inputs(config: dict[str, Any]) -> list[str]:

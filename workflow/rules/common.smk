@@ -31,6 +31,14 @@ def get_sts_mirror():
     return config["corpus"]["sts"]["mirror"]
 
 
+def get_elmo_mirror():
+    return config["elmo"]["mirror"]
+
+
+def get_elmo_checksums():
+    return config["elmo"]["checksums"]
+
+
 def get_index_files(wildcards):
     return ctx.index_files(config, wildcards.model)
 

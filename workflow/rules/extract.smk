@@ -9,6 +9,7 @@ for model in ctx.model_names(config):
             sentences="results/corpus/sentences.parquet",
             occurrences=ctx.index_files(config, model)["occurrences"],
             index=ctx.index_files(config, model)["index"],
+            model_files=ctx.model_files(config, model),
         output:
             shards=ctx.shard_paths(config, model),
             meta=f"results/embeddings/{model}/meta.json",
@@ -29,3 +30,23 @@ for model in ctx.model_names(config):
             layers=ctx.model_layers(config, model),
         script:
             "../scripts/extract.py"
+
+
+rule download_elmo:
+    output:
+        options="resources/elmo/{release}/options.json",
+        weights="resources/elmo/{release}/weights.hdf5",
+        provenance="resources/elmo/{release}/provenance.json",
+    log:
+        "logs/download_elmo/{release}.log",
+    wildcard_constraints:
+        release=ctx.elmo_releases(),
+    conda:
+        "../envs/contextuality.yaml"
+    resources:
+        runtime=60,
+    params:
+        mirror=get_elmo_mirror(),
+        checksums=get_elmo_checksums(),
+    script:
+        "../scripts/download_elmo.py"
