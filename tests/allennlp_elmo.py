@@ -7,11 +7,12 @@ CONTEXTUALITY_ALLENNLP_PYTHON variable:
 
     python allennlp_elmo.py OPTIONS WEIGHTS SENTENCES_JSON OUTPUT_NPZ
 
-SENTENCES_JSON is a list of word lists. OUTPUT_NPZ gets ``sentence_<i>``: the
+SENTENCES_JSON is a list of word lists. OUTPUT_NPZ gets ``batch_<i>``: the
 (n_layers + 1, n_words, 2p) activations of sentence i, begin and end of sentence dropped,
-all sentences in one batch from the zero states of a fresh biLM; and ``second_call_<i>``:
-the same batch run again, from the states the first call left (AllenNLP's ELMo is
-stateful, as the paper's ElmoEmbedder was).
+all sentences in one batch from the zero states of a fresh biLM; and ``sequential_<i>``:
+each sentence in its own call, in order, on another fresh biLM, which carries its states
+from one call to the next (AllenNLP's ELMo is stateful, and the paper's code called
+ElmoEmbedder one sentence at a time).
 """
 
 import json
@@ -25,14 +26,16 @@ from allennlp.modules.elmo import _ElmoBiLm, batch_to_ids
 def main(options: str, weights: str, sentences_path: str, output: str) -> None:
     with open(sentences_path) as handle:
         sentences = json.load(handle)
-    bilm = _ElmoBiLm(options, weights, requires_grad=False).eval()
-    ids = batch_to_ids(sentences)
     arrays = {}
-    for call in ("sentence", "second_call"):
-        with torch.no_grad():
-            activations = torch.stack(bilm(ids)["activations"]).numpy()
+    with torch.no_grad():
+        batched = _ElmoBiLm(options, weights, requires_grad=False).eval()
+        activations = torch.stack(batched(batch_to_ids(sentences))["activations"]).numpy()
         for row, words in enumerate(sentences):
-            arrays[f"{call}_{row}"] = activations[:, row, 1 : len(words) + 1]
+            arrays[f"batch_{row}"] = activations[:, row, 1 : len(words) + 1]
+        sequential = _ElmoBiLm(options, weights, requires_grad=False).eval()
+        for row, words in enumerate(sentences):
+            activations = torch.stack(sequential(batch_to_ids([words]))["activations"])
+            arrays[f"sequential_{row}"] = activations.numpy()[:, 0, 1:-1]
     np.savez(output, **arrays)
 
 

@@ -116,12 +116,14 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def reference_forward(
-    options_path: Path, weights_path: Path, words: list[str]
-) -> tuple[np.ndarray, dict[str, int]]:
-    """Every layer's vectors of one sentence, shape (n_layers + 1, n_words, 2p), and how
-    many cell and projection values hit their clip, computed independently of
-    contextuality.elmo: explicit loops over characters, filters and time steps on the HDF5
-    arrays as bilm-tf stores them (TF gate order i, j, f, o; forget bias + 1)."""
+    options_path: Path, weights_path: Path, words: list[str], initial: dict | None = None
+) -> tuple[np.ndarray, dict[str, int], dict]:
+    """Every layer's vectors of one sentence, shape (n_layers + 1, n_words, 2p), how many
+    cell and projection values hit their clip, and the final (h, c) of each (layer,
+    direction), computed independently of contextuality.elmo: explicit loops over
+    characters, filters and time steps on the HDF5 arrays as bilm-tf stores them (TF gate
+    order i, j, f, o; forget bias + 1). `initial`: the (h, c) to start each (layer,
+    direction) from, e.g. the previous sentence's finals; default zeros."""
     import h5py
 
     options = json.loads(Path(options_path).read_text())
@@ -154,6 +156,7 @@ def reference_forward(
         tokens.append(x @ w["CNN_proj/W_proj"] + w["CNN_proj/b_proj"])
     tokens = np.array(tokens)
     clipped = {"cell": 0, "projection": 0}
+    finals = {}
     layers = [np.concatenate([tokens, tokens], axis=1)]
     inputs = [tokens, tokens[::-1]]
     for layer in range(lstm["n_layers"]):
@@ -161,7 +164,8 @@ def reference_forward(
         for direction in range(2):
             cell_group = f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
             W, B, P = (w[f"{cell_group}/{name}"] for name in ("W_0", "B", "W_P_0"))
-            h, c = np.zeros(lstm["projection_dim"]), np.zeros(lstm["dim"])
+            zeros = (np.zeros(lstm["projection_dim"]), np.zeros(lstm["dim"]))
+            h, c = (initial or {}).get((layer, direction), zeros)
             sequence = []
             for x_t in inputs[direction]:
                 i, j, f, o = np.split(np.concatenate([x_t, h]) @ W + B, 4)
@@ -172,13 +176,14 @@ def reference_forward(
                 clipped["projection"] += int((np.abs(h) > lstm["proj_clip"]).sum())
                 h = np.clip(h, -lstm["proj_clip"], lstm["proj_clip"])
                 sequence.append(h)
+            finals[layer, direction] = (h, c)
             sequence = np.array(sequence)
             if lstm["use_skip_connections"] and layer > 0:
                 sequence = sequence + inputs[direction]
             outputs.append(sequence)
         layers.append(np.concatenate([outputs[0], outputs[1][::-1]], axis=1))
         inputs = outputs
-    return np.array(layers)[:, 1:-1], clipped
+    return np.array(layers)[:, 1:-1], clipped, finals
 
 
 def _dataset_names(file) -> list[str]:

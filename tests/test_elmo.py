@@ -90,7 +90,7 @@ def test_forward_matches_the_step_by_step_reference(tmp_path, skip_connections):
     loaded = load_model(ModelSpec("elmo", str(tmp_path), loader="elmo"))
     clipped = {"cell": 0, "projection": 0}
     for words, ours in zip(SENTENCES, _forward(loaded, SENTENCES), strict=True):
-        expected, counts = reference_forward(options_path, weights_path, words)
+        expected, counts, _ = reference_forward(options_path, weights_path, words)
         assert ours.shape == expected.shape == (3, len(words), 16)
         np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=2e-5)
         clipped = {name: clipped[name] + counts[name] for name in clipped}
@@ -134,6 +134,36 @@ def test_the_backward_direction_reads_right_to_left(loaded):
     forward, backward = slice(0, 8), slice(8, 16)
     np.testing.assert_allclose(first[1:, :3, forward], second[1:, :3, forward], atol=1e-6)
     assert not np.allclose(first[1, :3, backward], second[1, :3, backward])
+
+
+def test_carried_states_continue_from_the_previous_sentence(elmo_dir, loaded, tmp_path):
+    """lstm_states: carried, through the extraction path, gives what the reference gives
+    when each sentence starts from the previous sentence's final states (the first from
+    zeros), twice in a row (a new pass starts from zeros again); layer 0 does not change."""
+    carried = load_model(ModelSpec("e", str(elmo_dir), loader="elmo", lstm_states="carried"))
+    assert carried.sequential
+    sentences = [" ".join(words) for words in SENTENCES]
+    words = [
+        [sentence[start:end] for start, end in spans]
+        for sentence, spans in zip(sentences, word_spans(sentences), strict=True)
+    ]
+    expected, states = [], None
+    for sentence_words in words:
+        vectors, _, states = reference_forward(
+            elmo_dir / "options.json", elmo_dir / "weights.hdf5", sentence_words, states
+        )
+        expected.append(vectors)
+    expected = np.concatenate(expected, axis=1)
+    for run in ("first", "second"):
+        _, vectors = extract_every_layer(carried, sentences, tmp_path / run)
+        np.testing.assert_allclose(vectors, expected, rtol=2e-3, atol=2e-3)
+    with pytest.raises(ValueError, match="one unpadded sentence per call"):
+        _forward(carried, SENTENCES[:2])
+    per_sentence = np.concatenate(_forward(loaded, words), axis=1)
+    np.testing.assert_allclose(vectors[0], per_sentence[0], atol=2e-3)
+    first = len(words[0])  # the first sentence starts from zeros either way
+    np.testing.assert_allclose(vectors[:, :first], per_sentence[:, :first], atol=2e-3)
+    assert not np.allclose(vectors[1:, first:], per_sentence[1:, first:], atol=1e-2)
 
 
 def test_layers_are_described_and_counted(loaded, elmo_dir):
@@ -204,6 +234,19 @@ def test_settings_that_mean_nothing_for_elmo_are_refused(setting):
         ModelSpec.from_config("e", {"source": "elmo-original", "loader": "elmo", **setting})
 
 
+def test_lstm_states_is_elmos_setting_alone():
+    """Recorded (and hashed) for ELMo only, so that it changes no transformer's settings."""
+    assert "lstm_states" not in ModelSpec.from_config("m", {"source": "x"}).settings()
+    section = {"source": "elmo-original", "loader": "elmo", "lstm_states": "carried"}
+    spec = ModelSpec.from_config("e", section)
+    assert spec.settings()["lstm_states"] == "carried"
+    assert ModelSpec.from_config("e", spec.settings()) == spec
+    with pytest.raises(ConfigError, match="lstm_states is ELMo's setting"):
+        ModelSpec.from_config("m", {"source": "x", "lstm_states": "carried"})
+    with pytest.raises(ConfigError, match="lstm_states must be one of"):
+        ModelSpec.from_config("e", {**section, "lstm_states": "stateful"})
+
+
 def test_release_from_a_mirror_is_checked(tmp_path):
     release = elmo.RELEASES["elmo-small"]
     mirror = tmp_path / "mirror"
@@ -265,10 +308,16 @@ def test_cuda_autocast_agrees_with_cpu(elmo_dir):
     reason="set CONTEXTUALITY_ALLENNLP_PYTHON to a Python with allennlp (tests/allennlp_elmo.py)",
 )
 def test_agrees_with_allennlps_elmo(tmp_path):
-    """AllenNLP's _ElmoBiLm, from zero states, gives the same vectors; a second call, which
-    starts from the states its first left, does not (the paper's ElmoEmbedder did that)."""
+    """AllenNLP's _ElmoBiLm gives the same vectors: from zero states for a batch, and, one
+    sentence per call in order (its states carried over, as the paper's ElmoEmbedder ran),
+    the vectors of lstm_states: carried."""
     options_path, weights_path = write_elmo_files(tmp_path, seed=5)
-    (tmp_path / "sentences.json").write_text(json.dumps(SENTENCES))
+    sentences = [" ".join(words) for words in SENTENCES]
+    words = [
+        [sentence[start:end] for start, end in spans]
+        for sentence, spans in zip(sentences, word_spans(sentences), strict=True)
+    ]
+    (tmp_path / "sentences.json").write_text(json.dumps(words))
     subprocess.run(
         [
             os.environ["CONTEXTUALITY_ALLENNLP_PYTHON"],
@@ -282,7 +331,9 @@ def test_agrees_with_allennlps_elmo(tmp_path):
     )
     theirs = np.load(tmp_path / "allennlp.npz")
     loaded = load_model(ModelSpec("e", str(tmp_path), loader="elmo"))
-    for row, ours in enumerate(_forward(loaded, SENTENCES)):
-        np.testing.assert_allclose(ours, theirs[f"sentence_{row}"], rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(ours[0], theirs[f"second_call_{row}"][0], atol=1e-5)
-        assert not np.allclose(ours[1:], theirs[f"second_call_{row}"][1:], atol=1e-3)
+    for row, ours in enumerate(_forward(loaded, words)):
+        np.testing.assert_allclose(ours, theirs[f"batch_{row}"], rtol=1e-5, atol=1e-5)
+    carried = load_model(ModelSpec("e", str(tmp_path), loader="elmo", lstm_states="carried"))
+    _, ours = extract_every_layer(carried, sentences, tmp_path / "carried")
+    expected = np.concatenate([theirs[f"sequential_{row}"] for row in range(len(words))], axis=1)
+    np.testing.assert_allclose(ours, expected, rtol=2e-3, atol=2e-3)  # stored as float16

@@ -441,7 +441,7 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     assert jobs.get("subword_index", 0) == len(subword_tokenizers)
     compared = config.get("reference", {}).get("models", {})
     assert jobs.get("compare_reference", 0) == len(compared)
-    assert jobs.get("download_reference", 0) == 3 * len(compared)
+    assert jobs.get("download_reference", 0) == 3 * len(set(compared.values()))
 
 
 @pytest.mark.workflow
@@ -453,7 +453,8 @@ def test_the_paper_config_builds_every_output(tmp_path, tiny_bert_dir, tiny_gpt2
     config["reference"]["mirror"] = str(shared_data / "reference" / "ethayarajh2019")
     config["static"]["mirror"] = str(shared_data)
     fixtures = {"bert-base-cased": tiny_bert_dir, "gpt2": tiny_gpt2_dir}
-    assert set(config["models"]) == {*fixtures, "elmo"}
+    elmo_models = {"elmo", "elmo-carried"}
+    assert set(config["models"]) == {*fixtures, *elmo_models}
     for name, directory in fixtures.items():
         config["models"][name] |= {"source": str(directory), "layers": [0, 1, 2]}
     # ELMo stays the published release, fetched by its download rule from a mirror that
@@ -466,7 +467,7 @@ def test_the_paper_config_builds_every_output(tmp_path, tiny_bert_dir, tiny_gpt2
     assert result.returncode == 0, result.stderr[-3000:]
     for path in workflow.final_outputs(config):
         assert (tmp_path / path).stat().st_size > 0, path
-    models = {*fixtures, "elmo"}
+    models = {*fixtures, *elmo_models}
     table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
     assert set(table["model"]) == models
     assert {"selfsim[paper]", "mev[truncated_svd]", "anisotropy[paper]"} <= set(table["measure"])
@@ -477,6 +478,9 @@ def test_the_paper_config_builds_every_output(tmp_path, tiny_bert_dir, tiny_gpt2
     downloaded = json.loads((tmp_path / "resources/elmo/elmo-original/provenance.json").read_text())
     assert meta["model_revision"] == downloaded["sha256"][release.published_name("weights.hdf5")]
     assert meta["hidden_size"] == 16 and meta["words_without_tokens"] == 0
+    carried = json.loads((tmp_path / "results/embeddings/elmo-carried/meta.json").read_text())
+    assert carried["settings"]["lstm_states"] == "carried"
+    assert carried["n_batches"] == carried["n_sentences"]  # one sentence at a time
     for model in models:
         comparison = pd.read_csv(tmp_path / f"results/reference/{model}.tsv", sep="\t")
         assert set(comparison["layer"]) == {0, 1, 2}

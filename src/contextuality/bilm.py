@@ -9,7 +9,11 @@ TensorFlow's order i, j, f, o; 1 added to the forget gate's bias)::
 
 Both directions of a layer run in one batched recurrence (direction first); the backward
 direction reads each sentence reversed within its own length, so padding never reaches a
-sentence's states. Imported only when an ELMo is loaded (it imports torch).
+sentence's states. Each sentence starts from zero states, or, with ``carry_states`` (one
+sentence per call, in corpus order), from the states the previous sentence ended in, as
+AllenNLP's stateful ``ElmoEmbedder`` did: per layer and direction, the forward LSTM's
+after the end-of-sentence token and the backward LSTM's after the begin-of-sentence token.
+Imported only when an ELMo is loaded (it imports torch).
 """
 
 from __future__ import annotations
@@ -30,9 +34,13 @@ class ElmoBiLM(torch.nn.Module):
     ``hidden_states``: n_layers + 1 float32 tensors of (batch, tokens, 2p).
     """
 
-    def __init__(self, options: ElmoOptions, arrays: dict[str, np.ndarray]) -> None:
+    def __init__(
+        self, options: ElmoOptions, arrays: dict[str, np.ndarray], carry_states: bool = False
+    ) -> None:
         super().__init__()
         self.options = options
+        self.carry_states = carry_states
+        self.carried: list[tuple[torch.Tensor, torch.Tensor]] | None = None
         frozen = {"requires_grad": False}
         embedding = np.zeros((arrays["char_embed"].shape[0] + 1, options.character_dim))
         embedding[1:] = arrays["char_embed"]  # row 0: padding tokens
@@ -100,10 +108,21 @@ class ElmoBiLM(torch.nn.Module):
             vectors = gate * torch.relu(transform) + (1 - gate) * vectors
         return self.projection(vectors)[inverse].reshape(batch, tokens, -1)
 
-    def lstm_layer(self, layer: int, inputs: torch.Tensor) -> torch.Tensor:
+    def reset_states(self) -> None:
+        """Start the next sentence from zero states (with ``carry_states``)."""
+        self.carried = None
+
+    def lstm_layer(
+        self,
+        layer: int,
+        inputs: torch.Tensor,
+        initial: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """One biLSTM layer over (2, batch, tokens, p) inputs, direction first (the
-        backward direction's tokens already reversed); returns the same shape. The
-        recurrence runs in float32 whatever the autocast dtype."""
+        backward direction's tokens already reversed), from `initial` (h, c) states of
+        (2, batch, p) and (2, batch, cell), else zeros. Returns the outputs, shaped as the
+        inputs, and the (h, c) after the last token. The recurrence runs in float32
+        whatever the autocast dtype."""
         directions, batch, tokens, width = inputs.shape
         projected = torch.matmul(
             inputs.reshape(directions, batch * tokens, width), self.input_weights[layer]
@@ -112,8 +131,11 @@ class ElmoBiLM(torch.nn.Module):
         projected += self.biases[layer].float()[:, None, None]
         recurrent = self.recurrent_weights[layer].float()
         output_projection = self.output_projections[layer].float()
-        state = projected.new_zeros(directions, batch, self.options.projection_dim)
-        cell = projected.new_zeros(directions, batch, self.options.cell_dim)
+        if initial is None:
+            state = projected.new_zeros(directions, batch, self.options.projection_dim)
+            cell = projected.new_zeros(directions, batch, self.options.cell_dim)
+        else:
+            state, cell = initial
         outputs = projected.new_empty(directions, batch, tokens, self.options.projection_dim)
         with torch.autocast(inputs.device.type, enabled=False):
             for position in range(tokens):
@@ -126,7 +148,7 @@ class ElmoBiLM(torch.nn.Module):
                 if self.options.proj_clip is not None:
                     state = state.clamp(-self.options.proj_clip, self.options.proj_clip)
                 outputs[:, :, position] = state
-        return outputs
+        return outputs, (state, cell)
 
     def forward(
         self,
@@ -134,16 +156,23 @@ class ElmoBiLM(torch.nn.Module):
         attention_mask: torch.Tensor,
         output_hidden_states: bool = True,
     ) -> SimpleNamespace:
+        if self.carry_states and (input_ids.shape[0] != 1 or not attention_mask.all()):
+            raise ValueError("carried LSTM states need one unpadded sentence per call")
         tokens = self.token_vectors(input_ids)
         reverse = _reversal(attention_mask.sum(dim=1), tokens.shape[1])
         states = [torch.cat([tokens, tokens], dim=-1).float()]
         layer_input = torch.stack([tokens, _gather_tokens(tokens, reverse)])
+        finals = []
         for layer in range(self.options.n_layers):
-            output = self.lstm_layer(layer, layer_input)
+            initial = self.carried[layer] if self.carried is not None else None
+            output, final = self.lstm_layer(layer, layer_input, initial)
+            finals.append(final)
             if self.options.skip_connections and layer > 0:
                 output = output + layer_input
             states.append(torch.cat([output[0], _gather_tokens(output[1], reverse)], -1))
             layer_input = output
+        if self.carry_states:
+            self.carried = finals
         return SimpleNamespace(hidden_states=tuple(states))
 
 

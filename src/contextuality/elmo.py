@@ -15,7 +15,8 @@ From the second LSTM layer on, a layer's input is added to its output when the o
 ask for skip connections. Every sentence is read from zero states between begin- and
 end-of-sentence tokens (whose vectors are dropped), so its vectors do not depend on the
 other sentences of its batch or of the corpus. AllenNLP's ``ElmoEmbedder``, which the
-paper ran, carries the LSTM states over from one call to the next instead.
+paper ran one sentence at a time, carries the LSTM states over from one call to the next
+instead: ``lstm_states: carried`` does that (sentences one at a time, in corpus order).
 """
 
 from __future__ import annotations
@@ -316,7 +317,9 @@ def load_elmo(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
     from contextuality.bilm import ElmoBiLM
 
     options = ElmoOptions.read(files.options)
-    module = ElmoBiLM(options, read_weights(files.weights, options)).eval().to(device)
+    carried = spec.lstm_states == "carried"
+    arrays = read_weights(files.weights, options)
+    module = ElmoBiLM(options, arrays, carry_states=carried).eval().to(device)
     p = options.projection_dim
     return LoadedModel(
         spec=spec,
@@ -336,6 +339,7 @@ def load_elmo(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
             "last_layer_setting": spec.last_layer,
         },
         file_checksums=checksums,
+        sequential=carried,
     )
 
 

@@ -660,7 +660,10 @@ def _extract_block(
     filled = np.zeros(block.shape[1], dtype=bool)
     lengths = np.array([len(sentence.input_ids) for sentence in encoded])
     pending = None
-    planned = plan_batches(lengths, report.token_budget)
+    if loaded.sequential:  # one input at a time, in corpus order (see LoadedModel)
+        planned = [np.array([item]) for item in range(len(encoded))]
+    else:
+        planned = plan_batches(lengths, report.token_budget)
     while planned:
         batch = planned.pop(0)
         try:
@@ -706,6 +709,8 @@ def extract_to_shards(
 
     started = time.perf_counter()
     spec = loaded.spec
+    if loaded.sequential:
+        loaded.model.reset_states()
     row_offsets = np.concatenate([[0], np.cumsum(units.counts)])
     n_rows = int(row_offsets[-1])
     report = ExtractionReport(

@@ -31,6 +31,7 @@ LAST_LAYERS = ("as_returned", "before_final_norm")
 FINAL_NORM_NAMES = ("ln_f", "norm", "final_layer_norm", "final_layernorm")
 LOADERS = ("transformers", "elmo")
 LONG_SENTENCE_MODES = ("truncate", "window")
+LSTM_STATES = ("per_sentence", "carried")
 SCHEDULING_KEYS = frozenset({"gpus"})
 _HUGE_MAX_LENGTH = 1_000_000
 
@@ -57,6 +58,7 @@ class ModelSpec:
     cuda_dtype: str = "float16"
     device: str = "auto"
     trust_remote_code: bool = False
+    lstm_states: str = "per_sentence"
 
     @classmethod
     def from_config(cls, name: str, section: dict[str, Any]) -> ModelSpec:
@@ -78,7 +80,11 @@ class ModelSpec:
             raise ConfigError(f"model {name}: units must be one of {UNITS}")
         if values.get("last_layer", "as_returned") not in LAST_LAYERS:
             raise ConfigError(f"model {name}: last_layer must be one of {LAST_LAYERS}")
+        if values.get("lstm_states", "per_sentence") not in LSTM_STATES:
+            raise ConfigError(f"model {name}: lstm_states must be one of {LSTM_STATES}")
         spec = cls(name=name, **values)
+        if spec.loader != "elmo" and spec.lstm_states != "per_sentence":
+            raise ConfigError(f"model {name}: lstm_states is ELMo's setting (loader: elmo)")
         if spec.loader == "elmo":
             from contextuality.elmo import check_spec
 
@@ -93,6 +99,8 @@ class ModelSpec:
         """
         settings = asdict(self)
         del settings["name"]
+        if self.loader != "elmo":
+            del settings["lstm_states"]  # ELMo's alone
         return settings
 
 
@@ -182,6 +190,9 @@ class LoadedModel:
     returns_after_final_norm: whether transformers' last hidden state comes after it.
     described_layers: what the layers are, where the model is not a transformer (ELMo).
     file_checksums: SHA-256 of the files loaded, where they are not a hub revision.
+    sequential: whether the model must see the sentences one at a time in corpus order,
+        each continuing from the state the previous one left (``model.reset_states()``
+        starts a pass): ELMo with ``lstm_states: carried``.
     """
 
     spec: ModelSpec
@@ -195,6 +206,7 @@ class LoadedModel:
     returns_after_final_norm: bool = False
     described_layers: dict[str, Any] | None = None
     file_checksums: dict[str, str] | None = None
+    sequential: bool = False
 
     @property
     def takes_last_layer_before_final_norm(self) -> bool:
