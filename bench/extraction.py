@@ -13,7 +13,7 @@ and .md. Models: real MiniLM and SmolLM2 (shipped by packages) and random-init B
 shapes (speed does not depend on the weights), with WordPiece / byte-level BPE tokenizers;
 ELMo files in the published layout with random weights (tests/elmo_files.py): the tests'
 tiny file (tiny-elmo) and the small and original releases' sizes (elmo-small,
-elmo-original).
+elmo-original); a ``-carried`` suffix runs one with ``lstm_states: carried``.
 
     python bench/extraction.py --device cpu --models tiny-bert minilm --tokens 40000
     python bench/extraction.py --device cpu --models smollm2 --tokens 4000 --label decoder
@@ -144,7 +144,11 @@ def forward_only(loaded: LoadedModel, corpus: list[str]) -> dict[str, float]:
     device = next(loaded.model.parameters()).device
     encoded = sentence_units(loaded, corpus).encode(0, len(corpus))
     lengths = np.array([len(item.input_ids) for item in encoded])
-    batches = plan_batches(lengths, loaded.spec.token_budget)
+    if loaded.sequential:  # ELMo with carried states: one sentence at a time, in order
+        batches = [np.array([item]) for item in range(len(encoded))]
+        loaded.model.reset_states()
+    else:
+        batches = plan_batches(lengths, loaded.spec.token_budget)
     pad = loaded.tokenizer.pad_token_id or 0
     token_shape = encoded[0].input_ids.shape[1:]  # ELMo: a row of character ids per token
     padded = []
@@ -220,9 +224,17 @@ def _spec(name: str, corpus: list[str], budget: int, work: Path) -> ModelSpec:
         return ModelSpec(name=name, source=MINILM, token_budget=budget)
     if name == "smollm2":
         return ModelSpec(name=name, source=SMOLLM2, gguf_file=SMOLLM2_FILE, token_budget=budget)
-    if name in ELMO_OPTIONS:
-        write_elmo_files(work / name, ELMO_OPTIONS[name]())
-        return ModelSpec(name=name, source=str(work / name), loader="elmo", token_budget=budget)
+    size = name.removesuffix("-carried")
+    if size in ELMO_OPTIONS:
+        write_elmo_files(work / name, ELMO_OPTIONS[size]())
+        states = "carried" if name.endswith("-carried") else "per_sentence"
+        return ModelSpec(
+            name=name,
+            source=str(work / name),
+            loader="elmo",
+            token_budget=budget,
+            lstm_states=states,
+        )
     source = str(_random_init_model(name, work / name, corpus))
     return ModelSpec(name=name, source=source, token_budget=budget)
 
