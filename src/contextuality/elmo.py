@@ -244,13 +244,16 @@ class ElmoFiles:
     release: str | None = None
 
 
-def elmo_files(spec: ModelSpec, root: str | Path = ".") -> ElmoFiles:
-    """The options and weights files of an ELMo model: for a published release name
-    (`RELEASES`), ``resources/elmo/<release>/`` under `root`, where the workflow's
-    download rule puts them; for a directory, its ``options.json`` and ``weights.hdf5`` or
-    its one ``*options.json`` and one ``*weights.hdf5`` (the published names)."""
+def elmo_files(spec: ModelSpec) -> ElmoFiles:
+    """The options and weights files of an ELMo model.
+
+    A published release name (`RELEASES`): ``resources/elmo/<release>/`` in the working
+    directory, where the workflow's download rule and ``contextuality download-elmo`` put
+    them. A directory: its ``options.json`` and ``weights.hdf5``, or its one
+    ``*options.json`` and one ``*weights.hdf5`` (the published names).
+    """
     if spec.source in RELEASES:
-        directory = Path(root) / RELEASE_DIRECTORY / spec.source
+        directory = Path(RELEASE_DIRECTORY) / spec.source
         return ElmoFiles(*(directory / file for file in RELEASE_FILES), release=spec.source)
     directory = Path(model_location(spec))
     found = []
@@ -298,16 +301,13 @@ def load_elmo(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
     the weights file (compared with ``revision`` when the config pins one)."""
     check_spec(spec)
     files = elmo_files(spec)
-    for path in (files.options, files.weights):
-        if not path.is_file():
-            hint = (
-                "run the workflow (its download_elmo rule fetches it) or "
-                f"`contextuality download-elmo {files.release}`"
-                if files.release
-                else "check the model's source directory"
-            )
-            raise ModelLoadError(f"model {spec.name}: {path} not found; {hint}")
     paths = (files.options, files.weights)
+    missing = [path for path in paths if not path.is_file()]
+    if missing:  # a release not fetched yet (a directory's files were found)
+        raise ModelLoadError(
+            f"model {spec.name}: {missing[0]} not found; run the workflow (its download_elmo "
+            f"rule fetches it) or `contextuality download-elmo {files.release}`"
+        )
     checksums = {file: sha256_file(path) for file, path in zip(RELEASE_FILES, paths, strict=True)}
     if spec.revision is not None and spec.revision != checksums["weights.hdf5"]:
         raise ModelLoadError(
