@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from contextuality import extract as extract_module
-from contextuality.errors import DeviceMemoryError
+from contextuality.errors import DeviceMemoryError, StorageError
 from contextuality.extract import _window_assignment, sentence_units
 from contextuality.models import ModelSpec, load_model
 from contextuality.shards import ShardSetWriter, load_shard
@@ -155,6 +155,30 @@ def test_a_failing_disk_stops_extraction_and_leaves_no_shard(bert, tmp_path, mon
 
     monkeypatch.setattr(ShardSetWriter, "write", broken_write)
     with pytest.raises(OSError, match="No space left"):
+        extract_every_layer(bert, SENTENCES, tmp_path / "full")
+    assert not list((tmp_path / "full").iterdir())
+
+
+def test_shards_that_would_not_fit_are_refused_before_the_forward_pass(bert, tmp_path, monkeypatch):
+    """The shards' size is occurrences × layers × dim × bytes, recorded in the report; with
+    less free space than that the extraction stops before any forward pass."""
+    n_rows = int(sentence_units(bert, SENTENCES).counts.sum())
+    layers = bert.n_layers + 1
+    needed = n_rows * layers * bert.hidden_size * 2
+    assert extract_module.shard_bytes(n_rows, layers, bert.hidden_size, "float16") == needed
+    assert extract_module.shard_bytes(n_rows, layers, bert.hidden_size, "float32") == 2 * needed
+    report, _ = extract_every_layer(bert, SENTENCES, tmp_path / "fits")
+    assert report.shard_bytes == needed
+
+    def forward_pass(*args, **kwargs):
+        raise AssertionError("the model ran")
+
+    usage = extract_module.shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(
+        extract_module.shutil, "disk_usage", lambda path: usage._replace(free=needed - 1)
+    )
+    monkeypatch.setattr(extract_module, "_extract_block", forward_pass)
+    with pytest.raises(StorageError, match="model tiny-bert: the shards need .* GB free"):
         extract_every_layer(bert, SENTENCES, tmp_path / "full")
     assert not list((tmp_path / "full").iterdir())
 

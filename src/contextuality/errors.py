@@ -32,3 +32,7 @@ class NonFiniteValueError(ContextualityError):
 
 class DeviceMemoryError(ContextualityError):
     """A single model input does not fit in the device's memory, even alone."""
+
+
+class StorageError(ContextualityError):
+    """The disk cannot hold an output: the message gives the bytes needed and free."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,6 +35,7 @@ from contextuality.errors import (
     ModelLoadError,
     NonFiniteValueError,
     NumericOverflowError,
+    StorageError,
 )
 from contextuality.models import LONG_SENTENCE_MODES, LoadedModel
 from contextuality.shards import ShardSetWriter
@@ -84,6 +86,7 @@ class ExtractionReport:
     storage_dtype: str = "float16"
     device: str = "cpu"
     seconds: float = 0.0
+    shard_bytes: int = 0
 
     @property
     def tokens_per_second(self) -> float:
@@ -688,6 +691,26 @@ def _extract_block(
     block[:, ~filled] = np.nan
 
 
+def shard_bytes(n_rows: int, n_layers: int, hidden_size: int, storage_dtype: str) -> int:
+    """Bytes the vectors of one extraction take on disk: occurrences × layers × dimensions ×
+    bytes per value (HDF5's own overhead, a few kB a file, aside)."""
+    return n_rows * n_layers * hidden_size * np.dtype(storage_dtype).itemsize
+
+
+def check_free_space(directory: str | Path, needed: int, name: str) -> None:
+    """Say how much an extraction will write and refuse it when `directory`'s disk has
+    less free space than that (StorageError), before any forward pass."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(directory).free
+    log.info("%s: the shards will take %.3g GB (%.3g GB free)", name, needed / 1e9, free / 1e9)
+    if needed > free:
+        raise StorageError(
+            f"model {name}: the shards need {needed / 1e9:.3g} GB but {directory} has "
+            f"{free / 1e9:.3g} GB free; free space, extract fewer layers, or store float16"
+        )
+
+
 def extract_to_shards(
     loaded: LoadedModel,
     units: SentenceUnits,
@@ -701,7 +724,8 @@ def extract_to_shards(
     """Extract the vectors of `layers` for every unit of every sentence into shards.
 
     Rows follow sentence order then unit order, the order of the occurrence index built
-    from the same sentences (see `sentence_units`). Values beyond float16's range raise
+    from the same sentences (see `sentence_units`). An extraction whose shards would not
+    fit on their disk is refused first (`check_free_space`). Values beyond float16's range raise
     NumericOverflowError when storing float16 (the caller may retry with float32). On CUDA
     out-of-memory the token budget is halved and the batch retried.
     """
@@ -713,12 +737,15 @@ def extract_to_shards(
         loaded.model.reset_states()
     row_offsets = np.concatenate([[0], np.cumsum(units.counts)])
     n_rows = int(row_offsets[-1])
+    needed = shard_bytes(n_rows, len(layers), loaded.hidden_size, storage_dtype)
+    check_free_space(Path(shard_paths[layers[0]]).parent, needed, spec.name)
     report = ExtractionReport(
         n_sentences=len(units.counts),
         n_occurrences=n_rows,
         storage_dtype=storage_dtype,
         device=str(next(loaded.model.parameters()).device),
         token_budget=spec.token_budget,
+        shard_bytes=needed,
         subwords_spanning_words=units.subwords_spanning_words,
         subwords_outside_words=units.subwords_outside_words,
     )
