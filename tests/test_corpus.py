@@ -23,6 +23,7 @@ from contextuality.corpus import (
     STS_YEARS,
     SourcedSentence,
     build_sentence_table,
+    corpus_file_labels,
     fetch_sts_archive,
     known_sts_checksums,
     normalize_sentence,
@@ -32,6 +33,7 @@ from contextuality.corpus import (
     split_sentences,
     sts_archive_name,
     sts_sentences,
+    text_corpus_files,
 )
 from contextuality.errors import InputDataError
 
@@ -534,6 +536,39 @@ def test_read_text_corpus_missing(tmp_path):
     with pytest.raises(InputDataError, match="not found") as caught:
         read_text_corpus(path)
     assert str(path) in str(caught.value)
+
+
+def test_a_directory_of_text_files_is_one_corpus(tmp_path):
+    """The matching files, in path order, make the same sentence table as their
+    concatenation; origins name each file below the directory, checksums each file."""
+    import pandas as pd
+
+    from contextuality import steps
+
+    texts = {
+        "b/two.txt": "The dog ran.\nThe cat sat.\n",
+        "a.txt": "The cat sat.\n",
+        "b/notes.md": "Not part of it.\n",
+        "c/d/three.txt": "A bird sang.\n",
+    }
+    for name, text in texts.items():
+        (tmp_path / "corpus" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "corpus" / name).write_text(text)
+    files = text_corpus_files(tmp_path / "corpus")
+    labels = corpus_file_labels(files)
+    assert labels == ["a.txt", "b/two.txt", "c/d/three.txt"]
+    (tmp_path / "all.txt").write_text("".join(texts[label] for label in labels))
+    settings = {"source": "text", "text": {"split_sentences": False}}
+    steps.build_sentences(settings, files, tmp_path / "many.parquet")
+    steps.build_sentences(settings, [tmp_path / "all.txt"], tmp_path / "one.parquet")
+    many, one = (pd.read_parquet(tmp_path / f"{name}.parquet") for name in ("many", "one"))
+    pd.testing.assert_series_equal(many["text"], one["text"])
+    assert read_text_corpus(files[1], label=labels[1])[1].origin == "b/two.txt:2"
+    assert text_corpus_files(tmp_path / "corpus", "**/*.md") == [tmp_path / "corpus/b/notes.md"]
+    with pytest.raises(InputDataError, match="no corpus file matches '\\*.csv'"):
+        text_corpus_files(tmp_path / "corpus", "*.csv")
+    with pytest.raises(InputDataError, match="corpus file or directory not found"):
+        text_corpus_files(tmp_path / "absent")
 
 
 # --------------------------------------------------------------------------------------

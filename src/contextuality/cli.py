@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from contextuality import __version__, steps
+from contextuality import corpus as corpus_io
 from contextuality.benchmarks import BENCHMARKS, PROTOCOLS
 from contextuality.corpus import STS_YEARS
 from contextuality.elmo import RELEASE_DIRECTORY, RELEASES
@@ -58,7 +59,7 @@ def _sentences(args: argparse.Namespace) -> None:
             "name": Path(args.text).stem,
             "text": {"split_sentences": args.split_sentences},
         }
-        sources = [args.text]
+        sources = corpus_io.text_corpus_files(args.text, args.pattern)
     steps.build_sentences(settings, sources, args.output)
 
 
@@ -200,8 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     command = commands.add_parser("sentences", help="build the sentence table")
     source = command.add_mutually_exclusive_group(required=True)
-    source.add_argument("--text", help="UTF-8 text file")
+    source.add_argument("--text", help="UTF-8 text file, or a directory of them")
     source.add_argument("--sts", help="directory holding STS<year>-en-test.zip archives")
+    command.add_argument(
+        "--pattern", default="**/*.txt", help="files of a --text directory (glob; ** any depth)"
+    )
     command.add_argument("--years", type=int, nargs="+", default=list(STS_YEARS))
     command.add_argument("--no-verify", action="store_true", help="skip STS checksum checks")
     command.add_argument(

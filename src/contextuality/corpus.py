@@ -7,6 +7,7 @@ The sentence table is the workflow's single view of a corpus: every sentence onc
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import unicodedata
 import zipfile
@@ -241,12 +242,39 @@ def split_sentences(paragraph: str) -> list[str]:
     return [sentence for sentence in sentences if sentence]
 
 
-def read_text_corpus(path: str | Path, one_sentence_per_line: bool = True) -> list[SourcedSentence]:
+def text_corpus_files(path: str | Path, pattern: str = "**/*.txt") -> list[Path]:
+    """The files of a text corpus: `path` itself, or the files under the directory `path`
+    whose path matches `pattern` (``**`` for any depth), sorted by path."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise InputDataError(f"{path}: corpus file or directory not found")
+    files = sorted(match for match in path.glob(pattern) if match.is_file())
+    if not files:
+        raise InputDataError(f"{path}: no corpus file matches {pattern!r}")
+    return files
+
+
+def corpus_file_labels(paths: list[str | Path]) -> list[str]:
+    """How sentences' origins name their files: the file name for a one-file corpus, else
+    the path below the files' common directory (unique, readable)."""
+    if len(paths) == 1:
+        return [Path(paths[0]).name]
+    common = Path(os.path.commonpath([Path(path).resolve() for path in paths]))
+    return [Path(path).resolve().relative_to(common).as_posix() for path in paths]
+
+
+def read_text_corpus(
+    path: str | Path, one_sentence_per_line: bool = True, label: str | None = None
+) -> list[SourcedSentence]:
     """Read a UTF-8 text file: one sentence a line, or paragraphs split into sentences.
 
-    Blank lines are skipped. Origins are ``<file name>:<line>`` (``:<line>.<k>`` when split).
+    Blank lines are skipped. Origins are ``<label>:<line>`` (``:<line>.<k>`` when split);
+    the label defaults to the file's name.
     """
     path = Path(path)
+    label = path.name if label is None else label
     if not path.is_file():
         raise InputDataError(f"{path}: corpus file not found")
     lines = _decode_lines(path.read_bytes(), str(path))
@@ -255,10 +283,10 @@ def read_text_corpus(path: str | Path, one_sentence_per_line: bool = True) -> li
         if not line.strip():
             continue
         if one_sentence_per_line:
-            sentences.append(SourcedSentence(line, f"{path.name}:{number}"))
+            sentences.append(SourcedSentence(line, f"{label}:{number}"))
         else:
             for k, sentence in enumerate(split_sentences(line), start=1):
-                sentences.append(SourcedSentence(sentence, f"{path.name}:{number}.{k}"))
+                sentences.append(SourcedSentence(sentence, f"{label}:{number}.{k}"))
     if not sentences:
         raise InputDataError(f"{path}: empty corpus (no non-blank line)")
     return sentences

@@ -92,7 +92,8 @@ def build_sentences(
 ) -> None:
     """Sentence table from the configured corpus (``settings`` = config ``corpus``).
 
-    sources: the STS archives in ``settings["sts"]["years"]`` order, or the one text file.
+    sources: the STS archives in ``settings["sts"]["years"]`` order, or the text files
+    (`corpus.text_corpus_files`), read in the order given.
     """
     if settings["source"] == "sts":
         sts = settings["sts"]
@@ -108,9 +109,11 @@ def build_sentences(
             sentences.extend(corpus_io.sts_sentences(pairs))
             checksums.update(member_checksums)
     else:
-        (path,) = sources
-        sentences = corpus_io.read_text_corpus(path, not settings["text"]["split_sentences"])
-        checksums = {Path(path).name: sha256_file(path)}
+        one_per_line = not settings["text"]["split_sentences"]
+        sentences, checksums = [], {}
+        for path, label in zip(sources, corpus_io.corpus_file_labels(sources), strict=True):
+            sentences.extend(corpus_io.read_text_corpus(path, one_per_line, label))
+            checksums[label] = sha256_file(path)
     table = corpus_io.build_sentence_table(sentences)
     provenance = provenance_record(
         step="sentences",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from contextuality import __version__
-from contextuality.corpus import resolve_data_path, sts_archive_name
+from contextuality.corpus import resolve_data_path, sts_archive_name, text_corpus_files
 from contextuality.errors import ConfigError, ContextualityError
 from contextuality.models import ModelSpec, selected_layers, tokenizer_key
 
@@ -93,11 +93,15 @@ def elmo_releases() -> str:
 
 
 def corpus_inputs(config: dict[str, Any]) -> list[str]:
-    """Files the sentence table is built from: STS archives under resources/, or the text file."""
+    """Files the sentence table is built from: STS archives under resources/, or the text
+    file or the matching files of the text directory (so adding one rebuilds the table)."""
     corpus = config["corpus"]
     if corpus["source"] == "sts":
         return [f"resources/sts/{sts_archive_name(year)}" for year in corpus["sts"]["years"]]
-    return [str(resolve_data_path(corpus["text"]["path"]))]
+    text = corpus["text"]
+    return [
+        str(path) for path in text_corpus_files(resolve_data_path(text["path"]), text["pattern"])
+    ]
 
 
 WORD_INDEX = "results/corpus"
