@@ -54,6 +54,30 @@ def test_gpt2_returns_its_last_layer_after_ln_f_and_can_give_it_before(tiny_gpt2
     np.testing.assert_allclose(normalized, vectors_after[2, single], atol=2e-2, rtol=1e-2)
 
 
+@pytest.mark.parametrize("model_dir", ["tiny_bert_dir", "tiny_gpt2_dir"])
+def test_a_pass_stops_after_the_last_layer_asked_for(model_dir, request, tmp_path):
+    """Layers 0-1 of a 2-block model run block 0 alone and give the whole pass's layers
+    0-1 (GPT-2's layer 1 without the final ln_f, which applies to the last block only)."""
+    loaded = load_model(ModelSpec("m", str(request.getfixturevalue(model_dir))))
+    parent, attribute = loaded.blocks
+    blocks = getattr(parent, attribute)
+    ran = []
+    handles = [
+        block.register_forward_hook(lambda *_, index=index: ran.append(index))
+        for index, block in enumerate(blocks)
+    ]
+    try:
+        cut = _extract(loaded, tmp_path / "cut", (0, 1))
+        ran_cut, ran[:] = set(ran), []
+        whole = _extract(dataclasses.replace(loaded, blocks=None), tmp_path / "whole", (0, 1, 2))
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert ran_cut == {0} and set(ran) == {0, 1}
+    assert getattr(parent, attribute) is blocks  # the model is whole again
+    np.testing.assert_array_equal(cut, whole[:2])
+
+
 def test_a_model_without_final_norm_says_so_and_refuses_before(tiny_bert_dir):
     loaded = load_model(ModelSpec("bert", str(tiny_bert_dir)))
     assert loaded.final_norm is None and not loaded.returns_after_final_norm
@@ -112,3 +136,6 @@ def test_smollm2_shard_rows_equal_a_direct_forward_pass(smollm2, tmp_path):
     spec = dataclasses.replace(smollm2.spec, last_layer="before_final_norm")
     before = dataclasses.replace(smollm2, spec=spec)
     assert not np.allclose(_extract(before, tmp_path / "before", (30,))[0], vectors[2])
+    # Layers 0 and 15 alone run 15 of the 30 blocks and give the same vectors.
+    assert smollm2.blocks is not None
+    np.testing.assert_array_equal(_extract(smollm2, tmp_path / "cut", (0, 15)), vectors[:2])

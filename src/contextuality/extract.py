@@ -37,7 +37,7 @@ from contextuality.errors import (
     NumericOverflowError,
     StorageError,
 )
-from contextuality.models import LONG_SENTENCE_MODES, LoadedModel
+from contextuality.models import LONG_SENTENCE_MODES, LoadedModel, only_blocks_up_to
 from contextuality.shards import ShardSetWriter
 from contextuality.words import word_spans
 
@@ -68,6 +68,8 @@ class ExtractionReport:
 
     ``non_finite_vectors`` counts vectors that were ±inf or NaN after the forward pass; an
     extraction that meets one is refused, so a written meta.json always records 0.
+    ``blocks_run``: the blocks each forward pass ran (up to the last layer asked for);
+    ``shard_bytes``: the size of the vectors written.
     """
 
     n_sentences: int = 0
@@ -87,6 +89,7 @@ class ExtractionReport:
     device: str = "cpu"
     seconds: float = 0.0
     shard_bytes: int = 0
+    blocks_run: int = 0
 
     @property
     def tokens_per_second(self) -> float:
@@ -357,10 +360,12 @@ def _forward_batch(
         token_row[position, :length] = np.where(sentence.word_index >= 0, rows, -1)
     rows = np.unique(token_row[token_row >= 0])
     compact = np.where(token_row >= 0, np.searchsorted(rows, token_row), -1)
+    last = blocks_to_run(loaded, layers)
     with (
         torch.inference_mode(),
         autocast(device, loaded.spec.cuda_dtype),
-        _final_norm_input(loaded) as before_norm,
+        only_blocks_up_to(loaded.blocks if last < loaded.n_layers else None, last),
+        _final_norm_input(loaded, cut_short=last < loaded.n_layers) as before_norm,
     ):
         output = loaded.model(
             input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
@@ -377,11 +382,22 @@ def _forward_batch(
     return pooled, counts > 0, rows
 
 
+def blocks_to_run(loaded: LoadedModel, layers: tuple[int, ...]) -> int:
+    """How many blocks a forward pass needs for `layers`: up to the last one asked for,
+    where the model's blocks can be cut short (`LoadedModel.blocks`), else all."""
+    return max(layers) if loaded.blocks is not None else loaded.n_layers
+
+
 @contextlib.contextmanager
-def _final_norm_input(loaded: LoadedModel) -> Iterator[dict[str, Any] | None]:
-    """With ``last_layer: before_final_norm``, a dict that receives the final norm's input
-    during the forward pass (the last block's output before normalization); else None."""
-    if not loaded.takes_last_layer_before_final_norm:
+def _final_norm_input(
+    loaded: LoadedModel, cut_short: bool = False
+) -> Iterator[dict[str, Any] | None]:
+    """A dict that receives the final norm's input during the forward pass (the last
+    block's output before normalization), where the last hidden state must be that input:
+    with ``last_layer: before_final_norm``, or when the pass was cut short (`cut_short`)
+    in a model that normalizes the last state it returns. Else None."""
+    cut_before_norm = cut_short and loaded.returns_after_final_norm
+    if not (loaded.takes_last_layer_before_final_norm or cut_before_norm):
         yield None
         return
     captured: dict[str, Any] = {}
@@ -746,6 +762,7 @@ def extract_to_shards(
         device=str(next(loaded.model.parameters()).device),
         token_budget=spec.token_budget,
         shard_bytes=needed,
+        blocks_run=blocks_to_run(loaded, layers),
         subwords_spanning_words=units.subwords_spanning_words,
         subwords_outside_words=units.subwords_outside_words,
     )

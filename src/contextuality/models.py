@@ -17,7 +17,9 @@ the model loads and recorded; ``last_layer: before_final_norm`` takes it before.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -190,6 +192,9 @@ class LoadedModel:
     returns_after_final_norm: whether transformers' last hidden state comes after it.
     described_layers: what the layers are, where the model is not a transformer (ELMo).
     file_checksums: SHA-256 of the files loaded, where they are not a hub revision.
+    blocks: the module holding the model's list of blocks and the list's attribute name,
+        where a forward pass can be cut short by running a prefix of that list (see
+        `find_blocks`); None where it cannot.
     sequential: whether the model must see the sentences one at a time in corpus order,
         each continuing from the state the previous one left (``model.reset_states()``
         starts a pass): ELMo with ``lstm_states: carried``.
@@ -207,6 +212,7 @@ class LoadedModel:
     described_layers: dict[str, Any] | None = None
     file_checksums: dict[str, str] | None = None
     sequential: bool = False
+    blocks: tuple[Any, str] | None = None
 
     @property
     def takes_last_layer_before_final_norm(self) -> bool:
@@ -269,6 +275,55 @@ def returns_after(model: Any, norm: Any) -> bool:
     return "output" in seen and torch.equal(output.hidden_states[-1], seen["output"])
 
 
+def find_blocks(model: Any, n_layers: int) -> tuple[Any, str] | None:
+    """Where the model keeps its `n_layers` blocks: the (parent module, attribute) of its
+    first ModuleList of that length at most one level down (BERT's ``encoder.layer``,
+    GPT-2's ``h``, Llama's ``layers``), if running a prefix of it gives that many fewer
+    hidden states and the whole model gives them all again afterwards (checked with
+    forward passes of two tokens); else None."""
+    import torch
+
+    def count_hidden_states() -> int:
+        device = next(model.parameters()).device
+        with torch.inference_mode():
+            output = model(
+                input_ids=torch.tensor([[0, 1]], device=device), output_hidden_states=True
+            )
+        return len(output.hidden_states)
+
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == n_layers > 1:
+            if name.count(".") > 1:
+                continue
+            parent_name, _, attribute = name.rpartition(".")
+            blocks = (model.get_submodule(parent_name), attribute)
+            # The whole pass first: a model may attach the hooks that record its hidden
+            # states on its first pass, to the blocks present then (BERT does, under
+            # transformers 5).
+            whole = count_hidden_states()
+            with only_blocks_up_to(blocks, 1):
+                cut = count_hidden_states()
+            restored = count_hidden_states()
+            return blocks if whole == restored == n_layers + 1 and cut == 2 else None
+    return None
+
+
+@contextlib.contextmanager
+def only_blocks_up_to(blocks: tuple[Any, str] | None, last: int) -> Iterator[None]:
+    """Within the block, the model runs only its first `last` blocks (`blocks` from
+    `find_blocks`; None leaves the model whole)."""
+    if blocks is None:
+        yield
+        return
+    parent, attribute = blocks
+    whole = getattr(parent, attribute)
+    setattr(parent, attribute, whole[:last])
+    try:
+        yield
+    finally:
+        setattr(parent, attribute, whole)
+
+
 def load_tokenizer(spec: ModelSpec) -> Any:
     """The model's fast tokenizer, set up as the model's authors ship it: sentences are
     tokenized as running text, and words are aligned to subwords by character offsets."""
@@ -319,14 +374,16 @@ def load_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
             f"model {spec.name}: last_layer: before_final_norm, but the model has no final "
             "normalization; use as_returned"
         )
+    n_layers = int(config.num_hidden_layers)
     return LoadedModel(
         spec=spec,
         tokenizer=tokenizer,
         model=model,
-        n_layers=int(config.num_hidden_layers),
+        n_layers=n_layers,
         hidden_size=int(config.hidden_size),
         max_length=int(min(known)),
         revision=spec.revision or getattr(config, "_commit_hash", None),
         final_norm=final_norm,
         returns_after_final_norm=final_norm is not None and returns_after(model, final_norm[1]),
+        blocks=find_blocks(model, n_layers),
     )
