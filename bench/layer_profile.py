@@ -5,7 +5,7 @@ then writes each model's per-layer anisotropy baseline and adjusted SelfSim, Int
 MEV (exact and the paper's estimators), with what each layer's hidden state is, and the
 extraction's timing, to ``bench/results/profile-<config>.md``.
 
-    python bench/profile.py config/decoder.yaml
+    python bench/layer_profile.py config/decoder.yaml
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def main() -> None:
     table = pd.read_csv(directory / "results/tables/measures.tsv", sep="\t")
     sections = [
         f"# Contextuality profile: `{args.config}`",
-        f"Written by `bench/profile.py` ({time.strftime('%Y-%m-%d')}); corpus "
+        f"Written by `bench/layer_profile.py` ({time.strftime('%Y-%m-%d')}); corpus "
         f"{config['corpus'].get('name', config['corpus']['source'])}, seed "
         f"{config.get('measures', {}).get('seed', 0)}. Anisotropy: mean cosine of random "
         "occurrences (exact; the paper's sampled estimate). Adjusted: raw − baseline.",
