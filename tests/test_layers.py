@@ -76,6 +76,7 @@ def test_a_pass_stops_after_the_last_layer_asked_for(model_dir, request, tmp_pat
     assert ran_cut == {0} and set(ran) == {0, 1}
     assert getattr(parent, attribute) is blocks  # the model is whole again
     np.testing.assert_array_equal(cut, whole[:2])
+    np.testing.assert_array_equal(_extract(loaded, tmp_path / "first", (0,))[0], whole[0])
 
 
 def test_a_model_without_final_norm_says_so_and_refuses_before(tiny_bert_dir):

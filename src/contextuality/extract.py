@@ -383,9 +383,10 @@ def _forward_batch(
 
 
 def blocks_to_run(loaded: LoadedModel, layers: tuple[int, ...]) -> int:
-    """How many blocks a forward pass needs for `layers`: up to the last one asked for,
-    where the model's blocks can be cut short (`LoadedModel.blocks`), else all."""
-    return max(layers) if loaded.blocks is not None else loaded.n_layers
+    """How many blocks a forward pass needs for `layers`: up to the last one asked for (at
+    least one: a model without blocks is not a shape every model accepts), where the
+    model's blocks can be cut short (`LoadedModel.blocks`), else all."""
+    return max(1, *layers) if loaded.blocks is not None else loaded.n_layers
 
 
 @contextlib.contextmanager
