@@ -45,7 +45,7 @@ from contextuality.corpus import (
 from contextuality.extract import (
     autocast,
     extract_to_shards,
-    plan_batches,
+    model_batches,
     sentence_units,
 )
 from contextuality.models import LoadedModel, ModelSpec, load_model
@@ -144,11 +144,9 @@ def forward_only(loaded: LoadedModel, corpus: list[str]) -> dict[str, float]:
     device = next(loaded.model.parameters()).device
     encoded = sentence_units(loaded, corpus).encode(0, len(corpus))
     lengths = np.array([len(item.input_ids) for item in encoded])
-    if loaded.sequential:  # ELMo with carried states: one sentence at a time, in order
-        batches = [np.array([item]) for item in range(len(encoded))]
+    batches = model_batches(loaded, lengths, loaded.spec.token_budget)
+    if loaded.sequential:  # ELMo with carried states starts from zero states
         loaded.model.reset_states()
-    else:
-        batches = plan_batches(lengths, loaded.spec.token_budget)
     pad = loaded.tokenizer.pad_token_id or 0
     token_shape = encoded[0].input_ids.shape[1:]  # ELMo: a row of character ids per token
     padded = []

@@ -298,6 +298,15 @@ def plan_batches(lengths: np.ndarray, token_budget: int) -> list[np.ndarray]:
     return batches
 
 
+def model_batches(loaded: LoadedModel, lengths: np.ndarray, token_budget: int) -> list[np.ndarray]:
+    """The batches a model runs its inputs in: `plan_batches` by token budget, or, for a
+    model that must see them one at a time in corpus order (`LoadedModel.sequential`),
+    one input per batch in order."""
+    if loaded.sequential:
+        return [np.array([item]) for item in range(len(lengths))]
+    return plan_batches(lengths, token_budget)
+
+
 def pool_subwords(hidden: Any, token_word: Any, n_words: int, pooling: str) -> tuple[Any, Any]:
     """Pool subword vectors into word vectors, on the tensors' device.
 
@@ -680,10 +689,7 @@ def _extract_block(
     filled = np.zeros(block.shape[1], dtype=bool)
     lengths = np.array([len(sentence.input_ids) for sentence in encoded])
     pending = None
-    if loaded.sequential:  # one input at a time, in corpus order (see LoadedModel)
-        planned = [np.array([item]) for item in range(len(encoded))]
-    else:
-        planned = plan_batches(lengths, report.token_budget)
+    planned = model_batches(loaded, lengths, report.token_budget)
     while planned:
         batch = planned.pop(0)
         try:

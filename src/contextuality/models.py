@@ -257,6 +257,16 @@ def find_final_norm(model: Any) -> tuple[str, Any] | None:
     return None
 
 
+def _two_token_pass(model: Any) -> Any:
+    """The model's output, all hidden states included, for the two-token input [0, 1]:
+    the probe that tells what the model returns, before any corpus is read."""
+    import torch
+
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        return model(input_ids=torch.tensor([[0, 1]], device=device), output_hidden_states=True)
+
+
 def returns_after(model: Any, norm: Any) -> bool:
     """Whether the model's last hidden state is its final norm's output (not its input),
     found by one forward pass of two tokens."""
@@ -265,11 +275,7 @@ def returns_after(model: Any, norm: Any) -> bool:
     seen = {}
     handle = norm.register_forward_hook(lambda module, inputs, output: seen.update(output=output))
     try:
-        device = next(model.parameters()).device
-        with torch.inference_mode():
-            output = model(
-                input_ids=torch.tensor([[0, 1]], device=device), output_hidden_states=True
-            )
+        output = _two_token_pass(model)
     finally:
         handle.remove()
     return "output" in seen and torch.equal(output.hidden_states[-1], seen["output"])
@@ -284,12 +290,7 @@ def find_blocks(model: Any, n_layers: int) -> tuple[Any, str] | None:
     import torch
 
     def count_hidden_states() -> int:
-        device = next(model.parameters()).device
-        with torch.inference_mode():
-            output = model(
-                input_ids=torch.tensor([[0, 1]], device=device), output_hidden_states=True
-            )
-        return len(output.hidden_states)
+        return len(_two_token_pass(model).hidden_states)
 
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.ModuleList) and len(module) == n_layers > 1:
