@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from workdir import run_workflow
+from workdir import run_workflow, write_report
 
 REPO = Path(__file__).resolve().parents[1]
 TRANSFORMS = ["none", "center", "standardize", "abtt", "whiten"]
@@ -113,10 +113,7 @@ def main() -> None:
             "## Degeneration by frequency-rank bin, raw vectors (`none`)",
             bins[columns + ["mean_direction_cosine"]].to_markdown(index=False, floatfmt=".3f"),
         ]
-        args.out.mkdir(parents=True, exist_ok=True)
-        output = args.out / f"corrections-{model}.md"
-        output.write_text("\n\n".join(sections) + "\n")
-        print(output.read_text())
+        write_report(args.out / f"corrections-{model}.md", sections)
 
 
 if __name__ == "__main__":

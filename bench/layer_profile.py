@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from workdir import run_workflow
+from workdir import run_workflow, write_report
 
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS = [
@@ -70,10 +70,7 @@ def main() -> None:
             f"{meta['subwords_spanning_words']:,} spanning two words.\n\n"
             + profile.reset_index().to_markdown(index=False, floatfmt=".3f")
         )
-    args.out.mkdir(parents=True, exist_ok=True)
-    output = args.out / f"profile-{name}.md"
-    output.write_text("\n\n".join(sections) + "\n")
-    print(output.read_text())
+    write_report(args.out / f"profile-{name}.md", sections)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Running the workflow for a benchmark in a directory of its own (imported by the
-scripts beside it, which run as ``python bench/<script>.py``)."""
+"""Running the workflow for a benchmark in a directory of its own, and writing its results
+(imported by the scripts beside it, which run as ``python bench/<script>.py``)."""
 
 from __future__ import annotations
 
@@ -19,3 +19,10 @@ def run_workflow(directory: Path, config: dict, cores: int) -> None:
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow/Snakefile")]
     command += ["--directory", str(directory), "--cores", str(cores), "--quiet", "rules"]
     subprocess.run(command, check=True)
+
+
+def write_report(path: Path, sections: list[str]) -> None:
+    """Write a Markdown results file from its sections (blank line between) and print it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n\n".join(sections) + "\n")
+    print(path.read_text())
