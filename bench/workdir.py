@@ -12,12 +12,14 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_workflow(directory: Path, config: dict, cores: int) -> None:
-    """Run the workflow with `config` in `directory` (outputs already there are kept)."""
+def run_workflow(directory: Path, config: dict, cores: int, extra: list[str] = ()) -> None:
+    """Run the workflow with `config` in `directory` (outputs already there are kept),
+    `extra` appended to the Snakemake command line."""
     (directory / "config").mkdir(parents=True, exist_ok=True)
     (directory / "config" / "config.yaml").write_text(yaml.safe_dump(config))
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow/Snakefile")]
     command += ["--directory", str(directory), "--cores", str(cores), "--quiet", "rules"]
+    command += list(extra)
     subprocess.run(command, check=True)
 
 

@@ -213,7 +213,7 @@ def test_paper_sample_estimates_match_brute_force_on_the_drawn_sample():
     unit = measures.unit_rows(vectors)
     intrasim = measures.intra_similarity(vectors, starts)
     anisotropy, intra, ratio = measures.paper_sample_estimates(
-        vectors, unit, intrasim, starts, copies, 25, np.random.default_rng(5)
+        vectors, intrasim, starts, copies, 25, np.random.default_rng(5)
     )
     drawn, rows = measures.paper_word_sample(
         starts, len(vectors), copies, 25, np.random.default_rng(5)
@@ -239,7 +239,7 @@ def test_paper_anisotropy_is_the_expectation_of_the_authors_random_pairs():
     unit = measures.unit_rows(vectors)
     intrasim = measures.intra_similarity(vectors, starts)
     estimate = measures.paper_sample_estimates(
-        vectors, unit, intrasim, starts, copies, 50, np.random.default_rng(6)
+        vectors, intrasim, starts, copies, 50, np.random.default_rng(6)
     )[0]
     _, rows = measures.paper_word_sample(starts, len(vectors), copies, 50, np.random.default_rng(6))
     sample = unit[rows].astype(np.float64)

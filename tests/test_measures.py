@@ -211,19 +211,98 @@ def test_intra_similarity_matches_loop_reference(seed, sizes, d):
     np.testing.assert_allclose(got, [ref[s] for s in range(len(sizes))], rtol=1e-6)
 
 
-def test_intra_similarity_chunk_boundaries(monkeypatch):
-    """IntraSim normalizes rows in chunks; with a tiny chunk size, chunks cut through
-    sentences and the result must still match the reference."""
+def test_measures_agree_across_chunk_boundaries_and_orders(monkeypatch):
+    """Every pass over a layer reads it in chunks of rows; with chunks of 3 rows cutting
+    through sentences and words, each measure equals the loop reference, and reading the
+    rows through a permutation (`order`) equals reading the permuted copy."""
     import contextuality.measures as measures
 
-    monkeypatch.setattr(measures, "_ROWS_PER_CHUNK", 3)
+    d = 5
+    monkeypatch.setattr(measures, "_CHUNK_BYTES", 3 * 8 * d)
+    assert [chunk.stop - chunk.start for chunk in measures.row_chunks(7, d)] == [3, 3, 1]
     rng = np.random.default_rng(41)
     sizes = [4, 1, 7, 2, 5]
-    vectors = rng.standard_normal((sum(sizes), 5)) + 0.5
+    scales = rng.uniform(0.1, 10.0, (sum(sizes), 1))
+    vectors = (rng.standard_normal((sum(sizes), d)) + 0.5) * scales
     sentences = np.repeat(np.arange(len(sizes)), sizes)
+    words = rng.integers(0, 4, len(vectors))
     got = measures.intra_similarity(vectors, run_starts(sentences))
     ref = ref_intra_similarity(vectors, sentences)
     np.testing.assert_allclose(got, [ref[s] for s in range(len(sizes))], rtol=1e-6)
+
+    order = np.lexsort((sentences, words))
+    word_starts = run_starts(words[order])
+    context_starts = measures.run_starts(words[order], sentences[order])
+    through_order = self_similarity(vectors, word_starts, context_starts, order)
+    np.testing.assert_array_equal(
+        through_order, self_similarity(vectors[order], word_starts, context_starts)
+    )
+    ref_selfsim = ref_self_similarity(vectors, words, sentences)
+    np.testing.assert_allclose(through_order, [ref_selfsim[w] for w in np.unique(words)], rtol=1e-6)
+    weights = rng.integers(1, 4, len(vectors))
+    np.testing.assert_array_equal(
+        measures.paper_self_similarity(vectors, word_starts, weights, order),
+        measures.paper_self_similarity(vectors[order], word_starts, weights[order]),
+    )
+    statistics = measures.first_component_statistics(vectors, word_starts, weights, order)
+    copied = measures.first_component_statistics(vectors[order], word_starts, weights[order])
+    for field in ("mev", "mev_centered", "truncated_svd"):
+        np.testing.assert_allclose(getattr(statistics, field), getattr(copied, field), rtol=1e-12)
+    brute = [
+        cosine(vectors[i], vectors[j])
+        for i in range(len(vectors))
+        for j in range(len(vectors))
+        if sentences[i] != sentences[j]
+    ]
+    assert anisotropy_baseline(vectors, run_starts(sentences)) == pytest.approx(np.mean(brute))
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 2, 3, 50])
+def test_complete_group_sums_yield_each_group_once_in_order(monkeypatch, chunk_rows):
+    """Groups longer than a chunk, shorter than one and ending on its edge: every group's
+    sum comes once, in order, equal to summing its rows; weights and unit scaling apply
+    per row of the array, through `order`."""
+    import contextuality.measures as measures
+
+    monkeypatch.setattr(measures, "_CHUNK_BYTES", chunk_rows * 8 * 4)
+    rng = np.random.default_rng(43)
+    sizes = [5, 1, 2, 7, 1, 3]
+    rows = rng.standard_normal((sum(sizes), 4)).astype(np.float32)
+    order = rng.permutation(len(rows))
+    weights = rng.integers(1, 4, len(rows))
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    pieces = list(
+        measures.complete_group_sums(rows, starts, order=order, unit=True, weights=weights)
+    )
+    covered = np.concatenate([np.arange(g.start, g.stop) for g, _ in pieces])
+    np.testing.assert_array_equal(covered, np.arange(len(sizes)))
+    got = np.concatenate([sums for _, sums in pieces])
+    scaled = rows.astype(np.float64) / np.linalg.norm(rows.astype(np.float64), axis=1)[:, None]
+    scaled *= weights[:, None]
+    expected = np.add.reduceat(scaled[order], starts)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    np.testing.assert_allclose(
+        measures.group_squared_norms(rows, starts, order=order, unit=True, weights=weights),
+        np.sum(expected**2, axis=1),
+        rtol=1e-12,
+    )
+
+
+def test_keep_rows_moves_rows_up_in_place(monkeypatch):
+    """keep_rows equals boolean indexing, writes into the array it was given (no second
+    copy of the layer) and, with every row kept, returns that array itself."""
+    import contextuality.measures as measures
+
+    monkeypatch.setattr(measures, "_CHUNK_BYTES", 2 * 8 * 3)
+    rng = np.random.default_rng(42)
+    vectors = rng.standard_normal((11, 3)).astype(np.float16)
+    keep = rng.random(11) < 0.6
+    keep[0] = False
+    expected = vectors[keep].copy()
+    kept = measures.keep_rows(vectors, keep)
+    np.testing.assert_array_equal(kept, expected)
+    assert np.shares_memory(kept, vectors)
+    assert measures.keep_rows(vectors, np.ones(11, dtype=bool)) is vectors
 
 
 def test_intra_similarity_raw_mean_differs_from_unit_mean():

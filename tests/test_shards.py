@@ -56,6 +56,31 @@ def test_write_commit_and_load(tmp_path):
     assert _files(tmp_path / "sub") == ["l3.h5"]
 
 
+def test_reading_chosen_rows_through_a_function_equals_doing_it_in_memory(tmp_path, monkeypatch):
+    """`rows` and `convert` read a subset, mapped, slice by slice (slices of 3 rows here):
+    the same as indexing and mapping the whole layer, without holding it."""
+    import contextuality.measures as measures
+
+    monkeypatch.setattr(measures, "_CHUNK_BYTES", 3 * 8 * 4)
+    path = tmp_path / "l0.h5"
+    block = np.random.default_rng(3).standard_normal((1, 11, 4)).astype(np.float16)
+    with ShardSetWriter({0: path}, 11, 4, "float16", ATTRIBUTES) as writer:
+        writer.write(0, block)
+        writer.commit({})
+    rows = np.array([0, 2, 3, 4, 9, 10])
+    as_stored, _ = load_shard(path, "abc", 11, dtype=None, rows=rows)
+    assert as_stored.dtype == np.float16
+    np.testing.assert_array_equal(as_stored, block[0][rows])
+
+    def doubled_sums(chunk: np.ndarray) -> np.ndarray:
+        chunk = chunk.astype(np.float64)
+        return np.stack([chunk.sum(axis=1), 2 * chunk.sum(axis=1)], axis=1)
+
+    mapped, _ = load_shard(path, "abc", 11, rows=rows, convert=(doubled_sums, 2))
+    assert mapped.shape == (6, 2) and mapped.dtype == np.float32
+    np.testing.assert_allclose(mapped, doubled_sums(block[0][rows].astype(np.float32)), rtol=1e-6)
+
+
 def test_float32_shard_keeps_large_values(tmp_path):
     path = tmp_path / "l0.h5"
     block = np.full((1, 2, 3), 1e6, dtype=np.float32)

@@ -151,22 +151,26 @@ def _sampled(draws: np.ndarray, n: int, level: float, baseline: np.ndarray | Non
 class _Rows:
     """The occurrences of a shard that have a vector, in occurrence order."""
 
-    vectors: np.ndarray  # (n, d) as stored
-    unit: np.ndarray  # (n, d) float32, unit rows
+    vectors: np.ndarray  # (n, d) as stored (float16 or float32)
     sentence_id: np.ndarray
     word_id: np.ndarray
     copies: np.ndarray  # times the corpus repeats each row's sentence
 
 
 def _valid_rows(
-    vectors: np.ndarray, occurrences: pd.DataFrame, sentence_copies: np.ndarray
+    vectors: np.ndarray, occurrences: pd.DataFrame, sentence_copies: np.ndarray, overwrite: bool
 ) -> _Rows:
-    rows = np.flatnonzero(measures.rows_with_vectors(vectors))
-    kept = vectors if len(rows) == len(vectors) else vectors[rows]
+    """The rows with a vector; with `overwrite`, moved up in place in `vectors`
+    (`measures.keep_rows`) instead of copied."""
+    valid = measures.rows_with_vectors(vectors)
+    rows = np.flatnonzero(valid)
     sentence_id = occurrences["sentence_id"].to_numpy()[rows]
+    if overwrite:
+        kept = measures.keep_rows(vectors, valid)
+    else:
+        kept = vectors if len(rows) == len(vectors) else vectors[rows]
     return _Rows(
         vectors=kept,
-        unit=measures.unit_rows(kept),
         sentence_id=sentence_id,
         word_id=occurrences["word_id"].to_numpy()[rows],
         copies=np.asarray(sentence_copies, dtype=np.int64)[sentence_id],
@@ -186,12 +190,11 @@ def _word_table(rows: _Rows, vocab: pd.DataFrame) -> pd.DataFrame:
     words["word_class"] = [word_class(word) for word in words["word"]]
     words["n"] = measures.group_sizes(word_starts, len(order))
     words["n_with_repeats"] = np.add.reduceat(rows.copies[order], word_starts)
-    unit = rows.unit[order].astype(np.float64)  # one conversion for every group sum
-    words["selfsim"] = measures.self_similarity(unit, word_starts, context_starts)
-    words["selfsim_paper"] = measures.paper_self_similarity(unit, word_starts, rows.copies[order])
-    statistics = measures.first_component_statistics(
-        rows.vectors[order], word_starts, rows.copies[order]
+    words["selfsim"] = measures.self_similarity(rows.vectors, word_starts, context_starts, order)
+    words["selfsim_paper"] = measures.paper_self_similarity(
+        rows.vectors, word_starts, rows.copies, order
     )
+    statistics = measures.first_component_statistics(rows.vectors, word_starts, rows.copies, order)
     words["mev"] = statistics.mev
     words["mev_centered"] = statistics.mev_centered
     words["mev_truncated_svd"] = statistics.truncated_svd
@@ -202,7 +205,7 @@ def _sentence_table(
     rows: _Rows, sentence_starts: np.ndarray, intrasim: np.ndarray, cosine: float
 ) -> pd.DataFrame:
     """Per sentence of two or more words: its IntraSim, raw and adjusted by `cosine`."""
-    sizes = measures.group_sizes(sentence_starts, len(rows.unit))
+    sizes = measures.group_sizes(sentence_starts, len(rows.vectors))
     multi_word = sizes >= 2
     return pd.DataFrame(
         {
@@ -233,7 +236,7 @@ def _baselines(
     paper = np.array(
         [
             measures.paper_sample_estimates(
-                rows.vectors, rows.unit, intrasim, sentence_starts, copies, size, paper_rng
+                rows.vectors, intrasim, sentence_starts, copies, size, paper_rng
             )
             for _ in range(draws + 1)
         ]
@@ -256,20 +259,18 @@ def _baselines(
     return baselines, paper
 
 
-_ROWS_PER_CHUNK = 16_384
-
-
 def _scatter(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean (d,) and centered scatter matrix Σ_k (x_k − μ)(x_k − μ)ᵀ (d, d) of rows (n, d),
     both float64: the mean in float64, each chunk's product in float32 (BLAS), chunks summed
     in float64; centering first keeps a large common mean from cancelling digits."""
+    chunks = list(measures.row_chunks(*vectors.shape))
     mean = np.zeros(vectors.shape[1])
-    for begin in range(0, len(vectors), _ROWS_PER_CHUNK):
-        mean += vectors[begin : begin + _ROWS_PER_CHUNK].sum(axis=0, dtype=np.float64)
+    for chunk in chunks:
+        mean += vectors[chunk].sum(axis=0, dtype=np.float64)
     mean /= len(vectors)
     scatter = np.zeros((vectors.shape[1], vectors.shape[1]))
-    for begin in range(0, len(vectors), _ROWS_PER_CHUNK):
-        centered = (vectors[begin : begin + _ROWS_PER_CHUNK] - mean).astype(np.float32)
+    for chunk in chunks:
+        centered = (vectors[chunk] - mean).astype(np.float32)
         scatter += centered.T @ centered
     return mean, scatter
 
@@ -281,8 +282,8 @@ def _log_partition_both_signs(vectors: np.ndarray, directions: np.ndarray) -> np
     logaddexp."""
     log_z = np.full((2, directions.shape[1]), -np.inf)
     basis = directions.astype(np.float32)
-    for begin in range(0, len(vectors), _ROWS_PER_CHUNK):
-        projections = vectors[begin : begin + _ROWS_PER_CHUNK] @ basis
+    for chunk in measures.row_chunks(*vectors.shape):
+        projections = np.asarray(vectors[chunk], dtype=np.float32) @ basis
         for sign, signed in enumerate((projections, -projections)):
             top = signed.max(axis=0)
             sums = np.exp(signed - top).sum(axis=0, dtype=np.float64)
@@ -292,15 +293,14 @@ def _log_partition_both_signs(vectors: np.ndarray, directions: np.ndarray) -> np
 
 def layer_isotropy(
     vectors: np.ndarray,
-    unit: np.ndarray,
     sentence_starts: np.ndarray,
     settings: MeasureSettings,
     rng: np.random.Generator,
 ) -> dict[str, dict[str, Any]]:
     """Isotropy scores of one layer's occurrence vectors, as summary measures.
 
-    vectors: (n, d) rows with a vector; unit: the same rows unit-normalized, each
-    sentence's rows contiguous from `sentence_starts`. Exact for these rows (one centered
+    vectors: (n, d) rows with a vector, each sentence's rows contiguous from
+    `sentence_starts`. Exact for these rows (one centered
     scatter matrix serves all of them, see `contextuality.isotropy` for the definitions):
     ``isoscore``, ``effective_rank``, ``partition_ratio`` (I(W) over the eigenvectors of the
     uncentered Gram matrix and their negations) and ``rogue_share[k]``, the share of the
@@ -334,7 +334,7 @@ def layer_isotropy(
         ]
     )
     results["isoscore*"] = _sampled(draws, size, settings.confidence)
-    rogue = isotropy.rogue_dimensions(unit, sentence_starts, top=3)
+    rogue = isotropy.rogue_dimensions(vectors, sentence_starts, top=3, normalize=True)
     for k in range(1, 4):
         results[f"rogue_share[{k}]"] = {
             "raw": rogue.share(k),
@@ -350,21 +350,24 @@ def measure_layer(
     vocab: pd.DataFrame,
     settings: MeasureSettings,
     sentence_copies: np.ndarray | None = None,
+    overwrite: bool = False,
 ) -> LayerMeasures:
     """Compute every measure of one layer, exact and as the paper estimated it.
 
     vectors: (n_occurrences, d) rows aligned with ``occurrences``; NaN rows are missing.
     sentence_copies: times the corpus repeats each sentence (by sentence_id; default once).
-    The summary's ``measures`` maps a measure name to raw, baseline and adjusted values
-    with their intervals (``*_low``, ``*_high``) and ``n``, the words, sentences or sampled
-    occurrences behind it.
+    overwrite: drop the missing rows in place, overwriting `vectors`, rather than copy the
+    others (the layer is then held once). The summary's ``measures`` maps a measure name
+    to raw, baseline and adjusted values with their intervals (``*_low``, ``*_high``) and
+    ``n``, the words, sentences or sampled occurrences behind it.
     """
     if sentence_copies is None:
         sentence_copies = np.ones(int(occurrences["sentence_id"].to_numpy().max(initial=-1)) + 1)
-    rows = _valid_rows(vectors, occurrences, sentence_copies)
+    n_occurrences = len(vectors)
+    rows = _valid_rows(vectors, occurrences, sentence_copies, overwrite)
     sentence_starts = measures.run_starts(rows.sentence_id)
-    intrasim = measures.intra_similarity(rows.vectors, sentence_starts, rows.unit)
-    cosine = measures.anisotropy_baseline(rows.unit, sentence_starts)
+    intrasim = measures.intra_similarity(rows.vectors, sentence_starts)
+    cosine = measures.anisotropy_baseline(rows.vectors, sentence_starts)
     sentences = _sentence_table(rows, sentence_starts, intrasim, cosine)
     baselines, paper = _baselines(rows, sentence_starts, intrasim, cosine, settings)
     words = _word_table(rows, vocab)
@@ -383,12 +386,11 @@ def measure_layer(
         results[f"selfsim[{group}]"] = _summarize(
             words.loc[words["word_class"] == group, "selfsim"], baselines["cosine"], settings, rng
         )
-    results["anisotropy"] = {"raw": cosine, "n": len(rows.unit)}
+    results["anisotropy"] = {"raw": cosine, "n": len(rows.vectors)}
     results["anisotropy[paper]"] = _sampled(paper[:, 0], n_sampled, settings.confidence)
     results.update(
         layer_isotropy(
             rows.vectors,
-            rows.unit,
             sentence_starts,
             settings,
             np.random.default_rng([settings.seed, 4]),
@@ -398,8 +400,8 @@ def measure_layer(
         rho = measures.spearman_correlation(words["selfsim"], words["count"])
         results["selfsim~frequency"] = {"raw": rho, "n": int(words["selfsim"].notna().sum())}
     summary = {
-        "n_occurrences": int(len(vectors)),
-        "n_missing": int(len(vectors) - len(rows.unit)),
+        "n_occurrences": n_occurrences,
+        "n_missing": n_occurrences - len(rows.vectors),
         "baseline_sample_size": settings.baseline_sample_size,
         "bootstrap_resamples": settings.bootstrap_resamples,
         "sample_replicates": settings.sample_replicates,

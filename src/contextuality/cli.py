@@ -5,6 +5,9 @@ contextuality index sentences.parquet -o index/
 contextuality extract bert-base-cased --sentences sentences.parquet --index index/ -o emb/
 contextuality download-elmo elmo-original   # then: extract elmo-original --loader elmo ...
 contextuality measure emb/layer_3.h5 --sentences sentences.parquet --index index/ -o out/l3
+contextuality extract ... --parts 3 --part 0 -o emb/part0   # one of 3 jobs; 'measure' then
+contextuality measure emb/part*/layer_3.h5 ...              # gathers the parts' rows
+contextuality stream bert-base-cased --sentences sentences.parquet --index index/ -o stream/
 contextuality summarize measures/*.json -o measures.tsv
 contextuality figure measures.tsv --name fig2_selfsim -o fig2.png fig2.pdf
 
@@ -25,7 +28,7 @@ from contextuality import corpus as corpus_io
 from contextuality.benchmarks import BENCHMARKS, PROTOCOLS
 from contextuality.corpus import STS_YEARS
 from contextuality.elmo import RELEASE_DIRECTORY, RELEASES
-from contextuality.errors import ContextualityError
+from contextuality.errors import ConfigError, ContextualityError
 from contextuality.figures import FIGURES
 from contextuality.index import COUNT_RULES, IndexSettings
 from contextuality.models import (
@@ -82,7 +85,8 @@ def _index(args: argparse.Namespace) -> None:
         )
 
 
-def _extract(args: argparse.Namespace) -> None:
+def _model_section(args: argparse.Namespace) -> tuple[str, dict, tuple[int, ...]]:
+    """The model's name, config section and layers from the options of 'extract'/'stream'."""
     section = {
         "source": args.model,
         "loader": args.loader,
@@ -101,7 +105,11 @@ def _extract(args: argparse.Namespace) -> None:
     }
     section.update({key: value for key, value in optional.items() if value is not None})
     name = args.name or Path(args.model).name
-    layers = selected_layers(ModelSpec.from_config(name, section))
+    return name, section, selected_layers(ModelSpec.from_config(name, section))
+
+
+def _extract(args: argparse.Namespace) -> None:
+    name, section, layers = _model_section(args)
     out = Path(args.output)
     steps.extract_model(
         name,
@@ -112,7 +120,38 @@ def _extract(args: argparse.Namespace) -> None:
         {layer: out / f"layer_{layer}.h5" for layer in layers},
         out / "meta.json",
         threads=args.threads,
+        part=args.part,
+        n_parts=args.parts,
     )
+
+
+def _stream(args: argparse.Namespace) -> None:
+    name, section, layers = _model_section(args)
+    index, out = Path(args.index), Path(args.output)
+    files = (index / "occurrences.parquet", index / "vocab.parquet", index / "index.json")
+    measure_settings = {"baseline_sample_size": args.baseline_sample_size, "seed": args.seed}
+    states = {layer: out / f"layer_{layer}.state.h5" for layer in layers}
+    steps.stream_model(
+        name,
+        section,
+        args.sentences,
+        *files,
+        states,
+        out / "meta.json",
+        measure_settings,
+        word_sample_size=args.word_sample_size,
+        threads=args.threads,
+    )
+    for layer, state in states.items():
+        prefix = out / f"layer_{layer}"
+        steps.measure_state_file(
+            state,
+            *files,
+            measure_settings,
+            f"{prefix}.parquet",
+            f"{prefix}.sentences.parquet",
+            f"{prefix}.json",
+        )
 
 
 def _measure(args: argparse.Namespace) -> None:
@@ -156,8 +195,13 @@ def _figure(args: argparse.Namespace) -> None:
 
 def _static(args: argparse.Namespace) -> None:
     index = Path(args.index)
-    steps.build_static_vectors(
-        args.shard,
+    build, shard = steps.build_static_vectors, args.shard
+    if args.state:
+        if len(shard) != 1:
+            raise ConfigError("static --state reads one state file")
+        build, shard = steps.build_static_vectors_from_state, shard[0]
+    build(
+        shard,
         index / "occurrences.parquet",
         index / "vocab.parquet",
         index / "index.json",
@@ -191,6 +235,31 @@ def _download_elmo(args: argparse.Namespace) -> None:
         directory / "provenance.json",
         args.mirror,
     )
+
+
+def _add_model_arguments(command: argparse.ArgumentParser) -> None:
+    """The options of 'extract' and 'stream': the model, the corpus and index, the settings."""
+    command.add_argument("model", help="hub id, local directory or package:<module>/<dir>")
+    command.add_argument("--name", help="short name recorded in the shards")
+    command.add_argument(
+        "--loader", choices=LOADERS, default="transformers", help="elmo: a release or directory"
+    )
+    command.add_argument("--sentences", required=True)
+    command.add_argument("--index", required=True, help="directory written by 'index'")
+    command.add_argument("--layers", type=int, nargs="+")
+    command.add_argument(
+        "--units", choices=UNITS, default="word", help="subword: needs an 'index --subwords'"
+    )
+    command.add_argument("--pooling", choices=POOLINGS, default="mean")
+    command.add_argument("--add-bos", action="store_true")
+    command.add_argument("--max-length", type=int, help="subwords per input (default: window)")
+    command.add_argument("--long-sentences", choices=LONG_SENTENCE_MODES, default="truncate")
+    command.add_argument("--window-overlap", type=int, help="subwords shared by windows")
+    command.add_argument("--token-budget", type=int, default=8192, help="padded subwords/batch")
+    command.add_argument("--storage-dtype", choices=("auto", "float16", "float32"), default="auto")
+    command.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    command.add_argument("--threads", type=int, default=1)
+    command.add_argument("-o", "--output", required=True, help="directory to write into")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -235,28 +304,35 @@ def build_parser() -> argparse.ArgumentParser:
     command.set_defaults(run=_index)
 
     command = commands.add_parser("extract", help="write one HDF5 shard per layer of a model")
-    command.add_argument("model", help="hub id, local directory or package:<module>/<dir>")
-    command.add_argument("--name", help="short name recorded in the shards")
+    _add_model_arguments(command)
     command.add_argument(
-        "--loader", choices=LOADERS, default="transformers", help="elmo: a release or directory"
+        "--parts",
+        type=int,
+        default=1,
+        metavar="N",
+        help="split the extraction into N parts by sentences, each run alone with --part",
     )
-    command.add_argument("--sentences", required=True)
-    command.add_argument("--index", required=True, help="directory written by 'index'")
-    command.add_argument("--layers", type=int, nargs="+")
     command.add_argument(
-        "--units", choices=UNITS, default="word", help="subword: needs an 'index --subwords'"
+        "--part",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --parts: extract part K (0 to N-1) alone; 'measure' gathers the parts",
     )
-    command.add_argument("--pooling", choices=POOLINGS, default="mean")
-    command.add_argument("--add-bos", action="store_true")
-    command.add_argument("--max-length", type=int, help="subwords per input (default: window)")
-    command.add_argument("--long-sentences", choices=LONG_SENTENCE_MODES, default="truncate")
-    command.add_argument("--window-overlap", type=int, help="subwords shared by windows")
-    command.add_argument("--token-budget", type=int, default=8192, help="padded subwords/batch")
-    command.add_argument("--storage-dtype", choices=("auto", "float16", "float32"), default="auto")
-    command.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    command.add_argument("--threads", type=int, default=1)
-    command.add_argument("-o", "--output", required=True, help="directory to write into")
     command.set_defaults(run=_extract)
+
+    command = commands.add_parser(
+        "stream",
+        help="measure a model without shards: state files and measures per layer (exact "
+        "SelfSim, IntraSim, anisotropy; MEV from a sample of each word)",
+    )
+    _add_model_arguments(command)
+    command.add_argument(
+        "--word-sample-size", type=int, default=1000, help="occurrences kept per word for MEV"
+    )
+    command.add_argument("--baseline-sample-size", type=int, default=1000)
+    command.add_argument("--seed", type=int, default=0)
+    command.set_defaults(run=_stream)
 
     command = commands.add_parser(
         "download-elmo", help="fetch a published ELMo into resources/elmo/<release>/"
@@ -266,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     command.set_defaults(run=_download_elmo)
 
     command = commands.add_parser("measure", help="SelfSim, IntraSim, MEV of one shard")
-    command.add_argument("shard")
+    command.add_argument("shard", nargs="+", help="a layer's shard, or the shards of its parts")
     command.add_argument("--sentences", required=True)
     command.add_argument("--index", required=True, help="directory written by 'index'")
     command.add_argument("--baseline-sample-size", type=int, default=1000)
@@ -291,7 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
     command.set_defaults(run=_measure)
 
     command = commands.add_parser("static", help="static vectors of one shard (word2vec text)")
-    command.add_argument("shard")
+    command.add_argument("shard", nargs="+", help="a layer's shard, or the shards of its parts")
+    command.add_argument(
+        "--state", action="store_true", help="the file is a 'stream' state file, not a shard"
+    )
     command.add_argument("--index", required=True, help="directory written by 'index'")
     command.add_argument("--method", choices=METHODS, default="pc1")
     command.add_argument("-o", "--output", required=True, help=".txt file to write")

@@ -22,11 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
 
 from contextuality.errors import ConfigError
 from contextuality.measures import (
     group_sizes,
+    group_sums,
+    row_chunks,
+    row_norms,
     rows_with_vectors,
     run_starts,
     spearman_correlation,
@@ -141,6 +143,14 @@ def bin_labels(bins: list[tuple[int, int | None]]) -> list[str]:
     return [f"{low}–{high}" if high is not None else f"{low}+" for low, high in bins]
 
 
+def occurrence_ids(occurrences: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """The occurrence ids of rows of a layer: its ``occurrence_id`` column (a layer may hold
+    some occurrences only, e.g. a corrected one its measured sentences'), else the rows."""
+    if "occurrence_id" in occurrences:
+        return occurrences["occurrence_id"].to_numpy()[rows]
+    return rows
+
+
 def _bin_index(ranks: np.ndarray, bins: list[tuple[int, int | None]]) -> np.ndarray:
     """Position in `bins` of each 0-based rank."""
     lows = np.array([low for low, _ in bins])
@@ -181,12 +191,12 @@ def nearest_neighbours(
     available = n_points - int(np.any(exclude >= 0))
     if k < 1 or available < k:
         raise ValueError(f"need k ≥ 1 and at least k = {k} points, have {available}")
-    if not (np.isfinite(queries).all() and np.isfinite(points).all()):
+    point_norms = row_norms(points) ** 2
+    if not (np.isfinite(queries).all() and np.isfinite(point_norms).all()):
         raise ValueError("queries and points must be finite")
     indices = np.empty((n_queries, k), dtype=np.int64)
     distances = np.empty((n_queries, k))
-    points32 = np.asarray(points, dtype=np.float32)
-    point_norms = _squared_norms(points)
+    point_chunks = list(row_chunks(n_points, points.shape[1]))
     # |float32 score − exact score| ≤ error·(‖q‖² + ‖p‖²): (d + 10) unit roundoffs (sgemm's
     # γ_d, input and arithmetic rounding) times (‖q‖ + ‖p‖)² ≤ 2(‖q‖² + ‖p‖²), doubled.
     error = 4 * (points.shape[1] + 10) * np.finfo(np.float32).eps / 2
@@ -198,7 +208,10 @@ def nearest_neighbours(
     for start in range(0, n_queries, rows_per_chunk):
         chunk = slice(start, min(start + rows_per_chunk, n_queries))
         chunk_queries, chunk_exclude = queries[chunk], exclude[chunk]
-        scores = np.asarray(chunk_queries, dtype=np.float32) @ points32.T
+        queries32 = np.asarray(chunk_queries, dtype=np.float32)
+        scores = np.empty((len(queries32), n_points), dtype=np.float32)
+        for block in point_chunks:  # float32 a block at a time: no float32 copy of points
+            scores[:, block] = queries32 @ np.asarray(points[block], dtype=np.float32).T
         scores *= -2
         scores += lowered  # at most the exact score + error·‖q‖²
         excluded = np.flatnonzero(chunk_exclude >= 0)
@@ -274,20 +287,16 @@ def word_degeneration(
     """
     valid = np.flatnonzero(rows_with_vectors(vectors))
     word_id = occurrences["word_id"].to_numpy()[valid]
-    mean_direction = np.sum(vectors[valid], axis=0, dtype=np.float64)
+    mean_direction = group_sums(vectors, np.zeros(min(1, len(valid)), np.int64), order=valid)
+    mean_direction = mean_direction.sum(axis=0)
     rows = valid[vocab["indexed"].to_numpy()[word_id]]
     rows = rows[np.argsort(occurrences["word_id"].to_numpy()[rows], kind="stable")]
     sorted_words = occurrences["word_id"].to_numpy()[rows]
     starts = run_starts(sorted_words)
     sizes = group_sizes(starts, len(rows))
-    # (words, rows) indicator: row w sums word w's occurrences, in float64.
-    membership = sparse.csr_matrix(
-        (np.ones(len(rows)), np.arange(len(rows)), np.r_[starts, len(rows)]),
-        shape=(len(starts), len(rows)),
-    )
-    word_vectors = vectors[rows]
-    means = membership @ word_vectors.astype(np.float64) / sizes[:, None]
-    occurrence_norm = membership @ np.sqrt(_squared_norms(word_vectors)) / sizes
+    means = group_sums(vectors, starts, order=rows) / sizes[:, None]
+    norms = row_norms(vectors, rows)
+    occurrence_norm = np.add.reduceat(norms, starts) / sizes if len(starts) else np.zeros(0)
     words = vocab.iloc[sorted_words[starts]][["word_id", "word", "count", "frequency_rank"]]
     words = words.reset_index(drop=True)
     labels = np.array(bin_labels(bins := rank_bins(len(vocab), settings)), dtype=object)
@@ -325,13 +334,13 @@ def occurrence_degeneration(
     rng = np.random.default_rng([settings.seed, _OCCURRENCE_SAMPLE])
     size = min(settings.occurrence_queries, len(candidates))
     chosen = np.sort(rng.choice(candidates, size=size, replace=False))
-    points = vectors[valid]
-    queries = points[chosen]
+    points = vectors if len(valid) == len(vectors) else vectors[valid]  # no copy when all count
+    queries = np.asarray(points[chosen], dtype=np.float64)
     knn_distance, knn_dot = _neighbour_statistics(queries, points, settings.neighbours, chosen)
     frequency_rank = vocab["frequency_rank"].to_numpy()[word_id[chosen]]
     labels = np.array(bin_labels(bins := rank_bins(len(vocab), settings)), dtype=object)
     table = {
-        "occurrence_id": valid[chosen],
+        "occurrence_id": occurrence_ids(occurrences, valid[chosen]),
         "word_id": word_id[chosen],
         "frequency_rank": frequency_rank,
         "bin": labels[_bin_index(frequency_rank - 1, bins)],
@@ -441,7 +450,7 @@ def cone_projection(
     word_id = occurrences["word_id"].to_numpy()[sample]
     return pd.DataFrame(
         {
-            "occurrence_id": sample,
+            "occurrence_id": occurrence_ids(occurrences, sample),
             "word_id": word_id,
             "frequency_rank": vocab["frequency_rank"].to_numpy()[word_id],
             "x": coordinates[:, 0],

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,9 @@ class ExtractionReport:
     ``non_finite_vectors`` counts vectors that were ±inf or NaN after the forward pass; an
     extraction that meets one is refused, so a written meta.json always records 0.
     ``blocks_run``: the blocks each forward pass ran (up to the last layer asked for);
-    ``shard_bytes``: the size of the vectors written.
+    ``shard_bytes``: the size of the vectors written. ``partition``: for one part of a
+    partitioned extraction, which part and which rows (see `extract_to_shards`); its keys
+    are written beside the others, and nothing when the extraction is whole.
     """
 
     n_sentences: int = 0
@@ -90,13 +92,16 @@ class ExtractionReport:
     seconds: float = 0.0
     shard_bytes: int = 0
     blocks_run: int = 0
+    partition: dict[str, int] | None = None
 
     @property
     def tokens_per_second(self) -> float:
         return self.n_subword_tokens / self.seconds if self.seconds else 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "tokens_per_second": round(self.tokens_per_second, 1)}
+        values = asdict(self)
+        partition = values.pop("partition") or {}
+        return {**values, **partition, "tokens_per_second": round(self.tokens_per_second, 1)}
 
 
 def _window_assignment(word_ids: list[list[int]]) -> list[list[int]]:
@@ -139,6 +144,8 @@ def encode_running_text(tokenizer: Any, sentences: list[str]) -> list[RunningTex
     """Tokenize whole sentences once, as running text (no truncation), splitting the special
     tokens from the content. A special token between content subwords is an error: a
     sentence's subwords must be contiguous."""
+    if not sentences:  # an empty part of a partitioned extraction
+        return []
     encoding = tokenizer(
         sentences,
         add_special_tokens=True,
@@ -310,20 +317,27 @@ def model_batches(loaded: LoadedModel, lengths: np.ndarray, token_budget: int) -
 def pool_subwords(hidden: Any, token_word: Any, n_words: int, pooling: str) -> tuple[Any, Any]:
     """Pool subword vectors into word vectors, on the tensors' device.
 
-    hidden: (n_layers, n_tokens, dim) subword vectors of a batch, flattened.
+    hidden: the (n_tokens, dim) subword vectors of each layer of a batch, flattened: a
+    sequence of tensors, or one (n_layers, n_tokens, dim) tensor.
     token_word: (n_tokens,) word row of each subword, -1 for special and padding tokens.
     Returns (n_layers, n_words, dim) float32 word vectors, NaN for words with no
-    subword, and the (n_words,) subword count of each word.
+    subword, and the (n_words,) subword count of each word. Each layer is pooled straight
+    from its own tensor: no stacked or gathered copy of the batch's states is made.
     """
     import torch
 
     keep = token_word >= 0
     rows = token_word[keep]
-    vectors = hidden[:, keep].float()
     counts = torch.bincount(rows, minlength=n_words)
-    pooled = torch.zeros(hidden.shape[0], n_words, hidden.shape[2], device=hidden.device)
+    dim = hidden[0].shape[-1]
+    # One extra row takes the special and padding tokens (mean pooling adds every token,
+    # so no gathered copy of the kept ones is made); it is dropped at the end.
+    pooled = torch.zeros(len(hidden), n_words + 1, dim, device=token_word.device)
     if pooling == "mean":
-        pooled.index_add_(1, rows, vectors)
+        target = torch.where(keep, token_word, n_words)
+        for layer, states in enumerate(hidden):
+            pooled[layer].index_add_(0, target, states.to(pooled.device, torch.float32))
+        pooled = pooled[:, :n_words]
         pooled /= counts.clamp(min=1).to(pooled.dtype)[None, :, None]
     else:
         # Subwords of a word are contiguous; the first (last) is where the word changes.
@@ -333,7 +347,10 @@ def pool_subwords(hidden: Any, token_word: Any, n_words: int, pooling: str) -> t
             boundary[1:] = rows[1:] != rows[:-1]
         else:
             boundary[:-1] = rows[:-1] != rows[1:]
-        pooled[:, rows[boundary]] = vectors[:, boundary]
+        chosen = keep.nonzero().flatten()[boundary]
+        pooled = pooled[:, :n_words]
+        for layer, states in enumerate(hidden):
+            pooled[layer, rows[boundary]] = states[chosen.to(states.device)].to(pooled)
     pooled[:, counts == 0] = float("nan")
     return pooled, counts
 
@@ -384,8 +401,7 @@ def _forward_batch(
         states = list(output.hidden_states)
         if before_norm is not None:
             states[-1] = before_norm["input"]
-        hidden = torch.stack([states[layer] for layer in layers])
-        hidden = hidden.reshape(len(layers), -1, hidden.shape[-1])
+        hidden = [states[layer].reshape(-1, states[layer].shape[-1]) for layer in layers]
         token_word = torch.from_numpy(compact.reshape(-1)).to(device, non_blocking=True)
         pooled, counts = pool_subwords(hidden, token_word, len(rows), loaded.spec.pooling)
     return pooled, counts > 0, rows
@@ -449,9 +465,11 @@ def _start_copy(pooled: Any, reached: Any, storage_dtype: str) -> tuple[Any, Any
     """
     import torch
 
-    finite = torch.isfinite(pooled)
-    peak = torch.where(finite, pooled.abs(), 0.0).amax()
-    non_finite = ~finite.all(dim=2).all(dim=0) & reached
+    # Two reductions and no temporary the size of the batch: a row's largest |value| is
+    # NaN or inf exactly when the row holds a non-finite value (unreached rows are NaN).
+    row_peak = torch.maximum(pooled.amax(dim=2).amax(dim=0), pooled.amin(dim=2).amin(dim=0).neg())
+    non_finite = ~torch.isfinite(row_peak) & reached
+    peak = torch.where(reached & ~non_finite, row_peak, 0.0).amax()
     values = pooled.to(getattr(torch, storage_dtype))
     if values.device.type != "cuda":
         return values, peak, non_finite, None
@@ -500,6 +518,18 @@ class _BackgroundWriter:
         self._raise_if_failed()
 
 
+BLOCK_WORDS = 16_384
+BLOCK_BYTES = 256 * 2**20
+
+
+def default_block_words(n_layers: int, dim: int, storage_dtype: str) -> int:
+    """Words per block of an extraction: as many as 256 MiB of stored vectors hold, at
+    least 16,384. Batches are planned within a block, so a block of more sentences pads
+    less (MiniLM on 2,680 STS sentences in blocks of 16,384 words padded 11% more than in
+    one block); the bytes bound keeps the host memory of a few blocks in flight small."""
+    return max(BLOCK_WORDS, BLOCK_BYTES // (n_layers * dim * np.dtype(storage_dtype).itemsize))
+
+
 def _blocks(words_per_sentence: np.ndarray, block_words: int) -> list[tuple[int, int]]:
     """Contiguous sentence ranges [start, end) holding about `block_words` words each."""
     blocks, start, filled = [], 0, 0
@@ -510,6 +540,44 @@ def _blocks(words_per_sentence: np.ndarray, block_words: int) -> list[tuple[int,
         filled += int(n_words)
     blocks.append((start, len(words_per_sentence)))
     return blocks
+
+
+def partition_bounds(
+    rows_per_sentence: np.ndarray, n_parts: int, block_rows: int = BLOCK_WORDS
+) -> list[tuple[int, int]]:
+    """Split the sentences into `n_parts` contiguous ranges [start, end), balanced by rows.
+
+    rows_per_sentence: (n_sentences,) units (shard rows) of each sentence, in corpus order.
+    Parts are cut only where the extraction starts a block of about `block_rows` rows
+    (`extract_to_shards` with ``block_words=block_rows``), each cut at the block start
+    nearest to k·total/n_parts rows: a part then runs exactly the batches the whole
+    extraction runs for its sentences, so its rows are the whole extraction's rows, bit for
+    bit wherever the forward pass is deterministic (a cut inside a block would regroup its
+    batches, and other padding and batch shapes change the last bits of a forward pass). Each
+    part holds total/n_parts rows give or take one block's rows (at most `block_rows`, or
+    one sentence's where a sentence alone has more); ``block_rows=1`` cuts between any two
+    sentences, balanced within one sentence's rows.
+
+    Returns exactly `n_parts` ranges, in order, covering 0..n_sentences. When there are
+    fewer blocks (or sentences) than parts, some parts are empty (start == end); the
+    extraction of an empty part writes shards of 0 rows. Raises ConfigError when `n_parts`
+    is not an integer ≥ 1.
+    """
+    if isinstance(n_parts, bool) or not isinstance(n_parts, int | np.integer) or n_parts < 1:
+        raise ConfigError(f"the number of partitions must be an integer of at least 1: {n_parts!r}")
+    counts = np.asarray(rows_per_sentence, dtype=np.int64)
+    if counts.ndim != 1 or (counts < 0).any():
+        raise ValueError("rows_per_sentence must be a 1-D array of non-negative counts")
+    cuts = np.array([start for start, _ in _blocks(counts, block_rows)] + [len(counts)])
+    before = np.concatenate([[0], np.cumsum(counts)])[cuts]  # rows before each cut
+    # Integer arithmetic: cut k is the one whose n_parts·rows is nearest k·total (ties: later).
+    scaled = before * n_parts
+    targets = np.arange(1, n_parts, dtype=np.int64) * int(before[-1])
+    above = np.minimum(np.searchsorted(scaled, targets, side="left"), len(cuts) - 1)
+    below = np.maximum(above - 1, 0)
+    nearer_below = targets - scaled[below] < scaled[above] - targets
+    edges = [0, *cuts[np.where(nearer_below, below, above)].tolist(), len(counts)]
+    return [(int(edges[k]), int(edges[k + 1])) for k in range(n_parts)]
 
 
 def _one_ahead(executor: ThreadPoolExecutor, function: Any, items: list) -> Iterator[Any]:
@@ -640,7 +708,9 @@ def _finish_copy(
     peak = float(batch.peak)
     if storage_dtype == "float16" and peak >= FLOAT16_MAX:
         raise NumericOverflowError(f"model {name}: |value| {peak:.4g} does not fit float16")
-    block[:, batch.rows] = batch.host.numpy()
+    host = batch.host.numpy()
+    for layer in range(len(block)):  # a layer at a time: 6× faster than one 3-D scatter
+        block[layer, batch.rows] = host[layer]
     filled[batch.rows] = True
 
 
@@ -714,6 +784,49 @@ def _extract_block(
     block[:, ~filled] = np.nan
 
 
+def part_sentences(
+    rows_per_sentence: np.ndarray, part: int, n_parts: int, block_words: int = BLOCK_WORDS
+) -> tuple[int, int]:
+    """The sentence range [start, end) of part `part` (0-based) of `n_parts`
+    (`partition_bounds`); ConfigError for a part outside 0..n_parts−1."""
+    bounds = partition_bounds(rows_per_sentence, n_parts, block_words)
+    if isinstance(part, bool) or not isinstance(part, int | np.integer) or not 0 <= part < n_parts:
+        raise ConfigError(f"part {part!r} of {n_parts}: parts are numbered 0 to {n_parts - 1}")
+    return bounds[part]
+
+
+def units_of_part(units: SentenceUnits, counts: np.ndarray, first_sentence: int) -> SentenceUnits:
+    """The units of one part's sentences (`units`, built from sentences `first_sentence`
+    onward) presented as the whole corpus's: `counts`, the units of every sentence (from
+    the occurrence index), and ``encode`` taking the corpus's sentence numbers, of which
+    only the part's may be asked for. A part's job so tokenizes its own sentences alone."""
+
+    def encode(start: int, end: int) -> list[EncodedSentence]:
+        if start < first_sentence or end - first_sentence > len(units.counts):
+            raise ValueError(f"sentences {start}..{end} are outside this part's units")
+        return units.encode(start - first_sentence, end - first_sentence)
+
+    counts = np.asarray(counts, dtype=np.int64)
+    mine = counts[first_sentence : first_sentence + len(units.counts)]
+    if not np.array_equal(mine, units.counts):
+        raise ValueError("the part's units disagree with the counts of its sentences")
+    return replace(units, counts=counts, encode=encode)
+
+
+def _part_sentences(
+    loaded: LoadedModel, units: SentenceUnits, part: int, n_parts: int, block_words: int
+) -> tuple[int, int]:
+    """The sentence range of one part of a partitioned extraction (`partition_bounds`)."""
+    bounds = part_sentences(units.counts, part, n_parts, block_words)
+    if loaded.sequential and n_parts > 1:
+        raise ConfigError(
+            f"model {loaded.spec.name} carries its states from sentence to sentence "
+            "(lstm_states: carried), so it runs the corpus as one sequence and cannot be "
+            "extracted in parts"
+        )
+    return bounds
+
+
 def shard_bytes(n_rows: int, n_layers: int, hidden_size: int, storage_dtype: str) -> int:
     """Bytes the vectors of one extraction take on disk: occurrences × layers × dimensions ×
     bytes per value (HDF5's own overhead, a few kB a file, aside)."""
@@ -741,8 +854,11 @@ def extract_to_shards(
     shard_paths: dict[int, str | Path],
     attributes: dict[str, Any],
     storage_dtype: str = "float16",
-    block_words: int = 16_384,
+    block_words: int | None = None,
     progress: bool = True,
+    writer: Any = None,
+    part: int = 0,
+    n_parts: int = 1,
 ) -> ExtractionReport:
     """Extract the vectors of `layers` for every unit of every sentence into shards.
 
@@ -750,20 +866,70 @@ def extract_to_shards(
     from the same sentences (see `sentence_units`). An extraction whose shards would not
     fit on their disk is refused first (`check_free_space`). Values beyond float16's range raise
     NumericOverflowError when storing float16 (the caller may retry with float32). On CUDA
-    out-of-memory the token budget is halved and the batch retried.
+    out-of-memory the token budget is halved and the batch retried. Sentences run in blocks
+    of about `block_words` words (default: `default_block_words`), each block's batches
+    planned together and its rows written together.
+
+    writer: where the blocks go instead of shards (`shard_paths` and `attributes` unused):
+    an object with `ShardSetWriter`'s ``write``, ``commit`` and ``abort`` for these layers,
+    such as `streaming.StreamingAccumulator`; it is committed or aborted here.
+
+    part, n_parts: extract only part `part` (0-based) of `n_parts` (`partition_bounds` with
+    `block_words`): its shards hold its rows alone, which are the whole extraction's rows
+    `first_row` to `first_row` + their count, and record ``part``, ``n_parts``,
+    ``first_row``, ``n_rows_total``, ``first_sentence``, ``end_sentence`` and
+    ``block_words`` (`shards.load_shard_parts` gathers the parts). A model that must see
+    the corpus as one sequence (ELMo with ``lstm_states: carried``) cannot be partitioned.
     """
     from tqdm.auto import tqdm
 
     started = time.perf_counter()
     spec = loaded.spec
+    row_offsets = np.concatenate([[0], np.cumsum(units.counts)])
+    if block_words is None:
+        block_words = default_block_words(len(layers), loaded.hidden_size, storage_dtype)
+    blocks = _blocks(units.counts, block_words)
+    first_sentence, end_sentence = 0, len(units.counts)
+    partition = None
+    if (part, n_parts) != (0, 1):
+        first_sentence, end_sentence = _part_sentences(loaded, units, part, n_parts, block_words)
+        blocks = [
+            (start, end) for start, end in blocks if first_sentence <= start < end <= end_sentence
+        ]
     if loaded.sequential:
         loaded.model.reset_states()
-    row_offsets = np.concatenate([[0], np.cumsum(units.counts)])
-    n_rows = int(row_offsets[-1])
-    needed = shard_bytes(n_rows, len(layers), loaded.hidden_size, storage_dtype)
-    check_free_space(Path(shard_paths[layers[0]]).parent, needed, spec.name)
+    part_start = int(row_offsets[first_sentence])
+    n_rows = int(row_offsets[end_sentence]) - part_start
+    if (part, n_parts) != (0, 1):
+        partition = {
+            "part": part,
+            "n_parts": n_parts,
+            "first_row": part_start,
+            "n_rows_total": int(row_offsets[-1]),
+            "first_sentence": first_sentence,
+            "end_sentence": end_sentence,
+            "block_words": block_words,
+        }
+        log.info(
+            "%s: part %d of %d (0-based): sentences %d to %d, rows %d to %d of %d",
+            spec.name,
+            part,
+            n_parts,
+            first_sentence,
+            end_sentence,
+            part_start,
+            part_start + n_rows,
+            partition["n_rows_total"],
+        )
+    if writer is not None and list(writer.layers) != list(layers):
+        writer.abort()
+        raise ValueError(f"the writer takes layers {writer.layers}, not {list(layers)}")
+    needed = 0
+    if writer is None:
+        needed = shard_bytes(n_rows, len(layers), loaded.hidden_size, storage_dtype)
+        check_free_space(Path(shard_paths[layers[0]]).parent, needed, spec.name)
     report = ExtractionReport(
-        n_sentences=len(units.counts),
+        n_sentences=end_sentence - first_sentence,
         n_occurrences=n_rows,
         storage_dtype=storage_dtype,
         device=str(next(loaded.model.parameters()).device),
@@ -772,24 +938,37 @@ def extract_to_shards(
         blocks_run=blocks_to_run(loaded, layers),
         subwords_spanning_words=units.subwords_spanning_words,
         subwords_outside_words=units.subwords_outside_words,
+        partition=partition,
     )
-    shards = ShardSetWriter(
-        {layer: shard_paths[layer] for layer in layers},
-        n_rows,
-        loaded.hidden_size,
-        storage_dtype,
-        attributes,
+    shards = (
+        writer
+        if writer is not None
+        else ShardSetWriter(
+            {layer: shard_paths[layer] for layer in layers},
+            n_rows,
+            loaded.hidden_size,
+            storage_dtype,
+            {**attributes, **(partition or {})},
+        )
     )
     with (
         shards,
         tqdm(total=n_rows, unit="word", desc=spec.name, disable=not progress) as bar,
     ):
         writer = _BackgroundWriter(shards)
-        # Blocks are tokenized ahead on another thread while the model runs.
+        # On a GPU, blocks are tokenized ahead on another thread while the model runs. On
+        # the CPU the forward pass takes every core, and a thread tokenizing beside it slows
+        # it more than tokenizing in turn costs (bench/extraction.py, MiniLM on 2 cores).
         tokenizing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
         try:
-            blocks = _blocks(units.counts, block_words)
-            encodings = _one_ahead(tokenizing, lambda bounds: units.encode(*bounds), blocks)
+
+            def encode(bounds: tuple[int, int]) -> list[EncodedSentence]:
+                return units.encode(*bounds)
+
+            if report.device == "cpu":
+                encodings = map(encode, blocks)
+            else:
+                encodings = _one_ahead(tokenizing, encode, blocks)
             for (start, end), encoded in zip(blocks, encodings, strict=True):
                 _count_coverage(encoded, report)
                 first_row = int(row_offsets[start])
@@ -797,7 +976,7 @@ def extract_to_shards(
                 block = np.empty((len(layers), block_rows, loaded.hidden_size), storage_dtype)
                 first_rows = row_offsets[start:end] - first_row
                 _extract_block(loaded, encoded, layers, first_rows, block, first_row, report)
-                writer.write(first_row, block)
+                writer.write(first_row - part_start, block)
                 bar.update(block_rows)
         finally:
             tokenizing.shutdown(cancel_futures=True)

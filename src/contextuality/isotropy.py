@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contextuality.measures import row_chunks, sentence_sum_statistics
+
 # Largest rows × directions block of projections held at once by log_partition_function
 # (2²² float64 values: 32 MiB).
 _PROJECTIONS_PER_BLOCK = 1 << 22
@@ -204,7 +206,7 @@ def effective_rank(vectors: np.ndarray) -> float:
 
 
 def rogue_dimensions(
-    unit: np.ndarray, sentence_starts: np.ndarray, top: int = 3
+    unit: np.ndarray, sentence_starts: np.ndarray, top: int = 3, normalize: bool = False
 ) -> RogueDimensions:
     """Dimensions that dominate the expected cosine (Timkey & van Schijndel, EMNLP 2021).
 
@@ -216,12 +218,17 @@ def rogue_dimensions(
     computed exactly in O(N·d), no pair is formed.
 
     unit: (N, d) unit-length rows (other lengths give the expected dot product instead),
-    each sentence's rows contiguous. sentence_starts: first row of each sentence, strictly
-    increasing from 0. top: how many dimensions to return (at most d); ties go to the lower
-    index. Refuses data with no pair of rows in different sentences.
+    each sentence's rows contiguous; with `normalize`, any finite non-zero rows, scaled to
+    unit length here. Read in chunks of rows, never copied whole. sentence_starts: first
+    row of each sentence, strictly increasing from 0. top: how many dimensions to return
+    (at most d); ties go to the lower index. Refuses data with no pair of rows in
+    different sentences.
     """
-    rows = _rows(unit, "rogue_dimensions")
-    n_rows = len(rows)
+    if np.ndim(unit) != 2 or len(unit) == 0:
+        raise ValueError(
+            f"rogue_dimensions: expected a non-empty 2-D array of rows, got shape {np.shape(unit)}"
+        )
+    n_rows = len(unit)
     starts = np.asarray(sentence_starts)
     if (
         starts.ndim != 1
@@ -241,8 +248,10 @@ def rogue_dimensions(
     pairs = float(n_rows) ** 2 - np.sum(sizes**2)
     if pairs == 0:
         raise ValueError("rogue_dimensions: no pair of rows lies in different sentences")
-    sentence_sums = np.add.reduceat(rows, starts, axis=0)
-    contributions = (rows.sum(axis=0) ** 2 - np.sum(sentence_sums**2, axis=0)) / pairs
+    if not all(np.isfinite(unit[chunk]).all() for chunk in row_chunks(*unit.shape)):
+        raise ValueError("rogue_dimensions: every entry must be finite")
+    total, within = sentence_sum_statistics(unit, starts, unit=normalize)
+    contributions = (total**2 - within) / pairs
     largest = np.argsort(-contributions, kind="stable")[:top]
     return RogueDimensions(
         dimensions=tuple(int(i) for i in largest),

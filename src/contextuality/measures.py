@@ -16,13 +16,49 @@ from typing import Any
 
 import numpy as np
 
-_ROWS_PER_CHUNK = 65_536
+_CHUNK_BYTES = 32 * 2**20  # float64 temporaries per chunk of rows
+
+
+def row_chunks(n_rows: int, dim: int) -> Iterator[slice]:
+    """Consecutive slices of at most 32 MiB of float64 rows of width `dim` covering
+    0..n_rows: the unit of work of every pass over a layer, so that no pass holds more than
+    the layer itself plus one chunk."""
+    step = max(1, _CHUNK_BYTES // (8 * max(1, dim)))
+    for begin in range(0, n_rows, step):
+        yield slice(begin, min(begin + step, n_rows))
 
 
 def rows_with_vectors(vectors: np.ndarray) -> np.ndarray:
     """Bool mask (n,) of the occurrences that count: rows finite and not all zero (a NaN
     row is an occurrence the model gave no vector, or one a correction was fitted on)."""
-    return np.isfinite(vectors).all(axis=1) & np.any(vectors != 0, axis=1)
+    mask = np.empty(len(vectors), dtype=bool)
+    for chunk in row_chunks(len(vectors), vectors.shape[1]):
+        rows = vectors[chunk]
+        mask[chunk] = np.isfinite(rows).all(axis=1) & np.any(rows != 0, axis=1)
+    return mask
+
+
+def row_norms(vectors: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """Float64 L2 norm of each row of ``vectors[order]`` (``vectors`` without `order`),
+    read a chunk at a time."""
+    n_rows = len(vectors) if order is None else len(order)
+    norms = np.empty(n_rows)
+    for chunk in row_chunks(n_rows, vectors.shape[1]):
+        block = np.asarray(vectors[chunk if order is None else order[chunk]], np.float64)
+        norms[chunk] = np.sqrt(np.einsum("ij,ij->i", block, block))
+    return norms
+
+
+def keep_rows(vectors: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``vectors[keep]`` for a bool mask, computed in place: kept rows move up chunk by
+    chunk (each lands at or before where it was), and the first ``keep.sum()`` rows are
+    returned as a view. No second copy of the layer is made; `vectors` is overwritten."""
+    kept = np.flatnonzero(keep)
+    if len(kept) == len(vectors):
+        return vectors
+    for chunk in row_chunks(len(kept), vectors.shape[1]):
+        vectors[chunk] = vectors[kept[chunk]]
+    return vectors[: len(kept)]
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -64,20 +100,76 @@ def run_starts(*keys: np.ndarray) -> np.ndarray:
     return np.flatnonzero(changes)
 
 
-def _group_sums(rows: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Float64 sum of the rows of each contiguous group, shape (n_groups, d), as a sparse
-    group-indicator matrix times the rows (several times faster than ``np.add.reduceat``
-    with a float64 accumulator on float32 rows)."""
+def complete_group_sums(
+    rows: np.ndarray,
+    starts: np.ndarray,
+    *,
+    order: np.ndarray | None = None,
+    unit: bool = False,
+    weights: np.ndarray | None = None,
+) -> Iterator[tuple[slice, np.ndarray]]:
+    """Float64 sums of contiguous groups of rows, yielded as (groups, sums (len, d)) once
+    each group is complete, in order: never more than one chunk's groups at a time, so
+    per-group reductions (a norm, a dot product) need no (n_groups, d) array.
+
+    Row i of the sequence summed is ``rows[order[i]]`` (``rows[i]`` without `order`),
+    scaled to unit length with `unit` (a zero or non-finite row is then a ValueError) and
+    multiplied by ``weights[order[i]]`` with `weights`. Read chunk by chunk (`row_chunks`)
+    in float64, each chunk's groups summed as a sparse group-indicator matrix times the
+    chunk (several times faster than ``np.add.reduceat``); the group still open at a
+    chunk's end is carried into the next.
+    """
     from scipy import sparse
 
+    starts = np.asarray(starts, dtype=np.int64)
+    n_rows = len(rows) if order is None else len(order)
     if len(starts) == 0:
-        return np.zeros((0, rows.shape[1]))
-    sizes = group_sizes(starts, len(rows))
-    indicator = sparse.csr_matrix(
-        (np.ones(sizes.sum()), np.arange(starts[0], len(rows)), np.append(0, np.cumsum(sizes))),
-        shape=(len(starts), len(rows)),
-    )
-    return np.asarray(indicator @ np.asarray(rows, dtype=np.float64))
+        return
+    open_group, open_sum = -1, None
+    for chunk in row_chunks(n_rows - starts[0], rows.shape[1]):
+        positions = np.arange(chunk.start, chunk.stop) + starts[0]
+        chosen = positions if order is None else order[positions]
+        block = np.asarray(rows[chosen], np.float64)
+        if unit:
+            norms = np.linalg.norm(block, axis=1, keepdims=True)
+            if not np.all(np.isfinite(norms)) or np.any(norms == 0):
+                raise ValueError("rows scaled to unit length must be finite and non-zero")
+            block /= norms
+        if weights is not None:
+            block *= np.asarray(weights, dtype=np.float64)[chosen][:, None]
+        group = np.searchsorted(starts, positions, side="right") - 1
+        first = int(group[0])
+        indicator = sparse.csr_matrix(
+            (np.ones(len(positions)), (group - first, np.arange(len(positions)))),
+            shape=(group[-1] - first + 1, len(positions)),
+        )
+        partial = np.asarray(indicator @ block)
+        if first == open_group:
+            partial[0] += open_sum
+        elif open_group >= 0:
+            yield slice(open_group, open_group + 1), open_sum[None]
+        if len(partial) > 1:
+            yield slice(first, first + len(partial) - 1), partial[:-1]
+        open_group, open_sum = first + len(partial) - 1, partial[-1]
+    yield slice(open_group, open_group + 1), open_sum[None]
+
+
+def group_sums(rows: np.ndarray, starts: np.ndarray, **options: Any) -> np.ndarray:
+    """Float64 sum of the rows of each contiguous group, shape (n_groups, d): for groups
+    far fewer than rows (words, not contexts). Options as `complete_group_sums`."""
+    sums = np.zeros((len(starts), rows.shape[1]))
+    for groups, partial in complete_group_sums(rows, starts, **options):
+        sums[groups] = partial
+    return sums
+
+
+def group_squared_norms(rows: np.ndarray, starts: np.ndarray, **options: Any) -> np.ndarray:
+    """‖Σ_{i∈g} row_i‖² of each contiguous group g, (n_groups,) float64, holding one
+    chunk's sums at a time. Options as `complete_group_sums`."""
+    squared = np.zeros(len(starts))
+    for groups, partial in complete_group_sums(rows, starts, **options):
+        squared[groups] = _squared_norms(partial)
+    return squared
 
 
 def _squared_norms(rows: np.ndarray) -> np.ndarray:
@@ -85,7 +177,10 @@ def _squared_norms(rows: np.ndarray) -> np.ndarray:
 
 
 def self_similarity(
-    unit: np.ndarray, word_starts: np.ndarray, context_starts: np.ndarray
+    vectors: np.ndarray,
+    word_starts: np.ndarray,
+    context_starts: np.ndarray,
+    order: np.ndarray | None = None,
 ) -> np.ndarray:
     """SelfSim of each word: mean cosine between its occurrences in different contexts.
 
@@ -95,18 +190,19 @@ def self_similarity(
     exactly, in O(n·d): no pair is formed or sampled. When every occurrence is in its own
     sentence this is the paper's 1/(n²−n) Σ_{j≠k} cos(f_j, f_k).
 
-    unit: (N, d) unit vectors sorted by (word, sentence).
+    vectors: (N, d) rows, scaled to unit length here; ``vectors[order]`` (or `vectors`
+    without `order`) sorted by (word, sentence).
     word_starts: first row of each word, shape (n_words,).
     context_starts: first row of each (word, sentence) run; includes every word start.
     Returns (n_words,) float64; NaN for a word seen in only one context.
     """
-    n_rows = len(unit)
-    word_sums = _group_sums(unit, word_starts)
-    context_sums = _group_sums(unit, context_starts)
+    n_rows = len(vectors) if order is None else len(order)
+    word_sums = group_sums(vectors, word_starts, order=order, unit=True)
+    context_dots = group_squared_norms(vectors, context_starts, order=order, unit=True)
     context_sizes = group_sizes(context_starts, n_rows)
     word_of_context = np.searchsorted(word_starts, context_starts, side="right") - 1
     same_context_dot = np.bincount(
-        word_of_context, weights=_squared_norms(context_sums), minlength=len(word_starts)
+        word_of_context, weights=context_dots, minlength=len(word_starts)
     )
     same_context_pairs = np.bincount(
         word_of_context, weights=context_sizes.astype(np.float64) ** 2, minlength=len(word_starts)
@@ -117,30 +213,25 @@ def self_similarity(
         return np.where(pairs > 0, (_squared_norms(word_sums) - same_context_dot) / pairs, np.nan)
 
 
-def intra_similarity(
-    vectors: np.ndarray, sentence_starts: np.ndarray, unit: np.ndarray | None = None
-) -> np.ndarray:
+def intra_similarity(vectors: np.ndarray, sentence_starts: np.ndarray) -> np.ndarray:
     """IntraSim of each sentence: mean cosine of its word vectors with their mean.
 
-    IntraSim(s) = 1/n Σ_i cos(f_i, s̄),  s̄ = 1/n Σ_i f_i  (paper §3.2, Definition 2).
+    IntraSim(s) = 1/n Σ_i cos(f_i, s̄) = (Σ_i u_i)·s̄ / (n ‖s̄‖),  s̄ = 1/n Σ_i f_i
+    (paper §3.2, Definition 2), from two sums per sentence.
 
-    vectors: (N, d) raw (not normalized) word vectors, sentences contiguous; unit: the same
-    rows unit-normalized, when the caller has them. Returns (n_sentences,) float64.
+    vectors: (N, d) raw (not normalized) word vectors, sentences contiguous, each row finite
+    and non-zero. Returns (n_sentences,) float64.
     """
-    vectors = np.asarray(vectors)
-    n_rows = len(vectors)
-    sizes = group_sizes(sentence_starts, n_rows)
-    means = _group_sums(vectors, sentence_starts)
-    means /= np.linalg.norm(means, axis=1, keepdims=True)
-    sentence_of_row = np.repeat(np.arange(len(sizes)), sizes)
-    cosines = np.empty(n_rows)
-    for begin in range(0, n_rows, _ROWS_PER_CHUNK):
-        end = min(begin + _ROWS_PER_CHUNK, n_rows)
-        chunk = unit_rows(vectors[begin:end]) if unit is None else unit[begin:end]
-        cosines[begin:end] = np.einsum(
-            "ij,ij->i", chunk, means[sentence_of_row[begin:end]], dtype=np.float64
-        )
-    return np.bincount(sentence_of_row, weights=cosines, minlength=len(sizes)) / sizes
+    sizes = group_sizes(sentence_starts, len(vectors))
+    cosine_sums = np.empty(len(sizes))
+    # The same chunks give the same groups: both sums of each sentence arrive together.
+    for (groups, sums), (_, unit_sums) in zip(
+        complete_group_sums(vectors, sentence_starts),
+        complete_group_sums(vectors, sentence_starts, unit=True),
+        strict=True,
+    ):
+        cosine_sums[groups] = np.einsum("ij,ij->i", unit_sums, sums) / np.linalg.norm(sums, axis=1)
+    return cosine_sums / sizes
 
 
 def explained_variance_first_component(matrix: np.ndarray, centered: bool = False) -> float:
@@ -164,24 +255,31 @@ def explained_variance_first_component(matrix: np.ndarray, centered: bool = Fals
 
 
 def groups_by_size(
-    vectors: np.ndarray, starts: np.ndarray
+    vectors: np.ndarray, starts: np.ndarray, order: np.ndarray | None = None
 ) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
-    """Yield (group indices, stacked rows) for each distinct size of contiguous groups.
+    """Yield (group indices, stacked rows) for the contiguous groups of rows, by size.
 
-    Groups of one size n ≤ d that occur more than once come stacked as a (k, n, d) float64
-    array, so a per-group eigenproblem can be solved for all of them in one batched call
-    on their n×n Gram matrices (far faster for the many words with few occurrences).
-    Other groups come with None: solve those one at a time (larger ones on the d×d scatter).
+    Row i of the sequence grouped is ``vectors[order[i]]`` (``vectors[i]`` without `order`).
+    Groups of one size n ≤ d that occur more than once come stacked as (k, n, d) float64
+    arrays of at most one `row_chunks` chunk each, so a per-group eigenproblem can be solved
+    for all of them in one batched call on their n×n Gram matrices (far faster for the many
+    words with few occurrences). Other groups come with None: solve those one at a time
+    (larger ones on the d×d scatter).
     """
     starts = np.asarray(starts, dtype=np.int64)
-    sizes = group_sizes(starts, len(vectors))
+    sizes = group_sizes(starts, len(vectors) if order is None else len(order))
+    dim = vectors.shape[1]
     for size in np.unique(sizes):
         chosen = np.flatnonzero(sizes == size)
-        if size > vectors.shape[1] or len(chosen) == 1:
+        if size > dim or len(chosen) == 1:
             yield chosen, None
-        else:
-            rows = starts[chosen][:, None] + np.arange(size)
-            yield chosen, np.asarray(vectors[rows], dtype=np.float64)
+            continue
+        for batch in row_chunks(len(chosen) * size, dim):
+            part = chosen[batch.start // size : batch.stop // size]
+            if len(part) == 0:
+                continue
+            rows = starts[part][:, None] + np.arange(size)
+            yield part, np.asarray(vectors[rows if order is None else order[rows]], np.float64)
 
 
 @dataclass(frozen=True)
@@ -280,32 +378,40 @@ def _variance_ratio_along(
 
 
 def first_component_statistics(
-    vectors: np.ndarray, starts: np.ndarray, weights: np.ndarray | None = None
+    vectors: np.ndarray,
+    starts: np.ndarray,
+    weights: np.ndarray | None = None,
+    order: np.ndarray | None = None,
 ) -> FirstComponentStatistics:
-    """`FirstComponentStatistics` of each contiguous group of rows (e.g. a word's occurrences).
+    """`FirstComponentStatistics` of each contiguous group of the rows ``vectors[order]``
+    (``vectors`` without `order`), e.g. a word's occurrences.
 
-    weights: (N,) how many times each row counts in the truncated-SVD ratio (the paper's
-    code kept every copy of a repeated sentence; default 1). Groups of equal size are
-    solved in batched eigen-decompositions (see `groups_by_size`).
+    weights: (N,) how many times each row of `vectors` counts in the truncated-SVD ratio
+    (the paper's code kept every copy of a repeated sentence; default 1). Groups of equal
+    size are solved in batched eigen-decompositions (see `groups_by_size`).
     """
     starts = np.asarray(starts, dtype=np.int64)
-    sizes = group_sizes(starts, len(vectors))
+    order = np.arange(len(vectors)) if order is None else np.asarray(order)
+    sizes = group_sizes(starts, len(order))
     weights = np.ones(len(vectors)) if weights is None else np.asarray(weights, dtype=np.float64)
     results = np.full((3, len(starts)), np.nan)
-    for chosen, stacked in groups_by_size(vectors, starts):
+    for chosen, stacked in groups_by_size(vectors, starts, order):
         if stacked is None:
             for group in chosen:
-                rows = np.arange(starts[group], starts[group] + sizes[group])
+                rows = order[starts[group] : starts[group] + sizes[group]]
                 matrix = np.asarray(vectors[rows], dtype=np.float64)[None]
                 results[:, group] = np.ravel(_stacked_statistics(matrix, weights[rows][None]))
             continue
-        rows = starts[chosen][:, None] + np.arange(sizes[chosen[0]])
+        rows = order[starts[chosen][:, None] + np.arange(sizes[chosen[0]])]
         results[:, chosen] = _stacked_statistics(stacked, weights[rows])
     return FirstComponentStatistics(*results)
 
 
 def paper_self_similarity(
-    unit: np.ndarray, word_starts: np.ndarray, weights: np.ndarray
+    vectors: np.ndarray,
+    word_starts: np.ndarray,
+    weights: np.ndarray,
+    order: np.ndarray | None = None,
 ) -> np.ndarray:
     """The paper's SelfSim of each word: mean cosine over all ordered pairs of distinct
     entries of its occurrence list, where occurrence j is listed `weights[j]` times (once per
@@ -315,40 +421,49 @@ def paper_self_similarity(
 
     This is the exact expectation of the authors' estimate (the mean over ≤ 1,000 pairs
     drawn from that list): pairs within one sentence and between copies of a repeated
-    sentence count, unlike in `self_similarity`. unit: (N, d) unit rows, words contiguous.
+    sentence count, unlike in `self_similarity`. vectors: (N, d) rows, scaled to unit length
+    here, words contiguous in ``vectors[order]``; weights: (N,) per row of `vectors`.
     Returns (n_words,) float64; NaN for a word listed once.
     """
     weights = np.asarray(weights, dtype=np.float64)
-    sums = _group_sums(unit, word_starts)
-    # Rows of repeated sentences add their further copies; only they are multiplied.
-    repeated = np.flatnonzero(weights > 1)
-    if len(repeated):
-        word_of_row = np.searchsorted(word_starts, repeated, side="right") - 1
-        firsts = run_starts(word_of_row)
-        extra = unit[repeated] * (weights[repeated] - 1)[:, None].astype(unit.dtype)
-        sums[word_of_row[firsts]] += _group_sums(extra, firsts)
-    entries = np.add.reduceat(weights, word_starts) if len(word_starts) else np.zeros(0)
+    sums = group_sums(vectors, word_starts, order=order, unit=True, weights=weights)
+    listed = weights if order is None else weights[order]
+    entries = np.add.reduceat(listed, word_starts) if len(word_starts) else np.zeros(0)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(
             entries > 1, (_squared_norms(sums) - entries) / (entries**2 - entries), np.nan
         )
 
 
-def anisotropy_baseline(unit: np.ndarray, sentence_starts: np.ndarray) -> float:
+def anisotropy_baseline(vectors: np.ndarray, sentence_starts: np.ndarray) -> float:
     """Exact expected cosine of two random word occurrences from different sentences.
 
     E[cos] = (‖Σ_i u_i‖² − Σ_s ‖Σ_{i∈s} u_i‖²) / (N² − Σ_s n_s²)
 
     over all ordered pairs of occurrences in different sentences (paper §4.1 estimates
-    this from 1,000 sampled occurrences). unit: (N, d) with sentences contiguous.
+    this from 1,000 sampled occurrences). vectors: (N, d) rows, scaled to unit length here,
+    sentences contiguous from ``sentence_starts[0] == 0``.
     """
-    total = unit.sum(axis=0, dtype=np.float64)
-    sentence_sums = _group_sums(unit, sentence_starts)
-    sizes = group_sizes(sentence_starts, len(unit)).astype(np.float64)
-    pairs = len(unit) ** 2 - np.sum(sizes**2)
+    total, within = sentence_sum_statistics(vectors, sentence_starts, unit=True)
+    sizes = group_sizes(sentence_starts, len(vectors)).astype(np.float64)
+    pairs = len(vectors) ** 2 - np.sum(sizes**2)
     if pairs <= 0:
         return float("nan")
-    return float((total @ total - _squared_norms(sentence_sums).sum()) / pairs)
+    return float((total @ total - within.sum()) / pairs)
+
+
+def sentence_sum_statistics(
+    vectors: np.ndarray, sentence_starts: np.ndarray, unit: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """S = Σ_s S_s, the sum of all rows, and Σ_s S_s², squared per dimension, where S_s is
+    the sum of sentence s's rows (unit-scaled with `unit`): both (d,) float64, one
+    chunk's sentence sums held at a time."""
+    total = np.zeros(vectors.shape[1])
+    within = np.zeros(vectors.shape[1])
+    for _, sums in complete_group_sums(vectors, sentence_starts, unit=unit):
+        total += sums.sum(axis=0)
+        within += np.einsum("ij,ij->j", sums, sums)
+    return total, within
 
 
 def explained_variance_baseline(
@@ -426,7 +541,6 @@ def paper_word_sample(
 
 def paper_sample_estimates(
     vectors: np.ndarray,
-    unit: np.ndarray,
     intrasim: np.ndarray,
     sentence_starts: np.ndarray,
     copies: np.ndarray,
@@ -443,8 +557,8 @@ def paper_sample_estimates(
       for a one-word sentence, as their code gave it);
     - truncated_svd: `truncated_svd_variance_ratio` of the sampled words' raw vectors.
     """
-    drawn, rows = paper_word_sample(sentence_starts, len(unit), copies, sample_size, rng)
-    total = unit[rows].sum(axis=0, dtype=np.float64)
+    drawn, rows = paper_word_sample(sentence_starts, len(vectors), copies, sample_size, rng)
+    total = unit_rows(vectors[rows]).sum(axis=0, dtype=np.float64)
     return np.array(
         [
             float(total @ total) / len(rows) ** 2,

@@ -34,6 +34,7 @@ FINAL_NORM_NAMES = ("ln_f", "norm", "final_layer_norm", "final_layernorm")
 LOADERS = ("transformers", "elmo")
 LONG_SENTENCE_MODES = ("truncate", "window")
 LSTM_STATES = ("per_sentence", "carried")
+WEIGHTS_DTYPES = ("float32", "bfloat16", "float16")
 SCHEDULING_KEYS = frozenset({"gpus"})
 _HUGE_MAX_LENGTH = 1_000_000
 
@@ -61,6 +62,8 @@ class ModelSpec:
     device: str = "auto"
     trust_remote_code: bool = False
     lstm_states: str = "per_sentence"
+    weights_dtype: str = "float32"
+    device_map: str | None = None
 
     @classmethod
     def from_config(cls, name: str, section: dict[str, Any]) -> ModelSpec:
@@ -84,7 +87,11 @@ class ModelSpec:
             raise ConfigError(f"model {name}: last_layer must be one of {LAST_LAYERS}")
         if values.get("lstm_states", "per_sentence") not in LSTM_STATES:
             raise ConfigError(f"model {name}: lstm_states must be one of {LSTM_STATES}")
+        if values.get("weights_dtype", "float32") not in WEIGHTS_DTYPES:
+            raise ConfigError(f"model {name}: weights_dtype must be one of {WEIGHTS_DTYPES}")
         spec = cls(name=name, **values)
+        if spec.loader == "elmo" and (spec.weights_dtype != "float32" or spec.device_map):
+            raise ConfigError(f"model {name}: weights_dtype and device_map are for transformers")
         if spec.loader != "elmo" and spec.lstm_states != "per_sentence":
             raise ConfigError(f"model {name}: lstm_states is ELMo's setting (loader: elmo)")
         if spec.loader == "elmo":
@@ -97,12 +104,18 @@ class ModelSpec:
         """Every setting that changes the extracted vectors, defaults filled in.
 
         Recorded in outputs and hashed; ``from_config(name, spec.settings())`` gives back
-        an equal spec.
+        an equal spec. Settings added for some models only (ELMo's ``lstm_states``; the
+        large-model ``weights_dtype`` and ``device_map``) appear only when they apply or
+        differ from their default, so adding them changed no existing model's hash.
         """
         settings = asdict(self)
         del settings["name"]
         if self.loader != "elmo":
             del settings["lstm_states"]  # ELMo's alone
+        if self.weights_dtype == "float32":
+            del settings["weights_dtype"]
+        if self.device_map is None:
+            del settings["device_map"]
         return settings
 
 
@@ -342,8 +355,24 @@ def load_tokenizer(spec: ModelSpec) -> Any:
     return tokenizer
 
 
+def _require_accelerate(spec: ModelSpec) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("accelerate") is None:
+        raise ModelLoadError(
+            f"model {spec.name}: device_map needs the accelerate package "
+            "(pip install 'contextuality[large]')"
+        )
+
+
 def load_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
-    """Load tokenizer and model (eval mode, on `device`) and read their limits."""
+    """Load tokenizer and model (eval mode) and read their limits.
+
+    The weights are loaded as ``weights_dtype`` (bfloat16 halves a large model's memory)
+    and placed on `device`, or, with ``device_map`` (``auto``, ``balanced``,
+    ``sequential``: accelerate's placements), spread over the GPUs and CPU memory, layers
+    that fit no GPU offloaded to the CPU; inputs then go to the first layer's device.
+    """
     if spec.loader == "elmo":
         from contextuality.elmo import load_elmo
 
@@ -352,13 +381,17 @@ def load_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
     from transformers import AutoModel
 
     tokenizer = load_tokenizer(spec)
+    options = {"dtype": getattr(torch, spec.weights_dtype), **_pretrained_options(spec)}
+    if spec.device_map is not None:
+        _require_accelerate(spec)
+        options["device_map"] = spec.device_map
     try:
-        model = AutoModel.from_pretrained(
-            model_location(spec), dtype=torch.float32, **_pretrained_options(spec)
-        )
+        model = AutoModel.from_pretrained(model_location(spec), **options)
     except (OSError, ValueError) as error:
         raise _load_error(spec, "weights", error) from error
-    model.eval().to(device)
+    model.eval()
+    if spec.device_map is None:
+        model.to(device)
     config = model.config
     window = getattr(config, "max_position_embeddings", None) or getattr(
         config, "n_positions", None

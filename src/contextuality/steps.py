@@ -10,10 +10,11 @@ measure job does not pay for loading matplotlib and scipy.stats.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,10 @@ from contextuality.extract import (
     SentenceUnits,
     encode_running_text,
     extract_to_shards,
+    part_sentences,
     subword_inputs,
     subword_units,
+    units_of_part,
     word_inputs,
 )
 from contextuality.index import (
@@ -49,6 +52,7 @@ from contextuality.index import (
     corpus_checksum,
     index_checksum,
 )
+from contextuality.measures import rows_with_vectors
 from contextuality.models import (
     LoadedModel,
     ModelSpec,
@@ -66,7 +70,7 @@ from contextuality.provenance import (
     sha256_file,
     write_json,
 )
-from contextuality.shards import load_shard
+from contextuality.shards import load_shards
 from contextuality.static import static_vectors, write_word2vec_text
 from contextuality.tables import (
     read_parquet,
@@ -75,7 +79,7 @@ from contextuality.tables import (
     write_parquet,
     write_tsv,
 )
-from contextuality.transforms import TransformSettings, corrected_occurrences, split_sentences
+from contextuality.transforms import TransformSettings, fit_transform, split_sentences
 from contextuality.words import tokenize_sentences, word_spans
 
 PathLike = str | os.PathLike
@@ -209,10 +213,14 @@ def _units_matching_index(
     sentences: list[str],
     occurrences_path: PathLike,
     index_summary_path: PathLike,
+    part: int = 0,
+    n_parts: int = 1,
 ) -> SentenceUnits:
     """The model's units of every sentence, checked unit by unit against the occurrence index
     (a word index for word units, this tokenizer's subword index for subword units), so that
-    shard row i is occurrence i."""
+    shard row i is occurrence i. For part `part` of `n_parts`, only the part's sentences are
+    tokenized and checked; the units of the others are counted from the index, which their
+    own parts check (`extract.units_of_part`)."""
     index_summary = read_json(index_summary_path)
     described = index_summary.get("units", {})
     expected_kind = "subword" if loaded.spec.units == "subword" else "word"
@@ -223,6 +231,11 @@ def _units_matching_index(
         )
     occurrences = read_parquet(occurrences_path)
     indexed = occurrences.groupby("sentence_id", sort=True)["word"].agg(list)
+    first = 0
+    if (part, n_parts) != (0, 1):
+        counts = np.bincount(occurrences["sentence_id"].to_numpy(), minlength=len(sentences))
+        first, end = part_sentences(counts, part, n_parts)
+        sentences = sentences[first:end]
     if expected_kind == "subword":
         encodings = encode_running_text(loaded.tokenizer, sentences)
         found = subword_units(loaded.tokenizer, encodings)
@@ -236,14 +249,14 @@ def _units_matching_index(
         units = word_inputs(loaded, sentences, spans)
         if index_summary.get("lowercase", False):
             found = [[word.lower() for word in words] for words in found]
-    for sentence_id, words in enumerate(found):
+    for sentence_id, words in enumerate(found, start=first):
         if words != indexed.get(sentence_id, []):
             raise InputDataError(
                 f"sentence {sentence_id}: {index_summary_path} indexes "
                 f"{indexed.get(sentence_id, [])} but model {loaded.spec.name} finds {words}; "
                 "rebuild the occurrence index"
             )
-    return units
+    return units if (part, n_parts) == (0, 1) else units_of_part(units, counts, first)
 
 
 def _checked_layers(spec: ModelSpec, shard_paths: dict[int, PathLike]) -> tuple[int, ...]:
@@ -271,12 +284,19 @@ def _extract_with_storage_fallback(
     shard_paths: dict[int, PathLike],
     attributes: dict[str, Any],
     progress: bool,
+    part: int = 0,
+    n_parts: int = 1,
+    writer_for: Callable[[dict[str, Any], int], Any] | None = None,
 ) -> Any:
     """`extract_to_shards` in the model's storage dtype; with ``auto``, float16 first and,
-    if a value overflows it, the whole model again as float32."""
+    if a value overflows it, the whole model again as float32. writer_for(attributes,
+    hidden_size): a fresh writer for each try, in place of the shards (see `stream_model`)."""
     spec = loaded.spec
 
     def extract(dtype: str) -> Any:
+        writer = None
+        if writer_for is not None:
+            writer = writer_for({**attributes, "dtype": dtype}, loaded.hidden_size)
         return extract_to_shards(
             loaded,
             units,
@@ -285,6 +305,9 @@ def _extract_with_storage_fallback(
             {**attributes, "dtype": dtype},
             storage_dtype=dtype,
             progress=progress,
+            part=part,
+            n_parts=n_parts,
+            writer=writer,
         )
 
     if spec.storage_dtype == "auto":
@@ -311,6 +334,9 @@ def extract_model(
     meta_path: PathLike,
     threads: int = 1,
     progress: bool = True,
+    part: int = 0,
+    n_parts: int = 1,
+    writer_for: Callable[[dict[str, Any], int], Any] | None = None,
 ) -> dict[str, Any]:
     """Extract the configured layers of one model into shards and write its meta.json.
 
@@ -319,6 +345,15 @@ def extract_model(
     checked against it sentence by sentence before the forward pass. With
     ``storage_dtype: auto`` values are stored as float16 unless some value overflows it, in
     which case the whole model is re-extracted as float32 and the log says so.
+
+    part, n_parts: extract only part `part` (0-based) of `n_parts`, a contiguous range of
+    sentences cut at the extraction's own blocks (`extract.partition_bounds`), into shards
+    that hold its rows alone and say which (``part``, ``n_parts``, ``first_row``,
+    ``n_rows_total``; meta.json too); `measure_shard` and `build_static_vectors` gather the
+    parts' rows. With float16 overflowing under ``auto``, only that part is stored float32.
+
+    writer_for: makes the writer the blocks go to instead of shards at `shard_paths`
+    (`stream_model` passes a streaming accumulator's).
     """
     import torch
     import transformers
@@ -334,7 +369,9 @@ def extract_model(
         )
     layers = _checked_layers(spec, shard_paths)
     loaded = load_model(spec, _device(spec.device))
-    units = _units_matching_index(loaded, sentences, occurrences_path, index_summary_path)
+    units = _units_matching_index(
+        loaded, sentences, occurrences_path, index_summary_path, part, n_parts
+    )
     attributes = provenance_record(
         model=name,
         model_id=spec.source,
@@ -351,7 +388,7 @@ def extract_model(
         torch_version=torch.__version__,
     )
     report = _extract_with_storage_fallback(
-        loaded, units, layers, shard_paths, attributes, progress
+        loaded, units, layers, shard_paths, attributes, progress, part, n_parts, writer_for
     )
     meta = {
         **attributes,
@@ -362,6 +399,143 @@ def extract_model(
     }
     write_json(meta_path, meta)
     return meta
+
+
+def stream_model(
+    name: str,
+    settings: dict[str, Any],
+    sentences_path: PathLike,
+    occurrences_path: PathLike,
+    vocab_path: PathLike,
+    index_summary_path: PathLike,
+    state_paths: dict[int, PathLike],
+    meta_path: PathLike,
+    measure_settings: dict[str, Any] | None = None,
+    word_sample_size: int = 1000,
+    threads: int = 1,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """`extract_model` without shards: the same forward pass feeds a
+    `streaming.StreamingAccumulator`, which writes one state file per layer at
+    `state_paths` (`measure_state_file` and `build_static_vectors_from_state` read them).
+
+    measure_settings: config ``measures`` (its seed, baseline sample size and replicates fix
+    the MEV baseline's samples); word_sample_size: occurrences kept per indexed word for
+    MEV and the static vectors. Blocks are stored as the model's ``storage_dtype`` says
+    (float16 by default) before they are summed, so the measures equal those of shards.
+    """
+    from contextuality.streaming import StreamingAccumulator, StreamingSettings
+
+    occurrences = read_parquet(occurrences_path)
+    vocab = read_parquet(vocab_path)
+    copies = read_parquet(sentences_path)["n_copies"].to_numpy()
+    stream_settings = StreamingSettings.from_measures(
+        MeasureSettings(**(measure_settings or {})), word_sample_size
+    )
+    paths = dict(sorted(state_paths.items()))  # the extraction's layer order
+
+    def accumulator(attributes: dict[str, Any], hidden_size: int) -> StreamingAccumulator:
+        return StreamingAccumulator(
+            paths,
+            occurrences["word_id"].to_numpy(),
+            occurrences["sentence_id"].to_numpy(),
+            hidden_size,
+            attributes,
+            stream_settings,
+            indexed=vocab.sort_values("word_id")["indexed"].to_numpy(),
+            sentence_copies=copies,
+            threads=threads,
+        )
+
+    meta = extract_model(
+        name,
+        settings,
+        sentences_path,
+        occurrences_path,
+        index_summary_path,
+        paths,
+        meta_path,
+        threads=threads,
+        progress=progress,
+        writer_for=accumulator,
+    )
+    return meta
+
+
+def measure_state_file(
+    state_path: PathLike,
+    occurrences_path: PathLike,
+    vocab_path: PathLike,
+    index_summary_path: PathLike,
+    settings: dict[str, Any],
+    words_path: PathLike,
+    sentence_measures_path: PathLike,
+    summary_path: PathLike,
+    model_settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """`measure_shard` for a layer streamed by `stream_model` (transform ``none`` only: a
+    correction is fitted on vectors a stream no longer has): the same tables and summary,
+    less the measures a stream cannot give, which the summary's ``streaming`` names."""
+    from contextuality.streaming import load_state, measure_state
+
+    index_summary = read_json(index_summary_path)
+    occurrences = read_parquet(occurrences_path)
+    expected = _expected_extraction(model_settings)
+    state = load_state(state_path, index_summary["index_checksum"], len(occurrences), expected)
+    result = measure_state(
+        state, occurrences, read_parquet(vocab_path), MeasureSettings(**settings)
+    )
+    attributes = state.attributes
+    layer, n_layers = int(attributes["layer"]), int(attributes["n_layers"])
+    provenance = provenance_record(
+        step="measures",
+        **{key: attributes[key] for key in ("model", "model_id", "model_revision", "pooling")},
+        layer=layer,
+        n_layers=n_layers,
+        layer_output=layer_output(layer, n_layers, attributes["layer_conventions"]),
+        transform="none",
+        corpus_checksum=attributes["corpus_checksum"],
+        index_checksum=attributes["index_checksum"],
+        shard_config_hash=attributes["config_hash"],
+        config_hash=config_hash(settings),
+        correction=None,
+        streamed=attributes["streaming"],
+    )
+    write_parquet(result.words, words_path, provenance)
+    write_parquet(result.sentences, sentence_measures_path, provenance)
+    summary = {**provenance, **result.summary}
+    write_json(summary_path, summary)
+    return summary
+
+
+def build_static_vectors_from_state(
+    state_path: PathLike,
+    occurrences_path: PathLike,
+    vocab_path: PathLike,
+    index_summary_path: PathLike,
+    method: str,
+    output: PathLike,
+) -> None:
+    """`build_static_vectors` for a streamed layer: ``pc1`` from each word's sampled
+    occurrences, ``mean`` exact (`streaming.static_vectors_from_state`)."""
+    from contextuality.streaming import load_state, static_vectors_from_state
+
+    index_summary = read_json(index_summary_path)
+    occurrences = read_parquet(occurrences_path)
+    state = load_state(state_path, index_summary["index_checksum"], len(occurrences))
+    words, matrix = static_vectors_from_state(state, occurrences, read_parquet(vocab_path), method)
+    attributes = state.attributes
+    provenance = provenance_record(
+        step="static_vectors",
+        **{key: attributes[key] for key in ("model", "model_id", "pooling", "index_checksum")},
+        layer=int(attributes["layer"]),
+        method=method,
+        transform="none",
+        correction=None,
+        shard_config_hash=attributes["config_hash"],
+        streamed=attributes["streaming"],
+    )
+    write_word2vec_text(output, words, matrix, provenance)
 
 
 def write_correction_split(
@@ -383,32 +557,49 @@ def write_correction_split(
     return split
 
 
-def _corrected(
-    vectors: np.ndarray,
+def _load_layer(
+    shard_path: PathLike | Sequence[PathLike],
+    index_summary: dict[str, Any],
     occurrences: pd.DataFrame,
-    corpus: str,
     transform: str,
     split_path: PathLike | None,
     correction: dict[str, Any] | None,
-) -> tuple[np.ndarray, dict[str, Any] | None]:
-    """`vectors` under `transform`, fitted on the split's held-out sentences (see
-    `transforms.corrected_occurrences`), and a record of the fit; unchanged for ``none``."""
+    expected: dict[str, Any] | None = None,
+    dtype: str | None = None,
+) -> tuple[np.ndarray, pd.DataFrame, dict[str, Any], dict[str, Any] | None]:
+    """A layer's vectors as measured under `transform`, with the occurrences they are, the
+    shard's attributes and a record of the correction's fit (None for ``none``).
+
+    ``none``: every occurrence, as `dtype` (None: as stored). Otherwise the correction is
+    fitted on the split's held-out sentences (`write_correction_split`,
+    `transforms.fit_transform`) and the other sentences' rows are read and corrected a
+    slice at a time into float32 (NaN where no vector), so the raw layer is never held
+    whole beside the corrected one.
+    """
+    load = functools.partial(
+        load_shards,
+        shard_path,
+        index_summary["index_checksum"],
+        n_rows=len(occurrences),
+        expected=expected,
+    )
     if transform == "none":
-        return vectors, None
+        vectors, attributes = load(dtype=dtype)
+        return vectors, occurrences, attributes, None
     if split_path is None or not correction:
         raise ValueError(f"transform '{transform}' needs the correction split and settings")
     split = read_parquet(split_path)
     split_provenance = read_provenance(split_path)
-    if split_provenance["corpus_checksum"] != corpus:
+    if split_provenance["corpus_checksum"] != index_summary["corpus_checksum"]:
         raise InputDataError(f"{split_path} was drawn for another corpus; rebuild it")
+    in_fit = split["fit"].to_numpy()[occurrences["sentence_id"].to_numpy()]
+    fitting, _ = load(dtype=None, rows=np.flatnonzero(in_fit))
     settings = TransformSettings(**correction)
-    corrected, fitted = corrected_occurrences(
-        vectors,
-        occurrences["sentence_id"].to_numpy(),
-        split["fit"].to_numpy(),
-        transform,
-        settings,
-    )
+    fitted = fit_transform(transform, fitting[rows_with_vectors(fitting)], settings)
+    del fitting
+    measured = np.flatnonzero(~in_fit)
+    correct = (fitted.apply_to_occurrences, fitted.matrix.shape[1])
+    vectors, attributes = load(dtype="float32", rows=measured, convert=correct)
     record = {
         **fitted.describe(),
         "fit_fraction": split_provenance["fit_fraction"],
@@ -416,7 +607,7 @@ def _corrected(
         "n_fit_sentences": split_provenance["n_fit_sentences"],
         "split_sha256": sha256_file(split_path),
     }
-    return corrected, record
+    return vectors, occurrences.iloc[measured].reset_index(drop=True), attributes, record
 
 
 @dataclasses.dataclass(frozen=True)
@@ -458,8 +649,20 @@ def _write_degeneration(
     }
 
 
+def _expected_extraction(model_settings: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a shard or state file of a model with `model_settings` (its config section,
+    defaults filled in) records, for refusing one extracted with other settings."""
+    if model_settings is None:
+        return None
+    return {
+        "model_id": model_settings["source"],
+        "pooling": model_settings["pooling"],
+        "config_hash": config_hash(model_settings),
+    }
+
+
 def measure_shard(
-    shard_path: PathLike,
+    shard_path: PathLike | Sequence[PathLike],
     sentences_path: PathLike,
     occurrences_path: PathLike,
     vocab_path: PathLike,
@@ -477,6 +680,8 @@ def measure_shard(
     """All measures of one shard under one transform: per-word and per-sentence tables, a
     JSON summary and (with `degeneration`) the layer's degeneration analysis.
 
+    shard_path: the layer's shard, or the shards of its parts in order (a partitioned
+    extraction, gathered by `shards.load_shard_parts` into the same rows).
     sentences_path: the sentence table, whose ``n_copies`` the paper's estimators use.
     With `model_settings` (the model's config section, defaults filled in) a shard
     extracted with other settings is refused rather than measured. A transform other than
@@ -492,22 +697,13 @@ def measure_shard(
         )
     occurrences = read_parquet(occurrences_path)
     vocab = read_parquet(vocab_path)
-    expected = None
-    if model_settings is not None:
-        expected = {
-            "model_id": model_settings["source"],
-            "pooling": model_settings["pooling"],
-            "config_hash": config_hash(model_settings),
-        }
-    vectors, attributes = load_shard(
-        shard_path, index_summary["index_checksum"], n_rows=len(occurrences), expected=expected
-    )
-    vectors, fit = _corrected(
-        vectors, occurrences, index_summary["corpus_checksum"], transform, split_path, correction
+    expected = _expected_extraction(model_settings)
+    # Held as stored (float16: half a float32 copy); every pass converts a chunk at a time.
+    vectors, occurrences, attributes, fit = _load_layer(
+        shard_path, index_summary, occurrences, transform, split_path, correction, expected
     )
     measure_settings = MeasureSettings(**settings)
     copies = sentence_table["n_copies"].to_numpy()
-    result = measure_layer(vectors, occurrences, vocab, measure_settings, copies)
     provenance = provenance_record(
         step="measures",
         model=attributes["model"],
@@ -526,12 +722,14 @@ def measure_shard(
         config_hash=config_hash(settings),
         correction=fit,
     )
+    correlations = {}
     if degeneration is not None:
-        result.summary["measures"].update(
-            _write_degeneration(
-                vectors, occurrences, vocab, degeneration, measure_settings.seed, provenance
-            )
+        correlations = _write_degeneration(
+            vectors, occurrences, vocab, degeneration, measure_settings.seed, provenance
         )
+    # Last, as it drops the rows without a vector in place (the layer is held once).
+    result = measure_layer(vectors, occurrences, vocab, measure_settings, copies, overwrite=True)
+    result.summary["measures"].update(correlations)
     write_parquet(result.words, words_path, provenance)
     write_parquet(result.sentences, sentence_measures_path, provenance)
     summary = {**provenance, **result.summary}
@@ -775,7 +973,7 @@ def compare_with_reference(
 
 
 def build_static_vectors(
-    shard_path: PathLike,
+    shard_path: PathLike | Sequence[PathLike],
     occurrences_path: PathLike,
     vocab_path: PathLike,
     index_summary_path: PathLike,
@@ -787,14 +985,12 @@ def build_static_vectors(
 ) -> None:
     """Static vectors (``pc1`` or ``mean``) of the indexed words of one shard, as word2vec
     text; under a transform other than ``none``, from the corrected occurrences of the
-    sentences its correction was not fitted on (see `measure_shard`)."""
+    sentences its correction was not fitted on (see `measure_shard`). shard_path: the
+    layer's shard, or its parts' shards in order."""
     index_summary = read_json(index_summary_path)
     occurrences = read_parquet(occurrences_path)
-    vectors, attributes = load_shard(
-        shard_path, index_summary["index_checksum"], n_rows=len(occurrences)
-    )
-    vectors, fit = _corrected(
-        vectors, occurrences, index_summary["corpus_checksum"], transform, split_path, correction
+    vectors, occurrences, attributes, fit = _load_layer(
+        shard_path, index_summary, occurrences, transform, split_path, correction, dtype="float32"
     )
     words, matrix = static_vectors(vectors, occurrences, read_parquet(vocab_path), method)
     provenance = provenance_record(

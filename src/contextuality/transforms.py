@@ -78,6 +78,13 @@ class FittedTransform:
     n_fit: int
     parameters: dict[str, Any] = field(default_factory=dict)
 
+    def apply_to_occurrences(self, vectors: np.ndarray) -> np.ndarray:
+        """`apply`, with the rows that have no vector (non-finite or all zero, see
+        `measures.rows_with_vectors`) NaN in the output, so that the measures skip them."""
+        out = self.apply(vectors)
+        out[~rows_with_vectors(vectors)] = np.nan
+        return out
+
     def apply(self, vectors: np.ndarray) -> np.ndarray:
         """(n, d) rows of any float dtype → (n, k) float32, by chunks of rows. The mean is
         subtracted in float64; a diagonal matrix (none, center, standardize) scales the
@@ -244,7 +251,8 @@ def corrected_occurrences(
     has_vector = rows_with_vectors(vectors)
     in_fit = np.asarray(fit_sentences, dtype=bool)[sentence_id]
     fitted = fit_transform(name, vectors[has_vector & in_fit], settings)
-    measured = np.flatnonzero(has_vector & ~in_fit)
+    measured = np.flatnonzero(~in_fit)
     corrected = np.full((len(vectors), fitted.matrix.shape[1]), np.nan, dtype=np.float32)
-    corrected[measured] = fitted.apply(vectors[measured])
+    for rows in _chunks(len(measured)):  # no second copy of the measured rows
+        corrected[measured[rows]] = fitted.apply_to_occurrences(vectors[measured[rows]])
     return corrected, fitted

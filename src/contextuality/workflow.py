@@ -149,6 +149,96 @@ def shard_paths(config: dict[str, Any], model: str) -> list[str]:
     return [f"results/embeddings/{model}/layer_{layer}.h5" for layer in model_layers(config, model)]
 
 
+# Partitioned extraction (config ``extraction.partitions``): part K of N of a model is the
+# job whose {part} wildcard is "K-of-N" (0-based K), writing under part_K-of-N/.
+PART_PATTERN = r"\d+-of-\d+"
+
+
+def extraction_partitions(config: dict[str, Any], model: str) -> int:
+    """How many jobs extract `model`: ``extraction.partitions`` (default 1), except 1 for a
+    model that must see the corpus as one sequence (ELMo with ``lstm_states: carried``)."""
+    partitions = int((config.get("extraction") or {}).get("partitions", 1))
+    if partitions < 1:
+        raise ConfigError(f"extraction.partitions must be at least 1, not {partitions}")
+    spec = ModelSpec.from_config(model, config["models"][model])
+    return 1 if spec.loader == "elmo" and spec.lstm_states == "carried" else partitions
+
+
+def part_label(part: int, n_parts: int) -> str:
+    """The {part} wildcard of part `part` (0-based) of `n_parts`: ``"<part>-of-<n_parts>"``."""
+    return f"{part}-of-{n_parts}"
+
+
+def parse_part(label: str) -> tuple[int, int]:
+    """(part, n_parts) of a {part} wildcard (`part_label`)."""
+    match = re.fullmatch(r"(\d+)-of-(\d+)", label)
+    if match is None or int(match[1]) >= int(match[2]):
+        raise ConfigError(f"not a part of a partitioned extraction: {label!r}")
+    return int(match[1]), int(match[2])
+
+
+def _extraction_directory(config: dict[str, Any], model: str, part: str | None = None) -> str:
+    """Where `model`'s shards go: results/embeddings/<model>, or for a partitioned model the
+    directory of part `part` (a label; None: the {part} wildcard)."""
+    if extraction_partitions(config, model) == 1:
+        return f"results/embeddings/{model}"
+    return f"results/embeddings/{model}/part_{'{part}' if part is None else part}"
+
+
+def extraction_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
+    """The extraction rule's outputs for `model`: its shards (one per layer) and meta.json,
+    those of part {part} (a wildcard) when it is partitioned. Unpartitioned, exactly
+    `shard_paths` and results/embeddings/<model>/meta.json."""
+    directory = _extraction_directory(config, model)
+    return {
+        "shards": [f"{directory}/layer_{layer}.h5" for layer in model_layers(config, model)],
+        "meta": f"{directory}/meta.json",
+    }
+
+
+def extraction_log(config: dict[str, Any], model: str, kind: str = "logs") -> str:
+    """The extraction rule's log (`kind` ``logs``) or benchmark (``benchmarks``) file."""
+    extension = "log" if kind == "logs" else "tsv"
+    if extraction_partitions(config, model) == 1:
+        return f"{kind}/extract/{model}.{extension}"
+    return f"{kind}/extract/{model}/part_{{part}}.{extension}"
+
+
+def partitioned_models(config: dict[str, Any], partitioned: bool = True) -> list[str]:
+    """The models extracted in parts (`extraction_partitions` > 1), in config order; with
+    ``partitioned=False``, the others. (Their rules differ in their script, which Snakemake
+    takes for the rule's code: the unpartitioned rule keeps today's, so that existing
+    results are not rerun.)"""
+    return [
+        model
+        for model in model_names(config)
+        if (extraction_partitions(config, model) > 1) == partitioned
+    ]
+
+
+def extraction_metas(config: dict[str, Any], model: str) -> list[str]:
+    """`model`'s meta.json files: one, or one per part."""
+    n_parts = extraction_partitions(config, model)
+    if n_parts == 1:
+        return [f"results/embeddings/{model}/meta.json"]
+    return [
+        f"{_extraction_directory(config, model, part_label(part, n_parts))}/meta.json"
+        for part in range(n_parts)
+    ]
+
+
+def layer_shards(config: dict[str, Any], model: str, layer: int | str) -> list[str]:
+    """The shards that hold layer `layer` of `model`: its one shard, or its parts' in order,
+    which the measure and static-vector steps gather (`shards.load_shards`)."""
+    n_parts = extraction_partitions(config, model)
+    if n_parts == 1:
+        return [f"results/embeddings/{model}/layer_{layer}.h5"]
+    return [
+        f"{_extraction_directory(config, model, part_label(part, n_parts))}/layer_{layer}.h5"
+        for part in range(n_parts)
+    ]
+
+
 def layer_outputs(
     config: dict[str, Any], model: str, transform: str, suffix: str, step: str = "measures"
 ) -> list[str]:
@@ -278,7 +368,7 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
     return [
         "results/corpus/sentences.parquet",
         "results/corpus/index.json",
-        *[f"results/embeddings/{model}/meta.json" for model in model_names(config)],
+        *[path for model in model_names(config) for path in extraction_metas(config, model)],
         *every_layer_output(config, ".json"),
         "results/tables/measures.tsv",
         *[

@@ -17,6 +17,7 @@ wildcard_constraints:
     transform="|".join(config["measures"]["transforms"]),
     layer=r"\d+",
     year=r"\d{4}",
+    part=ctx.PART_PATTERN,
 
 
 def final_outputs(config):
@@ -60,6 +61,10 @@ def get_model_settings(model):
 
 def get_model_settings_of(wildcards):
     return get_model_settings(wildcards.model)
+
+
+def get_layer_shards(wildcards):
+    return ctx.layer_shards(config, wildcards.model, wildcards.layer)
 
 
 def get_model_gpus(model):

@@ -1,6 +1,6 @@
 # One extraction rule per model: a model's layers are written in one forward pass, and
 # each rule carries only its own model's settings, so editing one model reruns only it.
-for model in ctx.model_names(config):
+for model in ctx.partitioned_models(config, partitioned=False):
 
     rule:
         name:
@@ -11,12 +11,11 @@ for model in ctx.model_names(config):
             index=ctx.index_files(config, model)["index"],
             model_files=ctx.model_files(config, model),
         output:
-            shards=ctx.shard_paths(config, model),
-            meta=f"results/embeddings/{model}/meta.json",
+            **ctx.extraction_outputs(config, model),
         log:
-            f"logs/extract/{model}.log",
+            ctx.extraction_log(config, model),
         benchmark:
-            f"benchmarks/extract/{model}.tsv"
+            ctx.extraction_log(config, model, "benchmarks")
         conda:
             "../envs/contextuality.yaml"
         threads: 8
@@ -30,6 +29,39 @@ for model in ctx.model_names(config):
             layers=ctx.model_layers(config, model),
         script:
             "../scripts/extract.py"
+
+
+# With extraction.partitions N > 1: the rule of each model has N jobs, job {part} = K-of-N
+# extracting part K of the sentences (same as above but for the script).
+for model in ctx.partitioned_models(config):
+
+    rule:
+        name:
+            f"extract_{model}"
+        input:
+            sentences="results/corpus/sentences.parquet",
+            occurrences=ctx.index_files(config, model)["occurrences"],
+            index=ctx.index_files(config, model)["index"],
+            model_files=ctx.model_files(config, model),
+        output:
+            **ctx.extraction_outputs(config, model),
+        log:
+            ctx.extraction_log(config, model),
+        benchmark:
+            ctx.extraction_log(config, model, "benchmarks")
+        conda:
+            "../envs/contextuality.yaml"
+        threads: 8
+        resources:
+            mem_mb=16000,
+            runtime=240,
+            gpu=get_model_gpus(model),
+        params:
+            model=model,
+            settings=get_model_settings(model),
+            layers=ctx.model_layers(config, model),
+        script:
+            "../scripts/extract_part.py"
 
 
 rule download_elmo:

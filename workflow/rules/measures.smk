@@ -2,7 +2,7 @@ rule measure_layer:
     input:
         unpack(get_index_files),
         unpack(get_correction_split),
-        shard="results/embeddings/{model}/layer_{layer}.h5",
+        shard=get_layer_shards,
         sentences="results/corpus/sentences.parquet",
     output:
         words="results/measures/{model}/{transform}/layer_{layer}.parquet",

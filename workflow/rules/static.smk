@@ -15,7 +15,7 @@ rule static_vectors:
     input:
         unpack(get_index_files),
         unpack(get_correction_split),
-        shard="results/embeddings/{model}/layer_{layer}.h5",
+        shard=get_layer_shards,
     output:
         vectors="results/static/{model}/{transform}/{method}/layer_{layer}.txt",
         sidecar="results/static/{model}/{transform}/{method}/layer_{layer}.txt.json",
