@@ -239,6 +239,14 @@ def layer_shards(config: dict[str, Any], model: str, layer: int | str) -> list[s
     ]
 
 
+def measure_memory_mb(wildcards: Any, input: Any, attempt: int = 1) -> int:
+    """Memory (MB) to ask a scheduler for a measure job: 3 × its inputs (the float16 shard,
+    mostly) plus 500 MB, as the job peaks at 1.3–1.4 × its layer in float32, i.e. 2.6–2.8 ×
+    the float16 shard (bench/results/measure-memory-cpu.md), over an interpreter of about
+    200 MB; doubled on each retry."""
+    return int(500 + 3 * input.size_mb) * 2 ** (attempt - 1)
+
+
 def layer_outputs(
     config: dict[str, Any], model: str, transform: str, suffix: str, step: str = "measures"
 ) -> list[str]:

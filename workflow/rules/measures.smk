@@ -20,7 +20,7 @@ rule measure_layer:
     conda:
         "../envs/contextuality.yaml"
     resources:
-        mem_mb=8000,
+        mem_mb=ctx.measure_memory_mb,
     params:
         settings=get_measure_settings(),
         model_settings=get_model_settings_of,
