@@ -522,12 +522,20 @@ BLOCK_WORDS = 16_384
 BLOCK_BYTES = 256 * 2**20
 
 
-def default_block_words(n_layers: int, dim: int, storage_dtype: str) -> int:
-    """Words per block of an extraction: as many as 256 MiB of stored vectors hold, at
-    least 16,384. Batches are planned within a block, so a block of more sentences pads
-    less (MiniLM on 2,680 STS sentences in blocks of 16,384 words padded 11% more than in
-    one block); the bytes bound keeps the host memory of a few blocks in flight small."""
-    return max(BLOCK_WORDS, BLOCK_BYTES // (n_layers * dim * np.dtype(storage_dtype).itemsize))
+def default_block_words(n_layers: int, dim: int) -> int:
+    """Words per block of an extraction: as many as 256 MiB of float16 vectors of `n_layers`
+    layers of width `dim` hold, at least 16,384. Batches are planned within a block, so a
+    block of more sentences pads less (MiniLM on 2,680 STS sentences in blocks of 16,384
+    words padded 11% more than in one block); the bytes bound keeps the host memory of the
+    few blocks in flight small. Independent of the storage dtype, so that a float32 retry
+    and every part of a partitioned extraction run the same blocks."""
+    return max(BLOCK_WORDS, BLOCK_BYTES // (n_layers * dim * 2))
+
+
+def block_words_of(loaded: LoadedModel, layers: tuple[int, ...]) -> int:
+    """The words per block an extraction of `layers` runs in: the model's ``block_words``
+    setting, else `default_block_words`."""
+    return loaded.spec.block_words or default_block_words(len(layers), loaded.hidden_size)
 
 
 def _blocks(words_per_sentence: np.ndarray, block_words: int) -> list[tuple[int, int]]:
@@ -867,7 +875,7 @@ def extract_to_shards(
     fit on their disk is refused first (`check_free_space`). Values beyond float16's range raise
     NumericOverflowError when storing float16 (the caller may retry with float32). On CUDA
     out-of-memory the token budget is halved and the batch retried. Sentences run in blocks
-    of about `block_words` words (default: `default_block_words`), each block's batches
+    of about `block_words` words (default: `block_words_of`), each block's batches
     planned together and its rows written together.
 
     writer: where the blocks go instead of shards (`shard_paths` and `attributes` unused):
@@ -887,7 +895,7 @@ def extract_to_shards(
     spec = loaded.spec
     row_offsets = np.concatenate([[0], np.cumsum(units.counts)])
     if block_words is None:
-        block_words = default_block_words(len(layers), loaded.hidden_size, storage_dtype)
+        block_words = block_words_of(loaded, layers)
     blocks = _blocks(units.counts, block_words)
     first_sentence, end_sentence = 0, len(units.counts)
     partition = None

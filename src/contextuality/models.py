@@ -64,6 +64,7 @@ class ModelSpec:
     lstm_states: str = "per_sentence"
     weights_dtype: str = "float32"
     device_map: str | None = None
+    block_words: int | None = None
 
     @classmethod
     def from_config(cls, name: str, section: dict[str, Any]) -> ModelSpec:
@@ -105,8 +106,8 @@ class ModelSpec:
 
         Recorded in outputs and hashed; ``from_config(name, spec.settings())`` gives back
         an equal spec. Settings added for some models only (ELMo's ``lstm_states``; the
-        large-model ``weights_dtype`` and ``device_map``) appear only when they apply or
-        differ from their default, so adding them changed no existing model's hash.
+        large-model ``weights_dtype`` and ``device_map``; ``block_words``) appear only when
+        they apply or differ from their default, so adding them changed no existing model's hash.
         """
         settings = asdict(self)
         del settings["name"]
@@ -116,6 +117,8 @@ class ModelSpec:
             del settings["weights_dtype"]
         if self.device_map is None:
             del settings["device_map"]
+        if self.block_words is None:
+            del settings["block_words"]
         return settings
 
 

@@ -36,7 +36,9 @@ from contextuality.degeneration import (
 )
 from contextuality.errors import ConfigError, InputDataError, NumericOverflowError
 from contextuality.extract import (
+    BLOCK_WORDS,
     SentenceUnits,
+    block_words_of,
     encode_running_text,
     extract_to_shards,
     part_sentences,
@@ -215,12 +217,14 @@ def _units_matching_index(
     index_summary_path: PathLike,
     part: int = 0,
     n_parts: int = 1,
+    block_words: int = BLOCK_WORDS,
 ) -> SentenceUnits:
     """The model's units of every sentence, checked unit by unit against the occurrence index
     (a word index for word units, this tokenizer's subword index for subword units), so that
-    shard row i is occurrence i. For part `part` of `n_parts`, only the part's sentences are
-    tokenized and checked; the units of the others are counted from the index, which their
-    own parts check (`extract.units_of_part`)."""
+    shard row i is occurrence i. For part `part` of `n_parts` (of an extraction in blocks
+    of `block_words`), only the part's sentences are tokenized and checked; the units of
+    the others are counted from the index, which their own parts check
+    (`extract.units_of_part`)."""
     index_summary = read_json(index_summary_path)
     described = index_summary.get("units", {})
     expected_kind = "subword" if loaded.spec.units == "subword" else "word"
@@ -234,7 +238,7 @@ def _units_matching_index(
     first = 0
     if (part, n_parts) != (0, 1):
         counts = np.bincount(occurrences["sentence_id"].to_numpy(), minlength=len(sentences))
-        first, end = part_sentences(counts, part, n_parts)
+        first, end = part_sentences(counts, part, n_parts, block_words)
         sentences = sentences[first:end]
     if expected_kind == "subword":
         encodings = encode_running_text(loaded.tokenizer, sentences)
@@ -369,8 +373,9 @@ def extract_model(
         )
     layers = _checked_layers(spec, shard_paths)
     loaded = load_model(spec, _device(spec.device))
+    block_words = block_words_of(loaded, layers)
     units = _units_matching_index(
-        loaded, sentences, occurrences_path, index_summary_path, part, n_parts
+        loaded, sentences, occurrences_path, index_summary_path, part, n_parts, block_words
     )
     attributes = provenance_record(
         model=name,
