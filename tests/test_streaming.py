@@ -624,3 +624,65 @@ def test_stream_command(tiny_bert_dir, tmp_path):
     assert main([*static, "-o", str(tmp_path / "pc1.txt")]) == 0
     n_words, dim = (tmp_path / "pc1.txt").read_text().splitlines()[0].split()
     assert int(n_words) >= 5 and int(dim) == 32
+
+
+@pytest.mark.workflow
+def test_a_streamed_model_in_the_workflow_measures_as_its_shards(tmp_path, tiny_bert_dir):
+    """``models.<name>.streaming`` runs the model into state files, no shard: the layer
+    table's streamed measures equal those of the same model extracted to shards, with a
+    word sample holding every occurrence (so MEV is exact too); static vectors come too."""
+    from test_workflow import _config, _snakemake, _write_config, _write_corpus
+
+    corpus = tmp_path / "corpus.txt"
+    _write_corpus(corpus)
+    bert = {"source": str(tiny_bert_dir), "layers": [0, 2]}
+    streamed = {**bert, "streaming": {"word_sample_size": 100_000}}
+    config = _config(corpus, {"stored": bert, "streamed": streamed})
+    config["measures"]["transforms"] = ["none"]
+    _write_config(tmp_path, config)
+    targets = ["all", "results/static/streamed/none/pc1/layer_2.txt"]
+    result = _snakemake(tmp_path, *targets)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not (tmp_path / "results/embeddings/streamed").exists()
+    assert (tmp_path / "results/streaming/streamed/layer_2.state.h5").is_file()
+    assert not list(tmp_path.glob("results/degeneration/streamed/**/*.parquet"))
+
+    table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
+    streamed_measures = ["selfsim", "intrasim", "anisotropy", "mev", "mev_centered"]
+    for layer in (0, 2):
+        rows = {
+            model: table[(table["model"] == model) & (table["layer"] == layer)].set_index("measure")
+            for model in ("stored", "streamed")
+        }
+        for measure in streamed_measures:
+            for column in ("raw", "baseline", "adjusted", "n"):
+                assert rows["streamed"].loc[measure, column] == pytest.approx(
+                    rows["stored"].loc[measure, column], rel=1e-6, abs=1e-9, nan_ok=True
+                ), (layer, measure, column)
+        assert "selfsim[paper]" in rows["stored"].index
+        assert "selfsim[paper]" not in rows["streamed"].index
+    assert (tmp_path / "results/static/streamed/none/pc1/layer_2.txt").is_file()
+
+
+def test_streaming_is_refused_with_corrections_partitions_or_a_reference(tmp_path):
+    from test_workflow import SNAKEFILE
+
+    from contextuality.errors import ConfigError
+    from contextuality.workflow import check_config
+
+    schema = SNAKEFILE.parent / "schemas/config.schema.yaml"
+    base = {
+        "corpus": {"name": "c", "source": "text", "text": {"path": "c.txt"}},
+        "models": {"m": {"source": "some/model", "streaming": True}},
+    }
+    with pytest.raises(ConfigError, match=r"measures.transforms.*stream"):
+        check_config(base, schema)  # the default transforms include a correction
+    streaming = {**base, "measures": {"transforms": ["none"]}}
+    check_config(streaming, schema)
+    with pytest.raises(ConfigError, match="extraction.partitions"):
+        check_config({**streaming, "extraction": {"partitions": 2}}, schema)
+    with pytest.raises(ConfigError, match="reference.models.m"):
+        check_config({**streaming, "reference": {"models": {"m": "bert"}}}, schema)
+    with pytest.raises(ConfigError, match="word_sample_size"):
+        bad = {"streaming": {"word_sample_size": 0}, "source": "some/model"}
+        check_config({**streaming, "models": {"m": bad}}, schema)

@@ -35,7 +35,7 @@ LOADERS = ("transformers", "elmo")
 LONG_SENTENCE_MODES = ("truncate", "window")
 LSTM_STATES = ("per_sentence", "carried")
 WEIGHTS_DTYPES = ("float32", "bfloat16", "float16")
-SCHEDULING_KEYS = frozenset({"gpus"})
+SCHEDULING_KEYS = frozenset({"gpus", "streaming"})
 _HUGE_MAX_LENGTH = 1_000_000
 
 

@@ -44,6 +44,7 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
                 f"(configured: {', '.join(models) or 'none'})"
             )
     problems += _unmeasured_transforms(config, schema)
+    problems += _unstreamable(config, schema)
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
 
@@ -60,6 +61,62 @@ def _unmeasured_transforms(config: dict[str, Any], schema: dict[str, Any]) -> li
         for transform in (config.get(section) or {}).get("transforms", [])
         if transform not in measured
     ]
+
+
+def _unstreamable(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """Problems of a streamed model (``models.<name>.streaming``): its vectors are never
+    stored, so it is measured under transform none alone, in one job, and has no
+    published-results comparison (those need every vector)."""
+    streamed = streamed_models(config)
+    if not streamed:
+        return []
+    problems = []
+    default = schema["properties"]["measures"]["properties"]["transforms"]["default"]
+    transforms = (config.get("measures") or {}).get("transforms", default)
+    if list(transforms) != ["none"]:
+        problems.append(
+            f"measures.transforms: {transforms}, but {', '.join(streamed)} stream (their "
+            "vectors are not stored to be corrected); set it to [none]"
+        )
+    if int((config.get("extraction") or {}).get("partitions", 1)) > 1:
+        problems.append(
+            f"extraction.partitions: streamed models ({', '.join(streamed)}) run in one job"
+        )
+    for model in (config.get("reference") or {}).get("models") or {}:
+        if model in streamed:
+            problems.append(
+                f"reference.models.{model}: a streamed model has none of the paper's "
+                "sampled estimators to compare"
+            )
+    return problems
+
+
+def streamed_models(config: dict[str, Any], streamed: bool = True) -> list[str]:
+    """The models measured while they run, without shards (``models.<name>.streaming``:
+    true or a mapping), in config order; with ``streamed=False``, the others."""
+    return [
+        model
+        for model, section in (config.get("models") or {}).items()
+        if bool((section or {}).get("streaming")) == streamed
+    ]
+
+
+def word_sample_size(config: dict[str, Any], model: str) -> int:
+    """Occurrences kept per indexed word of a streamed model, for MEV and static vectors."""
+    streaming = config["models"][model].get("streaming")
+    return int(streaming.get("word_sample_size", 1000)) if isinstance(streaming, dict) else 1000
+
+
+def state_paths(config: dict[str, Any], model: str) -> list[str]:
+    """A streamed model's state files, one per layer (`streaming.StreamingAccumulator`)."""
+    return [
+        f"results/streaming/{model}/layer_{layer}.state.h5" for layer in model_layers(config, model)
+    ]
+
+
+def model_pattern(models: list[str]) -> str:
+    """A wildcard constraint matching exactly `models` (nothing when it is empty)."""
+    return "|".join(map(re.escape, models)) or "(?!)"
 
 
 def model_names(config: dict[str, Any]) -> list[str]:
@@ -206,18 +263,20 @@ def extraction_log(config: dict[str, Any], model: str, kind: str = "logs") -> st
 
 def partitioned_models(config: dict[str, Any], partitioned: bool = True) -> list[str]:
     """The models extracted in parts (`extraction_partitions` > 1), in config order; with
-    ``partitioned=False``, the others. (Their rules differ in their script, which Snakemake
-    takes for the rule's code: the unpartitioned rule keeps today's, so that existing
-    results are not rerun.)"""
+    ``partitioned=False``, the others that store shards (not `streamed_models`). (Their
+    rules differ in their script, which Snakemake takes for the rule's code: the
+    unpartitioned rule keeps today's, so that existing results are not rerun.)"""
     return [
         model
-        for model in model_names(config)
+        for model in streamed_models(config, streamed=False)
         if (extraction_partitions(config, model) > 1) == partitioned
     ]
 
 
 def extraction_metas(config: dict[str, Any], model: str) -> list[str]:
-    """`model`'s meta.json files: one, or one per part."""
+    """`model`'s meta.json files: one, one per part, or a streamed model's."""
+    if model in streamed_models(config):
+        return [f"results/streaming/{model}/meta.json"]
     n_parts = extraction_partitions(config, model)
     if n_parts == 1:
         return [f"results/embeddings/{model}/meta.json"]
@@ -273,13 +332,15 @@ def every_layer_output(config: dict[str, Any], suffix: str, step: str = "measure
     """`layer_outputs` of every model and transform of `step`: the summary JSON files the
     summary table reads (every measured transform), or the frequency-bin tables the
     degeneration table reads (`degeneration_transforms`)."""
+    models = model_names(config)
     if step == "degeneration":
         transforms = degeneration_transforms(config)
+        models = streamed_models(config, streamed=False)  # it needs every vector
     else:
         transforms = config["measures"]["transforms"]
     return [
         path
-        for model in model_names(config)
+        for model in models
         for transform in transforms
         for path in layer_outputs(config, model, transform, suffix, step)
     ]
@@ -301,7 +362,7 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
     names = [f"{folder}/{name}" for folder in folders.values() for name in FIGURES]
     names += [
         f"results/figures/degeneration/{model}.{transform}.{kind}"
-        for model in model_names(config)
+        for model in streamed_models(config, streamed=False)
         for transform in degeneration_transforms(config)
         for kind in DEGENERATION_FIGURES
     ]

@@ -82,3 +82,40 @@ rule download_elmo:
         checksums=get_elmo_checksums(),
     script:
         "../scripts/download_elmo.py"
+
+
+# A streamed model (models.<name>.streaming) runs the same forward pass into running sums
+# and per-word samples: one state file per layer, no shard.
+for model in ctx.streamed_models(config):
+
+    rule:
+        name:
+            f"stream_{model}"
+        input:
+            sentences="results/corpus/sentences.parquet",
+            occurrences=ctx.index_files(config, model)["occurrences"],
+            vocab=ctx.index_files(config, model)["vocab"],
+            index=ctx.index_files(config, model)["index"],
+            model_files=ctx.model_files(config, model),
+        output:
+            states=ctx.state_paths(config, model),
+            meta=f"results/streaming/{model}/meta.json",
+        log:
+            f"logs/stream/{model}.log",
+        benchmark:
+            f"benchmarks/stream/{model}.tsv"
+        conda:
+            "../envs/contextuality.yaml"
+        threads: 8
+        resources:
+            mem_mb=16000,
+            runtime=240,
+            gpu=get_model_gpus(model),
+        params:
+            model=model,
+            settings=get_model_settings(model),
+            layers=ctx.model_layers(config, model),
+            measures=get_measure_settings(),
+            word_sample_size=ctx.word_sample_size(config, model),
+        script:
+            "../scripts/stream.py"

@@ -16,6 +16,7 @@ rule measure_layer:
     benchmark:
         "benchmarks/measures/{model}/{transform}/layer_{layer}.tsv"
     wildcard_constraints:
+        model=ctx.model_pattern(ctx.streamed_models(config, streamed=False)),
         transform=ctx.transform_pattern(ctx.degeneration_transforms(config)),
     conda:
         "../envs/contextuality.yaml"
@@ -37,12 +38,37 @@ use rule measure_layer as measure_layer_without_degeneration with:
         sentences="results/measures/{model}/{transform}/layer_{layer}.sentences.parquet",
         summary="results/measures/{model}/{transform}/layer_{layer}.json",
     wildcard_constraints:
+        model=ctx.model_pattern(ctx.streamed_models(config, streamed=False)),
         transform=ctx.transform_pattern(get_transforms_without_degeneration()),
     params:
         settings=get_measure_settings(),
         model_settings=get_model_settings_of,
         correction=get_correction_settings,
         degeneration=None,
+
+
+# A streamed model's layer, measured from its state file (transform none only).
+rule measure_streamed_layer:
+    input:
+        unpack(get_index_files),
+        state="results/streaming/{model}/layer_{layer}.state.h5",
+    output:
+        words="results/measures/{model}/none/layer_{layer}.parquet",
+        sentences="results/measures/{model}/none/layer_{layer}.sentences.parquet",
+        summary="results/measures/{model}/none/layer_{layer}.json",
+    log:
+        "logs/measures/{model}/none/layer_{layer}.log",
+    benchmark:
+        "benchmarks/measures/{model}/none/layer_{layer}.tsv"
+    wildcard_constraints:
+        model=ctx.model_pattern(ctx.streamed_models(config)),
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        settings=get_measure_settings(),
+        model_settings=get_model_settings_of,
+    script:
+        "../scripts/measure_streamed_layer.py"
 
 
 rule measures_table:

@@ -22,6 +22,7 @@ rule static_vectors:
     log:
         "logs/static/{model}/{transform}/{method}/layer_{layer}.log",
     wildcard_constraints:
+        model=ctx.model_pattern(ctx.streamed_models(config, streamed=False)),
         method="pc1|mean",
     conda:
         "../envs/contextuality.yaml"
@@ -31,6 +32,25 @@ rule static_vectors:
         correction=get_correction_settings,
     script:
         "../scripts/static_vectors.py"
+
+
+# A streamed model's static vectors: pc1 from each word's sampled occurrences, mean exact.
+rule static_vectors_streamed:
+    input:
+        unpack(get_index_files),
+        state="results/streaming/{model}/layer_{layer}.state.h5",
+    output:
+        vectors="results/static/{model}/none/{method}/layer_{layer}.txt",
+        sidecar="results/static/{model}/none/{method}/layer_{layer}.txt.json",
+    log:
+        "logs/static/{model}/none/{method}/layer_{layer}.log",
+    wildcard_constraints:
+        model=ctx.model_pattern(ctx.streamed_models(config)),
+        method="pc1|mean",
+    conda:
+        "../envs/contextuality.yaml"
+    script:
+        "../scripts/static_vectors_streamed.py"
 
 
 rule score_static:
