@@ -6,14 +6,15 @@ For each model, on the same corpus and device, in one run:
    pooled or copied (the compute bound), in subword tokens/s;
 2. write only: the bytes a full extraction writes (n_words × layers × dim float16) pushed
    through the shard writer, in MB/s, converted to the tokens/s it allows (the disk bound);
-3. full extraction (`contextuality.extract.extract_to_shards`), in tokens/s;
+3. full extraction (`contextuality.extraction.run.extract` into shards), in tokens/s;
 
 and the ratio full / min(forward, write). Results go to bench/results/extraction-<device>.json
 and .md. Models: real MiniLM and SmolLM2 (shipped by packages) and random-init BERT/GPT-2
 shapes (speed does not depend on the weights), with WordPiece / byte-level BPE tokenizers;
-ELMo files in the published layout with random weights (tests/elmo_files.py): the tests'
-tiny file (tiny-elmo) and the small and original releases' sizes (elmo-small,
-elmo-original); a ``-carried`` suffix runs one with ``lstm_states: carried``.
+ELMo files in the published layout with random weights
+(`contextuality.backends.elmo.synthetic`): the tests' tiny file (tiny-elmo) and the small
+and original releases' sizes (elmo-small, elmo-original); a ``-carried`` suffix runs one
+with ``lstm_states: carried``.
 
     python bench/extraction.py --device cpu --models tiny-bert minilm --tokens 40000
     python bench/extraction.py --device cpu --models smollm2 --tokens 4000 --label decoder
@@ -26,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,26 +34,26 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from contextuality import __version__
+from contextuality import __version__, backends
+from contextuality.backends.base import LoadedModel, ModelSpec
+from contextuality.backends.elmo.synthetic import (
+    TINY_OPTIONS,
+    published_size_options,
+    write_random_files,
+)
 from contextuality.corpus import (
     normalize_sentence,
     read_sts_archive,
     read_text_corpus,
-    resolve_data_path,
     sts_sentences,
 )
-from contextuality.extract import (
-    autocast,
-    extract_to_shards,
-    model_batches,
-    sentence_units,
-)
-from contextuality.models import LoadedModel, ModelSpec, load_model
-from contextuality.shards import ShardSetWriter
+from contextuality.extraction.forward import autocast, model_batches, pad_batch
+from contextuality.extraction.partitions import plan_extraction
+from contextuality.extraction.run import extract
+from contextuality.extraction.units import sentence_units
+from contextuality.fetch import resolve_data_path
+from contextuality.storage.shards import ShardSetWriter
 from contextuality.words import split_words
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from elmo_files import TINY_OPTIONS, published_size_options, write_elmo_files  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STS_MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data" / "sts"
@@ -147,16 +147,10 @@ def forward_only(loaded: LoadedModel, corpus: list[str]) -> dict[str, float]:
     batches = model_batches(loaded, lengths, loaded.spec.token_budget)
     if loaded.sequential:  # ELMo with carried states starts from zero states
         loaded.model.reset_states()
-    pad = loaded.tokenizer.pad_token_id or 0
-    token_shape = encoded[0].input_ids.shape[1:]  # ELMo: a row of character ids per token
+    pad_id = loaded.encoder.pad_token_id
     padded = []
     for batch in batches:
-        longest = int(lengths[batch].max())
-        ids = np.full((len(batch), longest, *token_shape), pad, dtype=np.int64)
-        mask = np.zeros((len(batch), longest), dtype=np.int64)
-        for row, item in enumerate(batch):
-            ids[row, : lengths[item]] = encoded[item].input_ids
-            mask[row, : lengths[item]] = 1
+        ids, mask = pad_batch([encoded[item] for item in batch], pad_id)
         padded.append((torch.from_numpy(ids), torch.from_numpy(mask)))
     with torch.inference_mode(), autocast(device, loaded.spec.cuda_dtype):
         ids, mask = padded[0]
@@ -179,17 +173,17 @@ def forward_only(loaded: LoadedModel, corpus: list[str]) -> dict[str, float]:
 
 
 def write_only(n_words: int, n_layers: int, dim: int, directory: Path) -> dict[str, float]:
-    """MB/s of writing n_words × dim float16 rows to n_layers shards, in 16k-word blocks."""
-    block_words = 16_384
-    block = (
-        np.random.default_rng(0).standard_normal((n_layers, block_words, dim)).astype(np.float16)
+    """MB/s of writing n_words × dim float16 rows to n_layers shards, in 16k-word segments."""
+    segment_words = 16_384
+    segment = (
+        np.random.default_rng(0).standard_normal((n_layers, segment_words, dim)).astype(np.float16)
     )
     paths = {layer: directory / f"write_{layer}.h5" for layer in range(n_layers)}
     started = time.perf_counter()
     with ShardSetWriter(paths, n_words, dim, "float16", {}) as writer:
-        for first in range(0, n_words, block_words):
-            rows = min(block_words, n_words - first)
-            writer.write(first, block[:, :rows])
+        for first in range(0, n_words, segment_words):
+            rows = min(segment_words, n_words - first)
+            writer.write(first, segment[:, :rows])
         writer.commit({})
     seconds = time.perf_counter() - started
     for path in paths.values():
@@ -202,9 +196,13 @@ def full_extraction(loaded: LoadedModel, corpus: list[str], directory: Path) -> 
     """Tokens/s of contextuality's extraction, every layer written."""
     layers = tuple(range(loaded.n_layers + 1))
     paths = {layer: directory / f"layer_{layer}.h5" for layer in layers}
-    report = extract_to_shards(
-        loaded, sentence_units(loaded, corpus), layers, paths, {}, progress=False
-    )
+    units = sentence_units(loaded, corpus)
+    plan = plan_extraction(loaded, units.counts, layers)
+
+    def open_sink(dtype: str) -> ShardSetWriter:
+        return ShardSetWriter(paths, plan.n_rows, loaded.hidden_size, dtype, {"model": "bench"})
+
+    report = extract(loaded, units, plan, open_sink, progress=False)
     for path in paths.values():
         path.unlink()
     return {
@@ -224,7 +222,7 @@ def _spec(name: str, corpus: list[str], budget: int, work: Path) -> ModelSpec:
         return ModelSpec(name=name, source=SMOLLM2, gguf_file=SMOLLM2_FILE, token_budget=budget)
     size = name.removesuffix("-carried")
     if size in ELMO_OPTIONS:
-        write_elmo_files(work / name, ELMO_OPTIONS[size]())
+        write_random_files(work / name, ELMO_OPTIONS[size]())
         states = "carried" if name.endswith("-carried") else "per_sentence"
         return ModelSpec(
             name=name,
@@ -239,7 +237,7 @@ def _spec(name: str, corpus: list[str], budget: int, work: Path) -> ModelSpec:
 
 def bench_model(name: str, corpus: list[str], device: str, budget: int, work: Path) -> dict:
     spec = _spec(name, corpus, budget, work)
-    loaded = load_model(spec, device)
+    loaded = backends.load_model(spec, device)
     forward = forward_only(loaded, corpus)
     full = full_extraction(loaded, corpus, work)
     n_layers = loaded.n_layers + 1

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from contextuality import __version__, measures
+from contextuality.rows import unit_rows
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WORDS_PER_SENTENCE = 12
@@ -29,7 +30,7 @@ def synthetic_layer(n_rows: int, dim: int, rng: np.random.Generator):
     words = np.minimum(rng.zipf(1.3, n_rows) - 1, n_words - 1)
     sentences = np.arange(n_rows) // WORDS_PER_SENTENCE
     vectors = rng.standard_normal((n_rows, dim)) + 2.0 * rng.standard_normal(dim)
-    return measures.unit_rows(vectors), words, sentences
+    return unit_rows(vectors), words, sentences
 
 
 def fast(unit, words, sentences):

@@ -14,7 +14,8 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 
-from contextuality.extract import align_to_words, encode_running_text
+from contextuality.backends.hf import encode_running_text
+from contextuality.extraction.units import align_to_words
 from contextuality.words import tokenize_sentences, word_spans
 
 SENTENCES = [

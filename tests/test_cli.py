@@ -7,10 +7,10 @@ from pathlib import Path
 
 import h5py
 import pandas as pd
-from elmo_files import write_elmo_files
 
+from contextuality.backends.elmo.release import RELEASES
+from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.cli import main
-from contextuality.elmo import RELEASES
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -132,7 +132,7 @@ def test_elmo_from_the_command_line(tmp_path, monkeypatch):
     """download-elmo puts a release where extract --loader elmo finds it by name."""
     monkeypatch.chdir(tmp_path)
     mirror = tmp_path / "mirror"
-    write_elmo_files(mirror, stem=RELEASES["elmo-small"].stem)
+    write_random_files(mirror, stem=RELEASES["elmo-small"].stem)
     assert main(["download-elmo", "elmo-small", "--mirror", str(mirror)]) == 0
     provenance = json.loads(Path("resources/elmo/elmo-small/provenance.json").read_text())
     assert provenance["mirror"] == str(mirror) and len(provenance["sha256"]) == 2

@@ -29,13 +29,13 @@ from contextuality.corpus import (
     normalize_sentence,
     read_sts_archive,
     read_text_corpus,
-    resolve_data_path,
     split_sentences,
     sts_archive_name,
     sts_sentences,
     text_corpus_files,
 )
 from contextuality.errors import InputDataError
+from contextuality.fetch import resolve_data_path
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 STS_DIR = DATA_DIR / "sts"
@@ -147,7 +147,7 @@ def test_sts_gold_scores_align_with_the_gold_files(sts_read):
 
 @needs_sts
 def test_scored_only_sentence_table_counts(tmp_path):
-    from contextuality.steps import build_sentences
+    from contextuality.steps import sentences
     from contextuality.tables import read_parquet
 
     archives = [STS_DIR / sts_archive_name(year) for year in STS_YEARS]
@@ -156,7 +156,7 @@ def test_scored_only_sentence_table_counts(tmp_path):
         "name": "sts",
         "sts": {"years": list(STS_YEARS), "verify_checksums": True, "scored_only": True},
     }
-    build_sentences(settings, archives, tmp_path / "sentences.parquet")
+    sentences(settings, archives, tmp_path / "sentences.parquet")
     table = read_parquet(tmp_path / "sentences.parquet")
     assert table["n_copies"].sum() == 2 * sum(STS_SCORED_PAIRS.values()) == 25088
     origins = [origin for joined in table["origins"] for origin in joined.split(";")]
@@ -559,8 +559,8 @@ def test_a_directory_of_text_files_is_one_corpus(tmp_path):
     assert labels == ["a.txt", "b/two.txt", "c/d/three.txt"]
     (tmp_path / "all.txt").write_text("".join(texts[label] for label in labels))
     settings = {"source": "text", "text": {"split_sentences": False}}
-    steps.build_sentences(settings, files, tmp_path / "many.parquet")
-    steps.build_sentences(settings, [tmp_path / "all.txt"], tmp_path / "one.parquet")
+    steps.sentences(settings, files, tmp_path / "many.parquet")
+    steps.sentences(settings, [tmp_path / "all.txt"], tmp_path / "one.parquet")
     many, one = (pd.read_parquet(tmp_path / f"{name}.parquet") for name in ("many", "one"))
     pd.testing.assert_series_equal(many["text"], one["text"])
     assert read_text_corpus(files[1], label=labels[1])[1].origin == "b/two.txt:2"

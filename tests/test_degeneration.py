@@ -14,8 +14,8 @@ from contextuality import degeneration_figures
 from contextuality.degeneration import (
     DegenerationSettings,
     bin_labels,
+    bins_table,
     cone_projection,
-    degeneration_table,
     frequency_correlations,
     nearest_neighbours,
     occurrence_degeneration,
@@ -323,7 +323,7 @@ def test_table_keeps_empty_bins_and_averages_the_others():
         }
     )
     bins = [(0, 2), (2, 5), (5, None)]
-    table = degeneration_table(words, queries, bins)
+    table = bins_table(words, queries, bins)
     assert table["vectors"].tolist() == ["static"] * 3 + ["occurrences"] * 3
     assert table["bin"].tolist() == ["0–2", "2–5", "5+"] * 2
     assert table["n"].tolist() == [2, 0, 1, 3, 0, 0]
@@ -387,7 +387,7 @@ def layers():
         words = word_degeneration(vectors, occurrences, vocab, settings)
         queries = occurrence_degeneration(vectors, occurrences, vocab, settings)
         bins = rank_bins(len(vocab), DegenerationSettings(reference_vocabulary=None))
-        tables.append(degeneration_table(words, queries, bins).assign(layer=layer))
+        tables.append(bins_table(words, queries, bins).assign(layer=layer))
         words_by_layer[layer] = words
         cones[layer] = cone_projection(vectors, occurrences, vocab, settings)
     return words_by_layer, pd.concat(tables, ignore_index=True), cones

@@ -14,11 +14,19 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from elmo_files import TINY_OPTIONS, reference_forward, write_elmo_files
+from elmo_files import reference_forward
 
-from contextuality import elmo
+from contextuality.backends import count_hidden_layers, load_model, model_settings, model_spec
+from contextuality.backends.base import ModelSpec, layer_output
+from contextuality.backends.elmo.release import RELEASE_FILES, RELEASES, fetch_release
+from contextuality.backends.elmo.synthetic import TINY_OPTIONS, write_random_files
+from contextuality.backends.elmo.weights import (
+    BEGIN_SENTENCE,
+    END_SENTENCE,
+    boundary_character_ids,
+    word_character_ids,
+)
 from contextuality.errors import ConfigError, InputDataError, ModelLoadError
-from contextuality.models import ModelSpec, count_hidden_layers, layer_output, load_model
 from contextuality.words import word_spans
 
 from extraction import extract_every_layer
@@ -34,7 +42,7 @@ SENTENCES = [
 @pytest.fixture(scope="module")
 def elmo_dir(tmp_path_factory):
     directory = tmp_path_factory.mktemp("tiny-elmo")
-    write_elmo_files(directory)
+    write_random_files(directory)
     return directory
 
 
@@ -51,7 +59,7 @@ def _batch(loaded, sentences):
         text = " ".join(words)
         starts = np.cumsum([0] + [len(word) + 1 for word in words[:-1]])
         spans = [(start, start + len(word)) for start, word in zip(starts, words, strict=True)]
-        encoding = characters.encode(text, spans)
+        encoding = characters.encode_words(text, spans)
         rows.append(np.concatenate([encoding.prefix, encoding.content, encoding.suffix]))
     longest = max(len(row) for row in rows)
     ids = np.zeros((len(rows), longest, characters.max_characters), dtype=np.int64)
@@ -71,13 +79,13 @@ def _forward(loaded, sentences):
 
 
 def test_character_ids_are_bilm_tfs_plus_one():
-    ids = elmo.word_character_ids("aé")
+    ids = word_character_ids("aé")
     assert ids[:5].tolist() == [259, 98, 0xC3 + 1, 0xA9 + 1, 260]
     assert (ids[5:] == 261).all() and len(ids) == 50
-    long = elmo.word_character_ids("y" * 60)
+    long = word_character_ids("y" * 60)
     assert long[0] == 259 and (long[1:49] == ord("y") + 1).all() and long[49] == 260
-    assert elmo.boundary_character_ids(elmo.BEGIN_SENTENCE)[:4].tolist() == [259, 257, 260, 261]
-    assert elmo.boundary_character_ids(elmo.END_SENTENCE)[:4].tolist() == [259, 258, 260, 261]
+    assert boundary_character_ids(BEGIN_SENTENCE)[:4].tolist() == [259, 257, 260, 261]
+    assert boundary_character_ids(END_SENTENCE)[:4].tolist() == [259, 258, 260, 261]
 
 
 @pytest.mark.parametrize("skip_connections", [True, False])
@@ -86,7 +94,7 @@ def test_forward_matches_the_step_by_step_reference(tmp_path, skip_connections):
     sentence and one step at a time in float64, clipping included."""
     options = copy.deepcopy(TINY_OPTIONS)
     options["lstm"]["use_skip_connections"] = skip_connections
-    options_path, weights_path = write_elmo_files(tmp_path, options, seed=3)
+    options_path, weights_path = write_random_files(tmp_path, options, seed=3)
     loaded = load_model(ModelSpec("elmo", str(tmp_path), loader="elmo"))
     clipped = {"cell": 0, "projection": 0}
     for words, ours in zip(SENTENCES, _forward(loaded, SENTENCES), strict=True):
@@ -100,8 +108,8 @@ def test_forward_matches_the_step_by_step_reference(tmp_path, skip_connections):
 def test_skip_connections_change_the_second_layer_only(tmp_path):
     options = copy.deepcopy(TINY_OPTIONS)
     options["lstm"]["use_skip_connections"] = False
-    write_elmo_files(tmp_path / "plain", options)
-    write_elmo_files(tmp_path / "skip", TINY_OPTIONS)
+    write_random_files(tmp_path / "plain", options)
+    write_random_files(tmp_path / "skip", TINY_OPTIONS)
     plain, skip = (
         _forward(load_model(ModelSpec("e", str(tmp_path / name), loader="elmo")), SENTENCES[:1])[0]
         for name in ("plain", "skip")
@@ -178,7 +186,7 @@ def test_layers_are_described_and_counted(loaded, elmo_dir):
 
 
 def test_published_file_names_are_found(tmp_path):
-    write_elmo_files(tmp_path, stem="elmo_2x1024_128_2048cnn_1xhighway")
+    write_random_files(tmp_path, stem="elmo_2x1024_128_2048cnn_1xhighway")
     loaded = load_model(ModelSpec("e", str(tmp_path), loader="elmo"))
     assert loaded.hidden_size == 16
 
@@ -199,7 +207,7 @@ def test_pinned_revision_is_the_weights_checksum(elmo_dir, loaded):
     ],
 )
 def test_damaged_weights_are_refused_naming_the_dataset(tmp_path, damage, message):
-    write_elmo_files(tmp_path)
+    write_random_files(tmp_path)
     with h5py.File(tmp_path / "weights.hdf5", "a") as file:
         damage(file)
     with pytest.raises(ModelLoadError, match=message):
@@ -212,7 +220,7 @@ def _replace(file, name, value):
 
 
 def test_bad_options_and_missing_files_are_refused(tmp_path):
-    write_elmo_files(tmp_path)
+    write_random_files(tmp_path)
     options = json.loads((tmp_path / "options.json").read_text())
     del options["lstm"]["projection_dim"]
     (tmp_path / "options.json").write_text(json.dumps(options))
@@ -231,43 +239,43 @@ def test_bad_options_and_missing_files_are_refused(tmp_path):
 )
 def test_settings_that_mean_nothing_for_elmo_are_refused(setting):
     with pytest.raises(ConfigError, match=f"{next(iter(setting))} cannot be set"):
-        ModelSpec.from_config("e", {"source": "elmo-original", "loader": "elmo", **setting})
+        model_spec("e", {"source": "elmo-original", "loader": "elmo", **setting})
 
 
 def test_lstm_states_is_elmos_setting_alone():
     """Recorded (and hashed) for ELMo only, so that it changes no transformer's settings."""
-    assert "lstm_states" not in ModelSpec.from_config("m", {"source": "x"}).settings()
+    assert "lstm_states" not in model_settings(model_spec("m", {"source": "x"}))
     section = {"source": "elmo-original", "loader": "elmo", "lstm_states": "carried"}
-    spec = ModelSpec.from_config("e", section)
-    assert spec.settings()["lstm_states"] == "carried"
-    assert ModelSpec.from_config("e", spec.settings()) == spec
+    spec = model_spec("e", section)
+    assert model_settings(spec)["lstm_states"] == "carried"
+    assert model_spec("e", model_settings(spec)) == spec
     with pytest.raises(ConfigError, match="lstm_states is ELMo's setting"):
-        ModelSpec.from_config("m", {"source": "x", "lstm_states": "carried"})
+        model_spec("m", {"source": "x", "lstm_states": "carried"})
     with pytest.raises(ConfigError, match="lstm_states must be one of"):
-        ModelSpec.from_config("e", {**section, "lstm_states": "stateful"})
+        model_spec("e", {**section, "lstm_states": "stateful"})
 
 
 def test_release_from_a_mirror_is_checked(tmp_path):
-    release = elmo.RELEASES["elmo-small"]
+    release = RELEASES["elmo-small"]
     mirror = tmp_path / "mirror"
-    write_elmo_files(mirror, stem=release.stem)
-    destinations = {file: tmp_path / "out" / file for file in elmo.RELEASE_FILES}
-    digests = elmo.fetch_release("elmo-small", destinations, mirror)
-    assert set(digests) == {release.published_name(file) for file in elmo.RELEASE_FILES}
+    write_random_files(mirror, stem=release.stem)
+    destinations = {file: tmp_path / "out" / file for file in RELEASE_FILES}
+    digests = fetch_release("elmo-small", destinations, mirror)
+    assert set(digests) == {release.published_name(file) for file in RELEASE_FILES}
     assert all(path.is_file() for path in destinations.values())
     assert release.url("weights.hdf5").endswith(
         "2x1024_128_2048cnn_1xhighway/elmo_2x1024_128_2048cnn_1xhighway_weights.hdf5"
     )
     wrong = {release.published_name("weights.hdf5"): "0" * 64}
     with pytest.raises(InputDataError, match="checksum differs"):
-        elmo.fetch_release("elmo-small", destinations, mirror, wrong)
+        fetch_release("elmo-small", destinations, mirror, wrong)
     with h5py.File(mirror / release.published_name("weights.hdf5"), "a") as file:
         del file["CNN/b_cnn_2"]
     with pytest.raises(InputDataError, match="elmo-small.*CNN/b_cnn_2"):
-        elmo.fetch_release("elmo-small", destinations, mirror)
+        fetch_release("elmo-small", destinations, mirror)
     assert not any(path.exists() for path in destinations.values())
     with pytest.raises(ConfigError, match="unknown ELMo release"):
-        elmo.fetch_release("elmo-huge", destinations, mirror)
+        fetch_release("elmo-huge", destinations, mirror)
 
 
 def test_extraction_writes_one_vector_per_word(loaded, tmp_path):
@@ -289,7 +297,7 @@ def test_extraction_writes_one_vector_per_word(loaded, tmp_path):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_autocast_agrees_with_cpu(elmo_dir):
-    from contextuality.extract import autocast
+    from contextuality.extraction.forward import autocast
 
     cpu = load_model(ModelSpec("e", str(elmo_dir), loader="elmo"))
     cuda = load_model(ModelSpec("e", str(elmo_dir), loader="elmo"), "cuda")
@@ -311,7 +319,7 @@ def test_agrees_with_allennlps_elmo(tmp_path):
     """AllenNLP's _ElmoBiLm gives the same vectors: from zero states for a batch, and, one
     sentence per call in order (its states carried over, as the paper's ElmoEmbedder ran),
     the vectors of lstm_states: carried."""
-    options_path, weights_path = write_elmo_files(tmp_path, seed=5)
+    options_path, weights_path = write_random_files(tmp_path, seed=5)
     sentences = [" ".join(words) for words in SENTENCES]
     words = [
         [sentence[start:end] for start, end in spans]

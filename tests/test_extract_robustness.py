@@ -9,14 +9,17 @@ import numpy as np
 import pytest
 import torch
 
-from contextuality import extract as extract_module
+from contextuality.backends import load_model
+from contextuality.backends.base import ModelSpec
 from contextuality.errors import DeviceMemoryError, StorageError
-from contextuality.extract import _window_assignment, sentence_units
-from contextuality.models import ModelSpec, load_model
-from contextuality.shards import ShardSetWriter, load_shard
+from contextuality.extraction import forward as forward_module
+from contextuality.extraction import run as run_module
+from contextuality.extraction.units import assign_windows, sentence_units
+from contextuality.storage import shards as shards_module
+from contextuality.storage.shards import ShardSetWriter, load_shard
 from contextuality.words import split_words, word_spans
 
-from extraction import extract_every_layer
+from extraction import extract_every_layer, extract_into_shards
 
 LONG = "The cat sat on the mat while the dog ran in the park and the bank raised rates again."
 SHORT = "The cat sat."
@@ -32,9 +35,9 @@ def test_window_assignment_picks_the_most_central_window():
     windows = [[-1, 0, 1, 2, 3, -1], [-1, 2, 3, 4, 5, -1]]
     # word 2: centrality 1 in window 0 (position 3 of content 1..4), 0 in window 1.
     # word 3: 0 in window 0 (last content position), 1 in window 1.
-    assert _window_assignment(windows) == [[-1, 0, 1, 2, -1, -1], [-1, -1, 3, 4, 5, -1]]
+    assert assign_windows(windows) == [[-1, 0, 1, 2, -1, -1], [-1, -1, 3, 4, 5, -1]]
     # A tie goes to the earlier window.
-    assert _window_assignment([[-1, 0, 1, -1], [-1, 1, 2, -1]]) == [
+    assert assign_windows([[-1, 0, 1, -1], [-1, 1, 2, -1]]) == [
         [-1, 0, 1, -1],
         [-1, -1, 2, -1],
     ]
@@ -116,12 +119,12 @@ def test_windowed_word_equals_a_forward_pass_of_its_window(bert, tmp_path):
 
 
 class _SimulatedDevice:
-    """Wraps _forward_batch and raises out-of-memory above a padded-token limit."""
+    """Wraps forward_batch and raises out-of-memory above a padded-token limit."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.padded_sizes: list[int] = []
-        self.forward = extract_module._forward_batch
+        self.forward = forward_module.forward_batch
 
     def __call__(self, loaded, batch, layers, first_rows):
         padded = len(batch) * max(len(item.input_ids) for item in batch)
@@ -134,7 +137,7 @@ class _SimulatedDevice:
 def test_out_of_memory_halves_the_budget_and_changes_nothing(bert, tmp_path, monkeypatch):
     _, expected = extract_every_layer(bert, SENTENCES, tmp_path / "free", token_budget=4096)
     device = _SimulatedDevice(limit=60)
-    monkeypatch.setattr(extract_module, "_forward_batch", device)
+    monkeypatch.setattr(run_module, "forward_batch", device)
     report, vectors = extract_every_layer(bert, SENTENCES, tmp_path / "tight", token_budget=4096)
     assert report.out_of_memory_retries >= 1
     assert report.token_budget <= 4096 // 2**report.out_of_memory_retries
@@ -143,7 +146,7 @@ def test_out_of_memory_halves_the_budget_and_changes_nothing(bert, tmp_path, mon
 
 
 def test_an_input_too_large_even_alone_is_a_clear_error(bert, tmp_path, monkeypatch):
-    monkeypatch.setattr(extract_module, "_forward_batch", _SimulatedDevice(limit=3))
+    monkeypatch.setattr(run_module, "forward_batch", _SimulatedDevice(limit=3))
     with pytest.raises(DeviceMemoryError, match="does not fit in device memory"):
         extract_every_layer(bert, SENTENCES, tmp_path / "none", token_budget=4096)
     assert not list((tmp_path / "none").iterdir())
@@ -162,25 +165,31 @@ def test_a_failing_disk_stops_extraction_and_leaves_no_shard(bert, tmp_path, mon
 def test_shards_that_would_not_fit_are_refused_before_the_forward_pass(bert, tmp_path, monkeypatch):
     """The shards' size is occurrences × layers × dim × bytes, recorded in the report; with
     less free space than that the extraction stops before any forward pass."""
-    n_rows = int(sentence_units(bert, SENTENCES).counts.sum())
+    units = sentence_units(bert, SENTENCES)
+    n_rows = int(units.counts.sum())
     layers = bert.n_layers + 1
     needed = n_rows * layers * bert.hidden_size * 2
-    assert extract_module.shard_bytes(n_rows, layers, bert.hidden_size, "float16") == needed
-    assert extract_module.shard_bytes(n_rows, layers, bert.hidden_size, "float32") == 2 * needed
+    assert shards_module.shard_bytes(n_rows, layers, bert.hidden_size, "float16") == needed
+    assert shards_module.shard_bytes(n_rows, layers, bert.hidden_size, "float32") == 2 * needed
     report, _ = extract_every_layer(bert, SENTENCES, tmp_path / "fits")
     assert report.shard_bytes == needed
 
     def forward_pass(*args, **kwargs):
         raise AssertionError("the model ran")
 
-    usage = extract_module.shutil.disk_usage(tmp_path)
+    usage = shards_module.shutil.disk_usage(tmp_path)
     monkeypatch.setattr(
-        extract_module.shutil, "disk_usage", lambda path: usage._replace(free=needed - 1)
+        shards_module.shutil, "disk_usage", lambda path: usage._replace(free=needed - 1)
     )
-    monkeypatch.setattr(extract_module, "_extract_block", forward_pass)
+    monkeypatch.setattr(run_module, "_run_segment", forward_pass)
+    monkeypatch.setattr(run_module, "forward_batch", forward_pass)
+    # The shards' writer names the model by its "model" attribute, as the extract step sets it.
+    full = tmp_path / "full"
+    paths = {layer: full / f"layer{layer}.h5" for layer in range(layers)}
+    attributes = {"index_checksum": "i", "model": bert.spec.name}
     with pytest.raises(StorageError, match="model tiny-bert: the shards need .* GB free"):
-        extract_every_layer(bert, SENTENCES, tmp_path / "full")
-    assert not list((tmp_path / "full").iterdir())
+        extract_into_shards(bert, units, tuple(range(layers)), paths, attributes)
+    assert not list(full.iterdir())
 
 
 def test_a_rerun_after_a_crash_starts_clean(bert, tmp_path):

@@ -7,14 +7,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from contextuality import figures, steps
+from contextuality import figures
 from contextuality.figures import FIGURES
+from contextuality.summary import SUMMARY_COLUMNS
 
 MODELS = {"alpha": 4, "beta": 2}  # model → number of layers
 
 
 def _summary_table(rng) -> pd.DataFrame:
-    """A summary table (as `steps.summarize` writes) with random values for every measure
+    """A summary table (as `steps.measures_table` writes) with random values for every measure
     the figures draw, an interval around each value."""
     measures = {series.measure for spec in FIGURES.values() for series in spec.series}
     rows = []
@@ -38,7 +39,7 @@ def _summary_table(rng) -> pd.DataFrame:
                         f"{column}_high": value + 0.1,
                     }
                 rows.append(row)
-    return pd.DataFrame(rows, columns=list(steps.SUMMARY_COLUMNS))
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
 @pytest.fixture

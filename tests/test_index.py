@@ -407,7 +407,7 @@ def test_paper_units_reproduce_the_published_vocabulary(shared_data, tmp_path):
     import pandas as pd
 
     from contextuality.corpus import sts_archive_name
-    from contextuality.steps import build_sentences
+    from contextuality.steps import sentences
     from contextuality.tables import read_parquet
 
     years = [2012, 2013, 2014, 2015, 2016]
@@ -416,7 +416,7 @@ def test_paper_units_reproduce_the_published_vocabulary(shared_data, tmp_path):
         "sts": {"years": years, "verify_checksums": True, "scored_only": True},
     }
     archives = [shared_data / "sts" / sts_archive_name(year) for year in years]
-    build_sentences(settings, archives, tmp_path / "sentences.parquet")
+    sentences(settings, archives, tmp_path / "sentences.parquet")
     table = read_parquet(tmp_path / "sentences.parquet")
     units = tokenize_sentences(table["text"].tolist(), "spacy")
     copies = table["n_copies"].to_numpy()

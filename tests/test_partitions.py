@@ -1,7 +1,7 @@
 """Partitioned extraction (config ``extraction.partitions``): the sentence ranges of the
-parts (`extract.partition_bounds`), the extraction of one part, the gathering of the parts'
-rows (`shards.load_shard_parts`), the workflow's paths, and a partitioned run of the
-workflow giving the results of a run in one job."""
+parts (`extraction.partitions.partition_bounds`), the extraction of one part, the gathering
+of the parts' rows (`storage.shards.load_shard_parts`), the workflow's paths, and a
+partitioned run of the workflow giving the results of a run in one job."""
 
 from __future__ import annotations
 
@@ -14,19 +14,22 @@ import h5py
 import numpy as np
 import pandas as pd
 import pytest
-from elmo_files import write_elmo_files
 
 from contextuality import workflow
+from contextuality.backends import load_model
+from contextuality.backends.base import ModelSpec
+from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.errors import ConfigError, ShardMismatchError
-from contextuality.extract import (
-    _blocks,
-    extract_to_shards,
-    partition_bounds,
-    sentence_units,
-    units_of_part,
+from contextuality.extraction.partitions import partition_bounds, segments
+from contextuality.extraction.units import sentence_units, units_of_part
+from contextuality.storage.shards import (
+    load_shard,
+    load_shard_parts,
+    load_shards,
+    shard_attributes,
 )
-from contextuality.models import ModelSpec, load_model
-from contextuality.shards import load_shard, load_shard_parts, load_shards, shard_attributes
+
+from extraction import extract_into_shards, with_spec
 
 # Sentences of 1 to 13 words, so that blocks of 20 words hold one to a few sentences.
 SENTENCES = [
@@ -41,7 +44,7 @@ SENTENCES = [
         "The bank raised interest rates; the river bank flooded.",
     )
 ]
-BLOCK_WORDS = 20
+SEGMENT_WORDS = 20
 LAYERS = (0, 1, 2)
 
 
@@ -58,7 +61,7 @@ def _check_bounds(counts: np.ndarray, n_parts: int, block_rows: int) -> list[tup
     for (_, end), (start, _) in zip(bounds, bounds[1:], strict=False):
         assert end == start  # contiguous, nothing skipped or repeated
     assert all(start <= end for start, end in bounds)
-    blocks = _blocks(counts, block_rows)
+    blocks = segments(counts, block_rows)
     starts = {start for start, _ in blocks} | {len(counts)}
     assert all(start in starts for start, _ in bounds)  # cut only between blocks
     rows = np.array([counts[start:end].sum() for start, end in bounds])
@@ -111,14 +114,13 @@ def bert(tiny_bert_dir):
 
 def _extract(loaded, directory: Path, part: int = 0, n_parts: int = 1, checksum="index-a"):
     paths = {layer: directory / f"layer_{layer}.h5" for layer in LAYERS}
-    report = extract_to_shards(
+    loaded = with_spec(loaded, segment_words=SEGMENT_WORDS)
+    report = extract_into_shards(
         loaded,
         sentence_units(loaded, SENTENCES),
         LAYERS,
         paths,
         {"model": loaded.spec.name, "index_checksum": checksum, "pooling": "mean"},
-        block_words=BLOCK_WORDS,
-        progress=False,
         part=part,
         n_parts=n_parts,
     )
@@ -138,7 +140,7 @@ def test_the_parts_rows_are_the_whole_extractions_rows(bert, extracted):
     (whole_report, whole), parts = extracted
     n_rows = whole_report.n_occurrences
     units = sentence_units(bert, SENTENCES)
-    bounds = partition_bounds(units.counts, 3, BLOCK_WORDS)
+    bounds = partition_bounds(units.counts, 3, SEGMENT_WORDS)
     assert all(end > start for start, end in bounds)  # three parts, none empty
     first_row = 0
     for part, ((report, paths), (start, end)) in enumerate(zip(parts, bounds, strict=True)):
@@ -224,7 +226,7 @@ def test_a_part_outside_the_parts_is_refused(bert, tmp_path):
 
 
 def test_a_model_carrying_its_states_is_not_partitioned(tmp_path):
-    write_elmo_files(tmp_path / "elmo")
+    write_random_files(tmp_path / "elmo")
     spec = ModelSpec("e", str(tmp_path / "elmo"), loader="elmo", lstm_states="carried")
     carried = load_model(spec)
     with pytest.raises(ConfigError, match="one sequence"):
@@ -319,38 +321,42 @@ def test_load_shard_parts_refuses_anything_but_every_part_of_one_extraction(
 def test_one_partition_keeps_the_paths_of_an_unpartitioned_extraction():
     config = {"models": {"m": {"source": "x", "layers": [0, 2]}}}
     expected = {
-        "shards": ["results/embeddings/m/layer_0.h5", "results/embeddings/m/layer_2.h5"],
+        "layers": ["results/embeddings/m/layer_0.h5", "results/embeddings/m/layer_2.h5"],
         "meta": "results/embeddings/m/meta.json",
     }
     for extraction in (None, {}, {"partitions": 1}):
         if extraction is not None:
             config["extraction"] = extraction
         assert workflow.extraction_outputs(config, "m") == expected
-        assert workflow.extraction_outputs(config, "m")["shards"] == workflow.shard_paths(
-            config, "m"
-        )
+        assert workflow.extraction_outputs(config, "m")["layers"] == [
+            path for layer in (0, 2) for path in workflow.layer_vectors(config, "m", layer)["shard"]
+        ]
         assert workflow.extraction_log(config, "m") == "logs/extract/m.log"
         assert workflow.extraction_log(config, "m", "benchmarks") == "benchmarks/extract/m.tsv"
-        assert workflow.partitioned_models(config, partitioned=False) == ["m"]
-        assert workflow.partitioned_models(config) == []
-        assert workflow.layer_shards(config, "m", 2) == ["results/embeddings/m/layer_2.h5"]
+        assert workflow.streamed_models(config, streamed=False) == ["m"]
+        assert workflow.extraction_partitions(config, "m") == 1
+        assert workflow.extraction_rule(config, "m") == "extract_m"
+        assert workflow.layer_vectors(config, "m", 2) == {
+            "shard": ["results/embeddings/m/layer_2.h5"]
+        }
         assert workflow.extraction_metas(config, "m") == ["results/embeddings/m/meta.json"]
 
 
 def test_partitions_name_one_directory_per_part():
     config = {"models": {"m": {"source": "x", "layers": [0, 2]}}, "extraction": {"partitions": 3}}
     assert workflow.extraction_outputs(config, "m") == {
-        "shards": [
+        "layers": [
             "results/embeddings/m/part_{part}/layer_0.h5",
             "results/embeddings/m/part_{part}/layer_2.h5",
         ],
         "meta": "results/embeddings/m/part_{part}/meta.json",
     }
     assert workflow.extraction_log(config, "m") == "logs/extract/m/part_{part}.log"
-    assert workflow.partitioned_models(config) == ["m"]
-    assert workflow.layer_shards(config, "m", 2) == [
-        f"results/embeddings/m/part_{part}-of-3/layer_2.h5" for part in range(3)
-    ]
+    assert workflow.extraction_partitions(config, "m") == 3
+    assert workflow.extraction_rule(config, "m") == "extract_m"
+    assert workflow.layer_vectors(config, "m", 2) == {
+        "shard": [f"results/embeddings/m/part_{part}-of-3/layer_2.h5" for part in range(3)]
+    }
     assert workflow.extraction_metas(config, "m") == [
         f"results/embeddings/m/part_{part}-of-3/meta.json" for part in range(3)
     ]
@@ -374,11 +380,11 @@ def test_partitions_name_one_directory_per_part():
 # --------------------------------------------------------------------------------------
 
 
-WORKFLOW_BLOCK_WORDS = 4096  # models.<name>.block_words: five blocks in the corpus below
+WORKFLOW_SEGMENT_WORDS = 4096  # models.<name>.segment_words: five blocks in the corpus below
 
 
 def _large_corpus(path: Path) -> int:
-    """Unique sentences of about 20,000 words (five blocks of `WORKFLOW_BLOCK_WORDS`);
+    """Unique sentences of about 20,000 words (five blocks of `WORKFLOW_SEGMENT_WORDS`);
     returns the number of sentences."""
     from test_workflow import BASE_SENTENCES
 
@@ -392,7 +398,7 @@ def test_a_partitioned_run_gives_the_results_of_one_job(tmp_path, tiny_bert_dir)
     from test_workflow import _config, _snakemake, _write_config
 
     _large_corpus(tmp_path / "corpus.txt")
-    bert = {"source": str(tiny_bert_dir), "block_words": WORKFLOW_BLOCK_WORDS}
+    bert = {"source": str(tiny_bert_dir), "segment_words": WORKFLOW_SEGMENT_WORDS}
     config = _config(tmp_path / "corpus.txt", {"bert": bert})
     config["measures"]["transforms"] = ["none"]
     targets = [
@@ -410,7 +416,7 @@ def test_a_partitioned_run_gives_the_results_of_one_job(tmp_path, tiny_bert_dir)
         for layer in LAYERS
     }
     occurrences = pd.read_parquet(tmp_path / "results/corpus/occurrences.parquet")
-    assert len(occurrences) > 4 * WORKFLOW_BLOCK_WORDS  # five blocks of the extraction
+    assert len(occurrences) > 4 * WORKFLOW_SEGMENT_WORDS  # five blocks of the extraction
 
     config["extraction"] = {"partitions": 3}
     _write_config(tmp_path, config)
@@ -430,7 +436,7 @@ def test_a_partitioned_run_gives_the_results_of_one_job(tmp_path, tiny_bert_dir)
             tmp_path / f"results/measures/bert/none/layer_{layer}.parquet"
         )
         pd.testing.assert_frame_equal(partitioned, words)
-    parts = [tmp_path / path for path in workflow.layer_shards(config, "bert", 1)]
+    parts = [tmp_path / path for path in workflow.layer_vectors(config, "bert", 1)["shard"]]
     rows = [_rows(path) for path in parts]
     assert sum(rows) == len(occurrences) and min(rows) > 0  # every part holds rows
     index = json.loads((tmp_path / "results/corpus/index.json").read_text())["index_checksum"]

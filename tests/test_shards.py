@@ -1,4 +1,4 @@
-"""Tests of the HDF5 embedding shards (contextuality.shards)."""
+"""Tests of the HDF5 embedding shards (contextuality.storage.shards)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from contextuality.errors import ShardMismatchError
-from contextuality.shards import ShardSetWriter, load_shard, shard_attributes
+from contextuality.storage.shards import ShardSetWriter, load_shard, shard_attributes
 
 ATTRIBUTES = {
     "model": "m",
@@ -59,9 +59,9 @@ def test_write_commit_and_load(tmp_path):
 def test_reading_chosen_rows_through_a_function_equals_doing_it_in_memory(tmp_path, monkeypatch):
     """`rows` and `convert` read a subset, mapped, slice by slice (slices of 3 rows here):
     the same as indexing and mapping the whole layer, without holding it."""
-    import contextuality.measures as measures
+    import contextuality.rows as rows_module
 
-    monkeypatch.setattr(measures, "_CHUNK_BYTES", 3 * 8 * 4)
+    monkeypatch.setattr(rows_module, "_CHUNK_BYTES", 3 * 8 * 4)
     path = tmp_path / "l0.h5"
     block = np.random.default_rng(3).standard_normal((1, 11, 4)).astype(np.float16)
     with ShardSetWriter({0: path}, 11, 4, "float16", ATTRIBUTES) as writer:

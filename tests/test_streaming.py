@@ -15,16 +15,11 @@ from contextuality import measures
 from contextuality.analysis import MeasureSettings, measure_layer
 from contextuality.errors import ShardMismatchError
 from contextuality.index import IndexSettings, build_occurrence_index
+from contextuality.rows import group_sizes, run_starts
 from contextuality.static import static_vectors
-from contextuality.streaming import (
-    NOT_STREAMED,
-    StreamingAccumulator,
-    StreamingSettings,
-    load_state,
-    measure_state,
-    static_vectors_from_state,
-    word_sample_rows,
-)
+from contextuality.streaming.accumulate import StreamingAccumulator, word_sample_rows
+from contextuality.streaming.measure import measure_streamed_layer, static_vectors_from_state
+from contextuality.streaming.state import NOT_STREAMED, StreamingSettings, load_state
 
 SETTINGS = MeasureSettings(
     baseline_sample_size=200, bootstrap_resamples=50, sample_replicates=5, seed=3
@@ -102,7 +97,7 @@ def _stream(
 def _shard_and_stream(tmp_path, index, vectors, copies, **stream):
     state = _stream(tmp_path, index, {0: vectors}, copies=copies, **stream)[0]
     expected = measure_layer(vectors, index.occurrences, index.vocab, SETTINGS, copies)
-    streamed = measure_state(state, index.occurrences, index.vocab, SETTINGS)
+    streamed = measure_streamed_layer(state, index.occurrences, index.vocab, SETTINGS)
     return expected, streamed, state
 
 
@@ -152,24 +147,24 @@ def test_streamed_sums_equal_measures_functions(tmp_path, corpus):
     """selfsim, IntraSim and the anisotropy baseline against `measures` directly."""
     index, vectors, _ = corpus
     state = _stream(tmp_path, index, {0: vectors}, n_blocks=7)[0]
-    streamed = measure_state(state, index.occurrences, index.vocab, SETTINGS)
+    streamed = measure_streamed_layer(state, index.occurrences, index.vocab, SETTINGS)
     occurrences = index.occurrences
     word_id = occurrences["word_id"].to_numpy()
     sentence_id = occurrences["sentence_id"].to_numpy()
-    sentence_starts = measures.run_starts(sentence_id)
+    sentence_starts = run_starts(sentence_id)
     np.testing.assert_allclose(
         streamed.summary["measures"]["anisotropy"]["raw"],
         measures.anisotropy_baseline(vectors, sentence_starts),
         rtol=1e-10,
     )
     intrasim = measures.intra_similarity(vectors, sentence_starts)
-    multi = measures.group_sizes(sentence_starts, len(vectors)) >= 2
+    multi = group_sizes(sentence_starts, len(vectors)) >= 2
     np.testing.assert_allclose(streamed.sentences["intrasim"], intrasim[multi], rtol=1e-10)
     indexed = index.vocab["indexed"].to_numpy()[word_id]
     order = np.flatnonzero(indexed)
     order = order[np.lexsort((sentence_id[order], word_id[order]))]
-    word_starts = measures.run_starts(word_id[order])
-    context_starts = measures.run_starts(word_id[order], sentence_id[order])
+    word_starts = run_starts(word_id[order])
+    context_starts = run_starts(word_id[order], sentence_id[order])
     selfsim = measures.self_similarity(vectors[order], word_starts, context_starts)
     np.testing.assert_allclose(streamed.words["selfsim"], selfsim, rtol=1e-10)
 
@@ -182,7 +177,7 @@ def test_float16_blocks_equal_the_shard_path_on_the_stored_values(tmp_path, corp
         tmp_path, index, stored.astype(np.float32), copies, n_blocks=3
     )
     state = _stream(tmp_path, index, {0: stored}, copies=copies, name="f16")[0]
-    from_float16 = measure_state(state, index.occurrences, index.vocab, SETTINGS)
+    from_float16 = measure_streamed_layer(state, index.occurrences, index.vocab, SETTINGS)
     for result in (streamed, from_float16):
         columns = ["selfsim", "mev", "mev_centered"]
         np.testing.assert_allclose(result.words[columns], expected.words[columns], rtol=1e-10)
@@ -318,7 +313,7 @@ def test_state_file_round_trip_and_refusals(tmp_path, corpus):
     with pytest.raises(ShardMismatchError, match="model"):
         load_state(path, expected={"model": "other"})
     with pytest.raises(ValueError, match="seed"):
-        measure_state(state, index.occurrences, index.vocab, MeasureSettings(seed=99))
+        measure_streamed_layer(state, index.occurrences, index.vocab, MeasureSettings(seed=99))
 
 
 def _accumulator(tmp_path, index, **changes):
@@ -384,12 +379,17 @@ MODEL_SENTENCES = [
 
 
 def test_streaming_extraction_equals_shards_and_measure_layer(tiny_bert_dir, tmp_path):
-    from contextuality.extract import extract_to_shards, sentence_units
-    from contextuality.models import ModelSpec, load_model
-    from contextuality.shards import shard_attributes
+    from contextuality.backends import load_model
+    from contextuality.backends.base import ModelSpec
+    from contextuality.extraction.units import sentence_units
+    from contextuality.storage.shards import load_shard, shard_attributes
     from contextuality.words import split_words
 
-    loaded = load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+    from extraction import extract_into, extract_into_shards, with_spec
+
+    loaded = with_spec(
+        load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir))), segment_words=16
+    )
     layers = (0, 1, 2)
     index = build_occurrence_index(
         [split_words(sentence) for sentence in MODEL_SENTENCES], IndexSettings(min_contexts=2)
@@ -399,9 +399,7 @@ def test_streaming_extraction_equals_shards_and_measure_layer(tiny_bert_dir, tmp
     attributes = {"model": "tiny-bert", "index_checksum": "test-index"}
     shard_paths = {layer: tmp_path / "shards" / f"layer_{layer}.h5" for layer in layers}
     state_paths = {layer: tmp_path / "states" / f"layer_{layer}.state.h5" for layer in layers}
-    extract_to_shards(
-        loaded, units, layers, shard_paths, attributes, block_words=16, progress=False
-    )
+    extract_into_shards(loaded, units, layers, shard_paths, attributes)
     settings = StreamingSettings.from_measures(SETTINGS, word_sample_size=1000)
     accumulator = StreamingAccumulator(
         state_paths,
@@ -412,21 +410,17 @@ def test_streaming_extraction_equals_shards_and_measure_layer(tiny_bert_dir, tmp
         settings,
         indexed=index.vocab["indexed"].to_numpy(),
     )
-    report = extract_to_shards(
-        loaded, units, layers, {}, {}, block_words=16, progress=False, writer=accumulator
-    )
+    report = extract_into(loaded, units, layers, accumulator)
     assert report.shard_bytes == 0 and report.n_occurrences == len(occurrences)
     assert sorted(p.name for p in (tmp_path / "states").iterdir()) == [
         f"layer_{layer}.state.h5" for layer in layers
     ]
-    from contextuality.shards import load_shard
-
     for layer in layers:
         vectors, _ = load_shard(shard_paths[layer], "test-index", len(occurrences))
         expected = measure_layer(vectors, occurrences, index.vocab, SETTINGS)
         state = load_state(state_paths[layer], "test-index", len(occurrences))
         assert state.attributes["n_missing"] == shard_attributes(shard_paths[layer])["n_missing"]
-        streamed = measure_state(state, occurrences, index.vocab, SETTINGS)
+        streamed = measure_streamed_layer(state, occurrences, index.vocab, SETTINGS)
         assert len(streamed.words) >= 5 and len(streamed.sentences) == 9
         columns = [c for c in streamed.words.columns if c != "n_sampled"]
         pd.testing.assert_frame_equal(
@@ -440,7 +434,8 @@ def test_streaming_extraction_equals_shards_and_measure_layer(tiny_bert_dir, tmp
 
 def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_path):
     from contextuality import steps
-    from contextuality.models import ModelSpec
+    from contextuality.backends import model_settings, model_spec
+    from contextuality.index import IndexFiles
     from contextuality.provenance import read_json
 
     text = tmp_path / "corpus.txt"
@@ -451,11 +446,18 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
         "text": {"path": str(text), "split_sentences": False},
     }
     sentences = tmp_path / "sentences.parquet"
-    steps.build_sentences(corpus_settings, [text], sentences)
-    occurrences, vocab, summary = (
-        tmp_path / name for name in ("occ.parquet", "vocab.parquet", "index.json")
+    steps.sentences(corpus_settings, [text], sentences)
+    index = IndexFiles.of(
+        {
+            name: tmp_path / file
+            for name, file in (
+                ("occurrences", "occ.parquet"),
+                ("vocab", "vocab.parquet"),
+                ("summary", "index.json"),
+            )
+        }
     )
-    steps.build_index(sentences, IndexSettings(min_contexts=2), occurrences, vocab, summary)
+    steps.occurrence_index(sentences, IndexSettings(min_contexts=2), index)
     model = {"source": str(tiny_bert_dir), "device": "cpu", "gpus": 0, "layers": [1, 2]}
     measure_settings = {
         "baseline_sample_size": 50,
@@ -464,53 +466,48 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
     }
     shard_paths = {layer: tmp_path / "emb" / f"layer_{layer}.h5" for layer in (1, 2)}
     state_paths = {layer: tmp_path / "stream" / f"layer_{layer}.state.h5" for layer in (2, 1)}
-    steps.extract_model(
+    steps.extract(
         "tiny",
         model,
         sentences,
-        occurrences,
-        summary,
-        shard_paths,
-        tmp_path / "emb" / "meta.json",
+        index,
+        steps.LayerOutputs(files=shard_paths, meta=tmp_path / "emb" / "meta.json"),
         progress=False,
     )
-    meta = steps.stream_model(
+    meta = steps.stream(
         "tiny",
         model,
         sentences,
-        occurrences,
-        vocab,
-        summary,
-        state_paths,
-        tmp_path / "stream" / "meta.json",
-        measure_settings,
+        index,
+        steps.LayerOutputs(files=state_paths, meta=tmp_path / "stream" / "meta.json"),
+        measures=measure_settings,
         word_sample_size=3,
         progress=False,
     )
     assert meta["layers"] == [1, 2] and meta["shard_bytes"] == 0
-    spec_settings = ModelSpec.from_config("tiny", model).settings()
+    spec_settings = model_settings(model_spec("tiny", model))
     for layer in (1, 2):
         outputs = {kind: tmp_path / "out" / f"{kind}{layer}" for kind in ("shard", "stream")}
-        steps.measure_shard(
+        steps.measure_layer(
             shard_paths[layer],
             sentences,
-            occurrences,
-            vocab,
-            summary,
+            index,
             measure_settings,
-            f"{outputs['shard']}.parquet",
-            f"{outputs['shard']}.sentences.parquet",
-            f"{outputs['shard']}.json",
+            steps.MeasureOutputs(
+                f"{outputs['shard']}.parquet",
+                f"{outputs['shard']}.sentences.parquet",
+                f"{outputs['shard']}.json",
+            ),
         )
-        streamed = steps.measure_state_file(
+        streamed = steps.measure_streamed_layer(
             state_paths[layer],
-            occurrences,
-            vocab,
-            summary,
+            index,
             measure_settings,
-            f"{outputs['stream']}.parquet",
-            f"{outputs['stream']}.sentences.parquet",
-            f"{outputs['stream']}.json",
+            steps.MeasureOutputs(
+                f"{outputs['stream']}.parquet",
+                f"{outputs['stream']}.sentences.parquet",
+                f"{outputs['stream']}.json",
+            ),
             model_settings=spec_settings,
         )
         expected = read_json(f"{outputs['shard']}.json")
@@ -524,21 +521,17 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
         words = pd.read_parquet(f"{outputs['stream']}.parquet")
         assert (words["n_sampled"] == np.minimum(words["n"], 3)).all()
         for method in ("pc1", "mean"):
-            steps.build_static_vectors_from_state(
-                state_paths[layer],
-                occurrences,
-                vocab,
-                summary,
+            steps.static_vectors(
+                index,
                 method,
                 tmp_path / "out" / f"{method}{layer}.txt",
+                state=state_paths[layer],
             )
-        steps.build_static_vectors(
-            shard_paths[layer],
-            occurrences,
-            vocab,
-            summary,
+        steps.static_vectors(
+            index,
             "mean",
             tmp_path / "out" / f"shard_mean{layer}.txt",
+            shards=shard_paths[layer],
         )
         streamed_mean = (tmp_path / "out" / f"mean{layer}.txt").read_text().splitlines()
         shard_mean = (tmp_path / "out" / f"shard_mean{layer}.txt").read_text().splitlines()
@@ -554,9 +547,13 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
 
 
 def test_a_failed_streaming_extraction_leaves_no_state(tiny_bert_dir, tmp_path, monkeypatch):
-    from contextuality import extract
-    from contextuality.models import ModelSpec, load_model
+    from contextuality.backends import load_model
+    from contextuality.backends.base import ModelSpec
+    from contextuality.extraction import run
+    from contextuality.extraction.units import sentence_units
     from contextuality.words import split_words
+
+    from extraction import extract_into, with_spec
 
     loaded = load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
     index = build_occurrence_index([split_words(s) for s in MODEL_SENTENCES], IndexSettings())
@@ -572,14 +569,12 @@ def test_a_failed_streaming_extraction_leaves_no_state(tiny_bert_dir, tmp_path, 
             StreamingSettings(),
         )
 
-    units = extract.sentence_units(loaded, MODEL_SENTENCES)
-    with pytest.raises(ValueError, match="writer takes layers"):
-        extract.extract_to_shards(
-            loaded, units, (0, 1), {}, {}, progress=False, writer=accumulator((1, 0))
-        )
+    units = sentence_units(loaded, MODEL_SENTENCES)
+    with pytest.raises(ValueError, match="sink takes layers"):
+        extract_into(loaded, units, (0, 1), accumulator((1, 0)))
     assert list((tmp_path / "states").iterdir()) == []
     calls = []
-    original = extract._extract_block
+    original = run._run_segment
 
     def fail_on_second_block(*args, **kwargs):
         calls.append(1)
@@ -587,18 +582,9 @@ def test_a_failed_streaming_extraction_leaves_no_state(tiny_bert_dir, tmp_path, 
             raise RuntimeError("interrupted")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(extract, "_extract_block", fail_on_second_block)
+    monkeypatch.setattr(run, "_run_segment", fail_on_second_block)
     with pytest.raises(RuntimeError, match="interrupted"):
-        extract.extract_to_shards(
-            loaded,
-            units,
-            (0, 2),
-            {},
-            {},
-            block_words=16,
-            progress=False,
-            writer=accumulator((0, 2)),
-        )
+        extract_into(with_spec(loaded, segment_words=16), units, (0, 2), accumulator((0, 2)))
     assert len(calls) == 2
     assert list((tmp_path / "states").iterdir()) == []
 

@@ -15,21 +15,18 @@ import pytest
 import torch
 
 from contextuality import steps
+from contextuality.backends import load_model
+from contextuality.backends.base import ModelSpec, tokenizer_key
+from contextuality.backends.hf import RunningTextEncoder, encode_running_text, load_tokenizer
 from contextuality.errors import InputDataError, NonFiniteValueError
-from contextuality.extract import (
-    encode_running_text,
-    extract_to_shards,
-    sentence_units,
-    subword_units,
-)
-from contextuality.index import IndexSettings
-from contextuality.models import ModelSpec, load_model, load_tokenizer, tokenizer_key
+from contextuality.extraction.units import sentence_units
+from contextuality.index import IndexFiles, IndexSettings
 from contextuality.provenance import read_json
-from contextuality.shards import load_shard
+from contextuality.storage.shards import load_shard
 from contextuality.tables import read_parquet
 from contextuality.words import tokenize_sentences, word_spans
 
-from extraction import extract_every_layer
+from extraction import extract_every_layer, extract_into_shards
 from references import word_vectors_by_overlap
 
 SENTENCES = [
@@ -88,13 +85,14 @@ def test_running_text_splits_special_tokens_from_content(subword_bert, subword_g
     gpt2 = encode_running_text(subword_gpt2.tokenizer, ["The cat sat."])[0]
     assert gpt2.prefix == gpt2.suffix == []
     # Running text: no space is put before the first word or before punctuation.
-    tokens = subword_units(subword_gpt2.tokenizer, [gpt2])[0]
+    tokens = subword_gpt2.encoder.subword_strings([gpt2])[0]
     assert tokens[0] == "The" and tokens[-1] == "."
 
 
 def test_minilm_subword_units_are_its_wordpieces():
     tokenizer = load_tokenizer(ModelSpec(name="m", source=MINILM_SOURCE, units="subword"))
-    units = subword_units(tokenizer, encode_running_text(tokenizer, ["Unbelievably loud dogs."]))
+    encoder = RunningTextEncoder(tokenizer)
+    units = encoder.subword_strings(encoder.encode(["Unbelievably loud dogs."]))
     assert units == [["un", "##bel", "##ie", "##va", "##bly", "loud", "dogs", "."]]
 
 
@@ -166,43 +164,42 @@ def sentence_table(tmp_path):
         "text": {"path": str(text), "split_sentences": False},
     }
     path = tmp_path / "sentences.parquet"
-    steps.build_sentences(settings, [text], path)
+    steps.sentences(settings, [text], path)
     return path
 
 
-def _index(directory: Path) -> tuple[Path, Path, Path]:
+def _index(directory: Path) -> IndexFiles:
     directory.mkdir(parents=True, exist_ok=True)
-    return directory / "occ.parquet", directory / "vocab.parquet", directory / "index.json"
+    return IndexFiles(
+        directory / "occ.parquet", directory / "vocab.parquet", directory / "index.json"
+    )
 
 
 def _extract_model(name, settings, sentences, index, directory: Path, layers=(0, 2)):
-    occurrences, _, summary = index
     paths = {layer: directory / f"layer_{layer}.h5" for layer in layers}
     settings = {**settings, "layers": list(layers)}
-    steps.extract_model(
-        name, settings, sentences, occurrences, summary, paths, directory / "meta.json",
-        progress=False,
-    )  # fmt: skip
-    n_rows = read_json(summary)["n_occurrences"]
-    checksum = read_json(summary)["index_checksum"]
+    outputs = steps.LayerOutputs(files=paths, meta=directory / "meta.json")
+    steps.extract(name, settings, sentences, index, outputs, progress=False)
+    n_rows = index.read_summary()["n_occurrences"]
+    checksum = index.read_summary()["index_checksum"]
     return np.stack([load_shard(paths[layer], checksum, n_rows)[0] for layer in layers])
 
 
 def test_subword_index_and_extraction_through_the_steps(tiny_bert_dir, sentence_table, tmp_path):
     model = {"source": str(tiny_bert_dir), "units": "subword"}
     index = _index(tmp_path / "subwords")
-    steps.build_subword_index(sentence_table, "bert", model, IndexSettings(min_contexts=2), *index)
-    summary = read_json(index[2])
+    steps.subword_index(sentence_table, "bert", model, IndexSettings(min_contexts=2), index)
+    summary = read_json(index.summary)
     assert summary["units"]["kind"] == "subword"
     assert summary["units"]["tokenizer"] == tokenizer_key(ModelSpec("bert", str(tiny_bert_dir)))
-    occurrences = read_parquet(index[0])
+    occurrences = read_parquet(index.occurrences)
     tokenizer = load_tokenizer(ModelSpec("bert", str(tiny_bert_dir), units="subword"))
     expected = [
         tokenizer.convert_ids_to_tokens(tokenizer(s, add_special_tokens=False)["input_ids"])
         for s in SENTENCES
     ]
     assert occurrences["word"].tolist() == [token for tokens in expected for token in tokens]
-    vocab = read_parquet(index[1]).set_index("word")
+    vocab = read_parquet(index.vocab).set_index("word")
     assert vocab.loc["cat", "count_with_repeats"] == 3  # "The cat sat…" is in the corpus twice
     vectors = _extract_model("bert", model, sentence_table, index, tmp_path / "shards")
     loaded = load_model(ModelSpec("bert", str(tiny_bert_dir), units="subword"))
@@ -211,12 +208,12 @@ def test_subword_index_and_extraction_through_the_steps(tiny_bert_dir, sentence_
 
 def test_a_model_refuses_an_index_of_other_units(tiny_bert_dir, sentence_table, tmp_path):
     word_index = _index(tmp_path / "words")
-    steps.build_index(sentence_table, IndexSettings(min_contexts=1), *word_index)
+    steps.occurrence_index(sentence_table, IndexSettings(min_contexts=1), word_index)
     subword = {"source": str(tiny_bert_dir), "units": "subword"}
     with pytest.raises(InputDataError, match="subword units but .* indexes word units"):
         _extract_model("bert", subword, sentence_table, word_index, tmp_path / "a")
     subword_index = _index(tmp_path / "subwords")
-    steps.build_subword_index(sentence_table, "bert", subword, IndexSettings(), *subword_index)
+    steps.subword_index(sentence_table, "bert", subword, IndexSettings(), subword_index)
     with pytest.raises(InputDataError, match="word units but .* indexes subword units"):
         _extract_model(
             "bert", {"source": str(tiny_bert_dir)}, sentence_table, subword_index, tmp_path / "b"
@@ -228,7 +225,7 @@ def test_an_index_from_another_tokenizer_is_refused(
 ):
     index = _index(tmp_path / "gpt2-subwords")
     gpt2 = {"source": str(tiny_gpt2_dir), "units": "subword"}
-    steps.build_subword_index(sentence_table, "gpt2", gpt2, IndexSettings(), *index)
+    steps.subword_index(sentence_table, "gpt2", gpt2, IndexSettings(), index)
     bert = {"source": str(tiny_bert_dir), "units": "subword"}
     with pytest.raises(InputDataError, match="sentence 0: .* rebuild the occurrence index"):
         _extract_model("bert", bert, sentence_table, index, tmp_path / "shards")
@@ -240,8 +237,8 @@ def test_spacy_word_units_and_lowercase_index(tiny_bert_dir, sentence_table, tmp
     lowercased index changes only the index: the model still sees the original case."""
     spacy_index = _index(tmp_path / "spacy")
     settings = IndexSettings(min_contexts=1, tokenizer="spacy", lowercase=True)
-    steps.build_index(sentence_table, settings, *spacy_index)
-    words = read_parquet(spacy_index[0])["word"].tolist()
+    steps.occurrence_index(sentence_table, settings, spacy_index)
+    words = read_parquet(spacy_index.occurrences)["word"].tolist()
     spacy_words = tokenize_sentences(SENTENCES, "spacy")
     assert words == [word.lower() for sentence in spacy_words for word in sentence]
     assert "ca" in words and "n't" in words
@@ -274,5 +271,5 @@ def test_non_finite_vectors_are_counted_and_refused(tiny_bert_dir, tmp_path):
     paths = {layer: tmp_path / f"layer{layer}.h5" for layer in (0, 2)}
     units = sentence_units(loaded, SENTENCES[:1])
     with pytest.raises(NonFiniteValueError, match=r"1 vectors are ±inf or NaN .* occurrence 0"):
-        extract_to_shards(loaded, units, (0, 2), paths, {"index_checksum": "i"}, progress=False)
+        extract_into_shards(loaded, units, (0, 2), paths, {"index_checksum": "i"})
     assert list(tmp_path.iterdir()) == []  # no shard, no partial file

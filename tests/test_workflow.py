@@ -13,10 +13,10 @@ import h5py
 import pandas as pd
 import pytest
 import yaml
-from elmo_files import write_elmo_files
 
 from contextuality import __version__, workflow
-from contextuality.elmo import RELEASES
+from contextuality.backends.elmo.release import RELEASES
+from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.figures import FIGURES
 from contextuality.tables import read_tsv_provenance
 
@@ -112,8 +112,8 @@ def test_final_outputs_name_every_layer_and_figure():
     assert "results/figures/degeneration/b.abtt.cone.pdf" not in outputs  # not requested
     config["degeneration"] = {"transforms": ["none", "abtt"]}
     assert "results/figures/degeneration/b.abtt.cone.pdf" in workflow.final_outputs(config)
-    assert workflow.transform_pattern([]) == "(?!)"  # a constraint that matches nothing
-    assert workflow.shard_paths(config, "a") == [
+    assert workflow.pattern([]) == "(?!)"  # a constraint that matches nothing
+    assert workflow.extraction_outputs(config, "a")["layers"] == [
         "results/embeddings/a/layer_0.h5",
         "results/embeddings/a/layer_2.h5",
     ]
@@ -245,7 +245,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "degeneration_figures": 1,
         "degeneration_table": 1,
         "measures_table": 1,
-        "figures": 1,
+        "figures_none": 1,
         "all": 1,
     }
     result = _snakemake(tmp_path)
@@ -266,7 +266,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "degeneration_figures": 1,
         "degeneration_table": 1,
         "measures_table": 1,
-        "figures": 1,
+        "figures_none": 1,
         "all": 1,
     }
     if published.is_dir():
@@ -318,8 +318,8 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
         "degeneration_figures": len(analysed) - 1,
         "degeneration_table": 1,
         "measures_table": 1,
-        "figures": 1,
-        "figures_under_transform": 1,
+        "figures_none": 1,
+        "figures_whiten": 1,
         "transforms_figure": 1,
         "all": 1,
     }
@@ -438,9 +438,11 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     assert measured == layers * len(transforms)
     with_degeneration = config.get("degeneration", {}).get("transforms", ["none"])
     assert jobs["measure_layer"] == layers * len(with_degeneration)
-    assert jobs["figures"] == 1
-    drawn = set(config.get("figures", {}).get("transforms", ["none"])) - {"none"}
-    assert jobs.get("figures_under_transform", 0) == len(drawn)
+    assert jobs["figures_none"] == 1
+    drawn = set(config.get("figures", {}).get("transforms", ["none"]))
+    assert {rule: n for rule, n in jobs.items() if rule.startswith("figures_")} == {
+        f"figures_{transform}": 1 for transform in drawn
+    }
     assert jobs["context_specific_words"] == len(config["models"]) * len(transforms)
     assert jobs["degeneration_figures"] == len(config["models"]) * len(with_degeneration)
     assert jobs.get("correction_split", 0) == (1 if set(transforms) - {"none"} else 0)
@@ -481,7 +483,7 @@ def test_the_paper_config_builds_every_output(tmp_path, tiny_bert_dir, tiny_gpt2
     # holds tiny files under the published names.
     release = RELEASES[config["models"]["elmo"]["source"]]
     config["elmo"]["mirror"] = str(tmp_path / "elmo-mirror")
-    write_elmo_files(tmp_path / "elmo-mirror", stem=release.stem)
+    write_random_files(tmp_path / "elmo-mirror", stem=release.stem)
     _write_config(tmp_path, config)
     result = _snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -32,8 +32,10 @@ import numpy as np
 import pandas as pd
 
 from contextuality import isotropy, measures
+from contextuality.random_streams import generator
+from contextuality.rows import group_sizes, keep_rows, row_chunks, rows_with_vectors, run_starts
+from contextuality.summary import Baseline, mean_summary, sampled_summary, skip_mean_summary
 
-WORD_CLASSES = ("stopword", "content", "other")
 # Per-word measure column → (summary name, family of its baseline).
 WORD_MEASURES = {
     "selfsim": ("selfsim", "cosine"),
@@ -42,6 +44,10 @@ WORD_MEASURES = {
     "mev_centered": ("mev_centered", "mev_centered"),
     "mev_truncated_svd": ("mev[truncated_svd]", "truncated_svd"),
 }
+# Where a per-word measure has a value, as another column of the table shows: SelfSim[paper]
+# for every word of two or more occurrences, the TruncatedSVD ratio where the centered
+# variance is not 0.
+_PRESENT_WITH = {"selfsim_paper": "n", "mev_truncated_svd": "mev_centered"}
 
 
 @dataclass(frozen=True)
@@ -66,14 +72,6 @@ class LayerMeasures:
     summary: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Baseline:
-    """A baseline value and, for a sampled one, its replicates (None: exact)."""
-
-    value: float
-    replicates: np.ndarray | None = None
-
-
 @functools.cache
 def english_stop_words() -> frozenset[str]:
     """scikit-learn's English stop-word list, read from its module file: importing
@@ -94,59 +92,6 @@ def word_class(word: str) -> str:
     return "content" if any(character.isalpha() for character in word) else "other"
 
 
-def _interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
-    if len(replicates) and np.isfinite(replicates).all():
-        return measures.percentile_interval(replicates, level)
-    return float("nan"), float("nan")
-
-
-def _summarize(
-    values: pd.Series,
-    baseline: Baseline,
-    settings: MeasureSettings,
-    rng: np.random.Generator,
-) -> dict[str, float]:
-    """Mean of `values` (NaN skipped) minus a baseline, each with an interval.
-
-    The raw interval is a bootstrap over the values. An exact baseline (no replicates) has
-    a zero-width interval; the adjusted interval pairs each resampled mean with a baseline
-    replicate.
-    """
-    values = values.dropna()
-    raw = measures.bootstrap_means(values.to_numpy(), settings.bootstrap_resamples, rng)
-    replicates = baseline.replicates
-    if replicates is None:
-        replicates = np.full(settings.bootstrap_resamples, baseline.value)
-    else:  # pair each resampled mean with a baseline replicate, cycling through them
-        replicates = np.resize(replicates, settings.bootstrap_resamples)
-    mean = float(values.mean()) if len(values) else float("nan")
-    summary = {
-        "raw": mean,
-        "baseline": baseline.value,
-        "adjusted": mean - baseline.value,
-        "n": len(values),
-    }
-    for name, draws in (("raw", raw), ("baseline", replicates), ("adjusted", raw - replicates)):
-        summary[f"{name}_low"], summary[f"{name}_high"] = _interval(
-            draws if len(values) else np.zeros(0), settings.confidence
-        )
-    return summary
-
-
-def _sampled(draws: np.ndarray, n: int, level: float, baseline: np.ndarray | None = None) -> dict:
-    """A sampled statistic: ``draws[0]`` is the estimate and ``draws[1:]`` independent
-    replicates giving its interval. With `baseline` (drawn from the same samples), also the
-    baseline and the adjusted value, whose interval pairs the replicates sample by sample."""
-    parts = [("raw", draws)]
-    if baseline is not None:
-        parts += [("baseline", baseline), ("adjusted", draws - baseline)]
-    summary: dict[str, float] = {"n": n}
-    for name, values in parts:
-        summary[name] = float(values[0])
-        summary[f"{name}_low"], summary[f"{name}_high"] = _interval(values[1:], level)
-    return summary
-
-
 @dataclass(frozen=True)
 class _Rows:
     """The occurrences of a shard that have a vector, in occurrence order."""
@@ -161,12 +106,12 @@ def _valid_rows(
     vectors: np.ndarray, occurrences: pd.DataFrame, sentence_copies: np.ndarray, overwrite: bool
 ) -> _Rows:
     """The rows with a vector; with `overwrite`, moved up in place in `vectors`
-    (`measures.keep_rows`) instead of copied."""
-    valid = measures.rows_with_vectors(vectors)
+    (`rows.keep_rows`) instead of copied."""
+    valid = rows_with_vectors(vectors)
     rows = np.flatnonzero(valid)
     sentence_id = occurrences["sentence_id"].to_numpy()[rows]
     if overwrite:
-        kept = measures.keep_rows(vectors, valid)
+        kept = keep_rows(vectors, valid)
     else:
         kept = vectors if len(rows) == len(vectors) else vectors[rows]
     return _Rows(
@@ -177,18 +122,24 @@ def _valid_rows(
     )
 
 
+def word_rows(vocab: pd.DataFrame, word_ids: np.ndarray) -> pd.DataFrame:
+    """The first columns of a per-word table: each word's id, its vocabulary columns
+    (word, count, count_with_repeats, n_contexts, frequency_rank) and `word_class`."""
+    columns = ["word", "count", "count_with_repeats", "n_contexts", "frequency_rank"]
+    words = vocab.set_index("word_id").loc[word_ids, columns].reset_index()
+    words["word_class"] = [word_class(word) for word in words["word"]]
+    return words
+
+
 def _word_table(rows: _Rows, vocab: pd.DataFrame) -> pd.DataFrame:
     """Per indexed word: its vocabulary columns, class, occurrence counts and raw measures."""
     indexed = vocab["indexed"].to_numpy()[rows.word_id]
     chosen = np.flatnonzero(indexed)
     order = chosen[np.lexsort((rows.sentence_id[chosen], rows.word_id[chosen]))]
-    word_starts = measures.run_starts(rows.word_id[order])
-    context_starts = measures.run_starts(rows.word_id[order], rows.sentence_id[order])
-    columns = ["word", "count", "count_with_repeats", "n_contexts", "frequency_rank"]
-    words = vocab.set_index("word_id").loc[rows.word_id[order][word_starts], columns]
-    words = words.reset_index()
-    words["word_class"] = [word_class(word) for word in words["word"]]
-    words["n"] = measures.group_sizes(word_starts, len(order))
+    word_starts = run_starts(rows.word_id[order])
+    context_starts = run_starts(rows.word_id[order], rows.sentence_id[order])
+    words = word_rows(vocab, rows.word_id[order][word_starts])
+    words["n"] = group_sizes(word_starts, len(order))
     words["n_with_repeats"] = np.add.reduceat(rows.copies[order], word_starts)
     words["selfsim"] = measures.self_similarity(rows.vectors, word_starts, context_starts, order)
     words["selfsim_paper"] = measures.paper_self_similarity(
@@ -205,7 +156,7 @@ def _sentence_table(
     rows: _Rows, sentence_starts: np.ndarray, intrasim: np.ndarray, cosine: float
 ) -> pd.DataFrame:
     """Per sentence of two or more words: its IntraSim, raw and adjusted by `cosine`."""
-    sizes = measures.group_sizes(sentence_starts, len(rows.vectors))
+    sizes = group_sizes(sentence_starts, len(rows.vectors))
     multi_word = sizes >= 2
     return pd.DataFrame(
         {
@@ -231,7 +182,7 @@ def _baselines(
     order of `measures.PAPER_SAMPLE_ESTIMATES`.
     """
     size, draws = settings.baseline_sample_size, settings.sample_replicates
-    paper_rng = np.random.default_rng([settings.seed, 3])
+    paper_rng = generator(settings.seed, "paper_sample")
     copies = rows.copies[sentence_starts]
     paper = np.array(
         [
@@ -251,7 +202,7 @@ def _baselines(
             *measures.explained_variance_baseline(
                 rows.vectors,
                 size,
-                np.random.default_rng([settings.seed, 1]),  # one sample for both variants
+                generator(settings.seed, "mev_baseline"),  # one sample for both variants
                 centered=name == "mev_centered",
                 n_draws=draws,
             )
@@ -263,7 +214,7 @@ def _scatter(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Mean (d,) and centered scatter matrix Σ_k (x_k − μ)(x_k − μ)ᵀ (d, d) of rows (n, d),
     both float64: the mean in float64, each chunk's product in float32 (BLAS), chunks summed
     in float64; centering first keeps a large common mean from cancelling digits."""
-    chunks = list(measures.row_chunks(*vectors.shape))
+    chunks = list(row_chunks(*vectors.shape))
     mean = np.zeros(vectors.shape[1])
     for chunk in chunks:
         mean += vectors[chunk].sum(axis=0, dtype=np.float64)
@@ -282,7 +233,7 @@ def _log_partition_both_signs(vectors: np.ndarray, directions: np.ndarray) -> np
     logaddexp."""
     log_z = np.full((2, directions.shape[1]), -np.inf)
     basis = directions.astype(np.float32)
-    for chunk in measures.row_chunks(*vectors.shape):
+    for chunk in row_chunks(*vectors.shape):
         projections = np.asarray(vectors[chunk], dtype=np.float32) @ basis
         for sign, signed in enumerate((projections, -projections)):
             top = signed.max(axis=0)
@@ -333,7 +284,7 @@ def layer_isotropy(
             for _ in range(settings.isotropy_samples)
         ]
     )
-    results["isoscore*"] = _sampled(draws, size, settings.confidence)
+    results["isoscore*"] = sampled_summary(draws, size, settings.confidence)
     rogue = isotropy.rogue_dimensions(vectors, sentence_starts, top=3, normalize=True)
     for k in range(1, 4):
         results[f"rogue_share[{k}]"] = {
@@ -365,52 +316,92 @@ def measure_layer(
         sentence_copies = np.ones(int(occurrences["sentence_id"].to_numpy().max(initial=-1)) + 1)
     n_occurrences = len(vectors)
     rows = _valid_rows(vectors, occurrences, sentence_copies, overwrite)
-    sentence_starts = measures.run_starts(rows.sentence_id)
+    sentence_starts = run_starts(rows.sentence_id)
     intrasim = measures.intra_similarity(rows.vectors, sentence_starts)
     cosine = measures.anisotropy_baseline(rows.vectors, sentence_starts)
     sentences = _sentence_table(rows, sentence_starts, intrasim, cosine)
     baselines, paper = _baselines(rows, sentence_starts, intrasim, cosine, settings)
     words = _word_table(rows, vocab)
-    for column, (_, family) in WORD_MEASURES.items():
-        words[f"{column}_adjusted"] = words[column] - baselines[family].value
+    adjust_word_measures(words, baselines)
 
-    rng = np.random.default_rng([settings.seed, 2])
-    results = {
-        name: _summarize(words[column], baselines[family], settings, rng)
-        for column, (name, family) in WORD_MEASURES.items()
-    }
-    results["intrasim"] = _summarize(sentences["intrasim"], baselines["cosine"], settings, rng)
+    results = summarize_layer(words, sentences, baselines, len(rows.vectors), settings)
     n_sampled = min(settings.baseline_sample_size, int(rows.copies[sentence_starts].sum()))
-    results["intrasim[paper]"] = _sampled(paper[:, 1], n_sampled, settings.confidence, paper[:, 0])
-    for group in ("stopword", "content"):
-        results[f"selfsim[{group}]"] = _summarize(
-            words.loc[words["word_class"] == group, "selfsim"], baselines["cosine"], settings, rng
-        )
-    results["anisotropy"] = {"raw": cosine, "n": len(rows.vectors)}
-    results["anisotropy[paper]"] = _sampled(paper[:, 0], n_sampled, settings.confidence)
+    level = settings.confidence
+    results["intrasim[paper]"] = sampled_summary(paper[:, 1], n_sampled, level, paper[:, 0])
+    results["anisotropy[paper]"] = sampled_summary(paper[:, 0], n_sampled, level)
     results.update(
         layer_isotropy(
             rows.vectors,
             sentence_starts,
             settings,
-            np.random.default_rng([settings.seed, 4]),
+            generator(settings.seed, "isotropy_samples"),
         )
     )
+    summary = {**summary_header(settings, n_occurrences, len(rows.vectors)), "measures": results}
+    return LayerMeasures(words=words, sentences=sentences, summary=summary)
+
+
+def adjust_word_measures(words: pd.DataFrame, baselines: dict[str, Baseline]) -> None:
+    """Add ``<measure>_adjusted`` = raw − baseline beside each per-word measure of
+    `WORD_MEASURES` the table has, each by its own family's baseline."""
+    for column, (_, family) in WORD_MEASURES.items():
+        if column in words:
+            words[f"{column}_adjusted"] = words[column] - baselines[family].value
+
+
+def summarize_layer(
+    words: pd.DataFrame,
+    sentences: pd.DataFrame,
+    baselines: dict[str, Baseline],
+    n_valid: int,
+    settings: MeasureSettings,
+) -> dict[str, dict[str, Any]]:
+    """The summary measures of every layer, stored or streamed: each per-word measure of
+    `WORD_MEASURES` that `words` has, IntraSim, and SelfSim of stopwords and of content
+    words, each a mean with a bootstrap interval drawn, in that order, from the bootstrap
+    stream; the exact anisotropy baseline (``baselines["cosine"]``, over `n_valid`
+    occurrences); and the Spearman ρ of SelfSim with word frequency.
+
+    A per-word measure the table lacks (a streamed layer's) has its draws skipped as if it
+    had values where `_PRESENT_WITH` says, so that the later intervals are the same numbers
+    as a stored layer's.
+    """
+    resamples, level = settings.bootstrap_resamples, settings.confidence
+    rng = generator(settings.seed, "bootstrap")
+    results = {}
+    for column, (name, family) in WORD_MEASURES.items():
+        if column in words:
+            results[name] = mean_summary(words[column], baselines[family], resamples, level, rng)
+        else:
+            present = int(words[_PRESENT_WITH[column]].notna().sum())
+            skip_mean_summary(present, resamples, rng)
+    results["intrasim"] = mean_summary(
+        sentences["intrasim"], baselines["cosine"], resamples, level, rng
+    )
+    for group in ("stopword", "content"):
+        chosen = words.loc[words["word_class"] == group, "selfsim"]
+        results[f"selfsim[{group}]"] = mean_summary(
+            chosen, baselines["cosine"], resamples, level, rng
+        )
+    results["anisotropy"] = {"raw": baselines["cosine"].value, "n": n_valid}
     if words["selfsim"].notna().sum() >= 3:
         rho = measures.spearman_correlation(words["selfsim"], words["count"])
         results["selfsim~frequency"] = {"raw": rho, "n": int(words["selfsim"].notna().sum())}
-    summary = {
+    return results
+
+
+def summary_header(settings: MeasureSettings, n_occurrences: int, n_valid: int) -> dict[str, Any]:
+    """What a layer summary records of its rows and settings, before its ``measures``."""
+    return {
         "n_occurrences": n_occurrences,
-        "n_missing": n_occurrences - len(rows.vectors),
+        "n_missing": n_occurrences - n_valid,
         "baseline_sample_size": settings.baseline_sample_size,
         "bootstrap_resamples": settings.bootstrap_resamples,
         "sample_replicates": settings.sample_replicates,
         "isoscore_shrinkage": settings.isoscore_shrinkage,
         "confidence": settings.confidence,
         "seed": settings.seed,
-        "measures": results,
     }
-    return LayerMeasures(words=words, sentences=sentences, summary=summary)
 
 
 def context_specific_words(layer_words: dict[int, pd.DataFrame], top: int) -> pd.DataFrame:

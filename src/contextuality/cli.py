@@ -22,23 +22,18 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
-from contextuality import __version__, steps
+from contextuality import __version__, backends, steps
 from contextuality import corpus as corpus_io
+from contextuality.backends.base import LONG_SENTENCE_MODES, POOLINGS, STORAGE_DTYPES, UNITS
+from contextuality.backends.elmo.release import RELEASE_DIRECTORY, RELEASES
 from contextuality.benchmarks import BENCHMARKS, PROTOCOLS
 from contextuality.corpus import STS_YEARS
-from contextuality.elmo import RELEASE_DIRECTORY, RELEASES
 from contextuality.errors import ConfigError, ContextualityError
 from contextuality.figures import FIGURES
-from contextuality.index import COUNT_RULES, IndexSettings
-from contextuality.models import (
-    LOADERS,
-    LONG_SENTENCE_MODES,
-    POOLINGS,
-    UNITS,
-    ModelSpec,
-    selected_layers,
-)
+from contextuality.index import COUNT_RULES, IndexFiles, IndexSettings
+from contextuality.layers import Correction
 from contextuality.static import METHODS
 from contextuality.transforms import TRANSFORMS
 from contextuality.words import WORD_TOKENIZERS
@@ -63,11 +58,10 @@ def _sentences(args: argparse.Namespace) -> None:
             "text": {"split_sentences": args.split_sentences},
         }
         sources = corpus_io.text_corpus_files(args.text, args.pattern)
-    steps.build_sentences(settings, sources, args.output)
+    steps.sentences(settings, sources, args.output)
 
 
 def _index(args: argparse.Namespace) -> None:
-    out = Path(args.output)
     settings = IndexSettings(
         min_contexts=args.min_contexts,
         lowercase=args.lowercase,
@@ -75,14 +69,12 @@ def _index(args: argparse.Namespace) -> None:
         exclude_punctuation=args.exclude_punctuation,
         count_by=args.count_by,
     )
-    outputs = (out / "occurrences.parquet", out / "vocab.parquet", out / "index.json")
+    output = IndexFiles.in_directory(args.output)
     if args.subwords is None:
-        steps.build_index(args.sentences, settings, *outputs)
+        steps.occurrence_index(args.sentences, settings, output)
     else:
         model = {"source": args.subwords, "units": "subword"}
-        steps.build_subword_index(
-            args.sentences, Path(args.subwords).name, model, settings, *outputs
-        )
+        steps.subword_index(args.sentences, Path(args.subwords).name, model, settings, output)
 
 
 def _model_section(args: argparse.Namespace) -> tuple[str, dict, tuple[int, ...]]:
@@ -105,108 +97,99 @@ def _model_section(args: argparse.Namespace) -> tuple[str, dict, tuple[int, ...]
     }
     section.update({key: value for key, value in optional.items() if value is not None})
     name = args.name or Path(args.model).name
-    return name, section, selected_layers(ModelSpec.from_config(name, section))
+    return name, section, backends.model_layers(backends.model_spec(name, section))
+
+
+def _layer_outputs(output: str, layers: tuple[int, ...], suffix: str) -> steps.LayerOutputs:
+    """One file per layer (``layer_<L><suffix>``) and meta.json, in directory `output`."""
+    out = Path(output)
+    return steps.LayerOutputs(
+        {layer: out / f"layer_{layer}{suffix}" for layer in layers}, out / "meta.json"
+    )
 
 
 def _extract(args: argparse.Namespace) -> None:
     name, section, layers = _model_section(args)
-    out = Path(args.output)
-    steps.extract_model(
+    steps.extract(
         name,
         section,
         args.sentences,
-        Path(args.index) / "occurrences.parquet",
-        Path(args.index) / "index.json",
-        {layer: out / f"layer_{layer}.h5" for layer in layers},
-        out / "meta.json",
+        IndexFiles.in_directory(args.index),
+        _layer_outputs(args.output, layers, ".h5"),
+        part=(args.part, args.parts),
         threads=args.threads,
-        part=args.part,
-        n_parts=args.parts,
     )
 
 
 def _stream(args: argparse.Namespace) -> None:
     name, section, layers = _model_section(args)
-    index, out = Path(args.index), Path(args.output)
-    files = (index / "occurrences.parquet", index / "vocab.parquet", index / "index.json")
-    measure_settings = {"baseline_sample_size": args.baseline_sample_size, "seed": args.seed}
-    states = {layer: out / f"layer_{layer}.state.h5" for layer in layers}
-    steps.stream_model(
+    index = IndexFiles.in_directory(args.index)
+    measures = {"baseline_sample_size": args.baseline_sample_size, "seed": args.seed}
+    outputs = _layer_outputs(args.output, layers, ".state.h5")
+    steps.stream(
         name,
         section,
         args.sentences,
-        *files,
-        states,
-        out / "meta.json",
-        measure_settings,
+        index,
+        outputs,
+        measures,
         word_sample_size=args.word_sample_size,
         threads=args.threads,
     )
-    for layer, state in states.items():
-        prefix = out / f"layer_{layer}"
-        steps.measure_state_file(
-            state,
-            *files,
-            measure_settings,
-            f"{prefix}.parquet",
-            f"{prefix}.sentences.parquet",
-            f"{prefix}.json",
-        )
+    for layer, state in outputs.files.items():
+        prefix = Path(args.output) / f"layer_{layer}"
+        steps.measure_streamed_layer(state, index, measures, _measure_outputs(prefix))
+
+
+def _measure_outputs(prefix: str | Path) -> steps.MeasureOutputs:
+    """A layer's measure tables and summary, named from `prefix`."""
+    return steps.MeasureOutputs(
+        f"{prefix}.parquet", f"{prefix}.sentences.parquet", f"{prefix}.json"
+    )
 
 
 def _measure(args: argparse.Namespace) -> None:
-    index = Path(args.index)
     prefix = args.output
-    split, correction = None, None
+    correction = None
     if args.transform != "none":
         split = f"{prefix}.split.parquet"
-        steps.write_correction_split(args.sentences, args.fit_fraction, args.seed, split)
-        correction = {"fit_fraction": args.fit_fraction, "seed": args.seed}
+        steps.correction_split(args.sentences, args.fit_fraction, args.seed, split)
+        correction = Correction.of(split, {"fit_fraction": args.fit_fraction, "seed": args.seed})
     degeneration = None
     if args.degeneration:
         degeneration = steps.DegenerationOutputs(
             {},
             *(f"{prefix}.degeneration.{part}.parquet" for part in ("words", "bins", "cone")),
         )
-    steps.measure_shard(
+    steps.measure_layer(
         args.shard,
         args.sentences,
-        index / "occurrences.parquet",
-        index / "vocab.parquet",
-        index / "index.json",
+        IndexFiles.in_directory(args.index),
         {"baseline_sample_size": args.baseline_sample_size, "seed": args.seed},
-        f"{prefix}.parquet",
-        f"{prefix}.sentences.parquet",
-        f"{prefix}.json",
+        _measure_outputs(prefix),
         transform=args.transform,
-        split_path=split,
         correction=correction,
-        degeneration=degeneration,
+        degeneration_outputs=degeneration,
     )
 
 
 def _summarize(args: argparse.Namespace) -> None:
-    steps.summarize(args.summaries, args.output)
+    steps.measures_table(args.summaries, args.output)
 
 
 def _figure(args: argparse.Namespace) -> None:
-    steps.draw_figure(args.table, args.name, args.output, relative_layers=args.relative)
+    steps.figure(args.table, args.name, args.output, relative_layers=args.relative)
 
 
 def _static(args: argparse.Namespace) -> None:
-    index = Path(args.index)
-    build, shard = steps.build_static_vectors, args.shard
-    if args.state:
-        if len(shard) != 1:
-            raise ConfigError("static --state reads one state file")
-        build, shard = steps.build_static_vectors_from_state, shard[0]
-    build(
-        shard,
-        index / "occurrences.parquet",
-        index / "vocab.parquet",
-        index / "index.json",
+    if args.state and len(args.shard) != 1:
+        raise ConfigError("static --state reads one state file")
+    steps.static_vectors(
+        IndexFiles.in_directory(args.index),
         args.method,
         args.output,
+        shards=None if args.state else args.shard,
+        state=args.shard[0] if args.state else None,
     )
 
 
@@ -219,22 +202,13 @@ def _score(args: argparse.Namespace) -> None:
         "layer": None,
         "protocol": args.protocol,
     }
-    vocab = None if args.index is None else Path(args.index) / "vocab.parquet"
-    table = steps.score_static_vectors(
-        args.vectors, args.data, settings, labels, args.output, vocab
-    )
+    vocab = None if args.index is None else IndexFiles.in_directory(args.index).vocab
+    table = steps.score_static(args.vectors, args.data, settings, labels, args.output, vocab)
     print(table[["benchmark", "metric", "value", "coverage", "n"]].to_string(index=False))
 
 
 def _download_elmo(args: argparse.Namespace) -> None:
-    directory = Path(RELEASE_DIRECTORY) / args.release
-    steps.fetch_elmo(
-        args.release,
-        directory / "options.json",
-        directory / "weights.hdf5",
-        directory / "provenance.json",
-        args.mirror,
-    )
+    steps.download_elmo(args.release, Path(RELEASE_DIRECTORY) / args.release, args.mirror)
 
 
 def _add_model_arguments(command: argparse.ArgumentParser) -> None:
@@ -242,7 +216,10 @@ def _add_model_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("model", help="hub id, local directory or package:<module>/<dir>")
     command.add_argument("--name", help="short name recorded in the shards")
     command.add_argument(
-        "--loader", choices=LOADERS, default="transformers", help="elmo: a release or directory"
+        "--loader",
+        choices=backends.LOADERS,
+        default="transformers",
+        help="elmo: a release or directory",
     )
     command.add_argument("--sentences", required=True)
     command.add_argument("--index", required=True, help="directory written by 'index'")
@@ -256,18 +233,14 @@ def _add_model_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--long-sentences", choices=LONG_SENTENCE_MODES, default="truncate")
     command.add_argument("--window-overlap", type=int, help="subwords shared by windows")
     command.add_argument("--token-budget", type=int, default=8192, help="padded subwords/batch")
-    command.add_argument("--storage-dtype", choices=("auto", "float16", "float32"), default="auto")
+    command.add_argument("--storage-dtype", choices=STORAGE_DTYPES, default="auto")
     command.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     command.add_argument("--threads", type=int, default=1)
     command.add_argument("-o", "--output", required=True, help="directory to write into")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``contextuality`` command."""
-    parser = argparse.ArgumentParser(prog="contextuality", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
-
+def _add_corpus_commands(commands: Any) -> None:
+    """The commands that build the corpus: 'sentences' and 'index'."""
     command = commands.add_parser("sentences", help="build the sentence table")
     source = command.add_mutually_exclusive_group(required=True)
     source.add_argument("--text", help="UTF-8 text file, or a directory of them")
@@ -303,6 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("-o", "--output", required=True, help="directory to write into")
     command.set_defaults(run=_index)
 
+
+def _add_model_commands(commands: Any) -> None:
+    """The commands that run a model: 'extract', 'stream' and 'download-elmo'."""
     command = commands.add_parser("extract", help="write one HDF5 shard per layer of a model")
     _add_model_arguments(command)
     command.add_argument(
@@ -341,6 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("--mirror", help="directory holding the files under their published names")
     command.set_defaults(run=_download_elmo)
 
+
+def _add_measure_commands(commands: Any) -> None:
+    """The commands that measure and draw: 'measure', 'static', 'score', 'summarize',
+    'figure'."""
     command = commands.add_parser("measure", help="SelfSim, IntraSim, MEV of one shard")
     command.add_argument("shard", nargs="+", help="a layer's shard, or the shards of its parts")
     command.add_argument("--sentences", required=True)
@@ -402,6 +382,17 @@ def build_parser() -> argparse.ArgumentParser:
     command.add_argument("--relative", action="store_true", help="x axis = layer / layers")
     command.add_argument("-o", "--output", nargs="+", required=True)
     command.set_defaults(run=_figure)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``contextuality`` command."""
+    parser = argparse.ArgumentParser(prog="contextuality", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    _add_corpus_commands(commands)
+    _add_model_commands(commands)
+    _add_measure_commands(commands)
     return parser
 
 

@@ -6,21 +6,25 @@ The sentence table is the workflow's single view of a corpus: every sentence onc
 
 from __future__ import annotations
 
-import importlib.util
+import logging
 import os
 import re
 import unicodedata
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from contextuality.errors import InputDataError
 from contextuality.fetch import fetch_file, packaged_checksums
-from contextuality.provenance import sha256_bytes
+from contextuality.provenance import sha256_bytes, sha256_file
 
+log = logging.getLogger(__name__)
+
+CORPUS_SOURCES = ("text", "sts")
 STS_YEARS = (2012, 2013, 2014, 2015, 2016)
 STS_URLS = {
     2012: "http://ixa2.si.ehu.es/stswiki/images/4/40/STS2012-en-test.zip",
@@ -31,7 +35,6 @@ STS_URLS = {
 }
 _STS_INPUT_MEMBER = re.compile(r"(?:^|/)STS(?:\d{4})?\.input\.(?P<dataset>.+)\.txt$")
 _STS_GOLD_MEMBER = re.compile(r"(?:^|/)STS(?:\d{4})?\.gs\.(?P<dataset>.+)\.txt$")
-PACKAGE_SCHEME = "package:"
 
 
 def sts_archive_name(year: int) -> str:
@@ -203,21 +206,6 @@ def sts_sentences(pairs: Iterable[SentencePair]) -> Iterator[SourcedSentence]:
         yield SourcedSentence(pair.sentence_b, label + "b")
 
 
-def resolve_data_path(spec: str) -> Path:
-    """Turn ``package:<module>/<path inside it>`` into a file path; other paths pass through.
-
-    This names files that an installed Python package ships (for example the Lee news
-    corpus inside gensim) without hard-coding where site-packages lives.
-    """
-    if not spec.startswith(PACKAGE_SCHEME):
-        return Path(spec)
-    module, _, inner = spec[len(PACKAGE_SCHEME) :].partition("/")
-    found = importlib.util.find_spec(module)
-    if found is None or not found.submodule_search_locations:
-        raise InputDataError(f"{spec}: Python package '{module}' is not installed")
-    return Path(next(iter(found.submodule_search_locations))) / inner
-
-
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"'”’)]*\s+(?=[\"'“‘(]?[A-Z0-9])")
 _NO_BREAK_AFTER = re.compile(
     r"(?:\b[A-Z]|\b(?:Mr|Mrs|Ms|Dr|Prof|St|Jr|Sr|Gen|Sen|Rep|Gov|Lt|Col|Sgt|Capt|Inc|Co|Corp|"
@@ -332,3 +320,32 @@ def build_sentence_table(sentences: Iterable[SourcedSentence]) -> pd.DataFrame:
             "origins": [";".join(o) for o in origins],
         }
     )
+
+
+def read_corpus(
+    settings: dict[str, Any], sources: Sequence[str | Path]
+) -> tuple[list[SourcedSentence], dict[str, str]]:
+    """Every sentence of the configured corpus (``settings`` = config ``corpus``), in order,
+    and the SHA-256 of each input read (by STS archive member, or by file label).
+
+    sources: the STS archives in ``settings["sts"]["years"]`` order (with ``scored_only``,
+    only the pairs with a gold score are kept), or the text files
+    (`text_corpus_files`), read in the order given.
+    """
+    sentences, checksums = [], {}
+    if settings["source"] == "sts":
+        sts = settings["sts"]
+        for year, archive in zip(sts["years"], sources, strict=True):
+            pairs, member_checksums = read_sts_archive(archive, year, sts["verify_checksums"])
+            if sts.get("scored_only", False):
+                scored = [pair for pair in pairs if pair.gold is not None]
+                log.info("STS %d: %d of %d pairs have a gold score", year, len(scored), len(pairs))
+                pairs = scored
+            sentences.extend(sts_sentences(pairs))
+            checksums.update(member_checksums)
+        return sentences, checksums
+    one_per_line = not settings["text"]["split_sentences"]
+    for path, label in zip(sources, corpus_file_labels(sources), strict=True):
+        sentences.extend(read_text_corpus(path, one_per_line, label))
+        checksums[label] = sha256_file(path)
+    return sentences, checksums

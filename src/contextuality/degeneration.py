@@ -24,14 +24,15 @@ import numpy as np
 import pandas as pd
 
 from contextuality.errors import ConfigError
-from contextuality.measures import (
+from contextuality.measures import spearman_correlation
+from contextuality.random_streams import generator
+from contextuality.rows import (
     group_sizes,
     group_sums,
     row_chunks,
     row_norms,
     rows_with_vectors,
     run_starts,
-    spearman_correlation,
 )
 
 BERT_FLOW_RANK_EDGES = (100, 500, 5000, 10000)
@@ -39,9 +40,7 @@ BERT_FLOW_VOCABULARY = 30522
 
 _CHUNK_BYTES = 64 * 2**20
 _GRAM_CHUNK_ROWS = 8192  # float32 sums within a chunk, float64 across chunks
-_BLOCKS = 256  # blocks of points whose minima bound the k-th nearest
-# Streams of the two samples, np.random.default_rng([seed, stream]); analysis uses 1–3.
-_OCCURRENCE_SAMPLE, _CONE_SAMPLE = 11, 12
+_TILES = 256  # tiles of points whose minima bound the k-th nearest
 
 WORD_COLUMNS = (
     "word_id",
@@ -173,7 +172,7 @@ def nearest_neighbours(
 
     Query chunks (each ≤ `chunk_bytes` of float32 scores) are screened in float32 with the
     score ‖p‖² − 2q·p. The k-th smallest score is bounded from above by the k-th smallest of
-    the minima over blocks of points (k distinct points), and every point whose score could
+    the minima over tiles of points (k distinct points), and every point whose score could
     be below that bound, allowing a worst-case bound on float32 rounding, is a candidate.
     Candidates' distances are computed exactly, in float64, as ‖q − p‖; the result is that
     of a float64 search. Raises ValueError when there are fewer than k points to choose from.
@@ -201,23 +200,23 @@ def nearest_neighbours(
     # γ_d, input and arithmetic rounding) times (‖q‖ + ‖p‖)² ≤ 2(‖q‖² + ‖p‖²), doubled.
     error = 4 * (points.shape[1] + 10) * np.finfo(np.float32).eps / 2
     lowered = (point_norms * (1 - error)).astype(np.float32)
-    n_blocks = min(n_points, max(_BLOCKS, 4 * k))
-    block_starts = np.arange(n_blocks) * n_points // n_blocks
-    block_slack = 2 * error * np.maximum.reduceat(point_norms, block_starts)
+    n_tiles = min(n_points, max(_TILES, 4 * k))
+    tile_starts = np.arange(n_tiles) * n_points // n_tiles
+    tile_slack = 2 * error * np.maximum.reduceat(point_norms, tile_starts)
     rows_per_chunk = max(1, chunk_bytes // (4 * n_points))
     for start in range(0, n_queries, rows_per_chunk):
         chunk = slice(start, min(start + rows_per_chunk, n_queries))
         chunk_queries, chunk_exclude = queries[chunk], exclude[chunk]
         queries32 = np.asarray(chunk_queries, dtype=np.float32)
         scores = np.empty((len(queries32), n_points), dtype=np.float32)
-        for block in point_chunks:  # float32 a block at a time: no float32 copy of points
-            scores[:, block] = queries32 @ np.asarray(points[block], dtype=np.float32).T
+        for piece in point_chunks:  # float32 a chunk at a time: no float32 copy of points
+            scores[:, piece] = queries32 @ np.asarray(points[piece], dtype=np.float32).T
         scores *= -2
         scores += lowered  # at most the exact score + error·‖q‖²
         excluded = np.flatnonzero(chunk_exclude >= 0)
         scores[excluded, chunk_exclude[excluded]] = np.inf
-        block_best = np.minimum.reduceat(scores, block_starts, axis=1) + block_slack
-        bound = np.partition(block_best, k - 1, axis=1)[:, k - 1]
+        tile_best = np.minimum.reduceat(scores, tile_starts, axis=1) + tile_slack
+        bound = np.partition(tile_best, k - 1, axis=1)[:, k - 1]
         bound += 2 * error * _squared_norms(chunk_queries)
         bound = np.nextafter(bound.astype(np.float32), np.float32(np.inf))
         rows, columns = np.divmod(np.flatnonzero(scores <= bound[:, None]), n_points)
@@ -331,7 +330,7 @@ def occurrence_degeneration(
     valid = np.flatnonzero(rows_with_vectors(vectors))
     word_id = occurrences["word_id"].to_numpy()[valid]
     candidates = np.flatnonzero(vocab["indexed"].to_numpy()[word_id])  # positions in valid
-    rng = np.random.default_rng([settings.seed, _OCCURRENCE_SAMPLE])
+    rng = generator(settings.seed, "degeneration_queries")
     size = min(settings.occurrence_queries, len(candidates))
     chosen = np.sort(rng.choice(candidates, size=size, replace=False))
     points = vectors if len(valid) == len(vectors) else vectors[valid]  # no copy when all count
@@ -351,7 +350,7 @@ def occurrence_degeneration(
     return pd.DataFrame(table, columns=list(QUERY_COLUMNS))
 
 
-def degeneration_table(
+def bins_table(
     words: pd.DataFrame, queries: pd.DataFrame, bins: list[tuple[int, int | None]]
 ) -> pd.DataFrame:
     """Bin means of `word_degeneration` (vectors ``static``) and `occurrence_degeneration`
@@ -443,7 +442,7 @@ def cone_projection(
     eigenvalues, eigenvectors = np.linalg.eigh(gram)
     directions = eigenvectors[:, ::-1][:, :2]  # (d, 2), largest first
     explained = eigenvalues[::-1][:2] / np.trace(gram)
-    rng = np.random.default_rng([settings.seed, _CONE_SAMPLE])
+    rng = generator(settings.seed, "cone_sample")
     sample = np.sort(rng.choice(valid, size=min(settings.cone_points, len(valid)), replace=False))
     coordinates = np.asarray(vectors[sample], dtype=np.float64) @ directions
     coordinates *= np.where(coordinates.mean(axis=0) < 0, -1.0, 1.0)
@@ -459,3 +458,35 @@ def cone_projection(
             "explained_y": explained[1],
         }
     )
+
+
+@dataclass
+class LayerDegeneration:
+    """One layer's degeneration analysis: `word_degeneration`'s per-word table, the table by
+    frequency bin (`bins_table`) and the cone sample (`cone_projection`)."""
+
+    words: pd.DataFrame
+    bins: pd.DataFrame
+    cone: pd.DataFrame
+
+
+def layer_degeneration(
+    vectors: np.ndarray,
+    occurrences: pd.DataFrame,
+    vocab: pd.DataFrame,
+    settings: DegenerationSettings,
+) -> LayerDegeneration:
+    """The degeneration analysis of one layer's occurrence vectors (n, d), rows aligned
+    with `occurrences`, against word frequency in `vocab`."""
+    words = word_degeneration(vectors, occurrences, vocab, settings)
+    queries = occurrence_degeneration(vectors, occurrences, vocab, settings)
+    bins = bins_table(words, queries, rank_bins(len(vocab), settings))
+    return LayerDegeneration(words, bins, cone_projection(vectors, occurrences, vocab, settings))
+
+
+def degeneration_table(layer_bins: list[pd.DataFrame]) -> pd.DataFrame:
+    """Every layer's `bins_table`, each labelled with its model, transform and layer, in
+    one table whose first columns are those labels."""
+    table = pd.concat(layer_bins, ignore_index=True)
+    leading = ["model", "transform", "layer"]
+    return table[leading + [column for column in table.columns if column not in leading]]

@@ -1,7 +1,9 @@
-"""Fetching input files: from a local mirror directory, or else from their public URL."""
+"""Where input files come from: a file an installed package ships, a local mirror
+directory, or else their public URL."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import urllib.error
 import urllib.request
@@ -56,3 +58,21 @@ def fetch_file(
             raise InputDataError(
                 f"{Path(destination).name}: checksum differs from the published {expected_sha256}"
             )
+
+
+PACKAGE_SCHEME = "package:"
+
+
+def resolve_data_path(spec: str) -> Path:
+    """Turn ``package:<module>/<path inside it>`` into a file path; other paths pass through.
+
+    This names files that an installed Python package ships (for example the Lee news
+    corpus inside gensim) without hard-coding where site-packages lives.
+    """
+    if not spec.startswith(PACKAGE_SCHEME):
+        return Path(spec)
+    module, _, inner = spec[len(PACKAGE_SCHEME) :].partition("/")
+    found = importlib.util.find_spec(module)
+    if found is None or not found.submodule_search_locations:
+        raise InputDataError(f"{spec}: Python package '{module}' is not installed")
+    return Path(next(iter(found.submodule_search_locations))) / inner

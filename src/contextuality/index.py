@@ -12,15 +12,27 @@ sentences.
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from contextuality.errors import ConfigError
+from contextuality.provenance import read_json, write_json
+from contextuality.tables import read_parquet, write_parquet
 from contextuality.words import WORD_TOKENIZERS, is_punctuation
 
 COUNT_RULES = ("contexts", "occurrences")
+# The files of an occurrence index, by the names rules and `IndexFiles` give them.
+INDEX_FILE_NAMES = {
+    "occurrences": "occurrences.parquet",
+    "vocab": "vocab.parquet",
+    "summary": "index.json",
+}
 
 
 @dataclass(frozen=True)
@@ -145,3 +157,40 @@ def index_checksum(occurrences: pd.DataFrame) -> str:
 def corpus_checksum(texts: list[str]) -> str:
     """SHA-256 of the sentence table's texts in order."""
     return hashlib.sha256("\n".join(texts).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class IndexFiles:
+    """Where an occurrence index is kept: its occurrences and vocabulary (Parquet, each
+    with the summary as provenance) and its summary (``index.json``: settings, units,
+    counts and the corpus and index checksums)."""
+
+    occurrences: Path
+    vocab: Path
+    summary: Path
+
+    @classmethod
+    def in_directory(cls, directory: str | os.PathLike) -> IndexFiles:
+        """The files of an index written into `directory` (`INDEX_FILE_NAMES`)."""
+        directory = Path(directory)
+        return cls(*(directory / name for name in INDEX_FILE_NAMES.values()))
+
+    @classmethod
+    def of(cls, files: Mapping[str, Any]) -> IndexFiles:
+        """From a mapping with the keys of `INDEX_FILE_NAMES` (a Snakemake rule's input)."""
+        return cls(*(Path(files[key]) for key in INDEX_FILE_NAMES))
+
+    def read_summary(self) -> dict[str, Any]:
+        return read_json(self.summary)
+
+    def read_occurrences(self) -> pd.DataFrame:
+        return read_parquet(self.occurrences)
+
+    def read_vocab(self) -> pd.DataFrame:
+        return read_parquet(self.vocab)
+
+    def write(self, index: OccurrenceIndex, summary: dict[str, Any]) -> None:
+        """Write `index` with `summary` as every file's provenance, the summary last."""
+        write_parquet(index.occurrences, self.occurrences, summary)
+        write_parquet(index.vocab, self.vocab, summary)
+        write_json(self.summary, summary)

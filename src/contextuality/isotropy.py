@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextuality.measures import row_chunks, sentence_sum_statistics
+from contextuality.measures import sentence_sum_statistics
+from contextuality.rows import row_chunks
 
 # Largest rows × directions block of projections held at once by log_partition_function
 # (2²² float64 values: 32 MiB).

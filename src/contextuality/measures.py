@@ -1,179 +1,55 @@
 """The paper's measures of contextuality (Ethayarajh 2019, §3.2) and anisotropy baselines (§4.1).
 
-Pure functions over numpy arrays. Inputs are occurrence vectors f (rows) of one layer,
-grouped into contiguous runs (all occurrences of a word, or all words of a sentence)
-described by ``starts``: the first row of each group, increasing, with the group ending
-where the next begins. Accumulation is in float64 whatever the input dtype.
+The equations alone, as pure functions over numpy arrays. Inputs are occurrence vectors f
+(rows) of one layer, grouped into contiguous runs (all occurrences of a word, or all words
+of a sentence) described by ``starts`` (see `contextuality.rows`, whose chunked passes
+they use). Accumulation is in float64 whatever the input dtype.
 
 Notation: u = f / ‖f‖ is a unit vector; a *context* is a sentence.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-_CHUNK_BYTES = 32 * 2**20  # float64 temporaries per chunk of rows
+from contextuality.rows import (
+    complete_group_sums,
+    group_sizes,
+    group_squared_norms,
+    group_sums,
+    groups_by_size,
+    squared_norms,
+    unit_rows,
+)
 
 
-def row_chunks(n_rows: int, dim: int) -> Iterator[slice]:
-    """Consecutive slices of at most 32 MiB of float64 rows of width `dim` covering
-    0..n_rows: the unit of work of every pass over a layer, so that no pass holds more than
-    the layer itself plus one chunk."""
-    step = max(1, _CHUNK_BYTES // (8 * max(1, dim)))
-    for begin in range(0, n_rows, step):
-        yield slice(begin, min(begin + step, n_rows))
-
-
-def rows_with_vectors(vectors: np.ndarray) -> np.ndarray:
-    """Bool mask (n,) of the occurrences that count: rows finite and not all zero (a NaN
-    row is an occurrence the model gave no vector, or one a correction was fitted on)."""
-    mask = np.empty(len(vectors), dtype=bool)
-    for chunk in row_chunks(len(vectors), vectors.shape[1]):
-        rows = vectors[chunk]
-        mask[chunk] = np.isfinite(rows).all(axis=1) & np.any(rows != 0, axis=1)
-    return mask
-
-
-def row_norms(vectors: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
-    """Float64 L2 norm of each row of ``vectors[order]`` (``vectors`` without `order`),
-    read a chunk at a time."""
-    n_rows = len(vectors) if order is None else len(order)
-    norms = np.empty(n_rows)
-    for chunk in row_chunks(n_rows, vectors.shape[1]):
-        block = np.asarray(vectors[chunk if order is None else order[chunk]], np.float64)
-        norms[chunk] = np.sqrt(np.einsum("ij,ij->i", block, block))
-    return norms
-
-
-def keep_rows(vectors: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """``vectors[keep]`` for a bool mask, computed in place: kept rows move up chunk by
-    chunk (each lands at or before where it was), and the first ``keep.sum()`` rows are
-    returned as a view. No second copy of the layer is made; `vectors` is overwritten."""
-    kept = np.flatnonzero(keep)
-    if len(kept) == len(vectors):
-        return vectors
-    for chunk in row_chunks(len(kept), vectors.shape[1]):
-        vectors[chunk] = vectors[kept[chunk]]
-    return vectors[: len(kept)]
-
-
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit L2 norm, as float32. Zero or non-finite rows are an error."""
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    if not np.all(np.isfinite(norms)) or np.any(norms == 0):
-        raise ValueError("unit_rows: every row must be finite and non-zero")
-    return vectors / norms
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks of `values` (n,), tied values given the mean of their ranks (as
+    ``scipy.stats.rankdata`` and pandas' ``rank()`` give them)."""
+    values = np.asarray(values, dtype=np.float64)
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    ends = np.r_[starts[1:], len(values)]
+    ranks = np.empty(len(values))
+    ranks[order] = np.repeat((starts + ends + 1) / 2, ends - starts)
+    return ranks
 
 
 def spearman_correlation(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman ρ of paired values, pairs with a NaN dropped: Pearson's r of their ranks,
-    ties given their average rank (as scipy.stats.spearmanr, without importing
-    scipy.stats, which costs each measure job about a second). NaN below 3 pairs or when
-    either side is constant."""
-    import pandas as pd
-
-    pairs = pd.DataFrame({"x": x, "y": y}).dropna()
-    if len(pairs) < 3 or pairs["x"].nunique() < 2 or pairs["y"].nunique() < 2:
+    """Spearman ρ of paired values, pairs with a NaN dropped: Pearson's r of their
+    `average_ranks` (as ``scipy.stats.spearmanr``, without importing scipy.stats, which
+    costs each measure job about a second). NaN below 3 pairs or when either side is
+    constant."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    kept = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[kept], y[kept]
+    if len(x) < 3 or np.all(x == x[0]) or np.all(y == y[0]):
         return float("nan")
-    ranks = pairs.rank().to_numpy(dtype=np.float64)
-    return float(np.corrcoef(ranks[:, 0], ranks[:, 1])[0, 1])
-
-
-def group_sizes(starts: np.ndarray, n_rows: int) -> np.ndarray:
-    """Length of each contiguous group given its start rows."""
-    return np.diff(np.append(np.asarray(starts, dtype=np.int64), n_rows))
-
-
-def run_starts(*keys: np.ndarray) -> np.ndarray:
-    """Start positions of the runs over which every key array stays constant."""
-    if len(keys[0]) == 0:
-        return np.zeros(0, dtype=np.int64)
-    changes = np.zeros(len(keys[0]), dtype=bool)
-    changes[0] = True
-    for key in keys:
-        changes[1:] |= key[1:] != key[:-1]
-    return np.flatnonzero(changes)
-
-
-def complete_group_sums(
-    rows: np.ndarray,
-    starts: np.ndarray,
-    *,
-    order: np.ndarray | None = None,
-    unit: bool = False,
-    weights: np.ndarray | None = None,
-) -> Iterator[tuple[slice, np.ndarray]]:
-    """Float64 sums of contiguous groups of rows, yielded as (groups, sums (len, d)) once
-    each group is complete, in order: never more than one chunk's groups at a time, so
-    per-group reductions (a norm, a dot product) need no (n_groups, d) array.
-
-    Row i of the sequence summed is ``rows[order[i]]`` (``rows[i]`` without `order`),
-    scaled to unit length with `unit` (a zero or non-finite row is then a ValueError) and
-    multiplied by ``weights[order[i]]`` with `weights`. Read chunk by chunk (`row_chunks`)
-    in float64, each chunk's groups summed as a sparse group-indicator matrix times the
-    chunk (several times faster than ``np.add.reduceat``); the group still open at a
-    chunk's end is carried into the next.
-    """
-    from scipy import sparse
-
-    starts = np.asarray(starts, dtype=np.int64)
-    n_rows = len(rows) if order is None else len(order)
-    if len(starts) == 0:
-        return
-    open_group, open_sum = -1, None
-    for chunk in row_chunks(n_rows - starts[0], rows.shape[1]):
-        positions = np.arange(chunk.start, chunk.stop) + starts[0]
-        chosen = positions if order is None else order[positions]
-        block = np.asarray(rows[chosen], np.float64)
-        if unit:
-            norms = np.linalg.norm(block, axis=1, keepdims=True)
-            if not np.all(np.isfinite(norms)) or np.any(norms == 0):
-                raise ValueError("rows scaled to unit length must be finite and non-zero")
-            block /= norms
-        if weights is not None:
-            block *= np.asarray(weights, dtype=np.float64)[chosen][:, None]
-        group = np.searchsorted(starts, positions, side="right") - 1
-        first = int(group[0])
-        indicator = sparse.csr_matrix(
-            (np.ones(len(positions)), (group - first, np.arange(len(positions)))),
-            shape=(group[-1] - first + 1, len(positions)),
-        )
-        partial = np.asarray(indicator @ block)
-        if first == open_group:
-            partial[0] += open_sum
-        elif open_group >= 0:
-            yield slice(open_group, open_group + 1), open_sum[None]
-        if len(partial) > 1:
-            yield slice(first, first + len(partial) - 1), partial[:-1]
-        open_group, open_sum = first + len(partial) - 1, partial[-1]
-    yield slice(open_group, open_group + 1), open_sum[None]
-
-
-def group_sums(rows: np.ndarray, starts: np.ndarray, **options: Any) -> np.ndarray:
-    """Float64 sum of the rows of each contiguous group, shape (n_groups, d): for groups
-    far fewer than rows (words, not contexts). Options as `complete_group_sums`."""
-    sums = np.zeros((len(starts), rows.shape[1]))
-    for groups, partial in complete_group_sums(rows, starts, **options):
-        sums[groups] = partial
-    return sums
-
-
-def group_squared_norms(rows: np.ndarray, starts: np.ndarray, **options: Any) -> np.ndarray:
-    """‖Σ_{i∈g} row_i‖² of each contiguous group g, (n_groups,) float64, holding one
-    chunk's sums at a time. Options as `complete_group_sums`."""
-    squared = np.zeros(len(starts))
-    for groups, partial in complete_group_sums(rows, starts, **options):
-        squared[groups] = _squared_norms(partial)
-    return squared
-
-
-def _squared_norms(rows: np.ndarray) -> np.ndarray:
-    return np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
+    return float(np.corrcoef(average_ranks(x), average_ranks(y))[0, 1])
 
 
 def self_similarity(
@@ -210,7 +86,7 @@ def self_similarity(
     n = group_sizes(word_starts, n_rows).astype(np.float64)
     pairs = n**2 - same_context_pairs
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(pairs > 0, (_squared_norms(word_sums) - same_context_dot) / pairs, np.nan)
+        return np.where(pairs > 0, (squared_norms(word_sums) - same_context_dot) / pairs, np.nan)
 
 
 def intra_similarity(vectors: np.ndarray, sentence_starts: np.ndarray) -> np.ndarray:
@@ -252,34 +128,6 @@ def explained_variance_first_component(matrix: np.ndarray, centered: bool = Fals
         return float("nan")
     top = np.linalg.eigvalsh(gram)[-1]
     return float(top / total)
-
-
-def groups_by_size(
-    vectors: np.ndarray, starts: np.ndarray, order: np.ndarray | None = None
-) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
-    """Yield (group indices, stacked rows) for the contiguous groups of rows, by size.
-
-    Row i of the sequence grouped is ``vectors[order[i]]`` (``vectors[i]`` without `order`).
-    Groups of one size n ≤ d that occur more than once come stacked as (k, n, d) float64
-    arrays of at most one `row_chunks` chunk each, so a per-group eigenproblem can be solved
-    for all of them in one batched call on their n×n Gram matrices (far faster for the many
-    words with few occurrences). Other groups come with None: solve those one at a time
-    (larger ones on the d×d scatter).
-    """
-    starts = np.asarray(starts, dtype=np.int64)
-    sizes = group_sizes(starts, len(vectors) if order is None else len(order))
-    dim = vectors.shape[1]
-    for size in np.unique(sizes):
-        chosen = np.flatnonzero(sizes == size)
-        if size > dim or len(chosen) == 1:
-            yield chosen, None
-            continue
-        for batch in row_chunks(len(chosen) * size, dim):
-            part = chosen[batch.start // size : batch.stop // size]
-            if len(part) == 0:
-                continue
-            rows = starts[part][:, None] + np.arange(size)
-            yield part, np.asarray(vectors[rows if order is None else order[rows]], np.float64)
 
 
 @dataclass(frozen=True)
@@ -431,7 +279,7 @@ def paper_self_similarity(
     entries = np.add.reduceat(listed, word_starts) if len(word_starts) else np.zeros(0)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(
-            entries > 1, (_squared_norms(sums) - entries) / (entries**2 - entries), np.nan
+            entries > 1, (squared_norms(sums) - entries) / (entries**2 - entries), np.nan
         )
 
 

@@ -16,7 +16,7 @@ Every correction is affine, x ↦ (x − mean) @ matrix, with parameters estimat
   scaling can bring to unit variance (dropped, and counted as ``null_directions``).
 
 A correction is fitted on the rows passed to :func:`fit_transform` and nothing else.
-Callers pass a held-out part of the corpus (:func:`split_sentences`) and measure the
+Callers pass a held-out part of the corpus (:func:`correction_split`) and measure the
 other part: parameters estimated on the very vectors being measured let each vector fit
 its own correction, which flatters whitening in particular (with few rows per dimension
 the fitted covariance is the sample's own, and the sample then looks exactly isotropic);
@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from contextuality.errors import ConfigError, NonFiniteValueError
-from contextuality.measures import rows_with_vectors
+from contextuality.random_streams import generator
+from contextuality.rows import rows_with_vectors
 
 TRANSFORMS = ("none", "center", "standardize", "abtt", "whiten")
 
@@ -182,17 +183,17 @@ def fit_transform(name: str, vectors: np.ndarray, settings: TransformSettings) -
     return FittedTransform(name, mean, matrix, n, parameters)
 
 
-def split_sentences(n_sentences: int, fit_fraction: float, seed: int) -> np.ndarray:
+def correction_split(n_sentences: int, fit_fraction: float, seed: int) -> np.ndarray:
     """Bool mask (n_sentences,), True for the sentences of the fitting part:
     round(fit_fraction · n_sentences) of them, at least 1 and at most n_sentences − 1,
-    the first of ``numpy.random.default_rng(seed).permutation(n_sentences)``."""
+    the first of a permutation drawn from the correction-split stream (`random_streams`)."""
     if n_sentences < 2:
         raise ValueError(f"splitting needs at least 2 sentences, got {n_sentences}")
     if not 0 < fit_fraction < 1:
         raise ValueError(f"fit_fraction must be in (0, 1), got {fit_fraction}")
     n_fit = min(max(round(fit_fraction * n_sentences), 1), n_sentences - 1)
     mask = np.zeros(n_sentences, dtype=bool)
-    mask[np.random.default_rng(seed).permutation(n_sentences)[:n_fit]] = True
+    mask[generator(seed, "correction_split").permutation(n_sentences)[:n_fit]] = True
     return mask
 
 
@@ -243,7 +244,7 @@ def corrected_occurrences(
     """A layer's occurrence vectors under correction `name`, fitted on the held-out part.
 
     vectors: (n, d) rows; sentence_id: (n,) each row's sentence; fit_sentences: bool mask
-    by sentence_id (`split_sentences`). Rows with a vector (finite, not all zero) in fitting
+    by sentence_id (`correction_split`). Rows with a vector (finite, not all zero) in fitting
     sentences fit the correction; the other sentences' rows are corrected. Returns the
     corrected (n, k) float32 rows, NaN wherever a row is in the fitting part or has no
     vector (so the measures skip it), and the fitted correction.

@@ -6,7 +6,7 @@ rule download_sts:
     conda:
         "../envs/contextuality.yaml"
     params:
-        mirror=get_sts_mirror(),
+        mirror=config["corpus"]["sts"]["mirror"],
     script:
         "../scripts/download_sts.py"
 
@@ -30,9 +30,7 @@ rule occurrence_index:
     input:
         "results/corpus/sentences.parquet",
     output:
-        occurrences="results/corpus/occurrences.parquet",
-        vocab="results/corpus/vocab.parquet",
-        summary="results/corpus/index.json",
+        **ctx.index_files(config),
     log:
         "logs/corpus/occurrence_index.log",
     conda:
@@ -56,7 +54,7 @@ rule subword_index:
         "../envs/contextuality.yaml"
     params:
         tokenizer=get_tokenizer_settings,
-        index=get_subword_index_settings(),
+        index=ctx.subword_index_settings(config),
     script:
         "../scripts/subword_index.py"
 

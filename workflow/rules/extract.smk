@@ -1,15 +1,14 @@
-# One extraction rule per model: a model's layers are written in one forward pass, and
-# each rule carries only its own model's settings, so editing one model reruns only it.
-for model in ctx.partitioned_models(config, partitioned=False):
+# One extraction rule per model: a model's layers are written in one forward pass (into
+# shards, or into a streamed model's running sums), and each rule carries only its own
+# model's settings, so editing one model reruns only it. A partitioned model's rule has
+# one job per part ({part} = K-of-N).
+for model in ctx.model_names(config):
 
     rule:
         name:
-            f"extract_{model}"
+            ctx.extraction_rule(config, model)
         input:
-            sentences="results/corpus/sentences.parquet",
-            occurrences=ctx.index_files(config, model)["occurrences"],
-            index=ctx.index_files(config, model)["index"],
-            model_files=ctx.model_files(config, model),
+            **ctx.extraction_inputs(config, model),
         output:
             **ctx.extraction_outputs(config, model),
         log:
@@ -22,46 +21,14 @@ for model in ctx.partitioned_models(config, partitioned=False):
         resources:
             mem_mb=16000,
             runtime=240,
-            gpu=get_model_gpus(model),
+            gpu=ctx.model_gpus(config, model),
         params:
             model=model,
-            settings=get_model_settings(model),
+            settings=ctx.model_settings(config, model),
             layers=ctx.model_layers(config, model),
+            streaming=ctx.streaming_settings(config, model),
         script:
             "../scripts/extract.py"
-
-
-# With extraction.partitions N > 1: the rule of each model has N jobs, job {part} = K-of-N
-# extracting part K of the sentences (same as above but for the script).
-for model in ctx.partitioned_models(config):
-
-    rule:
-        name:
-            f"extract_{model}"
-        input:
-            sentences="results/corpus/sentences.parquet",
-            occurrences=ctx.index_files(config, model)["occurrences"],
-            index=ctx.index_files(config, model)["index"],
-            model_files=ctx.model_files(config, model),
-        output:
-            **ctx.extraction_outputs(config, model),
-        log:
-            ctx.extraction_log(config, model),
-        benchmark:
-            ctx.extraction_log(config, model, "benchmarks")
-        conda:
-            "../envs/contextuality.yaml"
-        threads: 8
-        resources:
-            mem_mb=16000,
-            runtime=240,
-            gpu=get_model_gpus(model),
-        params:
-            model=model,
-            settings=get_model_settings(model),
-            layers=ctx.model_layers(config, model),
-        script:
-            "../scripts/extract_part.py"
 
 
 rule download_elmo:
@@ -71,51 +38,10 @@ rule download_elmo:
         provenance="resources/elmo/{release}/provenance.json",
     log:
         "logs/download_elmo/{release}.log",
-    wildcard_constraints:
-        release=ctx.elmo_releases(),
     conda:
         "../envs/contextuality.yaml"
-    resources:
-        runtime=60,
     params:
-        mirror=get_elmo_mirror(),
-        checksums=get_elmo_checksums(),
+        mirror=config["elmo"]["mirror"],
+        checksums=config["elmo"]["checksums"],
     script:
         "../scripts/download_elmo.py"
-
-
-# A streamed model (models.<name>.streaming) runs the same forward pass into running sums
-# and per-word samples: one state file per layer, no shard.
-for model in ctx.streamed_models(config):
-
-    rule:
-        name:
-            f"stream_{model}"
-        input:
-            sentences="results/corpus/sentences.parquet",
-            occurrences=ctx.index_files(config, model)["occurrences"],
-            vocab=ctx.index_files(config, model)["vocab"],
-            index=ctx.index_files(config, model)["index"],
-            model_files=ctx.model_files(config, model),
-        output:
-            states=ctx.state_paths(config, model),
-            meta=f"results/streaming/{model}/meta.json",
-        log:
-            f"logs/stream/{model}.log",
-        benchmark:
-            f"benchmarks/stream/{model}.tsv"
-        conda:
-            "../envs/contextuality.yaml"
-        threads: 8
-        resources:
-            mem_mb=16000,
-            runtime=240,
-            gpu=get_model_gpus(model),
-        params:
-            model=model,
-            settings=get_model_settings(model),
-            layers=ctx.model_layers(config, model),
-            measures=get_measure_settings(),
-            word_sample_size=ctx.word_sample_size(config, model),
-        script:
-            "../scripts/stream.py"

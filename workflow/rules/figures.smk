@@ -1,49 +1,36 @@
-rule figures:
-    input:
-        "results/tables/measures.tsv",
-    output:
-        *[
-            report(
-                f"results/figures/{name}.png",
-                caption="../report/figure.rst",
-                category="Figures",
-                labels={"figure": name},
-            )
-            for name in FIGURES
-        ],
-        expand("results/figures/{name}.pdf", name=FIGURES),
-    log:
-        "logs/figures/figures.log",
-    conda:
-        "../envs/contextuality.yaml"
-    params:
-        relative_layers=config["figures"]["relative_layers"],
-    script:
-        "../scripts/figures.py"
+# The paper's figures under each of figures.transforms: one rule per transform, writing
+# into results/figures/ (none) or results/figures/<transform>/.
+for transform in ctx.figure_transforms(config):
 
-
-rule figures_under_transform:
-    input:
-        "results/tables/measures.tsv",
-    output:
-        *[
-            report(
-                f"results/figures/{{transform}}/{name}.png",
-                caption="../report/figure.rst",
-                category="Figures",
-                labels={"figure": name, "transform": "{transform}"},
-            )
-            for name in FIGURES
-        ],
-        expand("results/figures/{{transform}}/{name}.pdf", name=FIGURES),
-    log:
-        "logs/figures/{transform}/figures.log",
-    conda:
-        "../envs/contextuality.yaml"
-    params:
-        relative_layers=config["figures"]["relative_layers"],
-    script:
-        "../scripts/figures.py"
+    rule:
+        name:
+            f"figures_{transform}"
+        input:
+            "results/tables/measures.tsv",
+        output:
+            *[
+                report(
+                    f"{ctx.figures_directory(transform)}/{name}.png",
+                    caption="../report/figure.rst",
+                    category="Figures",
+                    labels={"figure": name, "transform": transform},
+                )
+                for name in FIGURES
+            ],
+            expand(
+                "{directory}/{name}.pdf",
+                directory=ctx.figures_directory(transform),
+                name=FIGURES,
+            ),
+        log:
+            f"logs/figures/{transform}.log",
+        conda:
+            "../envs/contextuality.yaml"
+        params:
+            transform=transform,
+            relative_layers=config["figures"]["relative_layers"],
+        script:
+            "../scripts/figures.py"
 
 
 rule degeneration_figures:

@@ -2,7 +2,7 @@ rule measure_layer:
     input:
         unpack(get_index_files),
         unpack(get_correction_split),
-        shard=get_layer_shards,
+        unpack(get_layer_vectors),
         sentences="results/corpus/sentences.parquet",
     output:
         words="results/measures/{model}/{transform}/layer_{layer}.parquet",
@@ -10,23 +10,23 @@ rule measure_layer:
         summary="results/measures/{model}/{transform}/layer_{layer}.json",
         degeneration_words="results/degeneration/{model}/{transform}/layer_{layer}.words.parquet",
         degeneration_bins="results/degeneration/{model}/{transform}/layer_{layer}.bins.parquet",
-        cone="results/degeneration/{model}/{transform}/layer_{layer}.cone.parquet",
+        degeneration_cone="results/degeneration/{model}/{transform}/layer_{layer}.cone.parquet",
     log:
         "logs/measures/{model}/{transform}/layer_{layer}.log",
     benchmark:
         "benchmarks/measures/{model}/{transform}/layer_{layer}.tsv"
     wildcard_constraints:
-        model=ctx.model_pattern(ctx.streamed_models(config, streamed=False)),
-        transform=ctx.transform_pattern(ctx.degeneration_transforms(config)),
+        model=ctx.pattern(ctx.streamed_models(config, streamed=False)),
+        transform=ctx.pattern(ctx.degeneration_transforms(config)),
     conda:
         "../envs/contextuality.yaml"
     resources:
         mem_mb=ctx.measure_memory_mb,
     params:
-        settings=get_measure_settings(),
-        model_settings=get_model_settings_of,
+        settings=ctx.measure_settings(config),
+        model_settings=get_model_settings,
         correction=get_correction_settings,
-        degeneration=get_degeneration_settings(),
+        degeneration=ctx.degeneration_settings(config),
     script:
         "../scripts/measure_layer.py"
 
@@ -38,11 +38,11 @@ use rule measure_layer as measure_layer_without_degeneration with:
         sentences="results/measures/{model}/{transform}/layer_{layer}.sentences.parquet",
         summary="results/measures/{model}/{transform}/layer_{layer}.json",
     wildcard_constraints:
-        model=ctx.model_pattern(ctx.streamed_models(config, streamed=False)),
-        transform=ctx.transform_pattern(get_transforms_without_degeneration()),
+        model=ctx.pattern(ctx.streamed_models(config, streamed=False)),
+        transform=ctx.pattern(ctx.transforms_without_degeneration(config)),
     params:
-        settings=get_measure_settings(),
-        model_settings=get_model_settings_of,
+        settings=ctx.measure_settings(config),
+        model_settings=get_model_settings,
         correction=get_correction_settings,
         degeneration=None,
 
@@ -51,7 +51,7 @@ use rule measure_layer as measure_layer_without_degeneration with:
 rule measure_streamed_layer:
     input:
         unpack(get_index_files),
-        state="results/streaming/{model}/layer_{layer}.state.h5",
+        unpack(get_layer_vectors),
     output:
         words="results/measures/{model}/none/layer_{layer}.parquet",
         sentences="results/measures/{model}/none/layer_{layer}.sentences.parquet",
@@ -61,12 +61,12 @@ rule measure_streamed_layer:
     benchmark:
         "benchmarks/measures/{model}/none/layer_{layer}.tsv"
     wildcard_constraints:
-        model=ctx.model_pattern(ctx.streamed_models(config)),
+        model=ctx.pattern(ctx.streamed_models(config)),
     conda:
         "../envs/contextuality.yaml"
     params:
-        settings=get_measure_settings(),
-        model_settings=get_model_settings_of,
+        settings=ctx.measure_settings(config),
+        model_settings=get_model_settings,
     script:
         "../scripts/measure_streamed_layer.py"
 

@@ -3,12 +3,10 @@ rule download_reference:
         "resources/reference/ethayarajh2019/{published}/{file}",
     log:
         "logs/download_reference/{published}/{file}.log",
-    wildcard_constraints:
-        published="bert|gpt2|elmo",
     conda:
         "../envs/contextuality.yaml"
     params:
-        mirror=get_reference_mirror(),
+        mirror=config["reference"]["mirror"],
     script:
         "../scripts/download_reference.py"
 

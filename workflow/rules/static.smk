@@ -6,90 +6,46 @@ rule download_benchmarks:
     conda:
         "../envs/contextuality.yaml"
     params:
-        mirror=get_benchmark_mirror(),
+        mirror=config["static"]["mirror"],
     script:
         "../scripts/download_benchmarks.py"
 
 
+# A stored layer's static vectors from its shards, a streamed layer's from its state file
+# (pc1 from each word's sampled occurrences, mean exact).
 rule static_vectors:
     input:
         unpack(get_index_files),
         unpack(get_correction_split),
-        shard=get_layer_shards,
+        unpack(get_layer_vectors),
     output:
         vectors="results/static/{model}/{transform}/{method}/layer_{layer}.txt",
         sidecar="results/static/{model}/{transform}/{method}/layer_{layer}.txt.json",
     log:
         "logs/static/{model}/{transform}/{method}/layer_{layer}.log",
-    wildcard_constraints:
-        model=ctx.model_pattern(ctx.streamed_models(config, streamed=False)),
-        method="pc1|mean",
     conda:
         "../envs/contextuality.yaml"
-    resources:
-        mem_mb=8000,
     params:
         correction=get_correction_settings,
     script:
         "../scripts/static_vectors.py"
 
 
-# A streamed model's static vectors: pc1 from each word's sampled occurrences, mean exact.
-rule static_vectors_streamed:
-    input:
-        unpack(get_index_files),
-        state="results/streaming/{model}/layer_{layer}.state.h5",
-    output:
-        vectors="results/static/{model}/none/{method}/layer_{layer}.txt",
-        sidecar="results/static/{model}/none/{method}/layer_{layer}.txt.json",
-    log:
-        "logs/static/{model}/none/{method}/layer_{layer}.log",
-    wildcard_constraints:
-        model=ctx.model_pattern(ctx.streamed_models(config)),
-        method="pc1|mean",
-    conda:
-        "../envs/contextuality.yaml"
-    script:
-        "../scripts/static_vectors_streamed.py"
-
-
+# Every static embedding's scores: one this run builds, or one named in static.compare.
 rule score_static:
     input:
-        vectors="results/static/{model}/{transform}/{method}/layer_{layer}.txt",
+        vectors=get_static_vectors,
         benchmarks=get_benchmark_files,
         vocab="results/corpus/vocab.parquet",
     output:
-        table="results/static/{model}/{transform}/{method}/layer_{layer}.{protocol}.scores.tsv",
-        provenance="results/static/{model}/{transform}/{method}/layer_{layer}.{protocol}.scores.provenance.json",
+        table="results/static/{embedding}.{protocol}.scores.tsv",
+        provenance="results/static/{embedding}.{protocol}.scores.provenance.json",
     log:
-        "logs/static/{model}/{transform}/{method}/layer_{layer}.{protocol}.scores.log",
-    wildcard_constraints:
-        method="pc1|mean",
-        protocol="standard|paper",
+        "logs/static/{embedding}.{protocol}.scores.log",
     conda:
         "../envs/contextuality.yaml"
     params:
-        settings=get_static_settings(),
-    script:
-        "../scripts/score_static.py"
-
-
-rule score_comparison:
-    input:
-        vectors=get_comparison_vectors,
-        benchmarks=get_benchmark_files,
-        vocab="results/corpus/vocab.parquet",
-    output:
-        table="results/static/compare/{name}.{protocol}.scores.tsv",
-        provenance="results/static/compare/{name}.{protocol}.scores.provenance.json",
-    log:
-        "logs/static/compare/{name}.{protocol}.log",
-    wildcard_constraints:
-        protocol="standard|paper",
-    conda:
-        "../envs/contextuality.yaml"
-    params:
-        settings=get_static_settings(),
+        settings=ctx.static_settings(config),
     script:
         "../scripts/score_static.py"
 

@@ -5,7 +5,7 @@ from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.compare_with_reference(
+    lambda: steps.compare_reference(
         snakemake.input.published,
         snakemake.input.summaries,
         snakemake.input.words,

@@ -5,5 +5,7 @@ from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.word_extremes(snakemake.input, snakemake.output.table, snakemake.params.top),
+    lambda: steps.context_specific_words(
+        snakemake.input, snakemake.output.table, snakemake.params.top
+    ),
 )

@@ -5,7 +5,7 @@ from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.draw_degeneration_figures(
+    lambda: steps.degeneration_figures(
         snakemake.input.words,
         snakemake.input.bins,
         snakemake.input.cones,

@@ -5,5 +5,5 @@ from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.degeneration_summary(list(snakemake.input), snakemake.output.table),
+    lambda: steps.degeneration_table(list(snakemake.input), snakemake.output.table),
 )

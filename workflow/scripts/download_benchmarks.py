@@ -5,7 +5,7 @@ from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.fetch_benchmarks(
+    lambda: steps.download_benchmarks(
         snakemake.output, "resources/benchmarks", snakemake.params.mirror
     ),
 )

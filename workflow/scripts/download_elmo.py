@@ -1,15 +1,15 @@
 """Snakemake adapter: fetch one published ELMo release (mirror or the AllenNLP server)."""
 
+from pathlib import Path
+
 from contextuality import steps
 from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.fetch_elmo(
+    lambda: steps.download_elmo(
         snakemake.wildcards.release,
-        snakemake.output.options,
-        snakemake.output.weights,
-        snakemake.output.provenance,
+        Path(snakemake.output.options).parent,
         snakemake.params.mirror,
         snakemake.params.checksums,
     ),

@@ -5,7 +5,7 @@ from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.fetch_reference(
+    lambda: steps.download_reference(
         f"{snakemake.wildcards.published}/{snakemake.wildcards.file}",
         snakemake.output[0],
         snakemake.params.mirror,

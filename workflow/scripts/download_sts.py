@@ -5,7 +5,7 @@ from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.fetch_sts(
+    lambda: steps.download_sts(
         int(snakemake.wildcards.year), snakemake.output[0], snakemake.params.mirror
     ),
 )

@@ -1,18 +1,28 @@
-"""Snakemake adapter: extract one model's layer shards in a single pass."""
+"""Snakemake adapter: one model's layers in a single forward pass, into shards (part
+{part} of them, for a partitioned model) or, for a streamed model, into state files."""
 
 from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.index import IndexFiles
+from contextuality.workflow import parse_part, run_step
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.extract_model(
-        snakemake.params.model,
-        snakemake.params.settings,
-        snakemake.input.sentences,
-        snakemake.input.occurrences,
-        snakemake.input.index,
-        dict(zip(snakemake.params.layers, snakemake.output.shards, strict=True)),
+
+def extract() -> None:
+    outputs = steps.LayerOutputs(
+        dict(zip(snakemake.params.layers, snakemake.output.layers, strict=True)),
         snakemake.output.meta,
-        threads=snakemake.threads,
-    ),
-)
+    )
+    common = {
+        "name": snakemake.params.model,
+        "settings": snakemake.params.settings,
+        "sentences_path": snakemake.input.sentences,
+        "index": IndexFiles.of(snakemake.input),
+        "outputs": outputs,
+        "threads": snakemake.threads,
+    }
+    if snakemake.params.streaming is None:
+        steps.extract(**common, part=parse_part(snakemake.wildcards.get("part")))
+    else:
+        steps.stream(**common, **snakemake.params.streaming)
+
+
+run_step(snakemake.log[0], extract)

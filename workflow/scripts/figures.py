@@ -1,14 +1,14 @@
-"""Snakemake adapter: the paper's figures from the summary table, under one transform."""
+"""Snakemake adapter: the paper's figures from the measures table, under one transform."""
 
 from contextuality import steps
 from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.draw_figures(
+    lambda: steps.figures(
         snakemake.input[0],
         list(snakemake.output),
-        transform=dict(snakemake.wildcards).get("transform", "none"),
+        transform=snakemake.params.transform,
         relative_layers=snakemake.params.relative_layers,
     ),
 )

@@ -1,31 +1,31 @@
-"""Snakemake adapter: all measures of one (model, transform, layer) shard."""
+"""Snakemake adapter: all measures of one (model, transform, layer) from its shards."""
 
 from contextuality import steps
+from contextuality.index import IndexFiles
+from contextuality.layers import Correction
 from contextuality.workflow import run_step
 
+degeneration = snakemake.params.degeneration
 run_step(
     snakemake.log[0],
-    lambda: steps.measure_shard(
+    lambda: steps.measure_layer(
         snakemake.input.shard,
         snakemake.input.sentences,
-        snakemake.input.occurrences,
-        snakemake.input.vocab,
-        snakemake.input.index,
+        IndexFiles.of(snakemake.input),
         snakemake.params.settings,
-        snakemake.output.words,
-        snakemake.output.sentences,
-        snakemake.output.summary,
+        steps.MeasureOutputs(
+            snakemake.output.words, snakemake.output.sentences, snakemake.output.summary
+        ),
         transform=snakemake.wildcards.transform,
         model_settings=snakemake.params.model_settings,
-        split_path=snakemake.input.get("split"),
-        correction=snakemake.params.correction,
-        degeneration=None
-        if snakemake.params.degeneration is None
+        correction=Correction.of(snakemake.input.get("split"), snakemake.params.correction),
+        degeneration_outputs=None
+        if degeneration is None
         else steps.DegenerationOutputs(
-            snakemake.params.degeneration,
+            degeneration,
             snakemake.output.degeneration_words,
             snakemake.output.degeneration_bins,
-            snakemake.output.cone,
+            snakemake.output.degeneration_cone,
         ),
     ),
 )

@@ -1,19 +1,18 @@
 """Snakemake adapter: the measures of one streamed (model, layer) from its state file."""
 
 from contextuality import steps
+from contextuality.index import IndexFiles
 from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.measure_state_file(
+    lambda: steps.measure_streamed_layer(
         snakemake.input.state,
-        snakemake.input.occurrences,
-        snakemake.input.vocab,
-        snakemake.input.index,
+        IndexFiles.of(snakemake.input),
         snakemake.params.settings,
-        snakemake.output.words,
-        snakemake.output.sentences,
-        snakemake.output.summary,
+        steps.MeasureOutputs(
+            snakemake.output.words, snakemake.output.sentences, snakemake.output.summary
+        ),
         model_settings=snakemake.params.model_settings,
     ),
 )

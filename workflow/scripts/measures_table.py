@@ -5,5 +5,5 @@ from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.summarize(snakemake.input, snakemake.output.table),
+    lambda: steps.measures_table(snakemake.input, snakemake.output.table),
 )

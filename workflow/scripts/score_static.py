@@ -5,11 +5,11 @@ from contextuality.workflow import run_step, static_labels
 
 run_step(
     snakemake.log[0],
-    lambda: steps.score_static_vectors(
+    lambda: steps.score_static(
         snakemake.input.vectors,
         "resources/benchmarks",
         snakemake.params.settings,
-        static_labels(dict(snakemake.wildcards)),
+        static_labels(snakemake.wildcards.embedding, snakemake.wildcards.protocol),
         snakemake.output.table,
         snakemake.input.vocab,
     ),

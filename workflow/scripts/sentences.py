@@ -5,5 +5,5 @@ from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.build_sentences(snakemake.params.corpus, snakemake.input, snakemake.output[0]),
+    lambda: steps.sentences(snakemake.params.corpus, snakemake.input, snakemake.output[0]),
 )

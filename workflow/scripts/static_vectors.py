@@ -1,19 +1,19 @@
 """Snakemake adapter: static vectors of one (model, transform, method, layer)."""
 
 from contextuality import steps
+from contextuality.index import IndexFiles
+from contextuality.layers import Correction
 from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.build_static_vectors(
-        snakemake.input.shard,
-        snakemake.input.occurrences,
-        snakemake.input.vocab,
-        snakemake.input.index,
+    lambda: steps.static_vectors(
+        IndexFiles.of(snakemake.input),
         snakemake.wildcards.method,
         snakemake.output.vectors,
+        shards=snakemake.input.get("shard"),
+        state=snakemake.input.get("state"),
         transform=snakemake.wildcards.transform,
-        split_path=snakemake.input.get("split"),
-        correction=snakemake.params.correction,
+        correction=Correction.of(snakemake.input.get("split"), snakemake.params.correction),
     ),
 )

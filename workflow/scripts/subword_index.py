@@ -1,18 +1,16 @@
 """Snakemake adapter: build the occurrence index of one tokenizer's subwords."""
 
 from contextuality import steps
-from contextuality.index import IndexSettings
+from contextuality.index import IndexFiles, IndexSettings
 from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.build_subword_index(
+    lambda: steps.subword_index(
         snakemake.input[0],
         snakemake.wildcards.tokenizer,
         snakemake.params.tokenizer,
         IndexSettings(**snakemake.params.index),
-        snakemake.output.occurrences,
-        snakemake.output.vocab,
-        snakemake.output.summary,
+        IndexFiles.of(snakemake.output),
     ),
 )

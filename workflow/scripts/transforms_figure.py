@@ -5,7 +5,7 @@ from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.draw_transforms_figure(
+    lambda: steps.transforms_figure(
         snakemake.input[0],
         [snakemake.output.png, snakemake.output.pdf],
         relative_layers=snakemake.params.relative_layers,

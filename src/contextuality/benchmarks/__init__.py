@@ -76,6 +76,12 @@ from contextuality.benchmarks.scorers import (
     solve_analogies,
 )
 from contextuality.benchmarks.sources import fetch_benchmark_file, known_checksums, source_url
+from contextuality.benchmarks.table import (
+    TABLE_COLUMNS,
+    quoted_table1,
+    shared_vocabulary,
+    word_benchmarks_table,
+)
 from contextuality.benchmarks.vectors import (
     OOV_POLICIES,
     PROTOCOLS,
@@ -94,6 +100,7 @@ __all__ = [
     "SEMEVAL2012_SUBCATEGORIES",
     "SEMEVAL2012_TESTING",
     "SEMEVAL2012_TRAINING",
+    "TABLE_COLUMNS",
     "BenchmarkSpec",
     "OovPolicy",
     "Score",
@@ -103,6 +110,7 @@ __all__ = [
     "fetch_benchmark_file",
     "known_checksums",
     "paper_vectors",
+    "quoted_table1",
     "read_categorization",
     "read_google_analogies",
     "read_msr_analogies",
@@ -117,6 +125,8 @@ __all__ = [
     "score_semeval2012",
     "score_similarity",
     "semeval2012_gold_file",
+    "shared_vocabulary",
     "solve_analogies",
     "source_url",
+    "word_benchmarks_table",
 ]

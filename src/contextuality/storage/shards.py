@@ -9,8 +9,9 @@ is set last, and the file only gets its final name after that.
 
 from __future__ import annotations
 
-import json
+import logging
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,20 +19,28 @@ from typing import Any
 import h5py
 import numpy as np
 
-from contextuality.errors import ShardMismatchError
-from contextuality.measures import row_chunks
-from contextuality.provenance import partial_path, remove_stale_partials
+from contextuality.errors import ShardMismatchError, StorageError
+from contextuality.rows import row_chunks
+from contextuality.storage.hdf5 import (
+    LayerFiles,
+    check_attributes,
+    open_to_read,
+    read_attributes,
+)
 
 DATASET = "vectors"
+log = logging.getLogger(__name__)
 _CHUNK_BYTES = 1 << 20
 
 
 class ShardSetWriter:
-    """Writes the shards of several layers of one model in a single pass.
+    """Writes the shards of several layers of one model in a single pass: an extraction's
+    sink (`extraction.run.Sink`).
 
-    Temporary files left by an interrupted earlier run are removed first. Each shard is
-    created under a temporary name; `commit` marks every shard complete and
-    renames it into place, `abort` (or leaving the ``with`` block on an error) deletes them.
+    Refuses (StorageError) an extraction whose shards the disk cannot hold, before any file
+    is made. Each shard is created under a temporary name (`hdf5.LayerFiles`); `commit`
+    marks every shard complete and renames it into place, `abort` (or leaving the ``with``
+    statement on an error) deletes them.
     """
 
     def __init__(
@@ -43,47 +52,38 @@ class ShardSetWriter:
         attributes: dict[str, Any],
     ) -> None:
         self.layers = list(paths)
-        self._final = {layer: Path(path) for layer, path in paths.items()}
-        for path in self._final.values():
-            remove_stale_partials(path)
-        self._partial = {layer: partial_path(path) for layer, path in paths.items()}
-        self._files: dict[int, h5py.File] = {}
+        self.dtype = str(np.dtype(dtype))
+        self.bytes_to_write = shard_bytes(n_rows, len(self.layers), dim, self.dtype)
+        if self.layers:
+            first = Path(paths[self.layers[0]]).parent
+            check_free_space(first, self.bytes_to_write, attributes.get("model", "extraction"))
+        self._files = LayerFiles(paths, attributes)
         self._datasets: dict[int, h5py.Dataset] = {}
         rows_per_chunk = max(1, min(n_rows, _CHUNK_BYTES // (dim * np.dtype(dtype).itemsize)))
         try:
-            for layer in self.layers:
-                handle = h5py.File(self._partial[layer], "w")
-                self._files[layer] = handle
+            for layer, handle in self._files.files.items():
                 self._datasets[layer] = handle.create_dataset(
                     DATASET,
                     shape=(n_rows, dim),
                     dtype=dtype,
                     chunks=(rows_per_chunk, dim) if n_rows else None,  # an empty part
                 )
-                handle.attrs.update(_h5_safe({**attributes, "layer": layer, "complete": False}))
         except BaseException:
             self.abort()
             raise
 
-    def write(self, first_row: int, block: np.ndarray) -> None:
-        """Write rows ``first_row:first_row+n`` of every layer; block is (n_layers, n, dim)."""
+    def write(self, first_row: int, vectors: np.ndarray) -> None:
+        """Write rows ``first_row:first_row+n`` of every layer; vectors is (n_layers, n, dim)."""
         for position, layer in enumerate(self.layers):
-            self._datasets[layer][first_row : first_row + block.shape[1]] = block[position]
+            self._datasets[layer][first_row : first_row + vectors.shape[1]] = vectors[position]
 
     def commit(self, attributes: dict[str, Any]) -> None:
         """Record final attributes, mark complete, close and move every shard into place."""
-        for layer in self.layers:
-            handle = self._files.pop(layer)
-            handle.attrs.update(_h5_safe({**attributes, "complete": True}))
-            handle.close()
-            os.replace(self._partial[layer], self._final[layer])
+        self._files.commit(attributes)
 
     def abort(self) -> None:
         """Close and delete every temporary shard not yet committed."""
-        for layer, handle in self._files.items():
-            handle.close()
-            self._partial[layer].unlink(missing_ok=True)
-        self._files.clear()
+        self._files.abort()
 
     def __enter__(self) -> ShardSetWriter:
         return self
@@ -92,67 +92,10 @@ class ShardSetWriter:
         self.abort()
 
 
-def _h5_safe(attributes: dict[str, Any]) -> dict[str, Any]:
-    """HDF5 attributes cannot hold None or nested dicts: store None as "" and dicts as text."""
-    safe = {}
-    for key, value in attributes.items():
-        if value is None:
-            safe[key] = ""
-        elif isinstance(value, dict | list | tuple):
-            safe[key] = json.dumps(value, default=str)
-        elif isinstance(value, str):
-            safe[key] = str(value)  # plain str: h5py rejects subclasses like torch's version
-        else:
-            safe[key] = value
-    return safe
-
-
-def _read_attributes(handle: Any) -> dict[str, Any]:
-    """An open shard's attributes as plain Python values, dicts and lists decoded (`_h5_safe`
-    stored them as JSON text)."""
-    attributes = {}
-    for key, value in handle.attrs.items():
-        if isinstance(value, np.generic):
-            value = value.item()
-        if isinstance(value, str) and value[:1] in ("{", "["):
-            value = json.loads(value)
-        attributes[key] = value
-    return attributes
-
-
-def check_attributes(
-    path: Path,
-    attributes: dict[str, Any],
-    index_checksum: str | None,
-    expected: dict[str, Any] | None,
-    what: str = "shard",
-) -> None:
-    """Refuse (ShardMismatchError) a `what` (a shard, a part, a state file) that is
-    incomplete, was built for another occurrence index than `index_checksum` (None: not
-    checked) or whose attributes differ from `expected`."""
-    if not attributes.get("complete", False):
-        raise ShardMismatchError(f"{path}: incomplete {what} (extraction did not finish)")
-    checks = dict(expected or {})
-    if index_checksum is not None:
-        checks = {"index_checksum": index_checksum, **checks}
-    for key, value in checks.items():
-        if attributes.get(key) == value:
-            continue
-        if key == "index_checksum":
-            raise ShardMismatchError(
-                f"{path}: extracted for occurrence index {attributes.get(key)}, but the "
-                f"current index is {value}; delete the {what} to re-extract"
-            )
-        raise ShardMismatchError(
-            f"{path}: extracted with {key} = {attributes.get(key)!r}, but the current "
-            f"settings give {value!r}; delete the {what} to re-extract"
-        )
-
-
 def shard_attributes(path: str | os.PathLike) -> dict[str, Any]:
     """A shard's attributes as plain Python values."""
     with h5py.File(path, "r") as handle:
-        return _read_attributes(handle)
+        return read_attributes(handle)
 
 
 def _read_rows(
@@ -169,14 +112,14 @@ def _read_rows(
     for first_row, dataset in pieces:
         for chunk in row_chunks(*dataset.shape):
             if rows is None:
-                block = dataset[chunk]
+                piece = dataset[chunk]
             else:
                 low, high = np.searchsorted(rows, [first_row + chunk.start, first_row + chunk.stop])
                 if low == high:
                     continue
-                block = dataset[chunk][rows[low:high] - first_row - chunk.start]
-            out[filled : filled + len(block)] = block if convert is None else convert(block)
-            filled += len(block)
+                piece = dataset[chunk][rows[low:high] - first_row - chunk.start]
+            out[filled : filled + len(piece)] = piece if convert is None else convert(piece)
+            filled += len(piece)
 
 
 def load_shard(
@@ -199,12 +142,8 @@ def load_shard(
     differ from `expected` (e.g. another model, pooling or settings hash).
     """
     path = Path(path)
-    try:
-        handle = h5py.File(path, "r")
-    except OSError as error:
-        raise ShardMismatchError(f"{path}: not a readable HDF5 shard ({error})") from error
-    with handle:
-        attributes = _read_attributes(handle)
+    with open_to_read(path) as handle:
+        attributes = read_attributes(handle)
         check_attributes(path, attributes, index_checksum, expected)
         if DATASET not in handle:
             raise ShardMismatchError(f"{path}: no '{DATASET}' dataset")
@@ -243,7 +182,7 @@ def _checked_part(
 ) -> dict[str, Any]:
     """One part's attributes, after the checks `load_shard` makes of a whole shard and a
     check that it is a part of a partitioned extraction."""
-    attributes = _read_attributes(handle)
+    attributes = read_attributes(handle)
     check_attributes(path, attributes, index_checksum, expected)
     if DATASET not in handle or len(handle[DATASET].shape) != 2:
         raise ShardMismatchError(f"{path}: no two-dimensional '{DATASET}' dataset")
@@ -257,6 +196,53 @@ def _checked_part(
     return attributes
 
 
+def _check_parts_fit(
+    parts: list[tuple[Path, dict[str, Any], tuple[int, int]]], n_rows: int | None
+) -> int:
+    """Refuse (ShardMismatchError) parts, given in part order as (path, attributes, shape),
+    that are not parts 0..n−1 of one extraction, each once, alike in every attribute but
+    the per-part ones, of one width, their rows contiguous and covering 0..n_rows_total
+    (= `n_rows` if given). Returns n_rows_total."""
+    first_path, first, first_shape = parts[0]
+    for path, attributes, shape in parts[1:]:
+        for key in sorted(set(first) | set(attributes)):
+            if key not in _PER_PART and attributes.get(key) != first.get(key):
+                raise ShardMismatchError(
+                    f"{path}: {key} = {attributes.get(key)!r}, but {first_path} has "
+                    f"{first.get(key)!r}: not parts of one extraction"
+                )
+        if shape[1] != first_shape[1]:
+            raise ShardMismatchError(f"{path}: another width than {first_path}")
+    numbers = [int(attributes["part"]) for _, attributes, _ in parts]
+    n_parts = int(first["n_parts"])
+    if numbers != list(range(n_parts)):
+        missing = sorted(set(range(n_parts)) - set(numbers))
+        repeated = sorted({number for number in numbers if numbers.count(number) > 1})
+        raise ShardMismatchError(
+            f"{first_path}: an extraction in {n_parts} parts, but the parts given are "
+            f"{numbers} (missing {missing or 'none'}, given twice {repeated or 'none'})"
+        )
+    end = 0
+    for path, attributes, shape in parts:
+        if int(attributes["first_row"]) != end:
+            raise ShardMismatchError(
+                f"{path}: starts at row {attributes['first_row']}, but "
+                f"the parts before it end at row {end}: the parts overlap or leave a gap"
+            )
+        end += shape[0]
+    total = int(first["n_rows_total"])
+    if end != total:
+        raise ShardMismatchError(
+            f"{parts[-1][0]}: the parts end at row {end}, but their extraction has "
+            f"{total} rows: a part is incomplete"
+        )
+    if n_rows is not None and total != n_rows:
+        raise ShardMismatchError(
+            f"{first_path}: the parts hold {total} rows, but the occurrence index has {n_rows}"
+        )
+    return total
+
+
 def load_shard_parts(
     paths: Sequence[str | os.PathLike],
     index_checksum: str,
@@ -266,7 +252,7 @@ def load_shard_parts(
     rows: np.ndarray | None = None,
     convert: tuple[Callable[[np.ndarray], np.ndarray], int] | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Gather the parts of one layer of a partitioned extraction (`extract.partition_bounds`)
+    """Gather the parts of one layer of a partitioned extraction (`extraction.partitions`)
     into the array `load_shard` reads from a whole shard: their rows, in part order.
 
     paths: the shards of every part, in any order (each records its ``part``). Each is
@@ -290,53 +276,16 @@ def load_shard_parts(
     handles: list[Any] = []
     try:
         for path in paths:
-            try:
-                handles.append(h5py.File(path, "r"))
-            except OSError as error:
-                raise ShardMismatchError(f"{path}: not a readable HDF5 shard ({error})") from error
+            handles.append(open_to_read(path))
         found = [
             _checked_part(path, handle, index_checksum, expected)
             for path, handle in zip(paths, handles, strict=True)
         ]
         order = sorted(range(len(paths)), key=lambda position: int(found[position]["part"]))
+        total = _check_parts_fit(
+            [(paths[i], found[i], handles[i][DATASET].shape) for i in order], n_rows
+        )
         first = found[order[0]]
-        for position in order[1:]:
-            for key in sorted(set(first) | set(found[position])):
-                if key not in _PER_PART and found[position].get(key) != first.get(key):
-                    raise ShardMismatchError(
-                        f"{paths[position]}: {key} = {found[position].get(key)!r}, but "
-                        f"{paths[order[0]]} has {first.get(key)!r}: not parts of one extraction"
-                    )
-            if handles[position][DATASET].shape[1] != handles[order[0]][DATASET].shape[1]:
-                raise ShardMismatchError(f"{paths[position]}: another width than {paths[order[0]]}")
-        numbers = [int(found[position]["part"]) for position in order]
-        n_parts = int(first["n_parts"])
-        if numbers != list(range(n_parts)):
-            missing = sorted(set(range(n_parts)) - set(numbers))
-            repeated = sorted({number for number in numbers if numbers.count(number) > 1})
-            raise ShardMismatchError(
-                f"{paths[order[0]]}: an extraction in {n_parts} parts, but the parts given are "
-                f"{numbers} (missing {missing or 'none'}, given twice {repeated or 'none'})"
-            )
-        end = 0
-        for position in order:
-            if int(found[position]["first_row"]) != end:
-                raise ShardMismatchError(
-                    f"{paths[position]}: starts at row {found[position]['first_row']}, but "
-                    f"the parts before it end at row {end}: the parts overlap or leave a gap"
-                )
-            end += handles[position][DATASET].shape[0]
-        total = int(first["n_rows_total"])
-        if end != total:
-            raise ShardMismatchError(
-                f"{paths[order[-1]]}: the parts end at row {end}, but their extraction has "
-                f"{total} rows: a part is incomplete"
-            )
-        if n_rows is not None and total != n_rows:
-            raise ShardMismatchError(
-                f"{paths[order[0]]}: the parts hold {total} rows, but the occurrence index "
-                f"has {n_rows}"
-            )
         stored = np.result_type(*(handle[DATASET].dtype for handle in handles))
         width = handles[order[0]][DATASET].shape[1]
         vectors = _allocate((total, width), stored, dtype, rows, convert)
@@ -377,3 +326,23 @@ def load_shards(
         rows=rows,
         convert=convert,
     )
+
+
+def shard_bytes(n_rows: int, n_layers: int, hidden_size: int, storage_dtype: str) -> int:
+    """Bytes the vectors of one extraction take on disk: occurrences × layers × dimensions ×
+    bytes per value (HDF5's own overhead, a few kB a file, aside)."""
+    return n_rows * n_layers * hidden_size * np.dtype(storage_dtype).itemsize
+
+
+def check_free_space(directory: str | Path, needed: int, name: str) -> None:
+    """Say how much an extraction will write and refuse it when `directory`'s disk has
+    less free space than that (StorageError), before any forward pass."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(directory).free
+    log.info("%s: the shards will take %.3g GB (%.3g GB free)", name, needed / 1e9, free / 1e9)
+    if needed > free:
+        raise StorageError(
+            f"model {name}: the shards need {needed / 1e9:.3g} GB but {directory} has "
+            f"{free / 1e9:.3g} GB free; free space, extract fewer layers, or store float16"
+        )

@@ -23,12 +23,12 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from contextuality.elmo import ElmoOptions, lstm_cell_group
+from contextuality.backends.elmo.weights import ElmoOptions, lstm_cell_group
 from contextuality.errors import ModelLoadError
 
 
 class ElmoBiLM(torch.nn.Module):
-    """The biLM with the published values (`contextuality.elmo.read_weights`), frozen.
+    """The biLM with the published values (`weights.read_weights`), frozen.
 
     forward(input_ids (batch, tokens, characters), attention_mask (batch, tokens)) gives
     ``hidden_states``: n_layers + 1 float32 tensors of (batch, tokens, 2p).

@@ -1,0 +1,86 @@
+"""The model backends, by the ``loader`` setting that names them: the one place that does.
+
+Each backend (`base.Backend`) checks its settings, counts a model's layers without its
+weights, names the files an extraction reads, and loads the model as a `base.LoadedModel`,
+whose `base.TextEncoder` turns sentences into its inputs; the extraction needs nothing
+else. To add a kind of model, write a module with a ``BACKEND`` and register it here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from contextuality.backends import elmo, hf
+from contextuality.backends.base import (
+    Backend,
+    LoadedModel,
+    ModelSpec,
+    TextEncoder,
+    selected_layers,
+)
+from contextuality.errors import ConfigError
+
+BACKENDS: dict[str, Backend] = {"transformers": hf.BACKEND, "elmo": elmo.BACKEND}
+LOADERS = tuple(BACKENDS)
+
+
+def model_spec(name: str, section: dict[str, Any]) -> ModelSpec:
+    """The model `name` of a config section (``models.<name>``), its settings checked
+    against its backend (ConfigError naming the setting)."""
+    loader = section.get("loader", ModelSpec.loader)
+    if loader not in BACKENDS:
+        raise ConfigError(f"model {name}: loader must be one of {LOADERS}")
+    spec = ModelSpec.from_config(name, section)
+    BACKENDS[loader].check(spec)
+    return spec
+
+
+def backend_of(spec: ModelSpec) -> Backend:
+    """The backend that reads `spec`'s model."""
+    return BACKENDS[spec.loader]
+
+
+def model_settings(spec: ModelSpec) -> dict[str, Any]:
+    """Every setting that changes `spec`'s vectors, as outputs record and hash them: the
+    common ones and those its backend records always. ``model_spec(name, settings)`` gives
+    back an equal spec."""
+    settings = spec.common_settings()
+    for key in backend_of(spec).recorded_settings:
+        settings.setdefault(key, getattr(spec, key))
+    order = list(ModelSpec.__dataclass_fields__)
+    return dict(sorted(settings.items(), key=lambda item: order.index(item[0])))
+
+
+def count_hidden_layers(spec: ModelSpec) -> int:
+    """L, the model's number of layers (hidden states are 0..L), from its config or
+    options file alone."""
+    return backend_of(spec).count_layers(spec)
+
+
+def model_layers(spec: ModelSpec) -> tuple[int, ...]:
+    """The hidden-state indices to extract: the config's ``layers``, else all of 0..L."""
+    if spec.layers is not None:
+        return selected_layers(spec, 0)
+    return selected_layers(spec, count_hidden_layers(spec))
+
+
+def model_files(spec: ModelSpec) -> list[Path]:
+    """The local files an extraction of `spec` reads, for a workflow to track."""
+    return backend_of(spec).files(spec)
+
+
+def reads_corpus_in_order(spec: ModelSpec) -> bool:
+    """Whether the model must read the corpus as one sequence, in order (so it cannot be
+    extracted in parts)."""
+    return backend_of(spec).sequential(spec)
+
+
+def load_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
+    """The model of `spec`, loaded onto `device` in eval mode."""
+    return backend_of(spec).load(spec, device)
+
+
+def load_encoder(spec: ModelSpec) -> TextEncoder:
+    """The model's `TextEncoder` alone, without its weights."""
+    return backend_of(spec).load_encoder(spec)

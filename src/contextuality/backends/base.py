@@ -1,0 +1,287 @@
+"""What every model backend shares: its settings, what a loaded model offers, layer numbering.
+
+A model is named by a Hugging Face hub id (``bert-base-cased``), a local directory, or
+``package:<module>/<dir>`` for weights an installed Python package ships; a backend
+(`contextuality.backends`, chosen by the ``loader`` setting) knows how to read it.
+
+A model's *units* are words (the occurrence index's words, each pooled from its subwords)
+or its own subword tokens (``units: subword``, as the paper did for BERT's WordPiece).
+
+Layers are numbered as transformers numbers hidden states: 0 is the embedding output (the
+input to the first block), L the last block's output. Whether that last state comes after
+the model's final normalization (GPT-2's ``ln_f``, Llama's ``norm``) is established when
+the model loads and recorded; ``last_layer: before_final_norm`` takes it before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from contextuality.errors import ConfigError, ModelLoadError
+from contextuality.fetch import resolve_data_path
+
+POOLINGS = ("mean", "first", "last")
+UNITS = ("word", "subword")
+LAST_LAYERS = ("as_returned", "before_final_norm")
+LONG_SENTENCE_MODES = ("truncate", "window")
+LSTM_STATES = ("per_sentence", "carried")
+WEIGHTS_DTYPES = ("float32", "bfloat16", "float16")
+STORAGE_DTYPES = ("auto", "float16", "float32")
+CUDA_DTYPES = ("float16", "bfloat16", "float32")
+# Config keys of a model that choose where and how its jobs run, not what they compute.
+SCHEDULING_KEYS = frozenset({"gpus", "streaming"})
+# Settings that only some models have: recorded only where they differ from these defaults
+# (or where a backend records them always), so adding them changed no existing settings.
+OPTIONAL_SETTINGS = {
+    "lstm_states": "per_sentence",
+    "weights_dtype": "float32",
+    "device_map": None,
+    "segment_words": None,
+}
+_CHOICES = {
+    "pooling": POOLINGS,
+    "long_sentences": LONG_SENTENCE_MODES,
+    "units": UNITS,
+    "last_layer": LAST_LAYERS,
+    "lstm_states": LSTM_STATES,
+    "weights_dtype": WEIGHTS_DTYPES,
+    "storage_dtype": STORAGE_DTYPES,
+    "cuda_dtype": CUDA_DTYPES,
+}
+
+Span = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One entry of ``models:`` in the config (see workflow/schemas/config.schema.yaml).
+
+    Build it with `contextuality.backends.model_spec`, which also checks the settings
+    against the model's backend.
+    """
+
+    name: str
+    source: str
+    revision: str | None = None
+    gguf_file: str | None = None
+    loader: str = "transformers"
+    units: str = "word"
+    layers: tuple[int, ...] | None = None
+    last_layer: str = "as_returned"
+    pooling: str = "mean"
+    add_bos: bool = False
+    max_length: int | None = None
+    long_sentences: str = "truncate"
+    window_overlap: int | None = None
+    token_budget: int = 8192
+    storage_dtype: str = "auto"
+    cuda_dtype: str = "float16"
+    device: str = "auto"
+    trust_remote_code: bool = False
+    lstm_states: str = "per_sentence"
+    weights_dtype: str = "float32"
+    device_map: str | None = None
+    segment_words: int | None = None
+
+    @classmethod
+    def from_config(cls, name: str, section: dict[str, Any]) -> ModelSpec:
+        """Build from a config section, refusing unknown keys and values outside a setting's
+        choices (scheduling keys such as ``gpus`` are not settings)."""
+        known = {key for key in cls.__dataclass_fields__ if key != "name"}
+        unknown = set(section) - known - SCHEDULING_KEYS
+        if unknown:
+            raise ConfigError(f"model {name}: unknown settings {sorted(unknown)}")
+        values = {key: section[key] for key in known if key in section}
+        if values.get("layers") is not None:
+            values["layers"] = tuple(int(layer) for layer in values["layers"])
+        for key, choices in _CHOICES.items():
+            if key in values and values[key] not in choices:
+                raise ConfigError(f"model {name}: {key} must be one of {choices}")
+        return cls(name=name, **values)
+
+    def common_settings(self) -> dict[str, Any]:
+        """Every setting that changes the extracted vectors, defaults filled in, less the
+        `OPTIONAL_SETTINGS` at their defaults; `contextuality.backends.model_settings` adds
+        what a backend records always. ``from_config(name, settings)`` gives back an equal
+        spec."""
+        settings = asdict(self)
+        del settings["name"]
+        for key, default in OPTIONAL_SETTINGS.items():
+            if settings[key] == default:
+                del settings[key]
+        return settings
+
+
+def tokenizer_key(spec: ModelSpec) -> str:
+    """Name of the subword index of `spec`'s tokenizer, safe as a path component.
+
+    Models with the same source and revision share one subword index.
+    """
+    key = re.sub(r"[^A-Za-z0-9._-]+", "_", spec.source).strip("_.")
+    return f"{key}@{spec.revision}" if spec.revision else key
+
+
+def model_location(spec: ModelSpec) -> str:
+    """What to hand to a loader: a directory path or a hub id.
+
+    A source written as a path (starting with ``/``, ``.`` or ``~``) or as
+    ``package:<module>/<dir>`` must be a directory.
+    """
+    if spec.source.startswith("package:"):
+        location = resolve_data_path(spec.source)
+    elif spec.source.startswith(("/", ".", "~")):
+        location = Path(spec.source).expanduser()
+    else:
+        return spec.source
+    if not location.is_dir():
+        raise ModelLoadError(f"model {spec.name}: model directory {spec.source} not found")
+    return str(location)
+
+
+def selected_layers(spec: ModelSpec, n_layers: int) -> tuple[int, ...]:
+    """The hidden-state indices to extract: the config's ``layers`` or all of 0..`n_layers`."""
+    if spec.layers is not None:
+        return tuple(sorted(set(spec.layers)))
+    return tuple(range(n_layers + 1))
+
+
+@dataclass(frozen=True)
+class RunningTextEncoding:
+    """One sentence tokenized as running text: the ids of its content tokens (a subword id,
+    or for ELMo a row of character ids per word), the special tokens the tokenizer puts
+    before and after it (e.g. ``[CLS]`` and ``[SEP]``), and the character span
+    [start, end) of each content token in the sentence."""
+
+    prefix: list[Any]
+    content: Sequence[Any]
+    suffix: list[Any]
+    offsets: list[Span]
+
+
+class TextEncoder(Protocol):
+    """How a model reads sentences: its padding and BOS token ids, and each sentence's
+    tokens with their character spans."""
+
+    pad_token_id: int | None
+    bos_token_id: int | None
+
+    def encode(
+        self, sentences: list[str], spans: list[list[Span]] | None = None
+    ) -> list[RunningTextEncoding]:
+        """Each sentence's tokens; `spans`, the words' character spans, for a model that
+        reads words (ELMo), unused by one that reads running text."""
+        ...
+
+    def subword_strings(self, encodings: list[RunningTextEncoding]) -> list[list[str]]:
+        """The content tokens of each encoding as the tokenizer writes them (``##s``)."""
+        ...
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for extraction, with what is known about it.
+
+    tokenizer: the backend's own tokenizer (a transformers tokenizer, ELMo's characters).
+    encoder: how sentences become the model's inputs (`TextEncoder`).
+    final_norm: the name and module of the model's final normalization, or None.
+    returns_after_final_norm: whether the last hidden state returned comes after it.
+    described_layers: what the layers are, where the model is not a transformer (ELMo).
+    file_checksums: SHA-256 of the files loaded, where they are not a hub revision.
+    blocks: the module holding the model's list of blocks and the list's attribute name,
+        where a forward pass can be cut short by running a prefix of that list
+        (`only_blocks_up_to`); None where it cannot.
+    sequential: whether the model must see the sentences one at a time in corpus order,
+        each continuing from the state the previous one left (``model.reset_states()``
+        starts a pass): ELMo with ``lstm_states: carried``.
+    """
+
+    spec: ModelSpec
+    tokenizer: Any
+    encoder: TextEncoder
+    model: Any
+    n_layers: int
+    hidden_size: int
+    max_length: int
+    revision: str | None
+    final_norm: tuple[str, Any] | None = None
+    returns_after_final_norm: bool = False
+    described_layers: dict[str, Any] | None = None
+    file_checksums: dict[str, str] | None = None
+    sequential: bool = False
+    blocks: tuple[Any, str] | None = None
+
+    @property
+    def takes_last_layer_before_final_norm(self) -> bool:
+        """Whether extraction must replace the last hidden state by the final norm's input."""
+        return self.spec.last_layer == "before_final_norm" and self.returns_after_final_norm
+
+    def layer_conventions(self) -> dict[str, Any]:
+        """What layer 0, the layers between and the last layer are, as recorded in meta.json
+        and the shards."""
+        if self.described_layers is not None:
+            return self.described_layers
+        last = f"output of block {self.n_layers}"
+        if self.final_norm is None:
+            last += " (the model has no final normalization)"
+        elif self.returns_after_final_norm and not self.takes_last_layer_before_final_norm:
+            last += f", after the final normalization ({self.final_norm[0]})"
+        else:
+            last += f", before the final normalization ({self.final_norm[0]})"
+        return {
+            "layer_0": "embedding output (the input to the first block)",
+            "last_layer": last,
+            "final_norm": None if self.final_norm is None else self.final_norm[0],
+            "last_layer_setting": self.spec.last_layer,
+        }
+
+
+def layer_output(layer: int, n_layers: int, conventions: dict[str, Any]) -> str:
+    """What hidden state `layer` is, in words (see `LoadedModel.layer_conventions`)."""
+    if layer == 0:
+        return conventions["layer_0"]
+    if layer == n_layers:
+        return conventions["last_layer"]
+    return conventions.get("layer", "output of block {layer}").format(layer=layer)
+
+
+@contextlib.contextmanager
+def only_blocks_up_to(blocks: tuple[Any, str] | None, last: int) -> Iterator[None]:
+    """Within the block, the model runs only its first `last` blocks (`blocks` as
+    `LoadedModel.blocks`; None leaves the model whole)."""
+    if blocks is None:
+        yield
+        return
+    parent, attribute = blocks
+    whole = getattr(parent, attribute)
+    setattr(parent, attribute, whole[:last])
+    try:
+        yield
+    finally:
+        setattr(parent, attribute, whole)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One kind of model, as `contextuality.backends` registers it.
+
+    check(spec): refuse the settings that mean nothing for this kind (ConfigError).
+    recorded_settings: `OPTIONAL_SETTINGS` this kind records even at their defaults.
+    count_layers(spec): L, the number of layers, read without loading the weights.
+    files(spec): the local files an extraction reads, so that a workflow can track them.
+    sequential(spec): whether the model must read the corpus as one sequence, in order.
+    load(spec, device): the model on `device`, ready to extract.
+    load_encoder(spec): its `TextEncoder` alone (for an index of its subwords).
+    """
+
+    check: Callable[[ModelSpec], None]
+    count_layers: Callable[[ModelSpec], int]
+    files: Callable[[ModelSpec], list[Path]]
+    sequential: Callable[[ModelSpec], bool]
+    load: Callable[[ModelSpec, str], LoadedModel]
+    load_encoder: Callable[[ModelSpec], TextEncoder]
+    recorded_settings: tuple[str, ...] = ()

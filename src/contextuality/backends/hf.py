@@ -1,0 +1,282 @@
+"""Hugging Face transformers models: tokenizer, weights, final normalization and blocks.
+
+Any model ``AutoModel`` loads, from a hub id, a local directory or a GGUF file
+(``gguf_file``, dequantized to float32). Remote code never runs unless the model's config
+says ``trust_remote_code: true``. Sentences are tokenized as running text by the model's
+fast tokenizer, whose character offsets align subwords to words whatever the tokenizer
+family (WordPiece, byte-level BPE, SentencePiece).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from contextuality.backends.base import (
+    OPTIONAL_SETTINGS,
+    Backend,
+    LoadedModel,
+    ModelSpec,
+    RunningTextEncoding,
+    Span,
+    model_location,
+    only_blocks_up_to,
+)
+from contextuality.errors import ConfigError, ModelLoadError
+
+FINAL_NORM_NAMES = ("ln_f", "norm", "final_layer_norm", "final_layernorm")
+_HUGE_MAX_LENGTH = 1_000_000  # what a tokenizer reports when it sets no limit
+
+
+def check(spec: ModelSpec) -> None:
+    """Refuse ELMo's own setting on a transformers model."""
+    if spec.lstm_states != OPTIONAL_SETTINGS["lstm_states"]:
+        raise ConfigError(f"model {spec.name}: lstm_states is ELMo's setting (loader: elmo)")
+
+
+def _load_error(spec: ModelSpec, what: str, error: Exception) -> ModelLoadError:
+    first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return ModelLoadError(
+        f"model {spec.name}: cannot load the {what} of '{spec.source}' ({first_line}). "
+        "A hub id needs the Hugging Face hub to be reachable once (or the files in the local "
+        "cache); otherwise set 'source' to a local directory holding config.json and weights."
+    )
+
+
+def _pretrained_options(spec: ModelSpec) -> dict[str, Any]:
+    """Options every ``from_pretrained`` call of the model gets: its revision, whether remote
+    code may run, and the GGUF file to read (weights dequantized to float32) when set."""
+    options = {"revision": spec.revision, "trust_remote_code": spec.trust_remote_code}
+    if spec.gguf_file is not None:
+        options["gguf_file"] = spec.gguf_file
+    return options
+
+
+def count_layers(spec: ModelSpec) -> int:
+    """Number of transformer layers L, read from the model's config only (no weights)."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(model_location(spec), **_pretrained_options(spec))
+    except (OSError, ValueError) as error:
+        raise _load_error(spec, "config", error) from error
+    return int(config.num_hidden_layers)
+
+
+def files(spec: ModelSpec) -> list[Path]:
+    """The local files an extraction reads: none tracked (a directory or the hub's cache)."""
+    return []
+
+
+def sequential(spec: ModelSpec) -> bool:
+    """A transformer reads each input on its own."""
+    return False
+
+
+def encode_running_text(tokenizer: Any, sentences: list[str]) -> list[RunningTextEncoding]:
+    """Tokenize whole sentences once, as running text (no truncation), splitting the special
+    tokens from the content. A special token between content subwords is an error: a
+    sentence's subwords must be contiguous."""
+    if not sentences:  # an empty part of a partitioned extraction
+        return []
+    encoding = tokenizer(
+        sentences,
+        add_special_tokens=True,
+        return_special_tokens_mask=True,
+        return_offsets_mapping=True,
+    )
+    result = []
+    for sentence, ids, special, offsets in zip(
+        sentences,
+        encoding["input_ids"],
+        encoding["special_tokens_mask"],
+        encoding["offset_mapping"],
+        strict=True,
+    ):
+        content = [position for position, flag in enumerate(special) if not flag]
+        first, last = (content[0], content[-1] + 1) if content else (len(ids), len(ids))
+        if last - first != len(content):
+            raise ModelLoadError(f"special tokens inside the subwords of {sentence!r}")
+        spans = [(int(start), int(end)) for start, end in offsets[first:last]]
+        result.append(RunningTextEncoding(ids[:first], ids[first:last], ids[last:], spans))
+    return result
+
+
+class RunningTextEncoder:
+    """A `TextEncoder` over a fast tokenizer: sentences read as running text, as the
+    model's authors set the tokenizer up."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.pad_token_id = tokenizer.pad_token_id
+        self.bos_token_id = tokenizer.bos_token_id
+
+    def encode(
+        self, sentences: list[str], spans: list[list[Span]] | None = None
+    ) -> list[RunningTextEncoding]:
+        return encode_running_text(self.tokenizer, sentences)
+
+    def subword_strings(self, encodings: list[RunningTextEncoding]) -> list[list[str]]:
+        return [self.tokenizer.convert_ids_to_tokens(encoding.content) for encoding in encodings]
+
+
+def load_tokenizer(spec: ModelSpec) -> Any:
+    """The model's fast tokenizer, set up as the model's authors ship it: sentences are
+    tokenized as running text, and words are aligned to subwords by character offsets."""
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_location(spec), **_pretrained_options(spec))
+    except (OSError, ValueError) as error:
+        raise _load_error(spec, "tokenizer", error) from error
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(
+            f"model {spec.name}: needs a fast (Rust) tokenizer for character offsets"
+        )
+    return tokenizer
+
+
+def load_encoder(spec: ModelSpec) -> RunningTextEncoder:
+    """The model's `RunningTextEncoder`, without its weights."""
+    return RunningTextEncoder(load_tokenizer(spec))
+
+
+def find_final_norm(model: Any) -> tuple[str, Any] | None:
+    """The model's final normalization: a module named as transformers names it (``ln_f``,
+    ``norm``, ``final_layer_norm``), at most one level down; None if it has none."""
+    for name, module in model.named_modules():
+        if name.split(".")[-1] in FINAL_NORM_NAMES and name.count(".") <= 1:
+            return name, module
+    return None
+
+
+def _two_token_pass(model: Any) -> Any:
+    """The model's output, all hidden states included, for the two-token input [0, 1]:
+    the probe that tells what the model returns, before any corpus is read."""
+    import torch
+
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        return model(input_ids=torch.tensor([[0, 1]], device=device), output_hidden_states=True)
+
+
+def returns_after(model: Any, norm: Any) -> bool:
+    """Whether the model's last hidden state is its final norm's output (not its input),
+    found by one forward pass of two tokens."""
+    import torch
+
+    seen = {}
+    handle = norm.register_forward_hook(lambda module, inputs, output: seen.update(output=output))
+    try:
+        output = _two_token_pass(model)
+    finally:
+        handle.remove()
+    return "output" in seen and torch.equal(output.hidden_states[-1], seen["output"])
+
+
+def find_blocks(model: Any, n_layers: int) -> tuple[Any, str] | None:
+    """Where the model keeps its `n_layers` blocks: the (parent module, attribute) of its
+    first ModuleList of that length at most one level down (BERT's ``encoder.layer``,
+    GPT-2's ``h``, Llama's ``layers``), if running a prefix of it gives that many fewer
+    hidden states and the whole model gives them all again afterwards (checked with
+    forward passes of two tokens); else None."""
+    import torch
+
+    def count_hidden_states() -> int:
+        return len(_two_token_pass(model).hidden_states)
+
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == n_layers > 1:
+            if name.count(".") > 1:
+                continue
+            parent_name, _, attribute = name.rpartition(".")
+            blocks = (model.get_submodule(parent_name), attribute)
+            # The whole pass first: a model may attach the hooks that record its hidden
+            # states on its first pass, to the blocks present then (BERT does, under
+            # transformers 5).
+            whole = count_hidden_states()
+            with only_blocks_up_to(blocks, 1):
+                cut = count_hidden_states()
+            restored = count_hidden_states()
+            return blocks if whole == restored == n_layers + 1 and cut == 2 else None
+    return None
+
+
+def _require_accelerate(spec: ModelSpec) -> None:
+    if importlib.util.find_spec("accelerate") is None:
+        raise ModelLoadError(
+            f"model {spec.name}: device_map needs the accelerate package "
+            "(pip install 'contextuality[large]')"
+        )
+
+
+def _max_length(spec: ModelSpec, config: Any, tokenizer: Any) -> int:
+    """The longest input the model takes: the least of the ``max_length`` setting, the
+    model's position window and the tokenizer's limit, whichever are known."""
+    window = getattr(config, "max_position_embeddings", None) or getattr(
+        config, "n_positions", None
+    )
+    limits = [spec.max_length, window]
+    if tokenizer.model_max_length and tokenizer.model_max_length < _HUGE_MAX_LENGTH:
+        limits.append(tokenizer.model_max_length)
+    known = [limit for limit in limits if limit]
+    if not known:
+        raise ModelLoadError(f"model {spec.name}: no maximum input length known; set max_length")
+    return int(min(known))
+
+
+def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
+    """Load tokenizer and model (eval mode) and read their limits.
+
+    The weights are loaded as ``weights_dtype`` (bfloat16 halves a large model's memory)
+    and placed on `device`, or, with ``device_map`` (``auto``, ``balanced``,
+    ``sequential``: accelerate's placements), spread over the GPUs and CPU memory, layers
+    that fit no GPU offloaded to the CPU; inputs then go to the first layer's device.
+    """
+    import torch
+    from transformers import AutoModel
+
+    tokenizer = load_tokenizer(spec)
+    options = {"dtype": getattr(torch, spec.weights_dtype), **_pretrained_options(spec)}
+    if spec.device_map is not None:
+        _require_accelerate(spec)
+        options["device_map"] = spec.device_map
+    try:
+        model = AutoModel.from_pretrained(model_location(spec), **options)
+    except (OSError, ValueError) as error:
+        raise _load_error(spec, "weights", error) from error
+    model.eval()
+    if spec.device_map is None:
+        model.to(device)
+    max_length = _max_length(spec, model.config, tokenizer)
+    final_norm = find_final_norm(model)
+    if spec.last_layer == "before_final_norm" and final_norm is None:
+        raise ConfigError(
+            f"model {spec.name}: last_layer: before_final_norm, but the model has no final "
+            "normalization; use as_returned"
+        )
+    n_layers = int(model.config.num_hidden_layers)
+    return LoadedModel(
+        spec=spec,
+        tokenizer=tokenizer,
+        encoder=RunningTextEncoder(tokenizer),
+        model=model,
+        n_layers=n_layers,
+        hidden_size=int(model.config.hidden_size),
+        max_length=max_length,
+        revision=spec.revision or getattr(model.config, "_commit_hash", None),
+        final_norm=final_norm,
+        returns_after_final_norm=final_norm is not None and returns_after(model, final_norm[1]),
+        blocks=find_blocks(model, n_layers),
+    )
+
+
+BACKEND = Backend(
+    check=check,
+    count_layers=count_layers,
+    files=files,
+    sequential=sequential,
+    load=load,
+    load_encoder=load_encoder,
+)

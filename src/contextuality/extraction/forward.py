@@ -1,0 +1,256 @@
+"""One padded batch through the model: batching, autocast, pooling and the copy to host.
+
+Inputs are sorted by length and packed into batches whose padded size stays within a token
+budget (`plan_batches`). On CUDA the forward pass runs under float16 (or bfloat16)
+autocast; a batch's subword vectors are pooled into unit vectors on the device
+(`pool_subwords`) and copied to pinned host memory once, asynchronously (`start_copy`),
+while the next batch runs; `finish_copy` then checks the values and places the rows. The
+forward pass stops after the last block a requested layer needs, where the model's blocks
+can be cut short.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from contextuality.backends.base import LoadedModel, only_blocks_up_to
+from contextuality.errors import NonFiniteValueError, NumericOverflowError
+from contextuality.extraction.units import EncodedSentence
+
+FLOAT16_MAX = 65504.0
+
+
+def plan_batches(lengths: np.ndarray, token_budget: int) -> list[np.ndarray]:
+    """Group items into batches of similar length, longest first.
+
+    Each batch's padded size (its longest item × its item count) is at most
+    `token_budget`, except that an item longer than the budget is batched alone.
+    Returns arrays of item positions; every item appears exactly once.
+    """
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    batches, current, longest = [], [], 0
+    for item in order:
+        length = int(lengths[item])
+        if current and max(longest, length) * (len(current) + 1) > token_budget:
+            batches.append(np.asarray(current))
+            current, longest = [], 0
+        current.append(item)
+        longest = max(longest, length)
+    if current:
+        batches.append(np.asarray(current))
+    return batches
+
+
+def model_batches(loaded: LoadedModel, lengths: np.ndarray, token_budget: int) -> list[np.ndarray]:
+    """The batches a model runs its inputs in: `plan_batches` by token budget, or, for a
+    model that must see them one at a time in corpus order (`LoadedModel.sequential`),
+    one input per batch in order."""
+    if loaded.sequential:
+        return [np.array([item]) for item in range(len(lengths))]
+    return plan_batches(lengths, token_budget)
+
+
+def pool_subwords(hidden: Any, token_word: Any, n_words: int, pooling: str) -> tuple[Any, Any]:
+    """Pool subword vectors into word vectors, on the tensors' device.
+
+    hidden: the (n_tokens, dim) subword vectors of each layer of a batch, flattened: a
+    sequence of tensors, or one (n_layers, n_tokens, dim) tensor.
+    token_word: (n_tokens,) word row of each subword, -1 for special and padding tokens.
+    Returns (n_layers, n_words, dim) float32 word vectors, NaN for words with no
+    subword, and the (n_words,) subword count of each word. Each layer is pooled straight
+    from its own tensor: no stacked or gathered copy of the batch's states is made.
+    """
+    import torch
+
+    keep = token_word >= 0
+    rows = token_word[keep]
+    counts = torch.bincount(rows, minlength=n_words)
+    dim = hidden[0].shape[-1]
+    # One extra row takes the special and padding tokens (mean pooling adds every token,
+    # so no gathered copy of the kept ones is made); it is dropped at the end.
+    pooled = torch.zeros(len(hidden), n_words + 1, dim, device=token_word.device)
+    if pooling == "mean":
+        target = torch.where(keep, token_word, n_words)
+        for layer, states in enumerate(hidden):
+            pooled[layer].index_add_(0, target, states.to(pooled.device, torch.float32))
+        pooled = pooled[:, :n_words]
+        pooled /= counts.clamp(min=1).to(pooled.dtype)[None, :, None]
+    else:
+        # Subwords of a word are contiguous; the first (last) is where the word changes.
+        # (No wrap-around: with a single word in the batch, rows[0] == rows[-1].)
+        boundary = torch.ones_like(rows, dtype=torch.bool)
+        if pooling == "first":
+            boundary[1:] = rows[1:] != rows[:-1]
+        else:
+            boundary[:-1] = rows[:-1] != rows[1:]
+        chosen = keep.nonzero().flatten()[boundary]
+        pooled = pooled[:, :n_words]
+        for layer, states in enumerate(hidden):
+            pooled[layer, rows[boundary]] = states[chosen.to(states.device)].to(pooled)
+    pooled[:, counts == 0] = float("nan")
+    return pooled, counts
+
+
+def pad_batch(batch: list[EncodedSentence], pad_id: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The padded (batch, longest, *token shape) input ids and (batch, longest) attention
+    mask of a batch of inputs (a token is an id, or for ELMo a row of character ids)."""
+    longest = max(len(sentence.input_ids) for sentence in batch)
+    token_shape = batch[0].input_ids.shape[1:]
+    input_ids = np.full(
+        (len(batch), longest, *token_shape), 0 if pad_id is None else pad_id, dtype=np.int64
+    )
+    attention = np.zeros((len(batch), longest), dtype=np.int64)
+    for position, sentence in enumerate(batch):
+        input_ids[position, : len(sentence.input_ids)] = sentence.input_ids
+        attention[position, : len(sentence.input_ids)] = 1
+    return input_ids, attention
+
+
+def forward_batch(
+    loaded: LoadedModel,
+    batch: list[EncodedSentence],
+    layers: tuple[int, ...],
+    first_rows: np.ndarray,
+) -> tuple[Any, Any, np.ndarray]:
+    """Run one padded batch and pool its subwords into word vectors on the device.
+
+    first_rows: segment row of each encoded sentence's first word (by ``sentence``).
+    Returns (n_layers, n_rows, dim) float32 vectors, a (n_rows,) device mask of the rows
+    that some subword reached (the others are NaN by design) and the segment rows.
+    """
+    import torch
+
+    device = next(loaded.model.parameters()).device
+    input_ids, attention = pad_batch(batch, loaded.encoder.pad_token_id)
+    token_row = np.full(attention.shape, -1, dtype=np.int64)
+    for position, sentence in enumerate(batch):
+        rows = first_rows[sentence.sentence] + sentence.word_index
+        token_row[position, : len(rows)] = np.where(sentence.word_index >= 0, rows, -1)
+    rows = np.unique(token_row[token_row >= 0])
+    compact = np.where(token_row >= 0, np.searchsorted(rows, token_row), -1)
+    last = blocks_to_run(loaded, layers)
+    with (
+        torch.inference_mode(),
+        autocast(device, loaded.spec.cuda_dtype),
+        only_blocks_up_to(loaded.blocks if last < loaded.n_layers else None, last),
+        _final_norm_input(loaded, cut_short=last < loaded.n_layers) as before_norm,
+    ):
+        output = loaded.model(
+            input_ids=torch.from_numpy(input_ids).to(device, non_blocking=True),
+            attention_mask=torch.from_numpy(attention).to(device, non_blocking=True),
+            output_hidden_states=True,
+        )
+        states = list(output.hidden_states)
+        if before_norm is not None:
+            states[-1] = before_norm["input"]
+        hidden = [states[layer].reshape(-1, states[layer].shape[-1]) for layer in layers]
+        token_word = torch.from_numpy(compact.reshape(-1)).to(device, non_blocking=True)
+        pooled, counts = pool_subwords(hidden, token_word, len(rows), loaded.spec.pooling)
+    return pooled, counts > 0, rows
+
+
+def blocks_to_run(loaded: LoadedModel, layers: tuple[int, ...]) -> int:
+    """How many blocks a forward pass needs for `layers`: up to the last one asked for (at
+    least one: a model without blocks is not a shape every model accepts), where the
+    model's blocks can be cut short (`LoadedModel.blocks`), else all."""
+    return max(1, *layers) if loaded.blocks is not None else loaded.n_layers
+
+
+@contextlib.contextmanager
+def _final_norm_input(
+    loaded: LoadedModel, cut_short: bool = False
+) -> Iterator[dict[str, Any] | None]:
+    """A dict that receives the final norm's input during the forward pass (the last
+    block's output before normalization), where the last hidden state must be that input:
+    with ``last_layer: before_final_norm``, or when the pass was cut short (`cut_short`)
+    in a model that normalizes the last state it returns. Else None."""
+    cut_before_norm = cut_short and loaded.returns_after_final_norm
+    if not (loaded.takes_last_layer_before_final_norm or cut_before_norm):
+        yield None
+        return
+    captured: dict[str, Any] = {}
+    _, norm = loaded.final_norm
+    handle = norm.register_forward_hook(
+        lambda module, inputs, output: captured.update(input=inputs[0])
+    )
+    try:
+        yield captured
+    finally:
+        handle.remove()
+
+
+def autocast(device: Any, cuda_dtype: str) -> Any:
+    """Mixed-precision context for the forward pass: `cuda_dtype` on CUDA, fp32 elsewhere."""
+    import torch
+
+    enabled = device.type == "cuda" and cuda_dtype != "float32"
+    return torch.autocast(device.type, dtype=getattr(torch, cuda_dtype), enabled=enabled)
+
+
+@dataclass
+class InFlight:
+    """A batch whose pooled vectors are on their way to host memory."""
+
+    rows: np.ndarray
+    host: Any
+    peak: Any
+    non_finite: Any
+    copied: Any
+
+
+def start_copy(pooled: Any, reached: Any, storage_dtype: str) -> tuple[Any, Any, Any, Any]:
+    """Start the one device→host copy of a batch (pinned memory, asynchronous on CUDA).
+
+    Returns the host tensor, the largest finite |value| and the mask of reached rows with a
+    non-finite value in some layer (both still on the device, so the checks do not wait for
+    the GPU), and a CUDA event marking the copy's end (or None).
+    """
+    import torch
+
+    # Two reductions and no temporary the size of the batch: a row's largest |value| is
+    # NaN or inf exactly when the row holds a non-finite value (unreached rows are NaN).
+    row_peak = torch.maximum(pooled.amax(dim=2).amax(dim=0), pooled.amin(dim=2).amin(dim=0).neg())
+    non_finite = ~torch.isfinite(row_peak) & reached
+    peak = torch.where(reached & ~non_finite, row_peak, 0.0).amax()
+    values = pooled.to(getattr(torch, storage_dtype))
+    if values.device.type != "cuda":
+        return values, peak, non_finite, None
+    host = torch.empty(values.shape, dtype=values.dtype, pin_memory=True)
+    host.copy_(values, non_blocking=True)
+    copied = torch.cuda.Event()
+    copied.record()
+    return host, peak, non_finite, copied
+
+
+def finish_copy(
+    batch: InFlight,
+    segment: np.ndarray,
+    filled: np.ndarray,
+    first_row: int,
+    name: str,
+) -> None:
+    """Wait for a batch's copy to host, refuse non-finite values (NonFiniteValueError) or,
+    for a float16 `segment`, values beyond its range (NumericOverflowError), and place its
+    rows in `segment` (n_layers, rows, dim), marking them in `filled`. first_row: occurrence
+    id of the segment's first row; name: the model's, for the messages."""
+    if batch.copied is not None:
+        batch.copied.synchronize()
+    non_finite = batch.non_finite.cpu().numpy()
+    if non_finite.any():
+        raise NonFiniteValueError(
+            f"model {name}: {int(non_finite.sum())} vectors are ±inf or NaN after "
+            f"the forward pass (first at occurrence {first_row + batch.rows[non_finite][0]}); "
+            "the model overflowed its compute dtype: set cuda_dtype to bfloat16 or float32"
+        )
+    peak = float(batch.peak)
+    if segment.dtype == np.float16 and peak >= FLOAT16_MAX:
+        raise NumericOverflowError(f"model {name}: |value| {peak:.4g} does not fit float16")
+    host = batch.host.numpy()
+    for layer in range(len(segment)):  # a layer at a time: faster than one 3-D scatter
+        segment[layer, batch.rows] = host[layer]
+    filled[batch.rows] = True

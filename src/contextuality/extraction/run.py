@@ -1,0 +1,385 @@
+"""The extraction loop: a model's layers over the corpus, segment by segment, into a sink.
+
+Sentences run in contiguous segments (`partitions.plan_extraction`), so memory is
+bounded whatever the corpus size. A segment's inputs are planned into token-budget
+batches (`forward.plan_batches`; the budget halved and the rest replanned on CUDA
+out-of-memory), each batch's pooled vectors land in the segment's array, and the finished
+segment goes to the *sink*, the object that keeps the vectors: shards
+(`storage.shards.ShardSetWriter`) or running sums (`streaming.accumulate`), written by a
+thread of its own so that the model does not wait for the disk. On a GPU the next
+segment's inputs are built on a helper thread while the model runs; on the CPU, whose
+cores the forward pass takes, in turn. Row i of what the sink receives is occurrence i of
+the index, less the job's first row.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from contextuality.backends.base import LoadedModel
+from contextuality.errors import DeviceMemoryError, NumericOverflowError
+from contextuality.extraction.forward import (
+    InFlight,
+    blocks_to_run,
+    finish_copy,
+    forward_batch,
+    model_batches,
+    plan_batches,
+    start_copy,
+)
+from contextuality.extraction.partitions import ExtractionPlan
+from contextuality.extraction.units import EncodedSentence, SentenceUnits
+
+log = logging.getLogger(__name__)
+
+
+class Sink(Protocol):
+    """Where an extraction's vectors go: ``write`` receives each segment's
+    (n_layers, n_rows, dim) vectors and the job-relative row of its first row, in order;
+    ``commit`` records final attributes and puts the outputs in place; ``abort`` removes
+    what was written. Leaving its context aborts whatever was not committed.
+    dtype: what the vectors are stored as, and so handed over as (float16 or float32);
+    bytes_to_write: what it will store on disk (0 for one that keeps sums)."""
+
+    layers: list[int]
+    dtype: str
+    bytes_to_write: int
+
+    def write(self, first_row: int, vectors: np.ndarray) -> None: ...
+
+    def commit(self, attributes: dict[str, Any]) -> None: ...
+
+    def abort(self) -> None: ...
+
+    def __enter__(self) -> Sink: ...
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None: ...
+
+
+@dataclass
+class ExtractionReport:
+    """What one extraction did; stored in the model's meta.json.
+
+    ``non_finite_vectors`` counts vectors that were ±inf or NaN after the forward pass; an
+    extraction that meets one is refused, so a written meta.json always records 0.
+    ``blocks_run``: the blocks each forward pass ran (up to the last layer asked for);
+    ``shard_bytes``: the size of the vectors written. ``partition``: for one part of a
+    partitioned extraction, which part and which rows
+    (`partitions.ExtractionPlan.part_attributes`); its keys are written beside the others,
+    and nothing when the extraction is whole.
+    """
+
+    n_sentences: int = 0
+    n_occurrences: int = 0
+    n_subword_tokens: int = 0
+    n_batches: int = 0
+    sentences_truncated: int = 0
+    words_truncated: int = 0
+    words_without_tokens: int = 0
+    sentences_windowed: int = 0
+    out_of_memory_retries: int = 0
+    non_finite_vectors: int = 0
+    subwords_spanning_words: int = 0
+    subwords_outside_words: int = 0
+    token_budget: int = 0
+    storage_dtype: str = "float16"
+    device: str = "cpu"
+    seconds: float = 0.0
+    shard_bytes: int = 0
+    blocks_run: int = 0
+    partition: dict[str, int] | None = None
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.n_subword_tokens / self.seconds if self.seconds else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        values = asdict(self)
+        partition = values.pop("partition") or {}
+        return {**values, **partition, "tokens_per_second": round(self.tokens_per_second, 1)}
+
+
+class _BackgroundWriter:
+    """Hands segments to a sink on a separate thread, so the model never waits for disk.
+
+    At most one segment waits in the queue; an error in the thread is raised on the next
+    call from the main thread.
+    """
+
+    def __init__(self, writer: Sink) -> None:
+        self._writer = writer
+        self._queue: queue.Queue = queue.Queue(maxsize=1)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="sink-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._writer.write(*item)
+                except BaseException as error:  # re-raised in the main thread
+                    self._error = error
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def write(self, first_row: int, vectors: np.ndarray) -> None:
+        self._raise_if_failed()
+        self._queue.put((first_row, vectors))
+
+    def close(self) -> None:
+        """Wait for every queued segment to be written."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self._raise_if_failed()
+
+
+def _one_ahead(executor: ThreadPoolExecutor, function: Any, items: list) -> Iterator[Any]:
+    """Yield ``function(item)`` for each item in order, computing the next one ahead.
+
+    Unlike ``executor.map``, at most one result waits, so memory stays bounded.
+    """
+    future = executor.submit(function, items[0]) if items else None
+    for position in range(len(items)):
+        result = future.result()
+        if position + 1 < len(items):
+            future = executor.submit(function, items[position + 1])
+        yield result
+
+
+def _count_coverage(encoded: list[EncodedSentence], report: ExtractionReport) -> None:
+    """Add a segment's truncated, windowed and token-less sentences and words to the report."""
+    present: dict[int, set[int]] = {}
+    inputs: dict[int, list[EncodedSentence]] = {}
+    for sentence in encoded:
+        present.setdefault(sentence.sentence, set()).update(
+            sentence.word_index[sentence.word_index >= 0].tolist()
+        )
+        inputs.setdefault(sentence.sentence, []).append(sentence)
+    for owner, parts in inputs.items():
+        n_words, words = parts[0].n_words, present[owner]
+        truncated = any(part.truncated for part in parts)
+        cut = n_words - (max(words, default=-1) + 1) if truncated else 0
+        report.sentences_truncated += int(truncated)
+        report.sentences_windowed += int(len(parts) > 1)
+        report.words_truncated += cut
+        report.words_without_tokens += n_words - cut - len(words)
+
+
+def _replan_after_out_of_memory(
+    error: BaseException,
+    batch: np.ndarray,
+    planned: list[np.ndarray],
+    lengths: np.ndarray,
+    report: ExtractionReport,
+    device: Any,
+    name: str,
+) -> list[np.ndarray]:
+    """Halve the token budget and plan the failed batch and the rest again; a single input
+    that does not fit is a DeviceMemoryError."""
+    import torch
+
+    if len(batch) == 1:
+        raise DeviceMemoryError(
+            f"model {name}: one input of {lengths[batch[0]]} subwords "
+            "does not fit in device memory; lower max_length"
+        ) from error
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    report.token_budget = max(1, report.token_budget // 2)
+    report.out_of_memory_retries += 1
+    log.warning("out of memory: token budget now %d", report.token_budget)
+    remaining = np.concatenate([batch, *planned])
+    return [remaining[part] for part in plan_batches(lengths[remaining], report.token_budget)]
+
+
+def _run_segment(
+    loaded: LoadedModel,
+    encoded: list[EncodedSentence],
+    layers: tuple[int, ...],
+    first_rows: np.ndarray,
+    vectors: np.ndarray,
+    first_row: int,
+    report: ExtractionReport,
+) -> None:
+    """Run one segment's inputs in token-budget batches and fill `vectors`
+    (n_layers, rows, dim) with their pooled vectors; each batch's copy to host overlaps the
+    next batch's forward pass. Rows that no subword reached are NaN."""
+    import torch
+
+    device = next(loaded.model.parameters()).device
+    filled = np.zeros(vectors.shape[1], dtype=bool)
+    lengths = np.array([len(sentence.input_ids) for sentence in encoded])
+    pending = None
+    planned = model_batches(loaded, lengths, report.token_budget)
+    name = loaded.spec.name
+    while planned:
+        batch = planned.pop(0)
+        try:
+            pooled, reached, rows = forward_batch(
+                loaded, [encoded[i] for i in batch], layers, first_rows
+            )
+        except torch.OutOfMemoryError as error:
+            planned = _replan_after_out_of_memory(
+                error, batch, planned, lengths, report, device, name
+            )
+            continue
+        in_flight = InFlight(rows, *start_copy(pooled, reached, str(vectors.dtype)))
+        if pending is not None:
+            finish_copy(pending, vectors, filled, first_row, name)
+        pending = in_flight
+        report.n_batches += 1
+        report.n_subword_tokens += int(lengths[batch].sum())
+    if pending is not None:
+        finish_copy(pending, vectors, filled, first_row, name)
+    vectors[:, ~filled] = np.nan
+
+
+def run_extraction(
+    loaded: LoadedModel,
+    units: SentenceUnits,
+    plan: ExtractionPlan,
+    sink: Sink,
+    progress: bool = True,
+) -> ExtractionReport:
+    """Extract `plan`'s layers for every unit of its sentences into `sink`, and commit it.
+
+    Rows follow sentence order then unit order, the order of the occurrence index built
+    from the same sentences (see `units.sentence_units`). Values beyond float16's range
+    raise NumericOverflowError when the sink stores float16 (`extract` may retry with
+    float32). The sink is aborted on any error.
+    """
+    started = time.perf_counter()
+    with sink:
+        if list(sink.layers) != list(plan.layers):
+            raise ValueError(f"the sink takes layers {sink.layers}, not {list(plan.layers)}")
+        if plan.partitioned:
+            _log_part(plan, loaded.spec.name)
+        if loaded.sequential:
+            loaded.model.reset_states()
+        report = ExtractionReport(
+            n_sentences=plan.end_sentence - plan.first_sentence,
+            n_occurrences=plan.n_rows,
+            device=str(next(loaded.model.parameters()).device),
+            token_budget=loaded.spec.token_budget,
+            shard_bytes=sink.bytes_to_write,
+            blocks_run=blocks_to_run(loaded, plan.layers),
+            subwords_spanning_words=units.subwords_spanning_words,
+            subwords_outside_words=units.subwords_outside_words,
+            partition=plan.part_attributes() or None,
+        )
+        _run_segments(loaded, units, plan, sink, report, progress)
+        report.storage_dtype = sink.dtype
+        report.seconds = time.perf_counter() - started
+        sink.commit({"n_missing": report.words_truncated + report.words_without_tokens})
+    if report.words_truncated:
+        log.warning(
+            "%s: %d words in %d sentences lost to truncation at %d subwords (NaN rows)",
+            loaded.spec.name,
+            report.words_truncated,
+            report.sentences_truncated,
+            loaded.max_length,
+        )
+    return report
+
+
+def _run_segments(
+    loaded: LoadedModel,
+    units: SentenceUnits,
+    plan: ExtractionPlan,
+    sink: Sink,
+    report: ExtractionReport,
+    progress: bool,
+) -> None:
+    """Run every segment of `plan` in order and hand its vectors to `sink`, through a
+    writer thread."""
+    from tqdm.auto import tqdm
+
+    writer = _BackgroundWriter(sink)
+    tokenizing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
+    bar = tqdm(total=plan.n_rows, unit="word", desc=loaded.spec.name, disable=not progress)
+    try:
+        encodings = _encoded_segments(units, plan, report.device, tokenizing)
+        for (start, end), encoded in zip(plan.segments, encodings, strict=True):
+            _count_coverage(encoded, report)
+            first_row = int(plan.row_offsets[start])
+            vectors = np.empty(
+                (len(plan.layers), int(plan.row_offsets[end]) - first_row, loaded.hidden_size),
+                sink.dtype,
+            )
+            first_rows = plan.row_offsets[start:end] - first_row
+            _run_segment(loaded, encoded, plan.layers, first_rows, vectors, first_row, report)
+            writer.write(first_row - plan.first_row, vectors)
+            bar.update(vectors.shape[1])
+    finally:
+        bar.close()
+        tokenizing.shutdown(cancel_futures=True)
+        writer.close()
+
+
+def _log_part(plan: ExtractionPlan, name: str) -> None:
+    """Say which sentences and rows a part of a partitioned extraction runs."""
+    log.info(
+        "%s: part %d of %d (0-based): sentences %d to %d, rows %d to %d of %d",
+        name,
+        plan.part,
+        plan.n_parts,
+        plan.first_sentence,
+        plan.end_sentence,
+        plan.first_row,
+        plan.first_row + plan.n_rows,
+        int(plan.row_offsets[-1]),
+    )
+
+
+def _encoded_segments(
+    units: SentenceUnits, plan: ExtractionPlan, device: str, executor: ThreadPoolExecutor
+) -> Iterator[list[EncodedSentence]]:
+    """The model inputs of each segment of `plan`, in order: on a GPU built one segment
+    ahead on `executor` while the model runs; on the CPU, whose every core the forward pass
+    takes, in turn (a thread tokenizing beside it slows it more than waiting costs)."""
+
+    def encode(bounds: tuple[int, int]) -> list[EncodedSentence]:
+        return units.encode(*bounds)
+
+    if device == "cpu":
+        return map(encode, plan.segments)
+    return _one_ahead(executor, encode, plan.segments)
+
+
+def extract(
+    loaded: LoadedModel,
+    units: SentenceUnits,
+    plan: ExtractionPlan,
+    open_sink: Callable[[str], Sink],
+    progress: bool = True,
+) -> ExtractionReport:
+    """`run_extraction` into ``open_sink(dtype)``, in the model's ``storage_dtype``: with
+    ``auto``, float16 first and, if a value overflows it, the whole job again into a fresh
+    float32 sink (logged); with ``float16``, an overflow is a NumericOverflowError naming
+    the setting."""
+    spec = loaded.spec
+    if spec.storage_dtype == "auto":
+        try:
+            return run_extraction(loaded, units, plan, open_sink("float16"), progress)
+        except NumericOverflowError as error:
+            log.warning("%s; storing model %s as float32 instead", error, spec.name)
+            return run_extraction(loaded, units, plan, open_sink("float32"), progress)
+    try:
+        return run_extraction(loaded, units, plan, open_sink(spec.storage_dtype), progress)
+    except NumericOverflowError as error:
+        raise NumericOverflowError(
+            f"{error}; set models.{spec.name}.storage_dtype: float32 (or auto)"
+        ) from error

@@ -1,0 +1,36 @@
+"""Named random streams: every seeded draw of the package, in one table.
+
+Each kind of draw has a stream of its own, a generator seeded with ``[seed, stream]``
+(`numpy.random.SeedSequence` spawns independent streams from such keys), so that adding
+or removing one kind of draw leaves every other kind's numbers as they were. ``seed`` is
+the run's seed (config ``measures.seed``); the summaries record it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+STREAMS = {
+    # Which sentences each correction is fitted on (`transforms.correction_split`).
+    "correction_split": (),
+    # The MEV baseline's occurrence samples (`measures.explained_variance_baseline`),
+    # drawn alike from a shard and from a streamed layer's kept rows.
+    "mev_baseline": (1,),
+    # Bootstrap resamples of every summary mean, drawn measure after measure.
+    "bootstrap": (2,),
+    # The paper's random sentences and words (`measures.paper_word_sample`).
+    "paper_sample": (3,),
+    # The occurrence samples of IsoScore*.
+    "isotropy_samples": (4,),
+    # A streamed word's occurrences kept for MEV and its static vector.
+    "word_sample": (5,),
+    # The occurrences whose nearest neighbours the degeneration analysis finds.
+    "degeneration_queries": (11,),
+    # The occurrences projected on the common direction (the cone figure).
+    "cone_sample": (12,),
+}
+
+
+def generator(seed: int, stream: str) -> np.random.Generator:
+    """The generator of `stream` (a key of `STREAMS`) for the run's `seed`."""
+    return np.random.default_rng([seed, *STREAMS[stream]])

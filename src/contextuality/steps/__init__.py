@@ -1,0 +1,76 @@
+"""The workflow's steps as functions of paths and settings, one module per rule file.
+
+Each step reads its inputs, calls the library, and writes its outputs atomically with a
+provenance record. A step is named as the rule that runs it (workflow/rules/<module>.smk);
+the Snakemake scripts and the ``contextuality`` command line both call these, so a step
+behaves the same inside and outside the workflow. Plotting, benchmark scoring, streaming
+and the reference comparison are imported by the steps that use them, so that a measure
+job does not pay for loading matplotlib and scipy.stats.
+"""
+
+from contextuality.steps.corpus import (
+    correction_split,
+    download_sts,
+    occurrence_index,
+    sentences,
+    subword_index,
+)
+from contextuality.steps.extract import (
+    LayerOutputs,
+    download_elmo,
+    expected_extraction,
+    extract,
+    stream,
+)
+from contextuality.steps.figures import (
+    degeneration_figures,
+    figure,
+    figures,
+    transforms_figure,
+)
+from contextuality.steps.measures import (
+    DegenerationOutputs,
+    MeasureOutputs,
+    context_specific_words,
+    degeneration_table,
+    measure_layer,
+    measure_streamed_layer,
+    measures_table,
+)
+from contextuality.steps.reference import compare_reference, download_reference
+from contextuality.steps.static import (
+    download_benchmarks,
+    score_static,
+    static_vectors,
+    word_benchmarks_table,
+)
+
+__all__ = [
+    "DegenerationOutputs",
+    "LayerOutputs",
+    "MeasureOutputs",
+    "compare_reference",
+    "context_specific_words",
+    "correction_split",
+    "degeneration_figures",
+    "degeneration_table",
+    "download_benchmarks",
+    "download_elmo",
+    "download_reference",
+    "download_sts",
+    "expected_extraction",
+    "extract",
+    "figure",
+    "figures",
+    "measure_layer",
+    "measure_streamed_layer",
+    "measures_table",
+    "occurrence_index",
+    "score_static",
+    "sentences",
+    "static_vectors",
+    "stream",
+    "subword_index",
+    "transforms_figure",
+    "word_benchmarks_table",
+]

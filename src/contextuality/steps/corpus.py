@@ -1,0 +1,129 @@
+"""The steps of workflow/rules/corpus.smk: STS archives, the sentence table, the
+occurrence indexes and the correction split."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from contextuality import backends, transforms
+from contextuality import corpus as corpus_io
+from contextuality.backends.base import tokenizer_key
+from contextuality.index import (
+    IndexFiles,
+    IndexSettings,
+    OccurrenceIndex,
+    build_occurrence_index,
+    corpus_checksum,
+    index_checksum,
+)
+from contextuality.provenance import config_hash, provenance_record
+from contextuality.tables import read_parquet, write_parquet
+from contextuality.words import tokenize_sentences
+
+PathLike = str | os.PathLike
+log = logging.getLogger(__name__)
+
+
+def download_sts(year: int, destination: PathLike, mirror: PathLike | None) -> None:
+    """Put STS `year`'s archive at `destination`, from the mirror or the network."""
+    corpus_io.fetch_sts_archive(year, destination, mirror)
+
+
+def sentences(settings: dict[str, Any], sources: Sequence[PathLike], output: PathLike) -> None:
+    """The sentence table of the configured corpus (``settings`` = config ``corpus``; its
+    `sources` as `corpus.read_corpus` takes them)."""
+    read, checksums = corpus_io.read_corpus(settings, sources)
+    table = corpus_io.build_sentence_table(read)
+    provenance = provenance_record(
+        step="sentences",
+        corpus=settings.get("name", settings["source"]),
+        input_checksums=checksums,
+        corpus_checksum=corpus_checksum(table["text"].tolist()),
+        config_hash=config_hash(settings),
+        n_sentences=len(table),
+    )
+    write_parquet(table, output, provenance)
+    log.info("%d unique sentences from %d read", len(table), len(read))
+
+
+def _write_index(
+    index: OccurrenceIndex,
+    texts: list[str],
+    units: dict[str, Any],
+    settings: IndexSettings,
+    output: IndexFiles,
+) -> None:
+    """Write an index's occurrences, vocabulary and summary, the summary as provenance."""
+    summary = provenance_record(
+        step="index",
+        units=units,
+        corpus_checksum=corpus_checksum(texts),
+        index_checksum=index_checksum(index.occurrences),
+        config_hash=config_hash({**settings.as_dict(), "units": units}),
+        **settings.as_dict(),
+        n_sentences=len(texts),
+        n_occurrences=len(index.occurrences),
+        n_words=len(index.vocab),
+        n_indexed_words=int(index.vocab["indexed"].sum()),
+    )
+    output.write(index, summary)
+
+
+def occurrence_index(sentences_path: PathLike, settings: IndexSettings, output: IndexFiles) -> None:
+    """The word occurrence index (words by ``settings.tokenizer``), its vocabulary and its
+    summary with the index checksums."""
+    table = read_parquet(sentences_path)
+    texts = table["text"].tolist()
+    words = tokenize_sentences(texts, settings.tokenizer)
+    index = build_occurrence_index(words, settings, table["n_copies"].to_numpy())
+    units = {"kind": "word", "tokenizer": settings.tokenizer}
+    _write_index(index, texts, units, settings, output)
+
+
+def subword_index(
+    sentences_path: PathLike,
+    name: str,
+    model_settings: dict[str, Any],
+    settings: IndexSettings,
+    output: IndexFiles,
+) -> None:
+    """The occurrence index whose units are the subwords of model `name`'s tokenizer (the
+    running text's content tokens), for models with ``units: subword``.
+
+    Only the tokenizer is loaded. ``settings.lowercase`` does not apply: a unit must be the
+    token the model sees.
+    """
+    spec = backends.model_spec(name, model_settings)
+    encoder = backends.load_encoder(spec)
+    table = read_parquet(sentences_path)
+    texts = table["text"].tolist()
+    units = encoder.subword_strings(encoder.encode(texts))
+    settings = dataclasses.replace(settings, lowercase=False)
+    index = build_occurrence_index(units, settings, table["n_copies"].to_numpy())
+    described = {"kind": "subword", "tokenizer": tokenizer_key(spec), "source": spec.source}
+    _write_index(index, texts, described, settings, output)
+
+
+def correction_split(
+    sentences_path: PathLike, fit_fraction: float, seed: int, output: PathLike
+) -> pd.DataFrame:
+    """The sentences every correction is fitted on: a table of sentence_id and ``fit``
+    (True: held out for fitting, never measured under a correction), seeded."""
+    texts = read_parquet(sentences_path)["text"].tolist()
+    fit = transforms.correction_split(len(texts), fit_fraction, seed)
+    split = pd.DataFrame({"sentence_id": range(len(texts)), "fit": fit})
+    provenance = provenance_record(
+        step="correction_split",
+        fit_fraction=fit_fraction,
+        seed=seed,
+        n_fit_sentences=int(fit.sum()),
+        corpus_checksum=corpus_checksum(texts),
+    )
+    write_parquet(split, output, provenance)
+    return split

@@ -1,0 +1,259 @@
+"""The steps of workflow/rules/extract.smk: one model's forward pass over the corpus, into
+shards (`extract`) or into running sums (`stream`), and the ELMo download."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contextuality import backends
+from contextuality.analysis import MeasureSettings
+from contextuality.backends.base import LoadedModel, ModelSpec, selected_layers
+from contextuality.errors import ConfigError, InputDataError
+from contextuality.extraction.partitions import ExtractionPlan, plan_extraction
+from contextuality.extraction.run import Sink
+from contextuality.extraction.run import extract as run_extract
+from contextuality.extraction.units import SentenceUnits, units_matching_index
+from contextuality.index import IndexFiles, corpus_checksum
+from contextuality.provenance import config_hash, provenance_record, write_json
+from contextuality.storage.shards import ShardSetWriter
+from contextuality.tables import read_parquet
+
+PathLike = str | os.PathLike
+
+
+@dataclass(frozen=True)
+class LayerOutputs:
+    """What an extraction job writes: one file per layer (a shard, or a streamed layer's
+    state file) and the model's meta.json."""
+
+    files: dict[int, PathLike]
+    meta: PathLike
+
+
+@dataclass
+class _Prepared:
+    """A model loaded and its job planned, its units checked against the index."""
+
+    loaded: LoadedModel
+    units: SentenceUnits
+    plan: ExtractionPlan
+    attributes: dict[str, Any]
+
+
+def _device(requested: str) -> str:
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return requested
+
+
+def _checked_layers(spec: ModelSpec, layer_files: dict[int, PathLike]) -> tuple[int, ...]:
+    """The layers to extract, checked against the model's config (not its weights) and
+    against the files asked for."""
+    n_layers = backends.count_hidden_layers(spec)
+    layers = selected_layers(spec, n_layers)
+    out_of_range = [layer for layer in layers if not 0 <= layer <= n_layers]
+    if out_of_range:
+        raise ConfigError(
+            f"model {spec.name}: layers {out_of_range} outside 0..{n_layers} (0 is the "
+            f"embedding output, {n_layers} the last layer); fix models.{spec.name}.layers"
+        )
+    if set(layers) != set(layer_files):
+        raise ConfigError(
+            f"model {spec.name}: files for layers {sorted(layer_files)}, layers {list(layers)}"
+        )
+    return layers
+
+
+def expected_extraction(model_settings: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a shard or state file of a model with `model_settings` (its config section,
+    defaults filled in) records, for refusing one extracted with other settings."""
+    if model_settings is None:
+        return None
+    return {
+        "model_id": model_settings["source"],
+        "pooling": model_settings["pooling"],
+        "config_hash": config_hash(model_settings),
+    }
+
+
+def _prepare(
+    name: str,
+    settings: dict[str, Any],
+    sentences_path: PathLike,
+    index: IndexFiles,
+    layer_files: dict[int, PathLike],
+    part: tuple[int, int],
+    threads: int,
+) -> _Prepared:
+    """Load the model, plan its job and check its units against the index, before any
+    forward pass; and the provenance every output of the job records."""
+    import torch
+    import transformers
+
+    torch.set_num_threads(max(1, threads))
+    spec = backends.model_spec(name, settings)
+    index_summary = index.read_summary()
+    sentences = read_parquet(sentences_path)["text"].tolist()
+    if corpus_checksum(sentences) != index_summary["corpus_checksum"]:
+        raise InputDataError(
+            f"{sentences_path} is not the sentence table that {index.summary} was built "
+            "from; rebuild the occurrence index"
+        )
+    layers = _checked_layers(spec, layer_files)
+    loaded = backends.load_model(spec, _device(spec.device))
+    occurrences = index.read_occurrences()
+    counts = np.bincount(occurrences["sentence_id"].to_numpy(), minlength=len(sentences))
+    plan = plan_extraction(loaded, counts, layers, *part)
+    sentence_range = (plan.first_sentence, plan.end_sentence) if plan.partitioned else None
+    units = units_matching_index(
+        loaded, sentences, occurrences, index_summary, str(index.summary), sentence_range
+    )
+    recorded = backends.model_settings(spec)
+    attributes = provenance_record(
+        model=name,
+        model_id=spec.source,
+        model_revision=loaded.revision,
+        n_layers=loaded.n_layers,
+        pooling=spec.pooling,
+        corpus_checksum=index_summary["corpus_checksum"],
+        index_checksum=index_summary["index_checksum"],
+        config_hash=config_hash(recorded),
+        settings=recorded,
+        layer_conventions=loaded.layer_conventions(),
+        model_file_checksums=loaded.file_checksums,
+        transformers_version=transformers.__version__,
+        torch_version=torch.__version__,
+    )
+    return _Prepared(loaded, units, plan, attributes)
+
+
+def _write_meta(job: _Prepared, report: Any, path: PathLike) -> dict[str, Any]:
+    meta = {
+        **job.attributes,
+        "layers": list(job.plan.layers),
+        "hidden_size": job.loaded.hidden_size,
+        "max_length": job.loaded.max_length,
+        **report.as_dict(),
+    }
+    write_json(path, meta)
+    return meta
+
+
+def extract(
+    name: str,
+    settings: dict[str, Any],
+    sentences_path: PathLike,
+    index: IndexFiles,
+    outputs: LayerOutputs,
+    part: tuple[int, int] = (0, 1),
+    threads: int = 1,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Extract the configured layers of model `name` (its config section `settings`) into
+    one shard per layer, and write its meta.json.
+
+    index: the occurrence index the shards align with, the word index or (``units:
+    subword``) the model's subword index; the model's units are checked against it sentence
+    by sentence before the forward pass. With ``storage_dtype: auto`` values are stored as
+    float16 unless some value overflows it, in which case the job is run again into float32
+    shards and the log says so.
+
+    part: (K, N), extract only part K (0-based) of N, a contiguous range of sentences cut
+    between the extraction's segments (`extraction.partitions`), into shards that hold its
+    rows alone and say which (``part``, ``n_parts``, ``first_row``, ``n_rows_total``;
+    meta.json too); the measure and static-vector steps gather the parts' rows.
+    """
+    job = _prepare(name, settings, sentences_path, index, outputs.files, part, threads)
+    files = {layer: outputs.files[layer] for layer in job.plan.layers}
+
+    def open_sink(dtype: str) -> Sink:
+        attributes = {**job.attributes, "dtype": dtype, **job.plan.part_attributes()}
+        return ShardSetWriter(files, job.plan.n_rows, job.loaded.hidden_size, dtype, attributes)
+
+    report = run_extract(job.loaded, job.units, job.plan, open_sink, progress)
+    return _write_meta(job, report, outputs.meta)
+
+
+def stream(
+    name: str,
+    settings: dict[str, Any],
+    sentences_path: PathLike,
+    index: IndexFiles,
+    outputs: LayerOutputs,
+    measures: dict[str, Any] | None = None,
+    word_sample_size: int = 1000,
+    threads: int = 1,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """`extract` without shards: the same forward pass feeds a
+    `streaming.accumulate.StreamingAccumulator`, which writes one state file per layer
+    (the measure_streamed_layer and static_vectors steps read them).
+
+    measures: config ``measures`` (its seed, baseline sample size and replicates fix the
+    MEV baseline's samples); word_sample_size: occurrences kept per indexed word for MEV
+    and the static vectors. Segments are stored as the model's ``storage_dtype`` says
+    (float16 by default) before they are summed, so the measures equal those of shards.
+    """
+    from contextuality.streaming.accumulate import StreamingAccumulator
+    from contextuality.streaming.state import StreamingSettings
+
+    job = _prepare(name, settings, sentences_path, index, outputs.files, (0, 1), threads)
+    occurrences, vocab = index.read_occurrences(), index.read_vocab()
+    copies = read_parquet(sentences_path)["n_copies"].to_numpy()
+    stream_settings = StreamingSettings.from_measures(
+        MeasureSettings(**(measures or {})), word_sample_size
+    )
+    files = {layer: outputs.files[layer] for layer in job.plan.layers}
+
+    def open_sink(dtype: str) -> Sink:
+        return StreamingAccumulator(
+            files,
+            occurrences["word_id"].to_numpy(),
+            occurrences["sentence_id"].to_numpy(),
+            job.loaded.hidden_size,
+            {**job.attributes, "dtype": dtype},
+            stream_settings,
+            indexed=vocab.sort_values("word_id")["indexed"].to_numpy(),
+            sentence_copies=copies,
+            dtype=dtype,
+            threads=threads,
+        )
+
+    report = run_extract(job.loaded, job.units, job.plan, open_sink, progress)
+    return _write_meta(job, report, outputs.meta)
+
+
+def download_elmo(
+    release: str,
+    directory: PathLike,
+    mirror: PathLike | None,
+    checksums: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Put a published ELMo release's options and weights into `directory` (as
+    ``options.json`` and ``weights.hdf5``, from `mirror` or its URL), checked against
+    `checksums` where given and against the options' layout, and record where they came
+    from and their SHA-256 digests in its ``provenance.json``."""
+    from contextuality.backends.elmo.release import RELEASE_FILES, RELEASES, fetch_release
+
+    directory = Path(directory)
+    digests = fetch_release(
+        release, {file: directory / file for file in RELEASE_FILES}, mirror, checksums
+    )
+    published = RELEASES[release]
+    record = provenance_record(
+        step="download_elmo",
+        release=release,
+        urls={file: published.url(file) for file in RELEASE_FILES},
+        mirror=None if mirror is None else str(mirror),
+        sha256=digests,
+        checksums_pinned=sorted(set(checksums or {}) & set(digests)),
+    )
+    write_json(directory / "provenance.json", record)
+    return record

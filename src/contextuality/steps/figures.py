@@ -1,0 +1,98 @@
+"""The steps of workflow/rules/figures.smk: the paper's figures, the comparison of
+corrections and the degeneration figures."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from contextuality.provenance import sha256_file
+from contextuality.tables import read_parquet
+
+PathLike = str | os.PathLike
+
+
+def _source(table_path: PathLike) -> str:
+    """How a figure names the table it was drawn from."""
+    return f"{Path(table_path).name} sha256 {sha256_file(table_path)}"
+
+
+def figure(
+    table_path: PathLike,
+    name: str,
+    outputs: Sequence[PathLike],
+    transform: str = "none",
+    relative_layers: bool = False,
+) -> None:
+    """Figure `name` (a key of `contextuality.figures.FIGURES`) from the measures table, in
+    every format of `outputs`."""
+    from contextuality.figures import FIGURES, plot_figure
+
+    plot_figure(
+        pd.read_csv(table_path, sep="\t"),
+        FIGURES[name],
+        list(outputs),
+        transform=transform,
+        relative_layers=relative_layers,
+        source=_source(table_path),
+    )
+
+
+def figures(
+    table_path: PathLike,
+    outputs: Sequence[PathLike],
+    transform: str = "none",
+    relative_layers: bool = False,
+) -> None:
+    """Every figure named by an output's file name (a key of
+    `contextuality.figures.FIGURES`, one file per format) from the measures table: one job
+    draws them all, as they share their input and their imports."""
+    by_name: dict[str, list[PathLike]] = {}
+    for path in outputs:
+        by_name.setdefault(Path(path).stem, []).append(path)
+    for name, paths in by_name.items():
+        figure(table_path, name, paths, transform, relative_layers)
+
+
+def transforms_figure(
+    table_path: PathLike, outputs: Sequence[PathLike], relative_layers: bool = False
+) -> None:
+    """Adjusted SelfSim and the cosine baseline by layer under each measured transform."""
+    from contextuality.figures import plot_transforms
+
+    plot_transforms(
+        pd.read_csv(table_path, sep="\t"),
+        list(outputs),
+        relative_layers=relative_layers,
+        source=_source(table_path),
+    )
+
+
+def degeneration_figures(
+    words_paths: Sequence[PathLike],
+    bins_paths: Sequence[PathLike],
+    cone_paths: Sequence[PathLike],
+    outputs: Sequence[PathLike],
+    title: str,
+) -> None:
+    """The degeneration figures of one model and transform (`DEGENERATION_FIGURES`, each
+    as .png then .pdf, found in `outputs` by the name before the extension) from its
+    layers' per-word, frequency-bin and cone tables."""
+    from contextuality.degeneration_figures import plot_cone, plot_knn_by_bin, plot_norm_by_rank
+
+    def by_layer(paths: Sequence[PathLike]) -> dict[int, pd.DataFrame]:
+        frames = [read_parquet(path) for path in paths]
+        return {int(frame["layer"].iloc[0]): frame for frame in frames if len(frame)}
+
+    bins = pd.concat([read_parquet(path) for path in bins_paths], ignore_index=True)
+    files = {Path(path).name: path for path in outputs}
+
+    def outputs_of(kind: str) -> list[PathLike]:
+        return [path for name, path in files.items() if name.split(".")[-2] == kind]
+
+    plot_norm_by_rank(by_layer(words_paths), outputs_of("norm_by_rank"), title=title)
+    plot_knn_by_bin(bins, outputs_of("knn_by_bin"), title=title)
+    plot_cone(by_layer(cone_paths), outputs_of("cone"), title=title)

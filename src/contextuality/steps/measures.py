@@ -1,0 +1,220 @@
+"""The steps of workflow/rules/measures.smk: every measure of one layer, and the tables that
+gather the layers (measures, context-specific words, degeneration)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from contextuality import analysis, degeneration, summary
+from contextuality.analysis import MeasureSettings
+from contextuality.backends.base import layer_output
+from contextuality.errors import InputDataError
+from contextuality.index import IndexFiles, corpus_checksum
+from contextuality.layers import Correction, load_layer
+from contextuality.provenance import config_hash, provenance_record, read_json, write_json
+from contextuality.steps.extract import expected_extraction
+from contextuality.tables import read_parquet, read_provenance, write_parquet, write_tsv
+
+PathLike = str | os.PathLike
+
+
+@dataclasses.dataclass(frozen=True)
+class MeasureOutputs:
+    """Where a measure job writes one layer's measures: the per-word table, the
+    per-sentence table and the JSON summary."""
+
+    words: PathLike
+    sentences: PathLike
+    summary: PathLike
+
+    def write(self, measured: analysis.LayerMeasures, provenance: dict[str, Any]) -> dict:
+        """Write the tables with `provenance`, and the summary after it; return the summary."""
+        write_parquet(measured.words, self.words, provenance)
+        write_parquet(measured.sentences, self.sentences, provenance)
+        layer_summary = {**provenance, **measured.summary}
+        write_json(self.summary, layer_summary)
+        return layer_summary
+
+
+@dataclasses.dataclass(frozen=True)
+class DegenerationOutputs:
+    """Where a measure job writes its layer's degeneration analysis, and its settings
+    (config section ``degeneration``; the seed is the measures' seed)."""
+
+    settings: dict[str, Any]
+    words: PathLike
+    bins: PathLike
+    cone: PathLike
+
+
+def _write_degeneration(
+    layer: Any, vocab: pd.DataFrame, outputs: DegenerationOutputs, seed: int, provenance: dict
+) -> dict[str, dict[str, float]]:
+    """The degeneration analysis of `layer` (`layers.Layer`), written; returns its frequency
+    correlations as summary measures."""
+    settings = degeneration.DegenerationSettings(**outputs.settings, seed=seed)
+    found = degeneration.layer_degeneration(layer.vectors, layer.occurrences, vocab, settings)
+    labels = {key: provenance[key] for key in ("model", "transform", "layer")}
+    provenance = {**provenance, "degeneration": dataclasses.asdict(settings)}
+    write_parquet(found.words.assign(**labels), outputs.words, provenance)
+    write_parquet(found.bins.assign(**labels), outputs.bins, provenance)
+    write_parquet(found.cone.assign(**labels), outputs.cone, provenance)
+    return {
+        name: {"raw": value, "n": len(found.words)}
+        for name, value in degeneration.frequency_correlations(found.words).items()
+    }
+
+
+def _layer_provenance(
+    attributes: dict[str, Any], transform: str, settings: dict[str, Any], **fields: Any
+) -> dict[str, Any]:
+    """What a layer's measures record: the model, layer and index of the shard or state
+    file measured (its `attributes`), the transform and the settings' hash."""
+    layer, n_layers = int(attributes["layer"]), int(attributes["n_layers"])
+    return provenance_record(
+        step="measures",
+        **{key: attributes[key] for key in ("model", "model_id", "model_revision")},
+        layer=layer,
+        n_layers=n_layers,
+        layer_output=layer_output(layer, n_layers, attributes["layer_conventions"]),
+        pooling=attributes["pooling"],
+        transform=transform,
+        corpus_checksum=attributes["corpus_checksum"],
+        index_checksum=attributes["index_checksum"],
+        shard_config_hash=attributes["config_hash"],
+        config_hash=config_hash(settings),
+        **fields,
+    )
+
+
+def measure_layer(
+    shards: PathLike | Sequence[PathLike],
+    sentences_path: PathLike,
+    index: IndexFiles,
+    settings: dict[str, Any],
+    outputs: MeasureOutputs,
+    transform: str = "none",
+    model_settings: dict[str, Any] | None = None,
+    correction: Correction | None = None,
+    degeneration_outputs: DegenerationOutputs | None = None,
+) -> dict[str, Any]:
+    """All measures of one layer under one transform (`analysis.measure_layer`): per-word
+    and per-sentence tables, a JSON summary and (with `degeneration_outputs`) the layer's
+    degeneration analysis.
+
+    shards: the layer's shard, or the shards of its parts in order (a partitioned
+    extraction, gathered into the same rows). sentences_path: the sentence table, whose
+    ``n_copies`` the paper's estimators use. With `model_settings` (the model's config
+    section, defaults filled in) a shard extracted with other settings is refused rather
+    than measured. A transform other than ``none`` is fitted as `correction` says
+    (`layers.load_layer`) and measured on the other sentences.
+    """
+    index_summary = index.read_summary()
+    sentence_table = read_parquet(sentences_path)
+    if corpus_checksum(sentence_table["text"].tolist()) != index_summary["corpus_checksum"]:
+        raise InputDataError(
+            f"{sentences_path} is not the sentence table that {index.summary} was built "
+            "from; rebuild the occurrence index"
+        )
+    vocab = index.read_vocab()
+    # Held as stored (float16: half a float32 copy); every pass converts a chunk at a time.
+    layer = load_layer(
+        shards,
+        index_summary,
+        index.read_occurrences(),
+        transform,
+        correction,
+        expected_extraction(model_settings),
+    )
+    measure_settings = MeasureSettings(**settings)
+    provenance = _layer_provenance(
+        layer.attributes, transform, settings, correction=layer.correction
+    )
+    correlations = {}
+    if degeneration_outputs is not None:
+        correlations = _write_degeneration(
+            layer, vocab, degeneration_outputs, measure_settings.seed, provenance
+        )
+    # Last, as it drops the rows without a vector in place (the layer is held once).
+    measured = analysis.measure_layer(
+        layer.vectors,
+        layer.occurrences,
+        vocab,
+        measure_settings,
+        sentence_table["n_copies"].to_numpy(),
+        overwrite=True,
+    )
+    measured.summary["measures"].update(correlations)
+    return outputs.write(measured, provenance)
+
+
+def measure_streamed_layer(
+    state_path: PathLike,
+    index: IndexFiles,
+    settings: dict[str, Any],
+    outputs: MeasureOutputs,
+    model_settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """`measure_layer` for a layer streamed by the stream step (transform ``none`` only: a
+    correction is fitted on vectors a stream no longer has): the same tables and summary,
+    less the measures a stream cannot give, which the summary's ``streaming`` names."""
+    from contextuality.streaming.measure import measure_streamed_layer as measure_state
+    from contextuality.streaming.state import load_state
+
+    index_summary = index.read_summary()
+    occurrences = index.read_occurrences()
+    expected = expected_extraction(model_settings)
+    state = load_state(state_path, index_summary["index_checksum"], len(occurrences), expected)
+    measured = measure_state(state, occurrences, index.read_vocab(), MeasureSettings(**settings))
+    provenance = _layer_provenance(
+        state.attributes,
+        "none",
+        settings,
+        correction=None,
+        streamed=state.attributes["streaming"],
+    )
+    return outputs.write(measured, provenance)
+
+
+def _layer_summary_provenance(layer_summary: dict[str, Any]) -> dict[str, Any]:
+    """A layer summary's provenance: the summary without its measures."""
+    return {key: value for key, value in layer_summary.items() if key != "measures"}
+
+
+def measures_table(summary_paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
+    """The layer summaries as one table (`summary.measures_table`), its provenance
+    gathering every layer summary's."""
+    summaries = [read_json(path) for path in summary_paths]
+    table = summary.measures_table(summaries)
+    sources = [_layer_summary_provenance(layer_summary) for layer_summary in summaries]
+    write_tsv(table, output, provenance_record(step="measures_table", sources=sources))
+    return table
+
+
+def context_specific_words(
+    words_paths: Sequence[PathLike], output: PathLike, top: int = 20
+) -> pd.DataFrame:
+    """Each layer's `top` most and least context-specific words of one model
+    (`analysis.context_specific_words`), from its per-word tables."""
+    layer_words, sources = {}, []
+    for path in words_paths:
+        sources.append(read_provenance(path))
+        layer_words[int(sources[-1]["layer"])] = read_parquet(path)
+    table = analysis.context_specific_words(layer_words, top)
+    provenance = provenance_record(step="context_specific_words", top=top, sources=sources)
+    write_tsv(table, output, provenance)
+    return table
+
+
+def degeneration_table(bins_paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
+    """Every layer's degeneration by frequency bin in one table
+    (`degeneration.degeneration_table`)."""
+    table = degeneration.degeneration_table([read_parquet(path) for path in bins_paths])
+    sources = [read_provenance(path) for path in bins_paths]
+    write_tsv(table, output, provenance_record(step="degeneration_table", sources=sources))
+    return table

@@ -1,0 +1,54 @@
+"""The steps of workflow/rules/reference.smk: the paper's published results, and a run of
+one of its models beside them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from contextuality import reference, summary
+from contextuality.provenance import provenance_record, read_json, sha256_file
+from contextuality.tables import read_parquet, read_provenance, write_tsv
+
+PathLike = str | os.PathLike
+
+
+def download_reference(relative: str, destination: PathLike, mirror: PathLike | None) -> None:
+    """Put one published file of the paper (``<model>/<file>``) at `destination`."""
+    reference.fetch_published(relative, destination, mirror)
+
+
+def compare_reference(
+    published_files: Sequence[PathLike],
+    summary_paths: Sequence[PathLike],
+    words_paths: Sequence[PathLike],
+    output: PathLike,
+    figure_outputs: Sequence[PathLike],
+) -> pd.DataFrame:
+    """Our run of one of the paper's models beside the published results
+    (`reference.compare`), as a table and a figure.
+
+    published_files: the model's three published files (one directory).
+    summary_paths, words_paths: our layer summaries and per-word tables (transform none).
+    """
+    from contextuality.figures import plot_reference
+
+    words = {int(read_provenance(path)["layer"]): read_parquet(path) for path in words_paths}
+    summaries = [read_json(path) for path in summary_paths]
+    table = summary.measures_table(summaries)
+    comparison = reference.compare(Path(published_files[0]).parent, table, words)
+    provenance = provenance_record(
+        step="reference",
+        published_commit=reference.COMMIT,
+        published_checksums={Path(path).name: sha256_file(path) for path in published_files},
+        sources=[
+            {key: value for key, value in layer.items() if key != "measures"} for layer in summaries
+        ],
+    )
+    write_tsv(comparison, output, provenance)
+    model = table["model"].iloc[0] if len(table) else ""
+    plot_reference(comparison, model, list(figure_outputs))
+    return comparison

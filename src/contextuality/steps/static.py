@@ -1,0 +1,153 @@
+"""The steps of workflow/rules/static.smk: static vectors of each layer, and their scores
+on the word benchmarks of the paper's Table 1."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from contextuality.index import IndexFiles
+from contextuality.layers import Correction, load_layer
+from contextuality.provenance import provenance_record, read_json, sha256_file
+from contextuality.static import static_vectors as layer_static_vectors
+from contextuality.static import write_word2vec_text
+from contextuality.tables import read_parquet, read_tsv_provenance, write_tsv
+
+PathLike = str | os.PathLike
+
+
+def download_benchmarks(
+    destinations: Sequence[PathLike], data_root: PathLike, mirror: PathLike | None
+) -> None:
+    """Put word-benchmark files at `destinations` (paths under `data_root`), verified."""
+    from contextuality import benchmarks
+
+    for destination in destinations:
+        relative = Path(destination).relative_to(data_root).as_posix()
+        benchmarks.fetch_benchmark_file(relative, destination, mirror)
+
+
+def static_vectors(
+    index: IndexFiles,
+    method: str,
+    output: PathLike,
+    shards: PathLike | Sequence[PathLike] | None = None,
+    state: PathLike | None = None,
+    transform: str = "none",
+    correction: Correction | None = None,
+) -> None:
+    """Static vectors (``pc1`` or ``mean``) of the indexed words of one layer, as word2vec
+    text with a provenance sidecar.
+
+    The layer is its `shards` (its shard, or its parts' in order): under a transform
+    other than ``none``, its corrected occurrences of the sentences the correction was not
+    fitted on (`layers.load_layer`). Or it is a streamed layer's `state` file (``pc1`` from
+    each word's sampled occurrences, ``mean`` exact).
+    """
+    if (shards is None) == (state is None):
+        raise ValueError("static_vectors reads a layer's shards or its state file, not both")
+    index_summary = index.read_summary()
+    occurrences = index.read_occurrences()
+    vocab = index.read_vocab()
+    if state is not None:
+        from contextuality.streaming.measure import static_vectors_from_state
+        from contextuality.streaming.state import load_state
+
+        found = load_state(state, index_summary["index_checksum"], len(occurrences))
+        words, matrix = static_vectors_from_state(found, occurrences, vocab, method)
+        attributes, fit, streamed = (
+            found.attributes,
+            None,
+            {"streamed": found.attributes["streaming"]},
+        )
+    else:
+        layer = load_layer(
+            shards, index_summary, occurrences, transform, correction, dtype="float32"
+        )
+        words, matrix = layer_static_vectors(layer.vectors, layer.occurrences, vocab, method)
+        attributes, fit, streamed = layer.attributes, layer.correction, {}
+    provenance = provenance_record(
+        step="static_vectors",
+        model=attributes["model"],
+        model_id=attributes["model_id"],
+        layer=int(attributes["layer"]),
+        method=method,
+        transform=transform,
+        correction=fit,
+        pooling=attributes["pooling"],
+        index_checksum=attributes["index_checksum"],
+        shard_config_hash=attributes["config_hash"],
+        **streamed,
+    )
+    write_word2vec_text(output, words, matrix, provenance)
+
+
+def score_static(
+    vectors_path: PathLike,
+    data_root: PathLike,
+    settings: dict[str, Any],
+    labels: dict[str, Any],
+    output: PathLike,
+    vocab_path: PathLike | None = None,
+) -> pd.DataFrame:
+    """Score one static embedding file on the configured word benchmarks.
+
+    settings: config ``static`` (benchmarks, lowercase, oov). labels: what the vectors are
+    (model, method, layer, source, protocol), repeated on every row of the output table.
+    Under the ``paper`` protocol the vectors are trimmed to `benchmarks.shared_vocabulary`
+    of the word index's vocabulary at `vocab_path`. The table's provenance goes beside it.
+    """
+    from contextuality import benchmarks
+
+    protocol = labels["protocol"]
+    if protocol == "paper" and vocab_path is None:
+        raise ValueError("the paper protocol needs the word index's vocabulary (vocab_path)")
+    vectors = benchmarks.WordVectors.from_word2vec_text(vectors_path)
+    shared = benchmarks.shared_vocabulary(read_parquet(vocab_path)) if protocol == "paper" else None
+    table = benchmarks.score_benchmarks(
+        vectors,
+        data_root,
+        settings["benchmarks"],
+        settings["lowercase"],
+        settings["oov"],
+        protocol=protocol,
+        shared_vocabulary=shared,
+    )
+    for position, (key, value) in enumerate(labels.items()):
+        table.insert(position, key, value)
+    sidecar = Path(f"{vectors_path}.json")
+    files = dict.fromkeys(
+        f for name in settings["benchmarks"] for f in benchmarks.BENCHMARKS[name].files
+    )
+    provenance = provenance_record(
+        step="score_static",
+        **labels,
+        settings=settings,
+        vectors=str(vectors_path),
+        vectors_sha256=sha256_file(vectors_path),
+        vectors_provenance=read_json(sidecar) if sidecar.is_file() else None,
+        benchmark_checksums={file: benchmarks.known_checksums()[file] for file in files},
+        shared_vocabulary_sha256=sha256_file(vocab_path) if protocol == "paper" else None,
+    )
+    write_tsv(table, output, provenance)
+    return table
+
+
+def word_benchmarks_table(
+    score_paths: Sequence[PathLike], output: PathLike, figure_outputs: Sequence[PathLike]
+) -> pd.DataFrame:
+    """All static-embedding scores in one table with the paper's quoted rows
+    (`benchmarks.word_benchmarks_table`), and its heatmap."""
+    from contextuality.benchmarks import word_benchmarks_table as gather
+    from contextuality.figures import plot_word_benchmarks
+
+    scores = [pd.read_csv(path, sep="\t", dtype={"layer": "Int64"}) for path in score_paths]
+    table = gather(scores)
+    sources = [read_tsv_provenance(path) for path in score_paths]
+    write_tsv(table, output, provenance_record(step="word_benchmarks_table", sources=sources))
+    plot_word_benchmarks(table, list(figure_outputs))
+    return table

@@ -1,0 +1,218 @@
+"""A streamed layer measured: its state file turned into the tables of a stored layer.
+
+`measure_streamed_layer` gives the per-word table, per-sentence table and summary that
+`analysis.measure_layer` gives for the exact family, from a layer's sums and samples
+(`state.StreamingState`); `static_vectors_from_state` gives its static vectors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from contextuality import analysis, isotropy, measures
+from contextuality.analysis import LayerMeasures, MeasureSettings
+from contextuality.random_streams import generator
+from contextuality.rows import group_sizes, rows_with_vectors, run_starts
+from contextuality.streaming.state import (
+    NOT_STREAMED,
+    NOT_STREAMED_COLUMNS,
+    LayerSums,
+    StreamingState,
+)
+from contextuality.summary import Baseline
+
+
+def _anisotropy(sums: LayerSums) -> float:
+    """(‖Σu‖² − Σ_s‖Σ_{i∈s}u_i‖²)/(N² − Σ_s n_s²), as `measures.anisotropy_baseline`."""
+    pairs = float(sums.n) ** 2 - sums.same_sentence_pairs
+    if pairs <= 0:
+        return float("nan")
+    return float((sums.unit_sum @ sums.unit_sum - sums.sentence_square_by_dimension.sum()) / pairs)
+
+
+def _rogue_dimensions(sums: LayerSums, top: int = 3) -> isotropy.RogueDimensions:
+    """`isotropy.rogue_dimensions` from the sums: C_i = (S_i² − Σ_s S_{s,i}²)/(N² − Σ_s n_s²)."""
+    pairs = float(sums.n) ** 2 - sums.same_sentence_pairs
+    contributions = (sums.unit_sum**2 - sums.sentence_square_by_dimension) / pairs
+    largest = np.argsort(-contributions, kind="stable")[:top]
+    return isotropy.RogueDimensions(
+        dimensions=tuple(int(i) for i in largest),
+        contributions=tuple(float(c) for c in contributions[largest]),
+        total=float(contributions.sum()),
+    )
+
+
+class _KeptRows:
+    """The kept rows as if they were the whole layer, for `measures.explained_variance_baseline`:
+    ``len`` is the index's row count and indexing by occurrence ids gives their vectors, the
+    rows without a vector left out (a row that was not kept is an error)."""
+
+    def __init__(self, rows: np.ndarray, vectors: np.ndarray, n_rows: int) -> None:
+        self._rows, self._vectors, self._n_rows = rows, vectors, n_rows
+        self.shape = (n_rows, vectors.shape[1])
+
+    def __len__(self) -> int:
+        return self._n_rows
+
+    def __getitem__(self, index: np.ndarray) -> np.ndarray:
+        index = np.asarray(index, dtype=np.int64)
+        positions = np.minimum(np.searchsorted(self._rows, index), len(self._rows) - 1)
+        if not np.array_equal(self._rows[positions], index):
+            raise KeyError("a row outside the state's kept rows was asked for")
+        matrix = self._vectors[positions]
+        return matrix[rows_with_vectors(matrix)]
+
+
+def _sampled_groups(
+    state: StreamingState, word_of_row: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The words' sampled rows with a vector, grouped by word (rows in occurrence order
+    within each, as a shard's rows sorted by word and sentence): (vectors, position of each
+    group's word in ``state.word_id``, group starts)."""
+    chosen = np.flatnonzero(state.in_word_sample)
+    chosen = chosen[rows_with_vectors(state.kept_vectors[chosen])]
+    words = word_of_row[state.kept_rows[chosen]]
+    chosen = chosen[np.argsort(words, kind="stable")]
+    words = word_of_row[state.kept_rows[chosen]]
+    starts = run_starts(words)
+    positions = np.searchsorted(state.word_id, words[starts])
+    return state.kept_vectors[chosen], positions, starts
+
+
+def _check_settings(state: StreamingState, settings: MeasureSettings) -> None:
+    drawn = state.settings
+    for name in ("seed", "baseline_sample_size", "sample_replicates"):
+        if getattr(drawn, name) != getattr(settings, name):
+            raise ValueError(
+                f"the state was sampled with {name} = {getattr(drawn, name)}, but the measure "
+                f"settings give {getattr(settings, name)}; stream again with these settings"
+            )
+
+
+def _word_table(
+    state: StreamingState, occurrences: pd.DataFrame, vocab: pd.DataFrame
+) -> pd.DataFrame:
+    """The per-word table of a streamed layer, less its adjusted values: SelfSim exact from
+    the sums, MEV (uncentered and centered) from each word's sampled occurrences, whose
+    number is ``n_sampled``; words of two or more occurrences."""
+    sums = state.sums
+    words = analysis.word_rows(vocab, state.word_id)
+    words["n"] = sums.word_n
+    words["n_with_repeats"] = sums.word_n_with_repeats
+    n = sums.word_n.astype(np.float64)
+    pairs = n**2 - sums.word_context_pairs
+    with np.errstate(invalid="ignore", divide="ignore"):
+        squared = np.einsum("ij,ij->i", sums.word_unit_sum, sums.word_unit_sum)
+        words["selfsim"] = np.where(pairs > 0, (squared - sums.word_context_square) / pairs, np.nan)
+    vectors, positions, starts = _sampled_groups(state, occurrences["word_id"].to_numpy())
+    statistics = measures.first_component_statistics(vectors, starts)
+    for column in ("mev", "mev_centered"):
+        values = np.full(len(words), np.nan)
+        values[positions] = getattr(statistics, column)
+        words[column] = values
+    sampled = np.zeros(len(words), dtype=np.int64)
+    sampled[positions] = group_sizes(starts, len(vectors))
+    words["n_sampled"] = sampled
+    return words[words["n"] >= 2].reset_index(drop=True)
+
+
+def _baselines(state: StreamingState, settings: MeasureSettings) -> dict[str, Baseline]:
+    """The exact cosine baseline from the sums, and the MEV baselines from the samples
+    kept as they streamed by (the very draws of a stored layer's)."""
+    n_rows = int(state.attributes["n_rows"])
+    kept = _KeptRows(state.kept_rows, state.kept_vectors, n_rows)
+    baselines = {"cosine": Baseline(_anisotropy(state.sums))}
+    for name in ("mev", "mev_centered"):
+        baselines[name] = Baseline(
+            *measures.explained_variance_baseline(
+                kept,
+                settings.baseline_sample_size,
+                generator(settings.seed, "mev_baseline"),
+                centered=name == "mev_centered",
+                n_draws=settings.sample_replicates,
+            )
+        )
+    return baselines
+
+
+def measure_streamed_layer(
+    state: StreamingState,
+    occurrences: pd.DataFrame,
+    vocab: pd.DataFrame,
+    settings: MeasureSettings,
+) -> LayerMeasures:
+    """The exact family of `analysis.measure_layer` from a layer's streamed state.
+
+    Per-word table: the same columns (vocabulary columns, class, n, n_with_repeats,
+    selfsim, mev, mev_centered and the adjusted values) less `NOT_STREAMED_COLUMNS`, plus
+    ``n_sampled``, the occurrences behind a word's MEV (all of them when the word has at
+    most ``word_sample_size``, and then MEV equals the shard's). Per-sentence table and
+    summary as `analysis.measure_layer`'s (`analysis.summarize_layer`), intervals from the
+    same streams: with no missing vector and every word sampled whole, every streamed value
+    and interval equals the shard path's. The summary's ``streaming`` says what was sampled
+    and which measures the run lacks (`NOT_STREAMED`).
+
+    occurrences: the occurrence index (its ``word_id``, to place the sampled rows).
+    """
+    _check_settings(state, settings)
+    sums = state.sums
+    n_rows = int(state.attributes["n_rows"])
+    if len(occurrences) != n_rows:
+        raise ValueError(f"{len(occurrences)} occurrences, but the state has {n_rows} rows")
+    baselines = _baselines(state, settings)
+    cosine = baselines["cosine"].value
+    words = _word_table(state, occurrences, vocab)
+    analysis.adjust_word_measures(words, baselines)
+    multi_word = np.flatnonzero(sums.sentence_n >= 2)
+    sentences = pd.DataFrame(
+        {
+            "sentence_id": multi_word.astype(occurrences["sentence_id"].dtype),
+            "n_words": sums.sentence_n[multi_word],
+            "intrasim": sums.sentence_intrasim[multi_word],
+            "intrasim_adjusted": sums.sentence_intrasim[multi_word] - cosine,
+        }
+    )
+    results = analysis.summarize_layer(words, sentences, baselines, sums.n, settings)
+    if float(sums.n) ** 2 > sums.same_sentence_pairs:
+        rogue = _rogue_dimensions(sums)
+        for k in range(1, 4):
+            results[f"rogue_share[{k}]"] = {
+                "raw": rogue.share(k),
+                "n": sums.n,
+                "dimensions": ",".join(str(dimension) for dimension in rogue.dimensions[:k]),
+            }
+    summary = {
+        **analysis.summary_header(settings, n_rows, sums.n),
+        "measures": results,
+        "streaming": {
+            **state.settings.as_dict(),
+            "words_sampled_whole": int(np.sum(words["n_sampled"] == words["n"])),
+            "not_streamed": list(NOT_STREAMED),
+            "not_streamed_columns": list(NOT_STREAMED_COLUMNS),
+        },
+    }
+    return LayerMeasures(words=words, sentences=sentences, summary=summary)
+
+
+def static_vectors_from_state(
+    state: StreamingState, occurrences: pd.DataFrame, vocab: pd.DataFrame, method: str
+) -> tuple[list[str], np.ndarray]:
+    """`static.static_vectors` of the state's words: ``pc1`` the first principal direction
+    of each word's sampled occurrences (of all of them when it has at most
+    ``word_sample_size``), ``mean`` the exact mean of all its occurrence vectors.
+
+    Returns the words in vocabulary order and an (n_words, d) float32 matrix.
+    """
+    from contextuality.static import METHODS, principal_directions_per_group
+
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    words = vocab.set_index("word_id").loc[:, "word"]
+    if method == "mean":
+        present = np.flatnonzero(state.sums.word_n > 0)
+        result = state.sums.word_vector_sum[present] / state.sums.word_n[present, None]
+    else:
+        vectors, present, starts = _sampled_groups(state, occurrences["word_id"].to_numpy())
+        result = principal_directions_per_group(np.asarray(vectors, np.float64), starts)
+    return words.loc[state.word_id[present]].tolist(), result.astype(np.float32)

@@ -1,0 +1,145 @@
+"""The summary values of a layer's measures, and the table that gathers them.
+
+A summary value is a mean over words or sentences with a percentile-bootstrap interval
+(`mean_summary`), or a sampled estimate whose interval is the spread over independent
+samples (`sampled_summary`); each raw value comes with its baseline and the adjusted value,
+raw − baseline (paper §4.1). `measures_table` lays every layer's summaries out as rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from contextuality import measures
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline value and, for a sampled one, its replicates (None: exact)."""
+
+    value: float
+    replicates: np.ndarray | None = None
+
+
+def interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
+    """The percentile interval of `replicates` at confidence `level`; NaN where there are
+    none or one is not finite."""
+    if len(replicates) and np.isfinite(replicates).all():
+        return measures.percentile_interval(replicates, level)
+    return float("nan"), float("nan")
+
+
+def mean_summary(
+    values: pd.Series,
+    baseline: Baseline,
+    resamples: int,
+    level: float,
+    rng: np.random.Generator,
+) -> dict[str, float]:
+    """Mean of `values` (NaN skipped) minus a baseline, each with an interval.
+
+    The raw interval is a percentile bootstrap of `resamples` resamples of the values, at
+    confidence `level`. An exact baseline (no replicates) has a zero-width interval; the
+    adjusted interval pairs each resampled mean with a baseline replicate.
+    """
+    values = values.dropna()
+    raw = measures.bootstrap_means(values.to_numpy(), resamples, rng)
+    replicates = baseline.replicates
+    if replicates is None:
+        replicates = np.full(resamples, baseline.value)
+    else:  # pair each resampled mean with a baseline replicate, cycling through them
+        replicates = np.resize(replicates, resamples)
+    mean = float(values.mean()) if len(values) else float("nan")
+    summary = {
+        "raw": mean,
+        "baseline": baseline.value,
+        "adjusted": mean - baseline.value,
+        "n": len(values),
+    }
+    for name, draws in (("raw", raw), ("baseline", replicates), ("adjusted", raw - replicates)):
+        summary[f"{name}_low"], summary[f"{name}_high"] = interval(
+            draws if len(values) else np.zeros(0), level
+        )
+    return summary
+
+
+def sampled_summary(
+    draws: np.ndarray, n: int, level: float, baseline: np.ndarray | None = None
+) -> dict[str, float]:
+    """A sampled statistic: ``draws[0]`` is the estimate and ``draws[1:]`` independent
+    replicates giving its interval. With `baseline` (drawn from the same samples), also the
+    baseline and the adjusted value, whose interval pairs the replicates sample by sample."""
+    parts = [("raw", draws)]
+    if baseline is not None:
+        parts += [("baseline", baseline), ("adjusted", draws - baseline)]
+    summary: dict[str, float] = {"n": n}
+    for name, values in parts:
+        summary[name] = float(values[0])
+        summary[f"{name}_low"], summary[f"{name}_high"] = interval(values[1:], level)
+    return summary
+
+
+SUMMARY_COLUMNS = (
+    "model",
+    "transform",
+    "layer",
+    "n_layers",
+    "relative_layer",
+    "layer_output",
+    "measure",
+    "raw",
+    "raw_low",
+    "raw_high",
+    "baseline",
+    "baseline_low",
+    "baseline_high",
+    "adjusted",
+    "adjusted_low",
+    "adjusted_high",
+    "n",
+    "dimensions",
+)
+
+
+def measures_table(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """One long table of every (model, transform, layer, measure) of the layer summaries.
+
+    Columns (`SUMMARY_COLUMNS`): model, transform, layer, n_layers, relative_layer (layer /
+    n_layers), layer_output (what the hidden state is: the embedding output, a block's
+    output, the last block's before or after the final normalization), measure, raw,
+    baseline and adjusted values each with their interval (``*_low``, ``*_high``; empty
+    where a measure has none), n, and the dimensions a rogue-dimension share names.
+    Sorted by model, transform, measure and layer.
+    """
+    rows = []
+    for summary in summaries:
+        for measure, values in summary["measures"].items():
+            rows.append(
+                {
+                    "model": summary["model"],
+                    "transform": summary["transform"],
+                    "layer": summary["layer"],
+                    "n_layers": summary["n_layers"],
+                    "relative_layer": summary["layer"] / summary["n_layers"],
+                    "layer_output": summary["layer_output"],
+                    "measure": measure,
+                    **values,
+                }
+            )
+    table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    return table.sort_values(["model", "transform", "measure", "layer"])
+
+
+def skip_mean_summary(n_values: int, resamples: int, rng: np.random.Generator) -> None:
+    """Draw from `rng` what `mean_summary` draws for `n_values` values, and discard it.
+
+    A streamed layer lacks some of the measures a stored one has; skipping their draws
+    keeps every later measure's bootstrap drawing the same numbers in both, so that their
+    intervals agree.
+    """
+    measures.bootstrap_means(np.zeros(n_values), resamples, rng)

@@ -1,0 +1,141 @@
+"""What workflow/rules/*.smk call: the config's slices, the paths and targets, and how a
+rule's script runs its step.
+
+Kept here (not in the .smk files) so that they are unit-tested without Snakemake. Every
+Snakemake script imports `run_step` from here, so the plotting and benchmark modules are
+imported only by the steps that need them.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from contextuality import __version__
+from contextuality.errors import ContextualityError
+from contextuality.workflow.config import (
+    TOKENIZER_SETTINGS,
+    check_config,
+    compared_models,
+    correction_settings,
+    degeneration_settings,
+    degeneration_transforms,
+    extraction_partitions,
+    figure_transforms,
+    measure_settings,
+    model_files,
+    model_gpus,
+    model_layers,
+    model_names,
+    model_settings,
+    model_spec,
+    static_settings,
+    streamed_models,
+    streaming_settings,
+    subword_index_settings,
+    subword_tokenizers,
+    transforms_without_degeneration,
+    word_sample_size,
+)
+from contextuality.workflow.paths import (
+    PART_PATTERN,
+    WORD_INDEX,
+    benchmark_files,
+    corpus_inputs,
+    every_layer_output,
+    extraction_inputs,
+    extraction_log,
+    extraction_metas,
+    extraction_outputs,
+    extraction_rule,
+    figure_paths,
+    figures_directory,
+    final_outputs,
+    index_directory,
+    index_files,
+    layer_outputs,
+    layer_vectors,
+    measure_memory_mb,
+    parse_part,
+    part_label,
+    pattern,
+    published_files,
+    static_labels,
+    static_score_paths,
+    static_vectors_file,
+    wildcard_constraints,
+)
+
+__all__ = [
+    "PART_PATTERN",
+    "TOKENIZER_SETTINGS",
+    "WORD_INDEX",
+    "benchmark_files",
+    "check_config",
+    "compared_models",
+    "corpus_inputs",
+    "correction_settings",
+    "degeneration_settings",
+    "degeneration_transforms",
+    "every_layer_output",
+    "extraction_inputs",
+    "extraction_log",
+    "extraction_metas",
+    "extraction_outputs",
+    "extraction_partitions",
+    "extraction_rule",
+    "figure_paths",
+    "figure_transforms",
+    "figures_directory",
+    "final_outputs",
+    "index_directory",
+    "index_files",
+    "layer_outputs",
+    "layer_vectors",
+    "measure_memory_mb",
+    "measure_settings",
+    "model_files",
+    "model_gpus",
+    "model_layers",
+    "model_names",
+    "model_settings",
+    "model_spec",
+    "parse_part",
+    "part_label",
+    "pattern",
+    "published_files",
+    "run_step",
+    "static_labels",
+    "static_score_paths",
+    "static_settings",
+    "static_vectors_file",
+    "streamed_models",
+    "streaming_settings",
+    "subword_index_settings",
+    "subword_tokenizers",
+    "transforms_without_degeneration",
+    "wildcard_constraints",
+    "word_sample_size",
+]
+
+
+def run_step(log_path: str | Path | None, step: Callable[[], Any]) -> None:
+    """Run a step from a Snakemake script with its log file as stderr and logging target.
+
+    A ContextualityError (bad input, unloadable model, mismatched shard) ends the job with
+    its message and exit status 1 instead of a traceback.
+    """
+    if log_path is not None:
+        sys.stderr = open(log_path, "w", buffering=1)  # noqa: SIM115 (kept open for the job)
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
+    )
+    logging.getLogger(__name__).info("contextuality %s", __version__)
+    try:
+        step()
+    except ContextualityError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)

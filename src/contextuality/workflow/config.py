@@ -1,0 +1,234 @@
+"""The workflow's config: checked as a whole, and sliced into what each rule is given.
+
+A rule is given only the part of the config it depends on (Snakemake reruns a job whose
+params change), so that editing one model's settings reruns only that model's jobs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from contextuality import backends
+from contextuality.backends.base import ModelSpec, tokenizer_key
+from contextuality.errors import ConfigError
+
+# The settings a subword index depends on: the tokenizer's, not the model's others.
+TOKENIZER_SETTINGS = ("source", "revision", "trust_remote_code", "units")
+# Keys of config ``measures`` that are not the measure step's settings.
+_NOT_MEASURE_SETTINGS = ("transforms", "top_words", "correction")
+
+
+def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
+    """Raise ConfigError listing every problem of the config as ``<key path>: <problem>``:
+    schema violations, keys that name a model the config does not have, and settings that
+    cannot go together.
+
+    One line per problem, instead of the schema dump a bare validation error prints.
+    """
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = [
+        f"{'.'.join(str(part) for part in error.absolute_path) or '(top level)'}: {error.message}"
+        for error in sorted(validator.iter_errors(config), key=lambda error: list(error.path))
+    ]
+    models = config.get("models") or {}
+    reference = config.get("reference") or {}
+    for model in reference.get("models") or {}:
+        if model not in models:
+            problems.append(
+                f"reference.models.{model}: no model named '{model}' under models "
+                f"(configured: {', '.join(models) or 'none'})"
+            )
+    problems += _unmeasured_transforms(config, schema)
+    problems += _unstreamable(config, schema)
+    if problems:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+
+
+def _measured_transforms(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    default = schema["properties"]["measures"]["properties"]["transforms"]["default"]
+    return list((config.get("measures") or {}).get("transforms", default))
+
+
+def _unmeasured_transforms(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """Problems of figures.transforms, static.transforms and degeneration.transforms naming
+    a transform that measures.transforms (or its default) does not measure."""
+    measured = _measured_transforms(config, schema)
+    return [
+        f"{section}.transforms: '{transform}' is not in measures.transforms ({', '.join(measured)})"
+        for section in ("figures", "static", "degeneration")
+        for transform in (config.get(section) or {}).get("transforms", [])
+        if transform not in measured
+    ]
+
+
+def _unstreamable(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """Problems of a streamed model (``models.<name>.streaming``): its vectors are never
+    stored, so it is measured under transform none alone, in one job, and has no
+    published-results comparison (those need every vector)."""
+    streamed = streamed_models(config)
+    if not streamed:
+        return []
+    problems = []
+    transforms = _measured_transforms(config, schema)
+    if transforms != ["none"]:
+        problems.append(
+            f"measures.transforms: {transforms}, but {', '.join(streamed)} stream (their "
+            "vectors are not stored to be corrected); set it to [none]"
+        )
+    if int((config.get("extraction") or {}).get("partitions", 1)) > 1:
+        problems.append(
+            f"extraction.partitions: streamed models ({', '.join(streamed)}) run in one job"
+        )
+    for model in (config.get("reference") or {}).get("models") or {}:
+        if model in streamed:
+            problems.append(
+                f"reference.models.{model}: a streamed model has none of the paper's "
+                "sampled estimators to compare"
+            )
+    return problems
+
+
+def model_names(config: dict[str, Any]) -> list[str]:
+    """The configured model keys, in config order."""
+    return list(config["models"])
+
+
+def streamed_models(config: dict[str, Any], streamed: bool = True) -> list[str]:
+    """The models measured while they run, without shards (``models.<name>.streaming``:
+    true or a mapping), in config order; with ``streamed=False``, the others."""
+    return [
+        model
+        for model, section in (config.get("models") or {}).items()
+        if bool((section or {}).get("streaming")) == streamed
+    ]
+
+
+def model_spec(config: dict[str, Any], model: str) -> ModelSpec:
+    """`model`'s settings as its backend checks them (`backends.model_spec`)."""
+    return backends.model_spec(model, config["models"][model])
+
+
+def model_settings(config: dict[str, Any], model: str) -> dict[str, Any]:
+    """Every setting of `model` that changes its vectors, defaults filled in: what its
+    extraction records and hashes (`backends.model_settings`)."""
+    return backends.model_settings(model_spec(config, model))
+
+
+def model_layers(config: dict[str, Any], model: str) -> list[int]:
+    """Layers to extract for `model`: its ``layers`` list, else all, read from its config."""
+    return list(backends.model_layers(model_spec(config, model)))
+
+
+def model_files(config: dict[str, Any], model: str) -> list[str]:
+    """Files an extraction of `model` reads besides the corpus (an ELMo's options and
+    weights; a published release's are fetched by rule download_elmo)."""
+    return [str(path) for path in backends.model_files(model_spec(config, model))]
+
+
+def model_gpus(config: dict[str, Any], model: str) -> int:
+    """GPUs a scheduler gives `model`'s extraction (``models.<name>.gpus``)."""
+    return int(config["models"][model].get("gpus", 0))
+
+
+def word_sample_size(config: dict[str, Any], model: str) -> int:
+    """Occurrences kept per indexed word of a streamed model, for MEV and static vectors."""
+    streaming = config["models"][model].get("streaming")
+    return int(streaming.get("word_sample_size", 1000)) if isinstance(streaming, dict) else 1000
+
+
+def streaming_settings(config: dict[str, Any], model: str) -> dict[str, Any] | None:
+    """What a streamed model's job is given besides its settings (the measures' settings,
+    which fix its samples, and its word sample size); None for a stored model."""
+    if model not in streamed_models(config):
+        return None
+    return {
+        "measures": measure_settings(config),
+        "word_sample_size": word_sample_size(config, model),
+    }
+
+
+def extraction_partitions(config: dict[str, Any], model: str) -> int:
+    """How many jobs extract `model`: ``extraction.partitions`` (default 1), except 1 for a
+    model that must read the corpus as one sequence (ELMo with ``lstm_states: carried``)."""
+    partitions = int((config.get("extraction") or {}).get("partitions", 1))
+    if partitions < 1:
+        raise ConfigError(f"extraction.partitions must be at least 1, not {partitions}")
+    return 1 if backends.reads_corpus_in_order(model_spec(config, model)) else partitions
+
+
+def subword_tokenizers(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each subword index key → the tokenizer settings (`TOKENIZER_SETTINGS`) of the first
+    model that uses it; only these, so that editing another setting of a model does not
+    rebuild its index."""
+    tokenizers: dict[str, dict[str, Any]] = {}
+    for model in model_names(config):
+        spec = model_spec(config, model)
+        if spec.units == "subword":
+            settings = backends.model_settings(spec)
+            tokenizers.setdefault(
+                tokenizer_key(spec), {name: settings[name] for name in TOKENIZER_SETTINGS}
+            )
+    return tokenizers
+
+
+def subword_index_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The ``index`` settings a subword index takes (its units are the tokenizer's own, so
+    neither the word tokenizer nor lowercasing)."""
+    return {
+        key: config["index"][key] for key in ("min_contexts", "exclude_punctuation", "count_by")
+    }
+
+
+def measure_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The measure step's settings (`analysis.MeasureSettings`) from config ``measures``."""
+    return {
+        key: value for key, value in config["measures"].items() if key not in _NOT_MEASURE_SETTINGS
+    }
+
+
+def correction_settings(config: dict[str, Any], transform: str) -> dict[str, Any]:
+    """How a correction is fitted (``measures.correction`` and the seed); none for ``none``."""
+    if transform == "none":
+        return {}
+    return {**config["measures"]["correction"], "seed": config["measures"]["seed"]}
+
+
+def degeneration_transforms(config: dict[str, Any]) -> list[str]:
+    """The transforms whose measure jobs also compute the degeneration analysis."""
+    return list(config.get("degeneration", {}).get("transforms", ["none"]))
+
+
+def degeneration_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The degeneration analysis's settings (`degeneration.DegenerationSettings`, but the
+    seed) from config ``degeneration``."""
+    return {key: value for key, value in config["degeneration"].items() if key != "transforms"}
+
+
+def transforms_without_degeneration(config: dict[str, Any]) -> list[str]:
+    """The measured transforms whose measure jobs skip the degeneration analysis."""
+    return [
+        transform
+        for transform in config["measures"]["transforms"]
+        if transform not in degeneration_transforms(config)
+    ]
+
+
+def figure_transforms(config: dict[str, Any]) -> list[str]:
+    """The transforms the paper's figures are drawn under (``figures.transforms``)."""
+    return list(config.get("figures", {}).get("transforms", ["none"]))
+
+
+def static_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """What the scoring of static vectors takes of config ``static``."""
+    return {key: config["static"][key] for key in ("benchmarks", "lowercase", "oov")}
+
+
+def compared_models(config: dict[str, Any]) -> dict[str, str]:
+    """Configured models that have published results: model name → published set
+    (`check_config` refuses an entry naming no configured model)."""
+    return dict(config.get("reference", {}).get("models", {}))

@@ -1,0 +1,366 @@
+"""Where the workflow keeps everything: each rule's paths, and the targets of a run.
+
+The layout: ``resources/`` holds downloads (STS archives, ELMo releases, benchmarks, the
+paper's published results); ``results/corpus/`` the sentence table and the occurrence
+indexes; ``results/embeddings/<model>/`` a model's shards (``part_K-of-N/`` for a
+partitioned one) and ``results/streaming/<model>/`` a streamed model's state files;
+``results/measures|degeneration/<model>/<transform>/`` each layer's tables;
+``results/tables/``, ``results/figures/`` and ``results/static/`` what gathers them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from contextuality.backends.base import tokenizer_key
+from contextuality.corpus import sts_archive_name, text_corpus_files
+from contextuality.errors import ConfigError
+from contextuality.fetch import resolve_data_path
+from contextuality.index import INDEX_FILE_NAMES
+from contextuality.workflow.config import (
+    compared_models,
+    degeneration_transforms,
+    extraction_partitions,
+    figure_transforms,
+    model_files,
+    model_layers,
+    model_names,
+    model_spec,
+    streamed_models,
+    subword_tokenizers,
+)
+
+WORD_INDEX = "results/corpus"
+# Partitioned extraction (config ``extraction.partitions``): part K of N of a model is the
+# job whose {part} wildcard is "K-of-N" (0-based K), writing under part_K-of-N/.
+PART_PATTERN = r"\d+-of-\d+"
+
+
+def pattern(values: list[str]) -> str:
+    """A wildcard constraint matching exactly `values` (nothing when there are none)."""
+    return "|".join(map(re.escape, values)) or "(?!)"
+
+
+def corpus_inputs(config: dict[str, Any]) -> list[str]:
+    """Files the sentence table is built from: STS archives under resources/, or the text
+    file or the matching files of the text directory (so adding one rebuilds the table)."""
+    corpus = config["corpus"]
+    if corpus["source"] == "sts":
+        return [f"resources/sts/{sts_archive_name(year)}" for year in corpus["sts"]["years"]]
+    text = corpus["text"]
+    return [
+        str(path) for path in text_corpus_files(resolve_data_path(text["path"]), text["pattern"])
+    ]
+
+
+def index_directory(config: dict[str, Any], model: str | None = None) -> str:
+    """Where the occurrence index that `model`'s rows align with lives: the word index,
+    or for ``units: subword`` its tokenizer's subword index (shared by models with the same
+    tokenizer source and revision)."""
+    if model is None:
+        return WORD_INDEX
+    spec = model_spec(config, model)
+    return WORD_INDEX if spec.units == "word" else f"{WORD_INDEX}/subwords/{tokenizer_key(spec)}"
+
+
+def index_files(config: dict[str, Any], model: str | None = None) -> dict[str, str]:
+    """The occurrences, vocabulary and summary files of `index_directory`, named as
+    `index.IndexFiles` names them."""
+    directory = index_directory(config, model)
+    return {name: f"{directory}/{file}" for name, file in INDEX_FILE_NAMES.items()}
+
+
+def part_label(part: int, n_parts: int) -> str:
+    """The {part} wildcard of part `part` (0-based) of `n_parts`: ``"<part>-of-<n_parts>"``."""
+    return f"{part}-of-{n_parts}"
+
+
+def parse_part(label: str | None) -> tuple[int, int]:
+    """(part, n_parts) of a {part} wildcard (`part_label`); (0, 1) for none."""
+    if label is None:
+        return 0, 1
+    match = re.fullmatch(r"(\d+)-of-(\d+)", label)
+    if match is None or int(match[1]) >= int(match[2]):
+        raise ConfigError(f"not a part of a partitioned extraction: {label!r}")
+    return int(match[1]), int(match[2])
+
+
+def _extraction_directory(config: dict[str, Any], model: str, part: str = "{part}") -> str:
+    """Where `model`'s extraction writes: results/streaming/<model> for a streamed model,
+    results/embeddings/<model>, or for a partitioned model the directory of part `part`
+    (a label, or the {part} wildcard)."""
+    if model in streamed_models(config):
+        return f"results/streaming/{model}"
+    if extraction_partitions(config, model) == 1:
+        return f"results/embeddings/{model}"
+    return f"results/embeddings/{model}/part_{part}"
+
+
+def _layer_file(config: dict[str, Any], model: str, layer: int | str) -> str:
+    """A layer's file in an extraction directory: a shard, or a streamed layer's state."""
+    return f"layer_{layer}.state.h5" if model in streamed_models(config) else f"layer_{layer}.h5"
+
+
+def extraction_rule(config: dict[str, Any], model: str) -> str:
+    """The name of `model`'s extraction rule: ``stream_<model>`` for a streamed model,
+    else ``extract_<model>``."""
+    return f"{'stream' if model in streamed_models(config) else 'extract'}_{model}"
+
+
+def extraction_inputs(config: dict[str, Any], model: str) -> dict[str, Any]:
+    """What `model`'s extraction reads: the sentence table, its occurrence index and the
+    model's own files."""
+    return {
+        "sentences": "results/corpus/sentences.parquet",
+        **index_files(config, model),
+        "model_files": model_files(config, model),
+    }
+
+
+def extraction_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
+    """The extraction rule's outputs for `model`: one file per layer (``layers``: shards,
+    or a streamed model's state files) and meta.json, those of part {part} (a wildcard)
+    when it is partitioned."""
+    directory = _extraction_directory(config, model)
+    return {
+        "layers": [
+            f"{directory}/{_layer_file(config, model, layer)}"
+            for layer in model_layers(config, model)
+        ],
+        "meta": f"{directory}/meta.json",
+    }
+
+
+def extraction_log(config: dict[str, Any], model: str, kind: str = "logs") -> str:
+    """The extraction rule's log (`kind` ``logs``) or benchmark (``benchmarks``) file."""
+    extension = "log" if kind == "logs" else "tsv"
+    if model in streamed_models(config):
+        return f"{kind}/stream/{model}.{extension}"
+    if extraction_partitions(config, model) == 1:
+        return f"{kind}/extract/{model}.{extension}"
+    return f"{kind}/extract/{model}/part_{{part}}.{extension}"
+
+
+def _part_directories(config: dict[str, Any], model: str) -> list[str]:
+    """Every directory `model`'s extraction writes: one, or one per part."""
+    n_parts = extraction_partitions(config, model)
+    if n_parts == 1 or model in streamed_models(config):
+        return [_extraction_directory(config, model)]
+    return [
+        _extraction_directory(config, model, part_label(part, n_parts)) for part in range(n_parts)
+    ]
+
+
+def extraction_metas(config: dict[str, Any], model: str) -> list[str]:
+    """`model`'s meta.json files: one, one per part, or a streamed model's."""
+    return [f"{directory}/meta.json" for directory in _part_directories(config, model)]
+
+
+def layer_vectors(config: dict[str, Any], model: str, layer: int | str) -> dict[str, Any]:
+    """What holds layer `layer` of `model`, as a rule's named input: ``shard``, its one
+    shard or its parts' in order (the steps gather them, `storage.shards.load_shards`), or
+    ``state``, a streamed layer's state file."""
+    files = [
+        f"{directory}/{_layer_file(config, model, layer)}"
+        for directory in _part_directories(config, model)
+    ]
+    return {"state": files[0]} if model in streamed_models(config) else {"shard": files}
+
+
+def measure_memory_mb(wildcards: Any, input: Any, attempt: int = 1) -> int:
+    """Memory (MB) to ask a scheduler for a measure job: 3 × its inputs (the float16 shard,
+    mostly) plus 500 MB for the interpreter, above the peaks `bench/measure_memory.py`
+    measures, as a test checks; doubled on each retry."""
+    return int(500 + 3 * input.size_mb) * 2 ** (attempt - 1)
+
+
+def layer_outputs(
+    config: dict[str, Any], model: str, transform: str, suffix: str, step: str = "measures"
+) -> list[str]:
+    """One output of a measure job for every layer of `model` under `transform`: for step
+    ``measures`` the ``.json`` summaries or ``.parquet`` per-word tables, for step
+    ``degeneration`` the ``.words.parquet``, ``.bins.parquet`` or ``.cone.parquet`` tables."""
+    return [
+        f"results/{step}/{model}/{transform}/layer_{layer}{suffix}"
+        for layer in model_layers(config, model)
+    ]
+
+
+def every_layer_output(config: dict[str, Any], suffix: str, step: str = "measures") -> list[str]:
+    """`layer_outputs` of every model and transform of `step`: the summary JSON files the
+    measures table reads (every measured transform), or the frequency-bin tables the
+    degeneration table reads (`config.degeneration_transforms`; stored models only, as it
+    needs every vector)."""
+    models = model_names(config)
+    if step == "degeneration":
+        transforms = degeneration_transforms(config)
+        models = streamed_models(config, streamed=False)
+    else:
+        transforms = config["measures"]["transforms"]
+    return [
+        path
+        for model in models
+        for transform in transforms
+        for path in layer_outputs(config, model, transform, suffix, step)
+    ]
+
+
+def figures_directory(transform: str) -> str:
+    """Where the paper's figures under `transform` go: results/figures/ for none."""
+    return "results/figures" if transform == "none" else f"results/figures/{transform}"
+
+
+def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "pdf")) -> list[str]:
+    """Every figure in every format: figures 1–4 of the paper and the word views under each
+    of figures.transforms, the degeneration figures of each stored model under each of
+    degeneration.transforms, and, with two or more transforms, the comparison of the
+    corrections."""
+    from contextuality.degeneration_figures import DEGENERATION_FIGURES
+    from contextuality.figures import FIGURES
+
+    names = [
+        f"{figures_directory(transform)}/{name}"
+        for transform in figure_transforms(config)
+        for name in FIGURES
+    ]
+    names += [
+        f"results/figures/degeneration/{model}.{transform}.{kind}"
+        for model in streamed_models(config, streamed=False)
+        for transform in degeneration_transforms(config)
+        for kind in DEGENERATION_FIGURES
+    ]
+    if len(config["measures"]["transforms"]) > 1:
+        names.append("results/figures/transforms")
+    return [f"{name}.{extension}" for name in names for extension in extensions]
+
+
+def published_files(published: str) -> list[str]:
+    """Where the workflow keeps the published files of one of the paper's models."""
+    from contextuality.reference import FILES
+
+    return [f"resources/reference/ethayarajh2019/{published}/{file}" for file in FILES]
+
+
+def benchmark_files(config: dict[str, Any]) -> list[str]:
+    """The word-benchmark files the configured benchmarks read, under resources/."""
+    from contextuality.benchmarks import BENCHMARKS
+
+    names = config["static"]["benchmarks"]
+    files = dict.fromkeys(path for name in names for path in BENCHMARKS[name].files)
+    return [f"resources/benchmarks/{path}" for path in files]
+
+
+def static_score_paths(config: dict[str, Any]) -> list[str]:
+    """Score tables of every static embedding under every configured protocol: each model,
+    transform, method and layer (``results/static/<model>/<transform>/<method>/layer_<L>``),
+    and each comparison embedding named in config (``results/static/compare/<name>``)."""
+    static = config["static"]
+    embeddings = [
+        f"{model}/{transform}/{method}/layer_{layer}"
+        for model in model_names(config)
+        for transform in static["transforms"]
+        for method in static["methods"]
+        for layer in model_layers(config, model)
+    ] + [f"compare/{name}" for name in static["compare"]]
+    return [
+        f"results/static/{embedding}.{protocol}.scores.tsv"
+        for protocol in static["protocols"]
+        for embedding in embeddings
+    ]
+
+
+def static_vectors_file(config: dict[str, Any], embedding: str) -> str:
+    """The word2vec text file of static embedding `embedding` (`static_score_paths`): one
+    this run builds, or a comparison embedding's file from config."""
+    if embedding.startswith("compare/"):
+        return config["static"]["compare"][embedding.removeprefix("compare/")]
+    return f"results/static/{embedding}.txt"
+
+
+def static_labels(embedding: str, protocol: str) -> dict[str, Any]:
+    """Label columns of a score table: what static embedding `embedding` is
+    (`static_score_paths`) and the scoring protocol."""
+    if embedding.startswith("compare/"):
+        labels = {
+            "source": "compare",
+            "model": embedding.removeprefix("compare/"),
+            "transform": "",
+            "method": "",
+            "layer": None,
+        }
+    else:
+        model, transform, method, layer = embedding.split("/")
+        labels = {
+            "source": "this run",
+            "model": model,
+            "transform": transform,
+            "method": method,
+            "layer": int(layer.removeprefix("layer_")),
+        }
+    return {**labels, "protocol": protocol}
+
+
+def final_outputs(config: dict[str, Any]) -> list[str]:
+    """Everything ``snakemake`` builds by default."""
+    return [
+        "results/corpus/sentences.parquet",
+        "results/corpus/index.json",
+        *[path for model in model_names(config) for path in extraction_metas(config, model)],
+        *every_layer_output(config, ".json"),
+        "results/tables/measures.tsv",
+        *[
+            f"results/tables/words/{model}.{transform}.tsv"
+            for model in model_names(config)
+            for transform in config["measures"]["transforms"]
+        ],
+        "results/tables/degeneration.tsv",
+        *figure_paths(config),
+        *(
+            ["results/tables/word_benchmarks.tsv", "results/figures/word_benchmarks.png"]
+            if config.get("static", {}).get("activate", False)
+            else []
+        ),
+        *[
+            path
+            for model in compared_models(config)
+            for path in (
+                f"results/reference/{model}.tsv",
+                f"results/figures/reference_{model}.png",
+            )
+        ],
+    ]
+
+
+def wildcard_constraints(config: dict[str, Any]) -> dict[str, str]:
+    """The pattern of every wildcard of the rules, from the config and from the package's
+    own lists of choices, so that no list is typed twice."""
+    from contextuality.backends.elmo.release import RELEASES
+    from contextuality.benchmarks.vectors import PROTOCOLS
+    from contextuality.reference import MODELS
+    from contextuality.static import METHODS
+
+    static = config.get("static") or {}
+    layer_embedding = "/".join(
+        f"({part})"
+        for part in (
+            pattern(model_names(config)),
+            pattern(list(static.get("transforms", []))),
+            pattern(list(METHODS)),
+            r"layer_\d+",
+        )
+    )
+    compared = pattern(list(static.get("compare") or {}))
+    return {
+        "model": pattern(model_names(config)),
+        "tokenizer": pattern(list(subword_tokenizers(config))),
+        "transform": pattern(config["measures"]["transforms"]),
+        "layer": r"\d+",
+        "year": r"\d{4}",
+        "part": PART_PATTERN,
+        "method": pattern(list(METHODS)),
+        "protocol": pattern(list(PROTOCOLS)),
+        "published": pattern(list(MODELS)),
+        "release": pattern(list(RELEASES)),
+        "embedding": f"compare/({compared})|({layer_embedding})",
+    }
