@@ -447,15 +447,8 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
     }
     sentences = tmp_path / "sentences.parquet"
     steps.sentences(corpus_settings, [text], sentences)
-    index = IndexFiles.of(
-        {
-            name: tmp_path / file
-            for name, file in (
-                ("occurrences", "occ.parquet"),
-                ("vocab", "vocab.parquet"),
-                ("summary", "index.json"),
-            )
-        }
+    index = IndexFiles(
+        tmp_path / "occ.parquet", tmp_path / "vocab.parquet", tmp_path / "index.json"
     )
     steps.occurrence_index(sentences, IndexSettings(min_contexts=2), index)
     model = {"source": str(tiny_bert_dir), "device": "cpu", "gpus": 0, "layers": [1, 2]}

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contextuality.errors import ConfigError
+from contextuality.errors import ConfigError, InputDataError
 from contextuality.provenance import read_json, write_json
 from contextuality.tables import read_parquet, write_parquet
 from contextuality.words import WORD_TOKENIZERS, is_punctuation
@@ -188,6 +188,17 @@ class IndexFiles:
 
     def read_vocab(self) -> pd.DataFrame:
         return read_parquet(self.vocab)
+
+    def read_sentences(self, sentences_path: str | os.PathLike) -> pd.DataFrame:
+        """The sentence table at `sentences_path`, refused (InputDataError) unless it is
+        the one this index was built from (by the corpus checksum its summary records)."""
+        table = read_parquet(sentences_path)
+        if corpus_checksum(table["text"].tolist()) != self.read_summary()["corpus_checksum"]:
+            raise InputDataError(
+                f"{sentences_path} is not the sentence table that {self.summary} was built "
+                "from; rebuild the occurrence index"
+            )
+        return table
 
     def write(self, index: OccurrenceIndex, summary: dict[str, Any]) -> None:
         """Write `index` with `summary` as every file's provenance, the summary last."""

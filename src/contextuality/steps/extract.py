@@ -9,19 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from contextuality import backends
 from contextuality.analysis import MeasureSettings
 from contextuality.backends.base import LoadedModel, ModelSpec, selected_layers
-from contextuality.errors import ConfigError, InputDataError
+from contextuality.errors import ConfigError
 from contextuality.extraction.partitions import ExtractionPlan, plan_extraction
 from contextuality.extraction.run import Sink
 from contextuality.extraction.run import extract as run_extract
 from contextuality.extraction.units import SentenceUnits, units_matching_index
-from contextuality.index import IndexFiles, corpus_checksum
+from contextuality.index import IndexFiles
 from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.storage.shards import ShardSetWriter
-from contextuality.tables import read_parquet
 
 PathLike = str | os.PathLike
 
@@ -37,12 +37,17 @@ class LayerOutputs:
 
 @dataclass
 class _Prepared:
-    """A model loaded and its job planned, its units checked against the index."""
+    """A model loaded and its job planned, its units checked against the index: the
+    index's occurrences, each sentence's copies in the corpus, and the file of each
+    layer, in the order the extraction hands them over."""
 
     loaded: LoadedModel
     units: SentenceUnits
     plan: ExtractionPlan
     attributes: dict[str, Any]
+    occurrences: pd.DataFrame
+    sentence_copies: np.ndarray
+    files: dict[int, PathLike]
 
 
 def _device(requested: str) -> str:
@@ -99,13 +104,9 @@ def _prepare(
 
     torch.set_num_threads(max(1, threads))
     spec = backends.model_spec(name, settings)
+    sentence_table = index.read_sentences(sentences_path)
+    sentences = sentence_table["text"].tolist()
     index_summary = index.read_summary()
-    sentences = read_parquet(sentences_path)["text"].tolist()
-    if corpus_checksum(sentences) != index_summary["corpus_checksum"]:
-        raise InputDataError(
-            f"{sentences_path} is not the sentence table that {index.summary} was built "
-            "from; rebuild the occurrence index"
-        )
     layers = _checked_layers(spec, layer_files)
     loaded = backends.load_model(spec, _device(spec.device))
     occurrences = index.read_occurrences()
@@ -131,7 +132,15 @@ def _prepare(
         transformers_version=transformers.__version__,
         torch_version=torch.__version__,
     )
-    return _Prepared(loaded, units, plan, attributes)
+    return _Prepared(
+        loaded,
+        units,
+        plan,
+        attributes,
+        occurrences,
+        sentence_table["n_copies"].to_numpy(),
+        {layer: layer_files[layer] for layer in plan.layers},
+    )
 
 
 def _write_meta(job: _Prepared, report: Any, path: PathLike) -> dict[str, Any]:
@@ -171,11 +180,10 @@ def extract(
     meta.json too); the measure and static-vector steps gather the parts' rows.
     """
     job = _prepare(name, settings, sentences_path, index, outputs.files, part, threads)
-    files = {layer: outputs.files[layer] for layer in job.plan.layers}
 
     def open_sink(dtype: str) -> Sink:
         attributes = {**job.attributes, "dtype": dtype, **job.plan.part_attributes()}
-        return ShardSetWriter(files, job.plan.n_rows, job.loaded.hidden_size, dtype, attributes)
+        return ShardSetWriter(job.files, job.plan.n_rows, job.loaded.hidden_size, dtype, attributes)
 
     report = run_extract(job.loaded, job.units, job.plan, open_sink, progress)
     return _write_meta(job, report, outputs.meta)
@@ -205,23 +213,21 @@ def stream(
     from contextuality.streaming.state import StreamingSettings
 
     job = _prepare(name, settings, sentences_path, index, outputs.files, (0, 1), threads)
-    occurrences, vocab = index.read_occurrences(), index.read_vocab()
-    copies = read_parquet(sentences_path)["n_copies"].to_numpy()
+    indexed = index.read_vocab().sort_values("word_id")["indexed"].to_numpy()
     stream_settings = StreamingSettings.from_measures(
         MeasureSettings(**(measures or {})), word_sample_size
     )
-    files = {layer: outputs.files[layer] for layer in job.plan.layers}
 
     def open_sink(dtype: str) -> Sink:
         return StreamingAccumulator(
-            files,
-            occurrences["word_id"].to_numpy(),
-            occurrences["sentence_id"].to_numpy(),
+            job.files,
+            job.occurrences["word_id"].to_numpy(),
+            job.occurrences["sentence_id"].to_numpy(),
             job.loaded.hidden_size,
             {**job.attributes, "dtype": dtype},
             stream_settings,
-            indexed=vocab.sort_values("word_id")["indexed"].to_numpy(),
-            sentence_copies=copies,
+            indexed=indexed,
+            sentence_copies=job.sentence_copies,
             dtype=dtype,
             threads=threads,
         )

@@ -13,8 +13,7 @@ import pandas as pd
 from contextuality import analysis, degeneration, summary
 from contextuality.analysis import MeasureSettings
 from contextuality.backends.base import layer_output
-from contextuality.errors import InputDataError
-from contextuality.index import IndexFiles, corpus_checksum
+from contextuality.index import IndexFiles
 from contextuality.layers import Correction, load_layer
 from contextuality.provenance import config_hash, provenance_record, read_json, write_json
 from contextuality.steps.extract import expected_extraction
@@ -114,13 +113,8 @@ def measure_layer(
     than measured. A transform other than ``none`` is fitted as `correction` says
     (`layers.load_layer`) and measured on the other sentences.
     """
+    sentence_table = index.read_sentences(sentences_path)
     index_summary = index.read_summary()
-    sentence_table = read_parquet(sentences_path)
-    if corpus_checksum(sentence_table["text"].tolist()) != index_summary["corpus_checksum"]:
-        raise InputDataError(
-            f"{sentences_path} is not the sentence table that {index.summary} was built "
-            "from; rebuild the occurrence index"
-        )
     vocab = index.read_vocab()
     # Held as stored (float16: half a float32 copy); every pass converts a chunk at a time.
     layer = load_layer(

@@ -98,14 +98,16 @@ def model_names(config: dict[str, Any]) -> list[str]:
     return list(config["models"])
 
 
+def is_streamed(config: dict[str, Any], model: str) -> bool:
+    """Whether `model` is measured while it runs, without shards
+    (``models.<name>.streaming``: true or a mapping)."""
+    return bool((config["models"][model] or {}).get("streaming"))
+
+
 def streamed_models(config: dict[str, Any], streamed: bool = True) -> list[str]:
-    """The models measured while they run, without shards (``models.<name>.streaming``:
-    true or a mapping), in config order; with ``streamed=False``, the others."""
-    return [
-        model
-        for model, section in (config.get("models") or {}).items()
-        if bool((section or {}).get("streaming")) == streamed
-    ]
+    """The streamed models (`is_streamed`), in config order; with ``streamed=False``,
+    the others."""
+    return [model for model in config.get("models") or {} if is_streamed(config, model) == streamed]
 
 
 def model_spec(config: dict[str, Any], model: str) -> ModelSpec:
@@ -144,7 +146,7 @@ def word_sample_size(config: dict[str, Any], model: str) -> int:
 def streaming_settings(config: dict[str, Any], model: str) -> dict[str, Any] | None:
     """What a streamed model's job is given besides its settings (the measures' settings,
     which fix its samples, and its word sample size); None for a stored model."""
-    if model not in streamed_models(config):
+    if not is_streamed(config, model):
         return None
     return {
         "measures": measure_settings(config),

@@ -23,6 +23,7 @@ from contextuality.workflow.config import (
     degeneration_transforms,
     extraction_partitions,
     figure_transforms,
+    is_streamed,
     model_files,
     model_layers,
     model_names,
@@ -90,7 +91,7 @@ def _extraction_directory(config: dict[str, Any], model: str, part: str = "{part
     """Where `model`'s extraction writes: results/streaming/<model> for a streamed model,
     results/embeddings/<model>, or for a partitioned model the directory of part `part`
     (a label, or the {part} wildcard)."""
-    if model in streamed_models(config):
+    if is_streamed(config, model):
         return f"results/streaming/{model}"
     if extraction_partitions(config, model) == 1:
         return f"results/embeddings/{model}"
@@ -99,13 +100,13 @@ def _extraction_directory(config: dict[str, Any], model: str, part: str = "{part
 
 def _layer_file(config: dict[str, Any], model: str, layer: int | str) -> str:
     """A layer's file in an extraction directory: a shard, or a streamed layer's state."""
-    return f"layer_{layer}.state.h5" if model in streamed_models(config) else f"layer_{layer}.h5"
+    return f"layer_{layer}.state.h5" if is_streamed(config, model) else f"layer_{layer}.h5"
 
 
 def extraction_rule(config: dict[str, Any], model: str) -> str:
     """The name of `model`'s extraction rule: ``stream_<model>`` for a streamed model,
     else ``extract_<model>``."""
-    return f"{'stream' if model in streamed_models(config) else 'extract'}_{model}"
+    return f"{'stream' if is_streamed(config, model) else 'extract'}_{model}"
 
 
 def extraction_inputs(config: dict[str, Any], model: str) -> dict[str, Any]:
@@ -135,7 +136,7 @@ def extraction_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
 def extraction_log(config: dict[str, Any], model: str, kind: str = "logs") -> str:
     """The extraction rule's log (`kind` ``logs``) or benchmark (``benchmarks``) file."""
     extension = "log" if kind == "logs" else "tsv"
-    if model in streamed_models(config):
+    if is_streamed(config, model):
         return f"{kind}/stream/{model}.{extension}"
     if extraction_partitions(config, model) == 1:
         return f"{kind}/extract/{model}.{extension}"
@@ -145,7 +146,7 @@ def extraction_log(config: dict[str, Any], model: str, kind: str = "logs") -> st
 def _part_directories(config: dict[str, Any], model: str) -> list[str]:
     """Every directory `model`'s extraction writes: one, or one per part."""
     n_parts = extraction_partitions(config, model)
-    if n_parts == 1 or model in streamed_models(config):
+    if n_parts == 1 or is_streamed(config, model):
         return [_extraction_directory(config, model)]
     return [
         _extraction_directory(config, model, part_label(part, n_parts)) for part in range(n_parts)
@@ -165,7 +166,7 @@ def layer_vectors(config: dict[str, Any], model: str, layer: int | str) -> dict[
         f"{directory}/{_layer_file(config, model, layer)}"
         for directory in _part_directories(config, model)
     ]
-    return {"state": files[0]} if model in streamed_models(config) else {"shard": files}
+    return {"state": files[0]} if is_streamed(config, model) else {"shard": files}
 
 
 def measure_memory_mb(wildcards: Any, input: Any, attempt: int = 1) -> int:
