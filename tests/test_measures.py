@@ -683,3 +683,22 @@ def test_spearman_correlation_equals_scipy_with_ties_and_missing_values():
     assert spearman_correlation(x, y) == pytest.approx(expected, abs=1e-12)
     assert np.isnan(spearman_correlation([1.0, 2.0], [3.0, 4.0]))
     assert np.isnan(spearman_correlation([1.0, 1.0, 1.0], [3.0, 4.0, 5.0]))
+
+
+def test_spearman_correlation_ignores_rounding_noise_between_tied_values():
+    """Two SelfSims of exactly 1 from different summation orders differ by an ulp; ρ must
+    be that of the exact tie whichever of them rounding made larger."""
+    from contextuality.measures import spearman_correlation
+
+    selfsim = np.array([1.0, 0.69, 0.58, 0.61, 0.76, 1.0, 0.75])
+    count = np.array([5.0, 3.0, 2.0, 9.0, 7.0, 2.0, 4.0])
+    tied = spearman_correlation(selfsim, count)
+    for noisy in (np.nextafter(1.0, 0.0), np.nextafter(1.0, 2.0)):
+        perturbed = selfsim.copy()
+        perturbed[0] = noisy
+        assert spearman_correlation(perturbed, count) == tied
+        perturbed[0], perturbed[5] = 1.0, noisy
+        assert spearman_correlation(perturbed, count) == tied
+    separated = selfsim.copy()
+    separated[5] = 1.0 - 1e-6  # a real difference still orders the two
+    assert spearman_correlation(separated, count) != tied
