@@ -12,9 +12,9 @@ def word_vectors_by_overlap(
     """Reference word vectors, one sentence at a time and without any extraction code.
 
     Each sentence is tokenized as running text and run through the model alone; each
-    non-special subword belongs to the first word whose character span [start, end) its
-    own span overlaps, and a word's vector pools its subwords' hidden states (mean, first
-    or last). Returns (n_layers, n_words, dim) over all sentences' words in order.
+    non-special subword belongs to every word whose character span [start, end) its own
+    span overlaps, and a word's vector pools its subwords' hidden states (mean, first or
+    last). Returns (n_layers, n_words, dim) over all sentences' words in order.
     """
     rows = []
     for sentence, word_spans in zip(sentences, spans, strict=True):
@@ -23,19 +23,18 @@ def word_vectors_by_overlap(
         for (start, end), special in zip(
             encoding["offset_mapping"], encoding["special_tokens_mask"], strict=True
         ):
-            owner = None
+            overlapping = set()
             if not special and end > start:
-                overlapping = [w for w, (a, b) in enumerate(word_spans) if start < b and end > a]
-                owner = overlapping[0] if overlapping else None
-            owners.append(owner)
+                overlapping = {w for w, (a, b) in enumerate(word_spans) if start < b and end > a}
+            owners.append(overlapping)
         input_ids = list(encoding["input_ids"])
         if bos_token_id is not None:
-            input_ids, owners = [bos_token_id, *input_ids], [None, *owners]
+            input_ids, owners = [bos_token_id, *input_ids], [set(), *owners]
         with torch.no_grad():
             output = model(input_ids=torch.tensor([input_ids]), output_hidden_states=True)
         hidden = torch.stack([output.hidden_states[layer][0] for layer in layers]).numpy()
         for word in range(len(word_spans)):
-            positions = [i for i, owner in enumerate(owners) if owner == word]
+            positions = [i for i, words in enumerate(owners) if word in words]
             assert positions, (
                 f"reference: word {sentence[slice(*word_spans[word])]!r} has no subword"
             )

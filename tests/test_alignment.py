@@ -5,7 +5,7 @@ checked by hand: WordPiece (BERT), byte-level BPE (GPT-2, Llama-3; offsets with 
 the leading space) and SentencePiece-style Unigram with its ``▁`` marker (Llama-2, T5).
 Every test states which subwords each word pools, as written by the tokenizer, and checks
 the subword ids the extraction gives each word, and the counts of subwords that span two
-words or belong to none.
+words (each of which pools them) or belong to none.
 """
 
 from __future__ import annotations
@@ -32,18 +32,27 @@ def _per_word(tokenizer, sentence: str, word_tokenizer: str = "regex"):
     alignment = align_to_words(encoding.offsets, spans)
     words = [sentence[start:end] for start, end in spans]
     pooled = {word: [] for word in words}
-    for token_id, unit in zip(encoding.content, alignment.token_unit, strict=True):
-        if unit >= 0:
+    units = [[unit] if unit >= 0 else [] for unit in alignment.token_unit.tolist()]
+    for subword, unit in alignment.shared.tolist():
+        units[subword].append(unit)
+    for token_id, token_units in zip(encoding.content, units, strict=True):
+        for unit in token_units:
             pooled[words[unit]].append(token_id)
     return pooled, alignment
 
 
-def _assert_golden(tokenizer, sentence, expected, spanning=0, outside=0, word_tokenizer="regex"):
+def _assert_golden(
+    tokenizer, sentence, expected, spanning=0, outside=0, word_tokenizer="regex", sharing=0
+):
     pooled, alignment = _per_word(tokenizer, sentence, word_tokenizer)
     assert list(pooled) == list(expected)
     for word, tokens in expected.items():
         assert pooled[word] == tokenizer.convert_tokens_to_ids(tokens), (word, tokens)
-    assert (alignment.spanning, alignment.outside) == (spanning, outside)
+    assert (alignment.spanning, alignment.sharing, alignment.outside) == (
+        spanning,
+        sharing,
+        outside,
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -53,7 +62,7 @@ def _assert_golden(tokenizer, sentence, expected, spanning=0, outside=0, word_to
 WORDPIECE_VOCAB = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "The", "dog", "'", "s", "bark", "can", "t", "stop", ".",
     "It", "cost", "$", "1", ",", "650", "in", "Z", "##ü", "##rich", "An", "un", "##believ",
-    "##ably", "loud", "ca", "n",
+    "##ably", "loud", "ca", "n", "at", "4", ":", "00pm",
 ]  # fmt: skip
 
 
@@ -112,13 +121,33 @@ def test_wordpiece_alignment(wordpiece):
     )
 
 
-def test_a_subword_spanning_two_words_goes_to_the_first(wordpiece):
+def test_a_subword_spanning_two_words_goes_to_both(wordpiece):
     """spaCy splits "can't" into "ca" + "n't"; WordPiece's "can" covers both."""
     assert tokenize_sentences([SENTENCES[0]], "spacy")[0][4:6] == ["ca", "n't"]
     pooled, alignment = _per_word(wordpiece, SENTENCES[0], "spacy")
     assert pooled["ca"] == wordpiece.convert_tokens_to_ids(["can"])
-    assert pooled["n't"] == wordpiece.convert_tokens_to_ids(["'", "t"])
-    assert (alignment.spanning, alignment.outside) == (1, 0)
+    assert pooled["n't"] == wordpiece.convert_tokens_to_ids(["can", "'", "t"])
+    assert (alignment.spanning, alignment.sharing, alignment.outside) == (1, 2, 0)
+
+
+def test_a_wordpiece_over_two_words_goes_to_both(wordpiece):
+    """MiniLM's WordPiece reads "4:00pm" as "4" ":" "00pm"; the words are "4:00" and "pm"."""
+    _assert_golden(
+        wordpiece,
+        "It cost $1,650 at 4:00pm.",
+        {
+            "It": ["It"],
+            "cost": ["cost"],
+            "$": ["$"],
+            "1,650": ["1", ",", "650"],
+            "at": ["at"],
+            "4:00": ["4", ":", "00pm"],
+            "pm": ["00pm"],
+            ".": ["."],
+        },
+        spanning=1,
+        sharing=2,
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -127,7 +156,7 @@ def test_a_subword_spanning_two_words_goes_to_the_first(wordpiece):
 
 BPE_TOKENS = [
     "The", "Ġdog", "'s", "Ġbark", "Ġcan", "'t", "Ġstop", "ĠIt", "It", "Ġcost", "Ġ$", "1", ",",
-    "650", "Ġin", "ĠZ", "rich", "An", "Ġun", "believ", "ably",
+    "650", "Ġin", "ĠZ", "rich", "An", "Ġun", "believ", "ably", ").", "Ġx", "-*", "y",
 ]  # fmt: skip
 
 
@@ -255,4 +284,29 @@ def test_sentencepiece_alignment(sentencepiece):
             "dog": ["▁dog"],
             ".": ["."],
         },
+    )
+
+
+@pytest.mark.parametrize("trim_offsets", [False, True])
+def test_byte_level_pieces_spanning_words_go_to_each(trim_offsets):
+    """Byte-level BPE merges runs of punctuation that the word tokenizer splits into one
+    word per character (as SmolLM2 does with "*" and "-"): each word pools the piece."""
+    tokenizer = _byte_level_bpe(trim_offsets)
+    _assert_golden(
+        tokenizer,
+        "It cost $1,650). x-*y",
+        {
+            "It": ["It"],
+            "cost": ["Ġcost"],
+            "$": ["Ġ$"],
+            "1,650": ["1", ",", "650"],
+            ")": [")."],
+            ".": [")."],
+            "x": ["Ġx"],
+            "-": ["-*"],
+            "*": ["-*"],
+            "y": ["y"],
+        },
+        spanning=2,
+        sharing=4,
     )

@@ -75,6 +75,75 @@ def test_counts_its_layers_without_loading_weights(section, loaded):
     assert not backends.reads_corpus_in_order(spec)
 
 
+def test_records_a_checksum_of_every_local_file_it_reads(section, loaded):
+    """Local files are extraction inputs (changing one re-extracts) and their SHA-256s
+    are the provenance of a model that has no hub revision."""
+    from contextuality.provenance import sha256_file
+
+    spec = backends.model_spec("tiny", section)
+    files = backends.model_files(spec)
+    assert files and loaded.file_checksums
+    assert sorted(sha256_file(path) for path in files) == sorted(loaded.file_checksums.values())
+
+
+def test_planning_refuses_a_missing_model_and_layers_beyond_its_last(section, tmp_path):
+    spec = backends.model_spec("tiny", section)
+    n_layers = backends.count_hidden_layers(spec)
+    backends.check_planned_layers(backends.model_spec("tiny", {**section, "layers": [n_layers]}))
+    beyond = {**section, "layers": [0, n_layers + 1]}
+    with pytest.raises(ConfigError, match=rf"models\.tiny\.layers: \[{n_layers + 1}\] beyond"):
+        backends.check_planned_layers(backends.model_spec("tiny", beyond))
+    missing = {**section, "source": str(tmp_path / "no-such-model")}
+    with pytest.raises(ConfigError, match=r"^models\.tiny\.source: .*no-such-model"):
+        backends.check_planned_layers(backends.model_spec("tiny", missing))
+
+
+def test_planning_leaves_an_uncached_hub_model_to_its_job():
+    spec = backends.model_spec("hub", {"source": "no-such-org/no-such-model", "layers": [99]})
+    backends.check_planned_layers(spec)  # nothing local tells its layer count
+    assert backends.model_files(spec) == []
+
+
+_HUB_CHECK = """
+import json
+from contextuality import backends
+from contextuality.errors import ConfigError
+spec = backends.model_spec("hub", {"source": "acme/tiny-bert", "layers": [0, 9]})
+try:
+    backends.check_planned_layers(spec)
+except ConfigError as error:
+    refused = str(error)
+loaded = backends.load_model(backends.model_spec("hub", {"source": "acme/tiny-bert"}))
+print(json.dumps({"refused": refused, "revision": loaded.revision,
+                  "files": [str(path) for path in backends.model_files(spec)]}))
+"""
+
+
+def test_a_hub_model_records_the_commit_its_cached_files_come_from(tiny_bert_dir, tmp_path):
+    """A hub id loaded from the Hugging Face cache (offline, as after a first download):
+    the snapshot's commit is its recorded revision, and its cached config.json checks its
+    layers while the workflow plans."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repository = tmp_path / "hub" / "models--acme--tiny-bert"
+    shutil.copytree(tiny_bert_dir, repository / "snapshots" / commit)
+    (repository / "refs").mkdir()
+    (repository / "refs" / "main").write_text(commit)
+    environment = os.environ | {"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", _HUB_CHECK], env=environment, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found["revision"] == commit
+    assert found["refused"] == "models.hub.layers: [9] beyond the model's hidden states 0..2"
+    assert found["files"] == []  # a hub model is tracked by its revision, not its files
+
+
 def test_loads_ready_to_extract(loaded):
     assert not loaded.model.training
     assert loaded.hidden_size > 0 and loaded.max_length >= 8

@@ -98,6 +98,41 @@ def test_bad_input_exits_with_a_message(tmp_path, capsys):
     assert not (tmp_path / "s.parquet").exists()
 
 
+def test_missing_truncated_or_foreign_inputs_exit_with_one_line(tmp_path, capsys):
+    """Every reader of a step's inputs names the file and its fault, never a traceback:
+    a sentence table that is missing, cut short or not Parquet; an index.json that is
+    missing or cut short."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"The cat sat on mat {k}." for k in range(6)) + "\n")
+    sentences = tmp_path / "sentences.parquet"
+    assert main(["sentences", "--text", str(corpus), "-o", str(sentences)]) == 0
+    index = tmp_path / "index"
+    assert main(["index", str(sentences), "-o", str(index), "--min-contexts", "3"]) == 0
+    capsys.readouterr()
+    truncated = tmp_path / "truncated.parquet"
+    truncated.write_bytes(sentences.read_bytes()[:200])
+    faults = {
+        tmp_path / "missing.parquet": "no such file",
+        truncated: "not a readable Parquet table",
+        corpus: "not a readable Parquet table",
+    }
+    for path, fault in faults.items():
+        assert main(["index", str(path), "-o", str(tmp_path / "other")]) == 1
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"contextuality: error: {path}: {fault}")
+    summary = index / "index.json"
+    for damage in ("truncate", "delete"):
+        if damage == "truncate":
+            summary.write_text(summary.read_text()[:50])
+        else:
+            summary.unlink()
+        arguments = ["static", str(tmp_path / "layer_0.h5"), "--index", str(index)]
+        assert main([*arguments, "-o", str(tmp_path / "v.txt")]) == 1
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"contextuality: error: {summary}: ")
+        assert ("no such file" if damage == "delete" else "not readable JSON") in line
+
+
 def test_the_papers_protocol_from_the_command_line(tmp_path, tiny_bert_dir):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(f"The cat can't sit, on mat {k}." for k in range(6)) + "\n")
@@ -136,7 +171,9 @@ def test_elmo_from_the_command_line(tmp_path, monkeypatch):
     assert main(["download-elmo", "elmo-small", "--mirror", str(mirror)]) == 0
     provenance = json.loads(Path("resources/elmo/elmo-small/provenance.json").read_text())
     assert provenance["mirror"] == str(mirror) and len(provenance["sha256"]) == 2
-    Path("corpus.txt").write_text("The cat sat on the mat. The dog ran.\n" * 5)
+    Path("corpus.txt").write_text(
+        "".join(f"The cat sat on mat {k}. The dog ran.\n" for k in range(5))
+    )
     assert main(["sentences", "--text", "corpus.txt", "-o", "sentences.parquet"]) == 0
     assert main(["index", "sentences.parquet", "-o", "index", "--min-contexts", "3"]) == 0
     arguments = ["extract", "elmo-small", "--loader", "elmo", "--sentences", "sentences.parquet"]

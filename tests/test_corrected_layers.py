@@ -82,3 +82,20 @@ def test_a_correction_needs_its_split_and_refuses_another_corpus_s(stored):
     other = {**summary, "corpus_checksum": "another"}
     with pytest.raises(InputDataError, match="another corpus"):
         load_layer(path, other, occurrences, "center", Correction.of(split, {"seed": 0}))
+
+
+def test_whitening_a_stored_float16_layer_drops_its_null_direction(stored, tmp_path):
+    """Layer-normalized rows (Σ_j x_j = 0) stored as float16: the correction read from the
+    shard treats the normal's rounding noise as null, by the shard's dtype."""
+    _, _, occurrences, summary, split, _ = stored
+    rng = np.random.default_rng(4)
+    rows = rng.standard_normal((N_SENTENCES * WORDS, DIM)) * np.geomspace(2.0, 0.2, DIM) + 1.0
+    rows -= rows.mean(axis=1, keepdims=True)
+    path = tmp_path / "normalized.h5"
+    with ShardSetWriter({1: path}, len(rows), DIM, "float16", {"index_checksum": "i"}) as w:
+        w.write(0, rows.astype(np.float16)[None])
+        w.commit({})
+    layer = load_layer(path, summary, occurrences, "whiten", Correction.of(split, {"seed": 0}))
+    parameters = layer.correction["parameters"]
+    assert parameters["stored_as"] == "float16" and parameters["null_directions"] == 1
+    assert layer.vectors.shape[1] == DIM - 1

@@ -263,3 +263,46 @@ def test_uncentered_mev_is_at_least_selfsim_plus_its_remainder_over_n():
             selfsim = (cosines.sum() - n) / (n * n - n)
             bound = selfsim + (1 - selfsim) / n
             assert measures.explained_variance_first_component(unit) >= bound - 1e-9
+
+
+def _repeated_row(n: int) -> np.ndarray:
+    """n copies of one float16-stored vector whose float64 mean is not exact (found by search:
+    the uncentered E‖x‖² − ‖E x‖² of these rows leaves a positive rounding residue)."""
+    row = np.random.default_rng(1).standard_normal(384).astype(np.float16)
+    return np.tile(row.astype(np.float64), (n, 1))
+
+
+def test_shares_of_variance_are_undefined_for_identical_rows():
+    """Identical occurrences have no variance: every centered share is 0/0 (NaN, as for a
+    word seen once), not a ratio of rounding residues; the uncentered MEV is 1."""
+    rows = _repeated_row(7)
+    statistics = measures.first_component_statistics(rows, np.array([0]))
+    weighted = measures.first_component_statistics(rows, np.array([0]), np.arange(1.0, 8.0))
+    assert statistics.mev[0] == pytest.approx(1.0)
+    for value in (
+        statistics.mev_centered[0],
+        statistics.truncated_svd[0],
+        weighted.truncated_svd[0],
+    ):
+        assert np.isnan(value)
+    assert np.isnan(measures.truncated_svd_variance_ratio(rows))
+    scaled = np.tile(np.random.default_rng(0).standard_normal(40) * 7.3, (30, 1))
+    assert np.isnan(measures.explained_variance_first_component(scaled, centered=True))
+    _, draws = measures.explained_variance_baseline(
+        scaled, 20, np.random.default_rng(0), centered=True, n_draws=3
+    )
+    assert np.isnan(draws).all()
+
+
+def test_shares_of_variance_keep_a_one_ulp_difference():
+    """One float16 ulp between two occurrences is a real variance: the centered share is 1
+    (one direction of variance) and the truncated-SVD ratio cos²(δ, v₁) = x_j²/‖x‖² for a
+    difference δ along coordinate j and v₁ ≈ x/‖x‖."""
+    rows = _repeated_row(7)
+    j = int(np.argmax(np.abs(rows[0])))
+    rows[3, j] = float(np.nextafter(np.float16(rows[3, j]), np.float16(np.inf)))
+    statistics = measures.first_component_statistics(rows, np.array([0]))
+    assert statistics.mev_centered[0] == pytest.approx(1.0, rel=1e-9)
+    expected = rows[0, j] ** 2 / np.sum(rows[0] ** 2)
+    assert statistics.truncated_svd[0] == pytest.approx(expected, rel=1e-3)
+    assert measures.truncated_svd_variance_ratio(rows) == pytest.approx(expected, rel=1e-3)

@@ -433,3 +433,31 @@ def test_paper_units_reproduce_the_published_vocabulary(shared_data, tmp_path):
     assert len(by_occurrences - published) <= 0.002 * len(by_occurrences)
     assert len(by_occurrences & published) > len(by_contexts & published) + 500
     assert not any(is_punctuation(word) for word in by_occurrences)
+
+
+def test_index_files_refuse_an_occurrence_table_or_vocabulary_of_another_index(tmp_path):
+    """Files of a lowercased index beside the summary of a cased one (or rows edited
+    under intact metadata) are refused, not measured under the wrong provenance."""
+    import shutil
+
+    from contextuality.errors import InputDataError
+    from contextuality.index import IndexFiles
+
+    units = [split_words(sentence) for sentence in SENTENCES * 2]
+    written = {}
+    for lowercase in (False, True):
+        files = IndexFiles.in_directory(tmp_path / f"lowercase-{lowercase}")
+        files.summary.parent.mkdir()
+        index = build_occurrence_index(units, IndexSettings(min_contexts=2, lowercase=lowercase))
+        summary = {"settings": {"lowercase": lowercase}}
+        files.write(index, summary | {"index_checksum": index_checksum(index.occurrences)})
+        written[lowercase] = files
+    cased, lowered = written[False], written[True]
+    assert cased.read_occurrences()["word"].tolist()[0] == "The"
+    assert len(cased.read_vocab()) > len(lowered.read_vocab())
+    for name in ("occurrences", "vocab"):
+        mixed = IndexFiles.in_directory(tmp_path / f"mixed-{name}")
+        shutil.copytree(cased.summary.parent, mixed.summary.parent)
+        shutil.copy(getattr(lowered, name), getattr(mixed, name))
+        with pytest.raises(InputDataError, match=f"{getattr(mixed, name)} is not part of"):
+            getattr(mixed, f"read_{name}")()

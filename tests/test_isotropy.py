@@ -348,3 +348,21 @@ def test_rogue_dimensions_refuses_bad_sentences(starts):
     unit, _ = random_sentences(np.random.default_rng(21), [6], 4, offset=np.zeros(4))
     with pytest.raises(ValueError):
         rogue_dimensions(unit, starts)
+
+
+def test_isoscore_is_the_authors_package_algorithm():
+    """The IsoScore package's steps, written here as its source has them (PCA rotation, the
+    covariance's diagonal with ddof=1, scaled to norm √d, defect, score), give our value:
+    the package computes the paper's IsoScore (its repository's bug is in partition_score,
+    which `partition_ratio` avoids: see the test above)."""
+    from sklearn.decomposition import PCA
+
+    rng = np.random.default_rng(8)
+    points = rng.standard_normal((500, 12)) * np.geomspace(3.0, 0.1, 12) @ random_rotation(rng, 12)
+    rotated = PCA(n_components=12).fit_transform(points)
+    diagonal = np.diag(np.cov(rotated.T))
+    n = len(diagonal)
+    normalized = diagonal * np.sqrt(n) / np.linalg.norm(diagonal)
+    defect = np.linalg.norm(normalized - 1) / np.sqrt(2 * (n - np.sqrt(n)))
+    expected = ((n - defect**2 * (n - np.sqrt(n))) ** 2 - n) / (n * (n - 1))
+    assert isoscore(points) == pytest.approx(expected, abs=1e-12)

@@ -351,3 +351,46 @@ def test_corrected_occurrences_fit_on_held_out_sentences_only():
     np.testing.assert_allclose(
         corrected[measured], vectors[measured] - fitted.mean, rtol=1e-5, atol=1e-5
     )
+
+
+def _layer_normalized_float16(n: int, seed: int, small: float) -> tuple[np.ndarray, np.ndarray]:
+    """float16 rows in the hyperplane Σ_j x_j = 0 (a layer normalization's output), its
+    normal (d,) and, within it, a direction of standard deviation `small` (the last basis
+    vector): d − 1 real directions plus the normal's float16 rounding noise."""
+    basis = np.linalg.qr(
+        np.c_[np.ones(D_MODEL), np.random.default_rng(0).standard_normal((D_MODEL, D_MODEL - 1))]
+    )[0]
+    normal, plane = basis[:, 0], basis[:, 1:]
+    scales = np.r_[np.geomspace(3.0, 0.3, D_MODEL - 2), small]
+    z = np.random.default_rng(seed).standard_normal((n, D_MODEL - 1)) * scales
+    rows = (z + 2.0) @ plane.T
+    return rows.astype(np.float16), normal
+
+
+def test_whitening_drops_a_float16_null_direction_and_keeps_a_small_real_one() -> None:
+    """Rounding to float16 gives the hyperplane's normal a variance of about
+    (eps·x)²/12 ≈ 2e-7 here: noise, not a direction to scale to unit variance (by 2·10³),
+    whereas a real direction of variance 1e-4 (about 300 times the rounding's) is
+    whitened."""
+    rows, normal = _layer_normalized_float16(4000, seed=1, small=0.01)
+    eigenvalues = np.linalg.eigvalsh(covariance(rows))
+    assert 0 < eigenvalues[0] < 1e-6 and 5e-5 < eigenvalues[1] < 2e-4
+    fitted = fit_transform("whiten", rows, SETTINGS)
+    parameters = fitted.describe()["parameters"]
+    assert parameters["null_directions"] == 1 and parameters["stored_as"] == "float16"
+    assert parameters["dimensions"] == D_MODEL - 1
+    assert np.linalg.norm(normal @ fitted.matrix) < 1e-2  # blind to the rounding noise
+    held_out, _ = _layer_normalized_float16(4000, seed=2, small=0.01)
+    np.testing.assert_allclose(covariance(fitted.apply(held_out)), np.eye(D_MODEL - 1), atol=0.15)
+    with pytest.raises(ConfigError, match=f"at most {D_MODEL - 1}"):
+        fit_transform("whiten", rows, TransformSettings(whiten_dimensions=D_MODEL))
+
+
+def test_the_null_floor_is_the_stored_dtypes() -> None:
+    """The same values passed as float32: the floor is float16's when they were stored as
+    float16 (`stored_as`), float32's (far below the rounding noise) when not."""
+    rows, _ = _layer_normalized_float16(4000, seed=1, small=0.01)
+    wide = rows.astype(np.float32)
+    assert fit_transform("whiten", wide, SETTINGS).describe()["parameters"]["null_directions"] == 0
+    stored = fit_transform("whiten", wide, SETTINGS, stored_as="float16")
+    assert stored.describe()["parameters"]["null_directions"] == 1

@@ -213,7 +213,9 @@ def test_a_model_refuses_an_index_of_other_units(tiny_bert_dir, sentence_table, 
     with pytest.raises(InputDataError, match="subword units but .* indexes word units"):
         _extract_model("bert", subword, sentence_table, word_index, tmp_path / "a")
     subword_index = _index(tmp_path / "subwords")
-    steps.subword_index(sentence_table, "bert", subword, IndexSettings(), subword_index)
+    steps.subword_index(
+        sentence_table, "bert", subword, IndexSettings(min_contexts=2), subword_index
+    )
     with pytest.raises(InputDataError, match="word units but .* indexes subword units"):
         _extract_model(
             "bert", {"source": str(tiny_bert_dir)}, sentence_table, subword_index, tmp_path / "b"
@@ -225,7 +227,7 @@ def test_an_index_from_another_tokenizer_is_refused(
 ):
     index = _index(tmp_path / "gpt2-subwords")
     gpt2 = {"source": str(tiny_gpt2_dir), "units": "subword"}
-    steps.subword_index(sentence_table, "gpt2", gpt2, IndexSettings(), index)
+    steps.subword_index(sentence_table, "gpt2", gpt2, IndexSettings(min_contexts=2), index)
     bert = {"source": str(tiny_bert_dir), "units": "subword"}
     with pytest.raises(InputDataError, match="sentence 0: .* rebuild the occurrence index"):
         _extract_model("bert", bert, sentence_table, index, tmp_path / "shards")
@@ -270,6 +272,11 @@ def test_non_finite_vectors_are_counted_and_refused(tiny_bert_dir, tmp_path):
     loaded.model.forward = overflowing
     paths = {layer: tmp_path / f"layer{layer}.h5" for layer in (0, 2)}
     units = sentence_units(loaded, SENTENCES[:1])
-    with pytest.raises(NonFiniteValueError, match=r"1 vectors are ±inf or NaN .* occurrence 0"):
+    with pytest.raises(
+        NonFiniteValueError, match=r"1 vectors are ±inf or NaN .* occurrence 0"
+    ) as caught:
         extract_into_shards(loaded, units, (0, 2), paths, {"index_checksum": "i"})
     assert list(tmp_path.iterdir()) == []  # no shard, no partial file
+    # On the CPU the cause is the model, not the CUDA autocast dtype.
+    assert "cuda_dtype" not in str(caught.value)
+    assert "weights, all finite, produce them in float32 on cpu" in str(caught.value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,12 +13,14 @@ from pathlib import Path
 import h5py
 import pandas as pd
 import pytest
+import safetensors.torch
 import yaml
 
 from contextuality import __version__, workflow
 from contextuality.backends.elmo.release import RELEASES
 from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.figures import FIGURES
+from contextuality.provenance import sha256_file
 from contextuality.tables import read_tsv_provenance
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,9 +76,9 @@ def _write_config(directory: Path, config: dict) -> None:
     (directory / "config" / "config.yaml").write_text(yaml.safe_dump(config))
 
 
-def _planned_jobs(directory: Path) -> dict[str, int]:
+def _planned_jobs(directory: Path, *arguments: str) -> dict[str, int]:
     """Rule name → job count of a dry run (empty when nothing is to be done)."""
-    result = _snakemake(directory, "--dry-run")
+    result = _snakemake(directory, "--dry-run", *arguments)
     assert result.returncode == 0, result.stderr
     output = result.stdout + result.stderr
     if "Nothing to be done" in output:
@@ -234,7 +237,8 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
 
     # Adding a model plans only that model's jobs and the cross-model aggregates (and, for
     # a model indexed by its own subwords, that index).
-    config["models"]["gpt2"] = {"source": str(tiny_gpt2_dir), "layers": [0, 2], "units": "subword"}
+    gpt2_dir = shutil.copytree(tiny_gpt2_dir, tmp_path / "tiny-gpt2")
+    config["models"]["gpt2"] = {"source": str(gpt2_dir), "layers": [0, 2], "units": "subword"}
     _write_config(tmp_path, config)
     static = {"static_vectors": 4, "score_static": 8, "word_benchmarks_table": 1}
     assert _planned_jobs(tmp_path) == (static if published.is_dir() else {}) | {
@@ -255,6 +259,15 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     assert tokens.str.startswith("Ġ").any()  # byte-level BPE pieces, not words
     gpt2_words = pd.read_parquet(tmp_path / "results/measures/gpt2/none/layer_2.parquet")["word"]
     assert set(gpt2_words) <= set(tokens)
+    # A local model's files are its extraction's inputs, their checksums its provenance.
+    weights = gpt2_dir / "model.safetensors"
+    meta = json.loads((tmp_path / "results/embeddings/gpt2/meta.json").read_text())
+    assert meta["model_file_checksums"]["model.safetensors"] == sha256_file(weights)
+    tensors = safetensors.torch.load_file(weights)  # re-saved with one weight changed
+    tensors["wte.weight"][0, 0] += 1.0
+    safetensors.torch.save_file(tensors, weights, metadata={"format": "pt"})
+    assert _planned_jobs(tmp_path)["extract_gpt2"] == 1
+    assert _snakemake(tmp_path).returncode == 0
 
     # Changing one model's settings reruns that model only (and its reference comparison).
     config["models"]["bert"]["pooling"] = "first"
@@ -277,6 +290,19 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
             "word_benchmarks_table": 1,
         }
     assert _planned_jobs(tmp_path) == expected
+
+    # A mistake in a model's settings is refused while the DAG is built, so the valid
+    # extraction it would replace is never deleted.
+    mistakes = {
+        "models.bert.layers: [9] beyond the model's hidden states 0..2": {"layers": [0, 9]},
+        "models.bert.source: model directory": {"source": str(tmp_path / "no-such-model")},
+    }
+    for message, mistake in mistakes.items():
+        models = config["models"] | {"bert": config["models"]["bert"] | mistake}
+        _write_config(tmp_path, config | {"models": models})
+        result = _snakemake(tmp_path)
+        assert result.returncode != 0 and message in result.stdout + result.stderr
+        assert (tmp_path / "results/embeddings/bert/layer_2.h5").is_file()
 
 
 def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_dir):
@@ -387,16 +413,53 @@ def test_bad_config_is_refused_with_a_clear_message(tmp_path):
 
 
 @pytest.mark.workflow
-def test_unloadable_model_fails_its_job_with_a_message(tmp_path):
+def test_unloadable_model_fails_its_job_with_a_message(tmp_path, tiny_bert_dir):
     corpus = tmp_path / "corpus.txt"
     _write_corpus(corpus)
-    missing = tmp_path / "no-such-model"
-    _write_config(tmp_path, _config(corpus, {"m": {"source": str(missing), "layers": [0]}}))
+    broken = shutil.copytree(tiny_bert_dir, tmp_path / "broken-bert")
+    (broken / "model.safetensors").write_bytes(b"not a safetensors file")
+    _write_config(tmp_path, _config(corpus, {"m": {"source": str(broken), "layers": [0]}}))
     result = _snakemake(tmp_path)
     assert result.returncode != 0
     log = (tmp_path / "logs/extract/m.log").read_text()
-    assert "model directory" in log and "not found" in log and "Traceback" not in log
+    assert "cannot load the weights" in log and "Traceback" not in log
     assert not list((tmp_path / "results/embeddings").glob("m/*.h5"))
+
+
+@pytest.mark.workflow
+def test_a_config_in_which_every_model_streams_runs_to_the_end(tmp_path, tiny_bert_dir):
+    """Streamed models have no degeneration tables (those need every vector), so a config
+    of streamed models alone builds everything else and no empty degeneration table."""
+    corpus = tmp_path / "corpus.txt"
+    _write_corpus(corpus)
+    config = _config(corpus, {"m": {"source": str(tiny_bert_dir), "streaming": True}})
+    config["measures"]["transforms"] = ["none"]
+    _write_config(tmp_path, config)
+    result = _snakemake(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
+    assert set(table["model"]) == {"m"} and sorted(table["layer"].unique()) == [0, 1, 2]
+    assert not (tmp_path / "results/tables/degeneration.tsv").exists()
+    assert _planned_jobs(tmp_path) == {}
+
+
+@pytest.mark.parametrize("sentences", [["The cat sat on the mat."], BASE_SENTENCES])
+def test_a_corpus_with_nothing_to_measure_stops_at_the_index(tmp_path, tiny_bert_dir, sentences):
+    """One sentence, or no word in min_contexts=5 sentences: one line from the index
+    step, and no model run and no figure drawn."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(sentences) + "\n")
+    _write_config(tmp_path, _config(corpus, {"m": {"source": str(tiny_bert_dir)}}))
+    result = _snakemake(tmp_path)
+    assert result.returncode != 0
+    message = (
+        rf"error: 0 of \d+ words in {len(sentences)} sentences occur at least min_contexts=5 "
+        "sentences: lower index.min_contexts or use a larger corpus"
+    )
+    assert re.search(message, result.stdout + result.stderr)
+    assert "Traceback" not in (tmp_path / "logs/corpus/occurrence_index.log").read_text()
+    assert not (tmp_path / "results/embeddings").exists()
+    assert not (tmp_path / "results/figures").exists()
 
 
 def _merged(base: dict, overlay: dict) -> dict:
@@ -411,27 +474,39 @@ def _merged(base: dict, overlay: dict) -> dict:
 @pytest.mark.parametrize(
     "names",
     [
-        ["config.yaml"],
+        [],
         ["sts.yaml"],
         ["paper.yaml"],
         ["decoder.yaml"],
         ["config.yaml", "corrections.yaml"],
+        ["paper.yaml", "corrections.yaml"],
     ],
 )
 def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
-    """Each shipped config (and the corrections on top of the default) validates and
-    plans its whole DAG offline (a dry run)."""
-    config = {}
+    """Each shipped config, given with ``--configfile`` as the README says (Snakemake merges
+    it onto config/config.yaml), validates and plans its whole DAG offline (a dry run),
+    and plans exactly the models of the last file that names ``models:``."""
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    named = config["models"]
     for name in names:
-        config = _merged(config, yaml.safe_load((REPO / "config" / name).read_text()))
+        overlay = yaml.safe_load((REPO / "config" / name).read_text())
+        config = _merged(config, overlay)
+        named = overlay.get("models", named)
+    config["models"] = {model: config["models"][model] for model in named}
+    mirrors = {}
     if config["corpus"]["source"] == "sts":
-        config["corpus"]["sts"]["mirror"] = str(shared_data / "sts")
+        mirrors["corpus"] = {"sts": {"mirror": str(shared_data / "sts")}}
     if "reference" in config:
-        config["reference"]["mirror"] = str(shared_data / "reference" / "ethayarajh2019")
+        mirrors["reference"] = {"mirror": str(shared_data / "reference" / "ethayarajh2019")}
     if "static" in config:
-        config["static"]["mirror"] = str(shared_data)
-    _write_config(tmp_path, config)
-    jobs = _planned_jobs(tmp_path)
+        mirrors["static"] = {"mirror": str(shared_data)}
+    (tmp_path / "mirrors.yaml").write_text(yaml.safe_dump(mirrors))
+    configfiles = [str(tmp_path / "config" / name) for name in names]
+    configfiles.append(str(tmp_path / "mirrors.yaml"))
+    jobs = _planned_jobs(tmp_path, "--configfile", *configfiles)
+    extractions = {rule.split("_", 1)[1] for rule in jobs if rule.startswith("extract_")}
+    assert extractions == set(named)
     layers = sum(len(model["layers"]) for model in config["models"].values())
     transforms = config.get("measures", {}).get("transforms", ["none", "center"])
     measured = jobs["measure_layer"] + jobs.get("measure_layer_without_degeneration", 0)

@@ -23,7 +23,7 @@ import pandas as pd
 
 from contextuality.errors import ConfigError, InputDataError
 from contextuality.provenance import read_json, write_json
-from contextuality.tables import read_parquet, write_parquet
+from contextuality.tables import read_parquet, read_provenance, write_parquet
 from contextuality.words import WORD_TOKENIZERS, is_punctuation
 
 COUNT_RULES = ("contexts", "occurrences")
@@ -184,10 +184,25 @@ class IndexFiles:
         return read_json(self.summary)
 
     def read_occurrences(self) -> pd.DataFrame:
-        return read_parquet(self.occurrences)
+        """The occurrence table, refused (InputDataError) unless its content has the index
+        checksum the summary records."""
+        table = read_parquet(self.occurrences)
+        if index_checksum(table) != self.read_summary()["index_checksum"]:
+            raise self._mismatch(self.occurrences, "its rows have another index checksum")
+        return table
 
     def read_vocab(self) -> pd.DataFrame:
+        """The vocabulary, refused (InputDataError) unless it was written with this summary
+        (same settings, corpus and index checksums)."""
+        if read_provenance(self.vocab) != self.read_summary():
+            raise self._mismatch(self.vocab, "it was written with another index summary")
         return read_parquet(self.vocab)
+
+    def _mismatch(self, path: Path, why: str) -> InputDataError:
+        return InputDataError(
+            f"{path} is not part of the index {self.summary} describes ({why}); rebuild the "
+            "occurrence index from the sentence table"
+        )
 
     def read_sentences(self, sentences_path: str | os.PathLike) -> pd.DataFrame:
         """The sentence table at `sentences_path`, refused (InputDataError) unless it is

@@ -91,9 +91,12 @@ def load_layer(
     if split_provenance["corpus_checksum"] != index_summary["corpus_checksum"]:
         raise InputDataError(f"{correction.split} was drawn for another corpus; rebuild it")
     in_fit = split["fit"].to_numpy()[occurrences["sentence_id"].to_numpy()]
-    fitting, _ = load(dtype=None, rows=np.flatnonzero(in_fit))
+    fitting, stored = load(dtype=None, rows=np.flatnonzero(in_fit))
     fitted = fit_transform(
-        transform, fitting[rows_with_vectors(fitting)], TransformSettings(**correction.settings)
+        transform,
+        fitting[rows_with_vectors(fitting)],
+        TransformSettings(**correction.settings),
+        stored_as=stored.get("dtype", fitting.dtype),  # its rounding: whiten's null floor
     )
     del fitting
     measured = np.flatnonzero(~in_fit)

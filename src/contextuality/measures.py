@@ -135,15 +135,26 @@ def explained_variance_first_component(matrix: np.ndarray, centered: bool = Fals
     is smaller; both have the σ_i² as non-zero eigenvalues.
     """
     matrix = np.asarray(matrix, dtype=np.float64)
+    squares = np.sum(matrix**2)
     if centered:
         matrix = matrix - matrix.mean(axis=0)
     n, d = matrix.shape
     gram = matrix @ matrix.T if n <= d else matrix.T @ matrix
     total = np.trace(gram)
-    if total <= 0:
+    if not _has_variance(total, squares, n):
         return float("nan")
     top = np.linalg.eigvalsh(gram)[-1]
     return float(top / total)
+
+
+def _has_variance(
+    sum_of_squares: np.ndarray | float, uncentered_sum: np.ndarray | float, n: np.ndarray | int
+) -> np.ndarray | bool:
+    """Whether a sum of squares over n rows (centered or not) exceeds what float64 rounding
+    leaves of zero: n·eps × the rows' uncentered sum of squares Σ‖x‖² (sums over n rows are
+    accurate to about n·eps of it, and centering rows identical up to rounding leaves a
+    residue of (n·eps)² of it). Below it, a share of that variance is 0/0."""
+    return sum_of_squares > n * np.finfo(np.float64).eps * uncentered_sum
 
 
 @dataclass(frozen=True)
@@ -215,10 +226,11 @@ def _stacked_statistics(stacked: np.ndarray, weights: np.ndarray) -> tuple[np.nd
     top_centered, _ = _top_eigenpairs(centered, vectors=False)
     if not unweighted:
         _, direction = _top_eigenpairs(stacked * np.sqrt(weights)[:, :, None], vectors=True)
+    defined = _has_variance(centered_totals, totals, stacked.shape[1])
     with np.errstate(invalid="ignore", divide="ignore"):
         return (
             np.where(totals > 0, top / totals, np.nan),
-            np.where(centered_totals > 0, top_centered / centered_totals, np.nan),
+            np.where(defined, top_centered / centered_totals, np.nan),
             _variance_ratio_along(stacked, weights, direction),
         )
 
@@ -227,18 +239,22 @@ def _variance_ratio_along(
     stacked: np.ndarray, weights: np.ndarray, direction: np.ndarray
 ) -> np.ndarray:
     """Weighted variance of the projections on `direction` over the total weighted column
-    variance, for stacked rows (k, n, d), weights (k, n) and unit directions (k, d)."""
+    variance, for stacked rows (k, n, d), weights (k, n) and unit directions (k, d); NaN
+    where the rows have no variance beyond rounding (`_has_variance`, n the total weight).
+    Rows are centered first: E‖x‖² − ‖E x‖² would leave a rounding residue of n·eps."""
     total_weight = weights.sum(axis=1)
-    projections = np.einsum("knd,kd->kn", stacked, direction)
     weighted_mean = np.einsum("kn,knd->kd", weights, stacked) / total_weight[:, None]
-    projected_variance = (
-        np.einsum("kn,kn->k", weights, projections**2) / total_weight
-        - np.einsum("kd,kd->k", weighted_mean, direction) ** 2
-    )
-    total_variance = np.einsum("kn,knd,knd->k", weights, stacked, stacked) / total_weight
-    total_variance -= np.einsum("kd,kd->k", weighted_mean, weighted_mean)
+    centered = stacked - weighted_mean[:, None, :]
+    projections = np.einsum("knd,kd->kn", centered, direction)
+    projected_variance = np.einsum("kn,kn->k", weights, projections**2) / total_weight
+    total_variance = np.einsum("kn,knd,knd->k", weights, centered, centered) / total_weight
+    mean_square = np.einsum("kn,knd,knd->k", weights, stacked, stacked) / total_weight
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total_variance > 0, projected_variance / total_variance, np.nan)
+        return np.where(
+            _has_variance(total_variance, mean_square, total_weight),
+            projected_variance / total_variance,
+            np.nan,
+        )
 
 
 def first_component_statistics(
@@ -359,12 +375,16 @@ def _top_component_share(matrix: np.ndarray, centered: bool) -> float:
     from scipy.sparse.linalg import svds
 
     matrix = np.asarray(matrix, dtype=np.float64)
+    if min(matrix.shape) < 2:
+        return explained_variance_first_component(matrix, centered)
+    squares = np.sum(matrix**2)
     if centered:
         matrix = matrix - matrix.mean(axis=0)
-    if min(matrix.shape) < 2:
-        return explained_variance_first_component(matrix)
+    total = np.sum(matrix**2)
+    if not _has_variance(total, squares, len(matrix)):
+        return float("nan")
     top = svds(matrix, k=1, return_singular_vectors=False, random_state=0)[0]
-    return float(top**2 / np.sum(matrix**2))
+    return float(top**2 / total)
 
 
 def percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, float]:

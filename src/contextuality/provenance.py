@@ -11,14 +11,18 @@ import contextlib
 import hashlib
 import itertools
 import json
+import math
+import numbers
 import os
 import platform
+import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from contextuality import __version__
+from contextuality.errors import InputDataError
 
 _partial_counter = itertools.count()
 
@@ -60,16 +64,42 @@ def provenance_record(**fields: Any) -> dict[str, Any]:
 
 
 def partial_path(final: str | os.PathLike) -> Path:
-    """A hidden temporary name beside `final`, unique to this process, for atomic writes."""
+    """A hidden temporary name beside `final` for atomic writes, naming its owner (this
+    process and host, see `remove_stale_partials`) and unique to it."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    return final.parent / f".{final.name}.partial-{os.getpid()}-{next(_partial_counter)}"
+    owner = f"{os.getpid()}-{next(_partial_counter)}@{socket.gethostname()}"
+    return final.parent / f".{final.name}.partial-{owner}"
+
+
+def _owner_is_gone(partial: Path, prefix: str) -> bool:
+    """Whether the process that named `partial` (``<prefix><pid>-<n>[@<host>]``) has ended:
+    only known on its own host (a name without a host is taken as this host's)."""
+    counted, _, host = partial.name[len(prefix) :].partition("@")
+    if host and host != socket.gethostname():
+        return False
+    try:
+        pid = int(counted.split("-")[0])
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 def remove_stale_partials(final: str | os.PathLike) -> list[Path]:
-    """Delete temporary files that an interrupted writer of `final` left behind."""
+    """Delete the temporary files of `final` whose writer has ended (killed, or a crash),
+    keeping those of a writer still running (a second run into the same directory, a job
+    beside a ``snakemake --unlock``) or on another host."""
     final = Path(final)
-    stale = list(final.parent.glob(f".{final.name}.partial-*"))
+    prefix = f".{final.name}.partial-"
+    stale = [path for path in final.parent.glob(f"{prefix}*") if _owner_is_gone(path, prefix)]
     for path in stale:
         path.unlink(missing_ok=True)
     return stale
@@ -79,8 +109,10 @@ def remove_stale_partials(final: str | os.PathLike) -> list[Path]:
 def atomic_path(final: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside `final`; rename it onto `final` only on success.
 
-    On an exception the temporary file is removed and `final` is left untouched.
+    Temporary files of `final` that an ended writer left are removed first. On an
+    exception the temporary file is removed and `final` is left untouched.
     """
+    remove_stale_partials(final)
     temporary = partial_path(final)
     try:
         yield temporary
@@ -90,12 +122,34 @@ def atomic_path(final: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
+def json_ready(value: Any) -> Any:
+    """`value` (nested dicts, lists, tuples) with every non-finite number (NaN, ±inf, Python
+    or numpy) replaced by None, which JSON writes as null: a bare NaN is not JSON, and
+    strict parsers refuse the file. Readers that compute with such values read null back
+    as NaN (`summary.measures_table`)."""
+    if isinstance(value, dict):
+        return {key: json_ready(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(item) for item in value]
+    if isinstance(value, numbers.Real) and not math.isfinite(value):
+        return None
+    return value
+
+
 def write_json(path: str | os.PathLike, value: Any) -> None:
-    """Write indented JSON atomically."""
+    """Write indented JSON atomically, non-finite numbers as null (`json_ready`)."""
+    text = json.dumps(json_ready(value), indent=2, sort_keys=True, default=str, allow_nan=False)
     with atomic_path(path) as temporary:
-        temporary.write_text(json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
+        temporary.write_text(text + "\n")
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    """Read a JSON file."""
-    return json.loads(Path(path).read_text())
+    """Read a JSON file (InputDataError naming the file where it is missing or not JSON)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError as error:
+        raise InputDataError(f"{path}: no such file") from error
+    except (OSError, ValueError) as error:
+        raise InputDataError(
+            f"{path}: not readable JSON ({error}); rebuild it (delete it and rerun)"
+        ) from error

@@ -106,6 +106,14 @@ SUMMARY_COLUMNS = (
 )
 
 
+# The float columns of `measures_table`.
+_VALUE_COLUMNS = tuple(
+    f"{value}{bound}"
+    for value in ("raw", "baseline", "adjusted")
+    for bound in ("", "_low", "_high")
+)
+
+
 def measures_table(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """One long table of every (model, transform, layer, measure) of the layer summaries.
 
@@ -114,7 +122,8 @@ def measures_table(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
     output, the last block's before or after the final normalization), measure, raw,
     baseline and adjusted values each with their interval (``*_low``, ``*_high``; empty
     where a measure has none), n, and the dimensions a rogue-dimension share names.
-    Sorted by model, transform, measure and layer.
+    Sorted by model, transform, measure and layer. A value the summary file holds as null
+    (NaN, as `provenance.write_json` writes it) is NaN again here.
     """
     rows = []
     for summary in summaries:
@@ -132,6 +141,7 @@ def measures_table(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
                 }
             )
     table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    table[list(_VALUE_COLUMNS)] = table[list(_VALUE_COLUMNS)].astype(np.float64)
     return table.sort_values(["model", "transform", "measure", "layer"])
 
 

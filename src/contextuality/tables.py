@@ -7,8 +7,10 @@ without its provenance.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from contextuality.provenance import atomic_path, read_json, write_json
+from contextuality.errors import InputDataError
+from contextuality.provenance import atomic_path, json_ready, read_json, write_json
 
 PROVENANCE_KEY = b"contextuality.provenance"
 
@@ -25,22 +28,39 @@ def write_parquet(frame: pd.DataFrame, path: str | os.PathLike, provenance: dict
     """Write `frame` to Parquet with `provenance` as JSON in the schema metadata."""
     table = pa.Table.from_pandas(frame, preserve_index=False)
     metadata = dict(table.schema.metadata or {})
-    metadata[PROVENANCE_KEY] = json.dumps(provenance, sort_keys=True, default=str).encode()
+    text = json.dumps(json_ready(provenance), sort_keys=True, default=str, allow_nan=False)
+    metadata[PROVENANCE_KEY] = text.encode()
     table = table.replace_schema_metadata(metadata)
     with atomic_path(path) as temporary:
         pq.write_table(table, temporary)
 
 
 def read_parquet(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a Parquet table written by `write_parquet`."""
-    return pq.read_table(path).to_pandas()
+    """Read a Parquet table written by `write_parquet` (InputDataError naming the file
+    where it is missing, truncated or not Parquet)."""
+    with _readable(path):
+        return pq.read_table(path).to_pandas()
 
 
 def read_provenance(path: str | os.PathLike) -> dict[str, Any]:
     """The provenance record stored in a Parquet file's metadata ({} if none)."""
-    metadata = pq.read_schema(path).metadata or {}
+    with _readable(path):
+        metadata = pq.read_schema(path).metadata or {}
     raw = metadata.get(PROVENANCE_KEY)
     return json.loads(raw) if raw else {}
+
+
+@contextlib.contextmanager
+def _readable(path: str | os.PathLike) -> Iterator[None]:
+    """Turn a missing, truncated or malformed Parquet file into one InputDataError line."""
+    try:
+        yield
+    except FileNotFoundError as error:
+        raise InputDataError(f"{path}: no such file") from error
+    except (OSError, pa.ArrowException) as error:
+        raise InputDataError(
+            f"{path}: not a readable Parquet table ({error}); rebuild it (delete it and rerun)"
+        ) from error
 
 
 def tsv_provenance_path(path: str | os.PathLike) -> Path:

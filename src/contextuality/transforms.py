@@ -13,7 +13,10 @@ Every correction is affine, x ↦ (x − mean) @ matrix, with parameters estimat
   scale each kept direction to unit variance, optionally keeping only the top k. By
   default every direction the fitting part spans is kept: hidden states after a layer
   normalization lie in a hyperplane, so their covariance has a null direction that no
-  scaling can bring to unit variance (dropped, and counted as ``null_directions``).
+  scaling can bring to unit variance (dropped, and counted as ``null_directions``). Stored
+  as float16, such a direction still carries the rounding's variance, which whitening
+  would blow up to unit variance: a direction whose variance is not clearly above what the
+  storage dtype's rounding adds along it counts as null (`_null_floor`).
 
 A correction is fitted on the rows passed to :func:`fit_transform` and nothing else.
 Callers pass a held-out part of the corpus (:func:`correction_split`) and measure the
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from contextuality.errors import ConfigError, NonFiniteValueError
 from contextuality.random_streams import generator
@@ -38,7 +42,8 @@ from contextuality.rows import rows_with_vectors
 TRANSFORMS = ("none", "center", "standardize", "abtt", "whiten")
 
 _ROWS_PER_CHUNK = 8_192  # float64 temporaries of a few MiB, cache-sized
-_EIGENVALUE_FLOOR = 1e-12  # relative to the largest eigenvalue
+_EIGENVALUE_FLOOR = 1e-12  # relative to the largest eigenvalue: float64 eigh's own error
+_ROUNDING_MARGIN = 10.0  # a kept direction has ≥ 10× the variance rounding adds along it
 
 
 @dataclass(frozen=True)
@@ -117,9 +122,13 @@ class FittedTransform:
         }
 
 
-def fit_transform(name: str, vectors: np.ndarray, settings: TransformSettings) -> FittedTransform:
+def fit_transform(
+    name: str, vectors: np.ndarray, settings: TransformSettings, stored_as: DTypeLike = None
+) -> FittedTransform:
     """Fit the correction ``name`` on ``vectors`` (n, d), n ≥ 2 finite rows: the held-out
-    fitting part, never the rows to be measured (see the module docstring)."""
+    fitting part, never the rows to be measured (see the module docstring). `stored_as`:
+    the float dtype the vectors were stored in, whose rounding sets whiten's null floor
+    (None: ``vectors.dtype``)."""
     if name not in TRANSFORMS:
         raise ConfigError(f"transform must be one of {TRANSFORMS}, not {name!r}")
     vectors = np.asarray(vectors)
@@ -145,7 +154,8 @@ def fit_transform(name: str, vectors: np.ndarray, settings: TransformSettings) -
         np.divide(1.0, std, out=scale, where=std > 0)
         return FittedTransform(name, mean, np.diag(scale), n)
 
-    eigenvalues, eigenvectors = np.linalg.eigh(_covariance(vectors, mean))
+    covariance = _covariance(vectors, mean)
+    eigenvalues, eigenvectors = np.linalg.eigh(covariance)
     eigenvalues, eigenvectors = eigenvalues[::-1], eigenvectors[:, ::-1]  # descending
     if name == "abtt":
         directions = settings.abtt_directions
@@ -158,29 +168,60 @@ def fit_transform(name: str, vectors: np.ndarray, settings: TransformSettings) -
             )
         top = eigenvectors[:, :directions]
         return FittedTransform(name, mean, np.eye(d) - top @ top.T, n, {"directions": directions})
+    second_moments = np.diagonal(covariance) + mean**2
+    stored_as = np.dtype(vectors.dtype if stored_as is None else stored_as)
+    usable = eigenvalues > _null_floor(eigenvectors, eigenvalues, second_moments, stored_as)
+    chosen = _whitened_directions(usable, settings.whiten_dimensions, n)
+    parameters = {
+        "dimensions": len(chosen),
+        "smallest_eigenvalue": float(eigenvalues[chosen[-1]]),
+        "null_directions": int(d - usable.sum()),
+        "stored_as": str(stored_as),
+    }
+    matrix = eigenvectors[:, chosen] / np.sqrt(eigenvalues[chosen])
+    return FittedTransform(name, mean, matrix, n, parameters)
 
-    floor = _EIGENVALUE_FLOOR * eigenvalues[0]
-    usable = int(np.sum(eigenvalues >= floor)) if eigenvalues[0] > 0 else 0
-    kept = usable if settings.whiten_dimensions is None else settings.whiten_dimensions
+
+def _whitened_directions(usable: np.ndarray, dimensions: int | None, n: int) -> np.ndarray:
+    """Positions of the directions to whiten, the first `dimensions` (None: all) of those
+    `usable` (bool, (d,), descending eigenvalues, above `_null_floor`); a ConfigError
+    when there are not that many (n: the fitting rows, for the message)."""
+    d, spanned = len(usable), int(usable.sum())
+    kept = spanned if dimensions is None else dimensions
     if kept > d:
         raise ConfigError(
             f"whiten: measures.correction.whiten_dimensions {kept} exceeds the dimension {d}"
         )
-    if kept == 0 or kept > usable:
+    if kept == 0 or kept > spanned:
         raise ConfigError(
             f"whiten: the fitting part is rank-deficient ({n} rows, {d} dimensions; "
-            f"{usable} covariance eigenvalues above {_EIGENVALUE_FLOOR:g} × the largest), "
+            f"{spanned} covariance eigenvalues above the null floor), "
             f"so {kept} directions cannot be scaled to unit variance: set "
-            f"measures.correction.whiten_dimensions to at most {usable}, or fit on more rows"
+            f"measures.correction.whiten_dimensions to at most {spanned}, or fit on more rows"
         )
-    matrix = eigenvectors[:, :kept] / np.sqrt(eigenvalues[:kept])
-    smallest = float(eigenvalues[kept - 1])
-    parameters = {
-        "dimensions": kept,
-        "smallest_eigenvalue": smallest,
-        "null_directions": d - usable,
-    }
-    return FittedTransform(name, mean, matrix, n, parameters)
+    return np.flatnonzero(usable)[:kept]
+
+
+def _null_floor(
+    eigenvectors: np.ndarray,
+    eigenvalues: np.ndarray,
+    second_moments: np.ndarray,
+    stored_as: np.dtype,
+) -> np.ndarray:
+    """The variance (d,) each covariance direction (columns of `eigenvectors`, eigenvalues
+    descending) must exceed to be whitened rather than dropped as null.
+
+    Storing x_j as `stored_as` adds an error of at most half its spacing, ≤ eps·|x_j|/2
+    (eps: the dtype's relative resolution, 9.8e-4 for float16): a uniform error of variance
+    ≤ (eps·x_j)²/12, independent across coordinates, so along a unit direction v about
+    eps²/12 · Σ_j v_j² E[x_j²] (`second_moments`: E[x_j²] per coordinate). A direction
+    needs `_ROUNDING_MARGIN` times that (in all-MiniLM-L6-v2's float16 layers the layer
+    normalization's null direction has about half of it, the real directions over 10⁵
+    times it), and at least `_EIGENVALUE_FLOOR` of the largest eigenvalue, the float64
+    decomposition's own error."""
+    eps = float(np.finfo(stored_as).eps)
+    rounding = eps**2 / 12 * (eigenvectors**2).T @ second_moments
+    return np.maximum(_EIGENVALUE_FLOOR * eigenvalues[0], _ROUNDING_MARGIN * rounding)
 
 
 def correction_split(n_sentences: int, fit_fraction: float, seed: int) -> np.ndarray:

@@ -4,6 +4,7 @@ from contextuality import workflow as ctx
 from contextuality.degeneration_figures import DEGENERATION_FIGURES
 from contextuality.figures import FIGURES
 
+ctx.keep_models_named_by(config, workflow.overwrite_configfiles)
 ctx.check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 

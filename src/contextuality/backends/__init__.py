@@ -19,7 +19,7 @@ from contextuality.backends.base import (
     TextEncoder,
     selected_layers,
 )
-from contextuality.errors import ConfigError
+from contextuality.errors import ConfigError, ContextualityError
 
 BACKENDS: dict[str, Backend] = {"transformers": hf.BACKEND, "elmo": elmo.BACKEND}
 LOADERS = tuple(BACKENDS)
@@ -56,6 +56,22 @@ def count_hidden_layers(spec: ModelSpec) -> int:
     """L, the model's number of layers (hidden states are 0..L), from its config or
     options file alone."""
     return backend_of(spec).count_layers(spec)
+
+
+def check_planned_layers(spec: ModelSpec) -> None:
+    """Refuse, before anything runs, a local model that is not there and ``layers`` beyond
+    its L, where its files give L without loading it (`Backend.known_layer_count`);
+    ConfigError naming the setting."""
+    try:
+        n_layers = backend_of(spec).known_layer_count(spec)
+    except ContextualityError as error:
+        message = str(error).removeprefix(f"model {spec.name}: ")
+        raise ConfigError(f"models.{spec.name}.source: {message}") from error
+    beyond = [layer for layer in spec.layers or () if n_layers is not None and layer > n_layers]
+    if beyond:
+        raise ConfigError(
+            f"models.{spec.name}.layers: {beyond} beyond the model's hidden states 0..{n_layers}"
+        )
 
 
 def model_layers(spec: ModelSpec) -> tuple[int, ...]:

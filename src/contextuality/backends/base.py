@@ -126,18 +126,20 @@ def tokenizer_key(spec: ModelSpec) -> str:
     return f"{key}@{spec.revision}" if spec.revision else key
 
 
+def is_local(spec: ModelSpec) -> bool:
+    """Whether `spec`'s source is on local disk (a path or ``package:``), not a hub id."""
+    return spec.source.startswith(("package:", "/", ".", "~"))
+
+
 def model_location(spec: ModelSpec) -> str:
     """What to hand to a loader: a directory path or a hub id.
 
     A source written as a path (starting with ``/``, ``.`` or ``~``) or as
     ``package:<module>/<dir>`` must be a directory.
     """
-    if spec.source.startswith("package:"):
-        location = resolve_data_path(spec.source)
-    elif spec.source.startswith(("/", ".", "~")):
-        location = Path(spec.source).expanduser()
-    else:
+    if not is_local(spec):
         return spec.source
+    location = resolve_data_path(spec.source).expanduser()
     if not location.is_dir():
         raise ModelLoadError(f"model {spec.name}: model directory {spec.source} not found")
     return str(location)
@@ -272,6 +274,8 @@ class Backend:
     check(spec): refuse the settings that mean nothing for this kind (ConfigError).
     recorded_settings: `OPTIONAL_SETTINGS` this kind records even at their defaults.
     count_layers(spec): L, the number of layers, read without loading the weights.
+    known_layer_count(spec): L where local files give it without loading any library (the
+        workflow checks ``layers`` with it while it plans), None where they cannot.
     files(spec): the local files an extraction reads, so that a workflow can track them.
     sequential(spec): whether the model must read the corpus as one sequence, in order.
     load(spec, device): the model on `device`, ready to extract.
@@ -280,6 +284,7 @@ class Backend:
 
     check: Callable[[ModelSpec], None]
     count_layers: Callable[[ModelSpec], int]
+    known_layer_count: Callable[[ModelSpec], int | None]
     files: Callable[[ModelSpec], list[Path]]
     sequential: Callable[[ModelSpec], bool]
     load: Callable[[ModelSpec, str], LoadedModel]

@@ -10,6 +10,9 @@ family (WordPiece, byte-level BPE, SentencePiece).
 from __future__ import annotations
 
 import importlib.util
+import json
+import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +23,12 @@ from contextuality.backends.base import (
     ModelSpec,
     RunningTextEncoding,
     Span,
+    is_local,
     model_location,
     only_blocks_up_to,
 )
 from contextuality.errors import ConfigError, ModelLoadError
+from contextuality.provenance import sha256_file
 
 FINAL_NORM_NAMES = ("ln_f", "norm", "final_layer_norm", "final_layernorm")
 _HUGE_MAX_LENGTH = 1_000_000  # what a tokenizer reports when it sets no limit
@@ -36,11 +41,32 @@ def check(spec: ModelSpec) -> None:
 
 
 def _load_error(spec: ModelSpec, what: str, error: Exception) -> ModelLoadError:
+    """What to say when transformers cannot load a part of the model: that the model ships
+    code of its own, refused without ``trust_remote_code`` (transformers' message names that
+    argument), that a pickled weights file holds more than tensors, or else how a hub id
+    must be reachable, or a local directory's files whole."""
+    if "trust_remote_code" in str(error) and not spec.trust_remote_code:
+        return ModelLoadError(
+            f"model {spec.name}: '{spec.source}' ships code of its own, needed to load its "
+            f"{what}, which runs only when allowed: after reading that code, set "
+            f"models.{spec.name}.trust_remote_code: true"
+        )
+    if isinstance(error, pickle.UnpicklingError):
+        return ModelLoadError(
+            f"model {spec.name}: the pickled {what} of '{spec.source}' hold objects other than "
+            "tensors, which could run code when loaded, so they are refused; use the model's "
+            "safetensors weights, or convert a copy you trust"
+        )
     first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    advice = (
+        "its files may be damaged or incomplete: save or download them again"
+        if is_local(spec)
+        else "a hub id needs the Hugging Face hub to be reachable once (or the files in the "
+        "local cache); otherwise set 'source' to a local directory holding config.json and "
+        "weights"
+    )
     return ModelLoadError(
-        f"model {spec.name}: cannot load the {what} of '{spec.source}' ({first_line}). "
-        "A hub id needs the Hugging Face hub to be reachable once (or the files in the local "
-        "cache); otherwise set 'source' to a local directory holding config.json and weights."
+        f"model {spec.name}: cannot load the {what} of '{spec.source}' ({first_line}); {advice}"
     )
 
 
@@ -64,9 +90,62 @@ def count_layers(spec: ModelSpec) -> int:
     return int(config.num_hidden_layers)
 
 
+def known_layer_count(spec: ModelSpec) -> int | None:
+    """L as the config.json on local disk gives it (a local directory's, or the hub cache's
+    for a hub id), read as JSON without importing transformers; None where there is none
+    (a hub id not cached, a GGUF file) or it names no layer count. A local source that is
+    missing, or lacks its config.json or GGUF file, is a ModelLoadError."""
+    if not is_local(spec):
+        config_file = _cached_hub_file(spec, "config.json")
+    else:
+        directory = Path(model_location(spec))
+        config_file = directory / "config.json"
+        expected = directory / (spec.gguf_file or "config.json")
+        if not expected.is_file():
+            raise ModelLoadError(f"model {spec.name}: {spec.source} has no {expected.name}")
+        if spec.gguf_file is not None:
+            return None
+    if config_file is None:
+        return None
+    try:
+        config = json.loads(config_file.read_text())
+    except ValueError as error:
+        raise ModelLoadError(f"model {spec.name}: {config_file} is not JSON ({error})") from error
+    counts = [config.get(key) for key in ("num_hidden_layers", "n_layer", "num_layers")]
+    return next((int(count) for count in counts if isinstance(count, int)), None)
+
+
+def _cached_hub_file(spec: ModelSpec, filename: str) -> Path | None:
+    """Where the local Hugging Face cache holds `filename` of hub model `spec` at its
+    revision (a snapshot directory named by the commit), or None where it does not."""
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(spec.source, filename, revision=spec.revision)
+    return Path(cached) if isinstance(cached, str) else None
+
+
+def resolved_revision(spec: ModelSpec) -> str | None:
+    """The commit a hub model's files were loaded from, read from the cache snapshot that
+    holds them (transformers no longer records it), else the configured ``revision``;
+    None for a local source, whose files' checksums are recorded instead."""
+    if is_local(spec):
+        return None
+    cached = _cached_hub_file(spec, spec.gguf_file or "config.json")
+    found = re.search(r"/snapshots/([0-9a-f]{40})/", cached.as_posix()) if cached else None
+    return found.group(1) if found else spec.revision
+
+
 def files(spec: ModelSpec) -> list[Path]:
-    """The local files an extraction reads: none tracked (a directory or the hub's cache)."""
-    return []
+    """The local files an extraction reads, so that changing any of them (re-saved weights,
+    an edited config or tokenizer) re-extracts: every file at the top of a local model
+    directory, or the GGUF file named (which holds the tokenizer too); none for a hub id,
+    whose resolved commit is recorded instead."""
+    if not is_local(spec):
+        return []
+    directory = Path(model_location(spec))
+    if spec.gguf_file is not None:
+        return [directory / spec.gguf_file]
+    return sorted(path for path in directory.iterdir() if path.is_file())
 
 
 def sequential(spec: ModelSpec) -> bool:
@@ -235,6 +314,7 @@ def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
     that fit no GPU offloaded to the CPU; inputs then go to the first layer's device.
     """
     import torch
+    from safetensors import SafetensorError
     from transformers import AutoModel
 
     tokenizer = load_tokenizer(spec)
@@ -244,7 +324,7 @@ def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
         options["device_map"] = spec.device_map
     try:
         model = AutoModel.from_pretrained(model_location(spec), **options)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, SafetensorError, pickle.UnpicklingError) as error:
         raise _load_error(spec, "weights", error) from error
     model.eval()
     if spec.device_map is None:
@@ -265,7 +345,8 @@ def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
         n_layers=n_layers,
         hidden_size=int(model.config.hidden_size),
         max_length=max_length,
-        revision=spec.revision or getattr(model.config, "_commit_hash", None),
+        revision=resolved_revision(spec),
+        file_checksums={path.name: sha256_file(path) for path in files(spec)} or None,
         final_norm=final_norm,
         returns_after_final_norm=final_norm is not None and returns_after(model, final_norm[1]),
         blocks=find_blocks(model, n_layers),
@@ -275,6 +356,7 @@ def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
 BACKEND = Backend(
     check=check,
     count_layers=count_layers,
+    known_layer_count=known_layer_count,
     files=files,
     sequential=sequential,
     load=load,

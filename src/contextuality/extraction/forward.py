@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from contextuality.backends.base import LoadedModel, only_blocks_up_to
+from contextuality.backends.base import LoadedModel, ModelSpec, only_blocks_up_to
 from contextuality.errors import NonFiniteValueError, NumericOverflowError
 from contextuality.extraction.units import EncodedSentence
 
@@ -55,21 +55,28 @@ def model_batches(loaded: LoadedModel, lengths: np.ndarray, token_budget: int) -
     return plan_batches(lengths, token_budget)
 
 
-def pool_subwords(hidden: Any, token_word: Any, n_words: int, pooling: str) -> tuple[Any, Any]:
+def pool_subwords(
+    hidden: Any, token_word: Any, n_words: int, pooling: str, shared: tuple[Any, Any] | None = None
+) -> tuple[Any, Any]:
     """Pool subword vectors into word vectors, on the tensors' device.
 
     hidden: the (n_tokens, dim) subword vectors of each layer of a batch, flattened: a
     sequence of tensors, or one (n_layers, n_tokens, dim) tensor.
-    token_word: (n_tokens,) word row of each subword, -1 for special and padding tokens.
+    token_word: (n_tokens,) (first) word row of each subword, -1 for special and padding
+    tokens. shared: (tokens, words), two (n_pairs,) tensors of the further words that
+    subwords spanning several words also give their vector to (`units.Alignment`).
     Returns (n_layers, n_words, dim) float32 word vectors, NaN for words with no
     subword, and the (n_words,) subword count of each word. Each layer is pooled straight
-    from its own tensor: no stacked or gathered copy of the batch's states is made.
+    from its own tensor: no stacked copy of the batch's states is made, and only the
+    shared subwords are gathered.
     """
     import torch
 
     keep = token_word >= 0
-    rows = token_word[keep]
-    counts = torch.bincount(rows, minlength=n_words)
+    tokens, words = keep.nonzero().flatten(), token_word[keep]
+    if shared is not None:
+        tokens, words = torch.cat([tokens, shared[0]]), torch.cat([words, shared[1]])
+    counts = torch.bincount(words, minlength=n_words)
     dim = hidden[0].shape[-1]
     # One extra row takes the special and padding tokens (mean pooling adds every token,
     # so no gathered copy of the kept ones is made); it is dropped at the end.
@@ -78,20 +85,20 @@ def pool_subwords(hidden: Any, token_word: Any, n_words: int, pooling: str) -> t
         target = torch.where(keep, token_word, n_words)
         for layer, states in enumerate(hidden):
             pooled[layer].index_add_(0, target, states.to(pooled.device, torch.float32))
+            if shared is not None:
+                gathered = states[shared[0].to(states.device)]
+                pooled[layer].index_add_(0, shared[1], gathered.to(pooled))
         pooled = pooled[:, :n_words]
         pooled /= counts.clamp(min=1).to(pooled.dtype)[None, :, None]
     else:
-        # Subwords of a word are contiguous; the first (last) is where the word changes.
-        # (No wrap-around: with a single word in the batch, rows[0] == rows[-1].)
-        boundary = torch.ones_like(rows, dtype=torch.bool)
-        if pooling == "first":
-            boundary[1:] = rows[1:] != rows[:-1]
-        else:
-            boundary[:-1] = rows[:-1] != rows[1:]
-        chosen = keep.nonzero().flatten()[boundary]
+        # A word's first (last) subword is the smallest (largest) token position it has.
+        reduce = "amin" if pooling == "first" else "amax"
+        chosen = torch.zeros(n_words, dtype=tokens.dtype, device=tokens.device)
+        chosen.scatter_reduce_(0, words, tokens, reduce, include_self=False)
+        present = (counts > 0).nonzero().flatten()
         pooled = pooled[:, :n_words]
         for layer, states in enumerate(hidden):
-            pooled[layer, rows[boundary]] = states[chosen.to(states.device)].to(pooled)
+            pooled[layer, present] = states[chosen[present].to(states.device)].to(pooled)
     pooled[:, counts == 0] = float("nan")
     return pooled, counts
 
@@ -128,10 +135,14 @@ def forward_batch(
     device = next(loaded.model.parameters()).device
     input_ids, attention = pad_batch(batch, loaded.encoder.pad_token_id)
     token_row = np.full(attention.shape, -1, dtype=np.int64)
+    shared_token, shared_row = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
     for position, sentence in enumerate(batch):
         rows = first_rows[sentence.sentence] + sentence.word_index
         token_row[position, : len(rows)] = np.where(sentence.word_index >= 0, rows, -1)
-    rows = np.unique(token_row[token_row >= 0])
+        shared_token.append(position * attention.shape[1] + sentence.shared[:, 0])
+        shared_row.append(first_rows[sentence.sentence] + sentence.shared[:, 1])
+    shared_token, shared_row = np.concatenate(shared_token), np.concatenate(shared_row)
+    rows = np.unique(np.concatenate([token_row[token_row >= 0], shared_row]))
     compact = np.where(token_row >= 0, np.searchsorted(rows, token_row), -1)
     last = blocks_to_run(loaded, layers)
     with (
@@ -150,7 +161,11 @@ def forward_batch(
             states[-1] = before_norm["input"]
         hidden = [states[layer].reshape(-1, states[layer].shape[-1]) for layer in layers]
         token_word = torch.from_numpy(compact.reshape(-1)).to(device, non_blocking=True)
-        pooled, counts = pool_subwords(hidden, token_word, len(rows), loaded.spec.pooling)
+        shared = (
+            torch.from_numpy(shared_token).to(device, non_blocking=True),
+            torch.from_numpy(np.searchsorted(rows, shared_row)).to(device, non_blocking=True),
+        )
+        pooled, counts = pool_subwords(hidden, token_word, len(rows), loaded.spec.pooling, shared)
     return pooled, counts > 0, rows
 
 
@@ -190,6 +205,31 @@ def autocast(device: Any, cuda_dtype: str) -> Any:
 
     enabled = device.type == "cuda" and cuda_dtype != "float32"
     return torch.autocast(device.type, dtype=getattr(torch, cuda_dtype), enabled=enabled)
+
+
+def non_finite_cause(spec: ModelSpec, model: Any, device: str) -> str:
+    """Why a forward pass on `device` (a torch device type) gave ±inf or NaN, and what to
+    do: weights that hold such values; else, on CUDA under float16 or bfloat16 autocast,
+    its overflow (the remedy: ``cuda_dtype``); else the model's own arithmetic in
+    ``weights_dtype``, which no ``cuda_dtype`` changes."""
+    import torch
+
+    for parameter_name, parameter in model.named_parameters():
+        if not bool(torch.isfinite(parameter).all()):
+            return f"its weights hold ±inf or NaN (first in {parameter_name}): check its files"
+    if device == "cuda" and spec.cuda_dtype != "float32":
+        wider = "float32" if spec.cuda_dtype == "bfloat16" else "bfloat16 or float32"
+        return (
+            f"the forward pass overflowed its {spec.cuda_dtype} autocast: set "
+            f"models.{spec.name}.cuda_dtype to {wider}"
+        )
+    advice = "check the weights (a damaged or wrongly converted checkpoint?)"
+    if spec.weights_dtype != "float32":
+        advice = f"set models.{spec.name}.weights_dtype: float32, or {advice}"
+    return (
+        f"its weights, all finite, produce them in {spec.weights_dtype} on {device} "
+        f"without autocast: {advice}"
+    )
 
 
 @dataclass
@@ -232,20 +272,23 @@ def finish_copy(
     segment: np.ndarray,
     filled: np.ndarray,
     first_row: int,
-    name: str,
+    loaded: LoadedModel,
 ) -> None:
-    """Wait for a batch's copy to host, refuse non-finite values (NonFiniteValueError) or,
-    for a float16 `segment`, values beyond its range (NumericOverflowError), and place its
-    rows in `segment` (n_layers, rows, dim), marking them in `filled`. first_row: occurrence
-    id of the segment's first row; name: the model's, for the messages."""
+    """Wait for a batch's copy to host, refuse non-finite values (NonFiniteValueError, saying
+    `non_finite_cause`) or, for a float16 `segment`, values beyond its range
+    (NumericOverflowError), and place its rows in `segment` (n_layers, rows, dim), marking
+    them in `filled`. first_row: occurrence id of the segment's first row; loaded: the
+    model that ran the batch, for the messages."""
+    name = loaded.spec.name
     if batch.copied is not None:
         batch.copied.synchronize()
     non_finite = batch.non_finite.cpu().numpy()
     if non_finite.any():
+        device = next(loaded.model.parameters()).device.type
         raise NonFiniteValueError(
             f"model {name}: {int(non_finite.sum())} vectors are ±inf or NaN after "
             f"the forward pass (first at occurrence {first_row + batch.rows[non_finite][0]}); "
-            "the model overflowed its compute dtype: set cuda_dtype to bfloat16 or float32"
+            + non_finite_cause(loaded.spec, loaded.model, device)
         )
     peak = float(batch.peak)
     if segment.dtype == np.float16 and peak >= FLOAT16_MAX:

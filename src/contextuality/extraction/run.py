@@ -18,9 +18,9 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -40,6 +40,8 @@ from contextuality.extraction.partitions import ExtractionPlan
 from contextuality.extraction.units import EncodedSentence, SentenceUnits
 
 log = logging.getLogger(__name__)
+
+N_EXAMPLES = 5  # occurrences named in a warning about units without vectors
 
 
 class Sink(Protocol):
@@ -71,6 +73,10 @@ class ExtractionReport:
 
     ``non_finite_vectors`` counts vectors that were ±inf or NaN after the forward pass; an
     extraction that meets one is refused, so a written meta.json always records 0.
+    ``subwords_spanning_words``: subwords that overlap two or more words and so serve each
+    (``words_sharing_subwords``: the word occurrences that pool one of them).
+    ``truncated_examples``, ``untokenized_examples``: the occurrence ids of the first few
+    units lost to truncation and of units no token overlaps (`coverage_warnings`).
     ``blocks_run``: the blocks each forward pass ran (up to the last layer asked for);
     ``shard_bytes``: the size of the vectors written. ``partition``: for one part of a
     partitioned extraction, which part and which rows
@@ -89,7 +95,10 @@ class ExtractionReport:
     out_of_memory_retries: int = 0
     non_finite_vectors: int = 0
     subwords_spanning_words: int = 0
+    words_sharing_subwords: int = 0
     subwords_outside_words: int = 0
+    truncated_examples: list[int] = field(default_factory=list)
+    untokenized_examples: list[int] = field(default_factory=list)
     token_budget: int = 0
     storage_dtype: str = "float16"
     device: str = "cpu"
@@ -159,23 +168,68 @@ def _one_ahead(executor: ThreadPoolExecutor, function: Any, items: list) -> Iter
         yield result
 
 
-def _count_coverage(encoded: list[EncodedSentence], report: ExtractionReport) -> None:
-    """Add a segment's truncated, windowed and token-less sentences and words to the report."""
+def _count_coverage(
+    encoded: list[EncodedSentence], first_rows: np.ndarray, report: ExtractionReport
+) -> None:
+    """Add a segment's truncated, windowed and token-less sentences and units to the report,
+    and the first few such units (`first_rows`: occurrence id of each sentence's first)."""
     present: dict[int, set[int]] = {}
     inputs: dict[int, list[EncodedSentence]] = {}
     for sentence in encoded:
-        present.setdefault(sentence.sentence, set()).update(
-            sentence.word_index[sentence.word_index >= 0].tolist()
-        )
+        words = present.setdefault(sentence.sentence, set())
+        words.update(sentence.word_index[sentence.word_index >= 0].tolist())
+        words.update(sentence.shared[:, 1].tolist())
         inputs.setdefault(sentence.sentence, []).append(sentence)
     for owner, parts in inputs.items():
         n_words, words = parts[0].n_words, present[owner]
         truncated = any(part.truncated for part in parts)
-        cut = n_words - (max(words, default=-1) + 1) if truncated else 0
+        reached = max(words, default=-1) + 1 if truncated else n_words
         report.sentences_truncated += int(truncated)
         report.sentences_windowed += int(len(parts) > 1)
-        report.words_truncated += cut
-        report.words_without_tokens += n_words - cut - len(words)
+        report.words_truncated += n_words - reached
+        report.words_without_tokens += reached - len(words)
+        first = int(first_rows[owner])
+        _add_examples(report.truncated_examples, range(first + reached, first + n_words))
+        if reached > len(words):
+            missing = np.setdiff1d(np.arange(reached), list(words))
+            _add_examples(report.untokenized_examples, (first + missing).tolist())
+
+
+def _add_examples(examples: list[int], rows: Sequence[int]) -> None:
+    """Extend `examples` with `rows` up to `N_EXAMPLES`."""
+    examples.extend(rows[: N_EXAMPLES - len(examples)])
+
+
+def coverage_warnings(
+    report: ExtractionReport, name: str, max_length: int, words: Sequence[str], units: str = "word"
+) -> list[str]:
+    """What a user must be told about units that got no vector: those past the model's
+    `max_length` and those that no token overlaps, with counts and the first few examples
+    (`words`: the index's unit strings, by occurrence id; `units`: what they are)."""
+    messages = []
+    if report.words_truncated:
+        lost = _counted(report.words_truncated, f"{units} occurrence")
+        sentences = _counted(report.sentences_truncated, "sentence")
+        messages.append(
+            f"model {name}: no vector for {lost} in {sentences} beyond the model's "
+            f"{max_length:,}-token limit (e.g. {_examples(report.truncated_examples, words)}); "
+            f"set models.{name}.long_sentences: window to read long sentences in windows"
+        )
+    if report.words_without_tokens:
+        lost = _counted(report.words_without_tokens, f"{units} occurrence")
+        messages.append(
+            f"model {name}: no vector for {lost} that no token of the model overlaps "
+            f"(e.g. {_examples(report.untokenized_examples, words)})"
+        )
+    return messages
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _examples(rows: list[int], words: Sequence[str]) -> str:
+    return ", ".join(f"{str(words[row])!r} (occurrence {row:,})" for row in rows)
 
 
 def _replan_after_out_of_memory(
@@ -238,12 +292,12 @@ def _run_segment(
             continue
         in_flight = InFlight(rows, *start_copy(pooled, reached, str(vectors.dtype)))
         if pending is not None:
-            finish_copy(pending, vectors, filled, first_row, name)
+            finish_copy(pending, vectors, filled, first_row, loaded)
         pending = in_flight
         report.n_batches += 1
         report.n_subword_tokens += int(lengths[batch].sum())
     if pending is not None:
-        finish_copy(pending, vectors, filled, first_row, name)
+        finish_copy(pending, vectors, filled, first_row, loaded)
     vectors[:, ~filled] = np.nan
 
 
@@ -277,6 +331,7 @@ def run_extraction(
             shard_bytes=sink.bytes_to_write,
             blocks_run=blocks_to_run(loaded, plan.layers),
             subwords_spanning_words=units.subwords_spanning_words,
+            words_sharing_subwords=units.words_sharing_subwords,
             subwords_outside_words=units.subwords_outside_words,
             partition=plan.part_attributes() or None,
         )
@@ -284,14 +339,6 @@ def run_extraction(
         report.storage_dtype = sink.dtype
         report.seconds = time.perf_counter() - started
         sink.commit({"n_missing": report.words_truncated + report.words_without_tokens})
-    if report.words_truncated:
-        log.warning(
-            "%s: %d words in %d sentences lost to truncation at %d subwords (NaN rows)",
-            loaded.spec.name,
-            report.words_truncated,
-            report.sentences_truncated,
-            loaded.max_length,
-        )
     return report
 
 
@@ -313,7 +360,7 @@ def _run_segments(
     try:
         encodings = _encoded_segments(units, plan, report.device, tokenizing)
         for (start, end), encoded in zip(plan.segments, encodings, strict=True):
-            _count_coverage(encoded, report)
+            _count_coverage(encoded, plan.row_offsets[start:end], report)
             first_row = int(plan.row_offsets[start])
             vectors = np.empty(
                 (len(plan.layers), int(plan.row_offsets[end]) - first_row, loaded.hidden_size),

@@ -1,18 +1,18 @@
 """The units of an extraction: sentences → model inputs, each token marked with its row.
 
 Each sentence is tokenized once, as the model reads it (`backends.base.TextEncoder`: the
-running text's subwords, or ELMo's words), and each token is given to the unit (shard row)
-it serves: for word units the word whose character span its own span overlaps
-(`align_to_words`), for subword units itself. A sentence longer than the model's window
-is truncated or read in overlapping windows. Before a forward pass, the units found are
-checked against the occurrence index, word by word (`units_matching_index`), so that row
-i of every shard is occurrence i of the index.
+running text's subwords, or ELMo's words), and each token is given to the units (shard
+rows) it serves: for word units every word whose character span its own span overlaps
+(`align_to_words`; a piece spanning two words serves both), for subword units itself. A
+sentence longer than the model's window is truncated or read in overlapping windows.
+Before a forward pass, the units found are checked against the occurrence index, word by
+word (`units_matching_index`), so that row i of every shard is occurrence i of the index.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -29,14 +29,20 @@ from contextuality.errors import ConfigError, InputDataError
 from contextuality.words import word_spans
 
 
+def _no_pairs() -> np.ndarray:
+    return np.zeros((0, 2), dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class EncodedSentence:
     """One model input: subword ids (for ELMo, one row of character ids per word) and, per
     token, the word it gives its vector to.
 
-    ``word_index`` is the word's position in its sentence, or -1 for special tokens and,
-    in window mode, for subwords whose word takes its vector from another window.
-    ``sentence`` is the position of the sentence in the list that was encoded.
+    ``word_index`` is the (first) word's position in its sentence, or -1 for special tokens
+    and, in window mode, for subwords whose word takes its vector from another window.
+    ``shared``: (n, 2) (token position, word) pairs of the further words that tokens
+    spanning several words also give their vector to. ``sentence`` is the position of the
+    sentence in the list that was encoded.
     """
 
     input_ids: np.ndarray
@@ -44,20 +50,26 @@ class EncodedSentence:
     n_words: int
     truncated: bool
     sentence: int = 0
+    shared: np.ndarray = field(default_factory=_no_pairs)
 
 
-def assign_windows(word_ids: list[list[int]]) -> list[list[int]]:
+def assign_windows(
+    word_ids: list[list[int]], positions: list[list[int]] | None = None
+) -> list[list[int]]:
     """For overlapping windows of one sentence, keep each word only in its most central window.
 
-    A word's centrality in a window is the smallest distance of its subwords to the
-    window's first or last content subword; ties go to the earlier window.
+    word_ids: per window, the word of each (subword, word) pair, -1 for none; positions: the
+    pairs' subword positions in the window (default 0, 1, …: one pair per subword). A
+    word's centrality in a window is the smallest distance of its subwords to the window's
+    first or last content subword; ties go to the earlier window.
     """
     scores: dict[int, dict[int, int]] = {}
     for window, ids in enumerate(word_ids):
-        content = [position for position, word in enumerate(ids) if word >= 0]
-        for position, word in enumerate(ids):
+        places = range(len(ids)) if positions is None else positions[window]
+        content = [place for place, word in zip(places, ids, strict=True) if word >= 0]
+        for position, word in zip(places, ids, strict=True):
             if word >= 0:
-                score = min(position - content[0], content[-1] - position)
+                score = min(position - min(content), max(content) - position)
                 per_window = scores.setdefault(word, {})
                 per_window[window] = min(score, per_window.get(window, score))
     chosen = {
@@ -72,25 +84,38 @@ def assign_windows(word_ids: list[list[int]]) -> list[list[int]]:
 
 @dataclass(frozen=True)
 class Alignment:
-    """Which unit (shard row of the sentence) each content subword gives its vector to.
+    """Which units (shard rows of the sentence) each content subword gives its vector to.
 
-    token_unit: (n_subwords,) unit index, or -1 for a subword that belongs to no unit.
-    spanning: subwords whose characters overlap two or more words (given to the first).
+    token_unit: (n_subwords,) the subword's first unit, or -1 for one that belongs to none.
+    shared: (n, 2) (subword, unit) pairs of the further units of subwords that overlap
+    several words (each word a subword overlaps takes it), in subword order.
     outside: subwords that overlap no word (e.g. a piece that is only a space).
     """
 
     token_unit: np.ndarray
     n_units: int
-    spanning: int = 0
+    shared: np.ndarray = field(default_factory=_no_pairs)
     outside: int = 0
+
+    @property
+    def spanning(self) -> int:
+        """Subwords that overlap two or more words (and so serve each of them)."""
+        return len(np.unique(self.shared[:, 0]))
+
+    @property
+    def sharing(self) -> int:
+        """Units that pool a subword another unit pools too."""
+        spanning = self.shared[:, 0]
+        return len(np.unique(np.concatenate([self.token_unit[spanning], self.shared[:, 1]])))
 
 
 def align_to_words(offsets: list[tuple[int, int]], spans: list[tuple[int, int]]) -> Alignment:
-    """Give each subword to the word whose character span it overlaps.
+    """Give each subword to every word whose character span it overlaps.
 
     offsets: the subwords' spans in the sentence, in order; spans: the words' spans, in
-    order and disjoint. A subword overlapping several words goes to the first; one with an
-    empty span or overlapping none goes to no word.
+    order and disjoint. A subword overlapping several words (a piece such as "00pm" over
+    the words "4:00" and "pm") goes to each, so that every word some subword touches has a
+    vector; one with an empty span or overlapping none goes to no word.
     """
     if not offsets:
         return Alignment(np.zeros(0, dtype=np.int64), len(spans))
@@ -99,14 +124,17 @@ def align_to_words(offsets: list[tuple[int, int]], spans: list[tuple[int, int]])
     subword_start = np.array([start for start, _ in offsets], dtype=np.int64)
     subword_end = np.array([end for _, end in offsets], dtype=np.int64)
     first = np.searchsorted(ends, subword_start, side="right")  # first word ending after it
-    padded_starts = np.append(starts, np.iinfo(np.int64).max)
-    overlaps = (subword_end > subword_start) & (padded_starts[first] < subword_end)
-    spanning = overlaps & (padded_starts[np.minimum(first + 1, len(spans))] < subword_end)
+    last = np.searchsorted(starts, subword_end, side="left") - 1  # last word starting before
+    n_overlapped = np.where(subword_end > subword_start, np.maximum(last - first + 1, 0), 0)
+    further = np.maximum(n_overlapped - 1, 0)
+    shared_subword = np.repeat(np.arange(len(offsets)), further)
+    # the k-th further unit of a subword is its first unit + k
+    rank = np.arange(len(shared_subword)) - np.repeat(np.cumsum(further) - further, further)
     return Alignment(
-        token_unit=np.where(overlaps, first, -1),
+        token_unit=np.where(n_overlapped > 0, first, -1),
         n_units=len(spans),
-        spanning=int(spanning.sum()),
-        outside=int((~overlaps).sum()),
+        shared=np.stack([shared_subword, first[shared_subword] + 1 + rank], axis=1),
+        outside=int((n_overlapped == 0).sum()),
     )
 
 
@@ -155,29 +183,50 @@ def encode_inputs(
             starts = window_starts(n_subwords, length, overlap)
         else:
             starts = [0]
-        windows = [np.arange(start, min(start + length, n_subwords)) for start in starts]
-        units = [alignment.token_unit[window].tolist() for window in windows]
-        if len(windows) > 1:
-            units = assign_windows(units)
-        for window, window_units in zip(windows, units, strict=True):
-            content = [encoding.content[position] for position in window]
+        before = len(bos) + len(encoding.prefix)
+        windows = _window_units(alignment, starts, length, n_subwords)
+        for start, units, shared in windows:
+            content = [encoding.content[position] for position in range(start, start + len(units))]
             inputs.append(
                 EncodedSentence(
                     input_ids=np.asarray(
                         bos + encoding.prefix + content + encoding.suffix, dtype=np.int64
                     ),
                     word_index=np.asarray(
-                        [-1] * (len(bos) + len(encoding.prefix))
-                        + window_units
-                        + [-1] * len(encoding.suffix),
-                        dtype=np.int64,
+                        [-1] * before + units + [-1] * len(encoding.suffix), dtype=np.int64
                     ),
                     n_words=alignment.n_units,
                     truncated=len(windows) == 1 and n_subwords > length,
                     sentence=sentence,
+                    shared=shared + [before, 0],
                 )
             )
     return inputs
+
+
+def _window_units(
+    alignment: Alignment, starts: list[int], length: int, n_subwords: int
+) -> list[tuple[int, list[int], np.ndarray]]:
+    """Per window of `length` content subwords from each of `starts`: its first subword,
+    each subword's (first) unit and the (subword, unit) pairs of its shared subwords
+    (positions within the window); with several windows, each unit only in the window
+    where it is most central (`assign_windows`)."""
+    windows = []
+    for start in starts:
+        stop = min(start + length, n_subwords)
+        inside = (alignment.shared[:, 0] >= start) & (alignment.shared[:, 0] < stop)
+        shared = alignment.shared[inside] - [start, 0]
+        windows.append((start, alignment.token_unit[start:stop].tolist(), shared))
+    if len(windows) == 1:
+        return windows
+    kept = assign_windows(
+        [units + shared[:, 1].tolist() for _, units, shared in windows],
+        [[*range(len(units)), *shared[:, 0].tolist()] for _, units, shared in windows],
+    )
+    return [
+        (start, words[: len(units)], shared[np.array(words[len(units) :], dtype=np.int64) >= 0])
+        for (start, units, shared), words in zip(windows, kept, strict=True)
+    ]
 
 
 @dataclass(frozen=True)
@@ -186,12 +235,14 @@ class SentenceUnits:
 
     counts: units per sentence, shape (n_sentences,). encode(start, end): the model inputs
     of sentences [start, end), numbered from 0 within that range. subwords_spanning_words,
-    subwords_outside_words: the alignment's counts over the corpus (see `Alignment`).
+    words_sharing_subwords, subwords_outside_words: the alignment's counts over the corpus
+    (`Alignment.spanning`, ``sharing``, ``outside``).
     """
 
     counts: np.ndarray
     encode: Callable[[int, int], list[EncodedSentence]]
     subwords_spanning_words: int = 0
+    words_sharing_subwords: int = 0
     subwords_outside_words: int = 0
 
 
@@ -212,6 +263,7 @@ def _units(
             spec.window_overlap,
         ),
         subwords_spanning_words=sum(alignment.spanning for alignment in alignments),
+        words_sharing_subwords=sum(alignment.sharing for alignment in alignments),
         subwords_outside_words=sum(alignment.outside for alignment in alignments),
     )
 
@@ -220,7 +272,7 @@ def word_inputs(
     loaded: LoadedModel, sentences: list[str], spans: list[list[Span]]
 ) -> SentenceUnits:
     """Word units: the model's tokens of each sentence (the running text's subwords; for
-    ELMo the words themselves), each given to the word whose character span it overlaps
+    ELMo the words themselves), each given to every word whose character span it overlaps
     (`align_to_words`)."""
     encodings = loaded.encoder.encode(sentences, spans)
     alignments = [

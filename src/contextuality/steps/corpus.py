@@ -14,6 +14,7 @@ import pandas as pd
 from contextuality import backends, transforms
 from contextuality import corpus as corpus_io
 from contextuality.backends.base import tokenizer_key
+from contextuality.errors import InputDataError
 from contextuality.index import (
     IndexFiles,
     IndexSettings,
@@ -59,7 +60,9 @@ def _write_index(
     settings: IndexSettings,
     output: IndexFiles,
 ) -> None:
-    """Write an index's occurrences, vocabulary and summary, the summary as provenance."""
+    """Write an index's occurrences, vocabulary and summary, the summary as provenance;
+    refuse (InputDataError) one with nothing to measure before any model runs."""
+    _check_measurable(index, len(texts), units["kind"], settings)
     summary = provenance_record(
         step="index",
         units=units,
@@ -73,6 +76,24 @@ def _write_index(
         n_indexed_words=int(index.vocab["indexed"].sum()),
     )
     output.write(index, summary)
+
+
+def _check_measurable(
+    index: OccurrenceIndex, n_sentences: int, kind: str, settings: IndexSettings
+) -> None:
+    """Refuse an index in which no indexed unit occurs in two sentences or more: SelfSim
+    compares a unit's occurrences in different contexts, so nothing could be measured."""
+    vocab = index.vocab
+    if int((vocab["indexed"] & (vocab["n_contexts"] >= 2)).sum()) > 0:
+        return
+    where = "sentences" if settings.count_by == "contexts" else "times"
+    threshold = f"at least min_contexts={settings.min_contexts} {where}"
+    if settings.min_contexts < 2 or settings.count_by != "contexts":
+        threshold += " and in 2 sentences or more"
+    raise InputDataError(
+        f"0 of {len(vocab)} {kind}s in {n_sentences} sentences occur {threshold}: lower "
+        "index.min_contexts or use a larger corpus"
+    )
 
 
 def occurrence_index(sentences_path: PathLike, settings: IndexSettings, output: IndexFiles) -> None:

@@ -3,7 +3,9 @@ shards (`extract`) or into running sums (`stream`), and the ELMo download."""
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from contextuality.analysis import MeasureSettings
 from contextuality.backends.base import LoadedModel, ModelSpec, selected_layers
 from contextuality.errors import ConfigError
 from contextuality.extraction.partitions import ExtractionPlan, plan_extraction
-from contextuality.extraction.run import Sink
+from contextuality.extraction.run import ExtractionReport, Sink, coverage_warnings
 from contextuality.extraction.run import extract as run_extract
 from contextuality.extraction.units import SentenceUnits, units_matching_index
 from contextuality.index import IndexFiles
@@ -24,6 +26,8 @@ from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.storage.shards import ShardSetWriter
 
 PathLike = str | os.PathLike
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -143,16 +147,37 @@ def _prepare(
     )
 
 
-def _write_meta(job: _Prepared, report: Any, path: PathLike) -> dict[str, Any]:
+def _write_meta(job: _Prepared, report: ExtractionReport, path: PathLike) -> dict[str, Any]:
+    """Write the job's meta.json (provenance, layers and the extraction report), and warn
+    about the units that got no vector (`warn`), which meta.json lists too."""
+    warnings = coverage_warnings(
+        report,
+        job.loaded.spec.name,
+        job.loaded.max_length,
+        job.occurrences["word"].to_numpy(),
+        job.loaded.spec.units,
+    )
+    warn(warnings)
     meta = {
         **job.attributes,
         "layers": list(job.plan.layers),
         "hidden_size": job.loaded.hidden_size,
         "max_length": job.loaded.max_length,
         **report.as_dict(),
+        "warnings": warnings,
     }
     write_json(path, meta)
     return meta
+
+
+def warn(messages: list[str]) -> None:
+    """Log each message as a warning and, where stderr is a workflow job's log file
+    (`workflow.run_step`), also print it on the console (the process's own stderr), which
+    Snakemake shows: a dropped word must not hide in a log file."""
+    for message in messages:
+        log.warning(message)
+        if sys.stderr is not sys.__stderr__ and sys.__stderr__ is not None:
+            print(f"WARNING: {message}", file=sys.__stderr__, flush=True)
 
 
 def extract(

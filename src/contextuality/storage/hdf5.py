@@ -2,23 +2,42 @@
 
 A shard (`shards`) and a streamed layer's state file (`contextuality.streaming`) are both
 HDF5 files, one per layer, whose attributes record where they came from (model, revision,
-settings hash, index checksum, versions). They are written under a temporary name and
-get their final name only once complete (`LayerFiles`); a reader refuses one that is
-incomplete or was made for another index or other settings (`check_attributes`).
+settings hash, index checksum, versions). They are written under temporary names owned by
+the writing process and get their final names together, once all are complete
+(`LayerFiles`); a reader refuses one that is incomplete or was made for another index or
+other settings (`check_attributes`). Every dataset is written with a checksum of each of its
+chunks (HDF5's fletcher32 filter), which HDF5 verifies on every read: a file damaged on disk
+is refused (`read_checked`), not measured. Files written before the checksums are still
+read; a shard's count of rows without a vector is checked for them too (`shards`).
+
+A full disk (ENOSPC) met making or committing the files, or writing a shard, is a
+StorageError, one line, and leaves no temporary file behind.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
 
-from contextuality.errors import ShardMismatchError
+from contextuality.errors import ShardMismatchError, StorageError
 from contextuality.provenance import partial_path, remove_stale_partials
+
+log = logging.getLogger(__name__)
+
+REBUILD = "delete it and rerun snakemake (or the extract step) to write it again"
+
+# Files whose close failed: h5py crashes the process when it releases one, so they are kept
+# referenced, and the error that caused the failure is reported instead.
+_UNCLOSABLE: list[h5py.File] = []
 
 
 def encode_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -49,13 +68,40 @@ def read_attributes(handle: Any) -> dict[str, Any]:
     return attributes
 
 
+def one_line(error: BaseException) -> str:
+    """An error's message on one line (HDF5's messages span several)."""
+    return " ".join(str(error).split())
+
+
 def open_to_read(path: Path, what: str = "HDF5 shard") -> h5py.File:
     """`path` opened for reading; ShardMismatchError naming `what` where it is not a
     readable HDF5 file."""
     try:
         return h5py.File(path, "r")
     except OSError as error:
-        raise ShardMismatchError(f"{path}: not a readable {what} ({error})") from error
+        raise ShardMismatchError(f"{path}: not a readable {what} ({one_line(error)})") from error
+
+
+def read_checked(dataset: h5py.Dataset, selection: Any = Ellipsis) -> np.ndarray:
+    """``dataset[selection]``, a ShardMismatchError naming the file and how to rebuild it
+    where HDF5 cannot read it (a chunk whose checksum does not match its data)."""
+    try:
+        return dataset[selection]
+    except OSError as error:
+        raise ShardMismatchError(
+            f"{dataset.file.filename}: damaged, its data cannot be read ({one_line(error)}); "
+            f"{REBUILD}"
+        ) from error
+
+
+def raise_if_disk_full(error: BaseException, directory: Path) -> None:
+    """Raise StorageError, one line, from `error` when it is a full disk (ENOSPC) met
+    while writing into `directory`."""
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        raise StorageError(
+            f"{directory}: the disk filled up while writing ({os.strerror(errno.ENOSPC)}); "
+            "no file was kept: free space and run again"
+        ) from error
 
 
 def check_attributes(
@@ -87,41 +133,118 @@ def check_attributes(
         )
 
 
+class _ChecksummedFile(h5py.File):
+    """An HDF5 file whose every dataset stores a checksum per chunk (fletcher32)."""
+
+    def create_dataset(self, name: str, *args: Any, **options: Any) -> h5py.Dataset:
+        return super().create_dataset(name, *args, fletcher32=True, **options)
+
+
+def _close(handle: h5py.File) -> None:
+    """Close `handle`, keeping it referenced for good if that fails (`_UNCLOSABLE`)."""
+    try:
+        handle.close()
+    except BaseException:
+        _UNCLOSABLE.append(handle)
+        raise
+
+
 class LayerFiles:
-    """One HDF5 file per layer, written under temporary names (files left by an interrupted
-    earlier run are removed first) and moved into place together by `commit`; `abort`
-    deletes them. ``files[layer]`` is the open file of a layer, its attributes set to
-    `attributes` with ``layer`` and ``complete = False``.
+    """One HDF5 file per layer, written under temporary names and moved into place together
+    by `commit`, all or none; `abort` deletes them. ``files[layer]`` is the open file of a
+    layer, its attributes set to `attributes` with ``layer`` and ``complete = False``; its
+    datasets get checksums (`_ChecksummedFile`).
+
+    Temporary files of these names that an ended writer left are removed first (a running
+    writer's are kept, `provenance.remove_stale_partials`); then `check_space`, given the
+    directory, may refuse the job (a disk too full for it) before any file is made.
+    chunk_cache: bytes of HDF5's chunk cache per dataset (None: h5py's default). With 0
+    each write reaches the disk when made, so a full disk fails that write, not the close
+    (`_UNCLOSABLE`); a writer whose writes cover whole chunks loses nothing by it.
     """
 
-    def __init__(self, paths: dict[int, str | os.PathLike], attributes: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        paths: dict[int, str | os.PathLike],
+        attributes: dict[str, Any],
+        check_space: Callable[[Path], None] | None = None,
+        chunk_cache: int | None = None,
+    ) -> None:
         self._final = {layer: Path(path) for layer, path in paths.items()}
         for path in self._final.values():
             remove_stale_partials(path)
-        self._partial = {layer: partial_path(path) for layer, path in self._final.items()}
+        self._partial: dict[int, Path] = {}
         self.files: dict[int, h5py.File] = {}
+        self.directory = next(iter(self._final.values())).parent if paths else Path()
+        if check_space is not None:
+            check_space(self.directory)
         try:
-            for layer in self._final:
-                handle = h5py.File(self._partial[layer], "w")
+            for layer, final in self._final.items():
+                self._partial[layer] = partial_path(final)
+                handle = _ChecksummedFile(self._partial[layer], "w", rdcc_nbytes=chunk_cache)
                 self.files[layer] = handle
                 handle.attrs.update(
                     encode_attributes({**attributes, "layer": layer, "complete": False})
                 )
-        except BaseException:
+        except BaseException as error:
             self.abort()
+            raise_if_disk_full(error, self.directory)
             raise
 
     def commit(self, attributes: dict[str, Any]) -> None:
-        """Record final attributes, mark each file complete, close it and move it into place."""
-        for layer in list(self._final):
-            handle = self.files.pop(layer)
-            handle.attrs.update(encode_attributes({**attributes, "complete": True}))
-            handle.close()
-            os.replace(self._partial[layer], self._final[layer])
+        """Record final attributes and mark every file complete, close them all, then move
+        them all into place (`_move_into_place`). On any failure nothing is moved and every
+        temporary file is deleted."""
+        try:
+            for handle in self.files.values():
+                handle.attrs.update(encode_attributes({**attributes, "complete": True}))
+            while self.files:
+                _close(self.files.pop(next(iter(self.files))))
+            self._move_into_place()
+        except BaseException as error:
+            self.abort()
+            raise_if_disk_full(error, self.directory)
+            raise
+
+    def _move_into_place(self) -> None:
+        """Rename every closed temporary file onto its final name, setting aside what each
+        replaces until all are in place. Should a rename fail, the files already moved are
+        taken back (what they replaced is restored) and it raises."""
+        moved: list[tuple[Path, Path | None]] = []
+        try:
+            for layer in list(self._partial):
+                final = self._final[layer]
+                replaced = partial_path(final) if final.exists() else None
+                if replaced is not None:
+                    os.replace(final, replaced)
+                moved.append((final, replaced))
+                os.replace(self._partial[layer], final)
+                del self._partial[layer]
+        except BaseException:
+            for final, replaced in reversed(moved):
+                with contextlib.suppress(OSError):
+                    if replaced is None:
+                        final.unlink(missing_ok=True)
+                    else:
+                        os.replace(replaced, final)
+            raise
+        for _, replaced in moved:
+            if replaced is not None:
+                with contextlib.suppress(OSError):
+                    replaced.unlink(missing_ok=True)
 
     def abort(self) -> None:
-        """Close and delete every temporary file not yet committed."""
+        """Close and delete every temporary file not yet moved into place. Never raises: it
+        runs while another error (often a full disk) is on its way to the user."""
         for layer, handle in self.files.items():
-            handle.close()
-            self._partial[layer].unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                os.truncate(self._partial[layer], 0)  # room for what closing writes
+            try:
+                _close(handle)
+            except Exception as error:  # the error being raised says more
+                log.warning("%s: not closed (%s)", self._partial[layer], one_line(error))
         self.files.clear()
+        for partial in self._partial.values():
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
+        self._partial.clear()

@@ -3,8 +3,10 @@
 Layout of a shard: dataset ``vectors`` of shape (n_occurrences, hidden_size), float16
 (or float32 when a model's values overflow float16), row i = occurrence_id i. A row of NaN
 marks an occurrence the model produced no vector for (all its subword tokens were cut
-by truncation or dropped by the tokenizer). Attributes carry the provenance; ``complete``
-is set last, and the file only gets its final name after that.
+by truncation or dropped by the tokenizer); ``n_missing`` records how many, and a shard
+holding another number (rows damaged on disk read as NaN) is refused. Attributes carry the
+provenance; ``complete`` is set last, and the file only gets its final name after that.
+Each chunk of ``vectors`` (about 1 MiB of rows) carries a checksum (`hdf5.LayerFiles`).
 """
 
 from __future__ import annotations
@@ -22,10 +24,13 @@ import numpy as np
 from contextuality.errors import ShardMismatchError, StorageError
 from contextuality.rows import row_chunks
 from contextuality.storage.hdf5 import (
+    REBUILD,
     LayerFiles,
     check_attributes,
     open_to_read,
+    raise_if_disk_full,
     read_attributes,
+    read_checked,
 )
 
 DATASET = "vectors"
@@ -37,10 +42,11 @@ class ShardSetWriter:
     """Writes the shards of several layers of one model in a single pass: an extraction's
     sink (`extraction.run.Sink`).
 
-    Refuses (StorageError) an extraction whose shards the disk cannot hold, before any file
-    is made. Each shard is created under a temporary name (`hdf5.LayerFiles`); `commit`
-    marks every shard complete and renames it into place, `abort` (or leaving the ``with``
-    statement on an error) deletes them.
+    Refuses (StorageError) an extraction whose shards the disk cannot hold (`shard_bytes`),
+    before any file is made, temporary files that ended writers left removed first. Each
+    shard is created under a temporary name (`hdf5.LayerFiles`); `commit` marks every shard
+    complete and renames them all into place, `abort` (or leaving the ``with`` statement on
+    an error) deletes them. A full disk met while writing is a StorageError.
     """
 
     def __init__(
@@ -54,35 +60,44 @@ class ShardSetWriter:
         self.layers = list(paths)
         self.dtype = str(np.dtype(dtype))
         self.bytes_to_write = shard_bytes(n_rows, len(self.layers), dim, self.dtype)
-        if self.layers:
-            first = Path(paths[self.layers[0]]).parent
-            check_free_space(first, self.bytes_to_write, attributes.get("model", "extraction"))
-        self._files = LayerFiles(paths, attributes)
+        name = attributes.get("model", "extraction")
+
+        def check_space(directory: Path) -> None:
+            check_free_space(directory, self.bytes_to_write, name, self.dtype)
+
+        self._files = LayerFiles(paths, attributes, check_space, chunk_cache=0)
         self._datasets: dict[int, h5py.Dataset] = {}
-        rows_per_chunk = max(1, min(n_rows, _CHUNK_BYTES // (dim * np.dtype(dtype).itemsize)))
+        rows = chunk_rows(n_rows, dim, self.dtype)
         try:
             for layer, handle in self._files.files.items():
                 self._datasets[layer] = handle.create_dataset(
                     DATASET,
                     shape=(n_rows, dim),
                     dtype=dtype,
-                    chunks=(rows_per_chunk, dim) if n_rows else None,  # an empty part
+                    chunks=(rows, dim) if n_rows else None,  # an empty part
                 )
-        except BaseException:
+        except BaseException as error:
             self.abort()
+            raise_if_disk_full(error, self._files.directory)
             raise
 
     def write(self, first_row: int, vectors: np.ndarray) -> None:
         """Write rows ``first_row:first_row+n`` of every layer; vectors is (n_layers, n, dim)."""
-        for position, layer in enumerate(self.layers):
-            self._datasets[layer][first_row : first_row + vectors.shape[1]] = vectors[position]
+        end = first_row + vectors.shape[1]
+        try:
+            for position, layer in enumerate(self.layers):
+                self._datasets[layer][first_row:end] = vectors[position]
+        except OSError as error:
+            raise_if_disk_full(error, self._files.directory)
+            raise
 
     def commit(self, attributes: dict[str, Any]) -> None:
-        """Record final attributes, mark complete, close and move every shard into place."""
+        """Record final attributes, mark complete, close and move every shard into place:
+        all of them, or none (`hdf5.LayerFiles.commit`)."""
         self._files.commit(attributes)
 
     def abort(self) -> None:
-        """Close and delete every temporary shard not yet committed."""
+        """Close and delete every temporary shard not yet committed; never raises."""
         self._files.abort()
 
     def __enter__(self) -> ShardSetWriter:
@@ -103,23 +118,46 @@ def _read_rows(
     pieces: Sequence[tuple[int, Any]],
     rows: np.ndarray | None,
     convert: Callable[[np.ndarray], np.ndarray] | None,
-) -> None:
+) -> list[int]:
     """Fill `out` with the rows of a layer stored as `pieces` ((first row, dataset) each,
     contiguous): every row, or the increasing `rows`, each through `convert` when given.
     Datasets are read in slices of `row_chunks` rows, so nothing but `out` and one slice
-    is held."""
+    is held. Every slice is read (its checksums verified, `hdf5.read_checked`) and its rows
+    without a vector counted: returns that count for each piece (`_check_missing`)."""
     filled = 0
+    missing = []
     for first_row, dataset in pieces:
+        count = 0
         for chunk in row_chunks(*dataset.shape):
-            if rows is None:
-                piece = dataset[chunk]
-            else:
+            piece = read_checked(dataset, chunk)
+            count += _rows_without_vector(piece)
+            if rows is not None:
                 low, high = np.searchsorted(rows, [first_row + chunk.start, first_row + chunk.stop])
-                if low == high:
-                    continue
-                piece = dataset[chunk][rows[low:high] - first_row - chunk.start]
-            out[filled : filled + len(piece)] = piece if convert is None else convert(piece)
-            filled += len(piece)
+                piece = piece[rows[low:high] - first_row - chunk.start]
+            if len(piece):
+                out[filled : filled + len(piece)] = piece if convert is None else convert(piece)
+                filled += len(piece)
+        missing.append(count)
+    return missing
+
+
+def _rows_without_vector(piece: np.ndarray) -> int:
+    """How many rows of `piece` hold a NaN or ±inf, read off float16's exponent bits (all
+    ones), as numpy's isfinite is slow on float16."""
+    if piece.dtype == np.float16:
+        return int(np.count_nonzero(((piece.view(np.uint16) & 0x7C00) == 0x7C00).any(axis=1)))
+    return int(np.count_nonzero(~np.isfinite(piece).all(axis=1)))
+
+
+def _check_missing(path: Path, counted: int, attributes: dict[str, Any]) -> None:
+    """Refuse (ShardMismatchError) a shard with another number of rows without a vector than
+    its extraction recorded (``n_missing``, where recorded): damaged rows read as NaN."""
+    recorded = attributes.get("n_missing")
+    if recorded not in (None, "") and counted != int(recorded):
+        raise ShardMismatchError(
+            f"{path}: damaged, {counted} rows have no vector but its extraction left "
+            f"{recorded}; {REBUILD}"
+        )
 
 
 def load_shard(
@@ -138,8 +176,9 @@ def load_shard(
     many columns as it is read (a correction applied without the raw layer in memory).
 
     Refuses (ShardMismatchError) a shard that is incomplete, was extracted from a
-    different occurrence index, has the wrong number of rows, or whose attributes
-    differ from `expected` (e.g. another model, pooling or settings hash).
+    different occurrence index, has the wrong number of rows, whose attributes differ from
+    `expected` (e.g. another model, pooling or settings hash), or that is damaged (a chunk
+    failing its checksum, or more rows without a vector than ``n_missing`` records).
     """
     path = Path(path)
     with open_to_read(path) as handle:
@@ -153,7 +192,10 @@ def load_shard(
                 f"{path}: {dataset.shape[0]} rows, but the occurrence index has {n_rows}"
             )
         vectors = _allocate(dataset.shape, dataset.dtype, dtype, rows, convert)
-        _read_rows(vectors, [(0, dataset)], rows, None if convert is None else convert[0])
+        (missing,) = _read_rows(
+            vectors, [(0, dataset)], rows, None if convert is None else convert[0]
+        )
+    _check_missing(path, missing, attributes)
     return vectors, attributes
 
 
@@ -292,7 +334,9 @@ def load_shard_parts(
         pieces = [
             (int(found[position]["first_row"]), handles[position][DATASET]) for position in order
         ]
-        _read_rows(vectors, pieces, rows, None if convert is None else convert[0])
+        missing = _read_rows(vectors, pieces, rows, None if convert is None else convert[0])
+        for position, count in zip(order, missing, strict=True):
+            _check_missing(paths[position], count, found[position])
     finally:
         for handle in handles:
             handle.close()
@@ -328,21 +372,36 @@ def load_shards(
     )
 
 
+def chunk_rows(n_rows: int, dim: int, storage_dtype: str) -> int:
+    """Rows per chunk of a shard's ``vectors``: about 1 MiB, at most the rows there are."""
+    return max(1, min(n_rows, _CHUNK_BYTES // (dim * np.dtype(storage_dtype).itemsize)))
+
+
 def shard_bytes(n_rows: int, n_layers: int, hidden_size: int, storage_dtype: str) -> int:
-    """Bytes the vectors of one extraction take on disk: occurrences × layers × dimensions ×
-    bytes per value (HDF5's own overhead, a few kB a file, aside)."""
-    return n_rows * n_layers * hidden_size * np.dtype(storage_dtype).itemsize
+    """Bytes the vectors of one extraction take on disk: layers × the chunks of `chunk_rows`
+    rows that hold `n_rows` (HDF5 stores the last one whole) × dimensions × bytes per value
+    (a checksum of 4 bytes a chunk and a few kB of HDF5's own a file aside)."""
+    if not n_rows:
+        return 0
+    rows = chunk_rows(n_rows, hidden_size, storage_dtype)
+    stored_rows = -(-n_rows // rows) * rows
+    return n_layers * stored_rows * hidden_size * np.dtype(storage_dtype).itemsize
 
 
-def check_free_space(directory: str | Path, needed: int, name: str) -> None:
-    """Say how much an extraction will write and refuse it when `directory`'s disk has
-    less free space than that (StorageError), before any forward pass."""
+def check_free_space(
+    directory: str | Path, needed: int, name: str, dtype: str | None, what: str = "shards"
+) -> None:
+    """Say how much an extraction will write (its `what`: shards or state files) and refuse
+    it when `directory`'s disk has less free space than that (StorageError), before any
+    forward pass; storing float16 is suggested only to shards of another `dtype` (None:
+    files whose dtype is not a setting)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(directory).free
-    log.info("%s: the shards will take %.3g GB (%.3g GB free)", name, needed / 1e9, free / 1e9)
+    log.info("%s: the %s will take %.3g GB (%.3g GB free)", name, what, needed / 1e9, free / 1e9)
     if needed > free:
+        smaller = "" if dtype in (None, "float16") else ", or store float16 (storage_dtype)"
         raise StorageError(
-            f"model {name}: the shards need {needed / 1e9:.3g} GB but {directory} has "
-            f"{free / 1e9:.3g} GB free; free space, extract fewer layers, or store float16"
+            f"model {name}: the {what} need {needed / 1e9:.3g} GB but {directory} has "
+            f"{free / 1e9:.3g} GB free; free space or extract fewer layers{smaller}"
         )

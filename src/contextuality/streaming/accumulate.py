@@ -22,7 +22,8 @@ import numpy as np
 
 from contextuality.random_streams import generator
 from contextuality.rows import group_sizes, rows_with_vectors, run_starts
-from contextuality.storage.hdf5 import LayerFiles, encode_attributes
+from contextuality.storage.hdf5 import LayerFiles, encode_attributes, raise_if_disk_full
+from contextuality.storage.shards import check_free_space
 from contextuality.streaming.state import FORMAT, LayerSums, StreamingSettings
 
 log = logging.getLogger(__name__)
@@ -154,8 +155,21 @@ class StreamingAccumulator:
         self._slot[self.word_ids] = np.arange(len(self.word_ids))
         return indexed
 
+    def state_bytes(self) -> int:
+        """Bytes the state files take: per layer, the kept rows (float32) and the sums
+        (float64 per tracked word and dimension, twice; a few per sentence)."""
+        n_sentences = len(self._copies)
+        per_layer = len(self.kept_rows) * self.dim * 4 + 2 * len(self.word_ids) * self.dim * 8
+        return len(self.layers) * (per_layer + n_sentences * 16)
+
     def _open_files(self, paths: dict[int, str | os.PathLike], attributes: dict[str, Any]) -> None:
-        """Create every layer's state file under its temporary name, with the kept rows."""
+        """Create every layer's state file under its temporary name, with the kept rows,
+        once the disk is known to hold them (`shards.check_free_space`)."""
+        name = str(attributes.get("model", "model"))
+
+        def check_space(directory: os.PathLike) -> None:
+            check_free_space(directory, self.state_bytes(), name, None, what="state files")
+
         self._files = LayerFiles(
             paths,
             {
@@ -165,6 +179,7 @@ class StreamingAccumulator:
                 "dim": self.dim,
                 "streaming": self.settings.as_dict(),
             },
+            check_space,
         )
         self._kept: dict[int, h5py.Dataset] = {}
         try:
@@ -315,6 +330,8 @@ class StreamingAccumulator:
 
     def __exit__(self, kind, value, traceback) -> None:
         self.abort()
+        if value is not None:
+            raise_if_disk_full(value, self._files.directory)
 
     def _stop_threads(self) -> None:
         if self._pool is not None:

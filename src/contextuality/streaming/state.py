@@ -27,7 +27,12 @@ import numpy as np
 
 from contextuality.analysis import MeasureSettings
 from contextuality.errors import ShardMismatchError
-from contextuality.storage.hdf5 import check_attributes, open_to_read, read_attributes
+from contextuality.storage.hdf5 import (
+    check_attributes,
+    open_to_read,
+    read_attributes,
+    read_checked,
+)
 
 FORMAT = "contextuality-streaming-state/1"
 
@@ -150,8 +155,9 @@ def load_state(
     expected: dict[str, Any] | None = None,
 ) -> StreamingState:
     """Read a state file, refusing (ShardMismatchError) one that is incomplete, was
-    accumulated over another occurrence index or number of rows, or whose attributes
-    differ from `expected`, as `storage.shards.load_shard` refuses a shard."""
+    accumulated over another occurrence index or number of rows, whose attributes differ
+    from `expected`, or whose data fails its checksums, as `storage.shards.load_shard`
+    refuses a shard."""
     path = Path(path)
     with open_to_read(path, "state file") as handle:
         attributes = read_attributes(handle)
@@ -161,7 +167,7 @@ def load_state(
         if n_rows is not None:
             checks["n_rows"] = n_rows
         check_attributes(path, attributes, index_checksum, checks, what="state file")
-        data = {name: handle[name][...] for name in handle}
+        data = {name: read_checked(handle[name]) for name in handle}
     sums = LayerSums(
         **{
             name: data[name]

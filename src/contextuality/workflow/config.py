@@ -43,10 +43,40 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
                 f"reference.models.{model}: no model named '{model}' under models "
                 f"(configured: {', '.join(models) or 'none'})"
             )
+    problems += _model_problems(models)
     problems += _unmeasured_transforms(config, schema)
     problems += _unstreamable(config, schema)
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+
+
+def _model_problems(models: dict[str, Any]) -> list[str]:
+    """Problems of each model's settings and local files (`backends.check_planned_layers`):
+    a misspelt path or a layer out of range, found while the workflow plans."""
+    problems = []
+    for name, section in models.items():
+        if not isinstance(section, dict):
+            continue
+        try:
+            backends.check_planned_layers(backends.model_spec(name, section))
+        except ConfigError as error:
+            problems.append(str(error))
+    return problems
+
+
+def keep_models_named_by(config: dict[str, Any], configfiles: list[str | Path]) -> None:
+    """Plan exactly the models the last of `configfiles` (``snakemake --configfile``) that
+    names ``models:`` names, each as merged: Snakemake merges every config file onto the
+    workflow's config/config.yaml, which would otherwise add the default's models to them."""
+    import yaml
+
+    named = None
+    for path in configfiles:
+        loaded = yaml.safe_load(Path(path).read_text()) or {}
+        if isinstance(loaded, dict) and isinstance(loaded.get("models"), dict):
+            named = list(loaded["models"])
+    if named is not None and isinstance(config.get("models"), dict):
+        config["models"] = {name: config["models"][name] for name in named}
 
 
 def _measured_transforms(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:

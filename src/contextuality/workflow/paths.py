@@ -315,7 +315,7 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
             for model in model_names(config)
             for transform in config["measures"]["transforms"]
         ],
-        "results/tables/degeneration.tsv",
+        *(["results/tables/degeneration.tsv"] if streamed_models(config, streamed=False) else []),
         *figure_paths(config),
         *(
             ["results/tables/word_benchmarks.tsv", "results/figures/word_benchmarks.png"]

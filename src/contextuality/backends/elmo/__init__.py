@@ -126,6 +126,7 @@ def load_encoder(spec: ModelSpec) -> WordCharacters:
 BACKEND = Backend(
     check=check,
     count_layers=count_layers,
+    known_layer_count=count_layers,
     files=files,
     sequential=sequential,
     load=load,
