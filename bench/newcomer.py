@@ -78,7 +78,7 @@ def main() -> None:
         env.pop("PYTHONPATH", None)
         subprocess.run([sys.executable, "-m", "venv", str(environment)], check=True)
         python = str(environment / "bin" / "python")
-        install, _ = timed([python, "-m", "pip", "install", "-q", "-e", ".[dev]"], checkout, env)
+        install, _ = timed([python, "-m", "pip", "install", "-q", "-e", ".[test]"], checkout, env)
         run, _ = timed([python, "-m", "snakemake", "--cores", "2"], checkout, env)
         meta = json.loads((checkout / "results/embeddings/minilm/meta.json").read_text())
         index = json.loads((checkout / "results/corpus/index.json").read_text())
@@ -120,7 +120,7 @@ def main() -> None:
         "",
         "| step | measured |",
         "|---|---|",
-        f"| `pip install -e '.[dev]'` in a fresh venv | {figures['install_seconds']} s |",
+        f"| `pip install -e '.[test]'` in a fresh venv | {figures['install_seconds']} s |",
         f"| `snakemake --cores 2` (embedded default) | {figures['default_run_seconds']} s |",
         f"| corpus | {index['n_sentences']:,} sentences, {index['n_occurrences']:,} "
         f"word occurrences, {index['n_indexed_words']:,} indexed words |",

@@ -11,6 +11,7 @@ import pandas as pd
 from contextuality.backends.elmo.release import RELEASES
 from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.cli import main
+from contextuality.degeneration_figures import DEGENERATION_FIGURES
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -88,6 +89,18 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
     figure = tmp_path / "fig2.png"
     assert main(["figure", str(table), "--name", "fig2_selfsim", "-o", str(figure)]) == 0
     assert figure.stat().st_size > 0
+    # The workflow's other figures: the transforms side by side, and the degeneration.
+    both = tmp_path / "both.tsv"
+    assert main(["summarize", *summaries, f"{centered}.json", "-o", str(both)]) == 0
+    compared = tmp_path / "transforms.png"
+    assert main(["figure", str(both), "--name", "transforms", "-o", str(compared)]) == 0
+    assert compared.stat().st_size > 0
+    degeneration = tmp_path / "degeneration"
+    arguments = ["degeneration-figures", str(centered), "--title", "tiny, transform center"]
+    assert main([*arguments, "-o", str(degeneration)]) == 0
+    assert sorted(path.name for path in degeneration.iterdir()) == sorted(
+        f"{kind}.{extension}" for kind in DEGENERATION_FIGURES for extension in ("png", "pdf")
+    )
 
 
 def test_bad_input_exits_with_a_message(tmp_path, capsys):
@@ -131,6 +144,57 @@ def test_missing_truncated_or_foreign_inputs_exit_with_one_line(tmp_path, capsys
         (line,) = capsys.readouterr().err.splitlines()
         assert line.startswith(f"contextuality: error: {summary}: ")
         assert ("no such file" if damage == "delete" else "not readable JSON") in line
+
+
+def test_every_model_setting_is_an_option_with_help():
+    """'extract' and 'stream' take every setting of a config's model section, so the
+    workflow's runs (a GGUF file, a pinned revision, before_final_norm, ...) can be
+    reproduced outside Snakemake; every option of every command says what it does."""
+    import argparse
+
+    from contextuality.backends.base import ModelSpec
+    from contextuality.cli import build_parser
+    from contextuality.cli.model_options import MODEL_OPTION_HELP, model_options
+
+    assert set(MODEL_OPTION_HELP) == set(ModelSpec.__dataclass_fields__) - {"name", "source"}
+    given = {
+        "revision": "v1",
+        "gguf_file": "model.Q4.gguf",
+        "loader": "elmo",
+        "units": "subword",
+        "layers": [0, 3],
+        "last_layer": "before_final_norm",
+        "pooling": "last",
+        "add_bos": True,
+        "max_length": 64,
+        "long_sentences": "window",
+        "window_overlap": 8,
+        "token_budget": 512,
+        "storage_dtype": "float32",
+        "cuda_dtype": "bfloat16",
+        "device": "cuda:1",
+        "trust_remote_code": True,
+        "lstm_states": "carried",
+        "weights_dtype": "bfloat16",
+        "device_map": "auto",
+        "segment_words": 100,
+    }
+    argv = ["extract", "m", "--sentences", "s", "--index", "i", "-o", "o"]
+    for setting, value in given.items():
+        option = "--" + setting.replace("_", "-")
+        if value is True:
+            argv.append(option)
+        else:
+            argv += [option, *map(str, value if isinstance(value, list) else [value])]
+    parser = build_parser()
+    section = model_options(parser.parse_args(argv))
+    assert section == {"source": "m", **given}
+    spec = ModelSpec.from_config("m", section)
+    assert spec == ModelSpec(name="m", source="m", **{**given, "layers": (0, 3)})
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in commands.choices.items():
+        for action in command._actions:
+            assert action.help, (name, action.option_strings or action.dest)
 
 
 def test_the_papers_protocol_from_the_command_line(tmp_path, tiny_bert_dir):

@@ -417,3 +417,51 @@ def test_mean_vector_norms_lean_on_frequency_even_without_structure():
     correlations = frequency_correlations(words)
     assert correlations["norm~frequency"] < -0.8
     assert abs(correlations["occurrence_norm~frequency"]) < 0.3
+
+
+def test_knn_figure_leaves_out_empty_bins_says_so_and_labels_each_scale(monkeypatch):
+    """The rarest bin holds no indexed word in a real corpus: it is left out of the axis
+    and named under it, never drawn as an empty slot; each panel has its own y-label."""
+    bins = ["0–10", "10–50", "50–100", "100+"]
+    table = pd.DataFrame(
+        [
+            {
+                "bin": label,
+                "rank_low": [0, 10, 50, 100][position],
+                "vectors": vectors,
+                "layer": layer,
+                "knn_distance": np.nan if label == "100+" else 1.0 + position + layer,
+            }
+            for position, label in enumerate(bins)
+            for vectors in ("static", "occurrences")
+            for layer in (0, 1)
+        ]
+    )
+    kept = []
+    monkeypatch.setattr(
+        degeneration_figures, "save_figure", lambda figure, outputs, source: kept.append(figure)
+    )
+    degeneration_figures.plot_knn_by_bin(table, [], title="model, transform none")
+    (figure,) = kept
+    for panel in figure.axes:
+        assert [tick.get_text() for tick in panel.get_xticklabels()] == bins[:-1]
+        assert panel.get_xlabel().endswith(f"(no words in bin {bins[-1]})")
+        assert panel.get_ylabel() == "mean L2 distance to the k nearest"
+    degeneration_figures.plt.close(figure)
+
+
+def test_norm_figure_keeps_its_legend_off_the_panels(monkeypatch, layers):
+    words_by_layer, _, _ = layers
+    kept = []
+    monkeypatch.setattr(
+        degeneration_figures, "save_figure", lambda figure, outputs, source: kept.append(figure)
+    )
+    degeneration_figures.plot_norm_by_rank(words_by_layer, [], title="model, transform none")
+    (figure,) = kept
+    figure.canvas.draw()
+    legend = figure.legends[0].get_window_extent()
+    assert not any(panel.get_legend() for panel in figure.axes)
+    for panel in figure.axes:
+        if panel.get_visible():
+            assert not legend.overlaps(panel.get_window_extent())
+    degeneration_figures.plt.close(figure)

@@ -83,7 +83,7 @@ def test_only_the_requested_transform_is_drawn(drawn):
     assert all(max(line.get_ydata()) < 5 for line in axes.get_lines())
 
 
-def test_word_benchmarks_heatmap_cells_are_the_scores(drawn):
+def test_word_benchmarks_heatmap_cells_are_the_scores(drawn, caplog):
     rng = np.random.default_rng(2)
     rows = [
         {
@@ -94,6 +94,7 @@ def test_word_benchmarks_heatmap_cells_are_the_scores(drawn):
             "layer": layer,
             "benchmark": benchmark,
             "value": rng.uniform(),
+            "coverage": 0.0 if (layer, benchmark) == (1, "google") else 0.9,
         }
         for protocol in ("standard", "paper")
         for layer in (0, 1)
@@ -108,10 +109,12 @@ def test_word_benchmarks_heatmap_cells_are_the_scores(drawn):
             "layer": 1,
             "benchmark": "men",
             "value": 0.2,
+            "coverage": np.nan,
         }
     )
     table = pd.DataFrame(rows)
-    figures.plot_word_benchmarks(table, ["unused.png"])
+    with caplog.at_level("WARNING"):
+        figures.plot_word_benchmarks(table, ["unused.png"])
     axes = drawn[0].axes[0]
     image = axes.get_images()[0].get_array()
     row_labels = [label.get_text() for label in axes.get_yticklabels()]
@@ -121,7 +124,12 @@ def test_word_benchmarks_heatmap_cells_are_the_scores(drawn):
     for item in rows[:-1]:
         label = f"alpha pc1 L{item['layer']} [{item['protocol']}]"
         cell = image[row_labels.index(label), column_labels.index(item["benchmark"])]
-        assert cell == pytest.approx(item["value"])
+        if item["coverage"] < figures.MINIMUM_COVERAGE:  # greyed out: masked, and a warning
+            assert cell is np.ma.masked
+        else:
+            assert cell == pytest.approx(item["value"])
+    assert "2 of 13 Table 1 scores cover under 50% of their benchmark's items" in caplog.text
+    assert "alpha pc1 L1 [paper] on google" in caplog.text
 
 
 def test_transform_comparison_lines_are_the_tables_values(drawn):

@@ -76,8 +76,18 @@ def plot_norm_by_rank(
         panel.grid(alpha=0.3)
     figure.supxlabel("frequency rank (1 = most frequent)")
     figure.supylabel("L2 norm")
-    panels[0].legend(frameon=False, fontsize=7, markerscale=3)
-    figure.suptitle(title or "Norm against frequency rank")
+    handles, labels = panels[0].get_legend_handles_labels()
+    figure.legend(  # above the panels, never over a layer's points
+        handles,
+        labels,
+        loc="upper right",
+        bbox_to_anchor=(0.97, 0.985),
+        ncols=2,
+        frameon=False,
+        fontsize=7,
+        markerscale=3,
+    )
+    figure.suptitle(title or "Norm against frequency rank", x=0.09, ha="left")
     save_figure(figure, outputs, source)
 
 
@@ -88,9 +98,14 @@ def plot_knn_by_bin(
     source: str = "",
 ) -> None:
     """Mean distance to the k nearest neighbours by frequency-rank bin, one line per layer;
-    panels for static (mean) vectors and for occurrences. table: `degeneration_table`
-    outputs concatenated, with a ``layer`` column."""
-    bins = table.drop_duplicates("bin").sort_values("rank_low")["bin"].tolist()
+    panels for static (mean) vectors and for occurrences, each with its own scale. A bin
+    holding no analysed word (the rarest, where no word is indexed) is left out and named
+    under the axis. table: `degeneration_table` outputs concatenated, with a ``layer``
+    column."""
+    ordered = table.drop_duplicates("bin").sort_values("rank_low")["bin"].tolist()
+    filled = set(table.loc[table["knn_distance"].notna(), "bin"])
+    bins = [label for label in ordered if label in filled]
+    empty = [label for label in ordered if label not in filled]
     layers = sorted(table["layer"].unique())
     colors = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(layers)))
     figure, axes = plt.subplots(1, 2, figsize=(8.4, 3.4), layout="constrained", squeeze=False)
@@ -107,11 +122,17 @@ def plot_knn_by_bin(
                 label=f"layer {layer}",
             )
         panel.set_xticks(range(len(bins)), bins, rotation=30, ha="right")
-        panel.set_xlabel("frequency-rank bin")
+        dropped = f"\n(no words in bin {', '.join(empty)})" if empty else ""
+        panel.set_xlabel(f"frequency-rank bin{dropped}")
         panel.set_title("mean vectors of words" if vectors == "static" else "occurrences")
+        panel.set_ylabel("mean L2 distance to the k nearest")
         panel.grid(alpha=0.3)
-    axes[0][0].set_ylabel("mean L2 distance to the k nearest")
-    axes[0][1].legend(frameon=False, fontsize=6, ncols=2 if len(layers) > 6 else 1)
+    figure.legend(  # beside the panels, never over a line
+        *axes[0][1].get_legend_handles_labels(),
+        loc="outside right upper",
+        frameon=False,
+        fontsize=7,
+    )
     figure.suptitle(title or "Neighbourhood distance by frequency")
     save_figure(figure, outputs, source)
 

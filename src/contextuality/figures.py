@@ -7,6 +7,7 @@ paper's Figure 4 plotted; MEV as Definition 3 defines it has a figure of its own
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -235,9 +236,31 @@ def plot_reference(comparison: pd.DataFrame, model: str, outputs: list[str | os.
     save_figure(figure, outputs, source="published: kawine/contextual@c10c992")
 
 
+# A score from fewer of a benchmark's items than this share (the others hold a word without
+# a vector) is greyed out in the Table 1 heatmap: it does not compare with the paper's.
+MINIMUM_COVERAGE = 0.5
+
+
+def _warn_low_coverage(grid: pd.DataFrame, low: np.ndarray) -> None:
+    """Log, as a warning, how many scores of the heatmap are greyed out, with examples."""
+    rows, columns = np.nonzero(low)
+    if len(rows):
+        cells = zip(grid.index[rows], grid.columns[columns], strict=True)
+        examples = ", ".join(f"{row} on {column}" for row, column in cells)
+        logging.getLogger(__name__).warning(
+            "%d of %d Table 1 scores cover under %.0f%% of their benchmark's items and are "
+            "greyed out: %s",
+            len(rows),
+            int(np.isfinite(grid.to_numpy()).sum()),
+            100 * MINIMUM_COVERAGE,
+            examples[:300],
+        )
+
+
 def plot_word_benchmarks(table: pd.DataFrame, outputs: list[str | os.PathLike]) -> None:
     """Heatmap of static-embedding scores: one row per embedding (and scoring protocol, when
-    the table has several), one column per benchmark; the paper's quoted rows marked."""
+    the table has several), one column per benchmark; the paper's quoted rows marked. A
+    score with coverage under `MINIMUM_COVERAGE` is greyed out and logged as a warning."""
     quoted = table["source"].str.startswith("quoted").to_numpy()
     several = table.loc[~quoted, "protocol"].nunique() > 1
     protocol = (" [" + table["protocol"].astype(str) + "]").to_numpy() if several else ""
@@ -257,19 +280,28 @@ def plot_word_benchmarks(table: pd.DataFrame, outputs: list[str | os.PathLike]) 
     grid = table.pivot_table(index="row", columns="benchmark", values="value", sort=False)
     order = [name for name in BENCHMARKS if name in grid.columns]
     grid = grid[order]
+    coverage = table.pivot_table(index="row", columns="benchmark", values="coverage", sort=False)
+    low = coverage.reindex(index=grid.index, columns=order).to_numpy() < MINIMUM_COVERAGE
+    _warn_low_coverage(grid, low)
     figure, axes = plt.subplots(
-        figsize=(1.0 + 0.8 * grid.shape[1], 1.0 + 0.28 * grid.shape[0]), layout="constrained"
+        figsize=(1.8 + 0.8 * grid.shape[1], 1.2 + 0.28 * grid.shape[0]), layout="constrained"
     )
-    image = axes.imshow(grid.to_numpy(), cmap="viridis", aspect="auto")
+    image = axes.imshow(np.ma.masked_where(low, grid.to_numpy()), cmap="viridis", aspect="auto")
+    grey = matplotlib.colors.ListedColormap(["0.85"])
+    axes.imshow(np.where(low, 0.0, np.nan), cmap=grey, aspect="auto")  # low coverage only
     middle = np.nanmean([np.nanmin(grid.to_numpy()), np.nanmax(grid.to_numpy())])
     axes.set_xticks(range(grid.shape[1]), grid.columns, rotation=45, ha="right")
     axes.set_yticks(range(grid.shape[0]), grid.index, fontsize=7)
     for (row, column), value in np.ndenumerate(grid.to_numpy()):
         if np.isfinite(value):
-            color = "white" if value < middle else "black"
+            color = "0.45" if low[row, column] else "white" if value < middle else "black"
             axes.text(
                 column, row, f"{value:.2f}", ha="center", va="center", fontsize=6, color=color
             )
-    figure.colorbar(image, ax=axes, label="Spearman ρ / accuracy / purity")
-    axes.set_title("Static embeddings on word benchmarks (Table 1)")
+    figure.colorbar(image, ax=axes).set_label("ρ, accuracy or purity", fontsize=8)
+    axes.set_title(
+        "Static embeddings on word benchmarks (Table 1)\n"
+        f"grey: scored on under {MINIMUM_COVERAGE:.0%} of the items (coverage)",
+        fontsize=9,
+    )
     save_figure(figure, outputs, source="results/tables/word_benchmarks.tsv")

@@ -11,8 +11,9 @@ for transform in ctx.figure_transforms(config):
             *[
                 report(
                     f"{ctx.figures_directory(transform)}/{name}.png",
-                    caption="../report/figure.rst",
-                    category="Figures",
+                    caption=f"../report/figures/{name}.rst",
+                    category="Paper figures",
+                    subcategory=f"transform {transform}",
                     labels={"figure": name, "transform": transform},
                 )
                 for name in FIGURES
@@ -39,15 +40,20 @@ rule degeneration_figures:
         bins=get_degeneration_bins,
         cones=get_degeneration_cones,
     output:
-        report(
-            expand(
-                "results/figures/degeneration/{{model}}.{{transform}}.{kind}.png",
-                kind=DEGENERATION_FIGURES,
-            ),
-            caption="../report/degeneration_figures.rst",
-            category="Degeneration",
-            labels={"model": "{model}", "transform": "{transform}"},
-        ),
+        *[
+            report(
+                f"results/figures/degeneration/{{model}}.{{transform}}.{kind}.png",
+                caption=f"../report/figures/{kind}.rst",
+                category="Degeneration",
+                subcategory="{model}, transform {transform}",
+                labels={
+                    "figure": kind,
+                    "model": "{model}",
+                    "transform": "{transform}",
+                },
+            )
+            for kind in DEGENERATION_FIGURES
+        ],
         expand(
             "results/figures/degeneration/{{model}}.{{transform}}.{kind}.pdf",
             kind=DEGENERATION_FIGURES,
@@ -67,7 +73,8 @@ rule transforms_figure:
         png=report(
             "results/figures/transforms.png",
             caption="../report/transforms_figure.rst",
-            category="Figures",
+            category="Paper figures",
+            subcategory="every transform",
         ),
         pdf="results/figures/transforms.pdf",
     log:

@@ -10,6 +10,6 @@ run_step(
         snakemake.input.bins,
         snakemake.input.cones,
         list(snakemake.output),
-        f"{snakemake.wildcards.model}, {snakemake.wildcards.transform}",
+        f"{snakemake.wildcards.model}, transform {snakemake.wildcards.transform}",
     ),
 )

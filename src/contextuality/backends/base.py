@@ -43,7 +43,7 @@ OPTIONAL_SETTINGS = {
     "device_map": None,
     "segment_words": None,
 }
-_CHOICES = {
+SETTING_CHOICES = {  # the settings that take one of a few values
     "pooling": POOLINGS,
     "long_sentences": LONG_SENTENCE_MODES,
     "units": UNITS,
@@ -99,7 +99,7 @@ class ModelSpec:
         values = {key: section[key] for key in known if key in section}
         if values.get("layers") is not None:
             values["layers"] = tuple(int(layer) for layer in values["layers"])
-        for key, choices in _CHOICES.items():
+        for key, choices in SETTING_CHOICES.items():
             if key in values and values[key] not in choices:
                 raise ConfigError(f"model {name}: {key} must be one of {choices}")
         return cls(name=name, **values)

@@ -76,6 +76,15 @@ def _write_index(
         n_indexed_words=int(index.vocab["indexed"].sum()),
     )
     output.write(index, summary)
+    log.info(
+        "%d occurrences of %d %ss, %d indexed (in at least %d %s)",
+        len(index.occurrences),
+        len(index.vocab),
+        units["kind"],
+        summary["n_indexed_words"],
+        settings.min_contexts,
+        "sentences" if settings.count_by == "contexts" else "occurrences",
+    )
 
 
 def _check_measurable(
@@ -101,6 +110,7 @@ def occurrence_index(sentences_path: PathLike, settings: IndexSettings, output: 
     summary with the index checksums."""
     table = read_parquet(sentences_path)
     texts = table["text"].tolist()
+    log.info("splitting %d sentences into words (%s)", len(texts), settings.tokenizer)
     words = tokenize_sentences(texts, settings.tokenizer)
     index = build_occurrence_index(words, settings, table["n_copies"].to_numpy())
     units = {"kind": "word", "tokenizer": settings.tokenizer}

@@ -4,6 +4,7 @@ gather the layers (measures, context-specific words, degeneration)."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +21,8 @@ from contextuality.steps.extract import expected_extraction
 from contextuality.tables import read_parquet, read_provenance, write_parquet, write_tsv
 
 PathLike = str | os.PathLike
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,11 +132,14 @@ def measure_layer(
     provenance = _layer_provenance(
         layer.attributes, transform, settings, correction=layer.correction
     )
+    log.info("layer read: %d occurrences × %d dimensions", *layer.vectors.shape)
     correlations = {}
     if degeneration_outputs is not None:
+        log.info("degeneration: norms and neighbours by frequency")
         correlations = _write_degeneration(
             layer, vocab, degeneration_outputs, measure_settings.seed, provenance
         )
+    log.info("SelfSim, IntraSim, MEV, baselines and their intervals")
     # Last, as it drops the rows without a vector in place (the layer is held once).
     measured = analysis.measure_layer(
         layer.vectors,

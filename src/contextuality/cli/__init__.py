@@ -26,10 +26,11 @@ from typing import Any
 
 from contextuality import __version__, backends, steps
 from contextuality import corpus as corpus_io
-from contextuality.backends.base import LONG_SENTENCE_MODES, POOLINGS, STORAGE_DTYPES, UNITS
 from contextuality.backends.elmo.release import RELEASE_DIRECTORY, RELEASES
 from contextuality.benchmarks import BENCHMARKS, PROTOCOLS
+from contextuality.cli.model_options import add_model_arguments, model_options
 from contextuality.corpus import STS_YEARS
+from contextuality.degeneration_figures import DEGENERATION_FIGURES
 from contextuality.errors import ConfigError, ContextualityError
 from contextuality.figures import FIGURES
 from contextuality.index import COUNT_RULES, IndexFiles, IndexSettings
@@ -78,24 +79,8 @@ def _index(args: argparse.Namespace) -> None:
 
 
 def _model_section(args: argparse.Namespace) -> tuple[str, dict, tuple[int, ...]]:
-    """The model's name, config section and layers from the options of 'extract'/'stream'."""
-    section = {
-        "source": args.model,
-        "loader": args.loader,
-        "units": args.units,
-        "pooling": args.pooling,
-        "add_bos": args.add_bos,
-        "long_sentences": args.long_sentences,
-        "token_budget": args.token_budget,
-        "storage_dtype": args.storage_dtype,
-        "device": args.device,
-    }
-    optional = {
-        "layers": args.layers,
-        "max_length": args.max_length,
-        "window_overlap": args.window_overlap,
-    }
-    section.update({key: value for key, value in optional.items() if value is not None})
+    """The model's name, config section and layers, its settings checked by its backend."""
+    section = model_options(args)
     name = args.name or Path(args.model).name
     return name, section, backends.model_layers(backends.model_spec(name, section))
 
@@ -178,7 +163,28 @@ def _summarize(args: argparse.Namespace) -> None:
 
 
 def _figure(args: argparse.Namespace) -> None:
-    steps.figure(args.table, args.name, args.output, relative_layers=args.relative)
+    if args.name == TRANSFORMS_FIGURE:
+        steps.transforms_figure(args.table, args.output, relative_layers=args.relative)
+    else:
+        steps.figure(args.table, args.name, args.output, args.transform, args.relative)
+
+
+def _degeneration_figures(args: argparse.Namespace) -> None:
+    """The three degeneration figures of the layers whose 'measure --degeneration' outputs
+    begin with the prefixes given, as .png and .pdf in the output directory."""
+    tables = {
+        part: [f"{prefix}.degeneration.{part}.parquet" for prefix in args.prefix]
+        for part in ("words", "bins", "cone")
+    }
+    outputs = [
+        Path(args.output) / f"{kind}.{extension}"
+        for kind in DEGENERATION_FIGURES
+        for extension in ("png", "pdf")
+    ]
+    steps.degeneration_figures(tables["words"], tables["bins"], tables["cone"], outputs, args.title)
+
+
+TRANSFORMS_FIGURE = "transforms"
 
 
 def _static(args: argparse.Namespace) -> None:
@@ -211,34 +217,6 @@ def _download_elmo(args: argparse.Namespace) -> None:
     steps.download_elmo(args.release, Path(RELEASE_DIRECTORY) / args.release, args.mirror)
 
 
-def _add_model_arguments(command: argparse.ArgumentParser) -> None:
-    """The options of 'extract' and 'stream': the model, the corpus and index, the settings."""
-    command.add_argument("model", help="hub id, local directory or package:<module>/<dir>")
-    command.add_argument("--name", help="short name recorded in the shards")
-    command.add_argument(
-        "--loader",
-        choices=backends.LOADERS,
-        default="transformers",
-        help="elmo: a release or directory",
-    )
-    command.add_argument("--sentences", required=True)
-    command.add_argument("--index", required=True, help="directory written by 'index'")
-    command.add_argument("--layers", type=int, nargs="+")
-    command.add_argument(
-        "--units", choices=UNITS, default="word", help="subword: needs an 'index --subwords'"
-    )
-    command.add_argument("--pooling", choices=POOLINGS, default="mean")
-    command.add_argument("--add-bos", action="store_true")
-    command.add_argument("--max-length", type=int, help="subwords per input (default: window)")
-    command.add_argument("--long-sentences", choices=LONG_SENTENCE_MODES, default="truncate")
-    command.add_argument("--window-overlap", type=int, help="subwords shared by windows")
-    command.add_argument("--token-budget", type=int, default=8192, help="padded subwords/batch")
-    command.add_argument("--storage-dtype", choices=STORAGE_DTYPES, default="auto")
-    command.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    command.add_argument("--threads", type=int, default=1)
-    command.add_argument("-o", "--output", required=True, help="directory to write into")
-
-
 def _add_corpus_commands(commands: Any) -> None:
     """The commands that build the corpus: 'sentences' and 'index'."""
     command = commands.add_parser("sentences", help="build the sentence table")
@@ -248,7 +226,9 @@ def _add_corpus_commands(commands: Any) -> None:
     command.add_argument(
         "--pattern", default="**/*.txt", help="files of a --text directory (glob; ** any depth)"
     )
-    command.add_argument("--years", type=int, nargs="+", default=list(STS_YEARS))
+    command.add_argument(
+        "--years", type=int, nargs="+", default=list(STS_YEARS), help="STS years to read"
+    )
     command.add_argument("--no-verify", action="store_true", help="skip STS checksum checks")
     command.add_argument(
         "--scored-only", action="store_true", help="keep only STS pairs with a gold score"
@@ -260,10 +240,22 @@ def _add_corpus_commands(commands: Any) -> None:
     command.set_defaults(run=_sentences)
 
     command = commands.add_parser("index", help="build the occurrence index and vocabulary")
-    command.add_argument("sentences")
-    command.add_argument("--min-contexts", type=int, default=5)
-    command.add_argument("--lowercase", action="store_true")
-    command.add_argument("--tokenizer", choices=WORD_TOKENIZERS, default="regex")
+    command.add_argument("sentences", help="sentences.parquet from 'sentences'")
+    command.add_argument(
+        "--min-contexts",
+        type=int,
+        default=5,
+        help="index a word occurring in at least this many sentences (the paper: 5)",
+    )
+    command.add_argument(
+        "--lowercase", action="store_true", help="index lowercased words (models see the text)"
+    )
+    command.add_argument(
+        "--tokenizer",
+        choices=WORD_TOKENIZERS,
+        default="regex",
+        help="what a word is: this package's rule (regex) or spaCy's tokens (the paper's)",
+    )
     command.add_argument(
         "--exclude-punctuation", action="store_true", help="never index punctuation"
     )
@@ -280,7 +272,7 @@ def _add_corpus_commands(commands: Any) -> None:
 def _add_model_commands(commands: Any) -> None:
     """The commands that run a model: 'extract', 'stream' and 'download-elmo'."""
     command = commands.add_parser("extract", help="write one HDF5 shard per layer of a model")
-    _add_model_arguments(command)
+    add_model_arguments(command)
     command.add_argument(
         "--parts",
         type=int,
@@ -302,31 +294,41 @@ def _add_model_commands(commands: Any) -> None:
         help="measure a model without shards: state files and measures per layer (exact "
         "SelfSim, IntraSim, anisotropy; MEV from a sample of each word)",
     )
-    _add_model_arguments(command)
+    add_model_arguments(command)
     command.add_argument(
         "--word-sample-size", type=int, default=1000, help="occurrences kept per word for MEV"
     )
-    command.add_argument("--baseline-sample-size", type=int, default=1000)
-    command.add_argument("--seed", type=int, default=0)
+    _add_sampling_arguments(command)
     command.set_defaults(run=_stream)
 
     command = commands.add_parser(
         "download-elmo", help="fetch a published ELMo into resources/elmo/<release>/"
     )
-    command.add_argument("release", choices=sorted(RELEASES))
+    command.add_argument("release", choices=sorted(RELEASES), help="the published ELMo to fetch")
     command.add_argument("--mirror", help="directory holding the files under their published names")
     command.set_defaults(run=_download_elmo)
 
 
+def _add_sampling_arguments(command: argparse.ArgumentParser) -> None:
+    """The options of the sampled estimates: the baselines' sample size and the seed."""
+    command.add_argument(
+        "--baseline-sample-size",
+        type=int,
+        default=1000,
+        help="occurrences sampled for the MEV baseline, sentences for the paper's estimates",
+    )
+    command.add_argument(
+        "--seed", type=int, default=0, help="seed of every random sample (recorded)"
+    )
+
+
 def _add_measure_commands(commands: Any) -> None:
-    """The commands that measure and draw: 'measure', 'static', 'score', 'summarize',
-    'figure'."""
+    """The commands that measure: 'measure', 'static', 'score', 'summarize'."""
     command = commands.add_parser("measure", help="SelfSim, IntraSim, MEV of one shard")
     command.add_argument("shard", nargs="+", help="a layer's shard, or the shards of its parts")
-    command.add_argument("--sentences", required=True)
+    command.add_argument("--sentences", required=True, help="sentences.parquet from 'sentences'")
     command.add_argument("--index", required=True, help="directory written by 'index'")
-    command.add_argument("--baseline-sample-size", type=int, default=1000)
-    command.add_argument("--seed", type=int, default=0)
+    _add_sampling_arguments(command)
     command.add_argument(
         "--transform", choices=TRANSFORMS, default="none", help="correction to measure under"
     )
@@ -352,19 +354,38 @@ def _add_measure_commands(commands: Any) -> None:
         "--state", action="store_true", help="the file is a 'stream' state file, not a shard"
     )
     command.add_argument("--index", required=True, help="directory written by 'index'")
-    command.add_argument("--method", choices=METHODS, default="pc1")
+    command.add_argument(
+        "--method",
+        choices=METHODS,
+        default="pc1",
+        help="pc1: each word's first principal component (the paper's); mean: its mean",
+    )
     command.add_argument("-o", "--output", required=True, help=".txt file to write")
     command.set_defaults(run=_static)
 
     command = commands.add_parser("score", help="score word2vec/GloVe text vectors (Table 1)")
-    command.add_argument("vectors")
+    command.add_argument("vectors", help="word2vec or GloVe text file of word vectors")
     command.add_argument("--data", required=True, help="benchmark data root (wordsim/, …)")
     command.add_argument(
-        "--benchmarks", nargs="+", choices=list(BENCHMARKS), default=list(BENCHMARKS)
+        "--benchmarks",
+        nargs="+",
+        choices=list(BENCHMARKS),
+        default=list(BENCHMARKS),
+        help="benchmarks to score (default: all of Table 1's)",
     )
-    command.add_argument("--oov", choices=("mean", "skip"), default="mean")
+    command.add_argument(
+        "--oov",
+        choices=("mean", "skip"),
+        default="mean",
+        help="a word without a vector: the mean vector, or skip its pairs",
+    )
     command.add_argument("--keep-case", action="store_true", help="do not lowercase words")
-    command.add_argument("--protocol", choices=PROTOCOLS, default="standard")
+    command.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default="standard",
+        help="standard scoring, or as the paper's authors ran the benchmarks",
+    )
     command.add_argument(
         "--index", help="word index directory whose vocabulary the paper protocol keeps"
     )
@@ -372,16 +393,39 @@ def _add_measure_commands(commands: Any) -> None:
     command.set_defaults(run=_score)
 
     command = commands.add_parser("summarize", help="gather layer summaries into one table")
-    command.add_argument("summaries", nargs="+")
-    command.add_argument("-o", "--output", required=True)
+    command.add_argument("summaries", nargs="+", help="layer summaries (.json) from 'measure'")
+    command.add_argument("-o", "--output", required=True, help="measures .tsv to write")
     command.set_defaults(run=_summarize)
 
+
+def _add_figure_commands(commands: Any) -> None:
+    """The commands that draw: 'figure' and 'degeneration-figures'."""
     command = commands.add_parser("figure", help="draw a figure from the summary table")
-    command.add_argument("table")
-    command.add_argument("--name", choices=sorted(FIGURES), required=True)
+    command.add_argument("table", help="measures .tsv from 'summarize'")
+    command.add_argument(
+        "--name",
+        choices=[*sorted(FIGURES), TRANSFORMS_FIGURE],
+        required=True,
+        help="which figure (transforms: every measured transform side by side)",
+    )
+    command.add_argument(
+        "--transform", default="none", help="the transform whose measures a figure shows"
+    )
     command.add_argument("--relative", action="store_true", help="x axis = layer / layers")
-    command.add_argument("-o", "--output", nargs="+", required=True)
+    command.add_argument(
+        "-o", "--output", nargs="+", required=True, help="files to write (.png, .pdf, …)"
+    )
     command.set_defaults(run=_figure)
+
+    command = commands.add_parser(
+        "degeneration-figures", help="norm, neighbour and cone figures of a model's layers"
+    )
+    command.add_argument(
+        "prefix", nargs="+", help="-o prefixes of 'measure --degeneration', one a layer"
+    )
+    command.add_argument("--title", default="", help="title of every figure (model, transform)")
+    command.add_argument("-o", "--output", required=True, help="directory to write into")
+    command.set_defaults(run=_degeneration_figures)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -393,6 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_corpus_commands(commands)
     _add_model_commands(commands)
     _add_measure_commands(commands)
+    _add_figure_commands(commands)
     return parser
 
 

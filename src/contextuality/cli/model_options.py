@@ -1,0 +1,74 @@
+"""The options of 'extract' and 'stream': the model and every setting of its config
+section (``models.<name>``), so that a workflow's model runs the same outside Snakemake."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from contextuality.backends.base import SETTING_CHOICES, ModelSpec
+
+# Every setting of a model's config section, as an option of 'extract' and 'stream'.
+MODEL_OPTION_HELP = {
+    "revision": "hub branch, tag or commit to pin (ELMo: its weights' SHA-256)",
+    "gguf_file": "a GGUF file inside the model directory to load (dequantized to float32)",
+    "loader": "transformers (AutoModel) or elmo (a published release or a directory)",
+    "units": "word: words pooled from subwords; subword: the model's tokens "
+    "(needs 'index --subwords')",
+    "layers": "hidden states to extract, 0 = the embedding output (default: all)",
+    "last_layer": "the last hidden state as returned, or before the final normalization",
+    "pooling": "how a word's subword vectors become one vector",
+    "add_bos": "put the tokenizer's BOS token before each sentence",
+    "max_length": "subwords per input (default: the model's window)",
+    "long_sentences": "sentences longer than max_length: truncate, or read in windows",
+    "window_overlap": "subwords shared by consecutive windows (default: a quarter)",
+    "token_budget": "padded subwords per forward batch",
+    "storage_dtype": "shard dtype: auto is float16, float32 where a value overflows it",
+    "cuda_dtype": "autocast precision of the forward pass on a GPU (float32: none)",
+    "device": "auto, cpu, cuda or cuda:N",
+    "trust_remote_code": "let the model's own code from the hub run",
+    "lstm_states": "ELMo: per_sentence (zero states) or carried from sentence to sentence",
+    "weights_dtype": "dtype the weights load in (bfloat16 halves a large model's memory)",
+    "device_map": "accelerate's placement over GPUs and CPU: auto, balanced or sequential",
+    "segment_words": "words per extraction segment, the span batches are planned in",
+}
+
+
+def add_model_arguments(command: argparse.ArgumentParser) -> None:
+    """The options of 'extract' and 'stream': the model and every setting of its config
+    section (`MODEL_OPTION_HELP`), the corpus and index, the output."""
+    command.add_argument("model", help="hub id, local directory or package:<module>/<dir>")
+    command.add_argument("--name", help="name recorded in the outputs (default: MODEL's last part)")
+    for setting, help_text in MODEL_OPTION_HELP.items():
+        option = "--" + setting.replace("_", "-")
+        default = ModelSpec.__dataclass_fields__[setting].default
+        if isinstance(default, bool):
+            command.add_argument(option, action="store_true", help=help_text)
+            continue
+        shown = f" (default: {default})" if default is not None else ""
+        kind = int if setting in _INTEGER_SETTINGS else str
+        command.add_argument(
+            option,
+            type=kind,
+            nargs="+" if setting == "layers" else None,
+            choices=SETTING_CHOICES.get(setting),
+            help=help_text + ("" if "default:" in help_text else shown),
+        )
+    command.add_argument("--sentences", required=True, help="sentences.parquet from 'sentences'")
+    command.add_argument("--index", required=True, help="directory written by 'index'")
+    command.add_argument("--threads", type=int, default=1, help="CPU threads for the model")
+    command.add_argument("-o", "--output", required=True, help="directory to write into")
+
+
+_INTEGER_SETTINGS = ("layers", "max_length", "window_overlap", "token_budget", "segment_words")
+
+
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The config section (``models.<name>``) the options of 'extract' and 'stream' give:
+    the source and every setting given (`MODEL_OPTION_HELP`)."""
+    section = {"source": args.model}
+    for setting in MODEL_OPTION_HELP:
+        value = getattr(args, setting)
+        if value is not None and value is not False:
+            section[setting] = value
+    return section
