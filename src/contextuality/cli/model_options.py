@@ -41,16 +41,16 @@ def add_model_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--name", help="name recorded in the outputs (default: MODEL's last part)")
     for setting, help_text in MODEL_OPTION_HELP.items():
         option = "--" + setting.replace("_", "-")
-        default = ModelSpec.__dataclass_fields__[setting].default
+        field = ModelSpec.__dataclass_fields__[setting]
+        default = field.default
         if isinstance(default, bool):
             command.add_argument(option, action="store_true", help=help_text)
             continue
         shown = f" (default: {default})" if default is not None else ""
-        kind = int if setting in _INTEGER_SETTINGS else str
         command.add_argument(
             option,
-            type=kind,
-            nargs="+" if setting == "layers" else None,
+            type=int if "int" in str(field.type) else str,  # the annotation, as text
+            nargs="+" if str(field.type).startswith("tuple") else None,
             choices=SETTING_CHOICES.get(setting),
             help=help_text + ("" if "default:" in help_text else shown),
         )
@@ -58,9 +58,6 @@ def add_model_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--index", required=True, help="directory written by 'index'")
     command.add_argument("--threads", type=int, default=1, help="CPU threads for the model")
     command.add_argument("-o", "--output", required=True, help="directory to write into")
-
-
-_INTEGER_SETTINGS = ("layers", "max_length", "window_overlap", "token_budget", "segment_words")
 
 
 def model_options(args: argparse.Namespace) -> dict[str, Any]:
