@@ -216,3 +216,23 @@ def test_the_schema_s_choices_are_the_package_s_own():
         expected[(section, "properties", "transforms")] = TRANSFORMS
     for path, choices in expected.items():
         assert _enum(*path) == list(choices), path
+
+
+# What a measure job does not load: each costs every job up to a second of start-up.
+HEAVY_FOR_A_MEASURE_JOB = ("scipy.stats", "matplotlib", "sklearn", "torch", "transformers")
+
+
+def test_a_measure_job_loads_no_plotting_model_or_statistics_library():
+    """The imports of workflow/scripts/measure_layer.py leave the heavy libraries unloaded."""
+    import subprocess
+    import sys
+
+    script = (ROOT / "workflow" / "scripts" / "measure_layer.py").read_text()
+    imports = "\n".join(
+        line for line in script.splitlines() if line.startswith(("from ", "import "))
+    )
+    program = f"{imports}\nimport sys\nprint(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert not [name for name in loaded if name.startswith(HEAVY_FOR_A_MEASURE_JOB)]

@@ -26,32 +26,50 @@ def _anisotropic(rng, n_sentences=60, per_sentence=5, dim=16, common=1.0):
 def test_mev_baseline_draws_are_independent_samples(centered):
     rng = np.random.default_rng(5)
     matrix = rng.standard_normal((50, 8)) @ np.diag([4, 2, 1, 1, 1, 1, 1, 1]) + 3.0
-    value, draws = measures.explained_variance_baseline(
+    estimates = measures.explained_variance_baseline(
         matrix, 20, np.random.default_rng(8), centered, n_draws=6
     )
     replay = np.random.default_rng(8)
     samples = [np.sort(replay.choice(50, size=20, replace=False)) for _ in range(7)]
     expected = [measures.explained_variance_first_component(matrix[s], centered) for s in samples]
-    assert value == pytest.approx(expected[0], rel=1e-12)
-    np.testing.assert_allclose(draws, expected[1:], rtol=1e-8)
+    assert estimates[0] == pytest.approx(expected[0], rel=1e-12)
+    np.testing.assert_allclose(estimates[1:], expected[1:], rtol=1e-8)
 
 
 def test_mev_baseline_interval_covers_the_estimator_at_about_the_nominal_rate():
     """Fresh samples of the estimator fall inside the interval of the draws ~90% of the time."""
     matrix = np.random.default_rng(6).standard_normal((2000, 6)) + 0.5
-    _, draws = measures.explained_variance_baseline(
+    estimates = measures.explained_variance_baseline(
         matrix, 50, np.random.default_rng(0), n_draws=200
     )
-    low, high = measures.percentile_interval(draws, 0.9)
-    fresh, _ = zip(
-        *(
-            measures.explained_variance_baseline(matrix, 50, np.random.default_rng(seed))
-            for seed in range(1, 201)
-        ),
-        strict=True,
-    )
+    low, high = measures.percentile_interval(estimates, 0.9)
+    fresh = [
+        measures.explained_variance_baseline(matrix, 50, np.random.default_rng(seed))[0]
+        for seed in range(1, 201)
+    ]
     inside = np.mean([(low <= value <= high) for value in fresh])
     assert 0.8 <= inside <= 0.97
+
+
+def test_a_sampled_value_is_the_mean_of_its_estimates_inside_their_spread():
+    """A sampled statistic's value is the mean of its estimates on independent samples and
+    its interval their equal-tailed percentiles; the adjusted one pairs them sample by
+    sample. An extreme first sample moves the value by its share only, inside the interval
+    (the first sample alone as the value would lie outside it)."""
+    from contextuality.summary import Baseline, sampled_summary
+
+    estimates = np.arange(41.0)
+    summary = sampled_summary(estimates, n=1000, level=0.95, baseline=0.5 * estimates)
+    assert summary["raw"] == 20.0 and summary["baseline"] == 10.0 and summary["adjusted"] == 10.0
+    assert (summary["raw_low"], summary["raw_high"]) == pytest.approx((1.0, 39.0))
+    assert (summary["adjusted_low"], summary["adjusted_high"]) == pytest.approx((0.5, 19.5))
+    assert summary["n"] == 1000
+
+    skewed = np.concatenate(([0.9], np.random.default_rng(1).normal(0.1, 0.01, size=50)))
+    baseline = Baseline.sampled(skewed)
+    low, high = measures.percentile_interval(baseline.replicates, 0.95)
+    assert baseline.value == pytest.approx(skewed.mean()) and low < baseline.value < high
+    assert not low <= skewed[0] <= high
 
 
 def test_bootstrap_means_and_percentile_interval():
@@ -288,10 +306,10 @@ def test_shares_of_variance_are_undefined_for_identical_rows():
     assert np.isnan(measures.truncated_svd_variance_ratio(rows))
     scaled = np.tile(np.random.default_rng(0).standard_normal(40) * 7.3, (30, 1))
     assert np.isnan(measures.explained_variance_first_component(scaled, centered=True))
-    _, draws = measures.explained_variance_baseline(
+    estimates = measures.explained_variance_baseline(
         scaled, 20, np.random.default_rng(0), centered=True, n_draws=3
     )
-    assert np.isnan(draws).all()
+    assert np.isnan(estimates).all()
 
 
 def test_shares_of_variance_keep_a_one_ulp_difference():

@@ -638,10 +638,10 @@ def test_explained_variance_baseline_reproducible_and_matches_sample(centered):
     vectors = data_rng.standard_normal((200, 10)) + data_rng.standard_normal(10)
     sample_size = 25
 
-    first, _ = explained_variance_baseline(
+    (first,) = explained_variance_baseline(
         vectors, sample_size, np.random.default_rng(123), centered=centered
     )
-    second, _ = explained_variance_baseline(
+    (second,) = explained_variance_baseline(
         vectors, sample_size, np.random.default_rng(123), centered=centered
     )
     assert first == second
@@ -665,7 +665,7 @@ def test_explained_variance_baseline_sample_larger_than_data_uses_all_rows():
     vectors = np.random.default_rng(37).standard_normal((12, 5)) + 1.0
     full = ref_mev(vectors)
     for seed in (0, 1):
-        got, _ = explained_variance_baseline(vectors, 1000, np.random.default_rng(seed))
+        (got,) = explained_variance_baseline(vectors, 1000, np.random.default_rng(seed))
         np.testing.assert_allclose(got, full, rtol=1e-10)
 
 

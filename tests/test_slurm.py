@@ -82,17 +82,18 @@ def test_the_workflow_through_the_slurm_profile_equals_a_local_run(
     for name in ("local", "slurm"):
         (tmp_path / name).mkdir()
         _write_config(tmp_path / name, config)
-    local = _snakemake(tmp_path / "local")
+    # The table compared, and what it needs: the index, the extraction and the measures.
+    table = "results/tables/measures.tsv"
+    local = _snakemake(tmp_path / "local", table)
     assert local.returncode == 0, local.stderr[-3000:]
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE)]
     command += ["--directory", str(tmp_path / "slurm"), "--workflow-profile", str(PROFILE)]
     on_slurm = subprocess.run(
-        [*command, *SINGLE_NODE], capture_output=True, text=True, env=cluster, timeout=1200
+        [*command, *SINGLE_NODE, table], capture_output=True, text=True, env=cluster, timeout=1200
     )
     assert on_slurm.returncode == 0, on_slurm.stderr[-3000:]
     assert re.search(r"rule extract_bert:.*?submitted with SLURM jobid", on_slurm.stderr, re.S)
 
-    table = "results/tables/measures.tsv"
     pd.testing.assert_frame_equal(
         pd.read_csv(tmp_path / "slurm" / table, sep="\t"),
         pd.read_csv(tmp_path / "local" / table, sep="\t"),

@@ -177,9 +177,9 @@ def _baselines(
 ) -> tuple[dict[str, Baseline], np.ndarray]:
     """Every baseline, by family, and the paper's sampled statistics.
 
-    The paper's statistics come as an array (1 + sample_replicates, 3): the estimates
-    from one sample of sentences (row 0), then independent samples for their spread, in the
-    order of `measures.PAPER_SAMPLE_ESTIMATES`.
+    The paper's statistics come as an array (1 + sample_replicates, 3): their estimates on
+    independent samples of sentences, one row each, in the order of
+    `measures.PAPER_SAMPLE_ESTIMATES`; a sampled baseline is the mean of its estimates.
     """
     size, draws = settings.baseline_sample_size, settings.sample_replicates
     paper_rng = generator(settings.seed, "paper_sample")
@@ -194,12 +194,12 @@ def _baselines(
     )
     baselines = {
         "cosine": Baseline(cosine),
-        "paper_cosine": Baseline(paper[0, 0], paper[1:, 0]),
-        "truncated_svd": Baseline(paper[0, 2], paper[1:, 2]),
+        "paper_cosine": Baseline.sampled(paper[:, 0]),
+        "truncated_svd": Baseline.sampled(paper[:, 2]),
     }
     for name in ("mev", "mev_centered"):
-        baselines[name] = Baseline(
-            *measures.explained_variance_baseline(
+        baselines[name] = Baseline.sampled(
+            measures.explained_variance_baseline(
                 rows.vectors,
                 size,
                 generator(settings.seed, "mev_baseline"),  # one sample for both variants
@@ -257,8 +257,8 @@ def layer_isotropy(
     uncentered Gram matrix and their negations) and ``rogue_share[k]``, the share of the
     expected cosine owed to the top k = 1..3 dimensions (named in ``dimensions``). Sampled:
     ``isoscore*`` on `isotropy_samples` samples of `baseline_sample_size` rows, each
-    covariance shrunk toward the covariance of all rows by `isoscore_shrinkage`; the first
-    sample is the estimate, the others give its interval.
+    covariance shrunk toward the covariance of all rows by `isoscore_shrinkage`; the
+    samples' mean is the value and their spread its interval.
     """
     n = len(vectors)
     mean, scatter = _scatter(vectors)

@@ -352,22 +352,24 @@ def explained_variance_baseline(
     rng: np.random.Generator,
     centered: bool = False,
     n_draws: int = 0,
-) -> tuple[float, np.ndarray]:
+) -> np.ndarray:
     """MEV of a uniform random sample (without replacement) of `sample_size` occurrences
-    (paper §4.1), and the MEV of `n_draws` further independent samples of the same size.
+    (paper §4.1), then of `n_draws` further independent samples of the same size: shape
+    (1 + n_draws,).
 
-    The further draws are the estimator's sampling distribution: their percentiles are an
-    interval for it. (A bootstrap that resamples one sample with replacement would not do:
-    repeated rows inflate the first component's share.)
+    The estimates are the estimator's sampling distribution: their mean is the baseline
+    and their percentiles its interval (`summary.Baseline.sampled`). (A bootstrap that
+    resamples one sample with replacement would not do: repeated rows inflate the first
+    component's share.)
     """
     size = min(sample_size, len(vectors))
 
     def draw() -> np.ndarray:
         return np.sort(rng.choice(len(vectors), size=size, replace=False))
 
-    value = explained_variance_first_component(vectors[draw()], centered)
-    draws = np.array([_top_component_share(vectors[draw()], centered) for _ in range(n_draws)])
-    return value, draws
+    first = explained_variance_first_component(vectors[draw()], centered)
+    further = [_top_component_share(vectors[draw()], centered) for _ in range(n_draws)]
+    return np.array([first, *further])
 
 
 def _top_component_share(matrix: np.ndarray, centered: bool) -> float:

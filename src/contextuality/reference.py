@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from contextuality.fetch import fetch_file, packaged_checksums
+from contextuality.measures import spearman_correlation
 
 COMMIT = "c10c992a20d09660bcbac1e84466a3004374317c"
 URL = f"https://raw.githubusercontent.com/kawine/contextual/{COMMIT}/{{path}}"
@@ -145,7 +145,6 @@ def compare(
                 continue
             merged = group.merge(words[layer][["word", column]], on="word")
             enough = len(merged) >= 3
-            varied = enough and merged["published"].nunique() > 1 and merged[column].nunique() > 1
             rows.append(
                 {
                     "layer": layer,
@@ -155,9 +154,7 @@ def compare(
                     "published": merged["published"].mean() if enough else np.nan,
                     "ours": merged[column].mean() if enough else np.nan,
                     "n_words": len(merged),
-                    "spearman": spearmanr(merged["published"], merged[column]).statistic
-                    if varied
-                    else np.nan,
+                    "spearman": spearman_correlation(merged["published"], merged[column]),
                 }
             )
     table = pd.DataFrame(

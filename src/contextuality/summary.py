@@ -1,9 +1,10 @@
 """The summary values of a layer's measures, and the table that gathers them.
 
 A summary value is a mean over words or sentences with a percentile-bootstrap interval
-(`mean_summary`), or a sampled estimate whose interval is the spread over independent
-samples (`sampled_summary`); each raw value comes with its baseline and the adjusted value,
-raw − baseline (paper §4.1). `measures_table` lays every layer's summaries out as rows.
+(`mean_summary`), or a sampled estimate: the mean of the estimates on independent samples,
+with the spread of those estimates as its interval (`sampled_summary`); each raw value
+comes with its baseline and the adjusted value, raw − baseline (paper §4.1).
+`measures_table` lays every layer's summaries out as rows.
 """
 
 from __future__ import annotations
@@ -24,6 +25,21 @@ class Baseline:
 
     value: float
     replicates: np.ndarray | None = None
+
+    @classmethod
+    def sampled(cls, estimates: np.ndarray) -> Baseline:
+        """A baseline estimated on independent samples, one estimate each: their mean,
+        with the estimates as the replicates whose spread is its interval."""
+        estimates = np.asarray(estimates, dtype=np.float64)
+        return cls(_sample_mean(estimates), estimates)
+
+
+def _sample_mean(estimates: np.ndarray) -> float:
+    """The mean of a sampled statistic's estimates, kept within their range: equal
+    estimates (a sample as large as the data) would otherwise average to 1 ulp off them."""
+    if not len(estimates):
+        return float("nan")
+    return float(np.clip(np.mean(estimates), np.min(estimates), np.max(estimates)))
 
 
 def interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
@@ -69,18 +85,20 @@ def mean_summary(
 
 
 def sampled_summary(
-    draws: np.ndarray, n: int, level: float, baseline: np.ndarray | None = None
+    estimates: np.ndarray, n: int, level: float, baseline: np.ndarray | None = None
 ) -> dict[str, float]:
-    """A sampled statistic: ``draws[0]`` is the estimate and ``draws[1:]`` independent
-    replicates giving its interval. With `baseline` (drawn from the same samples), also the
-    baseline and the adjusted value, whose interval pairs the replicates sample by sample."""
-    parts = [("raw", draws)]
+    """A sampled statistic from its `estimates` on independent samples of `n` each: the
+    value is their mean and the interval their spread (the equal-tailed percentiles, where
+    one sample's estimate falls at confidence `level`), so that the value lies inside it.
+    With `baseline` (estimated on the same samples), also the baseline and the adjusted
+    value, whose estimates pair sample by sample."""
+    parts = [("raw", estimates)]
     if baseline is not None:
-        parts += [("baseline", baseline), ("adjusted", draws - baseline)]
+        parts += [("baseline", baseline), ("adjusted", estimates - baseline)]
     summary: dict[str, float] = {"n": n}
     for name, values in parts:
-        summary[name] = float(values[0])
-        summary[f"{name}_low"], summary[f"{name}_high"] = interval(values[1:], level)
+        summary[name] = _sample_mean(values)
+        summary[f"{name}_low"], summary[f"{name}_high"] = interval(values, level)
     return summary
 
 

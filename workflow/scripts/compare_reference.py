@@ -12,4 +12,5 @@ run_step(
         snakemake.output.table,
         [snakemake.output.png, snakemake.output.pdf],
     ),
+    threads=snakemake.threads,
 )

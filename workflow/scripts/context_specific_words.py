@@ -8,4 +8,5 @@ run_step(
     lambda: steps.context_specific_words(
         snakemake.input, snakemake.output.table, snakemake.params.top
     ),
+    threads=snakemake.threads,
 )

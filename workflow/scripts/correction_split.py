@@ -11,4 +11,5 @@ run_step(
         snakemake.params.seed,
         snakemake.output.split,
     ),
+    threads=snakemake.threads,
 )

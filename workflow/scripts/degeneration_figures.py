@@ -12,4 +12,5 @@ run_step(
         list(snakemake.output),
         f"{snakemake.wildcards.model}, transform {snakemake.wildcards.transform}",
     ),
+    threads=snakemake.threads,
 )

@@ -6,4 +6,5 @@ from contextuality.workflow import run_step
 run_step(
     snakemake.log[0],
     lambda: steps.degeneration_table(list(snakemake.input), snakemake.output.table),
+    threads=snakemake.threads,
 )

@@ -8,4 +8,5 @@ run_step(
     lambda: steps.download_benchmarks(
         snakemake.output, "resources/benchmarks", snakemake.params.mirror
     ),
+    threads=snakemake.threads,
 )

@@ -13,4 +13,5 @@ run_step(
         snakemake.params.mirror,
         snakemake.params.checksums,
     ),
+    threads=snakemake.threads,
 )

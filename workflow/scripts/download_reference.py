@@ -10,4 +10,5 @@ run_step(
         snakemake.output[0],
         snakemake.params.mirror,
     ),
+    threads=snakemake.threads,
 )

@@ -8,4 +8,5 @@ run_step(
     lambda: steps.download_sts(
         int(snakemake.wildcards.year), snakemake.output[0], snakemake.params.mirror
     ),
+    threads=snakemake.threads,
 )

@@ -25,4 +25,4 @@ def extract() -> None:
         steps.stream(**common, **snakemake.params.streaming)
 
 
-run_step(snakemake.log[0], extract)
+run_step(snakemake.log[0], extract, threads=snakemake.threads)

@@ -11,4 +11,5 @@ run_step(
         transform=snakemake.params.transform,
         relative_layers=snakemake.params.relative_layers,
     ),
+    threads=snakemake.threads,
 )

@@ -28,4 +28,5 @@ run_step(
             snakemake.output.degeneration_cone,
         ),
     ),
+    threads=snakemake.threads,
 )

@@ -15,4 +15,5 @@ run_step(
         ),
         model_settings=snakemake.params.model_settings,
     ),
+    threads=snakemake.threads,
 )

@@ -6,4 +6,5 @@ from contextuality.workflow import run_step
 run_step(
     snakemake.log[0],
     lambda: steps.measures_table(snakemake.input, snakemake.output.table),
+    threads=snakemake.threads,
 )

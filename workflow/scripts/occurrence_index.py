@@ -9,4 +9,5 @@ run_step(
     lambda: steps.occurrence_index(
         snakemake.input[0], IndexSettings(**snakemake.params.index), IndexFiles.of(snakemake.output)
     ),
+    threads=snakemake.threads,
 )

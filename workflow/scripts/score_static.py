@@ -13,4 +13,5 @@ run_step(
         snakemake.output.table,
         snakemake.input.vocab,
     ),
+    threads=snakemake.threads,
 )

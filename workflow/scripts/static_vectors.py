@@ -16,4 +16,5 @@ run_step(
         transform=snakemake.wildcards.transform,
         correction=Correction.of(snakemake.input.get("split"), snakemake.params.correction),
     ),
+    threads=snakemake.threads,
 )

@@ -13,4 +13,5 @@ run_step(
         IndexSettings(**snakemake.params.index),
         IndexFiles.of(snakemake.output),
     ),
+    threads=snakemake.threads,
 )

@@ -10,4 +10,5 @@ run_step(
         [snakemake.output.png, snakemake.output.pdf],
         relative_layers=snakemake.params.relative_layers,
     ),
+    threads=snakemake.threads,
 )

@@ -8,4 +8,5 @@ run_step(
     lambda: steps.word_benchmarks_table(
         snakemake.input, snakemake.output.table, [snakemake.output.png, snakemake.output.pdf]
     ),
+    threads=snakemake.threads,
 )

@@ -124,8 +124,8 @@ def _baselines(state: StreamingState, settings: MeasureSettings) -> dict[str, Ba
     kept = _KeptRows(state.kept_rows, state.kept_vectors, n_rows)
     baselines = {"cosine": Baseline(_anisotropy(state.sums))}
     for name in ("mev", "mev_centered"):
-        baselines[name] = Baseline(
-            *measures.explained_variance_baseline(
+        baselines[name] = Baseline.sampled(
+            measures.explained_variance_baseline(
                 kept,
                 settings.baseline_sample_size,
                 generator(settings.seed, "mev_baseline"),

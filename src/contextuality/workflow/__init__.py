@@ -126,12 +126,22 @@ __all__ = [
 ]
 
 
-def run_step(log_path: str | Path | None, step: Callable[[], Any]) -> None:
-    """Run a step from a Snakemake script with its log file as stderr and logging target.
+def run_step(
+    log_path: str | Path | None, step: Callable[[], Any], threads: int | None = None
+) -> None:
+    """Run a step from a Snakemake script with its log file as stderr and logging target,
+    and its BLAS and OpenMP pools limited to the job's `threads`.
 
-    A ContextualityError (bad input, unloadable model, mismatched shard) ends the job with
-    its message and exit status 1 instead of a traceback.
+    Limiting the pools keeps jobs that Snakemake runs side by side from each starting a
+    thread per core; on MiniLM's small matrices one thread is faster even alone (a layer's
+    measures: 5.7 s with a thread per core, 3.5 s with one, on 2 cores;
+    bench/results/default-run-cpu2.md). A ContextualityError (bad input, unloadable model,
+    mismatched shard) ends the job with its message and exit status 1 instead of a
+    traceback.
     """
+    import scipy.linalg  # noqa: F401 (loads SciPy's own BLAS, so that the limit covers it)
+    from threadpoolctl import threadpool_limits
+
     if log_path is not None:
         sys.stderr = open(log_path, "w", buffering=1)  # noqa: SIM115 (kept open for the job)
     logging.basicConfig(
@@ -139,7 +149,8 @@ def run_step(log_path: str | Path | None, step: Callable[[], Any]) -> None:
     )
     logging.getLogger(__name__).info("contextuality %s", __version__)
     try:
-        step()
+        with threadpool_limits(limits=threads):
+            step()
     except ContextualityError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(1)
