@@ -27,7 +27,9 @@ from pathlib import Path
 
 import yaml
 
-from workdir import REPO, run_workflow, write_report
+from contextuality.workflow import measure_settings
+
+from workdir import REPO, benchmark_seconds, run_workflow, write_report
 
 
 def timed_run(directory: Path, config: dict) -> tuple[float, dict[str, list[float]]]:
@@ -39,18 +41,18 @@ def timed_run(directory: Path, config: dict) -> tuple[float, dict[str, list[floa
     jobs: dict[str, list[float]] = defaultdict(list)
     for path in sorted((directory / "benchmarks").rglob("*.tsv")):
         group = path.relative_to(directory / "benchmarks").parts[0]
-        jobs[group].append(float(path.read_text().splitlines()[1].split("\t")[0]))
+        jobs[group].append(benchmark_seconds(path))
     return wall, dict(jobs)
 
 
 MEASURE_STEP = """
-import sys, tempfile, time
+import json, sys, tempfile, time
 from threadpoolctl import threadpool_limits
 import scipy.linalg
 from contextuality import steps
 from contextuality.index import IndexFiles
 
-directory, limit = sys.argv[1], sys.argv[2]
+directory, limit, settings = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 out = tempfile.mkdtemp()
 outputs = steps.MeasureOutputs(f"{out}/w.parquet", f"{out}/s.parquet", f"{out}/s.json")
 with threadpool_limits(None if limit == "all" else int(limit)):
@@ -59,18 +61,20 @@ with threadpool_limits(None if limit == "all" else int(limit)):
         f"{directory}/results/embeddings/minilm/layer_3.h5",
         f"{directory}/results/corpus/sentences.parquet",
         IndexFiles.in_directory(f"{directory}/results/corpus"),
-        {"baseline_sample_size": 1000, "seed": 0},
+        settings,
         outputs,
     )
 print(time.perf_counter() - started)
 """
 
 
-def measure_step_seconds(directory: Path, limit: str) -> float:
-    """Seconds of layer 3's measure step (transform none) in a fresh process, BLAS
-    threads limited to `limit` (``all``: OpenBLAS's default, one per core)."""
+def measure_step_seconds(directory: Path, limit: str, config: dict) -> float:
+    """Seconds of layer 3's measure step (transform none, the measure settings of
+    `config`) in a fresh process, BLAS threads limited to `limit` (``all``: OpenBLAS's
+    default, one per core)."""
+    settings = json.dumps(measure_settings(config))
     result = subprocess.run(
-        [sys.executable, "-c", MEASURE_STEP, str(directory), limit],
+        [sys.executable, "-c", MEASURE_STEP, str(directory), limit, settings],
         capture_output=True,
         text=True,
         check=True,
@@ -94,7 +98,7 @@ def main() -> None:
             if repeat + 1 < args.repeats:
                 shutil.rmtree(directory)
         threads = {
-            limit: min(measure_step_seconds(directory, limit) for _ in range(3))
+            limit: min(measure_step_seconds(directory, limit, config) for _ in range(3))
             for limit in ("all", "1")
         }
     figures = {

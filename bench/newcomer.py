@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from workdir import benchmark_seconds
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
@@ -83,8 +85,7 @@ def main() -> None:
         meta = json.loads((checkout / "results/embeddings/minilm/meta.json").read_text())
         index = json.loads((checkout / "results/corpus/index.json").read_text())
         measures = [
-            float((path.read_text().splitlines()[1]).split("\t")[0])
-            for path in (checkout / "benchmarks/measures").rglob("*.tsv")
+            benchmark_seconds(path) for path in (checkout / "benchmarks/measures").rglob("*.tsv")
         ]
         tests, output = timed(
             [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], checkout, env

@@ -23,6 +23,11 @@ def run_workflow(directory: Path, config: dict, cores: int, extra: list[str] = (
     subprocess.run(command, check=True)
 
 
+def benchmark_seconds(path: Path) -> float:
+    """Wall seconds of the job a Snakemake ``benchmark:`` file records (its first column)."""
+    return float(path.read_text().splitlines()[1].split("\t")[0])
+
+
 def write_report(path: Path, sections: list[str]) -> None:
     """Write a Markdown results file from its sections (blank line between) and print it."""
     path.parent.mkdir(parents=True, exist_ok=True)
