@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from contextuality import __version__, backends
-from contextuality.backends.base import LoadedModel, ModelSpec
+from contextuality.backends.base import LoadedModel, ModelSpec, token_budget
 from contextuality.backends.elmo.synthetic import (
     TINY_OPTIONS,
     published_size_options,
@@ -144,7 +144,7 @@ def forward_only(loaded: LoadedModel, corpus: list[str]) -> dict[str, float]:
     device = next(loaded.model.parameters()).device
     encoded = sentence_units(loaded, corpus).encode(0, len(corpus))
     lengths = np.array([len(item.input_ids) for item in encoded])
-    batches = model_batches(loaded, lengths, loaded.spec.token_budget)
+    batches = model_batches(loaded, lengths, token_budget(loaded.spec, device.type))
     if loaded.sequential:  # ELMo with carried states starts from zero states
         loaded.model.reset_states()
     pad_id = loaded.encoder.pad_token_id
@@ -213,7 +213,7 @@ def full_extraction(loaded: LoadedModel, corpus: list[str], directory: Path) -> 
     }
 
 
-def _spec(name: str, corpus: list[str], budget: int, work: Path) -> ModelSpec:
+def _spec(name: str, corpus: list[str], budget: int | None, work: Path) -> ModelSpec:
     """The benchmark's models: real MiniLM and SmolLM2 (shipped by packages), random-init
     BERT and GPT-2 shapes."""
     if name == "minilm":
@@ -235,9 +235,10 @@ def _spec(name: str, corpus: list[str], budget: int, work: Path) -> ModelSpec:
     return ModelSpec(name=name, source=source, token_budget=budget)
 
 
-def bench_model(name: str, corpus: list[str], device: str, budget: int, work: Path) -> dict:
+def bench_model(name: str, corpus: list[str], device: str, budget: int | None, work: Path) -> dict:
     spec = _spec(name, corpus, budget, work)
     loaded = backends.load_model(spec, device)
+    budget = token_budget(spec, next(loaded.model.parameters()).device.type)
     forward = forward_only(loaded, corpus)
     full = full_extraction(loaded, corpus, work)
     n_layers = loaded.n_layers + 1
@@ -275,13 +276,14 @@ def _markdown(result: dict) -> str:
         f"{result['corpus_sentences']} sentences ({result['corpus']} corpus), "
         f"{result['threads']} CPU threads.",
         "",
-        "| model | layers×dim | forward only (tok/s) | write bound (tok/s; MB/s) "
-        "| full extraction (tok/s) | full / min(bounds) |",
-        "|---|---|---|---|---|---|",
+        "| model | layers×dim | token budget | forward only (tok/s) "
+        "| write bound (tok/s; MB/s) | full extraction (tok/s) | full / min(bounds) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in result["models"]:
         lines.append(
             f"| {row['model']} | {row['layers']}×{row['hidden_size']} "
+            f"| {row['token_budget']:,} "
             f"| {row['forward_only']['tokens_per_s']:,.0f} "
             f"| {row['write_only']['tokens_per_s_bound']:,.0f}; "
             f"{row['write_only']['mb_per_s']:,.0f} "
@@ -298,7 +300,13 @@ def main() -> None:
     parser.add_argument(
         "--corpus", choices=("auto", "sts", "lee"), default="auto", help="auto: sts if mirrored"
     )
-    parser.add_argument("--token-budget", type=int, default=8192)
+    parser.add_argument(
+        "--token-budget",
+        type=int,
+        nargs="+",
+        default=[None],
+        help="a row per model and budget (default: the device's, DEFAULT_TOKEN_BUDGET)",
+    )
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--label", default="", help="suffix of the results files' names")
@@ -319,8 +327,9 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for name in args.models:
-            rows.append(bench_model(name, corpus, device, args.token_budget, Path(work)))
-            print(json.dumps(rows[-1]), flush=True)
+            for budget in args.token_budget:
+                rows.append(bench_model(name, corpus, device, budget, Path(work)))
+                print(json.dumps(rows[-1]), flush=True)
     result = {
         "device": device,
         "device_name": device_name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from contextuality import measures
 from contextuality.analysis import (
     MeasureSettings,
     context_specific_words,
@@ -344,7 +345,8 @@ def test_layer_isotropy_agrees_with_the_reference_scores():
     starts = np.arange(0, n, 6)
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     settings = MeasureSettings(baseline_sample_size=500, isotropy_samples=8)
-    scores = layer_isotropy(vectors, starts, settings, np.random.default_rng(0))
+    sums = measures.sentence_statistics(vectors, starts)[1]
+    scores = layer_isotropy(vectors, sums, settings, np.random.default_rng(0))
     assert scores["isoscore"]["raw"] == pytest.approx(isotropy.isoscore(vectors), abs=1e-6)
     assert scores["effective_rank"]["raw"] == pytest.approx(
         isotropy.effective_rank(vectors), rel=1e-6

@@ -23,6 +23,7 @@ from contextuality.degeneration import (
     word_degeneration,
 )
 from contextuality.errors import ConfigError
+from contextuality.rows import SelectedRows
 
 
 def _layer(word_id: np.ndarray, indexed: np.ndarray | None = None):
@@ -136,6 +137,24 @@ def test_nearest_neighbours_equal_brute_force(chunk_bytes, dtype):
     np.testing.assert_allclose(distances, expected_distances, rtol=1e-12, atol=1e-12)
     assert indices[0, 0] == 9 and distances[0, 0] == 0
     assert np.all(indices[1::3, 0] == chosen[1::3])  # not excluded: itself first
+
+
+@pytest.mark.parametrize("chunk_bytes", [64 * 2**20, 4 * 50 * 3])
+def test_points_read_through_selected_rows_give_the_copied_rows_answer(chunk_bytes):
+    """A layer's valid rows as points without copying them (`SelectedRows`) give the same
+    neighbours, in the selection's numbering, as the copied rows."""
+    rng = np.random.default_rng(2)
+    layer = rng.standard_normal((80, 6)).astype(np.float32)
+    rows = np.sort(rng.choice(80, size=50, replace=False))
+    queries = layer[rows[:9]].astype(np.float64)
+    exclude = np.arange(9)
+    viewed = nearest_neighbours(
+        queries, SelectedRows(layer, rows), 3, exclude, chunk_bytes=chunk_bytes
+    )
+    copied = nearest_neighbours(queries, layer[rows], 3, exclude, chunk_bytes=chunk_bytes)
+    for got, expected in zip(viewed, copied, strict=True):
+        np.testing.assert_array_equal(got, expected)
+    assert len(SelectedRows(layer, rows)) == 50 and SelectedRows(layer, rows)[[4]].shape == (1, 6)
 
 
 def test_nearest_neighbours_with_outliers_and_concentrated_points():

@@ -23,7 +23,7 @@ from contextuality.backends import (
     model_settings,
     model_spec,
 )
-from contextuality.backends.base import ModelSpec
+from contextuality.backends.base import DEFAULT_TOKEN_BUDGET, ModelSpec, token_budget
 from contextuality.backends.hf import encode_running_text, load_tokenizer
 from contextuality.errors import InputDataError, ModelLoadError, NumericOverflowError
 from contextuality.extraction import forward as forward_module
@@ -170,6 +170,19 @@ def test_token_budget_and_segment_size_do_not_change_shards(request, tmp_path, w
     _assert_fp16_close(tiny, reference)
     _assert_fp16_close(segmented, reference)
     assert tiny_report.n_subword_tokens == reference_report.n_subword_tokens
+
+
+def test_a_model_without_a_token_budget_takes_its_device_s(bert, tmp_path):
+    """Unset, the budget is the device's default (CPU here), which the report records;
+    a budget set is kept on any device."""
+    report, _ = _extract(bert, SENTENCES, tmp_path / "default", token_budget=None)
+    assert report.token_budget == DEFAULT_TOKEN_BUDGET["cpu"] != DEFAULT_TOKEN_BUDGET["cuda"]
+    unset = ModelSpec(name="m", source="s")
+    assert token_budget(unset, "cuda") == DEFAULT_TOKEN_BUDGET["cuda"]
+    assert token_budget(unset, "mps") == DEFAULT_TOKEN_BUDGET["cuda"]
+    assert token_budget(ModelSpec(name="m", source="s", token_budget=24), "cpu") == 24
+    small, _ = _extract(bert, SENTENCES, tmp_path / "set", token_budget=24)
+    assert small.token_budget == 24 and small.n_batches > report.n_batches == 1
 
 
 def test_row_order_follows_sentences_not_lengths(bert, tmp_path):

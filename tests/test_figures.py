@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from contextuality import figures
-from contextuality.figures import FIGURES
+from contextuality.figure_specs import FIGURES
 from contextuality.summary import SUMMARY_COLUMNS
 
 MODELS = {"alpha": 4, "beta": 2}  # model → number of layers

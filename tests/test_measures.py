@@ -255,13 +255,21 @@ def test_measures_agree_across_chunk_boundaries_and_orders(monkeypatch):
         if sentences[i] != sentences[j]
     ]
     assert anisotropy_baseline(vectors, run_starts(sentences)) == pytest.approx(np.mean(brute))
+    # One read of the rows gives IntraSim and the unit rows' sums by sentence together.
+    intrasim, sums = measures.sentence_statistics(vectors, run_starts(sentences))
+    np.testing.assert_array_equal(intrasim, got)
+    assert sums.expected_cosine() == pytest.approx(np.mean(brute))
+    separate = measures.unit_sentence_sums(vectors, run_starts(sentences))
+    np.testing.assert_allclose(sums.total, separate.total, rtol=1e-12)
+    np.testing.assert_allclose(sums.within, separate.within, rtol=1e-12)
+    assert (sums.n, sums.same_sentence_pairs) == (len(vectors), sum(n * n for n in sizes))
 
 
 @pytest.mark.parametrize("chunk_rows", [1, 2, 3, 50])
 def test_complete_group_sums_yield_each_group_once_in_order(monkeypatch, chunk_rows):
     """Groups longer than a chunk, shorter than one and ending on its edge: every group's
-    sum comes once, in order, equal to summing its rows; weights and unit scaling apply
-    per row of the array, through `order`."""
+    sum comes once, in order, equal to summing its rows; unit scaling applies per row of
+    the array, through `order`, and `with_unit` gives the raw and the unit sums side by side."""
     import contextuality.rows as row_helpers
 
     monkeypatch.setattr(row_helpers, "_CHUNK_BYTES", chunk_rows * 8 * 4)
@@ -269,23 +277,18 @@ def test_complete_group_sums_yield_each_group_once_in_order(monkeypatch, chunk_r
     sizes = [5, 1, 2, 7, 1, 3]
     rows = rng.standard_normal((sum(sizes), 4)).astype(np.float32)
     order = rng.permutation(len(rows))
-    weights = rng.integers(1, 4, len(rows))
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    pieces = list(
-        row_helpers.complete_group_sums(rows, starts, order=order, unit=True, weights=weights)
-    )
+    pieces = list(row_helpers.complete_group_sums(rows, starts, order=order, unit=True))
     covered = np.concatenate([np.arange(g.start, g.stop) for g, _ in pieces])
     np.testing.assert_array_equal(covered, np.arange(len(sizes)))
     got = np.concatenate([sums for _, sums in pieces])
-    scaled = rows.astype(np.float64) / np.linalg.norm(rows.astype(np.float64), axis=1)[:, None]
-    scaled *= weights[:, None]
+    raw = rows.astype(np.float64)
+    scaled = raw / np.linalg.norm(raw, axis=1)[:, None]
     expected = np.add.reduceat(scaled[order], starts)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
-    np.testing.assert_allclose(
-        row_helpers.group_squared_norms(rows, starts, order=order, unit=True, weights=weights),
-        np.sum(expected**2, axis=1),
-        rtol=1e-12,
-    )
+    both = row_helpers.group_sums(rows, starts, order=order, with_unit=True)
+    np.testing.assert_allclose(both[:, :4], np.add.reduceat(raw[order], starts), rtol=1e-12)
+    np.testing.assert_allclose(both[:, 4:], expected, rtol=1e-12)
 
 
 def test_keep_rows_moves_rows_up_in_place(monkeypatch):
@@ -672,7 +675,7 @@ def test_explained_variance_baseline_sample_larger_than_data_uses_all_rows():
 def test_spearman_correlation_equals_scipy_with_ties_and_missing_values():
     from scipy.stats import spearmanr
 
-    from contextuality.measures import spearman_correlation
+    from contextuality.ranks import spearman_correlation
 
     rng = np.random.default_rng(3)
     x = rng.integers(0, 6, size=200).astype(float)  # many ties
@@ -688,7 +691,7 @@ def test_spearman_correlation_equals_scipy_with_ties_and_missing_values():
 def test_spearman_correlation_ignores_rounding_noise_between_tied_values():
     """Two SelfSims of exactly 1 from different summation orders differ by an ulp; ρ must
     be that of the exact tie whichever of them rounding made larger."""
-    from contextuality.measures import spearman_correlation
+    from contextuality.ranks import spearman_correlation
 
     selfsim = np.array([1.0, 0.69, 0.58, 0.61, 0.76, 1.0, 0.75])
     count = np.array([5.0, 3.0, 2.0, 9.0, 7.0, 2.0, 4.0])

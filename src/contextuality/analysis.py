@@ -33,6 +33,7 @@ import pandas as pd
 
 from contextuality import isotropy, measures
 from contextuality.random_streams import generator
+from contextuality.ranks import spearman_correlation
 from contextuality.rows import group_sizes, keep_rows, row_chunks, rows_with_vectors, run_starts
 from contextuality.summary import Baseline, mean_summary, sampled_summary, skip_mean_summary
 
@@ -141,9 +142,8 @@ def _word_table(rows: _Rows, vocab: pd.DataFrame) -> pd.DataFrame:
     words = word_rows(vocab, rows.word_id[order][word_starts])
     words["n"] = group_sizes(word_starts, len(order))
     words["n_with_repeats"] = np.add.reduceat(rows.copies[order], word_starts)
-    words["selfsim"] = measures.self_similarity(rows.vectors, word_starts, context_starts, order)
-    words["selfsim_paper"] = measures.paper_self_similarity(
-        rows.vectors, word_starts, rows.copies, order
+    words["selfsim"], words["selfsim_paper"] = measures.word_self_similarities(
+        rows.vectors, word_starts, context_starts, rows.copies, order
     )
     statistics = measures.first_component_statistics(rows.vectors, word_starts, rows.copies, order)
     words["mev"] = statistics.mev
@@ -244,14 +244,14 @@ def _log_partition_both_signs(vectors: np.ndarray, directions: np.ndarray) -> np
 
 def layer_isotropy(
     vectors: np.ndarray,
-    sentence_starts: np.ndarray,
+    sentence_sums: measures.SentenceSums,
     settings: MeasureSettings,
     rng: np.random.Generator,
 ) -> dict[str, dict[str, Any]]:
     """Isotropy scores of one layer's occurrence vectors, as summary measures.
 
-    vectors: (n, d) rows with a vector, each sentence's rows contiguous from
-    `sentence_starts`. Exact for these rows (one centered
+    vectors: (n, d) rows with a vector; sentence_sums: their unit rows' sums by sentence
+    (`measures.sentence_statistics`). Exact for these rows (one centered
     scatter matrix serves all of them, see `contextuality.isotropy` for the definitions):
     ``isoscore``, ``effective_rank``, ``partition_ratio`` (I(W) over the eigenvectors of the
     uncentered Gram matrix and their negations) and ``rogue_share[k]``, the share of the
@@ -285,7 +285,7 @@ def layer_isotropy(
         ]
     )
     results["isoscore*"] = sampled_summary(draws, size, settings.confidence)
-    rogue = isotropy.rogue_dimensions(vectors, sentence_starts, top=3, normalize=True)
+    rogue = isotropy.rogue_dimensions_of(sentence_sums, top=3)
     for k in range(1, 4):
         results[f"rogue_share[{k}]"] = {
             "raw": rogue.share(k),
@@ -317,8 +317,8 @@ def measure_layer(
     n_occurrences = len(vectors)
     rows = _valid_rows(vectors, occurrences, sentence_copies, overwrite)
     sentence_starts = run_starts(rows.sentence_id)
-    intrasim = measures.intra_similarity(rows.vectors, sentence_starts)
-    cosine = measures.anisotropy_baseline(rows.vectors, sentence_starts)
+    intrasim, sentence_sums = measures.sentence_statistics(rows.vectors, sentence_starts)
+    cosine = sentence_sums.expected_cosine()
     sentences = _sentence_table(rows, sentence_starts, intrasim, cosine)
     baselines, paper = _baselines(rows, sentence_starts, intrasim, cosine, settings)
     words = _word_table(rows, vocab)
@@ -332,7 +332,7 @@ def measure_layer(
     results.update(
         layer_isotropy(
             rows.vectors,
-            sentence_starts,
+            sentence_sums,
             settings,
             generator(settings.seed, "isotropy_samples"),
         )
@@ -385,7 +385,7 @@ def summarize_layer(
         )
     results["anisotropy"] = {"raw": baselines["cosine"].value, "n": n_valid}
     if words["selfsim"].notna().sum() >= 3:
-        rho = measures.spearman_correlation(words["selfsim"], words["count"])
+        rho = spearman_correlation(words["selfsim"], words["count"])
         results["selfsim~frequency"] = {"raw": rho, "n": int(words["selfsim"].notna().sum())}
     return results
 

@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 
 from contextuality.errors import ConfigError
-from contextuality.measures import spearman_correlation
 from contextuality.random_streams import generator
+from contextuality.ranks import spearman_correlation
 from contextuality.rows import (
+    SelectedRows,
     group_sizes,
     group_sums,
     row_chunks,
@@ -158,7 +159,7 @@ def _bin_index(ranks: np.ndarray, bins: list[tuple[int, int | None]]) -> np.ndar
 
 def nearest_neighbours(
     queries: np.ndarray,
-    points: np.ndarray,
+    points: np.ndarray | SelectedRows,
     k: int,
     exclude: np.ndarray | None = None,
     *,
@@ -166,9 +167,10 @@ def nearest_neighbours(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact k nearest points of each query by L2 distance.
 
-    queries: (q, d); points: (n, d), finite. exclude: (q,) row of `points` that query i must
-    not match (itself), or −1. Returns (indices (q, k) int64, distances (q, k) float64),
-    nearest first, ties broken by the lower index.
+    queries: (q, d); points: (n, d), finite (an array, or `rows.SelectedRows` of a layer).
+    exclude: (q,) row of `points` that query i must not match (itself), or −1. Returns
+    (indices (q, k) int64, distances (q, k) float64), nearest first, ties broken by the
+    lower index.
 
     Query chunks (each ≤ `chunk_bytes` of float32 scores) are screened in float32 with the
     score ‖p‖² − 2q·p. The k-th smallest score is bounded from above by the k-th smallest of
@@ -178,7 +180,7 @@ def nearest_neighbours(
     of a float64 search. Raises ValueError when there are fewer than k points to choose from.
     """
     queries = np.asarray(queries)
-    points = np.asarray(points)
+    points = points if isinstance(points, SelectedRows) else np.asarray(points)
     n_queries, n_points = len(queries), len(points)
     exclude = (
         np.full(n_queries, -1, dtype=np.int64)
@@ -254,7 +256,7 @@ def _squared_norms(rows: np.ndarray) -> np.ndarray:
 
 
 def _neighbour_statistics(
-    queries: np.ndarray, points: np.ndarray, k: int, exclude: np.ndarray
+    queries: np.ndarray, points: np.ndarray | SelectedRows, k: int, exclude: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean L2 distance and mean dot product of each query with its k nearest points,
     (q,) float64 each; NaN when there are fewer than k points to choose from."""
@@ -333,7 +335,7 @@ def occurrence_degeneration(
     rng = generator(settings.seed, "degeneration_queries")
     size = min(settings.occurrence_queries, len(candidates))
     chosen = np.sort(rng.choice(candidates, size=size, replace=False))
-    points = vectors if len(valid) == len(vectors) else vectors[valid]  # no copy when all count
+    points = vectors if len(valid) == len(vectors) else SelectedRows(vectors, valid)
     queries = np.asarray(points[chosen], dtype=np.float64)
     knn_distance, knn_dot = _neighbour_statistics(queries, points, settings.neighbours, chosen)
     frequency_rank = vocab["frequency_rank"].to_numpy()[word_id[chosen]]

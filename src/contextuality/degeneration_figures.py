@@ -39,7 +39,6 @@ def _layer_grid(n_layers: int, width: float = 2.8, height: float = 2.5):
     return figure, axes.flat[:n_layers]
 
 
-DEGENERATION_FIGURES = ("norm_by_rank", "knn_by_bin", "cone")
 NORM_SERIES = (
     ("occurrence_norm", "C0", "mean norm of its occurrences"),
     ("static_norm", "C1", "norm of its mean vector"),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextuality.measures import sentence_sum_statistics
+from contextuality.measures import SentenceSums, sentence_sum_statistics
 from contextuality.rows import row_chunks
 
 # Largest rows × directions block of projections held at once by log_partition_function
@@ -256,7 +256,16 @@ def rogue_dimensions(
     if not all(np.isfinite(unit[chunk]).all() for chunk in row_chunks(*unit.shape)):
         raise ValueError("rogue_dimensions: every entry must be finite")
     total, within = sentence_sum_statistics(unit, starts, unit=normalize)
-    contributions = (total**2 - within) / pairs
+    return rogue_dimensions_of(SentenceSums(total, within, n_rows, float(np.sum(sizes**2))), top)
+
+
+def rogue_dimensions_of(sums: SentenceSums, top: int = 3) -> RogueDimensions:
+    """`rogue_dimensions` from a layer's sums by sentence (`measures.SentenceSums`): the
+    `top` largest contributions C_i. Refuses sums with no pair of rows in different
+    sentences."""
+    contributions = sums.cosine_contributions()
+    if np.isnan(contributions).any():
+        raise ValueError("rogue_dimensions: no pair of rows lies in different sentences")
     largest = np.argsort(-contributions, kind="stable")[:top]
     return RogueDimensions(
         dimensions=tuple(int(i) for i in largest),

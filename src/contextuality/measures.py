@@ -10,6 +10,7 @@ Notation: u = f / ‖f‖ is a unit vector; a *context* is a sentence.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,54 +19,11 @@ import numpy as np
 from contextuality.rows import (
     complete_group_sums,
     group_sizes,
-    group_squared_norms,
-    group_sums,
     groups_by_size,
+    run_starts,
     squared_norms,
     unit_rows,
 )
-
-
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks of `values` (n,), tied values given the mean of their ranks (as
-    ``scipy.stats.rankdata`` and pandas' ``rank()`` give them)."""
-    values = np.asarray(values, dtype=np.float64)
-    order = np.argsort(values, kind="stable")
-    ordered = values[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    ends = np.r_[starts[1:], len(values)]
-    ranks = np.empty(len(values))
-    ranks[order] = np.repeat((starts + ends + 1) / 2, ends - starts)
-    return ranks
-
-
-def spearman_correlation(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman ρ of paired values, pairs with a NaN dropped: Pearson's r of their
-    `average_ranks` (as ``scipy.stats.spearmanr``, without importing scipy.stats, which
-    costs each measure job about a second). NaN below 3 pairs or when either side is
-    constant.
-
-    Values that agree to `RANK_TIE_TOLERANCE` of the largest magnitude are ranked as
-    ties: two SelfSims of exactly 1 computed in different summation orders differ by an
-    ulp, and ρ must not flip on which of them rounding made larger."""
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    kept = ~(np.isnan(x) | np.isnan(y))
-    x, y = _round_to_tolerance(x[kept]), _round_to_tolerance(y[kept])
-    if len(x) < 3 or np.all(x == x[0]) or np.all(y == y[0]):
-        return float("nan")
-    return float(np.corrcoef(average_ranks(x), average_ranks(y))[0, 1])
-
-
-RANK_TIE_TOLERANCE = 1e-12
-
-
-def _round_to_tolerance(values: np.ndarray) -> np.ndarray:
-    """`values` rounded to multiples of `RANK_TIE_TOLERANCE` × their largest magnitude, an
-    order-preserving map (ties stay ties, order never reverses)."""
-    scale = np.max(np.abs(values), initial=0.0)
-    if scale == 0 or not np.isfinite(scale):
-        return values
-    return np.round(values / scale / RANK_TIE_TOLERANCE)
 
 
 def self_similarity(
@@ -88,42 +46,109 @@ def self_similarity(
     context_starts: first row of each (word, sentence) run; includes every word start.
     Returns (n_words,) float64; NaN for a word seen in only one context.
     """
+    return word_self_similarities(vectors, word_starts, context_starts, order=order)[0]
+
+
+def word_self_similarities(
+    vectors: np.ndarray,
+    word_starts: np.ndarray,
+    context_starts: np.ndarray,
+    weights: np.ndarray | None = None,
+    order: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`self_similarity` and `paper_self_similarity` of each word from one read of the rows.
+
+    The unit rows are summed by context (a word's run in one sentence, from
+    `context_starts`); a word's sum is the sum of its contexts' sums, and, as the rows of a
+    context share its sentence and so its weight, the weighted sum of the paper's list is
+    Σ_s c_s Σ_{j∈s} u_j. Arguments as `self_similarity`; weights: (N,) per row of
+    `vectors`, equal within a context (default 1). Returns two (n_words,) float64 arrays.
+    """
     n_rows = len(vectors) if order is None else len(order)
-    word_sums = group_sums(vectors, word_starts, order=order, unit=True)
-    context_dots = group_squared_norms(vectors, context_starts, order=order, unit=True)
+    listed = np.ones(n_rows) if weights is None else np.asarray(weights, np.float64)
+    listed = listed if order is None or weights is None else listed[order]
+    context_weight = listed[context_starts]
     context_sizes = group_sizes(context_starts, n_rows)
+    if np.any(np.repeat(context_weight, context_sizes) != listed):
+        raise ValueError("weights must be equal within each context")
     word_of_context = np.searchsorted(word_starts, context_starts, side="right") - 1
-    same_context_dot = np.bincount(
-        word_of_context, weights=context_dots, minlength=len(word_starts)
-    )
-    same_context_pairs = np.bincount(
-        word_of_context, weights=context_sizes.astype(np.float64) ** 2, minlength=len(word_starts)
-    )
+    word_sums = np.zeros((len(word_starts), vectors.shape[1]))
+    weighted_sums = np.zeros_like(word_sums)
+    context_dots = np.empty(len(context_starts))
+    for groups, sums in complete_group_sums(vectors, context_starts, order=order, unit=True):
+        context_dots[groups] = squared_norms(sums)
+        owners = word_of_context[groups]
+        bounds = run_starts(owners)
+        word_sums[owners[bounds]] += np.add.reduceat(sums, bounds, axis=0)
+        weighted = sums * context_weight[groups][:, None]
+        weighted_sums[owners[bounds]] += np.add.reduceat(weighted, bounds, axis=0)
+    by_word = functools.partial(np.bincount, word_of_context, minlength=len(word_starts))
     n = group_sizes(word_starts, n_rows).astype(np.float64)
-    pairs = n**2 - same_context_pairs
+    pairs = n**2 - by_word(weights=context_sizes.astype(np.float64) ** 2)
+    entries = by_word(weights=context_weight * context_sizes)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(pairs > 0, (squared_norms(word_sums) - same_context_dot) / pairs, np.nan)
+        selfsim = (squared_norms(word_sums) - by_word(weights=context_dots)) / pairs
+        paper = (squared_norms(weighted_sums) - entries) / (entries**2 - entries)
+    return np.where(pairs > 0, selfsim, np.nan), np.where(entries > 1, paper, np.nan)
+
+
+@dataclass(frozen=True)
+class SentenceSums:
+    """Per-dimension sums of a layer's unit rows u by sentence: ``total`` S = Σ_s S_s and
+    ``within`` Σ_s S_s², both (d,) float64, S_s the sum of sentence s's unit rows; over `n`
+    rows, of which ``same_sentence_pairs`` = Σ_s n_s² ordered pairs share a sentence."""
+
+    total: np.ndarray
+    within: np.ndarray
+    n: int
+    same_sentence_pairs: float
+
+    def cosine_contributions(self) -> np.ndarray:
+        """C_i = (S_i² − Σ_s S_{s,i}²) / (N² − Σ_s n_s²) (d,): dimension i's part of the
+        expected cosine of two occurrences from different sentences; NaN without such a pair."""
+        pairs = float(self.n) ** 2 - self.same_sentence_pairs
+        if pairs <= 0:
+            return np.full(len(self.total), np.nan)
+        return (self.total**2 - self.within) / pairs
+
+    def expected_cosine(self) -> float:
+        """The exact anisotropy baseline, Σ_i C_i (`anisotropy_baseline`); NaN when every
+        occurrence shares one sentence."""
+        return float(self.cosine_contributions().sum())
+
+
+def sentence_statistics(
+    vectors: np.ndarray, sentence_starts: np.ndarray
+) -> tuple[np.ndarray, SentenceSums]:
+    """IntraSim of each sentence (`intra_similarity`) and the `SentenceSums` of the unit rows,
+    from one read of the rows: the raw and the unit sums of each sentence come together.
+
+    vectors: (N, d) raw (not normalized) word vectors, sentences contiguous, each row finite
+    and non-zero. Returns ((n_sentences,) float64, SentenceSums).
+    """
+    dim = vectors.shape[1]
+    sizes = group_sizes(sentence_starts, len(vectors))
+    cosine_sums = np.empty(len(sizes))
+    total, within = np.zeros(dim), np.zeros(dim)
+    for groups, both in complete_group_sums(vectors, sentence_starts, with_unit=True):
+        sums, unit_sums = both[:, :dim], both[:, dim:]
+        cosine_sums[groups] = np.einsum("ij,ij->i", unit_sums, sums) / np.sqrt(squared_norms(sums))
+        total += unit_sums.sum(axis=0)
+        within += np.einsum("ij,ij->j", unit_sums, unit_sums)
+    pairs = float(np.sum(sizes.astype(np.float64) ** 2))
+    return cosine_sums / sizes, SentenceSums(total, within, len(vectors), pairs)
 
 
 def intra_similarity(vectors: np.ndarray, sentence_starts: np.ndarray) -> np.ndarray:
     """IntraSim of each sentence: mean cosine of its word vectors with their mean.
 
     IntraSim(s) = 1/n Σ_i cos(f_i, s̄) = (Σ_i u_i)·s̄ / (n ‖s̄‖),  s̄ = 1/n Σ_i f_i
-    (paper §3.2, Definition 2), from two sums per sentence.
+    (paper §3.2, Definition 2), from two sums per sentence (`sentence_statistics`).
 
     vectors: (N, d) raw (not normalized) word vectors, sentences contiguous, each row finite
     and non-zero. Returns (n_sentences,) float64.
     """
-    sizes = group_sizes(sentence_starts, len(vectors))
-    cosine_sums = np.empty(len(sizes))
-    # The same chunks give the same groups: both sums of each sentence arrive together.
-    for (groups, sums), (_, unit_sums) in zip(
-        complete_group_sums(vectors, sentence_starts),
-        complete_group_sums(vectors, sentence_starts, unit=True),
-        strict=True,
-    ):
-        cosine_sums[groups] = np.einsum("ij,ij->i", unit_sums, sums) / np.linalg.norm(sums, axis=1)
-    return cosine_sums / sizes
+    return sentence_statistics(vectors, sentence_starts)[0]
 
 
 def explained_variance_first_component(matrix: np.ndarray, centered: bool = False) -> float:
@@ -305,14 +330,8 @@ def paper_self_similarity(
     here, words contiguous in ``vectors[order]``; weights: (N,) per row of `vectors`.
     Returns (n_words,) float64; NaN for a word listed once.
     """
-    weights = np.asarray(weights, dtype=np.float64)
-    sums = group_sums(vectors, word_starts, order=order, unit=True, weights=weights)
-    listed = weights if order is None else weights[order]
-    entries = np.add.reduceat(listed, word_starts) if len(word_starts) else np.zeros(0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(
-            entries > 1, (squared_norms(sums) - entries) / (entries**2 - entries), np.nan
-        )
+    each_row = np.arange(len(vectors) if order is None else len(order))  # its own context
+    return word_self_similarities(vectors, word_starts, each_row, weights, order)[1]
 
 
 def anisotropy_baseline(vectors: np.ndarray, sentence_starts: np.ndarray) -> float:
@@ -324,12 +343,14 @@ def anisotropy_baseline(vectors: np.ndarray, sentence_starts: np.ndarray) -> flo
     this from 1,000 sampled occurrences). vectors: (N, d) rows, scaled to unit length here,
     sentences contiguous from ``sentence_starts[0] == 0``.
     """
+    return unit_sentence_sums(vectors, sentence_starts).expected_cosine()
+
+
+def unit_sentence_sums(vectors: np.ndarray, sentence_starts: np.ndarray) -> SentenceSums:
+    """The `SentenceSums` of rows (N, d) scaled to unit length here, sentences contiguous."""
     total, within = sentence_sum_statistics(vectors, sentence_starts, unit=True)
     sizes = group_sizes(sentence_starts, len(vectors)).astype(np.float64)
-    pairs = len(vectors) ** 2 - np.sum(sizes**2)
-    if pairs <= 0:
-        return float("nan")
-    return float((total @ total - within.sum()) / pairs)
+    return SentenceSums(total, within, len(vectors), float(np.sum(sizes**2)))
 
 
 def sentence_sum_statistics(

@@ -1,8 +1,7 @@
 from snakemake.utils import validate
 
 from contextuality import workflow as ctx
-from contextuality.degeneration_figures import DEGENERATION_FIGURES
-from contextuality.figures import FIGURES
+from contextuality.figure_specs import DEGENERATION_FIGURES, FIGURES
 
 ctx.keep_models_named_by(config, workflow.overwrite_configfiles)
 ctx.check_config(config, workflow.source_path("../schemas/config.schema.yaml"))

@@ -5,8 +5,9 @@ for transform in ctx.figure_transforms(config):
     rule:
         name:
             f"figures_{transform}"
+        # The transform's own layer summaries: its figures need not wait for the others.
         input:
-            "results/tables/measures.tsv",
+            ctx.every_layer_output(config, ".json", transform=transform),
         output:
             *[
                 report(
@@ -25,6 +26,8 @@ for transform in ctx.figure_transforms(config):
             ),
         log:
             f"logs/figures/{transform}.log",
+        # Before the measures of later transforms: they fill the cores to the end.
+        priority: 2
         conda:
             "../envs/contextuality.yaml"
         params:
@@ -60,6 +63,7 @@ rule degeneration_figures:
         ),
     log:
         "logs/figures/degeneration/{model}.{transform}.log",
+    priority: 2
     conda:
         "../envs/contextuality.yaml"
     script:
@@ -67,8 +71,9 @@ rule degeneration_figures:
 
 
 rule transforms_figure:
+    # The layer summaries, not the table gathering them: one job less before it.
     input:
-        "results/tables/measures.tsv",
+        ctx.every_layer_output(config, ".json"),
     output:
         png=report(
             "results/figures/transforms.png",

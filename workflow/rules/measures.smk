@@ -18,8 +18,8 @@ rule measure_layer:
     wildcard_constraints:
         model=ctx.pattern(ctx.streamed_models(config, streamed=False)),
         transform=ctx.pattern(ctx.degeneration_transforms(config)),
-    # First, so that the degeneration table and figures run beside the other transforms.
-    priority: 1
+    # First, so that the degeneration and paper figures run beside the other transforms.
+    priority: 3
     conda:
         "../envs/contextuality.yaml"
     resources:
@@ -42,7 +42,7 @@ use rule measure_layer as measure_layer_without_degeneration with:
     wildcard_constraints:
         model=ctx.pattern(ctx.streamed_models(config, streamed=False)),
         transform=ctx.pattern(ctx.transforms_without_degeneration(config)),
-    priority: 0
+    priority: 1
     params:
         settings=ctx.measure_settings(config),
         model_settings=get_model_settings,

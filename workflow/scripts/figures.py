@@ -1,4 +1,4 @@
-"""Snakemake adapter: the paper's figures from the measures table, under one transform."""
+"""Snakemake adapter: the paper's figures under one transform, from its layer summaries."""
 
 from contextuality import steps
 from contextuality.workflow import run_step
@@ -6,7 +6,7 @@ from contextuality.workflow import run_step
 run_step(
     snakemake.log[0],
     lambda: steps.figures(
-        snakemake.input[0],
+        list(snakemake.input),
         list(snakemake.output),
         transform=snakemake.params.transform,
         relative_layers=snakemake.params.relative_layers,

@@ -6,7 +6,7 @@ from contextuality.workflow import run_step
 run_step(
     snakemake.log[0],
     lambda: steps.transforms_figure(
-        snakemake.input[0],
+        list(snakemake.input),
         [snakemake.output.png, snakemake.output.pdf],
         relative_layers=snakemake.params.relative_layers,
     ),

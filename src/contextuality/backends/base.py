@@ -78,7 +78,7 @@ class ModelSpec:
     max_length: int | None = None
     long_sentences: str = "truncate"
     window_overlap: int | None = None
-    token_budget: int = 8192
+    token_budget: int | None = None
     storage_dtype: str = "auto"
     cuda_dtype: str = "float16"
     device: str = "auto"
@@ -115,6 +115,20 @@ class ModelSpec:
             if settings[key] == default:
                 del settings[key]
         return settings
+
+
+# Padded subwords per forward batch when a model sets no token_budget: a GPU is fastest
+# with large batches; on CPU, 2,048 runs MiniLM a fifth faster than 8,192 (its activations
+# stay in cache; bench/results/extraction-cpu-budget.md).
+DEFAULT_TOKEN_BUDGET = {"cuda": 8192, "cpu": 2048}
+
+
+def token_budget(spec: ModelSpec, device_type: str) -> int:
+    """The token budget `spec` runs with on a device of `device_type` (``cuda``, ``cpu``):
+    its own, or `DEFAULT_TOKEN_BUDGET` for the device (a GPU's for other accelerators)."""
+    if spec.token_budget is not None:
+        return spec.token_budget
+    return DEFAULT_TOKEN_BUDGET.get(device_type, DEFAULT_TOKEN_BUDGET["cuda"])
 
 
 def tokenizer_key(spec: ModelSpec) -> str:

@@ -9,7 +9,6 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from contextuality.benchmarks.vectors import (
     OovPolicy,
@@ -42,6 +41,8 @@ def _spearman(model: np.ndarray, gold: np.ndarray) -> float:
     """Spearman ρ; NaN with fewer than 2 items or a constant side (undefined)."""
     if len(model) < 2 or np.ptp(model) == 0 or np.ptp(gold) == 0:
         return math.nan
+    from scipy.stats import spearmanr  # here: the workflow's start-up needs no scipy.stats
+
     return float(spearmanr(model, gold).statistic)
 
 

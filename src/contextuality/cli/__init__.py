@@ -30,9 +30,8 @@ from contextuality.backends.elmo.release import RELEASE_DIRECTORY, RELEASES
 from contextuality.benchmarks import BENCHMARKS, PROTOCOLS
 from contextuality.cli.model_options import add_model_arguments, model_options
 from contextuality.corpus import STS_YEARS
-from contextuality.degeneration_figures import DEGENERATION_FIGURES
 from contextuality.errors import ConfigError, ContextualityError
-from contextuality.figures import FIGURES
+from contextuality.figure_specs import DEGENERATION_FIGURES, FIGURES
 from contextuality.index import COUNT_RULES, IndexFiles, IndexSettings
 from contextuality.layers import Correction
 from contextuality.static import METHODS

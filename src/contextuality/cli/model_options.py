@@ -22,7 +22,7 @@ MODEL_OPTION_HELP = {
     "max_length": "subwords per input (default: the model's window)",
     "long_sentences": "sentences longer than max_length: truncate, or read in windows",
     "window_overlap": "subwords shared by consecutive windows (default: a quarter)",
-    "token_budget": "padded subwords per forward batch",
+    "token_budget": "padded subwords per forward batch (default: 8192 on a GPU, 2048 on CPU)",
     "storage_dtype": "shard dtype: auto is float16, float32 where a value overflows it",
     "cuda_dtype": "autocast precision of the forward pass on a GPU (float32: none)",
     "device": "auto, cpu, cuda or cuda:N",

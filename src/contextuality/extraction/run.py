@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from contextuality.backends.base import LoadedModel
+from contextuality.backends.base import LoadedModel, token_budget
 from contextuality.errors import DeviceMemoryError, NumericOverflowError
 from contextuality.extraction.forward import (
     InFlight,
@@ -323,11 +323,12 @@ def run_extraction(
             _log_part(plan, loaded.spec.name)
         if loaded.sequential:
             loaded.model.reset_states()
+        device = next(loaded.model.parameters()).device
         report = ExtractionReport(
             n_sentences=plan.end_sentence - plan.first_sentence,
             n_occurrences=plan.n_rows,
-            device=str(next(loaded.model.parameters()).device),
-            token_budget=loaded.spec.token_budget,
+            device=str(device),
+            token_budget=token_budget(loaded.spec, device.type),
             shard_bytes=sink.bytes_to_write,
             blocks_run=blocks_to_run(loaded, plan.layers),
             subwords_spanning_words=units.subwords_spanning_words,

@@ -3,13 +3,15 @@ corrections and the degeneration figures."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from contextuality.provenance import sha256_file
+from contextuality.provenance import read_json, sha256_file
+from contextuality.summary import measures_table
 from contextuality.tables import read_parquet
 
 PathLike = str | os.PathLike
@@ -20,55 +22,69 @@ def _source(table_path: PathLike) -> str:
     return f"{Path(table_path).name} sha256 {sha256_file(table_path)}"
 
 
+def _measures(source: PathLike | Sequence[PathLike]) -> tuple[pd.DataFrame, str]:
+    """The measures to draw and how a figure names them: the measures table (a .tsv file),
+    or the table of some layer summaries (.json files; `summary.measures_table`), so that the
+    figures of one transform need not wait for every transform's measures."""
+    if isinstance(source, str | os.PathLike):
+        return pd.read_csv(source, sep="\t"), _source(source)
+    digest = hashlib.sha256("".join(sha256_file(path) for path in source).encode()).hexdigest()
+    table = measures_table([read_json(path) for path in source])
+    return table, f"{len(source)} layer summaries, sha256 of their sha256s {digest}"
+
+
 def figure(
-    table_path: PathLike,
+    source: PathLike | Sequence[PathLike],
     name: str,
     outputs: Sequence[PathLike],
     transform: str = "none",
     relative_layers: bool = False,
 ) -> None:
-    """Figure `name` (a key of `contextuality.figures.FIGURES`) from the measures table, in
-    every format of `outputs`."""
-    from contextuality.figures import FIGURES, plot_figure
+    """Figure `name` (a key of `contextuality.figure_specs.FIGURES`) in every format of
+    `outputs`, from the measures table or layer summaries (`source`, as `_measures`)."""
+    from contextuality.figure_specs import FIGURES
+    from contextuality.figures import plot_figure
 
+    table, described = _measures(source)
     plot_figure(
-        pd.read_csv(table_path, sep="\t"),
+        table,
         FIGURES[name],
         list(outputs),
         transform=transform,
         relative_layers=relative_layers,
-        source=_source(table_path),
+        source=described,
     )
 
 
 def figures(
-    table_path: PathLike,
+    source: PathLike | Sequence[PathLike],
     outputs: Sequence[PathLike],
     transform: str = "none",
     relative_layers: bool = False,
 ) -> None:
     """Every figure named by an output's file name (a key of
-    `contextuality.figures.FIGURES`, one file per format) from the measures table: one job
-    draws them all, as they share their input and their imports."""
+    `contextuality.figure_specs.FIGURES`, one file per format) from the measures table or
+    layer summaries (as `figure`): one job draws them all, as they share their input and
+    their imports."""
     by_name: dict[str, list[PathLike]] = {}
     for path in outputs:
         by_name.setdefault(Path(path).stem, []).append(path)
+    source = source if isinstance(source, str | os.PathLike) else list(source)
     for name, paths in by_name.items():
-        figure(table_path, name, paths, transform, relative_layers)
+        figure(source, name, paths, transform, relative_layers)
 
 
 def transforms_figure(
-    table_path: PathLike, outputs: Sequence[PathLike], relative_layers: bool = False
+    source: PathLike | Sequence[PathLike],
+    outputs: Sequence[PathLike],
+    relative_layers: bool = False,
 ) -> None:
-    """Adjusted SelfSim and the cosine baseline by layer under each measured transform."""
+    """Adjusted SelfSim and the cosine baseline by layer under each measured transform, from
+    the measures table or layer summaries (`source`, as `_measures`)."""
     from contextuality.figures import plot_transforms
 
-    plot_transforms(
-        pd.read_csv(table_path, sep="\t"),
-        list(outputs),
-        relative_layers=relative_layers,
-        source=_source(table_path),
-    )
+    table, described = _measures(source)
+    plot_transforms(table, list(outputs), relative_layers=relative_layers, source=described)
 
 
 def degeneration_figures(

@@ -23,23 +23,10 @@ from contextuality.streaming.state import (
 from contextuality.summary import Baseline
 
 
-def _anisotropy(sums: LayerSums) -> float:
-    """(‖Σu‖² − Σ_s‖Σ_{i∈s}u_i‖²)/(N² − Σ_s n_s²), as `measures.anisotropy_baseline`."""
-    pairs = float(sums.n) ** 2 - sums.same_sentence_pairs
-    if pairs <= 0:
-        return float("nan")
-    return float((sums.unit_sum @ sums.unit_sum - sums.sentence_square_by_dimension.sum()) / pairs)
-
-
-def _rogue_dimensions(sums: LayerSums, top: int = 3) -> isotropy.RogueDimensions:
-    """`isotropy.rogue_dimensions` from the sums: C_i = (S_i² − Σ_s S_{s,i}²)/(N² − Σ_s n_s²)."""
-    pairs = float(sums.n) ** 2 - sums.same_sentence_pairs
-    contributions = (sums.unit_sum**2 - sums.sentence_square_by_dimension) / pairs
-    largest = np.argsort(-contributions, kind="stable")[:top]
-    return isotropy.RogueDimensions(
-        dimensions=tuple(int(i) for i in largest),
-        contributions=tuple(float(c) for c in contributions[largest]),
-        total=float(contributions.sum()),
+def _sentence_sums(sums: LayerSums) -> measures.SentenceSums:
+    """The streamed layer's sums of unit rows by sentence, as a stored layer's."""
+    return measures.SentenceSums(
+        sums.unit_sum, sums.sentence_square_by_dimension, sums.n, sums.same_sentence_pairs
     )
 
 
@@ -122,7 +109,7 @@ def _baselines(state: StreamingState, settings: MeasureSettings) -> dict[str, Ba
     kept as they streamed by (the very draws of a stored layer's)."""
     n_rows = int(state.attributes["n_rows"])
     kept = _KeptRows(state.kept_rows, state.kept_vectors, n_rows)
-    baselines = {"cosine": Baseline(_anisotropy(state.sums))}
+    baselines = {"cosine": Baseline(_sentence_sums(state.sums).expected_cosine())}
     for name in ("mev", "mev_centered"):
         baselines[name] = Baseline.sampled(
             measures.explained_variance_baseline(
@@ -175,7 +162,7 @@ def measure_streamed_layer(
     )
     results = analysis.summarize_layer(words, sentences, baselines, sums.n, settings)
     if float(sums.n) ** 2 > sums.same_sentence_pairs:
-        rogue = _rogue_dimensions(sums)
+        rogue = isotropy.rogue_dimensions_of(_sentence_sums(sums))
         for k in range(1, 4):
             results[f"rogue_share[{k}]"] = {
                 "raw": rogue.share(k),

@@ -188,17 +188,21 @@ def layer_outputs(
     ]
 
 
-def every_layer_output(config: dict[str, Any], suffix: str, step: str = "measures") -> list[str]:
+def every_layer_output(
+    config: dict[str, Any], suffix: str, step: str = "measures", transform: str | None = None
+) -> list[str]:
     """`layer_outputs` of every model and transform of `step`: the summary JSON files the
     measures table reads (every measured transform), or the frequency-bin tables the
     degeneration table reads (`config.degeneration_transforms`; stored models only, as it
-    needs every vector)."""
+    needs every vector). With `transform`, that transform's alone."""
     models = model_names(config)
     if step == "degeneration":
         transforms = degeneration_transforms(config)
         models = streamed_models(config, streamed=False)
     else:
         transforms = config["measures"]["transforms"]
+    if transform is not None:
+        transforms = [transform]
     return [
         path
         for model in models
@@ -217,8 +221,7 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
     of figures.transforms, the degeneration figures of each stored model under each of
     degeneration.transforms, and, with two or more transforms, the comparison of the
     corrections."""
-    from contextuality.degeneration_figures import DEGENERATION_FIGURES
-    from contextuality.figures import FIGURES
+    from contextuality.figure_specs import DEGENERATION_FIGURES, FIGURES
 
     names = [
         f"{figures_directory(transform)}/{name}"

@@ -1,0 +1,88 @@
+"""What each figure draws, and every figure's file name: importable without matplotlib, so
+that the Snakefile and the command line can name the figures without loading it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Series:
+    """One measure drawn as a line per model, with a line style and a legend suffix."""
+
+    measure: str
+    linestyle: str = "-"
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """What a figure plots: a column of one or more measures of the summary table."""
+
+    name: str
+    column: str
+    title: str
+    ylabel: str
+    series: tuple[Series, ...]
+
+
+FIGURES = {
+    spec.name: spec
+    for spec in (
+        FigureSpec(
+            "fig1_anisotropy",
+            "raw",
+            "Figure 1. Anisotropy",
+            "mean cosine of random words",
+            (Series("anisotropy", "-", " exact"), Series("anisotropy[paper]", "--", " paper")),
+        ),
+        FigureSpec(
+            "fig2_selfsim",
+            "adjusted",
+            "Figure 2. Self-similarity",
+            "adjusted SelfSim",
+            (Series("selfsim", "-", " exact"), Series("selfsim[paper]", "--", " paper")),
+        ),
+        FigureSpec(
+            "fig3_intrasim",
+            "adjusted",
+            "Figure 3. Intra-sentence similarity",
+            "adjusted IntraSim",
+            (Series("intrasim", "-", " exact"), Series("intrasim[paper]", "--", " paper")),
+        ),
+        FigureSpec(
+            "fig4_mev",
+            "adjusted",
+            "Figure 4. MEV, the paper's estimator",
+            "adjusted TruncatedSVD variance ratio",
+            (Series("mev[truncated_svd]"),),
+        ),
+        FigureSpec(
+            "mev_definition3",
+            "adjusted",
+            "MEV as Definition 3 defines it (σ₁²/Σσ²)",
+            "adjusted MEV",
+            (Series("mev", "-", " uncentered"), Series("mev_centered", "--", " centered")),
+        ),
+        FigureSpec(
+            "selfsim_word_classes",
+            "adjusted",
+            "Self-similarity of stopwords and content words",
+            "adjusted SelfSim",
+            (
+                Series("selfsim[content]", "-", " content"),
+                Series("selfsim[stopword]", "--", " stopwords"),
+            ),
+        ),
+        FigureSpec(
+            "selfsim_frequency",
+            "raw",
+            "Self-similarity against word frequency",
+            "Spearman ρ(SelfSim, count)",
+            (Series("selfsim~frequency"),),
+        ),
+    )
+}
+
+# The degeneration figures of one model and transform (`contextuality.degeneration_figures`).
+DEGENERATION_FIGURES = ("norm_by_rank", "knn_by_bin", "cone")
