@@ -296,7 +296,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     gpt2_dir = shutil.copytree(tiny_gpt2_dir, tmp_path / "tiny-gpt2")
     config["models"]["gpt2"] = {"source": str(gpt2_dir), "layers": [0, 2], "units": "subword"}
     _write_config(tmp_path, config)
-    static = {"static_vectors": 4, "score_static": 8, "word_benchmarks_table": 1}
+    static = {"static_vectors": 4, "score_static": 4, "word_benchmarks_table": 1}
     assert _planned_jobs(tmp_path) == (static if published.is_dir() else {}) | {
         "subword_index": 1,
         "extract_gpt2": 1,
@@ -342,7 +342,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         expected |= {
             "compare_reference": 1,
             "static_vectors": 6,
-            "score_static": 12,
+            "score_static": 6,  # a job scores both protocols
             "word_benchmarks_table": 1,
         }
     assert _planned_jobs(tmp_path) == expected
@@ -617,8 +617,7 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
         assert jobs[f"extract_{model}"] == 1
     if config.get("static", {}).get("activate"):
         assert jobs["download_benchmarks"] == 1
-        protocols = config["static"].get("protocols", ["standard"])
-        assert jobs["score_static"] == 2 * layers * len(protocols)
+        assert jobs["score_static"] == 2 * layers  # methods × layers, every protocol a job
     subword_tokenizers = {
         model["source"] for model in config["models"].values() if model.get("units") == "subword"
     }

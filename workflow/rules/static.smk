@@ -31,21 +31,29 @@ rule static_vectors:
         "../scripts/static_vectors.py"
 
 
-# Every static embedding's scores: one this run builds, or one named in static.compare.
+# Every static embedding's scores under each protocol, in one job: one embedding this run
+# builds, or one named in static.compare.
 rule score_static:
     input:
         vectors=get_static_vectors,
         benchmarks=get_benchmark_files,
         vocab="results/corpus/vocab.parquet",
     output:
-        table="results/static/{embedding}.{protocol}.scores.tsv",
-        provenance="results/static/{embedding}.{protocol}.scores.provenance.json",
+        tables=expand(
+            "results/static/{{embedding}}.{protocol}.scores.tsv",
+            protocol=config["static"]["protocols"],
+        ),
+        provenance=expand(
+            "results/static/{{embedding}}.{protocol}.scores.provenance.json",
+            protocol=config["static"]["protocols"],
+        ),
     log:
-        "logs/static/{embedding}.{protocol}.scores.log",
+        "logs/static/{embedding}.scores.log",
     conda:
         "../envs/contextuality.yaml"
     params:
         settings=ctx.static_settings(config),
+        protocols=config["static"]["protocols"],
     script:
         "../scripts/score_static.py"
 

@@ -41,6 +41,7 @@ from contextuality.steps.reference import compare_reference, download_reference
 from contextuality.steps.static import (
     download_benchmarks,
     score_static,
+    score_static_protocols,
     static_vectors,
     word_benchmarks_table,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "measures_table",
     "occurrence_index",
     "score_static",
+    "score_static_protocols",
     "sentences",
     "static_vectors",
     "stream",

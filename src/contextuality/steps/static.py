@@ -137,6 +137,20 @@ def score_static(
     return table
 
 
+def score_static_protocols(
+    vectors_path: PathLike,
+    data_root: PathLike,
+    settings: dict[str, Any],
+    labels: dict[str, dict[str, Any]],
+    outputs: dict[str, PathLike],
+    vocab_path: PathLike | None = None,
+) -> None:
+    """`score_static` under each protocol of `outputs` (protocol → score table), with that
+    protocol's `labels`: one job scores an embedding every way, paying its start-up once."""
+    for protocol, output in outputs.items():
+        score_static(vectors_path, data_root, settings, labels[protocol], output, vocab_path)
+
+
 def word_benchmarks_table(
     score_paths: Sequence[PathLike], output: PathLike, figure_outputs: Sequence[PathLike]
 ) -> pd.DataFrame:

@@ -340,7 +340,6 @@ def wildcard_constraints(config: dict[str, Any]) -> dict[str, str]:
     """The pattern of every wildcard of the rules, from the config and from the package's
     own lists of choices, so that no list is typed twice."""
     from contextuality.backends.elmo.release import RELEASES
-    from contextuality.benchmarks.vectors import PROTOCOLS
     from contextuality.reference import MODELS
     from contextuality.static import METHODS
 
@@ -363,7 +362,6 @@ def wildcard_constraints(config: dict[str, Any]) -> dict[str, str]:
         "year": r"\d{4}",
         "part": PART_PATTERN,
         "method": pattern(list(METHODS)),
-        "protocol": pattern(list(PROTOCOLS)),
         "published": pattern(list(MODELS)),
         "release": pattern(list(RELEASES)),
         "embedding": f"compare/({compared})|({layer_embedding})",
