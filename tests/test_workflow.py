@@ -366,7 +366,7 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
     vectors stay as they were, and every output exists per transform."""
     corpus = tmp_path / "corpus.txt"
     _write_corpus(corpus)
-    config = _config(corpus, {"bert": {"source": str(tiny_bert_dir)}})
+    config = _config(corpus, {"bert": {"source": str(tiny_bert_dir), "layers": [1, 2]}})
     config["measures"]["transforms"] = ["none"]
     with_benchmarks = SHARED_DATA.is_dir()
     if with_benchmarks:  # Table 1 under a correction too
@@ -390,12 +390,12 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
     static = {}
     if with_benchmarks:
         config["static"]["transforms"] = ["none", "abtt"]
-        static = {"static_vectors": 3, "score_static": 3, "word_benchmarks_table": 1}
+        static = {"static_vectors": 2, "score_static": 2, "word_benchmarks_table": 1}
     _write_config(tmp_path, config)
     assert _planned_jobs(tmp_path) == static | {
         "correction_split": 1,
-        "measure_layer": 3 * (len(analysed) - 1),
-        "measure_layer_without_degeneration": 3,
+        "measure_layer": 2 * (len(analysed) - 1),
+        "measure_layer_without_degeneration": 2,
         "context_specific_words": len(corrections),
         "degeneration_figures": len(analysed) - 1,
         "degeneration_table": 1,
@@ -425,14 +425,14 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
     degeneration = pd.read_csv(tmp_path / "results/tables/degeneration.tsv", sep="\t")
     assert set(degeneration["transform"]) == set(analysed)
     assert not (tmp_path / "results/degeneration/bert/whiten").exists()
-    assert set(degeneration["layer"]) == {0, 1, 2}
+    assert set(degeneration["layer"]) == {1, 2}
     for path in workflow.figure_paths(config):
         assert (tmp_path / path).stat().st_size > 0, path
     if with_benchmarks:
         scores = pd.read_csv(tmp_path / "results/tables/word_benchmarks.tsv", sep="\t")
         ours = scores[scores["source"] == "this run"]
         assert sorted(ours["transform"].unique()) == ["abtt", "none"]
-        assert len(ours) == 2 * 3  # transforms × layers, one method and benchmark
+        assert len(ours) == 2 * 2  # transforms × layers, one method and benchmark
     assert _planned_jobs(tmp_path) == {}
 
 
