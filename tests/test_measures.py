@@ -259,7 +259,7 @@ def test_measures_agree_across_chunk_boundaries_and_orders(monkeypatch):
     intrasim, sums = measures.sentence_statistics(vectors, run_starts(sentences))
     np.testing.assert_array_equal(intrasim, got)
     assert sums.expected_cosine() == pytest.approx(np.mean(brute))
-    separate = measures.unit_sentence_sums(vectors, run_starts(sentences))
+    separate = measures.sentence_sums(vectors, run_starts(sentences), unit=True)
     np.testing.assert_allclose(sums.total, separate.total, rtol=1e-12)
     np.testing.assert_allclose(sums.within, separate.within, rtol=1e-12)
     assert (sums.n, sums.same_sentence_pairs) == (len(vectors), sum(n * n for n in sizes))

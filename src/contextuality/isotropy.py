@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextuality.measures import SentenceSums, sentence_sum_statistics
+from contextuality.measures import SentenceSums, sentence_sums
 from contextuality.rows import row_chunks
 
 # Largest rows × directions block of projections held at once by log_partition_function
@@ -255,8 +255,7 @@ def rogue_dimensions(
         raise ValueError("rogue_dimensions: no pair of rows lies in different sentences")
     if not all(np.isfinite(unit[chunk]).all() for chunk in row_chunks(*unit.shape)):
         raise ValueError("rogue_dimensions: every entry must be finite")
-    total, within = sentence_sum_statistics(unit, starts, unit=normalize)
-    return rogue_dimensions_of(SentenceSums(total, within, n_rows, float(np.sum(sizes**2))), top)
+    return rogue_dimensions_of(sentence_sums(unit, starts, unit=normalize), top)
 
 
 def rogue_dimensions_of(sums: SentenceSums, top: int = 3) -> RogueDimensions:

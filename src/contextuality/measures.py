@@ -65,8 +65,11 @@ def word_self_similarities(
     `vectors`, equal within a context (default 1). Returns two (n_words,) float64 arrays.
     """
     n_rows = len(vectors) if order is None else len(order)
-    listed = np.ones(n_rows) if weights is None else np.asarray(weights, np.float64)
-    listed = listed if order is None or weights is None else listed[order]
+    if weights is None:
+        listed = np.ones(n_rows)
+    else:
+        listed = np.asarray(weights, np.float64)
+        listed = listed if order is None else listed[order]
     context_weight = listed[context_starts]
     context_sizes = group_sizes(context_starts, n_rows)
     if np.any(np.repeat(context_weight, context_sizes) != listed):
@@ -103,6 +106,12 @@ class SentenceSums:
     n: int
     same_sentence_pairs: float
 
+    @classmethod
+    def of(cls, total: np.ndarray, within: np.ndarray, sizes: np.ndarray) -> SentenceSums:
+        """The sums of sentences of `sizes` (n_sentences,) rows."""
+        sizes = np.asarray(sizes, dtype=np.float64)
+        return cls(total, within, int(sizes.sum()), float(np.sum(sizes**2)))
+
     def cosine_contributions(self) -> np.ndarray:
         """C_i = (S_i² − Σ_s S_{s,i}²) / (N² − Σ_s n_s²) (d,): dimension i's part of the
         expected cosine of two occurrences from different sentences; NaN without such a pair."""
@@ -135,8 +144,7 @@ def sentence_statistics(
         cosine_sums[groups] = np.einsum("ij,ij->i", unit_sums, sums) / np.sqrt(squared_norms(sums))
         total += unit_sums.sum(axis=0)
         within += np.einsum("ij,ij->j", unit_sums, unit_sums)
-    pairs = float(np.sum(sizes.astype(np.float64) ** 2))
-    return cosine_sums / sizes, SentenceSums(total, within, len(vectors), pairs)
+    return cosine_sums / sizes, SentenceSums.of(total, within, sizes)
 
 
 def intra_similarity(vectors: np.ndarray, sentence_starts: np.ndarray) -> np.ndarray:
@@ -343,28 +351,19 @@ def anisotropy_baseline(vectors: np.ndarray, sentence_starts: np.ndarray) -> flo
     this from 1,000 sampled occurrences). vectors: (N, d) rows, scaled to unit length here,
     sentences contiguous from ``sentence_starts[0] == 0``.
     """
-    return unit_sentence_sums(vectors, sentence_starts).expected_cosine()
+    return sentence_sums(vectors, sentence_starts, unit=True).expected_cosine()
 
 
-def unit_sentence_sums(vectors: np.ndarray, sentence_starts: np.ndarray) -> SentenceSums:
-    """The `SentenceSums` of rows (N, d) scaled to unit length here, sentences contiguous."""
-    total, within = sentence_sum_statistics(vectors, sentence_starts, unit=True)
-    sizes = group_sizes(sentence_starts, len(vectors)).astype(np.float64)
-    return SentenceSums(total, within, len(vectors), float(np.sum(sizes**2)))
-
-
-def sentence_sum_statistics(
-    vectors: np.ndarray, sentence_starts: np.ndarray, unit: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """S = Σ_s S_s, the sum of all rows, and Σ_s S_s², squared per dimension, where S_s is
-    the sum of sentence s's rows (unit-scaled with `unit`): both (d,) float64, one
+def sentence_sums(vectors: np.ndarray, sentence_starts: np.ndarray, unit: bool) -> SentenceSums:
+    """The `SentenceSums` of rows (N, d), sentences contiguous: S = Σ_s S_s and Σ_s S_s²,
+    squared per dimension, S_s the sum of sentence s's rows (unit-scaled with `unit`), one
     chunk's sentence sums held at a time."""
     total = np.zeros(vectors.shape[1])
     within = np.zeros(vectors.shape[1])
     for _, sums in complete_group_sums(vectors, sentence_starts, unit=unit):
         total += sums.sum(axis=0)
         within += np.einsum("ij,ij->j", sums, sums)
-    return total, within
+    return SentenceSums.of(total, within, group_sizes(sentence_starts, len(vectors)))
 
 
 def explained_variance_baseline(

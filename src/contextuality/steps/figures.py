@@ -42,18 +42,7 @@ def figure(
 ) -> None:
     """Figure `name` (a key of `contextuality.figure_specs.FIGURES`) in every format of
     `outputs`, from the measures table or layer summaries (`source`, as `_measures`)."""
-    from contextuality.figure_specs import FIGURES
-    from contextuality.figures import plot_figure
-
-    table, described = _measures(source)
-    plot_figure(
-        table,
-        FIGURES[name],
-        list(outputs),
-        transform=transform,
-        relative_layers=relative_layers,
-        source=described,
-    )
+    _draw(source, {name: list(outputs)}, transform, relative_layers)
 
 
 def figures(
@@ -69,9 +58,29 @@ def figures(
     by_name: dict[str, list[PathLike]] = {}
     for path in outputs:
         by_name.setdefault(Path(path).stem, []).append(path)
-    source = source if isinstance(source, str | os.PathLike) else list(source)
+    _draw(source, by_name, transform, relative_layers)
+
+
+def _draw(
+    source: PathLike | Sequence[PathLike],
+    by_name: dict[str, list[PathLike]],
+    transform: str,
+    relative_layers: bool,
+) -> None:
+    """Each figure of `by_name` (name → its files) from the measures, read once."""
+    from contextuality.figure_specs import FIGURES
+    from contextuality.figures import plot_figure
+
+    table, described = _measures(source)
     for name, paths in by_name.items():
-        figure(source, name, paths, transform, relative_layers)
+        plot_figure(
+            table,
+            FIGURES[name],
+            paths,
+            transform=transform,
+            relative_layers=relative_layers,
+            source=described,
+        )
 
 
 def transforms_figure(
