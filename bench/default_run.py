@@ -4,7 +4,10 @@ Runs the README's first command's workflow (config/config.yaml, `--cores 2`) fro
 `--repeats` times in directories of their own, and reports the wall time of each run, the
 job-seconds of each rule from Snakemake's benchmark files, and what one measure job's
 step costs with BLAS using every core against the one thread its job is given
-(`workflow.run_step`). Run it on an otherwise idle machine:
+(`workflow.run_step`), and with the passes over the layer cut into chunks of each size
+(`rows.row_chunks`); and what the garbage collector costs the extraction job, with the
+package's handling of it (`extraction.run.collector_paused`, `gc.freeze` at the end of
+`run_step`) and without. Run it on an otherwise idle machine:
 
     python bench/default_run.py
 
@@ -14,6 +17,7 @@ Writes ``bench/results/default-run-<machine>.{json,md}``.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import platform
@@ -27,9 +31,19 @@ from pathlib import Path
 
 import yaml
 
-from contextuality.workflow import measure_settings
+from contextuality import rows as row_passes
+from contextuality.workflow import measure_settings, model_settings
 
 from workdir import REPO, benchmark_seconds, run_workflow, write_report
+
+
+def validated(config: dict) -> dict:
+    """`config` with the schema's defaults filled in, as the workflow reads it."""
+    from snakemake.utils import validate
+
+    config = copy.deepcopy(config)
+    validate(config, str(REPO / "workflow" / "schemas" / "config.schema.yaml"), set_default=True)
+    return config
 
 
 def timed_run(directory: Path, config: dict) -> tuple[float, dict[str, list[float]]]:
@@ -46,17 +60,19 @@ def timed_run(directory: Path, config: dict) -> tuple[float, dict[str, list[floa
 
 
 MEASURE_STEP = """
-import json, sys, tempfile, time
+import json, resource, sys, tempfile, time
 from threadpoolctl import threadpool_limits
 import scipy.linalg
-from contextuality import steps
+from contextuality import rows, steps
 from contextuality.index import IndexFiles
 
-directory, limit, settings = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+directory, limit, chunk_mib = sys.argv[1:4]
+settings = json.loads(sys.argv[4])
+rows._CHUNK_BYTES = int(float(chunk_mib) * 2**20)
 out = tempfile.mkdtemp()
 outputs = steps.MeasureOutputs(f"{out}/w.parquet", f"{out}/s.parquet", f"{out}/s.json")
 with threadpool_limits(None if limit == "all" else int(limit)):
-    started = time.perf_counter()
+    before, started = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     steps.measure_layer(
         f"{directory}/results/embeddings/minilm/layer_3.h5",
         f"{directory}/results/corpus/sentences.parquet",
@@ -64,22 +80,83 @@ with threadpool_limits(None if limit == "all" else int(limit)):
         settings,
         outputs,
     )
-print(time.perf_counter() - started)
+    wall, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"wall": wall, "system": after.ru_stime - before.ru_stime,
+                  "page_faults": after.ru_minflt - before.ru_minflt}))
 """
 
 
-def measure_step_seconds(directory: Path, limit: str, config: dict) -> float:
-    """Seconds of layer 3's measure step (transform none, the measure settings of
-    `config`) in a fresh process, BLAS threads limited to `limit` (``all``: OpenBLAS's
-    default, one per core)."""
+def measure_step(directory: Path, limit: str, chunk_mib: float, config: dict) -> dict:
+    """Layer 3's measure step (transform none, the measure settings of `config`) in a fresh
+    process, BLAS threads limited to `limit` (``all``: OpenBLAS's default, one per core) and
+    passes over the layer in chunks of `chunk_mib` MiB of float64 rows: its wall and system
+    seconds and minor page faults, the run with the least wall time of three."""
     settings = json.dumps(measure_settings(config))
-    result = subprocess.run(
-        [sys.executable, "-c", MEASURE_STEP, str(directory), limit, settings],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return float(result.stdout.split()[-1])
+    command = [sys.executable, "-c", MEASURE_STEP, str(directory), limit, str(chunk_mib), settings]
+    runs = [
+        json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+        for _ in range(3)
+    ]
+    return min(runs, key=lambda run: run["wall"])
+
+
+CHUNK_MIB = (32, 16, 8, 4, 2)
+
+
+EXTRACT_STEP = """
+import contextlib, gc, importlib, json, sys, time
+from contextuality import steps
+from contextuality.index import IndexFiles
+
+extraction_run = importlib.import_module("contextuality.extraction.run")
+extract_step = importlib.import_module("contextuality.steps.extract")  # not steps.extract
+
+directory, out, handled = sys.argv[1], sys.argv[2], sys.argv[3] == "handled"
+settings = json.loads(sys.argv[4])
+if not handled:
+    extract_step.collector_paused = contextlib.nullcontext
+    extraction_run._collector_sparing_live_objects = contextlib.nullcontext
+full = []
+
+def timed(phase, info):
+    if info["generation"] == 2:
+        full.append(-time.perf_counter() if phase == "start" else time.perf_counter())
+
+gc.callbacks.append(timed)
+started = time.perf_counter()
+steps.extract(
+    "minilm",
+    settings,
+    f"{directory}/results/corpus/sentences.parquet",
+    IndexFiles.in_directory(f"{directory}/results/corpus"),
+    steps.LayerOutputs({layer: f"{out}/{layer}.h5" for layer in range(7)}, f"{out}/meta.json"),
+    threads=2,
+    progress=False,
+)
+wall = time.perf_counter() - started
+if handled:
+    gc.freeze()
+print(json.dumps({"wall": wall, "full_collections": len(full) // 2,
+                  "collection_seconds": sum(full)}), flush=True)
+"""
+
+
+def extraction_job(directory: Path, handled: bool, settings: dict) -> dict:
+    """The default run's extraction step in a fresh process, as its job runs it
+    (`handled`) or with the garbage collector left alone: the step's wall seconds, its full
+    (generation-2) collections and their seconds, and the seconds from the step's end to
+    the process's exit."""
+    with tempfile.TemporaryDirectory() as out:
+        mode = "handled" if handled else "plain"
+        command = [sys.executable, "-c", EXTRACT_STEP, str(directory), out, mode]
+        process = subprocess.Popen(
+            [*command, json.dumps(settings)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        figures = json.loads(process.stdout.readline())
+        reported = time.perf_counter()
+        process.wait()
+        figures["exit_seconds"] = time.perf_counter() - reported
+    return figures
 
 
 def main() -> None:
@@ -97,9 +174,13 @@ def main() -> None:
             walls.append(wall)
             if repeat + 1 < args.repeats:
                 shutil.rmtree(directory)
-        threads = {
-            limit: min(measure_step_seconds(directory, limit, config) for _ in range(3))
-            for limit in ("all", "1")
+        chunk = row_passes._CHUNK_BYTES / 2**20
+        threads = {limit: measure_step(directory, limit, chunk, config) for limit in ("all", "1")}
+        chunks = {mib: measure_step(directory, "1", mib, config) for mib in CHUNK_MIB}
+        settings = model_settings(validated(config), "minilm")
+        collector = {
+            mode: extraction_job(directory, mode == "handled", settings)
+            for mode in ("plain", "handled")
         }
     figures = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
@@ -109,9 +190,10 @@ def main() -> None:
             rule: {"jobs": len(values), "total": round(sum(values), 1)}
             for rule, values in sorted(rules.items())
         },
-        "measure_step_seconds_by_blas_threads": {
-            limit: round(seconds, 2) for limit, seconds in threads.items()
-        },
+        "measure_step_by_blas_threads": threads,
+        "measure_step_by_chunk_mib": chunks,
+        "chunk_mib": chunk,
+        "extraction_job_by_collector": collector,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"default-run-{args.machine}"
@@ -132,8 +214,37 @@ def main() -> None:
             "Job seconds by benchmarked rule (last run; two jobs run at a time):\n\n"
             + "\n".join(["| rule | jobs | total |", "|---|---|---|", *rows]),
             "One measure job's step (layer 3, transform none, best of 3) with BLAS using "
-            f"every core: {threads['all']:.2f} s; with one thread, as its job runs it: "
-            f"{threads['1']:.2f} s.",
+            f"every core: {threads['all']['wall']:.2f} s; with one thread, as its job runs "
+            f"it: {threads['1']['wall']:.2f} s.",
+            "The same step (one thread) with the passes over the layer cut into chunks of "
+            f"each size (`rows.row_chunks`; the package's: {chunk:g} MiB). Chunks over "
+            "glibc's 32 MiB mmap threshold are mapped afresh, and their pages zeroed, each "
+            "time:\n\n"
+            + "\n".join(
+                [
+                    "| chunk | wall | system time | minor page faults |",
+                    "|---|---|---|---|",
+                    *(
+                        f"| {mib} MiB | {run['wall']:.2f} s | {run['system']:.2f} s "
+                        f"| {run['page_faults']:,} |"
+                        for mib, run in chunks.items()
+                    ),
+                ]
+            ),
+            "The extraction step (MiniLM, 2 threads) with the garbage collector paused while "
+            "the model loads and sparing it during the forward passes, and the job's objects "
+            "frozen before exit, as a job runs it, against the collector left alone:\n\n"
+            + "\n".join(
+                [
+                    "| collector | step | full collections | their time | step end to exit |",
+                    "|---|---|---|---|---|",
+                    *(
+                        f"| {mode} | {run['wall']:.2f} s | {run['full_collections']} "
+                        f"| {run['collection_seconds']:.2f} s | {run['exit_seconds']:.2f} s |"
+                        for mode, run in collector.items()
+                    ),
+                ]
+            ),
         ],
     )
 

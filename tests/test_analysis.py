@@ -12,8 +12,8 @@ from contextuality.analysis import (
     measure_layer,
     word_class,
 )
+from contextuality.components import explained_variance_first_component
 from contextuality.index import IndexSettings, build_occurrence_index
-from contextuality.measures import explained_variance_first_component
 from contextuality.rows import unit_rows
 from contextuality.words import split_words
 

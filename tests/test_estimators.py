@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sklearn.decomposition import TruncatedSVD
 
-from contextuality import measures
+from contextuality import components, measures
 
 
 def _anisotropic(rng, n_sentences=60, per_sentence=5, dim=16, common=1.0):
@@ -31,7 +31,7 @@ def test_mev_baseline_draws_are_independent_samples(centered):
     )
     replay = np.random.default_rng(8)
     samples = [np.sort(replay.choice(50, size=20, replace=False)) for _ in range(7)]
-    expected = [measures.explained_variance_first_component(matrix[s], centered) for s in samples]
+    expected = [components.explained_variance_first_component(matrix[s], centered) for s in samples]
     assert estimates[0] == pytest.approx(expected[0], rel=1e-12)
     np.testing.assert_allclose(estimates[1:], expected[1:], rtol=1e-8)
 
@@ -94,12 +94,12 @@ def _sklearn_ratio(matrix: np.ndarray) -> float:
 def test_truncated_svd_ratio_is_sklearns(n, d):
     rng = np.random.default_rng(n)
     matrix = rng.standard_normal((n, d)) + np.linspace(0, 3, d)
-    assert measures.truncated_svd_variance_ratio(matrix) == pytest.approx(
+    assert components.truncated_svd_variance_ratio(matrix) == pytest.approx(
         _sklearn_ratio(matrix), abs=1e-6
     )
     # ... and it is not the uncentered MEV the paper defines.
-    assert measures.truncated_svd_variance_ratio(matrix) != pytest.approx(
-        measures.explained_variance_first_component(matrix), rel=1e-2
+    assert components.truncated_svd_variance_ratio(matrix) != pytest.approx(
+        components.explained_variance_first_component(matrix), rel=1e-2
     )
 
 
@@ -109,7 +109,7 @@ def test_weighted_truncated_svd_ratio_repeats_rows():
     matrix = rng.standard_normal((9, 15)) + 2.0
     weights = np.array([1, 3, 1, 2, 1, 1, 4, 1, 1])
     repeated = np.repeat(matrix, weights, axis=0)
-    assert measures.truncated_svd_variance_ratio(matrix, weights) == pytest.approx(
+    assert components.truncated_svd_variance_ratio(matrix, weights) == pytest.approx(
         _sklearn_ratio(repeated), abs=1e-6
     )
 
@@ -122,8 +122,8 @@ def test_truncated_svd_ratio_is_at_most_the_centered_pca_share():
     below = 0
     for _ in range(200):
         matrix = rng.standard_normal((6, 30)) + 3 * rng.standard_normal(30)
-        ratio = measures.truncated_svd_variance_ratio(matrix)
-        centered = measures.explained_variance_first_component(matrix, centered=True)
+        ratio = components.truncated_svd_variance_ratio(matrix)
+        centered = components.explained_variance_first_component(matrix, centered=True)
         assert ratio <= centered + 1e-12
         assert centered >= 1 / 5 - 1e-12
         below += ratio < 1 / 5
@@ -139,22 +139,65 @@ def test_first_component_statistics_match_per_word_references():
     weights = rng.choice([1, 1, 2, 3], size=sizes.sum())
     weights[:9] = 1  # the first three groups unweighted
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    statistics = measures.first_component_statistics(vectors, starts, weights)
+    statistics = components.first_component_statistics(vectors, starts, weights)
     for group, (start, size) in enumerate(zip(starts, sizes, strict=True)):
         rows = vectors[start : start + size]
         row_weights = weights[start : start + size]
         assert statistics.mev[group] == pytest.approx(
-            measures.explained_variance_first_component(rows), rel=1e-10
+            components.explained_variance_first_component(rows), rel=1e-10
         )
         if size == 1:
             assert np.isnan(statistics.mev_centered[group])
             assert np.isnan(statistics.truncated_svd[group])
             continue
         assert statistics.mev_centered[group] == pytest.approx(
-            measures.explained_variance_first_component(rows, centered=True), rel=1e-10
+            components.explained_variance_first_component(rows, centered=True), rel=1e-10
         )
         repeated = np.repeat(rows, row_weights, axis=0)
         assert statistics.truncated_svd[group] == pytest.approx(_sklearn_ratio(repeated), abs=1e-6)
+
+
+def test_large_groups_solved_by_lanczos_match_the_dense_references(monkeypatch):
+    """Groups above `components._LANCZOS_LIMIT` rows and columns (two stacked, one alone,
+    one weighted) take Lanczos iteration; their shares equal the dense eigendecomposition's
+    and scikit-learn's on the repeated rows."""
+    solved = []
+    lanczos = components.top_singular_pair
+    monkeypatch.setattr(
+        components,
+        "top_singular_pair",
+        lambda *args, **kw: solved.append(1) or lanczos(*args, **kw),
+    )
+    rng = np.random.default_rng(5)
+    d = components._LANCZOS_LIMIT + 10
+    sizes = np.array([d + 10, d + 10, 3 * d, 4])
+    vectors = rng.standard_normal((sizes.sum(), d)) + 0.4
+    weights = np.ones(sizes.sum(), dtype=np.int64)
+    weights[sizes[0] : sizes[0] + 5] = 3  # the second group weighted
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    statistics = components.first_component_statistics(vectors, starts, weights)
+    for group, (start, size) in enumerate(zip(starts, sizes, strict=True)):
+        rows = vectors[start : start + size]
+        for centered, values in ((False, statistics.mev), (True, statistics.mev_centered)):
+            assert values[group] == pytest.approx(
+                components.explained_variance_first_component(rows, centered), rel=1e-10
+            )
+        repeated = np.repeat(rows, weights[start : start + size], axis=0)
+        assert statistics.truncated_svd[group] == pytest.approx(_sklearn_ratio(repeated), abs=1e-6)
+    assert len(solved) >= 3 * 2  # three large groups, uncentered and centered
+
+
+@pytest.mark.parametrize("shape", [(190, 170), (500, 170), (170, 500), (2, 6), (6, 2)])
+def test_the_top_singular_pair_is_the_svd_s(shape):
+    """σ₁² and v₁ (up to sign) by Lanczos iteration equal LAPACK's full SVD, for tall, wide
+    and tiny matrices; a zero matrix has σ₁ = 0."""
+    matrix = np.random.default_rng(3).standard_normal(shape) + 0.2
+    value, vector = components.top_singular_pair(matrix, with_vector=True)
+    _, singular_values, right = np.linalg.svd(matrix)
+    assert value == pytest.approx(singular_values[0] ** 2, rel=1e-12)
+    assert abs(vector @ right[0]) == pytest.approx(1.0, abs=1e-10)
+    assert components.top_singular_pair(matrix)[0] == pytest.approx(value, rel=1e-12)
+    assert components.top_singular_pair(np.zeros(shape), with_vector=True)[0] == 0.0
 
 
 def _listed(unit: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -280,7 +323,7 @@ def test_uncentered_mev_is_at_least_selfsim_plus_its_remainder_over_n():
             cosines = unit.astype(np.float64) @ unit.T.astype(np.float64)
             selfsim = (cosines.sum() - n) / (n * n - n)
             bound = selfsim + (1 - selfsim) / n
-            assert measures.explained_variance_first_component(unit) >= bound - 1e-9
+            assert components.explained_variance_first_component(unit) >= bound - 1e-9
 
 
 def _repeated_row(n: int) -> np.ndarray:
@@ -294,8 +337,8 @@ def test_shares_of_variance_are_undefined_for_identical_rows():
     """Identical occurrences have no variance: every centered share is 0/0 (NaN, as for a
     word seen once), not a ratio of rounding residues; the uncentered MEV is 1."""
     rows = _repeated_row(7)
-    statistics = measures.first_component_statistics(rows, np.array([0]))
-    weighted = measures.first_component_statistics(rows, np.array([0]), np.arange(1.0, 8.0))
+    statistics = components.first_component_statistics(rows, np.array([0]))
+    weighted = components.first_component_statistics(rows, np.array([0]), np.arange(1.0, 8.0))
     assert statistics.mev[0] == pytest.approx(1.0)
     for value in (
         statistics.mev_centered[0],
@@ -303,9 +346,9 @@ def test_shares_of_variance_are_undefined_for_identical_rows():
         weighted.truncated_svd[0],
     ):
         assert np.isnan(value)
-    assert np.isnan(measures.truncated_svd_variance_ratio(rows))
+    assert np.isnan(components.truncated_svd_variance_ratio(rows))
     scaled = np.tile(np.random.default_rng(0).standard_normal(40) * 7.3, (30, 1))
-    assert np.isnan(measures.explained_variance_first_component(scaled, centered=True))
+    assert np.isnan(components.explained_variance_first_component(scaled, centered=True))
     estimates = measures.explained_variance_baseline(
         scaled, 20, np.random.default_rng(0), centered=True, n_draws=3
     )
@@ -319,8 +362,8 @@ def test_shares_of_variance_keep_a_one_ulp_difference():
     rows = _repeated_row(7)
     j = int(np.argmax(np.abs(rows[0])))
     rows[3, j] = float(np.nextafter(np.float16(rows[3, j]), np.float16(np.inf)))
-    statistics = measures.first_component_statistics(rows, np.array([0]))
+    statistics = components.first_component_statistics(rows, np.array([0]))
     assert statistics.mev_centered[0] == pytest.approx(1.0, rel=1e-9)
     expected = rows[0, j] ** 2 / np.sum(rows[0] ** 2)
     assert statistics.truncated_svd[0] == pytest.approx(expected, rel=1e-3)
-    assert measures.truncated_svd_variance_ratio(rows) == pytest.approx(expected, rel=1e-3)
+    assert components.truncated_svd_variance_ratio(rows) == pytest.approx(expected, rel=1e-3)

@@ -273,6 +273,28 @@ def test_pool_subwords_half_precision_and_no_tokens():
     assert torch.isnan(pooled).all()
 
 
+def test_rows_placed_in_a_float16_segment_are_rounded_as_numpy_rounds_them(bert):
+    """finish_copy rounds a batch to float16 with torch: to the bit numpy's rounding, for
+    subnormals, halfway ties and values near float16's largest."""
+    rng = np.random.default_rng(4)
+    wide = rng.choice([-1.0, 1.0], 4_000) * 2.0 ** rng.uniform(-26, 15.9, 4_000)
+    ties = (1 + (2 * np.arange(200) + 1) * 2.0**-11) * 2.0 ** rng.integers(-14, 15, 200)
+    values = np.concatenate([wide, ties, [65_503.0, -6.0e-8, 0.0, 1.0, 2.0, 3.0]])
+    values = values.astype(np.float32)
+    host = torch.from_numpy(values.reshape(2, -1, 3))
+    n_rows = host.shape[1]
+    rows = np.arange(n_rows) * 2 + 1  # every other row of the segment
+    batch = forward_module.InFlight(
+        rows, host, host.abs().max(), torch.zeros(n_rows, dtype=torch.bool), None
+    )
+    segment = np.zeros((2, 2 * n_rows + 1, 3), dtype=np.float16)
+    filled = np.zeros(2 * n_rows + 1, dtype=bool)
+    forward_module.finish_copy(batch, segment, filled, 0, bert)
+    expected = host.numpy().astype(np.float16)
+    assert np.array_equal(segment[:, rows].view(np.uint16), expected.view(np.uint16))
+    assert filled[rows].all() and not filled[rows - 1].any()
+
+
 # --------------------------------------------------------------------------------------
 # 5. truncation and words without tokens
 # --------------------------------------------------------------------------------------
@@ -456,6 +478,40 @@ def test_extract_model_end_to_end(tiny_bert_dir, corpus_index, tmp_path):
         "layer1.h5",
         "layer2.h5",
     ]
+
+
+def test_the_collector_skips_the_model_while_extracting_and_is_left_as_found(
+    tiny_bert_dir, corpus_index, tmp_path, monkeypatch
+):
+    """The cyclic garbage collector is paused while the model is imported and loaded and
+    spares the objects alive at the first forward pass (its passes over a loaded model cost
+    an extraction job seconds); afterwards it runs, and tracks them, as before."""
+    import gc
+
+    from contextuality import backends, steps
+    from contextuality.extraction import run as extraction_run
+
+    seen = {}
+    load, segments = backends.load_model, extraction_run._run_segments
+
+    def loading(*args, **kwargs):
+        seen["enabled while loading"] = gc.isenabled()
+        return load(*args, **kwargs)
+
+    def extracting(*args, **kwargs):
+        seen["frozen while extracting"] = gc.get_freeze_count()
+        return segments(*args, **kwargs)
+
+    monkeypatch.setattr(backends, "load_model", loading)
+    monkeypatch.setattr(extraction_run, "_run_segments", extracting)
+    gc.unfreeze()  # as in a fresh process (a run_step in this one may have frozen some)
+    sentences, index = corpus_index
+    paths = _shard_paths(tmp_path, (0, 1, 2))
+    settings = {"source": str(tiny_bert_dir), "device": "cpu", "gpus": 0}
+    steps.extract("tiny", settings, sentences, index, _outputs(paths, tmp_path / "m.json"))
+    assert seen["enabled while loading"] is False
+    assert seen["frozen while extracting"] > 10_000  # torch, transformers and the model
+    assert gc.isenabled() and gc.get_freeze_count() == 0
 
 
 def test_extract_model_overflow(tiny_bert_dir, corpus_index, tmp_path, monkeypatch):

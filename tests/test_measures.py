@@ -13,11 +13,10 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
+from contextuality.components import explained_variance_first_component, first_component_statistics
 from contextuality.measures import (
     anisotropy_baseline,
     explained_variance_baseline,
-    explained_variance_first_component,
-    first_component_statistics,
     intra_similarity,
     self_similarity,
 )
@@ -214,6 +213,7 @@ def test_measures_agree_across_chunk_boundaries_and_orders(monkeypatch):
     """Every pass over a layer reads it in chunks of rows; with chunks of 3 rows cutting
     through sentences and words, each measure equals the loop reference, and reading the
     rows through a permutation (`order`) equals reading the permuted copy."""
+    import contextuality.components as components
     import contextuality.measures as measures
     import contextuality.rows as rows
 
@@ -244,8 +244,8 @@ def test_measures_agree_across_chunk_boundaries_and_orders(monkeypatch):
         measures.paper_self_similarity(vectors, word_starts, weights, order),
         measures.paper_self_similarity(vectors[order], word_starts, weights[order]),
     )
-    statistics = measures.first_component_statistics(vectors, word_starts, weights, order)
-    copied = measures.first_component_statistics(vectors[order], word_starts, weights[order])
+    statistics = components.first_component_statistics(vectors, word_starts, weights, order)
+    copied = components.first_component_statistics(vectors[order], word_starts, weights[order])
     for field in ("mev", "mev_centered", "truncated_svd"):
         np.testing.assert_allclose(getattr(statistics, field), getattr(copied, field), rtol=1e-12)
     brute = [

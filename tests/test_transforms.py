@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pytest
 
-from contextuality import transforms
+from contextuality import rows as rows_module
 from contextuality.errors import ConfigError, NonFiniteValueError
 from contextuality.transforms import (
     TRANSFORMS,
@@ -197,7 +197,7 @@ def test_apply_is_row_wise_whatever_the_chunking(
     rounding = 1e-5 * np.abs(whole).max()  # float32 products, blocked differently
     np.testing.assert_allclose(halves, whole, rtol=0, atol=rounding)
 
-    monkeypatch.setattr(transforms, "_ROWS_PER_CHUNK", 7)
+    monkeypatch.setattr(rows_module, "_CHUNK_BYTES", 7 * 8 * rows.shape[1])  # 7 rows
     np.testing.assert_allclose(fitted.apply(rows), whole, rtol=0, atol=rounding)
 
 

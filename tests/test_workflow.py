@@ -142,7 +142,7 @@ def test_a_transform_s_figures_wait_for_its_own_measures_alone(tmp_path):
 def test_measure_jobs_ask_for_memory_above_their_measured_peak():
     """A scheduler gets 3 × the inputs + 500 MB, doubled per retry: above the peaks that
     bench/measure_memory.py measured (MiniLM on STS: a 405 MB float16 shard, its measure
-    jobs peaking at 1,164 and 1,109 MiB)."""
+    jobs peaking at 1,159 and 1,032 MiB)."""
     from types import SimpleNamespace
 
     report = (Path(__file__).parents[1] / "bench/results/measure-memory-cpu.md").read_text()

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contextuality import isotropy, measures
+from contextuality import components, isotropy, measures
 from contextuality.random_streams import generator
 from contextuality.ranks import spearman_correlation
 from contextuality.rows import group_sizes, keep_rows, row_chunks, rows_with_vectors, run_starts
@@ -145,7 +145,9 @@ def _word_table(rows: _Rows, vocab: pd.DataFrame) -> pd.DataFrame:
     words["selfsim"], words["selfsim_paper"] = measures.word_self_similarities(
         rows.vectors, word_starts, context_starts, rows.copies, order
     )
-    statistics = measures.first_component_statistics(rows.vectors, word_starts, rows.copies, order)
+    statistics = components.first_component_statistics(
+        rows.vectors, word_starts, rows.copies, order
+    )
     words["mev"] = statistics.mev
     words["mev_centered"] = statistics.mev_centered
     words["mev_truncated_svd"] = statistics.truncated_svd

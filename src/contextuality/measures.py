@@ -5,7 +5,8 @@ The equations alone, as pure functions over numpy arrays. Inputs are occurrence 
 of a sentence) described by ``starts`` (see `contextuality.rows`, whose chunked passes
 they use). Accumulation is in float64 whatever the input dtype.
 
-Notation: u = f / ‖f‖ is a unit vector; a *context* is a sentence.
+Notation: u = f / ‖f‖ is a unit vector; a *context* is a sentence. The shares of variance
+along the first principal direction (MEV, Definition 3) are in `contextuality.components`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from contextuality.components import (
+    explained_variance_first_component,
+    top_component_share,
+    truncated_svd_variance_ratio,
+)
 from contextuality.rows import (
     complete_group_sums,
     group_sizes,
-    groups_by_size,
     run_starts,
     squared_norms,
     unit_rows,
@@ -159,167 +164,6 @@ def intra_similarity(vectors: np.ndarray, sentence_starts: np.ndarray) -> np.nda
     return sentence_statistics(vectors, sentence_starts)[0]
 
 
-def explained_variance_first_component(matrix: np.ndarray, centered: bool = False) -> float:
-    """MEV: share of variance of the rows explained by their first principal component.
-
-    MEV = σ₁² / Σ_i σ_i², σ the singular values of the n×d matrix (paper §3.2,
-    Definition 3; uncentered as in the paper, or column-centered with ``centered``).
-    Uses the eigenvalues of the n×n Gram matrix or of the d×d scatter matrix, whichever
-    is smaller; both have the σ_i² as non-zero eigenvalues.
-    """
-    matrix = np.asarray(matrix, dtype=np.float64)
-    squares = np.sum(matrix**2)
-    if centered:
-        matrix = matrix - matrix.mean(axis=0)
-    n, d = matrix.shape
-    gram = matrix @ matrix.T if n <= d else matrix.T @ matrix
-    total = np.trace(gram)
-    if not _has_variance(total, squares, n):
-        return float("nan")
-    top = np.linalg.eigvalsh(gram)[-1]
-    return float(top / total)
-
-
-def _has_variance(
-    sum_of_squares: np.ndarray | float, uncentered_sum: np.ndarray | float, n: np.ndarray | int
-) -> np.ndarray | bool:
-    """Whether a sum of squares over n rows (centered or not) exceeds what float64 rounding
-    leaves of zero: n·eps × the rows' uncentered sum of squares Σ‖x‖² (sums over n rows are
-    accurate to about n·eps of it, and centering rows identical up to rounding leaves a
-    residue of (n·eps)² of it). Below it, a share of that variance is 0/0."""
-    return sum_of_squares > n * np.finfo(np.float64).eps * uncentered_sum
-
-
-@dataclass(frozen=True)
-class FirstComponentStatistics:
-    """Per-group shares of variance along the first principal direction, each (n_groups,).
-
-    mev: σ₁²/Σσ² of the uncentered rows (Definition 3). mev_centered: the same of the
-    column-centered rows (PCA). truncated_svd: `truncated_svd_variance_ratio` of the rows,
-    each repeated as often as its weight says (the estimator behind the paper's numbers).
-    """
-
-    mev: np.ndarray
-    mev_centered: np.ndarray
-    truncated_svd: np.ndarray
-
-
-def _top_eigenpairs(stacked: np.ndarray, vectors: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """Largest eigenvalue of each XXᵀ (n×n) or XᵀX (d×d), whichever is smaller, for stacked
-    X (k, n, d); with `vectors`, also each top right singular vector (k, d) of X."""
-    _, n, d = stacked.shape
-    transposed = stacked.transpose(0, 2, 1)
-    gram = stacked @ transposed if n <= d else transposed @ stacked
-    if gram.shape[-1] > _BATCHED_EIGEN_LIMIT:
-        values, top = _largest_eigenpairs(gram, vectors)
-    elif not vectors:
-        return np.linalg.eigvalsh(gram)[:, -1], None
-    else:
-        all_values, eigenvectors = np.linalg.eigh(gram)
-        values, top = all_values[:, -1], eigenvectors[:, :, -1]
-    if not vectors:
-        return values, None
-    if n <= d:  # v₁ = Xᵀu₁ / ‖Xᵀu₁‖ for the top eigenvector u₁ of XXᵀ
-        top = np.einsum("kn,knd->kd", top, stacked)
-        top /= np.maximum(np.linalg.norm(top, axis=1, keepdims=True), np.finfo(float).tiny)
-    return values, top
-
-
-_BATCHED_EIGEN_LIMIT = 32  # larger matrices: LAPACK for the top eigenpair only
-
-
-def _largest_eigenpairs(
-    matrices: np.ndarray, vectors: bool
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Largest eigenvalue (k,) and, with `vectors`, its eigenvector (k, m) of each symmetric
-    (k, m, m) matrix, by LAPACK's syevr on that one eigenpair: the full decomposition's
-    eigenvectors cost several times its tridiagonal reduction at m in the hundreds."""
-    from scipy.linalg import eigh
-
-    k, m, _ = matrices.shape
-    values = np.empty(k)
-    top = np.empty((k, m)) if vectors else None
-    for index, matrix in enumerate(matrices):
-        found = eigh(matrix, subset_by_index=[m - 1, m - 1], eigvals_only=not vectors, driver="evr")
-        if vectors:
-            values[index], top[index] = found[0][0], found[1][:, 0]
-        else:
-            values[index] = found[0]
-    return values, top
-
-
-def _stacked_statistics(stacked: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, ...]:
-    """`FirstComponentStatistics` fields of k equal-size groups: stacked (k, n, d) float64,
-    weights (k, n) positive row repetitions."""
-    totals = np.einsum("knd,knd->k", stacked, stacked)
-    centered = stacked - stacked.mean(axis=1, keepdims=True)
-    centered_totals = np.einsum("knd,knd->k", centered, centered)
-    unweighted = bool(np.all(weights == 1))
-    top, direction = _top_eigenpairs(stacked, vectors=unweighted)
-    top_centered, _ = _top_eigenpairs(centered, vectors=False)
-    if not unweighted:
-        _, direction = _top_eigenpairs(stacked * np.sqrt(weights)[:, :, None], vectors=True)
-    defined = _has_variance(centered_totals, totals, stacked.shape[1])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (
-            np.where(totals > 0, top / totals, np.nan),
-            np.where(defined, top_centered / centered_totals, np.nan),
-            _variance_ratio_along(stacked, weights, direction),
-        )
-
-
-def _variance_ratio_along(
-    stacked: np.ndarray, weights: np.ndarray, direction: np.ndarray
-) -> np.ndarray:
-    """Weighted variance of the projections on `direction` over the total weighted column
-    variance, for stacked rows (k, n, d), weights (k, n) and unit directions (k, d); NaN
-    where the rows have no variance beyond rounding (`_has_variance`, n the total weight).
-    Rows are centered first: E‖x‖² − ‖E x‖² would leave a rounding residue of n·eps."""
-    total_weight = weights.sum(axis=1)
-    weighted_mean = np.einsum("kn,knd->kd", weights, stacked) / total_weight[:, None]
-    centered = stacked - weighted_mean[:, None, :]
-    projections = np.einsum("knd,kd->kn", centered, direction)
-    projected_variance = np.einsum("kn,kn->k", weights, projections**2) / total_weight
-    total_variance = np.einsum("kn,knd,knd->k", weights, centered, centered) / total_weight
-    mean_square = np.einsum("kn,knd,knd->k", weights, stacked, stacked) / total_weight
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(
-            _has_variance(total_variance, mean_square, total_weight),
-            projected_variance / total_variance,
-            np.nan,
-        )
-
-
-def first_component_statistics(
-    vectors: np.ndarray,
-    starts: np.ndarray,
-    weights: np.ndarray | None = None,
-    order: np.ndarray | None = None,
-) -> FirstComponentStatistics:
-    """`FirstComponentStatistics` of each contiguous group of the rows ``vectors[order]``
-    (``vectors`` without `order`), e.g. a word's occurrences.
-
-    weights: (N,) how many times each row of `vectors` counts in the truncated-SVD ratio
-    (the paper's code kept every copy of a repeated sentence; default 1). Groups of equal
-    size are solved in batched eigen-decompositions (see `groups_by_size`).
-    """
-    starts = np.asarray(starts, dtype=np.int64)
-    order = np.arange(len(vectors)) if order is None else np.asarray(order)
-    sizes = group_sizes(starts, len(order))
-    weights = np.ones(len(vectors)) if weights is None else np.asarray(weights, dtype=np.float64)
-    results = np.full((3, len(starts)), np.nan)
-    for chosen, stacked in groups_by_size(vectors, starts, order):
-        if stacked is None:
-            for group in chosen:
-                rows = order[starts[group] : starts[group] + sizes[group]]
-                matrix = np.asarray(vectors[rows], dtype=np.float64)[None]
-                results[:, group] = np.ravel(_stacked_statistics(matrix, weights[rows][None]))
-            continue
-        rows = order[starts[chosen][:, None] + np.arange(sizes[chosen[0]])]
-        results[:, chosen] = _stacked_statistics(stacked, weights[rows])
-    return FirstComponentStatistics(*results)
-
-
 def paper_self_similarity(
     vectors: np.ndarray,
     word_starts: np.ndarray,
@@ -388,25 +232,8 @@ def explained_variance_baseline(
         return np.sort(rng.choice(len(vectors), size=size, replace=False))
 
     first = explained_variance_first_component(vectors[draw()], centered)
-    further = [_top_component_share(vectors[draw()], centered) for _ in range(n_draws)]
+    further = [top_component_share(vectors[draw()], centered) for _ in range(n_draws)]
     return np.array([first, *further])
-
-
-def _top_component_share(matrix: np.ndarray, centered: bool) -> float:
-    """σ₁²/Σσ² by a truncated SVD (ARPACK, machine precision): fast for the one value."""
-    from scipy.sparse.linalg import svds
-
-    matrix = np.asarray(matrix, dtype=np.float64)
-    if min(matrix.shape) < 2:
-        return explained_variance_first_component(matrix, centered)
-    squares = np.sum(matrix**2)
-    if centered:
-        matrix = matrix - matrix.mean(axis=0)
-    total = np.sum(matrix**2)
-    if not _has_variance(total, squares, len(matrix)):
-        return float("nan")
-    top = svds(matrix, k=1, return_singular_vectors=False, random_state=0)[0]
-    return float(top**2 / total)
 
 
 def percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
@@ -472,27 +299,3 @@ def paper_sample_estimates(
             truncated_svd_variance_ratio(vectors[rows]),
         ]
     )
-
-
-def _top_right_singular_vector(matrix: np.ndarray) -> np.ndarray:
-    """v₁ of a float64 matrix: ARPACK (machine precision, seeded) for the one vector."""
-    if min(matrix.shape) < 3:
-        return np.linalg.svd(matrix, full_matrices=False)[2][0]
-    from scipy.sparse.linalg import svds
-
-    return svds(matrix, k=1, random_state=0)[2][0]
-
-
-def truncated_svd_variance_ratio(matrix: np.ndarray, weights: np.ndarray | None = None) -> float:
-    """Share of column variance along the top right singular vector of the uncentered rows.
-
-    This is ``sklearn.decomposition.TruncatedSVD(k).fit(X).explained_variance_ratio_[0]``
-    computed exactly: var(X v₁) / Σ_j var(X_j), variances over rows, v₁ the top right
-    singular vector of the uncentered X. The paper's code used it for its per-word
-    "variance explained" and its baseline; it is not σ₁²/Σσ² (Definition 3) and is at most
-    the centered PCA share. `weights`: row repetitions, as if row i appeared weights[i] times.
-    """
-    matrix = np.asarray(matrix, dtype=np.float64)
-    weights = np.ones(len(matrix)) if weights is None else np.asarray(weights, dtype=np.float64)
-    direction = _top_right_singular_vector(matrix * np.sqrt(weights)[:, None])
-    return float(_variance_ratio_along(matrix[None], weights[None], direction[None])[0])

@@ -15,13 +15,15 @@ from typing import Any
 
 import numpy as np
 
-_CHUNK_BYTES = 32 * 2**20  # float64 temporaries per chunk of rows
+_CHUNK_BYTES = 4 * 2**20  # float64 temporaries per chunk of rows
 
 
 def row_chunks(n_rows: int, dim: int) -> Iterator[slice]:
-    """Consecutive slices of at most 32 MiB of float64 rows of width `dim` covering
+    """Consecutive slices of at most 4 MiB of float64 rows of width `dim` covering
     0..n_rows: the unit of work of every pass over a layer, so that no pass holds more than
-    the layer itself plus one chunk."""
+    the layer itself plus one chunk. Chunks this small are reused by the allocator from one
+    to the next; chunks of 32 MiB were mapped afresh each time, with twice the page faults
+    and 0.3 s more for a MiniLM layer's 2.3 s of measures (bench/results/default-run-cpu2.md)."""
     step = max(1, _CHUNK_BYTES // (8 * max(1, dim)))
     for begin in range(0, n_rows, step):
         yield slice(begin, min(begin + step, n_rows))

@@ -28,7 +28,6 @@ fitting on held-out sentences avoids that.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,11 +36,10 @@ from numpy.typing import DTypeLike
 
 from contextuality.errors import ConfigError, NonFiniteValueError
 from contextuality.random_streams import generator
-from contextuality.rows import rows_with_vectors
+from contextuality.rows import row_chunks, rows_with_vectors
 
 TRANSFORMS = ("none", "center", "standardize", "abtt", "whiten")
 
-_ROWS_PER_CHUNK = 8_192  # float64 temporaries of a few MiB, cache-sized
 _EIGENVALUE_FLOOR = 1e-12  # relative to the largest eigenvalue: float64 eigh's own error
 _ROUNDING_MARGIN = 10.0  # a kept direction has ≥ 10× the variance rounding adds along it
 
@@ -103,7 +101,7 @@ class FittedTransform:
         diagonal = np.diagonal(self.matrix) if _is_diagonal(self.matrix) else None
         product = self.matrix.astype(np.float32)
         out = np.empty((len(vectors), k), dtype=np.float32)
-        for rows in _chunks(len(vectors)):
+        for rows in row_chunks(*vectors.shape):
             centered = vectors[rows].astype(np.float64) - self.mean
             if diagonal is not None:
                 out[rows] = centered * diagonal
@@ -140,7 +138,7 @@ def fit_transform(
             f"{name}: needs at least 2 fitting rows, got {n}; "
             "raise measures.correction.fit_fraction"
         )
-    if not all(np.isfinite(vectors[rows]).all() for rows in _chunks(n)):
+    if not all(np.isfinite(vectors[rows]).all() for rows in row_chunks(n, d)):
         raise NonFiniteValueError(f"{name}: the fitting vectors contain ±inf or NaN")
 
     if name == "none":
@@ -243,17 +241,12 @@ def _is_diagonal(matrix: np.ndarray) -> bool:
     return matrix.shape[0] == matrix.shape[1] and not np.any(matrix - np.diag(np.diagonal(matrix)))
 
 
-def _chunks(n_rows: int) -> Iterator[slice]:
-    for start in range(0, n_rows, _ROWS_PER_CHUNK):
-        yield slice(start, start + _ROWS_PER_CHUNK)
-
-
 def _mean(vectors: np.ndarray) -> np.ndarray:
     """Float64 mean of the rows, (d,). Summed relative to the first row, so that the mean
     of a constant column is that constant exactly (and its variance exactly 0)."""
     shift = vectors[0].astype(np.float64)
     total = np.zeros_like(shift)
-    for rows in _chunks(len(vectors)):
+    for rows in row_chunks(*vectors.shape):
         total += (vectors[rows].astype(np.float64) - shift).sum(axis=0)
     return shift + total / len(vectors)
 
@@ -261,7 +254,7 @@ def _mean(vectors: np.ndarray) -> np.ndarray:
 def _variances(vectors: np.ndarray, mean: np.ndarray) -> np.ndarray:
     """Float64 variance (ddof=0) of each column, (d,)."""
     total = np.zeros_like(mean)
-    for rows in _chunks(len(vectors)):
+    for rows in row_chunks(*vectors.shape):
         total += np.square(vectors[rows].astype(np.float64) - mean).sum(axis=0)
     return total / len(vectors)
 
@@ -269,7 +262,7 @@ def _variances(vectors: np.ndarray, mean: np.ndarray) -> np.ndarray:
 def _covariance(vectors: np.ndarray, mean: np.ndarray) -> np.ndarray:
     """Float64 covariance (ddof=0) of the rows, (d, d)."""
     scatter = np.zeros((len(mean), len(mean)))
-    for rows in _chunks(len(vectors)):
+    for rows in row_chunks(*vectors.shape):
         centered = vectors[rows].astype(np.float64) - mean
         scatter += centered.T @ centered
     return scatter / len(vectors)
@@ -295,6 +288,6 @@ def corrected_occurrences(
     fitted = fit_transform(name, vectors[has_vector & in_fit], settings)
     measured = np.flatnonzero(~in_fit)
     corrected = np.full((len(vectors), fitted.matrix.shape[1]), np.nan, dtype=np.float32)
-    for rows in _chunks(len(measured)):  # no second copy of the measured rows
+    for rows in row_chunks(len(measured), vectors.shape[1]):  # no second copy of the measured rows
         corrected[measured[rows]] = fitted.apply_to_occurrences(vectors[measured[rows]])
     return corrected, fitted

@@ -18,7 +18,12 @@ from contextuality.analysis import MeasureSettings
 from contextuality.backends.base import LoadedModel, ModelSpec, selected_layers
 from contextuality.errors import ConfigError
 from contextuality.extraction.partitions import ExtractionPlan, plan_extraction
-from contextuality.extraction.run import ExtractionReport, Sink, coverage_warnings
+from contextuality.extraction.run import (
+    ExtractionReport,
+    Sink,
+    collector_paused,
+    coverage_warnings,
+)
 from contextuality.extraction.run import extract as run_extract
 from contextuality.extraction.units import SentenceUnits, units_matching_index
 from contextuality.index import IndexFiles
@@ -204,7 +209,8 @@ def extract(
     rows alone and say which (``part``, ``n_parts``, ``first_row``, ``n_rows_total``;
     meta.json too); the measure and static-vector steps gather the parts' rows.
     """
-    job = _prepare(name, settings, sentences_path, index, outputs.files, part, threads)
+    with collector_paused():
+        job = _prepare(name, settings, sentences_path, index, outputs.files, part, threads)
 
     def open_sink(dtype: str) -> Sink:
         attributes = {**job.attributes, "dtype": dtype, **job.plan.part_attributes()}
@@ -237,7 +243,8 @@ def stream(
     from contextuality.streaming.accumulate import StreamingAccumulator
     from contextuality.streaming.state import StreamingSettings
 
-    job = _prepare(name, settings, sentences_path, index, outputs.files, (0, 1), threads)
+    with collector_paused():
+        job = _prepare(name, settings, sentences_path, index, outputs.files, (0, 1), threads)
     indexed = index.read_vocab().sort_values("word_id")["indexed"].to_numpy()
     stream_settings = StreamingSettings.from_measures(
         MeasureSettings(**(measures or {})), word_sample_size

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from contextuality import analysis, isotropy, measures
+from contextuality import analysis, components, isotropy, measures
 from contextuality.analysis import LayerMeasures, MeasureSettings
 from contextuality.random_streams import generator
 from contextuality.rows import group_sizes, rows_with_vectors, run_starts
@@ -93,7 +93,7 @@ def _word_table(
         squared = np.einsum("ij,ij->i", sums.word_unit_sum, sums.word_unit_sum)
         words["selfsim"] = np.where(pairs > 0, (squared - sums.word_context_square) / pairs, np.nan)
     vectors, positions, starts = _sampled_groups(state, occurrences["word_id"].to_numpy())
-    statistics = measures.first_component_statistics(vectors, starts)
+    statistics = components.first_component_statistics(vectors, starts)
     for column in ("mev", "mev_centered"):
         values = np.full(len(words), np.nan)
         values[positions] = getattr(statistics, column)

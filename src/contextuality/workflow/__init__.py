@@ -8,6 +8,7 @@ imported only by the steps that need them.
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from collections.abc import Callable
@@ -134,10 +135,11 @@ def run_step(
 
     Limiting the pools keeps jobs that Snakemake runs side by side from each starting a
     thread per core; on MiniLM's small matrices one thread is faster even alone (a layer's
-    measures: 5.7 s with a thread per core, 3.5 s with one, on 2 cores;
+    measures: 3.3 s with a thread per core, 2.4 s with one, on 2 cores;
     bench/results/default-run-cpu2.md). A ContextualityError (bad input, unloadable model,
     mismatched shard) ends the job with its message and exit status 1 instead of a
-    traceback.
+    traceback. After the step, the process's objects are frozen out of the garbage
+    collector (`gc.freeze`), as the job ends next.
     """
     import scipy.linalg  # noqa: F401 (loads SciPy's own BLAS, so that the limit covers it)
     from threadpoolctl import threadpool_limits
@@ -154,3 +156,7 @@ def run_step(
     except ContextualityError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(1)
+    # The job's process ends next: leave what it holds out of the garbage collector's passes
+    # at interpreter exit: 0.2 s, not 1.0, from an extraction's end to its exit
+    # (bench/results/default-run-cpu2.md).
+    gc.freeze()
