@@ -88,7 +88,7 @@ def _top_eigenpairs(stacked: np.ndarray, vectors: bool) -> tuple[np.ndarray, np.
 
 
 _BATCHED_EIGEN_LIMIT = 32  # larger matrices: LAPACK for the top eigenpair only
-_LANCZOS_LIMIT = 150  # larger in both dimensions: Lanczos (1 ms at 384×384; LAPACK 7 ms)
+_LANCZOS_LIMIT = 150  # larger in both dimensions: Lanczos (bench/results/lanczos-cpu.md)
 _MEAN_START_SHARE = 1e-6  # ‖mean‖² / mean ‖x‖² above which the mean starts Lanczos
 
 
@@ -222,15 +222,16 @@ def top_singular_pair(
         return matrix @ (matrix.T @ vectors) if wide else matrix.T @ (matrix @ vectors)
 
     operator = LinearOperator((size, size), matvec=gram_times, matmat=gram_times, dtype=np.float64)
-    # Started along the rows' mean, close to v₁ for the uncentered rows of an anisotropic
-    # layer (13 products to converge on MiniLM's, not 21), else from a seeded random vector;
-    # six Lanczos vectors between restarts, not ARPACK's 20: 1.8 ms, not 2.8, at 1000×384.
+    # Started along the rows' mean where it is a direction (the uncentered rows of an
+    # anisotropic layer, whose v₁ it nearly is), with six Lanczos vectors between restarts,
+    # a quarter faster than ARPACK's seeded random start with 20 (bench/results/lanczos-cpu.md);
+    # otherwise ARPACK's defaults.
     mean = matrix.mean(axis=0)
     if mean @ mean > _MEAN_START_SHARE * np.mean(np.einsum("ij,ij->i", matrix, matrix)):
-        start = matrix @ mean if wide else mean
+        start, vectors_kept = (matrix @ mean if wide else mean), min(size, 6)
     else:
-        start = np.random.default_rng(0).standard_normal(size)
-    solve = functools.partial(eigsh, operator, k=1, v0=start, ncv=min(size, 6))
+        start, vectors_kept = np.random.default_rng(0).standard_normal(size), None
+    solve = functools.partial(eigsh, operator, k=1, v0=start, ncv=vectors_kept)
     if not with_vector:
         return float(solve(return_eigenvectors=False)[0]), None
     values, vectors = solve()
