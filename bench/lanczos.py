@@ -34,15 +34,6 @@ from workdir import REPO, write_report
 SIZES = (50, 100, 150, 200, 300, 384, 1000, 4000)
 
 
-def milliseconds(solve: Callable[[np.ndarray], float], matrices: list[np.ndarray]) -> float:
-    """Mean milliseconds of `solve` over `matrices` (after one warm-up call)."""
-    solve(matrices[0])
-    started = time.perf_counter()
-    for matrix in matrices:
-        solve(matrix)
-    return (time.perf_counter() - started) / len(matrices) * 1e3
-
-
 def interleaved(
     solvers: dict[str, Callable[[np.ndarray], float]], matrices: list[np.ndarray]
 ) -> dict[str, float]:
@@ -101,12 +92,11 @@ def main() -> None:
     with threadpool_limits(1):
         for n in SIZES:
             chosen = samples(n, 20 if n <= 1000 else 5)
-            by_size[n] = {
-                "lapack_ms": milliseconds(lapack_top, chosen),
-                "lanczos_ms": milliseconds(
-                    lambda matrix: components.top_singular_pair(matrix)[0], chosen
-                ),
-            }
+            timed = interleaved(
+                {"lapack": lapack_top, "lanczos": lambda m: components.top_singular_pair(m)[0]},
+                chosen,
+            )
+            by_size[n] = {"lapack_ms": timed["lapack"], "lanczos_ms": timed["lanczos"]}
         baseline = samples(1000, 200)
         for centered in (False, True):
             matrices = [m - m.mean(axis=0) for m in baseline] if centered else baseline
@@ -147,7 +137,7 @@ def main() -> None:
             "# The top eigenpair behind MEV: LAPACK against Lanczos",
             f"Written by `bench/lanczos.py`; rows of `{args.shard.name}` ({len(rows):,} "
             "occurrences × 384, MiniLM), one thread, mean of 20 random samples (5 above "
-            "1,000 rows).",
+            "1,000 rows), the two taking turns.",
             f"σ₁² of n sampled rows (the package switches to Lanczos above "
             f"{components._LANCZOS_LIMIT} rows and columns):\n\n"
             + "\n".join(

@@ -227,7 +227,7 @@ def top_singular_pair(
     # a quarter faster than ARPACK's seeded random start with 20 (bench/results/lanczos-cpu.md);
     # otherwise ARPACK's defaults.
     mean = matrix.mean(axis=0)
-    if mean @ mean > _MEAN_START_SHARE * np.mean(np.einsum("ij,ij->i", matrix, matrix)):
+    if mean @ mean > _MEAN_START_SHARE * np.einsum("ij,ij->", matrix, matrix) / n:
         start, vectors_kept = (matrix @ mean if wide else mean), min(size, 6)
     else:
         start, vectors_kept = np.random.default_rng(0).standard_normal(size), None

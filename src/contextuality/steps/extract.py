@@ -97,6 +97,7 @@ def expected_extraction(model_settings: dict[str, Any] | None) -> dict[str, Any]
     }
 
 
+@collector_paused()
 def _prepare(
     name: str,
     settings: dict[str, Any],
@@ -107,7 +108,8 @@ def _prepare(
     threads: int,
 ) -> _Prepared:
     """Load the model, plan its job and check its units against the index, before any
-    forward pass; and the provenance every output of the job records."""
+    forward pass; and the provenance every output of the job records. The garbage
+    collector is paused meanwhile (`collector_paused`)."""
     import torch
     import transformers
 
@@ -209,8 +211,7 @@ def extract(
     rows alone and say which (``part``, ``n_parts``, ``first_row``, ``n_rows_total``;
     meta.json too); the measure and static-vector steps gather the parts' rows.
     """
-    with collector_paused():
-        job = _prepare(name, settings, sentences_path, index, outputs.files, part, threads)
+    job = _prepare(name, settings, sentences_path, index, outputs.files, part, threads)
 
     def open_sink(dtype: str) -> Sink:
         attributes = {**job.attributes, "dtype": dtype, **job.plan.part_attributes()}
@@ -243,8 +244,7 @@ def stream(
     from contextuality.streaming.accumulate import StreamingAccumulator
     from contextuality.streaming.state import StreamingSettings
 
-    with collector_paused():
-        job = _prepare(name, settings, sentences_path, index, outputs.files, (0, 1), threads)
+    job = _prepare(name, settings, sentences_path, index, outputs.files, (0, 1), threads)
     indexed = index.read_vocab().sort_values("word_id")["indexed"].to_numpy()
     stream_settings = StreamingSettings.from_measures(
         MeasureSettings(**(measures or {})), word_sample_size
