@@ -143,7 +143,7 @@ TOP_LEVEL = sorted({name.split(".")[1] for name in MODULES if name.count(".") >=
         ("The rows take numpy, scipy and the errors alone", {"rows", "errors"}),
         (
             "The measures take numpy, scipy, the errors and the rows alone",
-            {"measures", "components", "errors", "rows"},
+            {"measures", "components", "similarity", "errors", "rows"},
         ),
     ],
 )

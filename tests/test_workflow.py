@@ -21,7 +21,7 @@ import yaml
 from contextuality import __version__, workflow
 from contextuality.backends.elmo.release import RELEASES
 from contextuality.backends.elmo.synthetic import write_random_files
-from contextuality.figure_specs import DEGENERATION_FIGURES, FIGURES
+from contextuality.figure_specs import DEGENERATION_FIGURES, FIGURES, GEOMETRY_FIGURES
 from contextuality.provenance import sha256_file
 from contextuality.tables import read_tsv_provenance
 
@@ -104,7 +104,12 @@ def test_final_outputs_name_every_layer_and_figure():
     assert "results/measures/a/none/layer_1.json" not in outputs
     figures = [path for path in outputs if path.startswith("results/figures/")]
     degeneration = [path for path in figures if path.startswith("results/figures/degeneration/")]
-    assert len(figures) == 2 * len(FIGURES) + len(degeneration)
+    geometry = [
+        f"results/figures/{name}.{kind}" for name in GEOMETRY_FIGURES for kind in ["png", "pdf"]
+    ]
+    assert set(geometry) <= set(figures)
+    assert len(figures) == 2 * len(FIGURES) + len(degeneration) + len(geometry)
+    assert "results/tables/cka.tsv" in outputs
     assert "results/figures/degeneration/b.none.cone.pdf" in degeneration
     assert len(degeneration) == 2 * 3 * 2  # models × figures × formats
     assert "results/tables/degeneration.tsv" in outputs
@@ -122,6 +127,30 @@ def test_final_outputs_name_every_layer_and_figure():
         "results/embeddings/a/layer_0.h5",
         "results/embeddings/a/layer_2.h5",
     ]
+
+
+def test_cka_pairs_the_stored_models_that_share_an_index():
+    """Each stored model has its own CKA table; a pair of models has one when their rows
+    are the same occurrences: not with a streamed model, nor across indexes."""
+    config = {
+        "models": {
+            "a": {"source": "a"},
+            "b": {"source": "b"},
+            "pieces": {"source": "c", "units": "subword"},
+            "streamed": {"source": "d", "streaming": True},
+        },
+        "geometry": {"between_models": True},
+    }
+    assert workflow.similarity_pairs(config) == [("a", "b")]
+    assert workflow.cka_files(config) == [
+        "results/geometry/a/cka.parquet",
+        "results/geometry/b/cka.parquet",
+        "results/geometry/pieces/cka.parquet",
+        "results/geometry/pairs/a~b.cka.parquet",
+    ]
+    assert "results/geometry/streamed/dimension.json" not in workflow.dimension_files(config)
+    config["geometry"]["between_models"] = False
+    assert workflow.similarity_pairs(config) == []
 
 
 def test_a_transform_s_figures_wait_for_its_own_measures_alone(tmp_path):
@@ -287,7 +316,8 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     assert report.returncode == 0, report.stderr[-2000:]
     html = (tmp_path / "report.html").read_text(errors="replace")
     captions = sorted((REPO / "workflow/report/figures").glob("*.rst"))
-    assert {path.stem for path in captions} == set(FIGURES) | set(DEGENERATION_FIGURES)
+    figure_names = set(FIGURES) | set(DEGENERATION_FIGURES) | set(GEOMETRY_FIGURES)
+    assert {path.stem for path in captions} == figure_names
     for caption in captions:  # each figure's own caption, its title in bold
         assert caption.read_text().split("**")[1] in html, caption.name
 
@@ -304,6 +334,9 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "context_specific_words": 1,
         "degeneration_figures": 1,
         "degeneration_table": 1,
+        "layer_geometry": 1,  # no CKA with bert: its rows are subwords, not words
+        "cka_table": 1,
+        "geometry_figures": 1,
         "measures_table": 1,
         "figures_none": 1,
         "all": 1,
@@ -334,6 +367,9 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "context_specific_words": 1,
         "degeneration_figures": 1,
         "degeneration_table": 1,
+        "layer_geometry": 1,
+        "cka_table": 1,
+        "geometry_figures": 1,
         "measures_table": 1,
         "figures_none": 1,
         "all": 1,

@@ -86,3 +86,18 @@ FIGURES = {
 
 # The degeneration figures of one model and transform (`contextuality.degeneration_figures`).
 DEGENERATION_FIGURES = ("norm_by_rank", "knn_by_bin", "cone")
+
+# Intrinsic dimension by layer (the geometry step's layer summaries).
+DIMENSION_FIGURE = FigureSpec(
+    "intrinsic_dimension",
+    "raw",
+    "Intrinsic dimension of the occurrence vectors",
+    "intrinsic dimension",
+    (
+        Series("intrinsic_dimension[twonn]", "-", " TwoNN"),
+        Series("intrinsic_dimension[gride]", "--", " GRIDE"),
+    ),
+)
+
+# The figures of the geometry steps, drawn by one job.
+GEOMETRY_FIGURES = ("intrinsic_dimension", "cka")

@@ -1,7 +1,7 @@
 from snakemake.utils import validate
 
 from contextuality import workflow as ctx
-from contextuality.figure_specs import DEGENERATION_FIGURES, FIGURES
+from contextuality.figure_specs import DEGENERATION_FIGURES, FIGURES, GEOMETRY_FIGURES
 
 ctx.keep_models_named_by(config, workflow.overwrite_configfiles)
 ctx.check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -90,3 +90,22 @@ def get_static_vectors(wildcards):
 
 def get_static_scores(wildcards):
     return ctx.static_score_paths(config)
+
+
+def get_model_shards(wildcards):
+    return ctx.model_shards(config, wildcards.model)
+
+
+def get_pair_shards(wildcards):
+    return ctx.pair_shards(config, wildcards.model_a, wildcards.model_b)
+
+
+def get_pair_index_files(wildcards):
+    return ctx.index_files(config, wildcards.model_a)
+
+
+def get_pair_model_settings(wildcards):
+    return {
+        model: ctx.model_settings(config, model)
+        for model in (wildcards.model_a, wildcards.model_b)
+    }

@@ -76,7 +76,8 @@ rule measure_streamed_layer:
 
 rule measures_table:
     input:
-        get_layer_summaries,
+        summaries=get_layer_summaries,
+        dimensions=ctx.dimension_files(config),
     output:
         table=report(
             "results/tables/measures.tsv",

@@ -26,8 +26,10 @@ from contextuality.steps.figures import (
     degeneration_figures,
     figure,
     figures,
+    geometry_figures,
     transforms_figure,
 )
+from contextuality.steps.geometry import ModelLayers, cka_table, layer_geometry, model_similarity
 from contextuality.steps.measures import (
     DegenerationOutputs,
     MeasureOutputs,
@@ -49,8 +51,10 @@ from contextuality.steps.static import (
 __all__ = [
     "DegenerationOutputs",
     "LayerOutputs",
+    "ModelLayers",
     "MeasureOutputs",
     "compare_reference",
+    "cka_table",
     "context_specific_words",
     "correction_split",
     "degeneration_figures",
@@ -63,9 +67,12 @@ __all__ = [
     "extract",
     "figure",
     "figures",
+    "geometry_figures",
+    "layer_geometry",
     "measure_layer",
     "measure_streamed_layer",
     "measures_table",
+    "model_similarity",
     "occurrence_index",
     "score_static",
     "score_static_protocols",

@@ -55,10 +55,15 @@ def figures(
     `contextuality.figure_specs.FIGURES`, one file per format) from the measures table or
     layer summaries (as `figure`): one job draws them all, as they share their input and
     their imports."""
+    _draw(source, _by_stem(outputs), transform, relative_layers)
+
+
+def _by_stem(outputs: Sequence[PathLike]) -> dict[str, list[PathLike]]:
+    """Output files by their name without the extension (a figure's name): its formats."""
     by_name: dict[str, list[PathLike]] = {}
     for path in outputs:
         by_name.setdefault(Path(path).stem, []).append(path)
-    _draw(source, by_name, transform, relative_layers)
+    return by_name
 
 
 def _draw(
@@ -121,3 +126,24 @@ def degeneration_figures(
     plot_norm_by_rank(by_layer(words_paths), outputs_of("norm_by_rank"), title=title)
     plot_knn_by_bin(bins, outputs_of("knn_by_bin"), title=title)
     plot_cone(by_layer(cone_paths), outputs_of("cone"), title=title)
+
+
+def geometry_figures(
+    dimension_paths: Sequence[PathLike], cka_path: PathLike, outputs: Sequence[PathLike]
+) -> None:
+    """The intrinsic dimension by layer (from the geometry steps' layer summaries) and the
+    CKA heatmaps (from the CKA table), each as .png then .pdf, found in `outputs` by name."""
+    from contextuality.figure_specs import DIMENSION_FIGURE
+    from contextuality.figures import plot_figure
+    from contextuality.geometry_figures import plot_cka
+    from contextuality.steps.geometry import dimension_summaries
+
+    digest = hashlib.sha256("".join(sha256_file(p) for p in dimension_paths).encode()).hexdigest()
+    by_name = _by_stem(outputs)
+    plot_figure(
+        measures_table(dimension_summaries(dimension_paths)),
+        DIMENSION_FIGURE,
+        by_name["intrinsic_dimension"],
+        source=f"{len(dimension_paths)} dimension files, sha256 of their sha256s {digest}",
+    )
+    plot_cka(pd.read_csv(cka_path, sep="\t"), by_name["cka"], source=_source(cka_path))

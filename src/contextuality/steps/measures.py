@@ -188,10 +188,18 @@ def _layer_summary_provenance(layer_summary: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in layer_summary.items() if key != "measures"}
 
 
-def measures_table(summary_paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
-    """The layer summaries as one table (`summary.measures_table`), its provenance
-    gathering every layer summary's."""
+def measures_table(
+    summary_paths: Sequence[PathLike],
+    output: PathLike,
+    dimension_paths: Sequence[PathLike] = (),
+) -> pd.DataFrame:
+    """The layer summaries as one table (`summary.measures_table`), with the intrinsic
+    dimension of each stored model's layers (the geometry step's summaries, transform
+    ``none``), its provenance gathering every layer summary's."""
+    from contextuality.steps.geometry import dimension_summaries
+
     summaries = [read_json(path) for path in summary_paths]
+    summaries += dimension_summaries(dimension_paths)
     table = summary.measures_table(summaries)
     sources = [_layer_summary_provenance(layer_summary) for layer_summary in summaries]
     write_tsv(table, output, provenance_record(step="measures_table", sources=sources))

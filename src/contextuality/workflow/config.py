@@ -230,6 +230,17 @@ def correction_settings(config: dict[str, Any], transform: str) -> dict[str, Any
     return {**config["measures"]["correction"], "seed": config["measures"]["seed"]}
 
 
+def geometry_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The geometry steps' settings: config ``geometry`` (but ``between_models``, which
+    chooses jobs), with the measures' seed and confidence."""
+    geometry = {key: value for key, value in config["geometry"].items() if key != "between_models"}
+    return {
+        **geometry,
+        "seed": config["measures"]["seed"],
+        "confidence": config["measures"]["confidence"],
+    }
+
+
 def degeneration_transforms(config: dict[str, Any]) -> list[str]:
     """The transforms whose measure jobs also compute the degeneration analysis."""
     return list(config.get("degeneration", {}).get("transforms", ["none"]))

@@ -169,6 +169,57 @@ def layer_vectors(config: dict[str, Any], model: str, layer: int | str) -> dict[
     return {"state": files[0]} if is_streamed(config, model) else {"shard": files}
 
 
+def model_shards(config: dict[str, Any], model: str) -> dict[str, list[str]]:
+    """Every layer's shards of stored model `model`, as a rule's named inputs
+    ``layer_<L>`` (`layer_vectors`)."""
+    return {
+        f"layer_{layer}": layer_vectors(config, model, layer)["shard"]
+        for layer in model_layers(config, model)
+    }
+
+
+def pair_shards(config: dict[str, Any], left: str, right: str) -> dict[str, list[str]]:
+    """Both models' `model_shards`, named ``a_layer_<L>`` and ``b_layer_<L>``."""
+    return {
+        f"{side}_{name}": shards
+        for side, model in (("a", left), ("b", right))
+        for name, shards in model_shards(config, model).items()
+    }
+
+
+def similarity_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """The pairs of stored models whose layers CKA compares (config
+    ``geometry.between_models``): each pair, in config order, whose rows are the same
+    occurrences (the same index)."""
+    if not config["geometry"]["between_models"]:
+        return []
+    models = streamed_models(config, streamed=False)
+    return [
+        (left, right)
+        for position, left in enumerate(models)
+        for right in models[position + 1 :]
+        if index_directory(config, left) == index_directory(config, right)
+    ]
+
+
+def cka_files(config: dict[str, Any]) -> list[str]:
+    """Every CKA table the CKA table gathers: each stored model's between its layers,
+    then each pair of `similarity_pairs`."""
+    stored = streamed_models(config, streamed=False)
+    pairs = similarity_pairs(config)
+    return [f"results/geometry/{model}/cka.parquet" for model in stored] + [
+        f"results/geometry/pairs/{left}~{right}.cka.parquet" for left, right in pairs
+    ]
+
+
+def dimension_files(config: dict[str, Any]) -> list[str]:
+    """Each stored model's intrinsic dimension file (layer summaries)."""
+    return [
+        f"results/geometry/{model}/dimension.json"
+        for model in streamed_models(config, streamed=False)
+    ]
+
+
 def measure_memory_mb(wildcards: Any, input: Any, attempt: int = 1) -> int:
     """Memory (MB) to ask a scheduler for a measure job: 3 × its inputs (the float16 shard,
     mostly) plus 500 MB for the interpreter, above the peaks `bench/measure_memory.py`
@@ -221,7 +272,7 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
     of figures.transforms, the degeneration figures of each stored model under each of
     degeneration.transforms, and, with two or more transforms, the comparison of the
     corrections."""
-    from contextuality.figure_specs import DEGENERATION_FIGURES, FIGURES
+    from contextuality.figure_specs import DEGENERATION_FIGURES, FIGURES, GEOMETRY_FIGURES
 
     names = [
         f"{figures_directory(transform)}/{name}"
@@ -236,6 +287,8 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
     ]
     if len(config["measures"]["transforms"]) > 1:
         names.append("results/figures/transforms")
+    if streamed_models(config, streamed=False):
+        names += [f"results/figures/{name}" for name in GEOMETRY_FIGURES]
     return [f"{name}.{extension}" for name in names for extension in extensions]
 
 
@@ -318,7 +371,11 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
             for model in model_names(config)
             for transform in config["measures"]["transforms"]
         ],
-        *(["results/tables/degeneration.tsv"] if streamed_models(config, streamed=False) else []),
+        *(
+            ["results/tables/degeneration.tsv", "results/tables/cka.tsv"]
+            if streamed_models(config, streamed=False)
+            else []
+        ),
         *figure_paths(config),
         *(
             ["results/tables/word_benchmarks.tsv", "results/figures/word_benchmarks.png"]
@@ -356,6 +413,8 @@ def wildcard_constraints(config: dict[str, Any]) -> dict[str, str]:
     compared = pattern(list(static.get("compare") or {}))
     return {
         "model": pattern(model_names(config)),
+        "model_a": pattern(streamed_models(config, streamed=False)),
+        "model_b": pattern(streamed_models(config, streamed=False)),
         "tokenizer": pattern(list(subword_tokenizers(config))),
         "transform": pattern(config["measures"]["transforms"]),
         "layer": r"\d+",

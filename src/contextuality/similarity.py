@@ -1,0 +1,138 @@
+"""Linear CKA (Kornblith et al. 2019) between layers of one model and between models.
+
+For representations X (n × p) and Y (n × q) of the same n occurrences, columns centered,
+
+    CKA(X, Y) = ‖YᵀX‖²_F / (‖XᵀX‖_F ‖YᵀY‖_F),
+
+which equals the kernel form HSIC(K, L) / √(HSIC(K, K) HSIC(L, L)) with K = XXᵀ, L = YYᵀ and
+HSIC(K, L) = tr(KHLH) (H = I − 11ᵀ/n): 1 for representations equal up to an orthogonal map
+and an isotropic scale, 0 for uncorrelated ones. Computed from the feature-space
+cross-products, accumulated over chunks of rows: O(n·p·q) time, never an n × n matrix.
+
+Rows are shifted by the first chunk's mean (in their own precision, at least float32)
+before they are multiplied in float32, so a large common mean (decoders' vectors sit far
+from the origin) does not cancel catastrophically when the products are centered at the
+end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+
+class CrossProducts:
+    """Centered cross-products Σ(x − μ)(y − ν)ᵀ between the layers of two sets (`left` and
+    `right`), accumulated over chunks of the same rows, with every layer's centered
+    self-products for the normalization. With no right widths the two sets are the same
+    layers (one model), and the self-products are the cross-products' diagonal blocks."""
+
+    def __init__(self, left_widths: Sequence[int], right_widths: Sequence[int] | None) -> None:
+        self.same = right_widths is None
+        self.widths = (list(left_widths), list(left_widths if self.same else right_widths))
+        self.n_rows = 0
+        self._shift: tuple[np.ndarray, np.ndarray] | None = None
+        self._sums = [np.zeros(sum(widths)) for widths in self.widths]
+        self._cross = np.zeros(tuple(sum(widths) for widths in self.widths))
+        self._self = None if self.same else tuple(_zero_blocks(widths) for widths in self.widths)
+
+    def add(self, left: Sequence[np.ndarray], right: Sequence[np.ndarray] | None = None) -> None:
+        """Add a chunk of rows: one (rows × width) array per layer of each set (`right`
+        None for one set), shifted in at least float32, multiplied in float32 and
+        accumulated in float64."""
+        sets = [left] if self.same else [left, right]
+        stacked = [
+            np.concatenate(arrays, axis=1, dtype=np.result_type(*arrays, np.float32))
+            for arrays in sets
+        ]
+        if self._shift is None:
+            self._shift = tuple(part.mean(axis=0) for part in stacked)
+        stacked = [
+            (part - shift).astype(np.float32, copy=False)
+            for part, shift in zip(stacked, self._shift, strict=True)
+        ]
+        stacked_left, stacked_right = stacked[0], stacked[-1]
+        self.n_rows += len(stacked_left)
+        self._sums[0] += stacked_left.sum(axis=0, dtype=np.float64)
+        self._sums[1] += stacked_right.sum(axis=0, dtype=np.float64)
+        self._cross += stacked_left.T @ stacked_right
+        if self._self is not None:
+            for part, products, widths in zip(stacked, self._self, self.widths, strict=True):
+                for index, block in enumerate(_blocks(part, widths)):
+                    products[index] += block.T @ block
+
+    def cka(self) -> np.ndarray:
+        """CKA between every left layer (rows) and every right layer (columns)."""
+        if self.n_rows < 2:
+            raise ValueError("CKA needs at least two rows")
+        means = [sums / self.n_rows for sums in self._sums]
+        cross = self._cross - self.n_rows * np.outer(*means)
+        if self._self is None:
+            self_products = [_diagonal_blocks(cross, self.widths[0])] * 2
+        else:
+            self_products = [
+                [
+                    block - self.n_rows * np.outer(mean, mean)
+                    for block, mean in zip(products, _blocks(side_mean, widths), strict=True)
+                ]
+                for products, side_mean, widths in zip(self._self, means, self.widths, strict=True)
+            ]
+        return _normalized(cross, self.widths, self_products)
+
+
+def _zero_blocks(widths: Sequence[int]) -> list[np.ndarray]:
+    """A zero (width × width) float64 matrix per layer."""
+    return [np.zeros((width, width)) for width in widths]
+
+
+def _blocks(stacked: np.ndarray, widths: Sequence[int]) -> list[np.ndarray]:
+    """The layers' columns of `stacked` (the last axis), in order."""
+    return np.split(stacked, np.cumsum(widths)[:-1], axis=-1)
+
+
+def _spans(edges: np.ndarray) -> list[tuple[int, int]]:
+    """Consecutive (start, stop) pairs of `edges`."""
+    return list(zip(edges[:-1], edges[1:], strict=True))
+
+
+def _diagonal_blocks(square: np.ndarray, widths: Sequence[int]) -> list[np.ndarray]:
+    """The diagonal blocks of a square matrix whose rows and columns are cut at `widths`."""
+    edges = np.concatenate([[0], np.cumsum(widths)])
+    return [square[low:high, low:high] for low, high in _spans(edges)]
+
+
+def _normalized(
+    cross: np.ndarray,
+    widths: tuple[Sequence[int], Sequence[int]],
+    self_products: Sequence[Sequence[np.ndarray]],
+) -> np.ndarray:
+    """‖C_ij‖²_F / (‖S_i‖_F ‖S_j‖_F) for every block C_ij of `cross` (rows cut at the left
+    widths, columns at the right); NaN where a layer has no variance."""
+    left_norms, right_norms = (
+        np.array([np.linalg.norm(block) for block in products]) for products in self_products
+    )
+    left_edges, right_edges = (np.concatenate([[0], np.cumsum(side)]) for side in widths)
+    squared = np.array(
+        [
+            [np.sum(cross[top:bottom, start:stop] ** 2) for start, stop in _spans(right_edges)]
+            for top, bottom in _spans(left_edges)
+        ]
+    )
+    norms = np.outer(left_norms, right_norms)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(norms > 0, squared / norms, np.nan)
+
+
+def linear_cka(
+    chunks: Iterable[tuple[Sequence[np.ndarray], Sequence[np.ndarray] | None]],
+    left_widths: Sequence[int],
+    right_widths: Sequence[int] | None = None,
+) -> np.ndarray:
+    """Linear CKA between every pair of layers from `chunks` of the same rows, each a pair
+    (left layers' arrays, right layers' arrays, or None when both sets are the left layers
+    and `right_widths` is None). Returns (n_left, n_right)."""
+    products = CrossProducts(left_widths, right_widths)
+    for left, right in chunks:
+        products.add(left, right)
+    return products.cka()

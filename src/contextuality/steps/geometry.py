@@ -1,0 +1,274 @@
+"""The steps of workflow/rules/geometry.smk: a model's layer geometry (intrinsic dimension
+per layer, CKA between its layers), CKA between two models, and the table gathering CKA.
+
+Every model's shards are rows of the same occurrence index, so one seeded sample of rows
+(config ``geometry.sample_size``; every row when null) is the same occurrences in every
+model: CKA between models compares representations of exactly the same word tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from contextuality import dimension, similarity
+from contextuality.backends.base import layer_output
+from contextuality.index import IndexFiles
+from contextuality.provenance import config_hash, provenance_record, read_json, write_json
+from contextuality.random_streams import generator
+from contextuality.rows import rows_with_vectors
+from contextuality.steps.extract import expected_extraction
+from contextuality.storage.shards import load_shards
+from contextuality.summary import sampled_summary
+from contextuality.tables import read_parquet, read_provenance, write_parquet, write_tsv
+
+PathLike = str | os.PathLike
+
+log = logging.getLogger(__name__)
+
+# Rows multiplied at a time for CKA: (rows × every layer's width) float32, a few MiB.
+_CKA_CHUNK_ROWS = 1024
+CKA_COLUMNS = ["model_a", "layer_a", "model_b", "layer_b", "cka", "n_rows", "sampled"]
+
+
+@dataclass(frozen=True)
+class ModelLayers:
+    """A model's layer shards as the geometry steps read them: `shards` maps each layer
+    to its shard or its parts' shards, `settings` is the model's config section (defaults
+    filled in), refusing shards extracted otherwise."""
+
+    name: str
+    shards: dict[int, PathLike | Sequence[PathLike]]
+    settings: dict[str, Any] | None = None
+
+    @classmethod
+    def of_inputs(
+        cls, name: str, inputs: Any, settings: dict[str, Any] | None, prefix: str = ""
+    ) -> ModelLayers:
+        """A model's layers from a rule's named inputs ``<prefix>layer_<L>``
+        (`workflow.model_shards`, `workflow.pair_shards`)."""
+        marker = f"{prefix}layer_"
+        shards = {
+            int(key.removeprefix(marker)): inputs[key]
+            for key in inputs.keys()  # noqa: SIM118 (a Snakemake input iterates over files)
+            if key.startswith(marker)
+        }
+        return cls(name, shards, settings)
+
+
+@dataclass
+class SampledLayers:
+    """The sampled rows of every layer of a model (float16 as stored), and what the shards
+    record."""
+
+    vectors: dict[int, np.ndarray]
+    attributes: dict[int, dict[str, Any]]
+
+
+def sample_rows(n_rows: int, sample_size: int | None, seed: int) -> np.ndarray:
+    """The increasing rows every geometry step reads: `sample_size` of the `n_rows`
+    occurrences drawn without replacement (stream ``geometry_sample``), or all of them."""
+    if sample_size is None or sample_size >= n_rows:
+        return np.arange(n_rows)
+    return np.sort(generator(seed, "geometry_sample").choice(n_rows, sample_size, replace=False))
+
+
+def read_sampled_layers(model: ModelLayers, index: IndexFiles, rows: np.ndarray) -> SampledLayers:
+    """`rows` of every layer of `model`, checked against the index and its settings."""
+    summary = index.read_summary()
+    expected = expected_extraction(model.settings)
+    vectors, attributes = {}, {}
+    for layer, shards in sorted(model.shards.items()):
+        vectors[layer], attributes[layer] = load_shards(
+            shards,
+            summary["index_checksum"],
+            n_rows=summary["n_occurrences"],
+            expected=expected,
+            dtype=None,
+            rows=rows,
+        )
+    return SampledLayers(vectors, attributes)
+
+
+def _rows_in_every_layer(*models: SampledLayers) -> np.ndarray:
+    """Positions (in the sample) of the rows with a vector in every layer of `models`."""
+    keep = None
+    for sampled in models:
+        for vectors in sampled.vectors.values():
+            valid = rows_with_vectors(vectors)
+            keep = valid if keep is None else keep & valid
+    return np.flatnonzero(keep)
+
+
+def _chunks(
+    left: SampledLayers, right: SampledLayers | None, kept: np.ndarray
+) -> Iterator[tuple[list[np.ndarray], list[np.ndarray] | None]]:
+    """The kept rows of every layer of `left` (and `right`), a chunk of rows at a time."""
+    for start in range(0, len(kept), _CKA_CHUNK_ROWS):
+        rows = kept[start : start + _CKA_CHUNK_ROWS]
+        yield (
+            [vectors[rows] for vectors in left.vectors.values()],
+            None if right is None else [vectors[rows] for vectors in right.vectors.values()],
+        )
+
+
+def _cka_frame(
+    found: np.ndarray,
+    names: tuple[str, str],
+    layers: tuple[list[int], list[int]],
+    n_rows: int,
+    sampled: bool,
+) -> pd.DataFrame:
+    """CKA values (n_left, n_right) as rows of `CKA_COLUMNS`."""
+    left, right = np.meshgrid(layers[0], layers[1], indexing="ij")
+    return pd.DataFrame(
+        {
+            "model_a": names[0],
+            "layer_a": left.ravel(),
+            "model_b": names[1],
+            "layer_b": right.ravel(),
+            "cka": found.ravel(),
+            "n_rows": n_rows,
+            "sampled": sampled,
+        },
+        columns=CKA_COLUMNS,
+    )
+
+
+def _cka_between(
+    left: tuple[str, SampledLayers], right: tuple[str, SampledLayers] | None, sampled: bool
+) -> pd.DataFrame:
+    """CKA between every layer of `left` and every layer of `right` (of `left` itself when
+    None), on the rows with a vector in all of them."""
+    other = None if right is None else right[1]
+    kept = _rows_in_every_layer(left[1], *([] if other is None else [other]))
+    widths = [vectors.shape[1] for vectors in left[1].vectors.values()]
+    right_widths = None if other is None else [v.shape[1] for v in other.vectors.values()]
+    found = similarity.linear_cka(_chunks(left[1], other, kept), widths, right_widths)
+    names = (left[0], left[0] if right is None else right[0])
+    layers = (list(left[1].vectors), list((other or left[1]).vectors))
+    return _cka_frame(found, names, layers, len(kept), sampled)
+
+
+def _source(attributes: dict[str, Any]) -> dict[str, Any]:
+    """What a geometry output records of a model's shard."""
+    keys = ("model", "model_id", "model_revision", "pooling", "corpus_checksum", "index_checksum")
+    return {key: attributes[key] for key in keys} | {"shard_config_hash": attributes["config_hash"]}
+
+
+def _dimension_summaries(
+    sampled: SampledLayers, settings: dict[str, Any], seed: int, provenance: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Each layer's intrinsic dimension as a layer summary of transform ``none`` (the
+    measures table's rows ``intrinsic_dimension[twonn]`` and ``[gride]``)."""
+    found = []
+    dimension_settings = dimension.DimensionSettings(**settings["intrinsic_dimension"])
+    for layer, vectors in sampled.vectors.items():
+        attributes = sampled.attributes[layer]
+        valid = vectors[rows_with_vectors(vectors)]
+        rng = generator(seed, "dimension_samples")  # the same draws for every layer
+        estimates, distinct = dimension.sampled_dimensions(valid, dimension_settings, rng)
+        n_layers = int(attributes["n_layers"])
+        measures = {
+            f"intrinsic_dimension[{name}]": sampled_summary(
+                values, int(distinct.min()), settings["confidence"]
+            )
+            for name, values in estimates.items()
+        }
+        log.info(
+            "layer %d: TwoNN %.1f, GRIDE %.1f (%d distinct of %d sampled, least)",
+            layer,
+            measures["intrinsic_dimension[twonn]"]["raw"],
+            measures["intrinsic_dimension[gride]"]["raw"],
+            distinct.min(),
+            min(dimension_settings.sample_size, len(valid)),
+        )
+        found.append(
+            {
+                **provenance,
+                **_source(attributes),
+                "transform": "none",
+                "layer": layer,
+                "n_layers": n_layers,
+                "layer_output": layer_output(layer, n_layers, attributes["layer_conventions"]),
+                "measures": measures,
+            }
+        )
+    return found
+
+
+def _sample(index: IndexFiles, settings: dict[str, Any]) -> tuple[np.ndarray, bool]:
+    """The rows the geometry steps read, and whether they are a sample of the index's."""
+    n_rows = int(index.read_summary()["n_occurrences"])
+    rows = sample_rows(n_rows, settings["sample_size"], settings["seed"])
+    return rows, len(rows) < n_rows
+
+
+def _provenance(step: str, settings: dict[str, Any], rows: np.ndarray, *models: SampledLayers):
+    """What a geometry output records: its settings, the rows read and each model's shard."""
+    return provenance_record(
+        step=step,
+        config_hash=config_hash(settings),
+        seed=settings["seed"],
+        n_sampled_rows=len(rows),
+        models=[_source(next(iter(sampled.attributes.values()))) for sampled in models],
+    )
+
+
+def layer_geometry(
+    model: ModelLayers,
+    index: IndexFiles,
+    settings: dict[str, Any],
+    dimension_output: PathLike,
+    cka_output: PathLike,
+) -> pd.DataFrame:
+    """A model's intrinsic dimension per layer (JSON: layer summaries for the measures
+    table) and CKA between its layers (parquet, `CKA_COLUMNS`), from one sample of its
+    rows. `settings`: config ``geometry`` with the measures' seed and confidence."""
+    rows, sampled = _sample(index, settings)
+    layers = read_sampled_layers(model, index, rows)
+    provenance = _provenance("layer_geometry", settings, rows, layers)
+    summaries = _dimension_summaries(layers, settings, settings["seed"], provenance)
+    write_json(dimension_output, summaries)
+    log.info("CKA between %d layers on %d rows", len(layers.vectors), len(rows))
+    table = _cka_between((model.name, layers), None, sampled)
+    write_parquet(table, cka_output, provenance)
+    return table
+
+
+def model_similarity(
+    left: ModelLayers,
+    right: ModelLayers,
+    index: IndexFiles,
+    settings: dict[str, Any],
+    output: PathLike,
+) -> pd.DataFrame:
+    """CKA between every layer of `left` and every layer of `right` on the same sampled
+    occurrences (parquet, `CKA_COLUMNS`)."""
+    rows, sampled = _sample(index, settings)
+    layers = [read_sampled_layers(model, index, rows) for model in (left, right)]
+    log.info("CKA between %s and %s on %d rows", left.name, right.name, len(rows))
+    table = _cka_between((left.name, layers[0]), (right.name, layers[1]), sampled)
+    write_parquet(table, output, _provenance("model_similarity", settings, rows, *layers))
+    return table
+
+
+def cka_table(paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
+    """Every CKA table (within and between models) as one TSV, its provenance gathering
+    theirs."""
+    table = pd.concat([read_parquet(path) for path in paths], ignore_index=True)
+    table = table.sort_values(["model_a", "model_b", "layer_a", "layer_b"], kind="stable")
+    sources = [read_provenance(path) for path in paths]
+    write_tsv(table, output, provenance_record(step="cka_table", sources=sources))
+    return table
+
+
+def dimension_summaries(paths: Sequence[PathLike]) -> list[dict[str, Any]]:
+    """The layer summaries of every model's intrinsic dimension file."""
+    return [summary for path in paths for summary in read_json(path)]

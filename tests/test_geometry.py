@@ -1,0 +1,214 @@
+"""Linear CKA between layers and models (`similarity`), intrinsic dimension (`dimension`)
+and the steps that compute them from shards (`steps.geometry`)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import ortho_group
+
+from contextuality import dimension, similarity, steps
+from contextuality.index import IndexFiles
+from contextuality.provenance import read_json
+from contextuality.steps.geometry import ModelLayers, sample_rows
+from contextuality.storage.shards import ShardSetWriter
+from contextuality.tables import read_provenance
+
+
+def kernel_cka(x: np.ndarray, y: np.ndarray) -> float:
+    """CKA by its kernel definition: tr(KHLH)/√(tr(KHKH) tr(LHLH)), K = XXᵀ, L = YYᵀ."""
+    centering = np.eye(len(x)) - 1.0 / len(x)
+    k = centering @ (x @ x.T) @ centering
+    m = centering @ (y @ y.T) @ centering
+    return float(np.sum(k * m) / np.sqrt(np.sum(k * k) * np.sum(m * m)))
+
+
+def chunked(layers, other=None, size=7):
+    """The layers' rows a chunk at a time, as `similarity.linear_cka` takes them."""
+    for start in range(0, len(layers[0]), size):
+        yield (
+            [layer[start : start + size] for layer in layers],
+            None if other is None else [layer[start : start + size] for layer in other],
+        )
+
+
+@pytest.fixture
+def layers():
+    """Three layers of 60 rows: far from the origin, unrelated, and a noisy linear map of
+    the first."""
+    rng = np.random.default_rng(0)
+    first = rng.normal(size=(60, 4)) + 10_000.0
+    mapped = first @ rng.normal(size=(4, 3)) + 0.1 * rng.normal(size=(60, 3))
+    return [first, rng.normal(size=(60, 6)), mapped]
+
+
+def test_linear_cka_in_chunks_is_the_kernel_definition(layers):
+    found = similarity.linear_cka(chunked(layers), [4, 6, 3])
+    expected = [[kernel_cka(x, y) for y in layers] for x in layers]
+    np.testing.assert_allclose(found, expected, atol=1e-5)
+    np.testing.assert_allclose(np.diag(found), 1.0, atol=1e-6)
+    np.testing.assert_allclose(found, found.T, atol=1e-12)
+    assert found[0, 2] > found[0, 1] + 0.5  # a linear map of the first layer, not noise
+
+
+def test_linear_cka_between_two_models_is_the_kernel_definition(layers):
+    rng = np.random.default_rng(1)
+    other = [rng.normal(size=(60, 5)), layers[1][:, :2] + 0.01 * rng.normal(size=(60, 2))]
+    found = similarity.linear_cka(chunked(layers, other), [4, 6, 3], [5, 2])
+    expected = [[kernel_cka(x, y) for y in other] for x in layers]
+    np.testing.assert_allclose(found, expected, atol=1e-5)
+    assert found.shape == (3, 2)
+
+
+def test_linear_cka_ignores_rotations_scales_and_shifts(layers):
+    rotation = ortho_group.rvs(4, random_state=2)
+    moved = 3.0 * layers[0] @ rotation - 500.0
+    found = similarity.linear_cka(chunked([layers[0]], [moved, layers[1]]), [4], [4, 6])
+    assert found[0, 0] == pytest.approx(1.0, abs=1e-6)
+    assert found[0, 1] == pytest.approx(kernel_cka(layers[0], layers[1]), abs=1e-5)
+
+
+def test_a_layer_without_variance_has_no_cka(layers):
+    constant = np.ones((60, 2))
+    found = similarity.linear_cka(chunked([layers[1], constant]), [6, 2])
+    assert np.isnan(found[0, 1]) and np.isnan(found[1, 1])
+    assert found[0, 0] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="two rows"):
+        similarity.linear_cka(chunked([layers[1][:1]]), [6])
+
+
+def on_subspace(n: int, intrinsic: int, ambient: int, seed: int) -> np.ndarray:
+    """`n` points uniform in a unit cube of `intrinsic` dimensions, rotated into `ambient`."""
+    rng = np.random.default_rng(seed)
+    basis = ortho_group.rvs(ambient, random_state=seed)[:intrinsic]
+    return rng.uniform(size=(n, intrinsic)) @ basis + 5.0
+
+
+@pytest.mark.parametrize("intrinsic", [2, 5])
+def test_intrinsic_dimension_of_data_of_known_dimension(intrinsic):
+    points = on_subspace(4000, intrinsic, 40, seed=intrinsic)
+    settings = dimension.DimensionSettings(sample_size=1000, samples=4, gride_scale=2)
+    found, distinct = dimension.sampled_dimensions(points, settings, np.random.default_rng(0))
+    assert list(distinct) == [1000] * 4
+    for name in dimension.ESTIMATORS:
+        assert len(found[name]) == 4
+        assert np.mean(found[name]) == pytest.approx(intrinsic, rel=0.15), name
+        assert np.ptp(found[name]) > 0  # independent samples
+
+
+def test_duplicates_are_removed_before_the_estimators_see_them():
+    points = on_subspace(300, 3, 10, seed=1)
+    repeated = np.concatenate([points, points[:200], points[:50]])
+    assert np.array_equal(dimension.distinct_rows(repeated), points)
+    settings = dimension.DimensionSettings(sample_size=550, samples=1, gride_scale=2)
+    with_repeats, distinct = dimension.sampled_dimensions(
+        repeated, settings, np.random.default_rng(0)
+    )
+    alone, _ = dimension.sampled_dimensions(points, settings, np.random.default_rng(0))
+    assert list(distinct) == [300]  # all 550 rows drawn, 250 of them repeats
+    assert with_repeats["twonn"][0] == pytest.approx(alone["twonn"][0])
+    few = np.repeat(points[:4], 10, axis=0)
+    with pytest.raises(ValueError, match="only 4 distinct vectors"):
+        dimension.sampled_dimensions(few, settings, np.random.default_rng(0))
+
+
+N_ROWS, WIDTH = 400, 6
+
+
+def write_model(directory, name, layers, missing_row=None):
+    """Float16 shards of `layers` (layer → rows) with the attributes an extraction records."""
+    paths = {layer: directory / f"{name}_layer_{layer}.h5" for layer in layers}
+    attributes = {
+        "model": name,
+        "model_id": f"test/{name}",
+        "model_revision": "r1",
+        "pooling": "mean",
+        "corpus_checksum": "c",
+        "index_checksum": "i",
+        "config_hash": f"h-{name}",
+        "n_layers": max(layers),
+        "layer_conventions": json.dumps({"layer_0": "embedding output", "last_layer": "last"}),
+    }
+    stacked = np.stack(list(layers.values())).astype(np.float16)
+    if missing_row is not None:
+        stacked[:, missing_row] = np.nan
+    with ShardSetWriter(paths, N_ROWS, WIDTH, "float16", attributes) as writer:
+        writer.write(0, stacked)
+        writer.commit({})
+    return ModelLayers(name, {layer: [path] for layer, path in paths.items()})
+
+
+@pytest.fixture
+def stored(tmp_path):
+    """Two models on one index of 400 rows: ``a`` (two layers of points near a 3-D
+    subspace, one row without a vector), and ``b``, a rotated, scaled copy of a's
+    layer 1 and an unrelated layer."""
+    rng = np.random.default_rng(5)
+    first = on_subspace(N_ROWS, 3, WIDTH, seed=3)
+    second = np.tanh(first @ rng.normal(size=(WIDTH, WIDTH)))
+    model_a = write_model(tmp_path, "a", {0: first, 1: second}, missing_row=17)
+    rotation = ortho_group.rvs(WIDTH, random_state=4)
+    copies = {0: 2.0 * second @ rotation, 1: rng.normal(size=(N_ROWS, WIDTH))}
+    model_b = write_model(tmp_path, "b", copies)
+    summary = tmp_path / "index.json"
+    summary.write_text(json.dumps({"index_checksum": "i", "n_occurrences": N_ROWS}))
+    index = IndexFiles(tmp_path / "occurrences.parquet", tmp_path / "vocab.parquet", summary)
+    settings = {
+        "sample_size": 300,
+        "seed": 0,
+        "confidence": 0.95,
+        "intrinsic_dimension": {"sample_size": 200, "samples": 3, "gride_scale": 2},
+    }
+    return model_a, model_b, index, settings, (first, second, copies)
+
+
+def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
+    model_a, _, index, settings, (first, second, _) = stored
+    table = steps.layer_geometry(
+        model_a, index, settings, tmp_path / "dimension.json", tmp_path / "cka.parquet"
+    )
+    rows = sample_rows(N_ROWS, 300, 0)
+    kept = rows[rows != 17]  # the row without a vector is left out of every layer
+    read = [layer.astype(np.float16).astype(np.float64)[kept] for layer in (first, second)]
+    expected = [[kernel_cka(x, y) for y in read] for x in read]
+    grid = table.pivot(index="layer_a", columns="layer_b", values="cka").to_numpy()
+    np.testing.assert_allclose(grid, expected, atol=1e-4)
+    assert set(table["n_rows"]) == {len(kept)} and table["sampled"].all()
+    assert read_provenance(tmp_path / "cka.parquet")["models"][0]["model_id"] == "test/a"
+    summaries = read_json(tmp_path / "dimension.json")
+    assert [summary["layer"] for summary in summaries] == [0, 1]
+    assert summaries[0]["layer_output"] == "embedding output"
+    twonn = summaries[0]["measures"]["intrinsic_dimension[twonn]"]
+    assert twonn["raw_low"] <= twonn["raw"] <= twonn["raw_high"]
+    assert twonn["raw"] == pytest.approx(3, rel=0.3)  # the points lie on a 3-D subspace
+    measures = steps.measures_table([], tmp_path / "measures.tsv", [tmp_path / "dimension.json"])
+    assert set(measures["measure"]) == {"intrinsic_dimension[twonn]", "intrinsic_dimension[gride]"}
+    assert set(measures["transform"]) == {"none"}
+
+
+def test_cka_between_models_is_on_the_same_occurrences(stored, tmp_path):
+    model_a, model_b, index, settings, _ = stored
+    table = steps.model_similarity(model_a, model_b, index, settings, tmp_path / "ab.parquet")
+    found = table.set_index(["layer_a", "layer_b"])["cka"]
+    assert found[1, 0] == pytest.approx(1.0, abs=1e-3)  # b's layer 0 is a's layer 1, rotated
+    assert found[1, 1] < 0.2
+    whole = steps.model_similarity(
+        model_a, model_b, index, settings | {"sample_size": None}, tmp_path / "all.parquet"
+    )
+    assert set(whole["n_rows"]) == {N_ROWS - 1} and not whole["sampled"].any()
+    gathered = steps.cka_table([tmp_path / "ab.parquet"], tmp_path / "cka.tsv")
+    assert len(gathered) == 4
+    assert list(pd.read_csv(tmp_path / "cka.tsv", sep="\t").columns) == list(gathered.columns)
+
+
+def test_a_model_extracted_otherwise_is_refused(stored, tmp_path):
+    model_a, _, index, settings, _ = stored
+    changed = ModelLayers("a", model_a.shards, {"source": "test/a", "pooling": "first"})
+    with pytest.raises(Exception, match="pooling|model_id"):
+        steps.layer_geometry(
+            changed, index, settings, tmp_path / "dimension.json", tmp_path / "cka.parquet"
+        )
+    assert not (tmp_path / "dimension.json").exists()

@@ -1,0 +1,85 @@
+# The geometry of each stored model's layers, beyond the paper: intrinsic dimension per
+# layer and linear CKA between layers, and CKA between models on the same occurrences.
+
+
+rule layer_geometry:
+    input:
+        unpack(get_index_files),
+        unpack(get_model_shards),
+    output:
+        dimension="results/geometry/{model}/dimension.json",
+        cka="results/geometry/{model}/cka.parquet",
+    log:
+        "logs/geometry/{model}.log",
+    benchmark:
+        "benchmarks/geometry/{model}.tsv"
+    wildcard_constraints:
+        model=ctx.pattern(ctx.streamed_models(config, streamed=False)),
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        settings=ctx.geometry_settings(config),
+        model_settings=get_model_settings,
+    script:
+        "../scripts/layer_geometry.py"
+
+
+rule model_similarity:
+    input:
+        unpack(get_pair_index_files),
+        unpack(get_pair_shards),
+    output:
+        "results/geometry/pairs/{model_a}~{model_b}.cka.parquet",
+    log:
+        "logs/geometry/pairs/{model_a}~{model_b}.log",
+    benchmark:
+        "benchmarks/geometry/pairs/{model_a}~{model_b}.tsv"
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        settings=ctx.geometry_settings(config),
+        model_settings=get_pair_model_settings,
+    script:
+        "../scripts/model_similarity.py"
+
+
+rule cka_table:
+    input:
+        ctx.cka_files(config),
+    output:
+        table=report(
+            "results/tables/cka.tsv",
+            caption="../report/cka_table.rst",
+            category="Geometry",
+        ),
+        provenance="results/tables/cka.provenance.json",
+    log:
+        "logs/tables/cka.log",
+    conda:
+        "../envs/contextuality.yaml"
+    script:
+        "../scripts/cka_table.py"
+
+
+rule geometry_figures:
+    input:
+        dimensions=ctx.dimension_files(config),
+        cka="results/tables/cka.tsv",
+    output:
+        *[
+            report(
+                f"results/figures/{name}.png",
+                caption=f"../report/figures/{name}.rst",
+                category="Geometry",
+                labels={"figure": name},
+            )
+            for name in GEOMETRY_FIGURES
+        ],
+        expand("results/figures/{name}.pdf", name=GEOMETRY_FIGURES),
+    log:
+        "logs/figures/geometry.log",
+    priority: 2
+    conda:
+        "../envs/contextuality.yaml"
+    script:
+        "../scripts/geometry_figures.py"

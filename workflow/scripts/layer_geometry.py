@@ -1,0 +1,19 @@
+"""Snakemake adapter: a model's intrinsic dimension per layer and CKA between its layers."""
+
+from contextuality import steps
+from contextuality.index import IndexFiles
+from contextuality.workflow import run_step
+
+run_step(
+    snakemake.log[0],
+    lambda: steps.layer_geometry(
+        steps.ModelLayers.of_inputs(
+            snakemake.wildcards.model, snakemake.input, snakemake.params.model_settings
+        ),
+        IndexFiles.of(snakemake.input),
+        snakemake.params.settings,
+        snakemake.output.dimension,
+        snakemake.output.cka,
+    ),
+    threads=snakemake.threads,
+)

@@ -1,0 +1,26 @@
+"""Snakemake adapter: CKA between every layer of two models on the same occurrences."""
+
+from contextuality import steps
+from contextuality.index import IndexFiles
+from contextuality.workflow import run_step
+
+models = {
+    side: steps.ModelLayers.of_inputs(
+        getattr(snakemake.wildcards, f"model_{side}"),
+        snakemake.input,
+        snakemake.params.model_settings[getattr(snakemake.wildcards, f"model_{side}")],
+        prefix=f"{side}_",
+    )
+    for side in ("a", "b")
+}
+run_step(
+    snakemake.log[0],
+    lambda: steps.model_similarity(
+        models["a"],
+        models["b"],
+        IndexFiles.of(snakemake.input),
+        snakemake.params.settings,
+        snakemake.output[0],
+    ),
+    threads=snakemake.threads,
+)
