@@ -68,6 +68,7 @@ def test_a_correction_read_from_the_shard_equals_one_applied_in_memory(stored, t
     assert layer.correction == {
         **fitted.describe(),
         "fit_fraction": 0.2,
+        "fit_without_first_words": False,
         "seed": 0,
         "n_fit_sentences": int(fit.sum()),
         "split_sha256": sha256_file(split),

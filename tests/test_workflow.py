@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pandas as pd
 import pytest
 import safetensors.torch
@@ -274,6 +275,10 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     words = pd.read_parquet(tmp_path / "results/measures/bert/none/layer_1.parquet")
     assert set(words["word"]) == set(vocab.loc[vocab["indexed"], "word"])
     assert len(table) == 3 * table["measure"].nunique()
+    assert {"intrinsic_dimension[gride]", "anisotropy[position>0]"} <= set(table["measure"])
+    cka = pd.read_csv(tmp_path / "results/tables/cka.tsv", sep="\t")
+    assert len(cka) == 3 * 3 and cka["cka"].between(0, 1 + 1e-9).all()
+    assert np.allclose(cka.loc[cka["layer_a"] == cka["layer_b"], "cka"], 1.0)
     with_baseline = table.dropna(subset=["baseline"])
     difference = with_baseline["adjusted"] - (with_baseline["raw"] - with_baseline["baseline"])
     assert difference.abs().max() < 1e-8
@@ -336,6 +341,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "degeneration_table": 1,
         "layer_geometry": 1,  # no CKA with bert: its rows are subwords, not words
         "cka_table": 1,
+        "positions_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
         "figures_none": 1,
@@ -369,6 +375,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "degeneration_table": 1,
         "layer_geometry": 1,
         "cka_table": 1,
+        "positions_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
         "figures_none": 1,
@@ -435,6 +442,8 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
         "context_specific_words": len(corrections),
         "degeneration_figures": len(analysed) - 1,
         "degeneration_table": 1,
+        "positions_table": 1,  # with the new transforms' position profiles
+        "geometry_figures": 1,
         "measures_table": 1,
         "figures_whiten": 1,  # the raw figures read the raw measures alone: not redrawn
         "transforms_figure": 1,

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from contextuality import components, isotropy, measures
+from contextuality.positions import position_profile
 from contextuality.random_streams import generator
 from contextuality.ranks import spearman_correlation
 from contextuality.rows import group_sizes, keep_rows, row_chunks, rows_with_vectors, run_starts
@@ -71,6 +72,7 @@ class LayerMeasures:
     words: pd.DataFrame
     sentences: pd.DataFrame
     summary: dict[str, Any]
+    positions: pd.DataFrame | None = None  # `positions.position_profile`
 
 
 @functools.cache
@@ -101,26 +103,36 @@ class _Rows:
     sentence_id: np.ndarray
     word_id: np.ndarray
     copies: np.ndarray  # times the corpus repeats each row's sentence
+    position: np.ndarray  # the word's position in its sentence (0: the first)
+
+    def kept(self, keep: np.ndarray, overwrite: bool) -> _Rows:
+        """The rows of bool mask `keep`; with `overwrite`, moved up in place in `vectors`
+        (`rows.keep_rows`) instead of copied."""
+        if keep.all():
+            return self
+        vectors = keep_rows(self.vectors, keep) if overwrite else self.vectors[keep]
+        return _Rows(
+            vectors,
+            self.sentence_id[keep],
+            self.word_id[keep],
+            self.copies[keep],
+            self.position[keep],
+        )
 
 
 def _valid_rows(
     vectors: np.ndarray, occurrences: pd.DataFrame, sentence_copies: np.ndarray, overwrite: bool
 ) -> _Rows:
-    """The rows with a vector; with `overwrite`, moved up in place in `vectors`
-    (`rows.keep_rows`) instead of copied."""
-    valid = rows_with_vectors(vectors)
-    rows = np.flatnonzero(valid)
-    sentence_id = occurrences["sentence_id"].to_numpy()[rows]
-    if overwrite:
-        kept = keep_rows(vectors, valid)
-    else:
-        kept = vectors if len(rows) == len(vectors) else vectors[rows]
-    return _Rows(
-        vectors=kept,
+    """The rows with a vector (`_Rows.kept`)."""
+    sentence_id = occurrences["sentence_id"].to_numpy()
+    every = _Rows(
+        vectors=vectors,
         sentence_id=sentence_id,
-        word_id=occurrences["word_id"].to_numpy()[rows],
+        word_id=occurrences["word_id"].to_numpy(),
         copies=np.asarray(sentence_copies, dtype=np.int64)[sentence_id],
+        position=occurrences["position"].to_numpy(),
     )
+    return every.kept(rows_with_vectors(vectors), overwrite)
 
 
 def word_rows(vocab: pd.DataFrame, word_ids: np.ndarray) -> pd.DataFrame:
@@ -132,8 +144,9 @@ def word_rows(vocab: pd.DataFrame, word_ids: np.ndarray) -> pd.DataFrame:
     return words
 
 
-def _word_table(rows: _Rows, vocab: pd.DataFrame) -> pd.DataFrame:
-    """Per indexed word: its vocabulary columns, class, occurrence counts and raw measures."""
+def _word_table(rows: _Rows, vocab: pd.DataFrame, first_components: bool = True) -> pd.DataFrame:
+    """Per indexed word: its vocabulary columns, class, occurrence counts and raw measures
+    (without `first_components`, SelfSim alone: no MEV)."""
     indexed = vocab["indexed"].to_numpy()[rows.word_id]
     chosen = np.flatnonzero(indexed)
     order = chosen[np.lexsort((rows.sentence_id[chosen], rows.word_id[chosen]))]
@@ -145,6 +158,8 @@ def _word_table(rows: _Rows, vocab: pd.DataFrame) -> pd.DataFrame:
     words["selfsim"], words["selfsim_paper"] = measures.word_self_similarities(
         rows.vectors, word_starts, context_starts, rows.copies, order
     )
+    if not first_components:
+        return words[words["n"] >= 2].reset_index(drop=True)
     statistics = components.first_component_statistics(
         rows.vectors, word_starts, rows.copies, order
     )
@@ -304,13 +319,16 @@ def measure_layer(
     settings: MeasureSettings,
     sentence_copies: np.ndarray | None = None,
     overwrite: bool = False,
+    positions: bool = False,
 ) -> LayerMeasures:
     """Compute every measure of one layer, exact and as the paper estimated it.
 
     vectors: (n_occurrences, d) rows aligned with ``occurrences``; NaN rows are missing.
     sentence_copies: times the corpus repeats each sentence (by sentence_id; default once).
     overwrite: drop the missing rows in place, overwriting `vectors`, rather than copy the
-    others (the layer is then held once). The summary's ``measures`` maps a measure name
+    others (the layer is then held once). With `positions`, also the position profile
+    (`positions.position_profile`) and the ``[position>0]`` measures. The summary's
+    ``measures`` maps a measure name
     to raw, baseline and adjusted values with their intervals (``*_low``, ``*_high``) and
     ``n``, the words, sentences or sampled occurrences behind it.
     """
@@ -339,8 +357,36 @@ def measure_layer(
             generator(settings.seed, "isotropy_samples"),
         )
     )
+    profile = None
+    if positions:
+        profile = position_profile(rows.vectors, rows.position, rows.sentence_id)
+        # Last, as with `overwrite` it drops the first words' rows in place.
+        results.update(_without_first_words(rows, vocab, settings, overwrite))
     summary = {**summary_header(settings, n_occurrences, len(rows.vectors)), "measures": results}
-    return LayerMeasures(words=words, sentences=sentences, summary=summary)
+    return LayerMeasures(words=words, sentences=sentences, summary=summary, positions=profile)
+
+
+def _without_first_words(
+    rows: _Rows, vocab: pd.DataFrame, settings: MeasureSettings, overwrite: bool
+) -> dict[str, dict[str, Any]]:
+    """SelfSim, IntraSim (each adjusted) and the anisotropy baseline, exact, over the
+    occurrences past each sentence's first word (``[position>0]``): decoders put vectors
+    of huge norm there, which dominate a layer's mean and its cosine baseline."""
+    later = rows.kept(rows.position > 0, overwrite)
+    starts = run_starts(later.sentence_id)
+    intrasim, sums = measures.sentence_statistics(later.vectors, starts)
+    baseline = Baseline(sums.expected_cosine())
+    sentences = _sentence_table(later, starts, intrasim, baseline.value)
+    words = _word_table(later, vocab, first_components=False)
+    resamples, level = settings.bootstrap_resamples, settings.confidence
+    rng = generator(settings.seed, "position_bootstrap")
+    return {
+        "selfsim[position>0]": mean_summary(words["selfsim"], baseline, resamples, level, rng),
+        "intrasim[position>0]": mean_summary(
+            sentences["intrasim"], baseline, resamples, level, rng
+        ),
+        "anisotropy[position>0]": {"raw": baseline.value, "n": len(later.vectors)},
+    }
 
 
 def adjust_word_measures(words: pd.DataFrame, baselines: dict[str, Baseline]) -> None:

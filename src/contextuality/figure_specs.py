@@ -100,4 +100,4 @@ DIMENSION_FIGURE = FigureSpec(
 )
 
 # The figures of the geometry steps, drawn by one job.
-GEOMETRY_FIGURES = ("intrinsic_dimension", "cka")
+GEOMETRY_FIGURES = ("intrinsic_dimension", "cka", "positions")

@@ -44,3 +44,48 @@ def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str 
     figure.colorbar(image, ax=axes[0].tolist(), label="linear CKA", shrink=0.9)
     figure.suptitle("Similarity between layers (linear CKA)")
     save_figure(figure, outputs, source)
+
+
+def plot_positions(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:
+    """Per stored model (a row of panels), under transform ``none``: the mean L2 norm
+    (log scale where it spans more than a factor 20) and the anisotropy baseline of the
+    occurrences in each bucket of sentence positions, one line per layer from light
+    (embeddings) to dark (last layer)."""
+    rows = table[table["transform"] == "none"]
+    models = sorted(rows["model"].unique())
+    figure, axes = plt.subplots(
+        max(1, len(models)),
+        2,
+        figsize=(9.0, 3.2 * max(1, len(models))),
+        layout="constrained",
+        squeeze=False,
+    )
+    for panels, model in zip(axes, models, strict=False):
+        of_model = rows[rows["model"] == model]
+        layers = sorted(of_model["layer"].unique())
+        colours = plt.cm.viridis_r(np.linspace(0.1, 0.95, len(layers)))
+        for colour, layer in zip(colours, layers, strict=True):
+            profile = of_model[of_model["layer"] == layer].sort_values("first_position")
+            positions = np.arange(len(profile))
+            for panel, column in zip(panels, ("mean_norm", "anisotropy"), strict=True):
+                panel.plot(
+                    positions,
+                    profile[column],
+                    "o-",
+                    color=colour,
+                    markersize=3,
+                    label=f"layer {layer}",
+                )
+                panel.set_xticks(positions, profile["bucket"])
+        norms = of_model["mean_norm"]
+        if norms.max() > 20 * norms.min():  # a decoder's first token, far above the rest
+            panels[0].set_yscale("log")
+        panels[0].set_ylabel("mean L2 norm")
+        panels[1].set_ylabel("anisotropy (mean cosine)")
+        for panel in panels:
+            panel.set_xlabel("position of the word in its sentence")
+            panel.set_title(model, fontsize=9)
+            panel.grid(alpha=0.3)
+        panels[1].legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))
+    figure.suptitle("Norm and anisotropy by position in the sentence")
+    save_figure(figure, outputs, source)

@@ -70,7 +70,8 @@ def load_layer(
     attributes).
 
     ``none``: every occurrence, as `dtype` (None: as stored). Otherwise the correction is
-    fitted on the split's held-out sentences and the other sentences' rows are read and
+    fitted on the split's held-out sentences (past each one's first word, with the
+    setting ``fit_without_first_words``) and the other sentences' rows are read and
     corrected a slice at a time into float32 (NaN where no vector), so the raw layer is
     never held whole beside the corrected one.
     """
@@ -91,7 +92,10 @@ def load_layer(
     if split_provenance["corpus_checksum"] != index_summary["corpus_checksum"]:
         raise InputDataError(f"{correction.split} was drawn for another corpus; rebuild it")
     in_fit = split["fit"].to_numpy()[occurrences["sentence_id"].to_numpy()]
-    fitting, stored = load(dtype=None, rows=np.flatnonzero(in_fit))
+    fitted_rows = in_fit
+    if correction.settings.get("fit_without_first_words"):
+        fitted_rows = in_fit & (occurrences["position"].to_numpy() > 0)
+    fitting, stored = load(dtype=None, rows=np.flatnonzero(fitted_rows))
     fitted = fit_transform(
         transform,
         fitting[rows_with_vectors(fitting)],
@@ -105,6 +109,7 @@ def load_layer(
     record = {
         **fitted.describe(),
         "fit_fraction": split_provenance["fit_fraction"],
+        "fit_without_first_words": bool(correction.settings.get("fit_without_first_words")),
         "seed": split_provenance["seed"],
         "n_fit_sentences": split_provenance["n_fit_sentences"],
         "split_sha256": sha256_file(correction.split),

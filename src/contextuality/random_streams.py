@@ -28,6 +28,8 @@ STREAMS = {
     "degeneration_queries": (11,),
     # The occurrences projected on the common direction (the cone figure).
     "cone_sample": (12,),
+    # Bootstrap resamples of the measures without each sentence's first word.
+    "position_bootstrap": (15,),
     # The occurrences every geometry step reads (the same rows in every model).
     "geometry_sample": (13,),
     # The samples of those rows whose intrinsic dimension is estimated.

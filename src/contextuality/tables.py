@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from contextuality.errors import InputDataError
-from contextuality.provenance import atomic_path, json_ready, read_json, write_json
+from contextuality.provenance import (
+    atomic_path,
+    json_ready,
+    provenance_record,
+    read_json,
+    write_json,
+)
 
 PROVENANCE_KEY = b"contextuality.provenance"
 
@@ -48,6 +54,18 @@ def read_provenance(path: str | os.PathLike) -> dict[str, Any]:
         metadata = pq.read_schema(path).metadata or {}
     raw = metadata.get(PROVENANCE_KEY)
     return json.loads(raw) if raw else {}
+
+
+def gather_parquet(
+    paths: Sequence[str | os.PathLike], step: str, order: list[str] | None = None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The Parquet tables at `paths` as one table (sorted by the `order` columns), and
+    the provenance record of the `step` gathering them, which keeps each one's."""
+    table = pd.concat([read_parquet(path) for path in paths], ignore_index=True)
+    if order:
+        table = table.sort_values(order, kind="stable")
+    sources = [read_provenance(path) for path in paths]
+    return table, provenance_record(step=step, sources=sources)
 
 
 @contextlib.contextmanager

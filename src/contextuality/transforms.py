@@ -51,6 +51,7 @@ class TransformSettings:
     fit_fraction: float = 0.2  # share of sentences held out to fit corrections (0 < f < 1)
     abtt_directions: int | None = None  # D for abtt; None: max(1, round(d / 100))
     whiten_dimensions: int | None = None  # k for whiten; None: keep all d
+    fit_without_first_words: bool = False  # fit on the held-out sentences' later words only
     seed: int = 0
 
     def __post_init__(self) -> None:

@@ -15,6 +15,8 @@ rule layer_geometry:
         "benchmarks/geometry/{model}.tsv"
     wildcard_constraints:
         model=ctx.pattern(ctx.streamed_models(config, streamed=False)),
+    # Beside the measure jobs, not after them: the measures table waits for it.
+    priority: 2
     conda:
         "../envs/contextuality.yaml"
     params:
@@ -65,6 +67,7 @@ rule geometry_figures:
     input:
         dimensions=ctx.dimension_files(config),
         cka="results/tables/cka.tsv",
+        positions="results/tables/positions.tsv",
     output:
         *[
             report(

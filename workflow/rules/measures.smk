@@ -11,6 +11,7 @@ rule measure_layer:
         degeneration_words="results/degeneration/{model}/{transform}/layer_{layer}.words.parquet",
         degeneration_bins="results/degeneration/{model}/{transform}/layer_{layer}.bins.parquet",
         degeneration_cone="results/degeneration/{model}/{transform}/layer_{layer}.cone.parquet",
+        degeneration_positions="results/degeneration/{model}/{transform}/layer_{layer}.positions.parquet",
     log:
         "logs/measures/{model}/{transform}/layer_{layer}.log",
     benchmark:
@@ -112,6 +113,24 @@ rule context_specific_words:
         top=config["measures"]["top_words"],
     script:
         "../scripts/context_specific_words.py"
+
+
+rule positions_table:
+    input:
+        ctx.every_layer_output(config, ".positions.parquet", "degeneration"),
+    output:
+        table=report(
+            "results/tables/positions.tsv",
+            caption="../report/positions_table.rst",
+            category="Geometry",
+        ),
+        provenance="results/tables/positions.provenance.json",
+    log:
+        "logs/tables/positions.log",
+    conda:
+        "../envs/contextuality.yaml"
+    script:
+        "../scripts/positions_table.py"
 
 
 rule degeneration_table:

@@ -26,6 +26,7 @@ run_step(
             snakemake.output.degeneration_words,
             snakemake.output.degeneration_bins,
             snakemake.output.degeneration_cone,
+            snakemake.output.degeneration_positions,
         ),
     ),
     threads=snakemake.threads,

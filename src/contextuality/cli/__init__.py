@@ -143,7 +143,10 @@ def _measure(args: argparse.Namespace) -> None:
     if args.degeneration:
         degeneration = steps.DegenerationOutputs(
             {},
-            *(f"{prefix}.degeneration.{part}.parquet" for part in ("words", "bins", "cone")),
+            *(
+                f"{prefix}.degeneration.{part}.parquet"
+                for part in ("words", "bins", "cone", "positions")
+            ),
         )
     steps.measure_layer(
         args.shard,
@@ -340,7 +343,8 @@ def _add_measure_commands(commands: Any) -> None:
     command.add_argument(
         "--degeneration",
         action="store_true",
-        help="also write the degeneration analysis (<prefix>.degeneration.*.parquet)",
+        help="also write the degeneration analysis and the position profile "
+        "(<prefix>.degeneration.*.parquet) and the [position>0] measures",
     )
     command.add_argument(
         "-o", "--output", required=True, help="prefix of the .parquet/.json outputs"

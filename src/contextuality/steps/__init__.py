@@ -38,6 +38,7 @@ from contextuality.steps.measures import (
     measure_layer,
     measure_streamed_layer,
     measures_table,
+    positions_table,
 )
 from contextuality.steps.reference import compare_reference, download_reference
 from contextuality.steps.static import (
@@ -74,6 +75,7 @@ __all__ = [
     "measures_table",
     "model_similarity",
     "occurrence_index",
+    "positions_table",
     "score_static",
     "score_static_protocols",
     "sentences",

@@ -129,13 +129,17 @@ def degeneration_figures(
 
 
 def geometry_figures(
-    dimension_paths: Sequence[PathLike], cka_path: PathLike, outputs: Sequence[PathLike]
+    dimension_paths: Sequence[PathLike],
+    cka_path: PathLike,
+    positions_path: PathLike,
+    outputs: Sequence[PathLike],
 ) -> None:
-    """The intrinsic dimension by layer (from the geometry steps' layer summaries) and the
-    CKA heatmaps (from the CKA table), each as .png then .pdf, found in `outputs` by name."""
+    """The intrinsic dimension by layer (from the geometry steps' layer summaries), the
+    CKA heatmaps (from the CKA table) and the position profiles (from their table), each
+    as .png then .pdf, found in `outputs` by name."""
     from contextuality.figure_specs import DIMENSION_FIGURE
     from contextuality.figures import plot_figure
-    from contextuality.geometry_figures import plot_cka
+    from contextuality.geometry_figures import plot_cka, plot_positions
     from contextuality.steps.geometry import dimension_summaries
 
     digest = hashlib.sha256("".join(sha256_file(p) for p in dimension_paths).encode()).hexdigest()
@@ -147,3 +151,5 @@ def geometry_figures(
         source=f"{len(dimension_paths)} dimension files, sha256 of their sha256s {digest}",
     )
     plot_cka(pd.read_csv(cka_path, sep="\t"), by_name["cka"], source=_source(cka_path))
+    positions = pd.read_csv(positions_path, sep="\t")
+    plot_positions(positions, by_name["positions"], source=_source(positions_path))

@@ -26,7 +26,7 @@ from contextuality.rows import rows_with_vectors
 from contextuality.steps.extract import expected_extraction
 from contextuality.storage.shards import load_shards
 from contextuality.summary import sampled_summary
-from contextuality.tables import read_parquet, read_provenance, write_parquet, write_tsv
+from contextuality.tables import gather_parquet, write_parquet, write_tsv
 
 PathLike = str | os.PathLike
 
@@ -262,10 +262,9 @@ def model_similarity(
 def cka_table(paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
     """Every CKA table (within and between models) as one TSV, its provenance gathering
     theirs."""
-    table = pd.concat([read_parquet(path) for path in paths], ignore_index=True)
-    table = table.sort_values(["model_a", "model_b", "layer_a", "layer_b"], kind="stable")
-    sources = [read_provenance(path) for path in paths]
-    write_tsv(table, output, provenance_record(step="cka_table", sources=sources))
+    order = ["model_a", "model_b", "layer_a", "layer_b"]
+    table, provenance = gather_parquet(paths, "cka_table", order)
+    write_tsv(table, output, provenance)
     return table
 
 

@@ -18,7 +18,13 @@ from contextuality.index import IndexFiles
 from contextuality.layers import Correction, load_layer
 from contextuality.provenance import config_hash, provenance_record, read_json, write_json
 from contextuality.steps.extract import expected_extraction
-from contextuality.tables import read_parquet, read_provenance, write_parquet, write_tsv
+from contextuality.tables import (
+    gather_parquet,
+    read_parquet,
+    read_provenance,
+    write_parquet,
+    write_tsv,
+)
 
 PathLike = str | os.PathLike
 
@@ -45,13 +51,15 @@ class MeasureOutputs:
 
 @dataclasses.dataclass(frozen=True)
 class DegenerationOutputs:
-    """Where a measure job writes its layer's degeneration analysis, and its settings
-    (config section ``degeneration``; the seed is the measures' seed)."""
+    """Where a measure job writes its layer's degeneration analysis and position profile,
+    and the analysis's settings (config section ``degeneration``; the seed is the
+    measures' seed)."""
 
     settings: dict[str, Any]
     words: PathLike
     bins: PathLike
     cone: PathLike
+    positions: PathLike
 
 
 def _write_degeneration(
@@ -107,7 +115,7 @@ def measure_layer(
 ) -> dict[str, Any]:
     """All measures of one layer under one transform (`analysis.measure_layer`): per-word
     and per-sentence tables, a JSON summary and (with `degeneration_outputs`) the layer's
-    degeneration analysis.
+    degeneration analysis, its position profile and its ``[position>0]`` measures.
 
     shards: the layer's shard, or the shards of its parts in order (a partitioned
     extraction, gathered into the same rows). sentences_path: the sentence table, whose
@@ -150,8 +158,13 @@ def measure_layer(
         measure_settings,
         sentence_table["n_copies"].to_numpy(),
         overwrite=True,
+        positions=degeneration_outputs is not None,
     )
     measured.summary["measures"].update(correlations)
+    if degeneration_outputs is not None:
+        labels = {key: provenance[key] for key in ("model", "transform", "layer")}
+        profile = measured.positions.assign(**labels)
+        write_parquet(profile, degeneration_outputs.positions, provenance)
     return outputs.write(measured, provenance)
 
 
@@ -221,10 +234,18 @@ def context_specific_words(
     return table
 
 
+def positions_table(paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
+    """Every stored layer's position profile (`positions.position_profile`) as one TSV."""
+    order = ["model", "transform", "layer", "first_position"]
+    table, provenance = gather_parquet(paths, "positions_table", order)
+    write_tsv(table, output, provenance)
+    return table
+
+
 def degeneration_table(bins_paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
     """Every layer's degeneration by frequency bin in one table
     (`degeneration.degeneration_table`)."""
-    table = degeneration.degeneration_table([read_parquet(path) for path in bins_paths])
-    sources = [read_provenance(path) for path in bins_paths]
-    write_tsv(table, output, provenance_record(step="degeneration_table", sources=sources))
+    table, provenance = gather_parquet(bins_paths, "degeneration_table")
+    table = degeneration.degeneration_table([table])
+    write_tsv(table, output, provenance)
     return table

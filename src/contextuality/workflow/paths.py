@@ -232,7 +232,8 @@ def layer_outputs(
 ) -> list[str]:
     """One output of a measure job for every layer of `model` under `transform`: for step
     ``measures`` the ``.json`` summaries or ``.parquet`` per-word tables, for step
-    ``degeneration`` the ``.words.parquet``, ``.bins.parquet`` or ``.cone.parquet`` tables."""
+    ``degeneration`` the ``.words.parquet``, ``.bins.parquet``, ``.cone.parquet`` or
+    ``.positions.parquet`` tables."""
     return [
         f"results/{step}/{model}/{transform}/layer_{layer}{suffix}"
         for layer in model_layers(config, model)
@@ -372,7 +373,11 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
             for transform in config["measures"]["transforms"]
         ],
         *(
-            ["results/tables/degeneration.tsv", "results/tables/cka.tsv"]
+            [
+                "results/tables/degeneration.tsv",
+                "results/tables/cka.tsv",
+                "results/tables/positions.tsv",
+            ]
             if streamed_models(config, streamed=False)
             else []
         ),

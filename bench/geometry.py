@@ -1,0 +1,134 @@
+"""Layer geometry and position effects of a shipped config, as a results file.
+
+Runs the workflow with one config (every model measured raw and centered, the position
+profile of both) in its own directory (`bench/work/geometry-<config>`), once with the
+centering fitted on every held-out word and once without each sentence's first word
+(``measures.correction.fit_without_first_words``), and writes to
+``bench/results/geometry-<config>.md``, per model and layer: the intrinsic dimension, the
+first words' mean norm against the others', the anisotropy baseline with and without the
+first words, raw and centered both ways, and CKA with the neighbouring layer and between
+models.
+
+    python bench/geometry.py config/decoder.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from workdir import run_workflow, write_report
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _configured(config: dict, without_first_words: bool) -> dict:
+    """`config` measured raw and centered, with the position profile of both."""
+    config = copy.deepcopy(config)
+    config.setdefault("measures", {})["transforms"] = ["none", "center"]
+    config["measures"].setdefault("correction", {})["fit_without_first_words"] = (
+        without_first_words
+    )
+    config.setdefault("degeneration", {})["transforms"] = ["none", "center"]
+    return config
+
+
+def _value(table: pd.DataFrame, transform: str, measure: str) -> pd.Series:
+    """A measure's raw value by (model, layer) under `transform`."""
+    rows = table[(table["transform"] == transform) & (table["measure"] == measure)]
+    return rows.set_index(["model", "layer"])["raw"]
+
+
+def _norms(positions: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, layer) under ``none``: the first words' mean norm, and the median of
+    the other buckets' mean norms."""
+    rows = positions[positions["transform"] == "none"]
+    first = rows[rows["first_position"] == 0].set_index(["model", "layer"])["mean_norm"]
+    later = rows[rows["first_position"] > 0].groupby(["model", "layer"])["mean_norm"].median()
+    return pd.DataFrame({"first word norm": first, "later words norm": later})
+
+
+def _neighbour_cka(cka: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, layer): CKA with the model's previous measured layer, and the highest
+    CKA with any layer of another model."""
+    within = cka[cka["model_a"] == cka["model_b"]]
+    found = {}
+    for model, rows in within.groupby("model_a"):
+        layers = sorted(rows["layer_a"].unique())
+        grid = rows.set_index(["layer_a", "layer_b"])["cka"]
+        for previous, layer in zip(layers, layers[1:], strict=False):
+            found[(model, layer)] = grid[(previous, layer)]
+    between = cka[cka["model_a"] != cka["model_b"]]
+    best = pd.concat(
+        [
+            between.groupby(["model_a", "layer_a"])["cka"].max().rename_axis(["model", "layer"]),
+            between.groupby(["model_b", "layer_b"])["cka"].max().rename_axis(["model", "layer"]),
+        ]
+    )
+    return pd.DataFrame(
+        {
+            "CKA with previous layer": pd.Series(found, dtype=float),
+            "best CKA with other model": best.groupby(level=[0, 1]).max(),
+        }
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config", type=Path)
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    args = parser.parse_args()
+    name = args.config.stem
+    directory = REPO / "bench" / "work" / f"geometry-{name}"
+    config = yaml.safe_load(args.config.read_text())
+    centered = {}
+    for without_first_words in (False, True):
+        run_workflow(directory, _configured(config, without_first_words), args.cores)
+        table = pd.read_csv(directory / "results/tables/measures.tsv", sep="\t")
+        centered[without_first_words] = table
+    table = centered[False]
+    columns = {
+        "TwoNN": _value(table, "none", "intrinsic_dimension[twonn]"),
+        "GRIDE": _value(table, "none", "intrinsic_dimension[gride]"),
+        "anisotropy": _value(table, "none", "anisotropy"),
+        "anisotropy[position>0]": _value(table, "none", "anisotropy[position>0]"),
+        "centered: anisotropy": _value(table, "center", "anisotropy"),
+        "centered: [position>0]": _value(table, "center", "anisotropy[position>0]"),
+        "centered without first words: anisotropy": _value(
+            centered[True], "center", "anisotropy"
+        ),
+        "centered without first words: [position>0]": _value(
+            centered[True], "center", "anisotropy[position>0]"
+        ),
+    }
+    positions = pd.read_csv(directory / "results/tables/positions.tsv", sep="\t")
+    cka = pd.read_csv(directory / "results/tables/cka.tsv", sep="\t")
+    profile = pd.concat(
+        [pd.DataFrame(columns), _norms(positions), _neighbour_cka(cka)], axis=1
+    ).reset_index()
+    samples = cka["n_rows"].iloc[0]
+    sections = [
+        f"# Layer geometry and position effects: `{args.config}`",
+        f"Written by `bench/geometry.py` ({time.strftime('%Y-%m-%d')}). Intrinsic dimension: "
+        "the mean of the seeded samples' estimates (config `geometry.intrinsic_dimension`). "
+        "Anisotropy: the exact mean cosine of occurrences in different sentences, of every "
+        "occurrence and of those past each sentence's first word (`[position>0]`); centered: "
+        "the mean of the held-out sentences' words removed (all of them, or without each "
+        "sentence's first word, `measures.correction.fit_without_first_words`). Norms: the "
+        "first words' mean L2 norm, and the median of the other position buckets' means. "
+        f"CKA: linear, on {samples:,} sampled occurrences.",
+    ]
+    for model, rows in profile.groupby("model", sort=False):
+        body = rows.drop(columns="model").to_markdown(index=False, floatfmt=".3f")
+        sections.append(f"## {model}\n\n{body}")
+    write_report(args.out / f"geometry-{name}.md", sections)
+
+
+if __name__ == "__main__":
+    main()
