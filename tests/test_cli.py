@@ -70,8 +70,23 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
         abs(under_center["measures"]["anisotropy"]["raw"])
         < summary["measures"]["anisotropy"]["raw"]
     )
-    for part in ("words", "bins", "cone"):
+    for part in ("words", "bins", "cone", "positions"):
         assert len(pd.read_parquet(f"{centered}.degeneration.{part}.parquet")) > 0
+    assert "anisotropy[position>0]" in under_center["measures"]
+    geometry = tmp_path / "geometry" / "tiny"
+    layers = [str(shards / "layer_0.h5"), str(shards / "layer_2.h5")]
+    arguments = ["geometry", *layers, "--index", str(index), "--dimension-sample-size", "30"]
+    assert (
+        main([*arguments, "--dimension-samples", "2", "--gride-scale", "2", "-o", str(geometry)])
+        == 0
+    )
+    cka = pd.read_parquet(f"{geometry}.cka.parquet")
+    assert len(cka) == 4 and set(cka["model_a"]) == {"tiny"}
+    dimensions = json.loads(Path(f"{geometry}.dimension.json").read_text())
+    assert [layer["layer"] for layer in dimensions] == [0, 2]
+    assert main([*arguments, "--versus", *layers, "-o", str(geometry) + ".self"]) == 0
+    versus = pd.read_parquet(f"{geometry}.self.cka.parquet")
+    assert abs(versus.set_index(["layer_a", "layer_b"])["cka"][2, 2] - 1.0) < 1e-6
     table = tmp_path / "measures.tsv"
     assert main(["summarize", *summaries, "-o", str(table)]) == 0
     rows = pd.read_csv(table, sep="\t")

@@ -22,7 +22,12 @@ import yaml
 from contextuality import __version__, workflow
 from contextuality.backends.elmo.release import RELEASES
 from contextuality.backends.elmo.synthetic import write_random_files
-from contextuality.figure_specs import DEGENERATION_FIGURES, FIGURES, GEOMETRY_FIGURES
+from contextuality.figure_specs import (
+    DEGENERATION_FIGURES,
+    FIGURES,
+    GEOMETRY_FIGURES,
+    SWEEP_FIGURE,
+)
 from contextuality.provenance import sha256_file
 from contextuality.tables import read_tsv_provenance
 
@@ -322,9 +327,10 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     html = (tmp_path / "report.html").read_text(errors="replace")
     captions = sorted((REPO / "workflow/report/figures").glob("*.rst"))
     figure_names = set(FIGURES) | set(DEGENERATION_FIGURES) | set(GEOMETRY_FIGURES)
-    assert {path.stem for path in captions} == figure_names
+    assert {path.stem for path in captions} == figure_names | {SWEEP_FIGURE}
     for caption in captions:  # each figure's own caption, its title in bold
-        assert caption.read_text().split("**")[1] in html, caption.name
+        if caption.stem != SWEEP_FIGURE:  # drawn for a checkpoint sweep alone
+            assert caption.read_text().split("**")[1] in html, caption.name
 
     # Adding a model plans only that model's jobs and the cross-model aggregates (and, for
     # a model indexed by its own subwords, that index).
@@ -479,6 +485,63 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
         assert sorted(ours["transform"].unique()) == ["abtt", "none"]
         assert len(ours) == 2 * 2  # transforms × layers, one method and benchmark
     assert _planned_jobs(tmp_path) == {}
+
+
+def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_dir):
+    """Each checkpoint of a sweep is a model of the DAG: the sweep figure draws them all,
+    consecutive checkpoints are compared by CKA, and adding a step runs only what depends
+    on it."""
+    checkpoints = tmp_path / "checkpoints"
+    for step, scale in ((0, 1.0), (10, 1.5), (20, 2.0)):
+        directory = shutil.copytree(tiny_gpt2_dir, checkpoints / f"step_{step}")
+        weights = directory / "model.safetensors"
+        tensors = safetensors.torch.load_file(weights)
+        tensors["wte.weight"] *= scale  # a checkpoint of its own, as training would leave
+        safetensors.torch.save_file(tensors, weights, metadata={"format": "pt"})
+    corpus = tmp_path / "corpus.txt"
+    _write_corpus(corpus)
+    sweep = {"steps": [0, 10], "source": str(checkpoints / "step_{step}")}
+    config = _config(corpus, {"gpt2": {"layers": [0, 2], "sweep": sweep}})
+    config["measures"]["transforms"] = ["none"]
+    _write_config(tmp_path, config)
+    result = _snakemake(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
+    assert set(table["model"]) == {"gpt2.step0", "gpt2.step10"}
+    for extension in ("png", "pdf"):
+        assert (tmp_path / f"results/figures/sweeps/gpt2.{extension}").stat().st_size > 0
+    cka = pd.read_csv(tmp_path / "results/tables/cka.tsv", sep="\t")
+    between = cka[cka["model_a"] != cka["model_b"]]
+    assert set(zip(between["model_a"], between["model_b"], strict=True)) == {
+        ("gpt2.step0", "gpt2.step10")
+    }
+    report = _snakemake(tmp_path, "--report", "report.html")
+    assert report.returncode == 0, report.stderr[-2000:]
+    caption = (REPO / f"workflow/report/figures/{SWEEP_FIGURE}.rst").read_text()
+    assert caption.split("**")[1] in (tmp_path / "report.html").read_text(errors="replace")
+    meta = json.loads((tmp_path / "results/embeddings/gpt2.step10/meta.json").read_text())
+    checksum = sha256_file(checkpoints / "step_10" / "model.safetensors")
+    assert meta["model_file_checksums"]["model.safetensors"] == checksum
+
+    sweep["steps"].append(20)
+    _write_config(tmp_path, config)
+    planned = _planned_jobs(tmp_path)
+    assert planned.pop("extract_gpt2.step20") == 1
+    assert planned.pop("measure_layer") == 2  # the new checkpoint's two layers
+    assert planned.pop("model_similarity") == 1  # step 10 against step 20
+    assert planned == {
+        "context_specific_words": 1,
+        "degeneration_figures": 1,
+        "degeneration_table": 1,
+        "layer_geometry": 1,
+        "cka_table": 1,
+        "positions_table": 1,
+        "geometry_figures": 1,
+        "measures_table": 1,
+        "figures_none": 1,
+        "sweep_figure": 1,
+        "all": 1,
+    }
 
 
 def test_a_study_in_its_own_directory_reads_its_relative_paths_there(tmp_path):

@@ -101,3 +101,6 @@ DIMENSION_FIGURE = FigureSpec(
 
 # The figures of the geometry steps, drawn by one job.
 GEOMETRY_FIGURES = ("intrinsic_dimension", "cka", "positions")
+
+# The figure of each checkpoint sweep (results/figures/sweeps/<sweep>.png).
+SWEEP_FIGURE = "sweep"

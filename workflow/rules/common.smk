@@ -1,9 +1,15 @@
 from snakemake.utils import validate
 
 from contextuality import workflow as ctx
-from contextuality.figure_specs import DEGENERATION_FIGURES, FIGURES, GEOMETRY_FIGURES
+from contextuality.figure_specs import (
+    DEGENERATION_FIGURES,
+    FIGURES,
+    GEOMETRY_FIGURES,
+    SWEEP_FIGURE,
+)
 
 ctx.keep_models_named_by(config, workflow.overwrite_configfiles)
+ctx.expand_sweeps(config)
 ctx.check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 
@@ -109,3 +115,11 @@ def get_pair_model_settings(wildcards):
         model: ctx.model_settings(config, model)
         for model in (wildcards.model_a, wildcards.model_b)
     }
+
+
+def get_sweep_summaries(wildcards):
+    return ctx.sweep_summaries(config, wildcards.sweep)
+
+
+def get_sweep_steps(wildcards):
+    return ctx.sweeps(config)[wildcards.sweep]

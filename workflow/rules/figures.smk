@@ -90,3 +90,24 @@ rule transforms_figure:
         relative_layers=config["figures"]["relative_layers"],
     script:
         "../scripts/transforms_figure.py"
+
+
+rule sweep_figure:
+    input:
+        get_sweep_summaries,
+    output:
+        png=report(
+            "results/figures/sweeps/{sweep}.png",
+            caption=f"../report/figures/{SWEEP_FIGURE}.rst",
+            category="Checkpoint sweeps",
+            labels={"sweep": "{sweep}"},
+        ),
+        pdf="results/figures/sweeps/{sweep}.pdf",
+    log:
+        "logs/figures/sweeps/{sweep}.log",
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        steps=get_sweep_steps,
+    script:
+        "../scripts/sweep_figure.py"

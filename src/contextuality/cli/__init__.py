@@ -9,6 +9,7 @@ contextuality extract ... --parts 3 --part 0 -o emb/part0   # one of 3 jobs; 'me
 contextuality measure emb/part*/layer_3.h5 ...              # gathers the parts' rows
 contextuality stream bert-base-cased --sentences sentences.parquet --index index/ -o stream/
 contextuality summarize measures/*.json -o measures.tsv
+contextuality geometry emb/layer_*.h5 --index index/ -o geometry/bert
 contextuality figure measures.tsv --name fig2_selfsim -o fig2.png fig2.pdf
 
 The paper's word units: ``index --tokenizer spacy --exclude-punctuation --count-by
@@ -28,6 +29,7 @@ from contextuality import __version__, backends, steps
 from contextuality import corpus as corpus_io
 from contextuality.backends.elmo.release import RELEASE_DIRECTORY, RELEASES
 from contextuality.benchmarks import BENCHMARKS, PROTOCOLS
+from contextuality.cli.geometry_commands import add_geometry_command
 from contextuality.cli.model_options import add_model_arguments, model_options
 from contextuality.corpus import STS_YEARS
 from contextuality.errors import ConfigError, ContextualityError
@@ -440,6 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_corpus_commands(commands)
     _add_model_commands(commands)
     _add_measure_commands(commands)
+    add_geometry_command(commands)
     _add_figure_commands(commands)
     return parser
 

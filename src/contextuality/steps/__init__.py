@@ -27,6 +27,7 @@ from contextuality.steps.figures import (
     figure,
     figures,
     geometry_figures,
+    sweep_figure,
     transforms_figure,
 )
 from contextuality.steps.geometry import ModelLayers, cka_table, layer_geometry, model_similarity
@@ -82,6 +83,7 @@ __all__ = [
     "static_vectors",
     "stream",
     "subword_index",
+    "sweep_figure",
     "transforms_figure",
     "word_benchmarks_table",
 ]

@@ -153,3 +153,14 @@ def geometry_figures(
     plot_cka(pd.read_csv(cka_path, sep="\t"), by_name["cka"], source=_source(cka_path))
     positions = pd.read_csv(positions_path, sep="\t")
     plot_positions(positions, by_name["positions"], source=_source(positions_path))
+
+
+def sweep_figure(
+    summary_paths: Sequence[PathLike], steps: dict[str, int], outputs: Sequence[PathLike], name: str
+) -> None:
+    """The figure of checkpoint sweep `name` (`sweep_figures.plot_sweep`) from its
+    checkpoints' layer summaries (transform ``none``); `steps`: model → training step."""
+    from contextuality.sweep_figures import plot_sweep
+
+    table, described = _measures(summary_paths)
+    plot_sweep(table, steps, list(outputs), f"Checkpoint sweep: {name}", source=described)

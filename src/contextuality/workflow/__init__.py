@@ -75,8 +75,10 @@ from contextuality.workflow.paths import (
     static_labels,
     static_score_paths,
     static_vectors_file,
+    sweep_summaries,
     wildcard_constraints,
 )
+from contextuality.workflow.sweeps import expand_sweeps, sweeps
 
 __all__ = [
     "PART_PATTERN",
@@ -93,6 +95,7 @@ __all__ = [
     "degeneration_transforms",
     "dimension_files",
     "every_layer_output",
+    "expand_sweeps",
     "extraction_inputs",
     "extraction_log",
     "extraction_metas",
@@ -131,6 +134,8 @@ __all__ = [
     "static_vectors_file",
     "streamed_models",
     "streaming_settings",
+    "sweep_summaries",
+    "sweeps",
     "subword_index_settings",
     "subword_tokenizers",
     "transforms_without_degeneration",

@@ -31,6 +31,7 @@ from contextuality.workflow.config import (
     streamed_models,
     subword_tokenizers,
 )
+from contextuality.workflow.sweeps import sweeps
 
 WORD_INDEX = "results/corpus"
 # Partitioned extraction (config ``extraction.partitions``): part K of N of a model is the
@@ -190,15 +191,23 @@ def pair_shards(config: dict[str, Any], left: str, right: str) -> dict[str, list
 def similarity_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
     """The pairs of stored models whose layers CKA compares (config
     ``geometry.between_models``): each pair, in config order, whose rows are the same
-    occurrences (the same index)."""
+    occurrences (the same index), but of two checkpoints of one sweep only consecutive
+    ones (how far each training interval moves the layers)."""
     if not config["geometry"]["between_models"]:
         return []
     models = streamed_models(config, streamed=False)
+    sweep_of = {model: base for base, members in sweeps(config).items() for model in members}
+    consecutive = {
+        pair
+        for members in sweeps(config).values()
+        for pair in zip(list(members), list(members)[1:], strict=False)
+    }
     return [
         (left, right)
         for position, left in enumerate(models)
         for right in models[position + 1 :]
         if index_directory(config, left) == index_directory(config, right)
+        and (sweep_of.get(left, left) != sweep_of.get(right, right) or (left, right) in consecutive)
     ]
 
 
@@ -359,6 +368,15 @@ def static_labels(embedding: str, protocol: str) -> dict[str, Any]:
     return {**labels, "protocol": protocol}
 
 
+def sweep_summaries(config: dict[str, Any], sweep: str) -> list[str]:
+    """The layer summaries (transform ``none``) of every checkpoint of `sweep`."""
+    return [
+        path
+        for model in sweeps(config)[sweep]
+        for path in layer_outputs(config, model, "none", ".json")
+    ]
+
+
 def final_outputs(config: dict[str, Any]) -> list[str]:
     """Everything ``snakemake`` builds by default."""
     return [
@@ -382,6 +400,11 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
             else []
         ),
         *figure_paths(config),
+        *[
+            f"results/figures/sweeps/{sweep}.{extension}"
+            for sweep in sweeps(config)
+            for extension in ("png", "pdf")
+        ],
         *(
             ["results/tables/word_benchmarks.tsv", "results/figures/word_benchmarks.png"]
             if config.get("static", {}).get("activate", False)
@@ -422,6 +445,7 @@ def wildcard_constraints(config: dict[str, Any]) -> dict[str, str]:
         "model_b": pattern(streamed_models(config, streamed=False)),
         "tokenizer": pattern(list(subword_tokenizers(config))),
         "transform": pattern(config["measures"]["transforms"]),
+        "sweep": pattern(list(sweeps(config))),
         "layer": r"\d+",
         "year": r"\d{4}",
         "part": PART_PATTERN,

@@ -1,0 +1,67 @@
+"""The ``geometry`` command: a model's intrinsic dimension per layer and CKA between its
+layers, or CKA between two models, from their shards (as the workflow's geometry rules)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from contextuality import steps
+from contextuality.errors import ConfigError
+from contextuality.index import IndexFiles
+from contextuality.storage.shards import shard_attributes
+
+
+def _model(shards: list[str]) -> steps.ModelLayers:
+    """A model's layers from its shards (one per layer), named and numbered as they record."""
+    attributes = {path: shard_attributes(path) for path in shards}
+    names = {str(found["model"]) for found in attributes.values()}
+    if len(names) != 1:
+        raise ConfigError(f"geometry: shards of more than one model: {sorted(names)}")
+    return steps.ModelLayers(
+        names.pop(), {int(found["layer"]): [path] for path, found in attributes.items()}
+    )
+
+
+def _geometry(args: argparse.Namespace) -> None:
+    settings = {
+        "sample_size": args.sample_size or None,
+        "seed": args.seed,
+        "confidence": 0.95,
+        "intrinsic_dimension": {
+            "sample_size": args.dimension_sample_size,
+            "samples": args.dimension_samples,
+            "gride_scale": args.gride_scale,
+        },
+    }
+    index = IndexFiles.in_directory(args.index)
+    model = _model(args.shard)
+    if args.versus:
+        output = f"{args.output}.cka.parquet"
+        steps.model_similarity(model, _model(args.versus), index, settings, output)
+    else:
+        outputs = (f"{args.output}.dimension.json", f"{args.output}.cka.parquet")
+        steps.layer_geometry(model, index, settings, *outputs)
+
+
+def add_geometry_command(commands: Any) -> None:
+    """The 'geometry' command."""
+    command = commands.add_parser(
+        "geometry", help="intrinsic dimension and CKA of a model's layers (or two models')"
+    )
+    command.add_argument("shard", nargs="+", help="the model's layer shards, one per layer")
+    command.add_argument("--index", required=True, help="directory written by 'index'")
+    command.add_argument(
+        "--versus", nargs="+", help="another model's shards: CKA between the two models only"
+    )
+    command.add_argument(
+        "--sample-size", type=int, default=10_000, help="occurrences read (0: every one)"
+    )
+    command.add_argument("--dimension-sample-size", type=int, default=1000)
+    command.add_argument("--dimension-samples", type=int, default=5)
+    command.add_argument("--gride-scale", type=int, default=4)
+    command.add_argument("--seed", type=int, default=0)
+    command.add_argument(
+        "-o", "--output", required=True, help="prefix of <prefix>.dimension.json, .cka.parquet"
+    )
+    command.set_defaults(run=_geometry)
