@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import safetensors.torch
+import transformers
 import yaml
 
 from contextuality import __version__, workflow
@@ -487,10 +488,10 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
     assert _planned_jobs(tmp_path) == {}
 
 
-def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_dir):
+def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_dir, tiny_bert_dir):
     """Each checkpoint of a sweep is a model of the DAG: the sweep figure draws them all,
     consecutive checkpoints are compared by CKA, and adding a step runs only what depends
-    on it."""
+    on it. A family of sizes is drawn against the parameter counts the extractions record."""
     checkpoints = tmp_path / "checkpoints"
     for step, scale in ((0, 1.0), (10, 1.5), (20, 2.0)):
         directory = shutil.copytree(tiny_gpt2_dir, checkpoints / f"step_{step}")
@@ -501,20 +502,28 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
     corpus = tmp_path / "corpus.txt"
     _write_corpus(corpus)
     sweep = {"steps": [0, 10], "source": str(checkpoints / "step_{step}")}
-    config = _config(corpus, {"gpt2": {"layers": [0, 2], "sweep": sweep}})
+    models = {"gpt2": {"layers": [0, 2], "sweep": sweep}, "bert": {"source": str(tiny_bert_dir)}}
+    config = _config(corpus, models)
     config["measures"]["transforms"] = ["none"]
+    config["figures"] = {"families": {"tiny": ["gpt2.step0", "bert"]}}
     _write_config(tmp_path, config)
     result = _snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
-    assert set(table["model"]) == {"gpt2.step0", "gpt2.step10"}
-    for extension in ("png", "pdf"):
-        assert (tmp_path / f"results/figures/sweeps/gpt2.{extension}").stat().st_size > 0
+    assert set(table["model"]) == {"gpt2.step0", "gpt2.step10", "bert"}
+    for figure in ("sweeps/gpt2", "families/tiny"):
+        for extension in ("png", "pdf"):
+            assert (tmp_path / f"results/figures/{figure}.{extension}").stat().st_size > 0
     cka = pd.read_csv(tmp_path / "results/tables/cka.tsv", sep="\t")
     between = cka[cka["model_a"] != cka["model_b"]]
     assert set(zip(between["model_a"], between["model_b"], strict=True)) == {
-        ("gpt2.step0", "gpt2.step10")
+        ("gpt2.step0", "gpt2.step10"),
+        ("bert", "gpt2.step0"),  # the config file lists its models alphabetically
+        ("bert", "gpt2.step10"),
     }
+    bert_meta = json.loads((tmp_path / "results/embeddings/bert/meta.json").read_text())
+    model = transformers.AutoModel.from_pretrained(tiny_bert_dir)
+    assert bert_meta["n_parameters"] == sum(weight.numel() for weight in model.parameters())
     report = _snakemake(tmp_path, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-2000:]
     caption = (REPO / f"workflow/report/figures/{SWEEP_FIGURE}.rst").read_text()
@@ -528,7 +537,7 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
     planned = _planned_jobs(tmp_path)
     assert planned.pop("extract_gpt2.step20") == 1
     assert planned.pop("measure_layer") == 2  # the new checkpoint's two layers
-    assert planned.pop("model_similarity") == 1  # step 10 against step 20
+    assert planned.pop("model_similarity") == 2  # step 20 against step 10 and bert
     assert planned == {
         "context_specific_words": 1,
         "degeneration_figures": 1,

@@ -104,3 +104,6 @@ GEOMETRY_FIGURES = ("intrinsic_dimension", "cka", "positions")
 
 # The figure of each checkpoint sweep (results/figures/sweeps/<sweep>.png).
 SWEEP_FIGURE = "sweep"
+
+# The figure of each family of model sizes (results/figures/families/<family>.png).
+FAMILY_FIGURE = "family"

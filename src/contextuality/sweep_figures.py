@@ -1,9 +1,13 @@
-"""The figure of a checkpoint sweep: each headline measure against training step, one line
-per layer, and the anisotropy baseline as a layer × step heatmap."""
+"""Figures of a series of models: a checkpoint sweep (against training step) and a family
+of sizes (against parameter count). Each headline measure is drawn against the series'
+x value, one line per layer (a sweep: every checkpoint has the same layers) or per
+relative depth (a family: the layer nearest each fraction of the model's depth), beside a
+heatmap of the anisotropy baseline by line and x."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -11,53 +15,90 @@ import pandas as pd
 from contextuality.figures import plt, save_figure
 
 # (measure, column of the measures table, axis label) of each line panel.
-SWEEP_PANELS = (
+SERIES_PANELS = (
     ("anisotropy", "raw", "anisotropy (mean cosine)"),
     ("selfsim", "adjusted", "adjusted SelfSim"),
     ("intrasim", "adjusted", "adjusted IntraSim"),
     ("mev", "adjusted", "adjusted MEV"),
 )
+# The fractions of a model's depth a family's lines follow.
+DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
-def plot_sweep(
-    table: pd.DataFrame,
-    steps: dict[str, int],
-    outputs: list[str | os.PathLike],
-    title: str,
-    source: str = "",
+@dataclass(frozen=True)
+class Series:
+    """A series of models: `x` maps each model to its x value (training step, parameter
+    count), drawn on a symmetric log axis; `by_depth` draws relative depths, not layers."""
+
+    title: str
+    x_label: str
+    x: dict[str, int]
+    by_depth: bool = False
+
+
+def _lines(rows: pd.DataFrame, by_depth: bool) -> pd.DataFrame:
+    """`rows` with a ``line`` label: the layer, or the fraction of depth whose nearest
+    measured layer each row is (rows of other layers dropped)."""
+    if not by_depth:
+        return rows.assign(line=rows["layer"].map(lambda layer: f"layer {layer}"))
+    chosen = []
+    for _, model_rows in rows.groupby("model"):
+        layers = np.array(sorted(model_rows["layer"].unique()))
+        depth = int(model_rows["n_layers"].iloc[0])
+        for fraction in DEPTHS:
+            nearest = layers[np.argmin(np.abs(layers - fraction * depth))]
+            part = model_rows[model_rows["layer"] == nearest]
+            chosen.append(part.assign(line=f"{fraction:.0%} depth"))
+    return pd.concat(chosen, ignore_index=True)
+
+
+def plot_series(
+    table: pd.DataFrame, series: Series, outputs: list[str | os.PathLike], source: str = ""
 ) -> None:
-    """The sweep's checkpoints (`steps`: model → training step) from the measures `table`
-    under transform ``none``: a panel per `SWEEP_PANELS` measure against step (symmetric
-    log scale, so that step 0 shows), one line per layer from light (embeddings) to dark,
-    and a heatmap of the anisotropy baseline by layer and step."""
-    rows = table[(table["transform"] == "none") & table["model"].isin(list(steps))].copy()
-    rows["step"] = rows["model"].map(steps)
-    layers = sorted(rows["layer"].unique())
-    colours = plt.cm.viridis_r(np.linspace(0.1, 0.95, len(layers)))
-    figure, axes = plt.subplots(1, len(SWEEP_PANELS) + 1, figsize=(19, 3.6), layout="constrained")
-    positive = sorted(step for step in steps.values() if step > 0)
-    for panel, (measure, column, label) in zip(axes, SWEEP_PANELS, strict=False):
+    """The models of `series` from the measures `table` under transform ``none``: a panel
+    per `SERIES_PANELS` measure against x, one line per layer or depth from light (the
+    embeddings) to dark (the last layer), and the anisotropy baseline as a heatmap."""
+    rows = table[(table["transform"] == "none") & table["model"].isin(list(series.x))]
+    rows = _lines(rows.assign(x=rows["model"].map(series.x)), series.by_depth)
+    lines = (
+        list(dict.fromkeys(rows.sort_values(["layer"])["line"]))
+        if not series.by_depth
+        else [f"{fraction:.0%} depth" for fraction in DEPTHS]
+    )
+    colours = plt.cm.viridis_r(np.linspace(0.1, 0.95, len(lines)))
+    ticks = sorted(set(series.x.values()))
+    positive = [value for value in ticks if value > 0]
+    figure, axes = plt.subplots(1, len(SERIES_PANELS) + 1, figsize=(19, 3.8), layout="constrained")
+    for panel, (measure, column, label) in zip(axes, SERIES_PANELS, strict=False):
         chosen = rows[rows["measure"] == measure]
-        for colour, layer in zip(colours, layers, strict=True):
-            line = chosen[chosen["layer"] == layer].sort_values("step")
-            panel.plot(
-                line["step"], line[column], "o-", color=colour, markersize=3, label=f"layer {layer}"
-            )
+        for colour, line in zip(colours, lines, strict=True):
+            points = chosen[chosen["line"] == line].sort_values("x")
+            panel.plot(points["x"], points[column], "o-", color=colour, markersize=3, label=line)
         if positive:
             panel.set_xscale("symlog", linthresh=positive[0])
-        panel.set_xticks(sorted(steps.values()), [f"{step:,}" for step in sorted(steps.values())])
+        panel.set_xticks(ticks, [f"{value:,}" for value in ticks])
         panel.tick_params(axis="x", labelrotation=45)
-        panel.set_xlabel("training step")
+        panel.set_xlabel(series.x_label)
         panel.set_ylabel(label)
         panel.grid(alpha=0.3)
     axes[0].legend(frameon=False, fontsize=7)
-    grid = rows[rows["measure"] == "anisotropy"].pivot(index="layer", columns="step", values="raw")
+    _heatmap(axes[-1], rows, lines, series.x_label)
+    figure.colorbar(axes[-1].images[0], ax=axes[-1])
+    figure.suptitle(series.title)
+    save_figure(figure, outputs, source)
+
+
+def _heatmap(panel, rows: pd.DataFrame, lines: list[str], x_label: str) -> None:
+    """The anisotropy baseline by line (rows) and x (columns), values written in the cells
+    when there are few enough to read."""
+    grid = rows[rows["measure"] == "anisotropy"].pivot(index="line", columns="x", values="raw")
+    grid = grid.reindex([line for line in lines if line in grid.index])
     values = grid.to_numpy()
-    image = axes[-1].imshow(values, aspect="auto", origin="lower", vmin=0, cmap="magma")
-    if values.size <= 200:  # few enough cells to read their values
+    panel.imshow(values, aspect="auto", origin="lower", vmin=0, cmap="magma")
+    if values.size <= 200:
         for (row, column), value in np.ndenumerate(values):
             bright = value > 0.6 * np.nanmax(values)
-            axes[-1].text(
+            panel.text(
                 column,
                 row,
                 f"{value:.2f}",
@@ -66,11 +107,7 @@ def plot_sweep(
                 fontsize=6,
                 color="black" if bright else "white",
             )
-    axes[-1].set_xticks(range(grid.shape[1]), [f"{step:,}" for step in grid.columns], rotation=45)
-    axes[-1].set_yticks(range(grid.shape[0]), grid.index)
-    axes[-1].set_xlabel("training step")
-    axes[-1].set_ylabel("layer")
-    axes[-1].set_title("anisotropy", fontsize=9)
-    figure.colorbar(image, ax=axes[-1])
-    figure.suptitle(title)
-    save_figure(figure, outputs, source)
+    panel.set_xticks(range(grid.shape[1]), [f"{value:,}" for value in grid.columns], rotation=45)
+    panel.set_yticks(range(grid.shape[0]), grid.index)
+    panel.set_xlabel(x_label)
+    panel.set_title("anisotropy", fontsize=9)

@@ -4,6 +4,7 @@ from contextuality import workflow as ctx
 from contextuality.figure_specs import (
     DEGENERATION_FIGURES,
     FIGURES,
+    FAMILY_FIGURE,
     GEOMETRY_FIGURES,
     SWEEP_FIGURE,
 )
@@ -123,3 +124,11 @@ def get_sweep_summaries(wildcards):
 
 def get_sweep_steps(wildcards):
     return ctx.sweeps(config)[wildcards.sweep]
+
+
+def get_family_summaries(wildcards):
+    return ctx.family_summaries(config, wildcards.family)
+
+
+def get_family_metas(wildcards):
+    return ctx.family_metas(config, wildcards.family)

@@ -111,3 +111,23 @@ rule sweep_figure:
         steps=get_sweep_steps,
     script:
         "../scripts/sweep_figure.py"
+
+
+rule family_figure:
+    input:
+        summaries=get_family_summaries,
+        metas=get_family_metas,
+    output:
+        png=report(
+            "results/figures/families/{family}.png",
+            caption=f"../report/figures/{FAMILY_FIGURE}.rst",
+            category="Model families",
+            labels={"family": "{family}"},
+        ),
+        pdf="results/figures/families/{family}.pdf",
+    log:
+        "logs/figures/families/{family}.log",
+    conda:
+        "../envs/contextuality.yaml"
+    script:
+        "../scripts/family_figure.py"

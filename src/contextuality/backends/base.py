@@ -232,6 +232,12 @@ class LoadedModel:
     blocks: tuple[Any, str] | None = None
 
     @property
+    def n_parameters(self) -> int | None:
+        """The model's number of parameters (None for a model that does not list them)."""
+        parameters = getattr(self.model, "parameters", None)
+        return None if parameters is None else sum(int(p.numel()) for p in parameters())
+
+    @property
     def takes_last_layer_before_final_norm(self) -> bool:
         """Whether extraction must replace the last hidden state by the final norm's input."""
         return self.spec.last_layer == "before_final_norm" and self.returns_after_final_norm

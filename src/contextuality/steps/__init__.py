@@ -24,6 +24,7 @@ from contextuality.steps.extract import (
 )
 from contextuality.steps.figures import (
     degeneration_figures,
+    family_figure,
     figure,
     figures,
     geometry_figures,
@@ -67,6 +68,7 @@ __all__ = [
     "download_sts",
     "expected_extraction",
     "extract",
+    "family_figure",
     "figure",
     "figures",
     "geometry_figures",

@@ -169,6 +169,7 @@ def _write_meta(job: _Prepared, report: ExtractionReport, path: PathLike) -> dic
         **job.attributes,
         "layers": list(job.plan.layers),
         "hidden_size": job.loaded.hidden_size,
+        "n_parameters": job.loaded.n_parameters,
         "max_length": job.loaded.max_length,
         **report.as_dict(),
         "warnings": warnings,

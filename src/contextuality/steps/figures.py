@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from contextuality.errors import InputDataError
 from contextuality.provenance import read_json, sha256_file
 from contextuality.summary import measures_table
 from contextuality.tables import read_parquet
@@ -158,9 +159,35 @@ def geometry_figures(
 def sweep_figure(
     summary_paths: Sequence[PathLike], steps: dict[str, int], outputs: Sequence[PathLike], name: str
 ) -> None:
-    """The figure of checkpoint sweep `name` (`sweep_figures.plot_sweep`) from its
+    """The figure of checkpoint sweep `name` (`sweep_figures.plot_series`) from its
     checkpoints' layer summaries (transform ``none``); `steps`: model → training step."""
-    from contextuality.sweep_figures import plot_sweep
+    from contextuality.sweep_figures import Series, plot_series
 
     table, described = _measures(summary_paths)
-    plot_sweep(table, steps, list(outputs), f"Checkpoint sweep: {name}", source=described)
+    series = Series(f"Checkpoint sweep: {name}", "training step", steps)
+    plot_series(table, series, list(outputs), source=described)
+
+
+def family_figure(
+    summary_paths: Sequence[PathLike],
+    meta_paths: Sequence[PathLike],
+    outputs: Sequence[PathLike],
+    name: str,
+) -> None:
+    """The figure of model family `name` against parameter count (`sweep_figures`), from its
+    models' layer summaries (transform ``none``) and their extractions' meta.json."""
+    from contextuality.sweep_figures import Series, plot_series
+
+    sizes = {}
+    for path in meta_paths:
+        meta = read_json(path)
+        sizes[meta["model"]] = meta.get("n_parameters")
+    unknown = sorted(model for model, size in sizes.items() if not size)
+    if unknown:
+        raise InputDataError(
+            f"family {name}: no parameter count in the meta.json of {', '.join(unknown)}; "
+            "re-extract them"
+        )
+    table, described = _measures(summary_paths)
+    series = Series(f"Model family: {name}", "parameters", sizes, by_depth=True)
+    plot_series(table, series, list(outputs), source=described)

@@ -43,6 +43,12 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
                 f"reference.models.{model}: no model named '{model}' under models "
                 f"(configured: {', '.join(models) or 'none'})"
             )
+    for family, members in ((config.get("figures") or {}).get("families") or {}).items():
+        problems += [
+            f"figures.families.{family}: no model named '{model}' under models"
+            for model in members
+            if model not in models
+        ]
     problems += _model_problems(models)
     problems += _unmeasured_transforms(config, schema)
     problems += _unstreamable(config, schema)

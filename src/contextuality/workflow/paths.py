@@ -377,6 +377,18 @@ def sweep_summaries(config: dict[str, Any], sweep: str) -> list[str]:
     ]
 
 
+def family_summaries(config: dict[str, Any], family: str) -> list[str]:
+    """The layer summaries (transform ``none``) of every model of `family`
+    (``figures.families``)."""
+    members = config["figures"]["families"][family]
+    return [path for model in members for path in layer_outputs(config, model, "none", ".json")]
+
+
+def family_metas(config: dict[str, Any], family: str) -> list[str]:
+    """The meta.json of each model of `family` (of its first part, for a partitioned one)."""
+    return [extraction_metas(config, model)[0] for model in config["figures"]["families"][family]]
+
+
 def final_outputs(config: dict[str, Any]) -> list[str]:
     """Everything ``snakemake`` builds by default."""
     return [
@@ -403,6 +415,11 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
         *[
             f"results/figures/sweeps/{sweep}.{extension}"
             for sweep in sweeps(config)
+            for extension in ("png", "pdf")
+        ],
+        *[
+            f"results/figures/families/{family}.{extension}"
+            for family in (config.get("figures") or {}).get("families") or {}
             for extension in ("png", "pdf")
         ],
         *(
@@ -446,6 +463,7 @@ def wildcard_constraints(config: dict[str, Any]) -> dict[str, str]:
         "tokenizer": pattern(list(subword_tokenizers(config))),
         "transform": pattern(config["measures"]["transforms"]),
         "sweep": pattern(list(sweeps(config))),
+        "family": pattern(list((config.get("figures") or {}).get("families") or {})),
         "layer": r"\d+",
         "year": r"\d{4}",
         "part": PART_PATTERN,
