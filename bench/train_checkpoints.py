@@ -1,18 +1,22 @@
 """Train tiny GPT-2 and BERT models from scratch and save checkpoints along the way.
 
 A later benchmark runs the workflow over these checkpoints to see whether the anisotropy of
-contextual representations (Ethayarajh, 2019) emerges with training, or is there from the
+contextual representations (Ethayarajh, 2019) emerges with training or is there from the
 random initialization. Both models are trained on CPU on the Lee background news corpus that
 gensim ships (300 paragraphs): a causal LM (``GPT2LMHeadModel``, byte-level BPE tokenizer) and
 a masked LM (``BertForMaskedLM``, 15% masking with the 80/10/10 rule, WordPiece tokenizer),
-each tokenizer trained once on the corpus. The text is read as one stream of tokens,
-paragraphs separated by ``<|endoftext|>`` (GPT-2) or ``[SEP]`` (BERT), cut into blocks of
-128 tokens (BERT's wrapped in ``[CLS]`` ... ``[SEP]``), drawn in a seeded order, epoch by
-epoch. The learning rate warms up linearly and then stays constant, so the checkpoint at a
-step does not depend on the last step asked for.
+each tokenizer trained once on the corpus (4,000 entries). Both models have 4 layers, hidden
+size 128, 4 heads, intermediate size 512 and 128 positions. The text is read as one stream
+of tokens, paragraphs separated by ``<|endoftext|>`` (GPT-2) or ``[SEP]`` (BERT), cut into
+blocks of 128 tokens (BERT's wrapped in ``[CLS]`` ... ``[SEP]``), 8 to a batch, in a seeded
+order, epoch by epoch. AdamW's learning rate warms up linearly for 50 steps and then stays
+constant, so the checkpoint at a step does not depend on the last step asked for.
 
     python bench/train_checkpoints.py --out DIR [--steps 0 50 200 1000] [--seed 0]
-        [--models gpt2 bert] [--overwrite]
+        [--models gpt2 bert] [--threads N] [--overwrite]
+
+``--threads`` (default: the cores available) sets torch's threads; on a machine that other
+jobs keep busy, ``--threads 1`` can be faster.
 
 Each checkpoint ``DIR/<kind>/step_<N>/`` (step 0: the random initialization) is a complete
 ``save_pretrained`` directory, model and fast tokenizer, that ``AutoModel`` and
@@ -32,7 +36,6 @@ import argparse
 import importlib.util
 import json
 import shutil
-import sys
 import tempfile
 import time
 from collections import deque
@@ -181,7 +184,7 @@ def save_checkpoint(directory: Path, model, tokenizer, record: dict) -> None:
     os.replace(temporary, directory)
 
 
-def train(kind: str, steps: list[int], seed: int, out: Path, paragraphs: list[str]) -> list:
+def train(kind: str, steps: list[int], seed: int, out: Path, paragraphs: list[str]) -> list[tuple]:
     """Train one model kind for max(steps) updates, saving a checkpoint at each step in
     `steps`; return (kind, step, loss) rows."""
     torch.manual_seed(seed)
@@ -191,7 +194,7 @@ def train(kind: str, steps: list[int], seed: int, out: Path, paragraphs: list[st
     make_inputs = input_maker(kind, tokenizer, seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / WARMUP))
-    summary = {
+    summary = {  # the training blocks are max_positions tokens long
         "layers": LAYERS,
         "hidden_size": HIDDEN,
         "heads": HEADS,
@@ -200,7 +203,6 @@ def train(kind: str, steps: list[int], seed: int, out: Path, paragraphs: list[st
         "vocab_size": len(tokenizer),
         "parameters": sum(parameter.numel() for parameter in model.parameters()),
         "batch_size": BATCH,
-        "sequence_length": BLOCK,
         "learning_rate": LEARNING_RATE,
         "warmup_steps": WARMUP,
         "training_blocks": len(data),
@@ -244,23 +246,16 @@ def main() -> None:
     parser.add_argument("--steps", type=int, nargs="+", default=[0, 50, 200, 1000])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--models", nargs="+", choices=["gpt2", "bert"], default=["gpt2", "bert"])
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=len(os.sched_getaffinity(0)),
-        help="torch threads (default: the cores available; 1 can be faster on a busy machine)",
-    )
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--overwrite", action="store_true", help="replace existing checkpoints")
     args = parser.parse_args()
     if any(step < 0 for step in args.steps):
         parser.error("steps must be non-negative")
     if any(args.out.glob("*/step_*")):
         if not args.overwrite:
-            print(
-                f"{args.out} already holds checkpoints; pass --overwrite to replace them",
-                file=sys.stderr,
+            parser.exit(
+                2, f"{args.out} already holds checkpoints; pass --overwrite to replace them\n"
             )
-            sys.exit(2)
         for kind in args.models:
             shutil.rmtree(args.out / kind, ignore_errors=True)
     torch.set_num_threads(args.threads)

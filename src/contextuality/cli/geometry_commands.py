@@ -57,10 +57,19 @@ def add_geometry_command(commands: Any) -> None:
     command.add_argument(
         "--sample-size", type=int, default=10_000, help="occurrences read (0: every one)"
     )
-    command.add_argument("--dimension-sample-size", type=int, default=1000)
-    command.add_argument("--dimension-samples", type=int, default=5)
-    command.add_argument("--gride-scale", type=int, default=4)
-    command.add_argument("--seed", type=int, default=0)
+    command.add_argument(
+        "--dimension-sample-size",
+        type=int,
+        default=1000,
+        help="occurrences per intrinsic-dimension sample, before duplicates are removed",
+    )
+    command.add_argument(
+        "--dimension-samples", type=int, default=5, help="independent intrinsic-dimension samples"
+    )
+    command.add_argument(
+        "--gride-scale", type=int, default=4, help="neighbour order k of GRIDE's ratio r_2k/r_k"
+    )
+    command.add_argument("--seed", type=int, default=0, help="seed of every sample")
     command.add_argument(
         "-o", "--output", required=True, help="prefix of <prefix>.dimension.json, .cka.parquet"
     )
