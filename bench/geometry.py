@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import shutil
 import time
 from pathlib import Path
 
@@ -31,17 +32,15 @@ def _configured(config: dict, without_first_words: bool) -> dict:
     """`config` measured raw and centered, with the position profile of both."""
     config = copy.deepcopy(config)
     config.setdefault("measures", {})["transforms"] = ["none", "center"]
-    config["measures"].setdefault("correction", {})["fit_without_first_words"] = (
-        without_first_words
-    )
+    config["measures"].setdefault("correction", {})["fit_without_first_words"] = without_first_words
     config.setdefault("degeneration", {})["transforms"] = ["none", "center"]
     return config
 
 
-def _value(table: pd.DataFrame, transform: str, measure: str) -> pd.Series:
-    """A measure's raw value by (model, layer) under `transform`."""
+def _value(table: pd.DataFrame, transform: str, measure: str, column: str = "raw") -> pd.Series:
+    """A measure's raw (or other `column`'s) value by (model, layer) under `transform`."""
     rows = table[(table["transform"] == transform) & (table["measure"] == measure)]
-    return rows.set_index(["model", "layer"])["raw"]
+    return rows.set_index(["model", "layer"])[column]
 
 
 def _norms(positions: pd.DataFrame) -> pd.DataFrame:
@@ -83,35 +82,44 @@ def main() -> None:
     parser.add_argument("config", type=Path)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument(
+        "--reuse", action="store_true", help="the measures tables a previous run saved"
+    )
     args = parser.parse_args()
     name = args.config.stem
     directory = REPO / "bench" / "work" / f"geometry-{name}"
     config = yaml.safe_load(args.config.read_text())
     centered = {}
-    for without_first_words in (False, True):
-        run_workflow(directory, _configured(config, without_first_words), args.cores)
-        table = pd.read_csv(directory / "results/tables/measures.tsv", sep="\t")
-        centered[without_first_words] = table
+    for without_first_words in (True, False):  # the default last: the other outputs are its
+        saved = directory / f"measures.fit_without_first_words={without_first_words}.tsv"
+        if not (args.reuse and saved.is_file()):
+            run_workflow(directory, _configured(config, without_first_words), args.cores)
+            shutil.copyfile(directory / "results/tables/measures.tsv", saved)
+        centered[without_first_words] = pd.read_csv(saved, sep="\t")
     table = centered[False]
     columns = {
+        "SelfSim adj.": _value(table, "none", "selfsim", "adjusted"),
+        "IntraSim adj.": _value(table, "none", "intrasim", "adjusted"),
+        "MEV adj.": _value(table, "none", "mev", "adjusted"),
         "TwoNN": _value(table, "none", "intrinsic_dimension[twonn]"),
         "GRIDE": _value(table, "none", "intrinsic_dimension[gride]"),
         "anisotropy": _value(table, "none", "anisotropy"),
         "anisotropy[position>0]": _value(table, "none", "anisotropy[position>0]"),
         "centered: anisotropy": _value(table, "center", "anisotropy"),
         "centered: [position>0]": _value(table, "center", "anisotropy[position>0]"),
-        "centered without first words: anisotropy": _value(
-            centered[True], "center", "anisotropy"
-        ),
+        "centered without first words: anisotropy": _value(centered[True], "center", "anisotropy"),
         "centered without first words: [position>0]": _value(
             centered[True], "center", "anisotropy[position>0]"
         ),
     }
     positions = pd.read_csv(directory / "results/tables/positions.tsv", sep="\t")
     cka = pd.read_csv(directory / "results/tables/cka.tsv", sep="\t")
-    profile = pd.concat(
-        [pd.DataFrame(columns), _norms(positions), _neighbour_cka(cka)], axis=1
-    ).reset_index()
+    profile = pd.concat([pd.DataFrame(columns), _norms(positions), _neighbour_cka(cka)], axis=1)
+    profile = profile.rename_axis(["model", "layer"]).reset_index()
+    for figure in ("cka", "positions", "intrinsic_dimension", "fig1_anisotropy"):
+        shutil.copyfile(
+            directory / f"results/figures/{figure}.png", args.out / f"geometry-{name}-{figure}.png"
+        )
     samples = cka["n_rows"].iloc[0]
     sections = [
         f"# Layer geometry and position effects: `{args.config}`",
@@ -122,7 +130,8 @@ def main() -> None:
         "the mean of the held-out sentences' words removed (all of them, or without each "
         "sentence's first word, `measures.correction.fit_without_first_words`). Norms: the "
         "first words' mean L2 norm, and the median of the other position buckets' means. "
-        f"CKA: linear, on {samples:,} sampled occurrences.",
+        f"CKA: linear, on {samples:,} sampled occurrences. Figures beside this file: "
+        f"`geometry-{name}-*.png`.",
     ]
     for model, rows in profile.groupby("model", sort=False):
         body = rows.drop(columns="model").to_markdown(index=False, floatfmt=".3f")

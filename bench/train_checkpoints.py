@@ -1,27 +1,25 @@
-"""Train tiny GPT-2 and BERT models from scratch and save checkpoints along the way.
+"""Train tiny GPT-2 and BERT models from scratch, saving checkpoints along the way.
 
 A later benchmark runs the workflow over these checkpoints to see whether the anisotropy of
 contextual representations (Ethayarajh, 2019) emerges with training or is there from the
-random initialization. Both models are trained on CPU on the Lee background news corpus that
-gensim ships (300 paragraphs): a causal LM (``GPT2LMHeadModel``, byte-level BPE tokenizer) and
-a masked LM (``BertForMaskedLM``, 15% masking with the 80/10/10 rule, WordPiece tokenizer),
-each tokenizer trained once on the corpus (4,000 entries). Both models have 4 layers, hidden
-size 128, 4 heads, intermediate size 512 and 128 positions. The text is read as one stream
-of tokens, paragraphs separated by ``<|endoftext|>`` (GPT-2) or ``[SEP]`` (BERT), cut into
-blocks of 128 tokens (BERT's wrapped in ``[CLS]`` ... ``[SEP]``), 8 to a batch, in a seeded
-order, epoch by epoch. AdamW's learning rate warms up linearly for 50 steps and then stays
-constant, so the checkpoint at a step does not depend on the last step asked for.
+random initialization. Both models are trained on CPU on the Lee background corpus gensim
+ships (300 news paragraphs): a causal LM (``GPT2LMHeadModel``, byte-level BPE tokenizer) and
+a masked LM (``BertForMaskedLM``, 15% masking, 80/10/10; cased WordPiece tokenizer), each
+tokenizer trained on the corpus (4,000 entries); 4 layers, hidden size 128, 4 heads,
+intermediate size 512, 128 positions. The corpus is one token stream, paragraphs separated
+by ``<|endoftext|>`` (GPT-2) or ``[SEP]`` (BERT), cut into blocks of 128 tokens (BERT's
+wrapped in ``[CLS]`` ... ``[SEP]``), 8 to a batch in a seeded order. AdamW's learning rate
+warms up over 50 steps, then stays constant: a step's checkpoint is the same whatever the
+last step asked for, and the same seed gives the same checkpoints (bit for bit, at the same
+``--threads``; default: the cores available, but 1 can be faster on a busy machine).
 
     python bench/train_checkpoints.py --out DIR [--steps 0 50 200 1000] [--seed 0]
         [--models gpt2 bert] [--threads N] [--overwrite]
 
-``--threads`` (default: the cores available) sets torch's threads; on a machine that other
-jobs keep busy, ``--threads 1`` can be faster.
-
-Each checkpoint ``DIR/<kind>/step_<N>/`` (step 0: the random initialization) is a complete
-``save_pretrained`` directory, model and fast tokenizer, that ``AutoModel`` and
-``AutoTokenizer`` load offline, with a ``training.json`` beside them (loss: the mean of the
-last 20 steps). A checkpoint is written to a temporary directory and renamed into place.
+Each ``DIR/<kind>/step_<N>/`` (step 0: the random initialization) is a ``save_pretrained``
+directory, model and fast tokenizer, that ``AutoModel`` and ``AutoTokenizer`` load offline,
+with a ``training.json`` (loss: the mean of the last 20 steps). It is written to a temporary
+directory and renamed into place.
 """
 
 from __future__ import annotations
@@ -92,13 +90,18 @@ def train_tokenizer(kind: str, paragraphs: list[str]):
             unk_token=GPT2_END,
             model_max_length=BLOCK,
         )
-    wordpiece = BertWordPieceTokenizer(lowercase=False)
-    wordpiece.train_from_iterator(
+    # The trainer numbers the "##x" pieces in hash-map order, which changes the vocabulary
+    # from run to run (huggingface/tokenizers#1794); naming them up front, as special
+    # tokens, fixes their order, and the tokenizer is then rebuilt from the vocabulary alone.
+    pieces = sorted({f"##{character}" for character in "".join(paragraphs).replace(" ", "")})
+    trainer = BertWordPieceTokenizer(lowercase=False)
+    trainer.train_from_iterator(
         paragraphs,
         vocab_size=VOCAB_SIZE,
-        special_tokens=list(BERT_SPECIALS.values()),
+        special_tokens=[*BERT_SPECIALS.values(), *pieces],
         show_progress=False,
     )
+    wordpiece = BertWordPieceTokenizer(trainer.get_vocab(), lowercase=False)
     return BertTokenizerFast(
         tokenizer_object=wordpiece._tokenizer,
         do_lower_case=False,

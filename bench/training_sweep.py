@@ -13,6 +13,7 @@ with the sweep figures beside it (``training-sweep-<model>.png``).
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -28,15 +29,18 @@ REPO = Path(__file__).resolve().parents[1]
 KINDS = ("gpt2", "bert")
 
 
-def _train(checkpoints: Path, steps: list[int], seed: int) -> float:
-    """Train both models (unless their checkpoints are there); returns the seconds taken."""
-    if all((checkpoints / kind / f"step_{step}").is_dir() for kind in KINDS for step in steps):
-        return 0.0
-    start = time.perf_counter()
-    command = [sys.executable, str(REPO / "bench" / "train_checkpoints.py"), "--out"]
-    command += [str(checkpoints), "--seed", str(seed), "--overwrite", "--steps"]
-    subprocess.run([*command, *map(str, steps)], check=True)
-    return time.perf_counter() - start
+def _train(checkpoints: Path, steps: list[int], seed: int) -> dict[str, dict]:
+    """Train both models unless their checkpoints are there (of this seed); returns each
+    model's last checkpoint's ``training.json`` (its loss and training seconds)."""
+    last = {kind: checkpoints / kind / f"step_{max(steps)}" / "training.json" for kind in KINDS}
+    present = all(
+        (checkpoints / kind / f"step_{step}").is_dir() for kind in KINDS for step in steps
+    )
+    if not present or any(json.loads(path.read_text())["seed"] != seed for path in last.values()):
+        command = [sys.executable, str(REPO / "bench" / "train_checkpoints.py"), "--out"]
+        command += [str(checkpoints), "--seed", str(seed), "--overwrite", "--steps"]
+        subprocess.run([*command, *map(str, steps)], check=True)
+    return {kind: json.loads(path.read_text()) for kind, path in last.items()}
 
 
 def _config(checkpoints: Path, steps: list[int], seed: int) -> dict:
@@ -69,7 +73,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
     checkpoints = REPO / "bench" / "work" / "checkpoints"
-    trained = _train(checkpoints, args.steps, args.seed)
+    training = _train(checkpoints, args.steps, args.seed)
     directory = REPO / "bench" / "work" / "training-sweep"
     start = time.perf_counter()
     run_workflow(directory, _config(checkpoints, args.steps, args.seed), args.cores)
@@ -79,8 +83,8 @@ def main() -> None:
         "# Does anisotropy emerge with training?",
         f"Written by `bench/training_sweep.py` ({time.strftime('%Y-%m-%d')}): a tiny GPT-2 "
         "and a tiny BERT trained from scratch on the Lee corpus (`bench/train_checkpoints.py`, "
-        f"seed {args.seed}; {trained:.0f} s of training, 0 if the checkpoints were there), "
-        f"each checkpoint measured by the workflow as a sweep ({measured:.0f} s, "
+        f"seed {args.seed}), each checkpoint measured by the workflow as a sweep "
+        f"({measured:.0f} s, "
         f"{args.cores} cores). Anisotropy: the exact mean cosine of occurrences in "
         "different sentences; SelfSim adjusted by it; intrinsic dimension: TwoNN.",
     ]
@@ -88,8 +92,11 @@ def main() -> None:
         model = f"tiny-{kind}"
         figure = args.out / f"training-sweep-{kind}.png"
         shutil.copyfile(directory / f"results/figures/sweeps/{model}.png", figure)
+        trained = training[kind]
         sections += [
-            f"## {model}\n\nFigure: `{figure.relative_to(REPO)}`.",
+            f"## {model}\n\n{trained['config']['parameters']:,} parameters; step "
+            f"{trained['step']:,}: loss {trained['loss']:.3f} after {trained['seconds']:.0f} s "
+            f"of training. Figure: `{figure.relative_to(REPO)}`.",
             "Anisotropy\n\n" + _by_layer_and_step(table, model, "anisotropy", "raw"),
             "Adjusted SelfSim\n\n" + _by_layer_and_step(table, model, "selfsim", "adjusted"),
             "Intrinsic dimension (TwoNN)\n\n"

