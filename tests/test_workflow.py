@@ -594,6 +594,21 @@ def test_bad_config_is_refused_with_a_clear_message(tmp_path):
     assert result.returncode != 0
     assert "figures.transforms: 'whiten' is not in measures.transforms" in result.stdout
 
+    # A relative directory written like a hub id, a family naming no model, a bad sweep.
+    config = _config(corpus, {"m": {"source": "models/my-model/v2", "layers": [0]}})
+    config["figures"] = {"families": {"sizes": ["m", "m-large"]}}
+    _write_config(tmp_path, config)
+    result = _snakemake(tmp_path, "--dry-run")
+    assert result.returncode != 0 and "Traceback" not in result.stdout + result.stderr
+    assert "models.m.source: 'models/my-model/v2' is not a hub id" in result.stdout
+    assert "figures.families.sizes: no model named 'm-large'" in result.stdout
+    sweep = {"source": "x", "sweep": {"steps": [1, 1], "source": "c/{step}"}}
+    _write_config(tmp_path, _config(corpus, {"m": sweep}))
+    result = _snakemake(tmp_path, "--dry-run")
+    assert result.returncode != 0 and "models.m.sweep.steps: a list of distinct" in (
+        result.stdout + result.stderr
+    )
+
 
 @pytest.mark.workflow
 def test_unloadable_model_fails_its_job_with_a_message(tmp_path, tiny_bert_dir):

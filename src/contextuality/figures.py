@@ -121,6 +121,17 @@ def plot_transforms(
     save_figure(figure, outputs, source)
 
 
+def label_cells(panel: Any, values: np.ndarray, bright_above: float, limit: int = 200) -> None:
+    """Write each cell's value (two decimals) on a heatmap of `values` drawn on `panel`,
+    in black on cells above `bright_above` and white on the others, when there are at
+    most `limit` cells to read."""
+    if values.size > limit:
+        return
+    for (row, column), value in np.ndenumerate(values):
+        colour = "black" if value > bright_above else "white"
+        panel.text(column, row, f"{value:.2f}", ha="center", va="center", fontsize=6, color=colour)
+
+
 def save_figure(figure: Any, outputs: list[str | os.PathLike], source: str) -> None:
     """Write `figure` in each output's format, with provenance in its metadata, and close it."""
     for output in outputs:

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from contextuality.figures import plt, save_figure
+from contextuality.figures import label_cells, plt, save_figure
 
 
 def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:
@@ -30,17 +30,7 @@ def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str 
         panel.set_ylabel(f"{left} layer")
         sample = "every row" if not rows["sampled"].any() else f"{rows['n_rows'].iloc[0]:,} rows"
         panel.set_title(f"{left} × {right} ({sample})", fontsize=9)
-        if grid.size <= 196:
-            for (row, column), value in np.ndenumerate(grid.to_numpy()):
-                panel.text(
-                    column,
-                    row,
-                    f"{value:.2f}",
-                    ha="center",
-                    va="center",
-                    fontsize=6,
-                    color="white" if value < 0.6 else "black",
-                )
+        label_cells(panel, grid.to_numpy(), bright_above=0.6, limit=196)
     figure.colorbar(image, ax=axes[0].tolist(), label="linear CKA", shrink=0.9)
     figure.suptitle("Similarity between layers (linear CKA)")
     save_figure(figure, outputs, source)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from contextuality.figures import plt, save_figure
+from contextuality.figures import label_cells, plt, save_figure
 
 # (measure, column of the measures table, axis label) of each line panel.
 SERIES_PANELS = (
@@ -95,18 +95,7 @@ def _heatmap(panel, rows: pd.DataFrame, lines: list[str], x_label: str) -> None:
     grid = grid.reindex([line for line in lines if line in grid.index])
     values = grid.to_numpy()
     panel.imshow(values, aspect="auto", origin="lower", vmin=0, cmap="magma")
-    if values.size <= 200:
-        for (row, column), value in np.ndenumerate(values):
-            bright = value > 0.6 * np.nanmax(values)
-            panel.text(
-                column,
-                row,
-                f"{value:.2f}",
-                ha="center",
-                va="center",
-                fontsize=6,
-                color="black" if bright else "white",
-            )
+    label_cells(panel, values, bright_above=0.6 * np.nanmax(values))
     panel.set_xticks(range(grid.shape[1]), [f"{value:,}" for value in grid.columns], rotation=45)
     panel.set_yticks(range(grid.shape[0]), grid.index)
     panel.set_xlabel(x_label)

@@ -120,7 +120,13 @@ def _cached_hub_file(spec: ModelSpec, filename: str) -> Path | None:
     revision (a snapshot directory named by the commit), or None where it does not."""
     from huggingface_hub import try_to_load_from_cache
 
-    cached = try_to_load_from_cache(spec.source, filename, revision=spec.revision)
+    try:
+        cached = try_to_load_from_cache(spec.source, filename, revision=spec.revision)
+    except ValueError as error:  # huggingface_hub's HFValidationError: not a repo id
+        raise ModelLoadError(
+            f"model {spec.name}: '{spec.source}' is not a hub id; a local directory is "
+            "written as a path starting with ./, / or ~, or as package:<module>/<dir>"
+        ) from error
     return Path(cached) if isinstance(cached, str) else None
 
 
