@@ -81,12 +81,14 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
         == 0
     )
     cka = pd.read_parquet(f"{geometry}.cka.parquet")
-    assert len(cka) == 4 and set(cka["model_a"]) == {"tiny"}
+    assert len(cka) == 2 * 4 and set(cka["model_a"]) == {"tiny"}  # all, position>0
     dimensions = json.loads(Path(f"{geometry}.dimension.json").read_text())
     assert [layer["layer"] for layer in dimensions] == [0, 2]
     assert main([*arguments, "--versus", *layers, "-o", str(geometry) + ".self"]) == 0
     versus = pd.read_parquet(f"{geometry}.self.cka.parquet")
-    assert abs(versus.set_index(["layer_a", "layer_b"])["cka"][2, 2] - 1.0) < 1e-6
+    assert (
+        abs(versus.set_index(["occurrences", "layer_a", "layer_b"])["cka"]["all", 2, 2] - 1) < 1e-6
+    )
     table = tmp_path / "measures.tsv"
     assert main(["summarize", *summaries, "-o", str(table)]) == 0
     rows = pd.read_csv(table, sep="\t")

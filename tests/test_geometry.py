@@ -11,11 +11,11 @@ import pytest
 from scipy.stats import ortho_group
 
 from contextuality import dimension, similarity, steps
-from contextuality.index import IndexFiles
+from contextuality.index import IndexFiles, index_checksum
 from contextuality.provenance import read_json
 from contextuality.steps.geometry import ModelLayers, sample_rows
 from contextuality.storage.shards import ShardSetWriter
-from contextuality.tables import read_provenance
+from contextuality.tables import read_provenance, write_parquet
 
 
 def kernel_cka(x: np.ndarray, y: np.ndarray) -> float:
@@ -118,7 +118,7 @@ def test_duplicates_are_removed_before_the_estimators_see_them():
 N_ROWS, WIDTH = 400, 6
 
 
-def write_model(directory, name, layers, missing_row=None):
+def write_model(directory, name, layers, checksum, missing_row=None):
     """Float16 shards of `layers` (layer → rows) with the attributes an extraction records."""
     paths = {layer: directory / f"{name}_layer_{layer}.h5" for layer in layers}
     attributes = {
@@ -127,7 +127,7 @@ def write_model(directory, name, layers, missing_row=None):
         "model_revision": "r1",
         "pooling": "mean",
         "corpus_checksum": "c",
-        "index_checksum": "i",
+        "index_checksum": checksum,
         "config_hash": f"h-{name}",
         "n_layers": max(layers),
         "layer_conventions": json.dumps({"layer_0": "embedding output", "last_layer": "last"}),
@@ -143,19 +143,30 @@ def write_model(directory, name, layers, missing_row=None):
 
 @pytest.fixture
 def stored(tmp_path):
-    """Two models on one index of 400 rows: ``a`` (two layers of points near a 3-D
-    subspace, one row without a vector), and ``b``, a rotated, scaled copy of a's
-    layer 1 and an unrelated layer."""
+    """Two models on one index of 400 rows (40 sentences of 10 words): ``a`` (two layers
+    of points near a 3-D subspace, one row without a vector), and ``b``, a rotated,
+    scaled copy of a's layer 1 and an unrelated layer."""
     rng = np.random.default_rng(5)
+    occurrences = pd.DataFrame(
+        {
+            "occurrence_id": np.arange(N_ROWS),
+            "sentence_id": np.repeat(np.arange(N_ROWS // 10), 10),
+            "position": np.tile(np.arange(10), N_ROWS // 10),
+            "word_id": np.zeros(N_ROWS, dtype=np.int64),
+            "word": "w",
+        }
+    )
+    checksum = index_checksum(occurrences)
     first = on_subspace(N_ROWS, 3, WIDTH, seed=3)
     second = np.tanh(first @ rng.normal(size=(WIDTH, WIDTH)))
-    model_a = write_model(tmp_path, "a", {0: first, 1: second}, missing_row=17)
+    model_a = write_model(tmp_path, "a", {0: first, 1: second}, checksum, missing_row=17)
     rotation = ortho_group.rvs(WIDTH, random_state=4)
     copies = {0: 2.0 * second @ rotation, 1: rng.normal(size=(N_ROWS, WIDTH))}
-    model_b = write_model(tmp_path, "b", copies)
+    model_b = write_model(tmp_path, "b", copies, checksum)
     summary = tmp_path / "index.json"
-    summary.write_text(json.dumps({"index_checksum": "i", "n_occurrences": N_ROWS}))
+    summary.write_text(json.dumps({"index_checksum": checksum, "n_occurrences": N_ROWS}))
     index = IndexFiles(tmp_path / "occurrences.parquet", tmp_path / "vocab.parquet", summary)
+    write_parquet(occurrences, index.occurrences, {})
     settings = {
         "sample_size": 300,
         "seed": 0,
@@ -172,11 +183,13 @@ def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
     )
     rows = sample_rows(N_ROWS, 300, 0)
     kept = rows[rows != 17]  # the row without a vector is left out of every layer
-    read = [layer.astype(np.float16).astype(np.float64)[kept] for layer in (first, second)]
-    expected = [[kernel_cka(x, y) for y in read] for x in read]
-    grid = table.pivot(index="layer_a", columns="layer_b", values="cka").to_numpy()
-    np.testing.assert_allclose(grid, expected, atol=1e-4)
-    assert set(table["n_rows"]) == {len(kept)} and table["sampled"].all()
+    for occurrences, chosen in (("all", kept), ("position>0", kept[kept % 10 > 0])):
+        read = [layer.astype(np.float16).astype(np.float64)[chosen] for layer in (first, second)]
+        expected = [[kernel_cka(x, y) for y in read] for x in read]
+        part = table[table["occurrences"] == occurrences]
+        grid = part.pivot(index="layer_a", columns="layer_b", values="cka").to_numpy()
+        np.testing.assert_allclose(grid, expected, atol=1e-4)
+        assert set(part["n_rows"]) == {len(chosen)} and part["sampled"].all()
     assert read_provenance(tmp_path / "cka.parquet")["models"][0]["model_id"] == "test/a"
     summaries = read_json(tmp_path / "dimension.json")
     assert [summary["layer"] for summary in summaries] == [0, 1]
@@ -192,15 +205,17 @@ def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
 def test_cka_between_models_is_on_the_same_occurrences(stored, tmp_path):
     model_a, model_b, index, settings, _ = stored
     table = steps.model_similarity(model_a, model_b, index, settings, tmp_path / "ab.parquet")
-    found = table.set_index(["layer_a", "layer_b"])["cka"]
-    assert found[1, 0] == pytest.approx(1.0, abs=1e-3)  # b's layer 0 is a's layer 1, rotated
-    assert found[1, 1] < 0.2
+    found = table.set_index(["occurrences", "layer_a", "layer_b"])["cka"]
+    for occurrences in ("all", "position>0"):
+        assert found[occurrences, 1, 0] == pytest.approx(1.0, abs=1e-3)  # a's layer 1, rotated
+        assert found[occurrences, 1, 1] < 0.2
     whole = steps.model_similarity(
         model_a, model_b, index, settings | {"sample_size": None}, tmp_path / "all.parquet"
     )
-    assert set(whole["n_rows"]) == {N_ROWS - 1} and not whole["sampled"].any()
+    every = whole[whole["occurrences"] == "all"]
+    assert set(every["n_rows"]) == {N_ROWS - 1} and not whole["sampled"].any()
     gathered = steps.cka_table([tmp_path / "ab.parquet"], tmp_path / "cka.tsv")
-    assert len(gathered) == 4
+    assert len(gathered) == 2 * 4
     assert list(pd.read_csv(tmp_path / "cka.tsv", sep="\t").columns) == list(gathered.columns)
 
 

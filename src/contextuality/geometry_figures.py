@@ -1,5 +1,5 @@
 """Figures of the geometry steps: CKA between layers as heatmaps, one panel per pair of
-models (a model with itself first)."""
+models (a model with itself first) and per set of occurrences; the position profiles."""
 
 from __future__ import annotations
 
@@ -12,16 +12,31 @@ from contextuality.figures import label_cells, plt, save_figure
 
 
 def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:
-    """A heatmap of CKA (0 to 1) per pair of models in `table` (`steps.geometry.CKA_COLUMNS`),
-    the first model's layers down, the second's across, values written in the cells when
-    there are few enough to read."""
+    """A heatmap of CKA (0 to 1) per pair of models in `table` (`steps.geometry.CKA_COLUMNS`)
+    and per set of occurrences (a row of panels each: every occurrence, those past each
+    sentence's first word), the first model's layers down, the second's across, values
+    written in the cells when there are few enough to read."""
     pairs = list(dict.fromkeys(zip(table["model_a"], table["model_b"], strict=True)))
+    kinds = list(dict.fromkeys(table["occurrences"]))
     figure, axes = plt.subplots(
-        1, len(pairs), figsize=(4.2 * len(pairs), 3.8), layout="constrained", squeeze=False
+        len(kinds),
+        len(pairs),
+        figsize=(4.2 * len(pairs), 3.8 * len(kinds)),
+        layout="constrained",
+        squeeze=False,
     )
     image = None
-    for panel, (left, right) in zip(axes[0], pairs, strict=True):
-        rows = table[(table["model_a"] == left) & (table["model_b"] == right)]
+    panels = [
+        (panel, pair, kind)
+        for row, kind in zip(axes, kinds, strict=True)
+        for panel, pair in zip(row, pairs, strict=True)
+    ]
+    for panel, (left, right), kind in panels:
+        rows = table[
+            (table["model_a"] == left)
+            & (table["model_b"] == right)
+            & (table["occurrences"] == kind)
+        ]
         grid = rows.pivot(index="layer_a", columns="layer_b", values="cka")
         image = panel.imshow(grid.to_numpy(), vmin=0, vmax=1, cmap="viridis", origin="lower")
         panel.set_xticks(range(grid.shape[1]), grid.columns)
@@ -29,9 +44,10 @@ def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str 
         panel.set_xlabel(f"{right} layer")
         panel.set_ylabel(f"{left} layer")
         sample = "every row" if not rows["sampled"].any() else f"{rows['n_rows'].iloc[0]:,} rows"
-        panel.set_title(f"{left} × {right} ({sample})", fontsize=9)
+        which = "every occurrence" if kind == "all" else "past the first word"
+        panel.set_title(f"{left} × {right}\n{which}, {sample}", fontsize=9)
         label_cells(panel, grid.to_numpy(), bright_above=0.6, limit=196)
-    figure.colorbar(image, ax=axes[0].tolist(), label="linear CKA", shrink=0.9)
+    figure.colorbar(image, ax=axes.ravel().tolist(), label="linear CKA", shrink=0.9)
     figure.suptitle("Similarity between layers (linear CKA)")
     save_figure(figure, outputs, source)
 

@@ -34,7 +34,19 @@ log = logging.getLogger(__name__)
 
 # Rows multiplied at a time for CKA: (rows × every layer's width) float32, a few MiB.
 _CKA_CHUNK_ROWS = 1024
-CKA_COLUMNS = ["model_a", "layer_a", "model_b", "layer_b", "cka", "n_rows", "sampled"]
+CKA_COLUMNS = [
+    "model_a",
+    "layer_a",
+    "model_b",
+    "layer_b",
+    "occurrences",
+    "cka",
+    "n_rows",
+    "sampled",
+]
+# Which occurrences CKA is computed on: every one, and those past each sentence's first word
+# (a decoder's first-token vectors, of huge norm, otherwise dominate linear CKA).
+CKA_OCCURRENCES = ("all", "position>0")
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,7 @@ def _cka_frame(
     found: np.ndarray,
     names: tuple[str, str],
     layers: tuple[list[int], list[int]],
+    occurrences: str,
     n_rows: int,
     sampled: bool,
 ) -> pd.DataFrame:
@@ -133,6 +146,7 @@ def _cka_frame(
             "layer_a": left.ravel(),
             "model_b": names[1],
             "layer_b": right.ravel(),
+            "occurrences": occurrences,
             "cka": found.ravel(),
             "n_rows": n_rows,
             "sampled": sampled,
@@ -142,18 +156,25 @@ def _cka_frame(
 
 
 def _cka_between(
-    left: tuple[str, SampledLayers], right: tuple[str, SampledLayers] | None, sampled: bool
+    left: tuple[str, SampledLayers],
+    right: tuple[str, SampledLayers] | None,
+    later: np.ndarray,
+    sampled: bool,
 ) -> pd.DataFrame:
     """CKA between every layer of `left` and every layer of `right` (of `left` itself when
-    None), on the rows with a vector in all of them."""
+    None), on the rows with a vector in all of them: every one, and (`later`, a mask of
+    the sampled rows) those past each sentence's first word (`CKA_OCCURRENCES`)."""
     other = None if right is None else right[1]
     kept = _rows_in_every_layer(left[1], *([] if other is None else [other]))
     widths = [vectors.shape[1] for vectors in left[1].vectors.values()]
     right_widths = None if other is None else [v.shape[1] for v in other.vectors.values()]
-    found = similarity.linear_cka(_chunks(left[1], other, kept), widths, right_widths)
     names = (left[0], left[0] if right is None else right[0])
     layers = (list(left[1].vectors), list((other or left[1]).vectors))
-    return _cka_frame(found, names, layers, len(kept), sampled)
+    frames = []
+    for occurrences, rows in zip(CKA_OCCURRENCES, (kept, kept[later[kept]]), strict=True):
+        found = similarity.linear_cka(_chunks(left[1], other, rows), widths, right_widths)
+        frames.append(_cka_frame(found, names, layers, occurrences, len(rows), sampled))
+    return pd.concat(frames, ignore_index=True)
 
 
 def _source(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -203,11 +224,13 @@ def _dimension_summaries(
     return found
 
 
-def _sample(index: IndexFiles, settings: dict[str, Any]) -> tuple[np.ndarray, bool]:
-    """The rows the geometry steps read, and whether they are a sample of the index's."""
+def _sample(index: IndexFiles, settings: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The rows the geometry steps read, which of them are past their sentence's first
+    word, and whether they are a sample of the index's rows."""
     n_rows = int(index.read_summary()["n_occurrences"])
     rows = sample_rows(n_rows, settings["sample_size"], settings["seed"])
-    return rows, len(rows) < n_rows
+    later = index.read_occurrences()["position"].to_numpy()[rows] > 0
+    return rows, later, len(rows) < n_rows
 
 
 def _provenance(step: str, settings: dict[str, Any], rows: np.ndarray, *models: SampledLayers):
@@ -231,13 +254,13 @@ def layer_geometry(
     """A model's intrinsic dimension per layer (JSON: layer summaries for the measures
     table) and CKA between its layers (parquet, `CKA_COLUMNS`), from one sample of its
     rows. `settings`: config ``geometry`` with the measures' seed and confidence."""
-    rows, sampled = _sample(index, settings)
+    rows, later, sampled = _sample(index, settings)
     layers = read_sampled_layers(model, index, rows)
     provenance = _provenance("layer_geometry", settings, rows, layers)
     summaries = _dimension_summaries(layers, settings, settings["seed"], provenance)
     write_json(dimension_output, summaries)
     log.info("CKA between %d layers on %d rows", len(layers.vectors), len(rows))
-    table = _cka_between((model.name, layers), None, sampled)
+    table = _cka_between((model.name, layers), None, later, sampled)
     write_parquet(table, cka_output, provenance)
     return table
 
@@ -251,10 +274,10 @@ def model_similarity(
 ) -> pd.DataFrame:
     """CKA between every layer of `left` and every layer of `right` on the same sampled
     occurrences (parquet, `CKA_COLUMNS`)."""
-    rows, sampled = _sample(index, settings)
+    rows, later, sampled = _sample(index, settings)
     layers = [read_sampled_layers(model, index, rows) for model in (left, right)]
     log.info("CKA between %s and %s on %d rows", left.name, right.name, len(rows))
-    table = _cka_between((left.name, layers[0]), (right.name, layers[1]), sampled)
+    table = _cka_between((left.name, layers[0]), (right.name, layers[1]), later, sampled)
     write_parquet(table, output, _provenance("model_similarity", settings, rows, *layers))
     return table
 
@@ -262,7 +285,7 @@ def model_similarity(
 def cka_table(paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
     """Every CKA table (within and between models) as one TSV, its provenance gathering
     theirs."""
-    order = ["model_a", "model_b", "layer_a", "layer_b"]
+    order = ["model_a", "model_b", "occurrences", "layer_a", "layer_b"]
     table, provenance = gather_parquet(paths, "cka_table", order)
     write_tsv(table, output, provenance)
     return table
