@@ -54,27 +54,29 @@ def _norms(positions: pd.DataFrame) -> pd.DataFrame:
 
 def _neighbour_cka(cka: pd.DataFrame) -> pd.DataFrame:
     """Per (model, layer): CKA with the model's previous measured layer, and the highest
-    CKA with any layer of another model."""
-    within = cka[cka["model_a"] == cka["model_b"]]
-    found = {}
-    for model, rows in within.groupby("model_a"):
-        layers = sorted(rows["layer_a"].unique())
-        grid = rows.set_index(["layer_a", "layer_b"])["cka"]
-        for previous, layer in zip(layers, layers[1:], strict=False):
-            found[(model, layer)] = grid[(previous, layer)]
-    between = cka[cka["model_a"] != cka["model_b"]]
-    best = pd.concat(
-        [
-            between.groupby(["model_a", "layer_a"])["cka"].max().rename_axis(["model", "layer"]),
-            between.groupby(["model_b", "layer_b"])["cka"].max().rename_axis(["model", "layer"]),
-        ]
-    )
-    return pd.DataFrame(
-        {
-            "CKA with previous layer": pd.Series(found, dtype=float),
-            "best CKA with other model": best.groupby(level=[0, 1]).max(),
-        }
-    )
+    CKA with any layer of another model, on every occurrence and past the first words."""
+    columns = {}
+    for occurrences, label in (("all", ""), ("position>0", " [position>0]")):
+        rows = cka[cka["occurrences"] == occurrences]
+        within = rows[rows["model_a"] == rows["model_b"]]
+        found = {}
+        for model, pairs in within.groupby("model_a"):
+            layers = sorted(pairs["layer_a"].unique())
+            grid = pairs.set_index(["layer_a", "layer_b"])["cka"]
+            for previous, layer in zip(layers, layers[1:], strict=False):
+                found[(model, layer)] = grid[(previous, layer)]
+        between = rows[rows["model_a"] != rows["model_b"]]
+        best = pd.concat(
+            [
+                between.groupby([side, f"layer_{side[-1]}"])["cka"]
+                .max()
+                .rename_axis(["model", "layer"])
+                for side in ("model_a", "model_b")
+            ]
+        )
+        columns[f"CKA with previous layer{label}"] = pd.Series(found, dtype=float)
+        columns[f"best CKA with other model{label}"] = best.groupby(level=[0, 1]).max()
+    return pd.DataFrame(columns)
 
 
 def main() -> None:
