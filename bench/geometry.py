@@ -116,11 +116,14 @@ def main() -> None:
         "anisotropy[position>0]": _value(table, "none", "anisotropy[position>0]"),
         "centered: anisotropy": _value(table, "center", "anisotropy"),
         "centered: [position>0]": _value(table, "center", "anisotropy[position>0]"),
-        "centered without first words: anisotropy": _value(centered[True], "center", "anisotropy"),
-        "centered without first words: [position>0]": _value(
-            centered[True], "center", "anisotropy[position>0]"
-        ),
     }
+    if args.compare_fits:
+        columns["centered without first words: anisotropy"] = _value(
+            centered[True], "center", "anisotropy"
+        )
+        columns["centered without first words: [position>0]"] = _value(
+            centered[True], "center", "anisotropy[position>0]"
+        )
     positions = pd.read_csv(directory / "results/tables/positions.tsv", sep="\t")
     cka = pd.read_csv(directory / "results/tables/cka.tsv", sep="\t")
     profile = pd.concat([pd.DataFrame(columns), _norms(positions), _neighbour_cka(cka)], axis=1)

@@ -348,7 +348,6 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "degeneration_table": 1,
         "layer_geometry": 1,  # no CKA with bert: its rows are subwords, not words
         "cka_table": 1,
-        "positions_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
         "figures_none": 1,
@@ -382,7 +381,6 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "degeneration_table": 1,
         "layer_geometry": 1,
         "cka_table": 1,
-        "positions_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
         "figures_none": 1,
@@ -449,7 +447,6 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
         "context_specific_words": len(corrections),
         "degeneration_figures": len(analysed) - 1,
         "degeneration_table": 1,
-        "positions_table": 1,  # with the new transforms' position profiles
         "geometry_figures": 1,
         "measures_table": 1,
         "figures_whiten": 1,  # the raw figures read the raw measures alone: not redrawn
@@ -544,7 +541,6 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
         "degeneration_table": 1,
         "layer_geometry": 1,
         "cka_table": 1,
-        "positions_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
         "figures_none": 1,

@@ -115,27 +115,11 @@ rule context_specific_words:
         "../scripts/context_specific_words.py"
 
 
-rule positions_table:
-    input:
-        ctx.every_layer_output(config, ".positions.parquet", "degeneration"),
-    output:
-        table=report(
-            "results/tables/positions.tsv",
-            caption="../report/positions_table.rst",
-            category="Geometry",
-        ),
-        provenance="results/tables/positions.provenance.json",
-    log:
-        "logs/tables/positions.log",
-    conda:
-        "../envs/contextuality.yaml"
-    script:
-        "../scripts/positions_table.py"
-
-
+# The frequency bins and the position profiles of every analysed layer, in one job.
 rule degeneration_table:
     input:
-        ctx.every_layer_output(config, ".bins.parquet", "degeneration"),
+        bins=ctx.every_layer_output(config, ".bins.parquet", "degeneration"),
+        positions=ctx.every_layer_output(config, ".positions.parquet", "degeneration"),
     output:
         table=report(
             "results/tables/degeneration.tsv",
@@ -143,6 +127,12 @@ rule degeneration_table:
             category="Degeneration",
         ),
         provenance="results/tables/degeneration.provenance.json",
+        positions=report(
+            "results/tables/positions.tsv",
+            caption="../report/positions_table.rst",
+            category="Geometry",
+        ),
+        positions_provenance="results/tables/positions.provenance.json",
     log:
         "logs/tables/degeneration.log",
     conda:

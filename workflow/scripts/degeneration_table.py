@@ -1,10 +1,13 @@
-"""Snakemake adapter: every layer's degeneration by frequency bin in one table."""
+"""Snakemake adapter: every analysed layer's degeneration by frequency bin, and its
+position profile, each in one table."""
 
 from contextuality import steps
 from contextuality.workflow import run_step
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.degeneration_table(list(snakemake.input), snakemake.output.table),
-    threads=snakemake.threads,
-)
+
+def gather():
+    steps.degeneration_table(list(snakemake.input.bins), snakemake.output.table)
+    steps.positions_table(list(snakemake.input.positions), snakemake.output.positions)
+
+
+run_step(snakemake.log[0], gather, threads=snakemake.threads)
