@@ -227,3 +227,20 @@ def test_a_model_extracted_otherwise_is_refused(stored, tmp_path):
             changed, index, settings, tmp_path / "dimension.json", tmp_path / "cka.parquet"
         )
     assert not (tmp_path / "dimension.json").exists()
+
+
+def test_products_of_two_sets_of_rows_add_up_to_those_of_all(layers):
+    shift = (np.concatenate([layer.mean(axis=0) for layer in layers]),)
+    some = similarity.CrossProducts([4, 6, 3], None, shift)
+    others = some.sibling()
+    for products, rows in ((some, slice(0, 25)), (others, slice(25, 60))):
+        products.add([layer[rows] for layer in layers])
+    together = some.plus(others)
+    assert together.n_rows == 60
+    np.testing.assert_allclose(
+        together.cka(), similarity.linear_cka(chunked(layers), [4, 6, 3]), atol=1e-6
+    )
+    stranger = similarity.CrossProducts([4, 6, 3], None)
+    stranger.add([layer[:5] for layer in layers])
+    with pytest.raises(ValueError, match="sibling"):
+        some.plus(stranger)

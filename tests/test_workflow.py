@@ -25,6 +25,7 @@ from contextuality.backends.elmo.release import RELEASES
 from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.figure_specs import (
     DEGENERATION_FIGURES,
+    FAMILY_FIGURE,
     FIGURES,
     GEOMETRY_FIGURES,
     SWEEP_FIGURE,
@@ -328,9 +329,10 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     html = (tmp_path / "report.html").read_text(errors="replace")
     captions = sorted((REPO / "workflow/report/figures").glob("*.rst"))
     figure_names = set(FIGURES) | set(DEGENERATION_FIGURES) | set(GEOMETRY_FIGURES)
-    assert {path.stem for path in captions} == figure_names | {SWEEP_FIGURE}
+    series = {SWEEP_FIGURE, FAMILY_FIGURE}  # drawn for a sweep or a family alone
+    assert {path.stem for path in captions} == figure_names | series
     for caption in captions:  # each figure's own caption, its title in bold
-        if caption.stem != SWEEP_FIGURE:  # drawn for a checkpoint sweep alone
+        if caption.stem not in series:
             assert caption.read_text().split("**")[1] in html, caption.name
 
     # Adding a model plans only that model's jobs and the cross-model aggregates (and, for
@@ -523,8 +525,10 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
     assert bert_meta["n_parameters"] == sum(weight.numel() for weight in model.parameters())
     report = _snakemake(tmp_path, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-2000:]
-    caption = (REPO / f"workflow/report/figures/{SWEEP_FIGURE}.rst").read_text()
-    assert caption.split("**")[1] in (tmp_path / "report.html").read_text(errors="replace")
+    html = (tmp_path / "report.html").read_text(errors="replace")
+    for name in (SWEEP_FIGURE, FAMILY_FIGURE):
+        caption = (REPO / f"workflow/report/figures/{name}.rst").read_text()
+        assert caption.split("**")[1] in html, name
     meta = json.loads((tmp_path / "results/embeddings/gpt2.step10/meta.json").read_text())
     checksum = sha256_file(checkpoints / "step_10" / "model.safetensors")
     assert meta["model_file_checksums"]["model.safetensors"] == checksum

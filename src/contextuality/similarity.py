@@ -28,11 +28,18 @@ class CrossProducts:
     self-products for the normalization. With no right widths the two sets are the same
     layers (one model), and the self-products are the cross-products' diagonal blocks."""
 
-    def __init__(self, left_widths: Sequence[int], right_widths: Sequence[int] | None) -> None:
+    def __init__(
+        self,
+        left_widths: Sequence[int],
+        right_widths: Sequence[int] | None,
+        shift: tuple[np.ndarray, ...] | None = None,
+    ) -> None:
+        """`shift`: what to subtract from each set's stacked rows (one array each) before
+        they are multiplied; by default the first chunk's mean."""
         self.same = right_widths is None
         self.widths = (list(left_widths), list(left_widths if self.same else right_widths))
         self.n_rows = 0
-        self._shift: tuple[np.ndarray, np.ndarray] | None = None
+        self._shift = shift
         self._sums = [np.zeros(sum(widths)) for widths in self.widths]
         self._cross = np.zeros(tuple(sum(widths) for widths in self.widths))
         self._self = None if self.same else tuple(_zero_blocks(widths) for widths in self.widths)
@@ -41,6 +48,8 @@ class CrossProducts:
         """Add a chunk of rows: one (rows × width) array per layer of each set (`right`
         None for one set), shifted in at least float32, multiplied in float32 and
         accumulated in float64."""
+        if not len(left[0]):
+            return
         sets = [left] if self.same else [left, right]
         stacked = [
             np.concatenate(arrays, axis=1, dtype=np.result_type(*arrays, np.float32))
@@ -61,6 +70,29 @@ class CrossProducts:
             for part, products, widths in zip(stacked, self._self, self.widths, strict=True):
                 for index, block in enumerate(_blocks(part, widths)):
                     products[index] += block.T @ block
+
+    def sibling(self) -> CrossProducts:
+        """Empty products of the same layers and the same shift, for other rows whose
+        products are to be added to these (`plus`); the shift must be set (given, or
+        after a first `add`)."""
+        if self._shift is None:
+            raise ValueError("a sibling shares the shift of products that have rows")
+        return CrossProducts(self.widths[0], None if self.same else self.widths[1], self._shift)
+
+    def plus(self, other: CrossProducts) -> CrossProducts:
+        """The products of the rows of both `self` and its `sibling` `other`."""
+        if other._shift is not self._shift:
+            raise ValueError("only the products of a sibling, shifted alike, add up")
+        total = other.sibling()
+        total.n_rows = self.n_rows + other.n_rows
+        total._sums = [mine + theirs for mine, theirs in zip(self._sums, other._sums, strict=True)]
+        total._cross = self._cross + other._cross
+        if self._self is not None:
+            total._self = tuple(
+                [mine + theirs for mine, theirs in zip(side, other_side, strict=True)]
+                for side, other_side in zip(self._self, other._self, strict=True)
+            )
+        return total
 
     def cka(self) -> np.ndarray:
         """CKA between every left layer (rows) and every right layer (columns)."""

@@ -120,14 +120,41 @@ def _rows_in_every_layer(*models: SampledLayers) -> np.ndarray:
 
 def _chunks(
     left: SampledLayers, right: SampledLayers | None, kept: np.ndarray
-) -> Iterator[tuple[list[np.ndarray], list[np.ndarray] | None]]:
-    """The kept rows of every layer of `left` (and `right`), a chunk of rows at a time."""
+) -> Iterator[tuple[list[np.ndarray], list[np.ndarray] | None, np.ndarray]]:
+    """The kept rows of every layer of `left` (and `right`), a chunk of rows at a time,
+    with the chunk's rows."""
     for start in range(0, len(kept), _CKA_CHUNK_ROWS):
         rows = kept[start : start + _CKA_CHUNK_ROWS]
         yield (
             [vectors[rows] for vectors in left.vectors.values()],
             None if right is None else [vectors[rows] for vectors in right.vectors.values()],
+            rows,
         )
+
+
+def _split_products(
+    left: SampledLayers, right: SampledLayers | None, kept: np.ndarray, later: np.ndarray
+) -> tuple[similarity.CrossProducts, similarity.CrossProducts]:
+    """The cross-products of the kept rows past their sentence's first word (`later`, a
+    mask of the sampled rows) and of the kept first words, from one pass, both shifted by
+    the kept rows' mean so that they add up to those of every kept row."""
+    sides = [left] if right is None else [left, right]
+    shift = tuple(
+        np.concatenate(
+            [vectors[kept].mean(axis=0, dtype=np.float64) for vectors in side.vectors.values()]
+        )
+        for side in sides
+    )
+    widths = [[vectors.shape[1] for vectors in side.vectors.values()] for side in sides]
+    past = similarity.CrossProducts(widths[0], None if right is None else widths[1], shift)
+    first = past.sibling()
+    for left_chunk, right_chunk, rows in _chunks(left, right, kept):
+        for products, chosen in ((past, later[rows]), (first, ~later[rows])):
+            products.add(
+                [part[chosen] for part in left_chunk],
+                None if right_chunk is None else [part[chosen] for part in right_chunk],
+            )
+    return past, first
 
 
 def _cka_frame(
@@ -166,14 +193,13 @@ def _cka_between(
     the sampled rows) those past each sentence's first word (`CKA_OCCURRENCES`)."""
     other = None if right is None else right[1]
     kept = _rows_in_every_layer(left[1], *([] if other is None else [other]))
-    widths = [vectors.shape[1] for vectors in left[1].vectors.values()]
-    right_widths = None if other is None else [v.shape[1] for v in other.vectors.values()]
+    past, first = _split_products(left[1], other, kept, later)
     names = (left[0], left[0] if right is None else right[0])
     layers = (list(left[1].vectors), list((other or left[1]).vectors))
-    frames = []
-    for occurrences, rows in zip(CKA_OCCURRENCES, (kept, kept[later[kept]]), strict=True):
-        found = similarity.linear_cka(_chunks(left[1], other, rows), widths, right_widths)
-        frames.append(_cka_frame(found, names, layers, occurrences, len(rows), sampled))
+    frames = [
+        _cka_frame(products.cka(), names, layers, occurrences, products.n_rows, sampled)
+        for occurrences, products in zip(CKA_OCCURRENCES, (past.plus(first), past), strict=True)
+    ]
     return pd.concat(frames, ignore_index=True)
 
 
