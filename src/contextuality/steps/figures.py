@@ -23,15 +23,21 @@ def _source(table_path: PathLike) -> str:
     return f"{Path(table_path).name} sha256 {sha256_file(table_path)}"
 
 
+def _sources(paths: Sequence[PathLike], kind: str) -> str:
+    """How a figure names the files of `kind` it was drawn from: their number and one
+    digest of their SHA-256s."""
+    digest = hashlib.sha256("".join(sha256_file(path) for path in paths).encode()).hexdigest()
+    return f"{len(paths)} {kind}, sha256 of their sha256s {digest}"
+
+
 def _measures(source: PathLike | Sequence[PathLike]) -> tuple[pd.DataFrame, str]:
     """The measures to draw and how a figure names them: the measures table (a .tsv file),
     or the table of some layer summaries (.json files; `summary.measures_table`), so that the
     figures of one transform need not wait for every transform's measures."""
     if isinstance(source, str | os.PathLike):
         return pd.read_csv(source, sep="\t"), _source(source)
-    digest = hashlib.sha256("".join(sha256_file(path) for path in source).encode()).hexdigest()
     table = measures_table([read_json(path) for path in source])
-    return table, f"{len(source)} layer summaries, sha256 of their sha256s {digest}"
+    return table, _sources(source, "layer summaries")
 
 
 def figure(
@@ -143,13 +149,12 @@ def geometry_figures(
     from contextuality.geometry_figures import plot_cka, plot_positions
     from contextuality.steps.geometry import dimension_summaries
 
-    digest = hashlib.sha256("".join(sha256_file(p) for p in dimension_paths).encode()).hexdigest()
     by_name = _by_stem(outputs)
     plot_figure(
         measures_table(dimension_summaries(dimension_paths)),
         DIMENSION_FIGURE,
         by_name["intrinsic_dimension"],
-        source=f"{len(dimension_paths)} dimension files, sha256 of their sha256s {digest}",
+        source=_sources(dimension_paths, "dimension files"),
     )
     plot_cka(pd.read_csv(cka_path, sep="\t"), by_name["cka"], source=_source(cka_path))
     positions = pd.read_csv(positions_path, sep="\t")

@@ -210,7 +210,7 @@ def _source(attributes: dict[str, Any]) -> dict[str, Any]:
 
 
 def _dimension_summaries(
-    sampled: SampledLayers, settings: dict[str, Any], seed: int, provenance: dict[str, Any]
+    sampled: SampledLayers, settings: dict[str, Any], provenance: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """Each layer's intrinsic dimension as a layer summary of transform ``none`` (the
     measures table's rows ``intrinsic_dimension[twonn]`` and ``[gride]``)."""
@@ -219,7 +219,7 @@ def _dimension_summaries(
     for layer, vectors in sampled.vectors.items():
         attributes = sampled.attributes[layer]
         valid = vectors[rows_with_vectors(vectors)]
-        rng = generator(seed, "dimension_samples")  # the same draws for every layer
+        rng = generator(settings["seed"], "dimension_samples")  # the same draws for every layer
         estimates, distinct = dimension.sampled_dimensions(valid, dimension_settings, rng)
         n_layers = int(attributes["n_layers"])
         measures = {
@@ -283,7 +283,7 @@ def layer_geometry(
     rows, later, sampled = _sample(index, settings)
     layers = read_sampled_layers(model, index, rows)
     provenance = _provenance("layer_geometry", settings, rows, layers)
-    summaries = _dimension_summaries(layers, settings, settings["seed"], provenance)
+    summaries = _dimension_summaries(layers, settings, provenance)
     write_json(dimension_output, summaries)
     log.info("CKA between %d layers on %d rows", len(layers.vectors), len(rows))
     table = _cka_between((model.name, layers), None, later, sampled)

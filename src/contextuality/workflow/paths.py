@@ -196,10 +196,11 @@ def similarity_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
     if not config["geometry"]["between_models"]:
         return []
     models = streamed_models(config, streamed=False)
-    sweep_of = {model: base for base, members in sweeps(config).items() for model in members}
+    checkpoints = sweeps(config)
+    sweep_of = {model: base for base, members in checkpoints.items() for model in members}
     consecutive = {
         pair
-        for members in sweeps(config).values()
+        for members in checkpoints.values()
         for pair in zip(list(members), list(members)[1:], strict=False)
     }
     return [
@@ -368,20 +369,20 @@ def static_labels(embedding: str, protocol: str) -> dict[str, Any]:
     return {**labels, "protocol": protocol}
 
 
+def _raw_summaries(config: dict[str, Any], models: list[str]) -> list[str]:
+    """The layer summaries (transform ``none``) of every layer of each of `models`."""
+    return [path for model in models for path in layer_outputs(config, model, "none", ".json")]
+
+
 def sweep_summaries(config: dict[str, Any], sweep: str) -> list[str]:
     """The layer summaries (transform ``none``) of every checkpoint of `sweep`."""
-    return [
-        path
-        for model in sweeps(config)[sweep]
-        for path in layer_outputs(config, model, "none", ".json")
-    ]
+    return _raw_summaries(config, list(sweeps(config)[sweep]))
 
 
 def family_summaries(config: dict[str, Any], family: str) -> list[str]:
     """The layer summaries (transform ``none``) of every model of `family`
     (``figures.families``)."""
-    members = config["figures"]["families"][family]
-    return [path for model in members for path in layer_outputs(config, model, "none", ".json")]
+    return _raw_summaries(config, config["figures"]["families"][family])
 
 
 def family_metas(config: dict[str, Any], family: str) -> list[str]:
