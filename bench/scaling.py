@@ -13,7 +13,9 @@ and their shards take, stored as float16 with one row per word occurrence (every
     storage = words × (layers + 1) × hidden size × 2 bytes,
 
 with words = tokens / (tokens per word), the ratio measured over the same corpus. Results
-go to bench/results/scaling-cpu.md.
+go to bench/results/scaling-cpu.md; the worked estimate of a 10⁹-token study of a 7B model on
+a GPU cluster (docs/scale.md), from the GPU benchmark's rates where one is committed, to
+bench/results/scaling-study.md.
 
     python bench/scaling.py
 """
@@ -44,6 +46,8 @@ MEASURED = {
     "minilm": Architecture("MiniLM-L6 (measured)", 6, 384, 10.6e6),
     "smollm2": Architecture("SmolLM2-135M (measured)", 30, 576, 106.2e6),
 }
+# The runs at each model's default settings (not the token-budget sweep).
+MEASURED_FILES = ("extraction-cpu.json", "extraction-cpu-decoder.json")
 PREDICTED = (
     Architecture("GPT-2 / BERT-base (124M)", 12, 768, 85.0e6),
     Architecture("GPT-2 medium (355M)", 24, 1024, 302.0e6),
@@ -55,7 +59,7 @@ PREDICTED = (
 def measured_rates() -> list[dict]:
     """Each measured model's forward-only and full-extraction rates and tokens per word."""
     rows = []
-    for path in sorted(RESULTS.glob("extraction-cpu*.json")):
+    for path in (RESULTS / name for name in MEASURED_FILES):
         result = json.loads(path.read_text())
         for model in result["models"]:
             if model["model"] not in MEASURED:
@@ -136,9 +140,99 @@ def report(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The worked study of docs/scale.md: 10⁹ tokens through a 7B decoder, every hidden state.
+STUDY_TOKENS = 1e9
+STUDY_MODEL = PREDICTED[-1]
+STUDY_PARTITIONS = (1, 8, 32)  # extraction.partitions: GPU jobs run at once on the cluster
+# Until a GPU run is committed (bench/results/extraction-cuda-*.json), the GPU's arithmetic
+# rate is an assumption: a third of an H100's dense bfloat16 peak (989 TFLOP/s).
+ASSUMED_GPU_FLOP_PER_S = 330e12
+# Streaming keeps, per layer, two float64 sums of d per indexed word and a float32 sample
+# of at most word_sample_size occurrences per word; the words indexed are the corpus's.
+STUDY_INDEXED_WORDS = 100_000
+STUDY_SAMPLE_SIZES = (100, 1000)
+GPT2_SHAPED_NON_EMBEDDING = 85.0e6  # bench/extraction.py's bert-base and gpt2
+MEASURE_PEAK_RATIO = 1.5  # a measure job's peak memory / its float32 layer
+
+
+def gpu_rates() -> tuple[float, float, str]:
+    """The GPU's arithmetic rate (FLOP/s: the best forward-only rate of the GPU benchmark's
+    models, × 2 × non-embedding parameters) and its disk's write rate (bytes/s), with where
+    they come from; the assumption and this machine's disk while no GPU run is committed."""
+    runs = sorted(RESULTS.glob("extraction-cuda-*.json"))
+    if runs:
+        result = json.loads(runs[-1].read_text())
+        forward = max(row["forward_only"]["tokens_per_s"] for row in result["models"])
+        write = min(row["write_only"]["mb_per_s"] for row in result["models"]) * 1e6
+        return 2 * GPT2_SHAPED_NON_EMBEDDING * forward, write, f"measured: `{runs[-1].name}`"
+    cpu = json.loads((RESULTS / "extraction-cpu.json").read_text())
+    write = min(row["write_only"]["mb_per_s"] for row in cpu["models"]) * 1e6
+    source = (
+        f"assumed: {ASSUMED_GPU_FLOP_PER_S / 1e12:.0f} TFLOP/s (no GPU run committed yet); "
+        "disk: `extraction-cpu.json`"
+    )
+    return ASSUMED_GPU_FLOP_PER_S, write, source
+
+
+def study(tokens_per_word: float) -> str:
+    """The worked estimate: GPU-hours, shard bytes and time to write them, stored against
+    streamed, for `STUDY_TOKENS` through `STUDY_MODEL` on a cluster."""
+    flop_per_s, write_per_s, source = gpu_rates()
+    model = STUDY_MODEL
+    gpu_seconds = STUDY_TOKENS * 2 * model.non_embedding_parameters / flop_per_s
+    words = STUDY_TOKENS / tokens_per_word
+    states = model.layers + 1
+    shards = words * states * model.hidden_size * 2
+    write_seconds = shards / write_per_s
+    lines = [
+        f"# Worked estimate: {STUDY_TOKENS:.0e} tokens through {model.name}, every hidden state",
+        "",
+        f"Written by `bench/scaling.py`. GPU rate {flop_per_s / 1e12:,.0f} TFLOP/s, disk "
+        f"{write_per_s / 1e9:.2f} GB/s ({source}); {tokens_per_word:.2f} tokens per word "
+        "(measured).",
+        "",
+        f"- forward passes: {gpu_seconds / 3600:,.0f} GPU-hours "
+        f"({STUDY_TOKENS:.0e} × 2 × {model.non_embedding_parameters:.3g} FLOP / rate);",
+        f"- shards (float16, {states} × {model.hidden_size} per word, {words:.3g} words): "
+        f"{_bytes(shards)}, {write_seconds / 3600:,.0f} hours of writing at that disk rate;",
+        f"- a measure job holds its layer as float32, {MEASURE_PEAK_RATIO} × that at its peak "
+        "(`measure-memory-cpu.md`): "
+        f"{_bytes(words * model.hidden_size * 4 * MEASURE_PEAK_RATIO)} per layer, beyond any "
+        "node's memory: at this size, measure while extracting (streamed), or sample the "
+        "corpus.",
+        "",
+        "| GPU jobs at once (`extraction.partitions`) | wall time, stored | wall time, streamed "
+        "| shards per job |",
+        "|---|---|---|---|",
+    ]
+    for parts in STUDY_PARTITIONS:
+        stored = max(gpu_seconds, write_seconds) / parts
+        streamed = _duration(gpu_seconds) if parts == 1 else "(a streamed model runs as one job)"
+        lines.append(f"| {parts} | {_duration(stored)} | {streamed} | {_bytes(shards / parts)} |")
+    lines += [
+        "",
+        "Streamed (`models.<name>.streaming`), no shard is written; each layer's state, held "
+        "in memory while the model runs, has two float64 sums per indexed word and a float32 "
+        f"sample of at most word_sample_size occurrences per word (for {STUDY_INDEXED_WORDS:,} "
+        "indexed words, all of them frequent enough to fill it):",
+        "",
+        "| word_sample_size | state per layer | all layers |",
+        "|---|---|---|",
+    ]
+    for sample in STUDY_SAMPLE_SIZES:
+        per_layer = STUDY_INDEXED_WORDS * model.hidden_size * (2 * 8 + sample * 4)
+        lines.append(f"| {sample:,} | {_bytes(per_layer)} | {_bytes(per_layer * states)} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
-    text = report(measured_rates())
+    rows = measured_rates()
+    text = report(rows)
     (RESULTS / "scaling-cpu.md").write_text(text)
+    print(text)
+    tokens_per_word = sum(row["tokens_per_word"] for row in rows) / len(rows)
+    text = study(tokens_per_word)
+    (RESULTS / "scaling-study.md").write_text(text)
     print(text)
 
 

@@ -6,21 +6,25 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_workflow(directory: Path, config: dict, cores: int, extra: list[str] = ()) -> None:
+def run_workflow(
+    directory: Path, config: dict, cores: int, extra: list[str] = (), output: IO | None = None
+) -> None:
     """Run the workflow with `config` in `directory` (outputs already there are kept),
-    `extra` appended to the Snakemake command line."""
+    `extra` appended to the Snakemake command line, its output into `output` (a file; the
+    console if None)."""
     (directory / "config").mkdir(parents=True, exist_ok=True)
     (directory / "config" / "config.yaml").write_text(yaml.safe_dump(config))
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow/Snakefile")]
     command += ["--directory", str(directory), "--cores", str(cores), "--quiet", "rules"]
     command += list(extra)
-    subprocess.run(command, check=True)
+    subprocess.run(command, check=True, stdout=output, stderr=output and subprocess.STDOUT)
 
 
 def benchmark_seconds(path: Path) -> float:

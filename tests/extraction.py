@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from contextuality.extraction.partitions import plan_extraction
-from contextuality.extraction.run import ExtractionReport, Sink, extract, run_extraction
+from contextuality.extraction.report import ExtractionReport
+from contextuality.extraction.run import Sink, extract, run_extraction
 from contextuality.extraction.units import SentenceUnits, sentence_units
 from contextuality.storage.shards import ShardSetWriter, load_shard
 

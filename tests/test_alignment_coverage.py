@@ -13,7 +13,7 @@ import pytest
 from contextuality import steps
 from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec
-from contextuality.extraction.run import ExtractionReport, coverage_warnings
+from contextuality.extraction.report import ExtractionReport, coverage_warnings
 from contextuality.index import IndexFiles, IndexSettings
 from contextuality.provenance import read_json
 from contextuality.workflow import run_step

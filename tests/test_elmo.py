@@ -295,22 +295,6 @@ def test_extraction_writes_one_vector_per_word(loaded, tmp_path):
     np.testing.assert_allclose(vectors, expected, rtol=2e-3, atol=2e-3)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_cuda_autocast_agrees_with_cpu(elmo_dir):
-    from contextuality.extraction.forward import autocast
-
-    cpu = load_model(ModelSpec("e", str(elmo_dir), loader="elmo"))
-    cuda = load_model(ModelSpec("e", str(elmo_dir), loader="elmo"), "cuda")
-    ids, mask = _batch(cpu, SENTENCES)
-    with torch.inference_mode(), autocast(torch.device("cuda"), "float16"):
-        states = cuda.model(input_ids=ids.cuda(), attention_mask=mask.cuda()).hidden_states
-    on_cuda = torch.stack(states).float().cpu().numpy()
-    with torch.inference_mode():
-        on_cpu = torch.stack(cpu.model(input_ids=ids, attention_mask=mask).hidden_states).numpy()
-    valid = mask.numpy().astype(bool)
-    np.testing.assert_allclose(on_cuda[:, valid], on_cpu[:, valid], atol=2e-2, rtol=2e-2)
-
-
 @pytest.mark.skipif(
     not os.environ.get("CONTEXTUALITY_ALLENNLP_PYTHON"),
     reason="set CONTEXTUALITY_ALLENNLP_PYTHON to a Python with allennlp (tests/allennlp_elmo.py)",

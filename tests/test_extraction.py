@@ -273,8 +273,8 @@ def test_pool_subwords_half_precision_and_no_tokens():
     assert torch.isnan(pooled).all()
 
 
-def test_rows_placed_in_a_float16_segment_are_rounded_as_numpy_rounds_them(bert):
-    """finish_copy rounds a batch to float16 with torch: to the bit numpy's rounding, for
+def test_rows_placed_in_a_float16_segment_are_rounded_as_numpy_rounds_them():
+    """place_rows rounds a batch to float16 with torch: to the bit numpy's rounding, for
     subnormals, halfway ties and values near float16's largest."""
     rng = np.random.default_rng(4)
     wide = rng.choice([-1.0, 1.0], 4_000) * 2.0 ** rng.uniform(-26, 15.9, 4_000)
@@ -284,12 +284,14 @@ def test_rows_placed_in_a_float16_segment_are_rounded_as_numpy_rounds_them(bert)
     host = torch.from_numpy(values.reshape(2, -1, 3))
     n_rows = host.shape[1]
     rows = np.arange(n_rows) * 2 + 1  # every other row of the segment
+    positions = np.arange(n_rows)  # the inputs it came from: not read by place_rows
+    non_finite = torch.zeros(n_rows, dtype=torch.bool)
     batch = forward_module.InFlight(
-        rows, host, host.abs().max(), torch.zeros(n_rows, dtype=torch.bool), None
+        positions, "float32", rows, host, host.abs().max(), non_finite, None
     )
     segment = np.zeros((2, 2 * n_rows + 1, 3), dtype=np.float16)
     filled = np.zeros(2 * n_rows + 1, dtype=bool)
-    forward_module.finish_copy(batch, segment, filled, 0, bert)
+    forward_module.place_rows(batch, segment, filled, "tiny-bert")
     expected = host.numpy().astype(np.float16)
     assert np.array_equal(segment[:, rows].view(np.uint16), expected.view(np.uint16))
     assert filled[rows].all() and not filled[rows - 1].any()
@@ -450,6 +452,9 @@ def test_extract_model_end_to_end(tiny_bert_dir, corpus_index, tmp_path):
     assert written["n_occurrences"] == summary["n_occurrences"]
     assert written["n_sentences"] == summary["n_sentences"] == 4
     assert written["storage_dtype"] == "float16"
+    assert written["stored_float32_after_overflow"] is False
+    assert written["device"] == "cpu" and written["autocast_dtype"] == "float32"
+    assert written["batches_rerun_in_float32"] == 0
     assert written["layers"] == [0, 1, 2]
     assert written["hidden_size"] == 32
     spec = model_spec("tiny", settings)
@@ -541,7 +546,7 @@ def test_extract_model_overflow(tiny_bert_dir, corpus_index, tmp_path, monkeypat
     meta = steps.extract(
         "tiny", settings, sentences, index, _outputs(paths, tmp_path / "auto.json"), progress=False
     )
-    assert meta["storage_dtype"] == "float32"
+    assert meta["storage_dtype"] == "float32" and meta["stored_float32_after_overflow"] is True
     assert read_json(tmp_path / "auto.json")["storage_dtype"] == "float32"
     assert meta["layers"] == [0, 2]
     for path in paths.values():

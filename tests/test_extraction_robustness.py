@@ -1,5 +1,6 @@
 """Extraction under stress: sentences longer than the model window, device out-of-memory,
-and a failing disk, each handled without changing or half-writing any output."""
+a half-precision forward pass that overflows, and a failing disk, each handled without
+changing or half-writing any output."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import torch
 
 from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec
-from contextuality.errors import DeviceMemoryError, StorageError
+from contextuality.backends.elmo.synthetic import write_random_files
+from contextuality.errors import DeviceMemoryError, NonFiniteValueError, StorageError
 from contextuality.extraction import forward as forward_module
 from contextuality.extraction import run as run_module
 from contextuality.extraction.units import assign_windows, sentence_units
@@ -126,12 +128,12 @@ class _SimulatedDevice:
         self.padded_sizes: list[int] = []
         self.forward = forward_module.forward_batch
 
-    def __call__(self, loaded, batch, layers, first_rows):
+    def __call__(self, loaded, batch, layers, first_rows, dtype):
         padded = len(batch) * max(len(item.input_ids) for item in batch)
         if padded > self.limit:
             raise torch.OutOfMemoryError("simulated: CUDA out of memory")
         self.padded_sizes.append(padded)
-        return self.forward(loaded, batch, layers, first_rows)
+        return self.forward(loaded, batch, layers, first_rows, dtype)
 
 
 def test_out_of_memory_halves_the_budget_and_changes_nothing(bert, tmp_path, monkeypatch):
@@ -147,9 +149,121 @@ def test_out_of_memory_halves_the_budget_and_changes_nothing(bert, tmp_path, mon
 
 def test_an_input_too_large_even_alone_is_a_clear_error(bert, tmp_path, monkeypatch):
     monkeypatch.setattr(run_module, "forward_batch", _SimulatedDevice(limit=3))
-    with pytest.raises(DeviceMemoryError, match="does not fit in device memory"):
+    with pytest.raises(DeviceMemoryError, match="does not fit in device memory") as caught:
         extract_every_layer(bert, SENTENCES, tmp_path / "none", token_budget=4096)
+    assert "set models.tiny-bert.max_length lower" in str(caught.value)
+    assert "\n" not in str(caught.value)
     assert not list((tmp_path / "none").iterdir())
+
+
+class _OverflowingAutocast:
+    """Wraps forward_batch as a device whose float16 autocast overflows: the passes not in
+    float32 numbered in `overflowing` (0-based; None: every one), and every float32 pass
+    too with `float32_overflows`, give +inf in their first row; a float32 pass of more than
+    `float32_limit` padded tokens runs out of memory. Every pass computes in float32, so a
+    batch run again gives exactly the plain extraction's vectors."""
+
+    def __init__(self, overflowing=None, float32_overflows=False, float32_limit=None):
+        self.overflowing = overflowing
+        self.float32_overflows = float32_overflows
+        self.float32_limit = float32_limit
+        self.dtypes: list[str] = []
+        self.forward = forward_module.forward_batch
+
+    def __call__(self, loaded, batch, layers, first_rows, dtype):
+        padded = len(batch) * max(len(item.input_ids) for item in batch)
+        if dtype == "float32" and self.float32_limit and padded > self.float32_limit:
+            raise torch.OutOfMemoryError("simulated: CUDA out of memory")
+        half_passes = sum(kind != "float32" for kind in self.dtypes)
+        self.dtypes.append(dtype)
+        pooled, reached, rows = self.forward(loaded, batch, layers, first_rows, "float32")
+        if dtype == "float32":
+            overflows = self.float32_overflows
+        else:
+            overflows = self.overflowing is None or half_passes in self.overflowing
+        if overflows:
+            pooled = pooled.clone()  # an inference tensor takes no in-place change
+            pooled[:, 0] = float("inf")
+        return pooled, reached, rows
+
+
+def _under_float16_autocast(monkeypatch, device: _OverflowingAutocast) -> None:
+    """Run extraction's forward passes through `device`, as under float16 autocast."""
+    monkeypatch.setattr(run_module, "forward_dtype", lambda device, spec: "float16")
+    monkeypatch.setattr(run_module, "forward_batch", device)
+
+
+def test_a_batch_that_overflows_its_autocast_is_run_again_in_float32(
+    bert, tmp_path, monkeypatch, caplog
+):
+    """The first and third half-precision batches overflow: each is run again in float32,
+    the vectors are the plain float32 extraction's to the bit, the report counts the two
+    reruns (once each: tokens and batches are not counted twice) and one warning says so."""
+    small_batches = {"token_budget": 40}
+    plain_report, expected = extract_every_layer(
+        bert, SENTENCES, tmp_path / "plain", **small_batches
+    )
+    device = _OverflowingAutocast(overflowing={0, 2})
+    _under_float16_autocast(monkeypatch, device)
+    with caplog.at_level("WARNING", logger=run_module.log.name):
+        report, vectors = extract_every_layer(bert, SENTENCES, tmp_path / "f16", **small_batches)
+    np.testing.assert_array_equal(vectors, expected)
+    assert report.autocast_dtype == "float16" and plain_report.autocast_dtype == "float32"
+    assert report.batches_rerun_in_float32 == 2 and plain_report.batches_rerun_in_float32 == 0
+    assert device.dtypes.count("float32") == 2
+    assert report.n_batches == plain_report.n_batches == device.dtypes.count("float16") > 2
+    assert report.n_subword_tokens == plain_report.n_subword_tokens
+    assert report.as_dict()["batches_rerun_in_float32"] == 2
+    reruns = [
+        record.getMessage() for record in caplog.records if "run again" in record.getMessage()
+    ]
+    assert reruns == [
+        f"model tiny-bert: 2 of {report.n_batches} batches gave ±inf or NaN under float16 "
+        "autocast and were run again in float32; set models.tiny-bert.cuda_dtype to "
+        "bfloat16 or float32 to run every batch so"
+    ]
+
+
+def test_a_float32_rerun_that_runs_out_of_memory_is_split(bert, tmp_path, monkeypatch):
+    _, expected = extract_every_layer(bert, SENTENCES, tmp_path / "plain", token_budget=4096)
+    device = _OverflowingAutocast(overflowing={0}, float32_limit=60)
+    _under_float16_autocast(monkeypatch, device)
+    report, vectors = extract_every_layer(bert, SENTENCES, tmp_path / "f16", token_budget=4096)
+    assert report.batches_rerun_in_float32 == 1 and report.out_of_memory_retries >= 1
+    assert device.dtypes.count("float32") > 1  # the rerun ran in smaller batches
+    np.testing.assert_allclose(vectors, expected, atol=1e-3)
+
+
+def test_values_still_non_finite_in_float32_are_refused(bert, tmp_path, monkeypatch):
+    _under_float16_autocast(monkeypatch, _OverflowingAutocast(float32_overflows=True))
+    with pytest.raises(NonFiniteValueError) as caught:
+        extract_every_layer(bert, SENTENCES, tmp_path / "f16", token_budget=40)
+    assert "produce them in float32 on cpu without autocast" in str(caught.value)
+    assert "cuda_dtype" not in str(caught.value)
+    assert not list((tmp_path / "f16").iterdir())
+
+
+def test_non_finite_weights_are_refused_without_a_rerun(tiny_bert_dir, tmp_path, monkeypatch):
+    damaged = load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+    with torch.no_grad():
+        damaged.model.embeddings.LayerNorm.weight[0] = float("nan")
+    device = _OverflowingAutocast(overflowing=set())  # the NaN weights alone overflow
+    _under_float16_autocast(monkeypatch, device)
+    with pytest.raises(NonFiniteValueError, match="weights hold ±inf or NaN"):
+        extract_every_layer(damaged, SENTENCES, tmp_path / "f16")
+    assert "float32" not in device.dtypes
+
+
+def test_a_model_that_carries_states_is_not_rerun(tmp_path, monkeypatch):
+    """With ``lstm_states: carried`` the states have moved past the batch: no rerun, and
+    the error names cuda_dtype."""
+    write_random_files(tmp_path / "elmo")
+    spec = ModelSpec("elmo", str(tmp_path / "elmo"), loader="elmo", lstm_states="carried")
+    device = _OverflowingAutocast(overflowing={1})
+    _under_float16_autocast(monkeypatch, device)
+    with pytest.raises(NonFiniteValueError, match="set models.elmo.cuda_dtype to bfloat16"):
+        extract_every_layer(load_model(spec), SENTENCES, tmp_path / "f16")
+    assert "float32" not in device.dtypes
 
 
 def test_a_failing_disk_stops_extraction_and_leaves_no_shard(bert, tmp_path, monkeypatch):

@@ -40,16 +40,17 @@ def test_non_finite_weights_are_named(tiny_bert_dir, tmp_path):
     assert "cuda_dtype" not in message
 
 
-def test_only_a_cuda_autocast_overflow_suggests_cuda_dtype():
+def test_only_an_autocast_overflow_suggests_cuda_dtype():
     model = torch.nn.Linear(3, 2)
     spec = ModelSpec(name="m", source="m")
-    assert "set models.m.cuda_dtype to bfloat16 or float32" in non_finite_cause(spec, model, "cuda")
-    bfloat = dataclasses.replace(spec, cuda_dtype="bfloat16")
-    assert "cuda_dtype to float32" in non_finite_cause(bfloat, model, "cuda")
-    for wide, device in ((dataclasses.replace(spec, cuda_dtype="float32"), "cuda"), (spec, "cpu")):
-        assert "cuda_dtype" not in non_finite_cause(wide, model, device)
-    half = dataclasses.replace(spec, weights_dtype="bfloat16")
-    assert "set models.m.weights_dtype: float32" in non_finite_cause(half, model, "cpu")
+    half = non_finite_cause(spec, model, "cuda", "float16")
+    assert "set models.m.cuda_dtype to bfloat16 or float32" in half
+    assert "cuda_dtype to float32" in non_finite_cause(spec, model, "cuda", "bfloat16")
+    for device in ("cuda", "cpu"):
+        assert "cuda_dtype" not in non_finite_cause(spec, model, device, "float32")
+    half_weights = dataclasses.replace(spec, weights_dtype="bfloat16")
+    cause = non_finite_cause(half_weights, model, "cpu", "float32")
+    assert "set models.m.weights_dtype: float32" in cause
 
 
 def test_a_model_with_its_own_code_asks_for_trust_remote_code(tmp_path):

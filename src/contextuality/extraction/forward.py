@@ -2,11 +2,11 @@
 
 Inputs are sorted by length and packed into batches whose padded size stays within a token
 budget (`plan_batches`). On CUDA the forward pass runs under float16 (or bfloat16)
-autocast; a batch's subword vectors are pooled into unit vectors on the device
-(`pool_subwords`) and copied to pinned host memory once, asynchronously (`start_copy`),
-while the next batch runs; `finish_copy` then checks the values and places the rows. The
-forward pass stops after the last block a requested layer needs, where the model's blocks
-can be cut short.
+autocast (`forward_dtype`); a batch's subword vectors are pooled into word vectors on the
+device (`pool_subwords`) and copied to pinned host memory once, asynchronously
+(`start_copy`), while the next batch runs; `wait_for_copy` then says which rows came back
+±inf or NaN and `place_rows` checks the range and places them. The forward pass stops
+after the last block a requested layer needs, where the model's blocks can be cut short.
 """
 
 from __future__ import annotations
@@ -123,10 +123,12 @@ def forward_batch(
     batch: list[EncodedSentence],
     layers: tuple[int, ...],
     first_rows: np.ndarray,
+    dtype: str,
 ) -> tuple[Any, Any, np.ndarray]:
     """Run one padded batch and pool its subwords into word vectors on the device.
 
     first_rows: segment row of each encoded sentence's first word (by ``sentence``).
+    dtype: the autocast dtype of the forward pass (`forward_dtype`; float32: none).
     Returns (n_layers, n_rows, dim) float32 vectors, a (n_rows,) device mask of the rows
     that some subword reached (the others are NaN by design) and the segment rows.
     """
@@ -147,7 +149,7 @@ def forward_batch(
     last = blocks_to_run(loaded, layers)
     with (
         torch.inference_mode(),
-        autocast(device, loaded.spec.cuda_dtype),
+        autocast(device, dtype),
         only_blocks_up_to(loaded.blocks if last < loaded.n_layers else None, last),
         _final_norm_input(loaded, cut_short=last < loaded.n_layers) as before_norm,
     ):
@@ -199,29 +201,48 @@ def _final_norm_input(
         handle.remove()
 
 
-def autocast(device: Any, cuda_dtype: str) -> Any:
-    """Mixed-precision context for the forward pass: `cuda_dtype` on CUDA, fp32 elsewhere."""
+def forward_dtype(device: Any, spec: ModelSpec) -> str:
+    """The precision a forward pass on `device` (a torch device) runs in: the model's
+    ``cuda_dtype`` autocast on CUDA, float32 elsewhere."""
+    return spec.cuda_dtype if device.type == "cuda" else "float32"
+
+
+def autocast(device: Any, dtype: str) -> Any:
+    """Mixed-precision context for a forward pass on `device`: on CUDA, autocast to
+    `dtype` (float16, bfloat16; float32: none); elsewhere none."""
     import torch
 
-    enabled = device.type == "cuda" and cuda_dtype != "float32"
-    return torch.autocast(device.type, dtype=getattr(torch, cuda_dtype), enabled=enabled)
+    enabled = device.type == "cuda" and dtype != "float32"
+    return torch.autocast(device.type, dtype=getattr(torch, dtype), enabled=enabled)
 
 
-def non_finite_cause(spec: ModelSpec, model: Any, device: str) -> str:
-    """Why a forward pass on `device` (a torch device type) gave ±inf or NaN, and what to
-    do: weights that hold such values; else, on CUDA under float16 or bfloat16 autocast,
-    its overflow (the remedy: ``cuda_dtype``); else the model's own arithmetic in
-    ``weights_dtype``, which no ``cuda_dtype`` changes."""
+def first_non_finite_weight(model: Any) -> str | None:
+    """The name of the first parameter of `model` holding ±inf or NaN, or None."""
     import torch
 
     for parameter_name, parameter in model.named_parameters():
         if not bool(torch.isfinite(parameter).all()):
-            return f"its weights hold ±inf or NaN (first in {parameter_name}): check its files"
-    if device == "cuda" and spec.cuda_dtype != "float32":
-        wider = "float32" if spec.cuda_dtype == "bfloat16" else "bfloat16 or float32"
+            return parameter_name
+    return None
+
+
+def wider_dtypes(dtype: str) -> str:
+    """The autocast dtypes with a wider range or precision than `dtype`, as advice."""
+    return "float32" if dtype == "bfloat16" else "bfloat16 or float32"
+
+
+def non_finite_cause(spec: ModelSpec, model: Any, device: str, dtype: str) -> str:
+    """Why a forward pass on `device` (a torch device type) in `dtype` gave ±inf or NaN,
+    and what to do: weights that hold such values; else its float16 or bfloat16 autocast's
+    overflow (the remedy: ``cuda_dtype``); else the model's own arithmetic in
+    ``weights_dtype``, which no ``cuda_dtype`` changes."""
+    damaged = first_non_finite_weight(model)
+    if damaged is not None:
+        return f"its weights hold ±inf or NaN (first in {damaged}): check its files"
+    if dtype != "float32":
         return (
-            f"the forward pass overflowed its {spec.cuda_dtype} autocast: set "
-            f"models.{spec.name}.cuda_dtype to {wider}"
+            f"the forward pass overflowed its {dtype} autocast: set "
+            f"models.{spec.name}.cuda_dtype to {wider_dtypes(dtype)}"
         )
     advice = "check the weights (a damaged or wrongly converted checkpoint?)"
     if spec.weights_dtype != "float32":
@@ -234,8 +255,12 @@ def non_finite_cause(spec: ModelSpec, model: Any, device: str) -> str:
 
 @dataclass
 class InFlight:
-    """A batch whose pooled vectors are on their way to host memory."""
+    """A batch whose pooled vectors are on their way to host memory: the segment's inputs
+    it holds (`positions`), the autocast dtype its forward pass ran in, the segment rows of
+    its vectors, and what `start_copy` returned."""
 
+    positions: np.ndarray
+    dtype: str
     rows: np.ndarray
     host: Any
     peak: Any
@@ -267,29 +292,31 @@ def start_copy(pooled: Any, reached: Any, storage_dtype: str) -> tuple[Any, Any,
     return host, peak, non_finite, copied
 
 
-def finish_copy(
-    batch: InFlight,
-    segment: np.ndarray,
-    filled: np.ndarray,
-    first_row: int,
-    loaded: LoadedModel,
-) -> None:
-    """Wait for a batch's copy to host, refuse non-finite values (NonFiniteValueError, saying
-    `non_finite_cause`) or, for a float16 `segment`, values beyond its range
-    (NumericOverflowError), and place its rows in `segment` (n_layers, rows, dim), marking
-    them in `filled`. first_row: occurrence id of the segment's first row; loaded: the
-    model that ran the batch, for the messages."""
-    name = loaded.spec.name
+def wait_for_copy(batch: InFlight) -> np.ndarray:
+    """Wait for a batch's copy to host; the mask of its rows (``batch.rows``) that some
+    subword reached and that hold ±inf or NaN in some layer."""
     if batch.copied is not None:
         batch.copied.synchronize()
-    non_finite = batch.non_finite.cpu().numpy()
-    if non_finite.any():
-        device = next(loaded.model.parameters()).device.type
-        raise NonFiniteValueError(
-            f"model {name}: {int(non_finite.sum())} vectors are ±inf or NaN after "
-            f"the forward pass (first at occurrence {first_row + batch.rows[non_finite][0]}); "
-            + non_finite_cause(loaded.spec, loaded.model, device)
-        )
+    return batch.non_finite.cpu().numpy()
+
+
+def non_finite_error(
+    batch: InFlight, non_finite: np.ndarray, first_row: int, loaded: LoadedModel
+) -> NonFiniteValueError:
+    """The error for a batch whose rows in `non_finite` are ±inf or NaN, naming the first
+    (first_row: occurrence id of the segment's first row) and `non_finite_cause`."""
+    device = next(loaded.model.parameters()).device.type
+    return NonFiniteValueError(
+        f"model {loaded.spec.name}: {int(non_finite.sum())} vectors are ±inf or NaN after "
+        f"the forward pass (first at occurrence {first_row + batch.rows[non_finite][0]}); "
+        + non_finite_cause(loaded.spec, loaded.model, device, batch.dtype)
+    )
+
+
+def place_rows(batch: InFlight, segment: np.ndarray, filled: np.ndarray, name: str) -> None:
+    """Place a copied batch's rows in `segment` (n_layers, rows, dim), marking them in
+    `filled`; for a float16 `segment`, values beyond its range are a NumericOverflowError
+    (name: the model's, for the message)."""
     peak = float(batch.peak)
     if segment.dtype == np.float16 and peak >= FLOAT16_MAX:
         raise NumericOverflowError(f"model {name}: |value| {peak:.4g} does not fit float16")

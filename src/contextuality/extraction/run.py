@@ -3,7 +3,8 @@
 Sentences run in contiguous segments (`partitions.plan_extraction`), so memory is
 bounded whatever the corpus size. A segment's inputs are planned into token-budget
 batches (`forward.plan_batches`; the budget halved and the rest replanned on CUDA
-out-of-memory), each batch's pooled vectors land in the segment's array, and the finished
+out-of-memory), each batch's pooled vectors land in the segment's array (a batch that
+overflows its float16 or bfloat16 autocast is run again in float32), and the finished
 segment goes to the *sink*, the object that keeps the vectors: shards
 (`storage.shards.ShardSetWriter`) or running sums (`streaming.accumulate`), written by a
 thread of its own so that the model does not wait for the disk. On a GPU the next
@@ -20,9 +21,8 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -32,18 +32,22 @@ from contextuality.errors import DeviceMemoryError, NumericOverflowError
 from contextuality.extraction.forward import (
     InFlight,
     blocks_to_run,
-    finish_copy,
+    first_non_finite_weight,
     forward_batch,
+    forward_dtype,
     model_batches,
+    non_finite_error,
+    place_rows,
     plan_batches,
     start_copy,
+    wait_for_copy,
+    wider_dtypes,
 )
 from contextuality.extraction.partitions import ExtractionPlan
+from contextuality.extraction.report import ExtractionReport, count_coverage
 from contextuality.extraction.units import EncodedSentence, SentenceUnits
 
 log = logging.getLogger(__name__)
-
-N_EXAMPLES = 5  # occurrences named in a warning about units without vectors
 
 
 class Sink(Protocol):
@@ -67,56 +71,6 @@ class Sink(Protocol):
     def __enter__(self) -> Sink: ...
 
     def __exit__(self, kind: Any, value: Any, traceback: Any) -> None: ...
-
-
-@dataclass
-class ExtractionReport:
-    """What one extraction did; stored in the model's meta.json.
-
-    ``non_finite_vectors`` counts vectors that were ±inf or NaN after the forward pass; an
-    extraction that meets one is refused, so a written meta.json always records 0.
-    ``subwords_spanning_words``: subwords that overlap two or more words and so serve each
-    (``words_sharing_subwords``: the word occurrences that pool one of them).
-    ``truncated_examples``, ``untokenized_examples``: the occurrence ids of the first few
-    units lost to truncation and of units no token overlaps (`coverage_warnings`).
-    ``blocks_run``: the blocks each forward pass ran (up to the last layer asked for);
-    ``shard_bytes``: the size of the vectors written. ``partition``: for one part of a
-    partitioned extraction, which part and which rows
-    (`partitions.ExtractionPlan.part_attributes`); its keys are written beside the others,
-    and nothing when the extraction is whole.
-    """
-
-    n_sentences: int = 0
-    n_occurrences: int = 0
-    n_subword_tokens: int = 0
-    n_batches: int = 0
-    sentences_truncated: int = 0
-    words_truncated: int = 0
-    words_without_tokens: int = 0
-    sentences_windowed: int = 0
-    out_of_memory_retries: int = 0
-    non_finite_vectors: int = 0
-    subwords_spanning_words: int = 0
-    words_sharing_subwords: int = 0
-    subwords_outside_words: int = 0
-    truncated_examples: list[int] = field(default_factory=list)
-    untokenized_examples: list[int] = field(default_factory=list)
-    token_budget: int = 0
-    storage_dtype: str = "float16"
-    device: str = "cpu"
-    seconds: float = 0.0
-    shard_bytes: int = 0
-    blocks_run: int = 0
-    partition: dict[str, int] | None = None
-
-    @property
-    def tokens_per_second(self) -> float:
-        return self.n_subword_tokens / self.seconds if self.seconds else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        values = asdict(self)
-        partition = values.pop("partition") or {}
-        return {**values, **partition, "tokens_per_second": round(self.tokens_per_second, 1)}
 
 
 class _BackgroundWriter:
@@ -170,70 +124,6 @@ def _one_ahead(executor: ThreadPoolExecutor, function: Any, items: list) -> Iter
         yield result
 
 
-def _count_coverage(
-    encoded: list[EncodedSentence], first_rows: np.ndarray, report: ExtractionReport
-) -> None:
-    """Add a segment's truncated, windowed and token-less sentences and units to the report,
-    and the first few such units (`first_rows`: occurrence id of each sentence's first)."""
-    present: dict[int, set[int]] = {}
-    inputs: dict[int, list[EncodedSentence]] = {}
-    for sentence in encoded:
-        words = present.setdefault(sentence.sentence, set())
-        words.update(sentence.word_index[sentence.word_index >= 0].tolist())
-        words.update(sentence.shared[:, 1].tolist())
-        inputs.setdefault(sentence.sentence, []).append(sentence)
-    for owner, parts in inputs.items():
-        n_words, words = parts[0].n_words, present[owner]
-        truncated = any(part.truncated for part in parts)
-        reached = max(words, default=-1) + 1 if truncated else n_words
-        report.sentences_truncated += int(truncated)
-        report.sentences_windowed += int(len(parts) > 1)
-        report.words_truncated += n_words - reached
-        report.words_without_tokens += reached - len(words)
-        first = int(first_rows[owner])
-        _add_examples(report.truncated_examples, range(first + reached, first + n_words))
-        if reached > len(words):
-            missing = np.setdiff1d(np.arange(reached), list(words))
-            _add_examples(report.untokenized_examples, (first + missing).tolist())
-
-
-def _add_examples(examples: list[int], rows: Sequence[int]) -> None:
-    """Extend `examples` with `rows` up to `N_EXAMPLES`."""
-    examples.extend(rows[: N_EXAMPLES - len(examples)])
-
-
-def coverage_warnings(
-    report: ExtractionReport, name: str, max_length: int, words: Sequence[str], units: str = "word"
-) -> list[str]:
-    """What a user must be told about units that got no vector: those past the model's
-    `max_length` and those that no token overlaps, with counts and the first few examples
-    (`words`: the index's unit strings, by occurrence id; `units`: what they are)."""
-    messages = []
-    if report.words_truncated:
-        lost = _counted(report.words_truncated, f"{units} occurrence")
-        sentences = _counted(report.sentences_truncated, "sentence")
-        messages.append(
-            f"model {name}: no vector for {lost} in {sentences} beyond the model's "
-            f"{max_length:,}-token limit (e.g. {_examples(report.truncated_examples, words)}); "
-            f"set models.{name}.long_sentences: window to read long sentences in windows"
-        )
-    if report.words_without_tokens:
-        lost = _counted(report.words_without_tokens, f"{units} occurrence")
-        messages.append(
-            f"model {name}: no vector for {lost} that no token of the model overlaps "
-            f"(e.g. {_examples(report.untokenized_examples, words)})"
-        )
-    return messages
-
-
-def _counted(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
-def _examples(rows: list[int], words: Sequence[str]) -> str:
-    return ", ".join(f"{str(words[row])!r} (occurrence {row:,})" for row in rows)
-
-
 def _replan_after_out_of_memory(
     error: BaseException,
     batch: np.ndarray,
@@ -249,8 +139,9 @@ def _replan_after_out_of_memory(
 
     if len(batch) == 1:
         raise DeviceMemoryError(
-            f"model {name}: one input of {lengths[batch[0]]} subwords "
-            "does not fit in device memory; lower max_length"
+            f"model {name}: one input of {lengths[batch[0]]:,} subwords does not fit in "
+            f"device memory even alone; set models.{name}.max_length lower (with "
+            f"models.{name}.long_sentences: window, longer sentences are read in windows)"
         ) from error
     if device.type == "cuda":
         torch.cuda.empty_cache()
@@ -270,37 +161,90 @@ def _run_segment(
     first_row: int,
     report: ExtractionReport,
 ) -> None:
-    """Run one segment's inputs in token-budget batches and fill `vectors`
-    (n_layers, rows, dim) with their pooled vectors; each batch's copy to host overlaps the
-    next batch's forward pass. Rows that no subword reached are NaN."""
+    """Run one segment's inputs in token-budget batches, in ``report.autocast_dtype``, and
+    fill `vectors` (n_layers, rows, dim) with their pooled vectors; each batch's copy to
+    host overlaps the next batch's forward pass (`_finished` may run one again, in turn).
+    Rows that no subword reached are NaN."""
     import torch
 
     device = next(loaded.model.parameters()).device
     filled = np.zeros(vectors.shape[1], dtype=bool)
     lengths = np.array([len(sentence.input_ids) for sentence in encoded])
+    name = loaded.spec.name
+
+    def launch(positions: np.ndarray, dtype: str) -> InFlight:
+        inputs = [encoded[i] for i in positions]
+        pooled, reached, rows = forward_batch(loaded, inputs, layers, first_rows, dtype)
+        return InFlight(positions, dtype, rows, *start_copy(pooled, reached, str(vectors.dtype)))
+
+    def replan(error: BaseException, batch: np.ndarray, rest: list[np.ndarray]) -> list:
+        return _replan_after_out_of_memory(error, batch, rest, lengths, report, device, name)
+
+    def finish(batch: InFlight) -> None:
+        for done in _finished(batch, launch, replan, loaded, first_row, report):
+            place_rows(done, vectors, filled, name)
+            report.n_batches += 1
+            report.n_subword_tokens += int(lengths[done.positions].sum())
+
     pending = None
     planned = model_batches(loaded, lengths, report.token_budget)
-    name = loaded.spec.name
     while planned:
         batch = planned.pop(0)
         try:
-            pooled, reached, rows = forward_batch(
-                loaded, [encoded[i] for i in batch], layers, first_rows
-            )
+            in_flight = launch(batch, report.autocast_dtype)
         except torch.OutOfMemoryError as error:
-            planned = _replan_after_out_of_memory(
-                error, batch, planned, lengths, report, device, name
-            )
+            planned = replan(error, batch, planned)
             continue
-        in_flight = InFlight(rows, *start_copy(pooled, reached, str(vectors.dtype)))
         if pending is not None:
-            finish_copy(pending, vectors, filled, first_row, loaded)
+            finish(pending)
         pending = in_flight
-        report.n_batches += 1
-        report.n_subword_tokens += int(lengths[batch].sum())
     if pending is not None:
-        finish_copy(pending, vectors, filled, first_row, loaded)
+        finish(pending)
     vectors[:, ~filled] = np.nan
+
+
+def _finished(
+    batch: InFlight,
+    launch: Callable[[np.ndarray, str], InFlight],
+    replan: Callable[..., list[np.ndarray]],
+    loaded: LoadedModel,
+    first_row: int,
+    report: ExtractionReport,
+) -> list[InFlight]:
+    """Wait for a batch's copy to host and return the batches whose vectors to keep: the
+    batch itself if its reached rows are finite; else, where it ran under float16 or
+    bfloat16 autocast, the model's weights are finite and no state carries from one input
+    to the next (not ``sequential``: those states have moved on), its inputs run again in
+    float32, counted in `report`. Otherwise, or where they are still ±inf or NaN, a
+    NonFiniteValueError naming the cause."""
+    non_finite = wait_for_copy(batch)
+    if not non_finite.any():
+        return [batch]
+    rerun = batch.dtype != "float32" and not loaded.sequential
+    if not rerun or first_non_finite_weight(loaded.model) is not None:
+        raise non_finite_error(batch, non_finite, first_row, loaded)
+    report.batches_rerun_in_float32 += 1
+    return [
+        done
+        for part in _run_in_float32(batch.positions, launch, replan)
+        for done in _finished(part, launch, replan, loaded, first_row, report)
+    ]
+
+
+def _run_in_float32(
+    positions: np.ndarray,
+    launch: Callable[[np.ndarray, str], InFlight],
+    replan: Callable[..., list[np.ndarray]],
+) -> list[InFlight]:
+    """The inputs at `positions` run without autocast: as one batch, or, where that runs
+    out of device memory, in the smaller batches `replan` makes."""
+    import torch
+
+    try:
+        return [launch(positions, "float32")]
+    except torch.OutOfMemoryError as error:
+        smaller = replan(error, positions, [])
+    return [part for batch in smaller for part in _run_in_float32(batch, launch, replan)]
 
 
 def run_extraction(
@@ -331,6 +275,7 @@ def run_extraction(
             n_occurrences=plan.n_rows,
             device=str(device),
             token_budget=token_budget(loaded.spec, device.type),
+            autocast_dtype=forward_dtype(device, loaded.spec),
             shard_bytes=sink.bytes_to_write,
             blocks_run=blocks_to_run(loaded, plan.layers),
             subwords_spanning_words=units.subwords_spanning_words,
@@ -340,10 +285,26 @@ def run_extraction(
         )
         with _collector_sparing_live_objects():
             _run_segments(loaded, units, plan, sink, report, progress)
+        _warn_about_reruns(report, loaded.spec.name)
         report.storage_dtype = sink.dtype
         report.seconds = time.perf_counter() - started
         sink.commit({"n_missing": report.words_truncated + report.words_without_tokens})
     return report
+
+
+def _warn_about_reruns(report: ExtractionReport, name: str) -> None:
+    """One warning for all the batches that overflowed their autocast and ran again."""
+    if report.batches_rerun_in_float32:
+        log.warning(
+            "model %s: %d of %d batches gave ±inf or NaN under %s autocast and were run "
+            "again in float32; set models.%s.cuda_dtype to %s to run every batch so",
+            name,
+            report.batches_rerun_in_float32,
+            report.n_batches,
+            report.autocast_dtype,
+            name,
+            wider_dtypes(report.autocast_dtype),
+        )
 
 
 @contextlib.contextmanager
@@ -394,7 +355,7 @@ def _run_segments(
     try:
         encodings = _encoded_segments(units, plan, report.device, tokenizing)
         for (start, end), encoded in zip(plan.segments, encodings, strict=True):
-            _count_coverage(encoded, plan.row_offsets[start:end], report)
+            count_coverage(encoded, plan.row_offsets[start:end], report)
             first_row = int(plan.row_offsets[start])
             vectors = np.empty(
                 (len(plan.layers), int(plan.row_offsets[end]) - first_row, loaded.hidden_size),
@@ -449,15 +410,17 @@ def extract(
 ) -> ExtractionReport:
     """`run_extraction` into ``open_sink(dtype)``, in the model's ``storage_dtype``: with
     ``auto``, float16 first and, if a value overflows it, the whole job again into a fresh
-    float32 sink (logged); with ``float16``, an overflow is a NumericOverflowError naming
-    the setting."""
+    float32 sink (logged, and recorded as ``stored_float32_after_overflow``); with
+    ``float16``, an overflow is a NumericOverflowError naming the setting."""
     spec = loaded.spec
     if spec.storage_dtype == "auto":
         try:
             return run_extraction(loaded, units, plan, open_sink("float16"), progress)
         except NumericOverflowError as error:
             log.warning("%s; storing model %s as float32 instead", error, spec.name)
-            return run_extraction(loaded, units, plan, open_sink("float32"), progress)
+            report = run_extraction(loaded, units, plan, open_sink("float32"), progress)
+            report.stored_float32_after_overflow = True
+            return report
     try:
         return run_extraction(loaded, units, plan, open_sink(spec.storage_dtype), progress)
     except NumericOverflowError as error:

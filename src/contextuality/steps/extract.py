@@ -18,12 +18,8 @@ from contextuality.analysis import MeasureSettings
 from contextuality.backends.base import LoadedModel, ModelSpec, selected_layers
 from contextuality.errors import ConfigError
 from contextuality.extraction.partitions import ExtractionPlan, plan_extraction
-from contextuality.extraction.run import (
-    ExtractionReport,
-    Sink,
-    collector_paused,
-    coverage_warnings,
-)
+from contextuality.extraction.report import ExtractionReport, coverage_warnings
+from contextuality.extraction.run import Sink, collector_paused
 from contextuality.extraction.run import extract as run_extract
 from contextuality.extraction.units import SentenceUnits, units_matching_index
 from contextuality.index import IndexFiles

@@ -1,0 +1,282 @@
+"""Extraction on a GPU against the CPU: the same vectors within each autocast dtype's
+tolerance, the precision and storage recorded, a float16 overflow run again in float32, and
+a batch too large for the device split. Every test is marked ``cuda``.
+
+The device under test is CONTEXTUALITY_TEST_DEVICE (default ``cuda``); where it is not
+available every test skips and says so. With CONTEXTUALITY_TEST_DEVICE=cpu they run on the
+CPU, as CI runs them without a GPU (bench/gpu/acceptance.py): there a forward pass has no
+autocast, so the comparisons are exact, and the tests that need CUDA skip.
+
+Tolerances: the largest relative error over the rows of every layer,
+‖device − cpu‖ / ‖cpu‖ (pooled vectors are not normalised, so an absolute bound would
+mean something else for each row and model); a wrong row, layer or pooling gives errors
+of order 1, far above every bound.
+
+- float32: 1e-5. Only the order of summation differs (unit roundoff 6e-8), through two
+  blocks of 32 dimensions.
+- float16: 2e-2. Its unit roundoff is 2^-11 ≈ 4.9e-4, and autocast rounds the inputs and
+  outputs of each matrix product (layer norms and softmax run in float32). Under CPU
+  autocast on this corpus the median row is off by about that and the worst by 4e-3
+  (ELMo, whose recurrence carries the rounding along the sentence): a margin of five for
+  the GPU's kernels, which round in other places.
+- bfloat16: 5e-2. Its unit roundoff is 2^-8 ≈ 3.9e-3, eight times float16's; the worst
+  row under CPU autocast was 1.5e-2 (ELMo again), so a margin of three.
+- ELMo's character convolutions run in TF32 under float32 on CUDA (PyTorch's default for
+  cuDNN convolutions, ``torch.backends.cudnn.conv.fp32_precision``), whose significand is
+  float16's: its float32 bound there is float16's.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from contextuality.backends import load_model
+from contextuality.backends.base import ModelSpec
+from contextuality.backends.elmo.synthetic import write_random_files
+from contextuality.extraction.forward import FLOAT16_MAX
+from contextuality.extraction.partitions import plan_extraction
+from contextuality.extraction.run import extract
+from contextuality.extraction.units import sentence_units
+
+from conftest import TRAINING_SENTENCES
+from extraction import with_spec
+
+pytestmark = pytest.mark.cuda
+
+DEVICE = os.environ.get("CONTEXTUALITY_TEST_DEVICE", "cuda")
+TOLERANCE = {"float32": 1e-5, "float16": 2e-2, "bfloat16": 5e-2}
+LONG = (
+    "Bushfires forced hundreds of residents to leave their homes while the quick brown fox "
+    "watched the river bank flood, and the bank raised interest rates again."
+)
+SENTENCES = [
+    *TRAINING_SENTENCES,
+    "Dogs ran.",
+    "The lazy cat slept all day in the warm sun.",
+    "Residents of the park watched the fox.",
+    "Rates rose.",
+    "Hundreds voted, and hundreds more stayed home.",
+    "Why did the quick dog jump over the mat?",
+    "The river flooded the park and the homes beside it.",
+    "A brown fox, a lazy dog and a cat.",
+    "Interest in the bank grew after the vote.",
+    "It is true.",
+    "The résidents' café served a naïve fox.",
+    "Over 2,000 people left their homes on Tuesday.",
+    "The cat, the dog and the fox sat together.",
+    "Is the bank open?",
+    "They watched the river rise for hours.",
+    "The quick brown dogs jumped; the lazy cats did not.",
+    "Fires forced the people to leave.",
+    "A mat.",
+    "The park is on the river bank.",
+    "Hundreds of foxes ran through the park at night!",
+    "The vote was true, and the rates were raised.",
+    "Homes flooded.",
+    "Did the cat sit on the mat or on the dog?",
+    "The bank's interest rates rose by 1.5 percent.",
+    LONG,
+    LONG + " The fox jumps.",
+]
+SMALL_BATCHES = 256  # tokens: a few padded batches of mixed lengths
+GPU_ONLY_AUTOCAST = "autocast runs on CUDA only: a CPU forward pass is float32 throughout"
+
+
+def _available(device: str) -> bool:
+    try:
+        torch.empty(1, device=device)
+    except (RuntimeError, AssertionError):  # no such device, or torch built without it
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def device() -> torch.device:
+    """The device under test, or a skip saying why there is none."""
+    if not _available(DEVICE):
+        pytest.skip(
+            f"CONTEXTUALITY_TEST_DEVICE={DEVICE} is not available here "
+            "(CONTEXTUALITY_TEST_DEVICE=cpu runs these tests on the CPU)"
+        )
+    return torch.device(DEVICE)
+
+
+@pytest.fixture(scope="module")
+def specs(tiny_bert_dir, tiny_gpt2_dir, tmp_path_factory) -> dict[str, ModelSpec]:
+    elmo_dir = tmp_path_factory.mktemp("tiny-elmo")
+    write_random_files(elmo_dir)
+    return {
+        "bert": ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)),
+        "gpt2": ModelSpec(name="tiny-gpt2", source=str(tiny_gpt2_dir)),
+        "elmo": ModelSpec(name="tiny-elmo", source=str(elmo_dir), loader="elmo"),
+    }
+
+
+class _MemorySink:
+    """Keeps an extraction's vectors in memory (a `run.Sink`), as `dtype`."""
+
+    def __init__(self, layers: tuple[int, ...], n_rows: int, dim: int, dtype: str) -> None:
+        self.layers = list(layers)
+        self.dtype = dtype
+        self.bytes_to_write = 0
+        self.vectors = np.full((len(layers), n_rows, dim), np.nan, dtype=dtype)
+
+    def write(self, first_row: int, vectors: np.ndarray) -> None:
+        self.vectors[:, first_row : first_row + vectors.shape[1]] = vectors
+
+    def commit(self, attributes: dict) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+    def __enter__(self) -> _MemorySink:
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        pass
+
+
+def _extract(loaded, sentences=SENTENCES, **spec_changes):
+    """Every layer of `loaded` for `sentences` through `run.extract` into memory, with the
+    model spec's fields in `spec_changes` changed (`with_spec`; storage_dtype float32
+    unless given). Returns the report and the (layers, units, dim) vectors as stored."""
+    loaded = with_spec(loaded, **{"storage_dtype": "float32", **spec_changes})
+    units = sentence_units(loaded, sentences)
+    layers = tuple(range(loaded.n_layers + 1))
+    plan = plan_extraction(loaded, units.counts, layers, 0, 1)
+    sinks = []
+
+    def open_sink(dtype: str) -> _MemorySink:
+        sinks.append(_MemorySink(layers, plan.n_rows, loaded.hidden_size, dtype))
+        return sinks[-1]
+
+    report = extract(loaded, units, plan, open_sink, progress=False)
+    return report, sinks[-1].vectors
+
+
+def _relative_error(vectors: np.ndarray, expected: np.ndarray) -> float:
+    """The largest ‖vectors − expected‖ / ‖expected‖ over the rows of every layer, once
+    both are checked to have vectors, all finite, for the same rows."""
+    missing = np.isnan(expected).all(axis=-1)
+    assert np.array_equal(np.isnan(vectors).all(axis=-1), missing)
+    found, wanted = vectors[~missing].astype(np.float64), expected[~missing].astype(np.float64)
+    assert np.isfinite(found).all() and np.isfinite(wanted).all()
+    return float((np.linalg.norm(found - wanted, axis=-1) / np.linalg.norm(wanted, axis=-1)).max())
+
+
+def _tolerance(name: str, dtype: str, device: torch.device) -> float:
+    """The bound on `_relative_error` for model `name` run in `dtype` on `device`."""
+    tf32_convolutions = torch.backends.cudnn.conv.fp32_precision == "tf32"
+    if dtype == "float32" and name == "elmo" and device.type == "cuda" and tf32_convolutions:
+        return TOLERANCE["float16"]
+    return TOLERANCE[dtype]
+
+
+@pytest.fixture(scope="module")
+def on_cpu(specs) -> dict[str, object]:
+    return {name: load_model(spec) for name, spec in specs.items()}
+
+
+@pytest.fixture(scope="module")
+def on_device(specs, device) -> dict[str, object]:
+    return {name: load_model(spec, str(device)) for name, spec in specs.items()}
+
+
+@pytest.fixture(scope="module")
+def expected(on_cpu) -> dict[str, np.ndarray]:
+    """Each model's vectors extracted on the CPU, in float32."""
+    return {
+        name: _extract(loaded, token_budget=SMALL_BATCHES)[1] for name, loaded in on_cpu.items()
+    }
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["bert", "gpt2", "elmo"])
+def test_vectors_on_the_device_are_the_cpu_s(name, dtype, on_device, expected, device):
+    report, vectors = _extract(on_device[name], token_budget=SMALL_BATCHES, cuda_dtype=dtype)
+    assert report.n_batches > 2  # of padded inputs
+    assert report.batches_rerun_in_float32 == 0
+    assert _relative_error(vectors, expected[name]) <= _tolerance(name, dtype, device)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_the_report_records_the_device_and_the_precision(dtype, on_device, device):
+    loaded = on_device["bert"]
+    report, _ = _extract(loaded, cuda_dtype=dtype, storage_dtype="auto")
+    recorded = report.as_dict()
+    assert recorded["device"] == str(next(loaded.model.parameters()).device)
+    assert recorded["device"].split(":")[0] == device.type
+    assert recorded["autocast_dtype"] == (dtype if device.type == "cuda" else "float32")
+    assert recorded["storage_dtype"] == "float16"
+    assert recorded["stored_float32_after_overflow"] is False
+    assert recorded["batches_rerun_in_float32"] == 0
+
+
+def _scaled(spec: ModelSpec, device: torch.device, parameter: str, factor: float):
+    """The model of `spec` on `device` with one parameter multiplied by `factor`."""
+    loaded = load_model(spec, str(device))
+    with torch.no_grad():
+        loaded.model.get_parameter(parameter).mul_(factor)
+    return loaded
+
+
+# Scaled by 1e6, the first block's feed-forward layer makes values of about 1e5 from every
+# token: beyond float16's 65,504, so every float16 pass overflows, while in float32 the next
+# layer norm brings them back to the usual scale.
+OVERFLOWING = "encoder.layer.0.intermediate.dense.weight"
+
+
+def test_a_float16_overflow_is_run_again_in_float32(specs, device):
+    if device.type != "cuda":
+        pytest.skip(GPU_ONLY_AUTOCAST)
+    _, expected = _extract(_scaled(specs["bert"], torch.device("cpu"), OVERFLOWING, 1e6))
+    report, vectors = _extract(_scaled(specs["bert"], device, OVERFLOWING, 1e6))
+    assert report.autocast_dtype == "float16"
+    assert report.batches_rerun_in_float32 > 0
+    assert report.as_dict()["batches_rerun_in_float32"] == report.batches_rerun_in_float32
+    assert _relative_error(vectors, expected) <= TOLERANCE["float16"]
+
+
+# Scaled by 1e5, the last block's layer norm gives the last layer values beyond float16's
+# range; nothing after it computes with them.
+LAST_NORM = "encoder.layer.1.output.LayerNorm.weight"
+
+
+def test_values_beyond_float16_are_stored_as_float32_and_recorded(specs, device):
+    _, expected = _extract(_scaled(specs["bert"], torch.device("cpu"), LAST_NORM, 1e5))
+    loaded = _scaled(specs["bert"], device, LAST_NORM, 1e5)
+    report, vectors = _extract(loaded, storage_dtype="auto", cuda_dtype="float32")
+    assert vectors.dtype == np.float32 and np.nanmax(np.abs(vectors)) > FLOAT16_MAX
+    recorded = report.as_dict()
+    assert recorded["storage_dtype"] == "float32"
+    assert recorded["stored_float32_after_overflow"] is True
+    assert _relative_error(vectors, expected) <= TOLERANCE["float32"]
+
+
+def test_a_batch_too_large_for_the_device_is_split(on_device, device):
+    """With the process's GPU memory capped at 64 MiB above what it holds, one batch of
+    every input (8,000 inputs padded to 64 tokens, hundreds of MiB of activations) runs out;
+    the budget is halved until batches fit, and the vectors are those of small batches."""
+    if device.type != "cuda":
+        pytest.skip(
+            "needs a CUDA device's memory to run out; on the CPU "
+            "test_extraction_robustness.py simulates it"
+        )
+    loaded = on_device["bert"]
+    sentences = SENTENCES * 250
+    _, expected = _extract(loaded, sentences, token_budget=4096, cuda_dtype="float32")
+    torch.cuda.empty_cache()
+    total = torch.cuda.get_device_properties(device).total_memory
+    capped = (torch.cuda.memory_reserved(device) + 64 * 2**20) / total
+    torch.cuda.set_per_process_memory_fraction(capped, device)
+    try:
+        report, vectors = _extract(loaded, sentences, token_budget=2**24, cuda_dtype="float32")
+    finally:
+        torch.cuda.set_per_process_memory_fraction(1.0, device)
+    assert report.out_of_memory_retries >= 1 and report.n_batches > 1
+    assert _relative_error(vectors, expected) <= TOLERANCE["float32"]
