@@ -31,7 +31,7 @@ from pathlib import Path
 
 import yaml
 
-from contextuality import rows as row_passes
+from contextuality.measures import rows as row_passes
 from contextuality.workflow import measure_settings, model_settings
 
 from workdir import REPO, benchmark_seconds, run_workflow, write_report
@@ -63,8 +63,9 @@ MEASURE_STEP = """
 import json, resource, sys, tempfile, time
 from threadpoolctl import threadpool_limits
 import scipy.linalg
-from contextuality import rows, steps
-from contextuality.index import IndexFiles
+from contextuality import steps
+from contextuality.measures import rows
+from contextuality.corpus.index import IndexFiles
 
 directory, limit, chunk_mib = sys.argv[1:4]
 settings = json.loads(sys.argv[4])
@@ -106,7 +107,7 @@ CHUNK_MIB = (32, 16, 8, 4, 2)
 EXTRACT_STEP = """
 import contextlib, gc, importlib, json, sys, time
 from contextuality import steps
-from contextuality.index import IndexFiles
+from contextuality.corpus.index import IndexFiles
 
 extraction_run = importlib.import_module("contextuality.extraction.run")
 extract_step = importlib.import_module("contextuality.steps.extract")  # not steps.extract

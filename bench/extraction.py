@@ -41,19 +41,19 @@ from contextuality.backends.elmo.synthetic import (
     published_size_options,
     write_random_files,
 )
-from contextuality.corpus import (
+from contextuality.corpus.sentences import (
     normalize_sentence,
     read_sts_archive,
     read_text_corpus,
     sts_sentences,
 )
+from contextuality.corpus.words import split_words
 from contextuality.extraction.forward import autocast, model_batches, pad_batch
 from contextuality.extraction.partitions import plan_extraction
 from contextuality.extraction.run import extract
 from contextuality.extraction.units import sentence_units
 from contextuality.fetch import resolve_data_path
 from contextuality.storage.shards import ShardSetWriter
-from contextuality.words import split_words
 
 import random_models
 

@@ -27,7 +27,7 @@ import scipy.linalg
 from scipy.sparse.linalg import LinearOperator, eigsh
 from threadpoolctl import threadpool_limits
 
-from contextuality import components
+from contextuality.measures import components
 
 from workdir import REPO, write_report
 

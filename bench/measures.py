@@ -2,7 +2,7 @@
 
 For growing numbers N of occurrences (d-dimensional, in sentences of 12 words, words
 repeating across sentences), times SelfSim of every word and the anisotropy baseline with
-`contextuality.measures` and with explicit pairwise cosine matrices, checks they agree,
+`contextuality.measures.equations` and with explicit pairwise cosine matrices, checks they agree,
 and writes bench/results/measures-cpu.{json,md}.
 
     python bench/measures.py --sizes 1000 2000 4000 8000 16000 --dim 384
@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from contextuality import __version__, measures
-from contextuality.rows import unit_rows
+from contextuality import __version__
+from contextuality.measures import equations
+from contextuality.measures.rows import unit_rows
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WORDS_PER_SENTENCE = 12
@@ -39,9 +40,9 @@ def fast(unit, words, sentences):
     word_starts = np.flatnonzero(np.r_[True, keys_word[1:] != keys_word[:-1]])
     context_change = (keys_word[1:] != keys_word[:-1]) | (keys_sentence[1:] != keys_sentence[:-1])
     context_starts = np.flatnonzero(np.r_[True, context_change])
-    selfsim = measures.self_similarity(unit[order], word_starts, context_starts)
+    selfsim = equations.self_similarity(unit[order], word_starts, context_starts)
     sentence_starts = np.flatnonzero(np.r_[True, sentences[1:] != sentences[:-1]])
-    return selfsim, measures.anisotropy_baseline(unit, sentence_starts)
+    return selfsim, equations.anisotropy_baseline(unit, sentence_starts)
 
 
 def brute_force(unit, words, sentences):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from contextuality.words import split_words
+from contextuality.corpus.words import split_words
 
 SPECIAL_WORDPIECE = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 END_OF_TEXT = "<|endoftext|>"

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from contextuality.words import split_words
+from contextuality.corpus.words import split_words
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path[:0] = [str(BENCH / "gpu"), str(BENCH)]

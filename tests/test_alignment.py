@@ -15,8 +15,8 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from transformers import PreTrainedTokenizerFast
 
 from contextuality.backends.hf import encode_running_text
+from contextuality.corpus.words import tokenize_sentences, word_spans
 from contextuality.extraction.units import align_to_words
-from contextuality.words import tokenize_sentences, word_spans
 
 SENTENCES = [
     "The dog's bark can't stop.",

@@ -13,8 +13,8 @@ import pytest
 from contextuality import steps
 from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec
+from contextuality.corpus.index import IndexFiles, IndexSettings
 from contextuality.extraction.report import ExtractionReport, coverage_warnings
-from contextuality.index import IndexFiles, IndexSettings
 from contextuality.provenance import read_json
 from contextuality.workflow import run_step
 

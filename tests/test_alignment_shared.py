@@ -15,9 +15,9 @@ import torch
 
 from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec
+from contextuality.corpus.words import word_spans
 from contextuality.extraction.forward import pool_subwords
 from contextuality.extraction.units import align_to_words, sentence_units
-from contextuality.words import word_spans
 
 from extraction import extract_every_layer
 from references import word_vectors_by_overlap

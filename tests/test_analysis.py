@@ -5,17 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contextuality import measures
-from contextuality.analysis import (
+from contextuality.corpus.index import IndexSettings, build_occurrence_index
+from contextuality.corpus.words import split_words
+from contextuality.measures import equations
+from contextuality.measures.analysis import (
     MeasureSettings,
     context_specific_words,
     measure_layer,
     word_class,
 )
-from contextuality.components import explained_variance_first_component
-from contextuality.index import IndexSettings, build_occurrence_index
-from contextuality.rows import unit_rows
-from contextuality.words import split_words
+from contextuality.measures.components import explained_variance_first_component
+from contextuality.measures.rows import unit_rows
 
 SENTENCES = [
     "a b c a",
@@ -334,9 +334,9 @@ def test_sampled_intervals_narrow_as_the_sample_grows():
 
 def test_layer_isotropy_agrees_with_the_reference_scores():
     """The layer's isotropy scores (one centered scatter matrix, float32 chunks) equal the
-    direct float64 definitions of `contextuality.isotropy` on anisotropic data."""
-    from contextuality import isotropy
-    from contextuality.analysis import layer_isotropy
+    direct float64 definitions of `contextuality.measures.isotropy` on anisotropic data."""
+    from contextuality.measures import isotropy
+    from contextuality.measures.analysis import layer_isotropy
 
     rng = np.random.default_rng(11)
     n, d = 3000, 24
@@ -345,7 +345,7 @@ def test_layer_isotropy_agrees_with_the_reference_scores():
     starts = np.arange(0, n, 6)
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     settings = MeasureSettings(baseline_sample_size=500, isotropy_samples=8)
-    sums = measures.sentence_statistics(vectors, starts)[1]
+    sums = equations.sentence_statistics(vectors, starts)[1]
     scores = layer_isotropy(vectors, sums, settings, np.random.default_rng(0))
     assert scores["isoscore"]["raw"] == pytest.approx(isotropy.isoscore(vectors), abs=1e-6)
     assert scores["effective_rank"]["raw"] == pytest.approx(
@@ -379,6 +379,6 @@ def test_layer_isotropy_agrees_with_the_reference_scores():
 def test_stop_words_are_scikit_learns_list():
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    from contextuality.analysis import english_stop_words
+    from contextuality.measures.analysis import english_stop_words
 
     assert english_stop_words() == ENGLISH_STOP_WORDS

@@ -137,35 +137,77 @@ def _contracts() -> dict[str, dict]:
 TOP_LEVEL = sorted({name.split(".")[1] for name in MODULES if name.count(".") >= 1})
 
 
+def _submodules(package: str) -> set[str]:
+    """The modules and packages directly inside `package`, by their last name."""
+    prefix = f"{package}."
+    return {name.removeprefix(prefix).split(".")[0] for name in MODULES if name.startswith(prefix)}
+
+
+def _layer_names(contract: dict) -> set[str]:
+    """Every module a layers contract names, its independent (|) and non-independent (:)
+    siblings split."""
+    return {
+        name.strip()
+        for layer in contract["layers"]
+        for group in layer.split("|")
+        for name in group.split(":")
+    }
+
+
 @pytest.mark.parametrize(
-    ("contract", "may_import"),
+    ("contract", "container"),
     [
-        ("The rows take numpy, scipy and the errors alone", {"rows", "errors"}),
-        (
-            "The measures take numpy, scipy, the errors and the rows alone",
-            {"measures", "components", "similarity", "errors", "rows"},
-        ),
+        ("The stages, in the order of the workflow", "contextuality"),
+        ("The measures, from a layer's analysis down to the rows", "contextuality.measures"),
     ],
 )
-def test_the_leaf_contracts_forbid_every_other_module(contract, may_import):
-    forbidden = set(_contracts()[contract]["forbidden_modules"])
-    expected = {f"contextuality.{module}" for module in TOP_LEVEL if module not in may_import}
-    assert expected <= forbidden, sorted(expected - forbidden)
-    assert {"pandas", "torch", "h5py"} <= forbidden
+def test_the_layers_contracts_place_every_module(contract, container):
+    """Every package and loose module of the container is in a layer (import-linter's
+    `exhaustive` checks it too), so a new one must be placed among the stages."""
+    found = _contracts()[contract]
+    assert found["type"] == "layers" and found["containers"] == [container]
+    assert found["exhaustive"] is True
+    expected = _submodules(container)
+    assert _layer_names(found) == expected, sorted(_layer_names(found) ^ expected)
 
 
-def test_the_library_contract_covers_every_library_module():
-    sources = set(
-        _contracts()["The library knows nothing of the steps, the workflow or the command line"][
-            "source_modules"
-        ]
+def test_the_stages_put_the_library_below_the_steps_and_the_steps_below_the_commands():
+    layers = _contracts()["The stages, in the order of the workflow"]["layers"]
+    assert [layer.replace(" ", "") for layer in layers[:2]] == ["cli|workflow", "steps"]
+
+
+def test_no_step_imports_another():
+    modules = set(_contracts()["The steps do not import each other"]["modules"])
+    expected = {f"contextuality.steps.{step}" for step in _submodules("contextuality.steps")}
+    assert modules == expected, sorted(modules ^ expected)
+
+
+def test_the_equations_contract_forbids_every_other_stage():
+    """The equations, the shares of variance, the row passes and the CKA's cross-products
+    take numpy, scipy and the errors alone: every other package and loose module is
+    forbidden them (the measures' own order is the measures' layers contract)."""
+    forbidden = set(
+        _contracts()["The equations take numpy, scipy and the errors alone"]["forbidden_modules"]
     )
     expected = {
         f"contextuality.{module}"
         for module in TOP_LEVEL
-        if module not in ("steps", "workflow", "cli", "__init__")
+        if module not in ("measures", "geometry", "errors")
     }
-    assert expected == sources, sorted(expected ^ sources)
+    assert expected <= forbidden, sorted(expected - forbidden)
+    assert {"pandas", "torch", "h5py", "matplotlib", "sklearn"} <= forbidden
+
+
+def test_storage_knows_no_measure_but_the_rows():
+    forbidden = set(
+        _contracts()["Storage knows no measures but the chunks of rows"]["forbidden_modules"]
+    )
+    expected = {
+        f"contextuality.measures.{module}"
+        for module in _submodules("contextuality.measures")
+        if module != "rows"
+    }
+    assert forbidden == expected, sorted(forbidden ^ expected)
 
 
 def _schema() -> dict:
@@ -184,12 +226,12 @@ def test_the_schema_s_choices_are_the_package_s_own():
     from contextuality import backends
     from contextuality.backends import base
     from contextuality.benchmarks import BENCHMARKS, OOV_POLICIES, PROTOCOLS
-    from contextuality.corpus import CORPUS_SOURCES, STS_YEARS
-    from contextuality.index import COUNT_RULES
-    from contextuality.reference import MODELS
-    from contextuality.static import METHODS
-    from contextuality.transforms import TRANSFORMS
-    from contextuality.words import WORD_TOKENIZERS
+    from contextuality.corpus.index import COUNT_RULES
+    from contextuality.corpus.sentences import CORPUS_SOURCES, STS_YEARS
+    from contextuality.corpus.words import WORD_TOKENIZERS
+    from contextuality.measures.reference import MODELS
+    from contextuality.measures.static import METHODS
+    from contextuality.measures.transforms import TRANSFORMS
 
     model = ("models", "additionalProperties", "properties")
     expected = {

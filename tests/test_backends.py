@@ -18,10 +18,10 @@ import pytest
 from contextuality import backends
 from contextuality.backends.base import LoadedModel, layer_output
 from contextuality.backends.elmo.synthetic import write_random_files
+from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError
 from contextuality.extraction.units import align_to_words
 from contextuality.provenance import config_hash
-from contextuality.words import word_spans
 
 from extraction import extract_every_layer
 

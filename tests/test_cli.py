@@ -11,7 +11,7 @@ import pandas as pd
 from contextuality.backends.elmo.release import RELEASES
 from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.cli import main
-from contextuality.figure_specs import DEGENERATION_FIGURES
+from contextuality.figures.specs import DEGENERATION_FIGURES
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

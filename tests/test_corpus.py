@@ -1,4 +1,4 @@
-"""Tests of contextuality.corpus: STS archives, plain-text corpora and the sentence table.
+"""Tests of contextuality.corpus.sentences: STS archives, plain-text corpora and the sentence table.
 
 The STS tests read the staged public copies of the SemEval STS 2012-2016 English test
 archives in ``../shared/data/sts`` beside the checkout (documented in
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from contextuality.corpus import (
+from contextuality.corpus.sentences import (
     STS_YEARS,
     SourcedSentence,
     build_sentence_table,

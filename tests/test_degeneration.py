@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from contextuality import degeneration_figures
-from contextuality.degeneration import (
+from contextuality.errors import ConfigError
+from contextuality.figures import degeneration as degeneration_figures
+from contextuality.measures.degeneration import (
     DegenerationSettings,
     bin_labels,
     bins_table,
@@ -22,8 +23,7 @@ from contextuality.degeneration import (
     rank_bins,
     word_degeneration,
 )
-from contextuality.errors import ConfigError
-from contextuality.rows import SelectedRows
+from contextuality.measures.rows import SelectedRows
 
 
 def _layer(word_id: np.ndarray, indexed: np.ndarray | None = None):

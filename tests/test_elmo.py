@@ -26,8 +26,8 @@ from contextuality.backends.elmo.weights import (
     boundary_character_ids,
     word_character_ids,
 )
+from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError, InputDataError, ModelLoadError
-from contextuality.words import word_spans
 
 from extraction import extract_every_layer
 

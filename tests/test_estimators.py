@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sklearn.decomposition import TruncatedSVD
 
-from contextuality import components, measures
+from contextuality.measures import components, equations
 
 
 def _anisotropic(rng, n_sentences=60, per_sentence=5, dim=16, common=1.0):
@@ -19,14 +19,14 @@ def _anisotropic(rng, n_sentences=60, per_sentence=5, dim=16, common=1.0):
     offset = common * rng.standard_normal(dim)
     vectors = rng.standard_normal((n_sentences * per_sentence, dim)) + offset
     sentence_ids = np.repeat(np.arange(n_sentences), per_sentence)
-    return measures.unit_rows(vectors), sentence_ids
+    return equations.unit_rows(vectors), sentence_ids
 
 
 @pytest.mark.parametrize("centered", [False, True])
 def test_mev_baseline_draws_are_independent_samples(centered):
     rng = np.random.default_rng(5)
     matrix = rng.standard_normal((50, 8)) @ np.diag([4, 2, 1, 1, 1, 1, 1, 1]) + 3.0
-    estimates = measures.explained_variance_baseline(
+    estimates = equations.explained_variance_baseline(
         matrix, 20, np.random.default_rng(8), centered, n_draws=6
     )
     replay = np.random.default_rng(8)
@@ -39,12 +39,12 @@ def test_mev_baseline_draws_are_independent_samples(centered):
 def test_mev_baseline_interval_covers_the_estimator_at_about_the_nominal_rate():
     """Fresh samples of the estimator fall inside the interval of the draws ~90% of the time."""
     matrix = np.random.default_rng(6).standard_normal((2000, 6)) + 0.5
-    estimates = measures.explained_variance_baseline(
+    estimates = equations.explained_variance_baseline(
         matrix, 50, np.random.default_rng(0), n_draws=200
     )
-    low, high = measures.percentile_interval(estimates, 0.9)
+    low, high = equations.percentile_interval(estimates, 0.9)
     fresh = [
-        measures.explained_variance_baseline(matrix, 50, np.random.default_rng(seed))[0]
+        equations.explained_variance_baseline(matrix, 50, np.random.default_rng(seed))[0]
         for seed in range(1, 201)
     ]
     inside = np.mean([(low <= value <= high) for value in fresh])
@@ -56,7 +56,7 @@ def test_a_sampled_value_is_the_mean_of_its_estimates_inside_their_spread():
     its interval their equal-tailed percentiles; the adjusted one pairs them sample by
     sample. An extreme first sample moves the value by its share only, inside the interval
     (the first sample alone as the value would lie outside it)."""
-    from contextuality.summary import Baseline, sampled_summary
+    from contextuality.measures.summary import Baseline, sampled_summary
 
     estimates = np.arange(41.0)
     summary = sampled_summary(estimates, n=1000, level=0.95, baseline=0.5 * estimates)
@@ -67,19 +67,19 @@ def test_a_sampled_value_is_the_mean_of_its_estimates_inside_their_spread():
 
     skewed = np.concatenate(([0.9], np.random.default_rng(1).normal(0.1, 0.01, size=50)))
     baseline = Baseline.sampled(skewed)
-    low, high = measures.percentile_interval(baseline.replicates, 0.95)
+    low, high = equations.percentile_interval(baseline.replicates, 0.95)
     assert baseline.value == pytest.approx(skewed.mean()) and low < baseline.value < high
     assert not low <= skewed[0] <= high
 
 
 def test_bootstrap_means_and_percentile_interval():
     values = np.arange(10.0)
-    replicates = measures.bootstrap_means(values, 2000, np.random.default_rng(0))
+    replicates = equations.bootstrap_means(values, 2000, np.random.default_rng(0))
     assert replicates.mean() == pytest.approx(values.mean(), abs=0.1)
     # standard error of a mean of 10 values: sd/sqrt(10) with the population sd
     assert replicates.std() == pytest.approx(values.std() / np.sqrt(10), rel=0.1)
-    assert measures.percentile_interval(np.arange(101.0), 0.9) == pytest.approx((5.0, 95.0))
-    assert np.isnan(measures.bootstrap_means(np.array([]), 3, np.random.default_rng(0))).all()
+    assert equations.percentile_interval(np.arange(101.0), 0.9) == pytest.approx((5.0, 95.0))
+    assert np.isnan(equations.bootstrap_means(np.array([]), 3, np.random.default_rng(0))).all()
 
 
 def _sklearn_ratio(matrix: np.ndarray) -> float:
@@ -208,10 +208,10 @@ def _listed(unit: np.ndarray, weights: np.ndarray) -> np.ndarray:
 def test_paper_self_similarity_is_the_mean_over_all_listed_pairs():
     rng = np.random.default_rng(12)
     sizes = [4, 1, 7, 2]
-    unit = measures.unit_rows(rng.standard_normal((sum(sizes), 6)) + 1.0)
+    unit = equations.unit_rows(rng.standard_normal((sum(sizes), 6)) + 1.0)
     weights = rng.choice([1, 2, 3], size=sum(sizes))
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    got = measures.paper_self_similarity(unit, starts, weights)
+    got = equations.paper_self_similarity(unit, starts, weights)
     for group, (start, size) in enumerate(zip(starts, sizes, strict=True)):
         listed = _listed(unit[start : start + size], weights[start : start + size])
         pairs = [(i, j) for i, j in itertools.product(range(len(listed)), repeat=2) if i != j]
@@ -226,9 +226,9 @@ def test_paper_self_similarity_is_the_expectation_of_the_authors_sample():
     """The authors drew 1,000 of a frequent word's ordered pairs: their estimates average
     to our value."""
     rng = np.random.default_rng(13)
-    unit = measures.unit_rows(rng.standard_normal((60, 5)) + 0.5)
+    unit = equations.unit_rows(rng.standard_normal((60, 5)) + 0.5)
     weights = rng.choice([1, 2], size=60)
-    exact = measures.paper_self_similarity(unit, np.array([0]), weights)[0]
+    exact = equations.paper_self_similarity(unit, np.array([0]), weights)[0]
     listed = _listed(unit, weights)
     pairs = [(i, j) for i, j in itertools.product(range(len(listed)), repeat=2) if i != j]
     sampler = random.Random(0)
@@ -252,14 +252,14 @@ def test_paper_word_sample_draws_sentences_by_copies_then_a_uniform_word():
     rng = np.random.default_rng(14)
     vectors, starts, sizes, copies = _paper_corpus(rng)
     # Drawing the whole list: each sentence exactly as often as the corpus repeats it.
-    drawn, rows = measures.paper_word_sample(starts, len(vectors), copies, 10**6, rng)
+    drawn, rows = equations.paper_word_sample(starts, len(vectors), copies, 10**6, rng)
     assert np.bincount(drawn, minlength=len(starts)).tolist() == copies.tolist()
     assert np.all((rows >= starts[drawn]) & (rows < starts[drawn] + sizes[drawn]))
     # Small samples: a sentence's share follows its copies, a word's share 1/size.
     counts = np.zeros(len(starts))
     word_counts = np.zeros(len(vectors))
     for _ in range(3000):
-        drawn, rows = measures.paper_word_sample(starts, len(vectors), copies, 5, rng)
+        drawn, rows = equations.paper_word_sample(starts, len(vectors), copies, 5, rng)
         np.add.at(counts, drawn, 1)
         np.add.at(word_counts, rows, 1)
     expected = 3000 * 5 * copies / copies.sum()
@@ -271,12 +271,12 @@ def test_paper_word_sample_draws_sentences_by_copies_then_a_uniform_word():
 def test_paper_sample_estimates_match_brute_force_on_the_drawn_sample():
     rng = np.random.default_rng(15)
     vectors, starts, sizes, copies = _paper_corpus(rng, 60)
-    unit = measures.unit_rows(vectors)
-    intrasim = measures.intra_similarity(vectors, starts)
-    anisotropy, intra, ratio = measures.paper_sample_estimates(
+    unit = equations.unit_rows(vectors)
+    intrasim = equations.intra_similarity(vectors, starts)
+    anisotropy, intra, ratio = equations.paper_sample_estimates(
         vectors, intrasim, starts, copies, 25, np.random.default_rng(5)
     )
-    drawn, rows = measures.paper_word_sample(
+    drawn, rows = equations.paper_word_sample(
         starts, len(vectors), copies, 25, np.random.default_rng(5)
     )
     sample = unit[rows].astype(np.float64)
@@ -297,12 +297,14 @@ def test_paper_anisotropy_is_the_expectation_of_the_authors_random_pairs():
     words; over many such draws that average tends to our value for the same sample."""
     rng = np.random.default_rng(16)
     vectors, starts, _, copies = _paper_corpus(rng, 80)
-    unit = measures.unit_rows(vectors)
-    intrasim = measures.intra_similarity(vectors, starts)
-    estimate = measures.paper_sample_estimates(
+    unit = equations.unit_rows(vectors)
+    intrasim = equations.intra_similarity(vectors, starts)
+    estimate = equations.paper_sample_estimates(
         vectors, intrasim, starts, copies, 50, np.random.default_rng(6)
     )[0]
-    _, rows = measures.paper_word_sample(starts, len(vectors), copies, 50, np.random.default_rng(6))
+    _, rows = equations.paper_word_sample(
+        starts, len(vectors), copies, 50, np.random.default_rng(6)
+    )
     sample = unit[rows].astype(np.float64)
     sampler = random.Random(1)
     averages = []
@@ -319,7 +321,7 @@ def test_uncentered_mev_is_at_least_selfsim_plus_its_remainder_over_n():
     rng = np.random.default_rng(17)
     for n in (3, 8, 40):
         for spread in (0.3, 1.0, 3.0):
-            unit = measures.unit_rows(rng.standard_normal((n, 12)) * spread + 1.0)
+            unit = equations.unit_rows(rng.standard_normal((n, 12)) * spread + 1.0)
             cosines = unit.astype(np.float64) @ unit.T.astype(np.float64)
             selfsim = (cosines.sum() - n) / (n * n - n)
             bound = selfsim + (1 - selfsim) / n
@@ -349,7 +351,7 @@ def test_shares_of_variance_are_undefined_for_identical_rows():
     assert np.isnan(components.truncated_svd_variance_ratio(rows))
     scaled = np.tile(np.random.default_rng(0).standard_normal(40) * 7.3, (30, 1))
     assert np.isnan(components.explained_variance_first_component(scaled, centered=True))
-    estimates = measures.explained_variance_baseline(
+    estimates = equations.explained_variance_baseline(
         scaled, 20, np.random.default_rng(0), centered=True, n_draws=3
     )
     assert np.isnan(estimates).all()

@@ -25,13 +25,13 @@ from contextuality.backends import (
 )
 from contextuality.backends.base import DEFAULT_TOKEN_BUDGET, ModelSpec, token_budget
 from contextuality.backends.hf import encode_running_text, load_tokenizer
+from contextuality.corpus.index import IndexFiles, IndexSettings
+from contextuality.corpus.words import split_words, word_spans
 from contextuality.errors import InputDataError, ModelLoadError, NumericOverflowError
 from contextuality.extraction import forward as forward_module
 from contextuality.extraction.forward import plan_batches, pool_subwords
 from contextuality.extraction.units import align_to_words, encode_inputs, sentence_units
-from contextuality.index import IndexFiles, IndexSettings
 from contextuality.storage.shards import load_shard, shard_attributes
-from contextuality.words import split_words, word_spans
 
 from extraction import extract_into_shards, with_spec
 from references import word_vectors_by_overlap

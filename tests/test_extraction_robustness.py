@@ -13,13 +13,13 @@ import torch
 from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec
 from contextuality.backends.elmo.synthetic import write_random_files
+from contextuality.corpus.words import split_words, word_spans
 from contextuality.errors import DeviceMemoryError, NonFiniteValueError, StorageError
 from contextuality.extraction import forward as forward_module
 from contextuality.extraction import run as run_module
 from contextuality.extraction.units import assign_windows, sentence_units
 from contextuality.storage import shards as shards_module
 from contextuality.storage.shards import ShardSetWriter, load_shard
-from contextuality.words import split_words, word_spans
 
 from extraction import extract_every_layer, extract_into_shards
 

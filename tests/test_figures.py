@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from contextuality import figures
-from contextuality.figure_specs import FIGURES
-from contextuality.summary import SUMMARY_COLUMNS
+from contextuality.figures import paper
+from contextuality.figures.specs import FIGURES
+from contextuality.measures.summary import SUMMARY_COLUMNS
 
 MODELS = {"alpha": 4, "beta": 2}  # model → number of layers
 
@@ -46,10 +46,10 @@ def _summary_table(rng) -> pd.DataFrame:
 def drawn(monkeypatch):
     """Figures as drawn: `save_figure` is replaced by a recorder, so they stay open to be read."""
     kept = []
-    monkeypatch.setattr(figures, "save_figure", lambda figure, outputs, source: kept.append(figure))
+    monkeypatch.setattr(paper, "save_figure", lambda figure, outputs, source: kept.append(figure))
     yield kept
     for figure in kept:
-        figures.plt.close(figure)
+        paper.plt.close(figure)
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
@@ -57,7 +57,7 @@ def drawn(monkeypatch):
 def test_lines_and_bands_are_the_tables_values(drawn, name, relative_layers):
     table = _summary_table(np.random.default_rng(0))
     spec = FIGURES[name]
-    figures.plot_figure(table, spec, ["unused.png"], relative_layers=relative_layers)
+    paper.plot_figure(table, spec, ["unused.png"], relative_layers=relative_layers)
     (axes,) = drawn[0].axes
     lines = {line.get_label(): line for line in axes.get_lines()}
     assert len(lines) == len(spec.series) * len(MODELS)
@@ -78,7 +78,7 @@ def test_lines_and_bands_are_the_tables_values(drawn, name, relative_layers):
 def test_only_the_requested_transform_is_drawn(drawn):
     table = _summary_table(np.random.default_rng(1))
     other = table.assign(transform="whiten", raw=table["raw"] + 5)
-    figures.plot_figure(pd.concat([table, other]), FIGURES["fig1_anisotropy"], ["unused.png"])
+    paper.plot_figure(pd.concat([table, other]), FIGURES["fig1_anisotropy"], ["unused.png"])
     (axes,) = drawn[0].axes
     assert all(max(line.get_ydata()) < 5 for line in axes.get_lines())
 
@@ -114,7 +114,7 @@ def test_word_benchmarks_heatmap_cells_are_the_scores(drawn, caplog):
     )
     table = pd.DataFrame(rows)
     with caplog.at_level("WARNING"):
-        figures.plot_word_benchmarks(table, ["unused.png"])
+        paper.plot_word_benchmarks(table, ["unused.png"])
     axes = drawn[0].axes[0]
     image = axes.get_images()[0].get_array()
     row_labels = [label.get_text() for label in axes.get_yticklabels()]
@@ -124,7 +124,7 @@ def test_word_benchmarks_heatmap_cells_are_the_scores(drawn, caplog):
     for item in rows[:-1]:
         label = f"alpha pc1 L{item['layer']} [{item['protocol']}]"
         cell = image[row_labels.index(label), column_labels.index(item["benchmark"])]
-        if item["coverage"] < figures.MINIMUM_COVERAGE:  # greyed out: masked, and a warning
+        if item["coverage"] < paper.MINIMUM_COVERAGE:  # greyed out: masked, and a warning
             assert cell is np.ma.masked
         else:
             assert cell == pytest.approx(item["value"])
@@ -139,12 +139,12 @@ def test_transform_comparison_lines_are_the_tables_values(drawn):
     table = pd.concat(
         [base, base.assign(transform="center", raw=base["raw"] - 2, adjusted=base["adjusted"] + 3)]
     )
-    figures.plot_transforms(table, ["unused.png"])
+    paper.plot_transforms(table, ["unused.png"])
     axes = drawn[0].axes
-    assert len(axes) == len(MODELS) * len(figures.TRANSFORM_PANELS)
+    assert len(axes) == len(MODELS) * len(paper.TRANSFORM_PANELS)
     panels = iter(axes)
     for model in sorted(MODELS):
-        for measure, column, _ in figures.TRANSFORM_PANELS:
+        for measure, column, _ in paper.TRANSFORM_PANELS:
             lines = {line.get_label(): line for line in next(panels).get_lines()}
             for transform in ("none", "center"):
                 rows = table[

@@ -10,10 +10,12 @@ import pandas as pd
 import pytest
 from scipy.stats import ortho_group
 
-from contextuality import dimension, similarity, steps
-from contextuality.index import IndexFiles, index_checksum
+from contextuality import steps
+from contextuality.corpus.index import IndexFiles, index_checksum
+from contextuality.geometry import dimension, similarity
+from contextuality.geometry.cka import sample_rows
 from contextuality.provenance import read_json
-from contextuality.steps.geometry import ModelLayers, sample_rows
+from contextuality.steps.geometry import ModelLayers
 from contextuality.storage.shards import ShardSetWriter
 from contextuality.tables import read_provenance, write_parquet
 

@@ -1,4 +1,4 @@
-"""Tests of the word tokenizer (contextuality.words) and the occurrence index."""
+"""Tests of the word tokenizer (contextuality.corpus.words) and the occurrence index."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from contextuality.index import (
+from contextuality.corpus.index import (
     IndexSettings,
     build_occurrence_index,
     corpus_checksum,
     index_checksum,
 )
-from contextuality.words import is_punctuation, split_words, tokenize_sentences
+from contextuality.corpus.words import is_punctuation, split_words, tokenize_sentences
 
 
 def index_of(sentences, copies=None, **settings):
@@ -406,7 +406,7 @@ def test_paper_units_reproduce_the_published_vocabulary(shared_data, tmp_path):
     counting distinct sentences instead loses hundreds of them."""
     import pandas as pd
 
-    from contextuality.corpus import sts_archive_name
+    from contextuality.corpus.sentences import sts_archive_name
     from contextuality.steps import sentences
     from contextuality.tables import read_parquet
 
@@ -440,8 +440,8 @@ def test_index_files_refuse_an_occurrence_table_or_vocabulary_of_another_index(t
     under intact metadata) are refused, not measured under the wrong provenance."""
     import shutil
 
+    from contextuality.corpus.index import IndexFiles
     from contextuality.errors import InputDataError
-    from contextuality.index import IndexFiles
 
     units = [split_words(sentence) for sentence in SENTENCES * 2]
     written = {}

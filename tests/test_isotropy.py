@@ -1,4 +1,5 @@
-"""Tests for contextuality.isotropy: IsoScore, IsoScore*, I(W), effective rank, rogue dimensions.
+"""Tests for contextuality.measures.isotropy: IsoScore, IsoScore*, I(W), effective rank,
+rogue dimensions.
 
 Each score is checked against cases whose answer is known in closed form (isotropic data,
 a line, k equal-variance dimensions, a Gaussian's moment generating function), against a
@@ -11,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contextuality.isotropy import (
+from contextuality.measures.isotropy import (
     RogueDimensions,
     covariance_eigenvalues,
     effective_rank,

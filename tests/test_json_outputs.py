@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from contextuality import summary
+from contextuality.measures import summary
 from contextuality.provenance import read_json, write_json
 from contextuality.tables import read_provenance, write_parquet
 

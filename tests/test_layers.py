@@ -16,10 +16,10 @@ import torch
 
 from contextuality.backends import load_model, model_spec
 from contextuality.backends.base import ModelSpec, layer_output
+from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError
 from contextuality.extraction.units import sentence_units
 from contextuality.storage.shards import load_shard
-from contextuality.words import word_spans
 
 from extraction import extract_into_shards
 from references import word_vectors_by_overlap

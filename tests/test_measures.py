@@ -1,4 +1,4 @@
-"""Tests for contextuality.measures (Ethayarajh 2019 measures and baselines).
+"""Tests for contextuality.measures.equations (Ethayarajh 2019 measures and baselines).
 
 The library computes SelfSim and the anisotropy baseline through sum identities and MEV
 through Gram/scatter eigenvalues; here every measure is checked against a slow, literal
@@ -13,14 +13,17 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from contextuality.components import explained_variance_first_component, first_component_statistics
-from contextuality.measures import (
+from contextuality.measures.components import (
+    explained_variance_first_component,
+    first_component_statistics,
+)
+from contextuality.measures.equations import (
     anisotropy_baseline,
     explained_variance_baseline,
     intra_similarity,
     self_similarity,
 )
-from contextuality.rows import group_sizes, unit_rows
+from contextuality.measures.rows import group_sizes, unit_rows
 
 # --------------------------------------------------------------------------------------
 # Helpers and brute-force references
@@ -213,9 +216,9 @@ def test_measures_agree_across_chunk_boundaries_and_orders(monkeypatch):
     """Every pass over a layer reads it in chunks of rows; with chunks of 3 rows cutting
     through sentences and words, each measure equals the loop reference, and reading the
     rows through a permutation (`order`) equals reading the permuted copy."""
-    import contextuality.components as components
-    import contextuality.measures as measures
-    import contextuality.rows as rows
+    import contextuality.measures.components as components
+    import contextuality.measures.equations as measures
+    import contextuality.measures.rows as rows
 
     d = 5
     monkeypatch.setattr(rows, "_CHUNK_BYTES", 3 * 8 * d)
@@ -270,7 +273,7 @@ def test_complete_group_sums_yield_each_group_once_in_order(monkeypatch, chunk_r
     """Groups longer than a chunk, shorter than one and ending on its edge: every group's
     sum comes once, in order, equal to summing its rows; unit scaling applies per row of
     the array, through `order`, and `with_unit` gives the raw and the unit sums side by side."""
-    import contextuality.rows as row_helpers
+    import contextuality.measures.rows as row_helpers
 
     monkeypatch.setattr(row_helpers, "_CHUNK_BYTES", chunk_rows * 8 * 4)
     rng = np.random.default_rng(43)
@@ -294,7 +297,7 @@ def test_complete_group_sums_yield_each_group_once_in_order(monkeypatch, chunk_r
 def test_keep_rows_moves_rows_up_in_place(monkeypatch):
     """keep_rows equals boolean indexing, writes into the array it was given (no second
     copy of the layer) and, with every row kept, returns that array itself."""
-    import contextuality.rows as rows
+    import contextuality.measures.rows as rows
 
     monkeypatch.setattr(rows, "_CHUNK_BYTES", 2 * 8 * 3)
     rng = np.random.default_rng(42)
@@ -675,7 +678,7 @@ def test_explained_variance_baseline_sample_larger_than_data_uses_all_rows():
 def test_spearman_correlation_equals_scipy_with_ties_and_missing_values():
     from scipy.stats import spearmanr
 
-    from contextuality.ranks import spearman_correlation
+    from contextuality.measures.ranks import spearman_correlation
 
     rng = np.random.default_rng(3)
     x = rng.integers(0, 6, size=200).astype(float)  # many ties
@@ -691,7 +694,7 @@ def test_spearman_correlation_equals_scipy_with_ties_and_missing_values():
 def test_spearman_correlation_ignores_rounding_noise_between_tied_values():
     """Two SelfSims of exactly 1 from different summation orders differ by an ulp; ρ must
     be that of the exact tie whichever of them rounding made larger."""
-    from contextuality.ranks import spearman_correlation
+    from contextuality.measures.ranks import spearman_correlation
 
     selfsim = np.array([1.0, 0.69, 0.58, 0.61, 0.76, 1.0, 0.75])
     count = np.array([5.0, 3.0, 2.0, 9.0, 7.0, 2.0, 4.0])

@@ -9,14 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from contextuality.analysis import MeasureSettings, measure_layer
-from contextuality.index import IndexSettings, build_occurrence_index
-from contextuality.layers import Correction, load_layer
-from contextuality.positions import POSITION_EDGES, bucket_labels, position_profile
+from contextuality.corpus.index import IndexSettings, build_occurrence_index
+from contextuality.corpus.words import split_words
+from contextuality.measures.analysis import MeasureSettings, measure_layer
+from contextuality.measures.layers import Correction, load_layer
+from contextuality.measures.positions import POSITION_EDGES, bucket_labels, position_profile
 from contextuality.provenance import provenance_record
 from contextuality.storage.shards import ShardSetWriter
 from contextuality.tables import write_parquet
-from contextuality.words import split_words
 
 
 def brute_baseline(vectors, sentence_id):

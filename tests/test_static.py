@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-from contextuality.index import IndexSettings, build_occurrence_index
-from contextuality.static import (
+from contextuality.corpus.index import IndexSettings, build_occurrence_index
+from contextuality.corpus.words import split_words
+from contextuality.measures.static import (
     first_principal_direction,
     principal_directions_per_group,
     static_vectors,
     write_word2vec_text,
 )
-from contextuality.words import split_words
 
 SENTENCES = ["a b c a", "b c d", "a c e", "a b", "c d e", "b e c"]
 

@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from contextuality import measures
-from contextuality.analysis import MeasureSettings, measure_layer
+from contextuality.corpus.index import IndexSettings, build_occurrence_index
 from contextuality.errors import ShardMismatchError
-from contextuality.index import IndexSettings, build_occurrence_index
-from contextuality.rows import group_sizes, run_starts
-from contextuality.static import static_vectors
+from contextuality.measures import equations
+from contextuality.measures.analysis import MeasureSettings, measure_layer
+from contextuality.measures.rows import group_sizes, run_starts
+from contextuality.measures.static import static_vectors
 from contextuality.streaming.accumulate import StreamingAccumulator, word_sample_rows
 from contextuality.streaming.measure import measure_streamed_layer, static_vectors_from_state
 from contextuality.streaming.state import NOT_STREAMED, StreamingSettings, load_state
@@ -154,10 +154,10 @@ def test_streamed_sums_equal_measures_functions(tmp_path, corpus):
     sentence_starts = run_starts(sentence_id)
     np.testing.assert_allclose(
         streamed.summary["measures"]["anisotropy"]["raw"],
-        measures.anisotropy_baseline(vectors, sentence_starts),
+        equations.anisotropy_baseline(vectors, sentence_starts),
         rtol=1e-10,
     )
-    intrasim = measures.intra_similarity(vectors, sentence_starts)
+    intrasim = equations.intra_similarity(vectors, sentence_starts)
     multi = group_sizes(sentence_starts, len(vectors)) >= 2
     np.testing.assert_allclose(streamed.sentences["intrasim"], intrasim[multi], rtol=1e-10)
     indexed = index.vocab["indexed"].to_numpy()[word_id]
@@ -165,7 +165,7 @@ def test_streamed_sums_equal_measures_functions(tmp_path, corpus):
     order = order[np.lexsort((sentence_id[order], word_id[order]))]
     word_starts = run_starts(word_id[order])
     context_starts = run_starts(word_id[order], sentence_id[order])
-    selfsim = measures.self_similarity(vectors[order], word_starts, context_starts)
+    selfsim = equations.self_similarity(vectors[order], word_starts, context_starts)
     np.testing.assert_allclose(streamed.words["selfsim"], selfsim, rtol=1e-10)
 
 
@@ -381,9 +381,9 @@ MODEL_SENTENCES = [
 def test_streaming_extraction_equals_shards_and_measure_layer(tiny_bert_dir, tmp_path):
     from contextuality.backends import load_model
     from contextuality.backends.base import ModelSpec
+    from contextuality.corpus.words import split_words
     from contextuality.extraction.units import sentence_units
     from contextuality.storage.shards import load_shard, shard_attributes
-    from contextuality.words import split_words
 
     from extraction import extract_into, extract_into_shards, with_spec
 
@@ -435,7 +435,7 @@ def test_streaming_extraction_equals_shards_and_measure_layer(tiny_bert_dir, tmp
 def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_path):
     from contextuality import steps
     from contextuality.backends import model_settings, model_spec
-    from contextuality.index import IndexFiles
+    from contextuality.corpus.index import IndexFiles
     from contextuality.provenance import read_json
 
     text = tmp_path / "corpus.txt"
@@ -542,9 +542,9 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
 def test_a_failed_streaming_extraction_leaves_no_state(tiny_bert_dir, tmp_path, monkeypatch):
     from contextuality.backends import load_model
     from contextuality.backends.base import ModelSpec
+    from contextuality.corpus.words import split_words
     from contextuality.extraction import run
     from contextuality.extraction.units import sentence_units
-    from contextuality.words import split_words
 
     from extraction import extract_into, with_spec
 

@@ -1,4 +1,4 @@
-"""Tests for contextuality.transforms (isotropy corrections fitted on a held-out part).
+"""Tests for contextuality.measures.transforms (isotropy corrections fitted on a held-out part).
 
 Each correction is checked on constructed anisotropic data (a large common offset plus a
 correlated Gaussian) for the property that defines it: zero mean after ``center``, unit
@@ -14,9 +14,9 @@ import json
 import numpy as np
 import pytest
 
-from contextuality import rows as rows_module
 from contextuality.errors import ConfigError, NonFiniteValueError
-from contextuality.transforms import (
+from contextuality.measures import rows as rows_module
+from contextuality.measures.transforms import (
     TRANSFORMS,
     TransformSettings,
     corrected_occurrences,

@@ -18,13 +18,13 @@ from contextuality import steps
 from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec, tokenizer_key
 from contextuality.backends.hf import RunningTextEncoder, encode_running_text, load_tokenizer
+from contextuality.corpus.index import IndexFiles, IndexSettings
+from contextuality.corpus.words import tokenize_sentences, word_spans
 from contextuality.errors import InputDataError, NonFiniteValueError
 from contextuality.extraction.units import sentence_units
-from contextuality.index import IndexFiles, IndexSettings
 from contextuality.provenance import read_json
 from contextuality.storage.shards import load_shard
 from contextuality.tables import read_parquet
-from contextuality.words import tokenize_sentences, word_spans
 
 from extraction import extract_every_layer, extract_into_shards
 from references import word_vectors_by_overlap

@@ -23,7 +23,7 @@ import yaml
 from contextuality import __version__, workflow
 from contextuality.backends.elmo.release import RELEASES
 from contextuality.backends.elmo.synthetic import write_random_files
-from contextuality.figure_specs import (
+from contextuality.figures.specs import (
     DEGENERATION_FIGURES,
     FAMILY_FIGURE,
     FIGURES,

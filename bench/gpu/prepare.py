@@ -160,7 +160,7 @@ def build_package_wheel(directory: Path) -> None:
 def write_corpus(path: Path, n_sentences: int = ACCEPTANCE_SENTENCES) -> None:
     """The acceptance corpus: the first `n_sentences` sentences of gensim's Lee background
     corpus, split and normalized as the workflow does, one a line."""
-    from contextuality.corpus import normalize_sentence, read_text_corpus
+    from contextuality.corpus.sentences import normalize_sentence, read_text_corpus
     from contextuality.fetch import resolve_data_path
 
     source = resolve_data_path("package:gensim/test/test_data/lee_background.cor")

@@ -13,12 +13,12 @@ import numpy as np
 STREAMS = {
     # Which sentences each correction is fitted on (`transforms.correction_split`).
     "correction_split": (),
-    # The MEV baseline's occurrence samples (`measures.explained_variance_baseline`),
+    # The MEV baseline's occurrence samples (`equations.explained_variance_baseline`),
     # drawn alike from a shard and from a streamed layer's kept rows.
     "mev_baseline": (1,),
     # Bootstrap resamples of every summary mean, drawn measure after measure.
     "bootstrap": (2,),
-    # The paper's random sentences and words (`measures.paper_word_sample`).
+    # The paper's random sentences and words (`equations.paper_word_sample`).
     "paper_sample": (3,),
     # The occurrence samples of IsoScore*.
     "isotropy_samples": (4,),

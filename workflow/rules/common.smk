@@ -1,7 +1,7 @@
 from snakemake.utils import validate
 
 from contextuality import workflow as ctx
-from contextuality.figure_specs import (
+from contextuality.figures.specs import (
     DEGENERATION_FIGURES,
     FIGURES,
     FAMILY_FIGURE,

@@ -2,7 +2,7 @@
 {part} of them, for a partitioned model) or, for a streamed model, into state files."""
 
 from contextuality import steps
-from contextuality.index import IndexFiles
+from contextuality.corpus.index import IndexFiles
 from contextuality.workflow import parse_part, run_step
 
 

@@ -1,7 +1,7 @@
 """Snakemake adapter: a model's intrinsic dimension per layer and CKA between its layers."""
 
 from contextuality import steps
-from contextuality.index import IndexFiles
+from contextuality.corpus.index import IndexFiles
 from contextuality.workflow import run_step
 
 run_step(

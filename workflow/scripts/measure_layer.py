@@ -1,8 +1,8 @@
 """Snakemake adapter: all measures of one (model, transform, layer) from its shards."""
 
 from contextuality import steps
-from contextuality.index import IndexFiles
-from contextuality.layers import Correction
+from contextuality.corpus.index import IndexFiles
+from contextuality.measures.layers import Correction
 from contextuality.workflow import run_step
 
 degeneration = snakemake.params.degeneration

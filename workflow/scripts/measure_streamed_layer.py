@@ -1,7 +1,7 @@
 """Snakemake adapter: the measures of one streamed (model, layer) from its state file."""
 
 from contextuality import steps
-from contextuality.index import IndexFiles
+from contextuality.corpus.index import IndexFiles
 from contextuality.workflow import run_step
 
 run_step(

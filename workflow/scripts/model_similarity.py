@@ -1,7 +1,7 @@
 """Snakemake adapter: CKA between every layer of two models on the same occurrences."""
 
 from contextuality import steps
-from contextuality.index import IndexFiles
+from contextuality.corpus.index import IndexFiles
 from contextuality.workflow import run_step
 
 models = {

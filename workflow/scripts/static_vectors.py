@@ -1,8 +1,8 @@
 """Snakemake adapter: static vectors of one (model, transform, method, layer)."""
 
 from contextuality import steps
-from contextuality.index import IndexFiles
-from contextuality.layers import Correction
+from contextuality.corpus.index import IndexFiles
+from contextuality.measures.layers import Correction
 from contextuality.workflow import run_step
 
 run_step(

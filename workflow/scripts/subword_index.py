@@ -1,7 +1,7 @@
 """Snakemake adapter: build the occurrence index of one tokenizer's subwords."""
 
 from contextuality import steps
-from contextuality.index import IndexFiles, IndexSettings
+from contextuality.corpus.index import IndexFiles, IndexSettings
 from contextuality.workflow import run_step
 
 run_step(

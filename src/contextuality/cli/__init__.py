@@ -26,19 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from contextuality import __version__, backends, steps
-from contextuality import corpus as corpus_io
 from contextuality.backends.elmo.release import RELEASE_DIRECTORY, RELEASES
 from contextuality.benchmarks import BENCHMARKS, PROTOCOLS
 from contextuality.cli.geometry_commands import add_geometry_command
 from contextuality.cli.model_options import add_model_arguments, model_options
-from contextuality.corpus import STS_YEARS
+from contextuality.corpus import sentences as corpus_io
+from contextuality.corpus.index import COUNT_RULES, IndexFiles, IndexSettings
+from contextuality.corpus.sentences import STS_YEARS
+from contextuality.corpus.words import WORD_TOKENIZERS
 from contextuality.errors import ConfigError, ContextualityError
-from contextuality.figure_specs import DEGENERATION_FIGURES, FIGURES
-from contextuality.index import COUNT_RULES, IndexFiles, IndexSettings
-from contextuality.layers import Correction
-from contextuality.static import METHODS
-from contextuality.transforms import TRANSFORMS
-from contextuality.words import WORD_TOKENIZERS
+from contextuality.figures.specs import DEGENERATION_FIGURES, FIGURES
+from contextuality.measures.layers import Correction
+from contextuality.measures.static import METHODS
+from contextuality.measures.transforms import TRANSFORMS
 
 
 def _sentences(args: argparse.Namespace) -> None:

@@ -7,8 +7,8 @@ import argparse
 from typing import Any
 
 from contextuality import steps
+from contextuality.corpus.index import IndexFiles
 from contextuality.errors import ConfigError
-from contextuality.index import IndexFiles
 from contextuality.storage.shards import shard_attributes
 
 

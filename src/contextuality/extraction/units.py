@@ -25,8 +25,8 @@ from contextuality.backends.base import (
     Span,
     TextEncoder,
 )
+from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError, InputDataError
-from contextuality.words import word_spans
 
 
 def _no_pairs() -> np.ndarray:

@@ -18,7 +18,6 @@ from contextuality.steps.corpus import (
 from contextuality.steps.extract import (
     LayerOutputs,
     download_elmo,
-    expected_extraction,
     extract,
     stream,
 )
@@ -66,7 +65,6 @@ __all__ = [
     "download_elmo",
     "download_reference",
     "download_sts",
-    "expected_extraction",
     "extract",
     "family_figure",
     "figure",

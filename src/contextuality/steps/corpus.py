@@ -11,11 +11,10 @@ from typing import Any
 
 import pandas as pd
 
-from contextuality import backends, transforms
-from contextuality import corpus as corpus_io
+from contextuality import backends
 from contextuality.backends.base import tokenizer_key
-from contextuality.errors import InputDataError
-from contextuality.index import (
+from contextuality.corpus import sentences as corpus_io
+from contextuality.corpus.index import (
     IndexFiles,
     IndexSettings,
     OccurrenceIndex,
@@ -23,9 +22,11 @@ from contextuality.index import (
     corpus_checksum,
     index_checksum,
 )
+from contextuality.corpus.words import tokenize_sentences
+from contextuality.errors import InputDataError
+from contextuality.measures import transforms
 from contextuality.provenance import config_hash, provenance_record
 from contextuality.tables import read_parquet, write_parquet
-from contextuality.words import tokenize_sentences
 
 PathLike = str | os.PathLike
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ def download_sts(year: int, destination: PathLike, mirror: PathLike | None) -> N
 
 def sentences(settings: dict[str, Any], sources: Sequence[PathLike], output: PathLike) -> None:
     """The sentence table of the configured corpus (``settings`` = config ``corpus``; its
-    `sources` as `corpus.read_corpus` takes them)."""
+    `sources` as `sentences.read_corpus` takes them)."""
     read, checksums = corpus_io.read_corpus(settings, sources)
     table = corpus_io.build_sentence_table(read)
     provenance = provenance_record(

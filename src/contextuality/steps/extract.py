@@ -14,15 +14,15 @@ import numpy as np
 import pandas as pd
 
 from contextuality import backends
-from contextuality.analysis import MeasureSettings
 from contextuality.backends.base import LoadedModel, ModelSpec, selected_layers
+from contextuality.corpus.index import IndexFiles
 from contextuality.errors import ConfigError
 from contextuality.extraction.partitions import ExtractionPlan, plan_extraction
 from contextuality.extraction.report import ExtractionReport, coverage_warnings
 from contextuality.extraction.run import Sink, collector_paused
 from contextuality.extraction.run import extract as run_extract
 from contextuality.extraction.units import SentenceUnits, units_matching_index
-from contextuality.index import IndexFiles
+from contextuality.measures.analysis import MeasureSettings
 from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.storage.shards import ShardSetWriter
 
@@ -79,18 +79,6 @@ def _checked_layers(spec: ModelSpec, layer_files: dict[int, PathLike]) -> tuple[
             f"model {spec.name}: files for layers {sorted(layer_files)}, layers {list(layers)}"
         )
     return layers
-
-
-def expected_extraction(model_settings: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What a shard or state file of a model with `model_settings` (its config section,
-    defaults filled in) records, for refusing one extracted with other settings."""
-    if model_settings is None:
-        return None
-    return {
-        "model_id": model_settings["source"],
-        "pooling": model_settings["pooling"],
-        "config_hash": config_hash(model_settings),
-    }
 
 
 @collector_paused()

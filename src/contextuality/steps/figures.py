@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from contextuality.errors import InputDataError
+from contextuality.measures.summary import measures_table
 from contextuality.provenance import read_json, sha256_file
-from contextuality.summary import measures_table
 from contextuality.tables import read_parquet
 
 PathLike = str | os.PathLike
@@ -47,7 +47,7 @@ def figure(
     transform: str = "none",
     relative_layers: bool = False,
 ) -> None:
-    """Figure `name` (a key of `contextuality.figure_specs.FIGURES`) in every format of
+    """Figure `name` (a key of `contextuality.figures.specs.FIGURES`) in every format of
     `outputs`, from the measures table or layer summaries (`source`, as `_measures`)."""
     _draw(source, {name: list(outputs)}, transform, relative_layers)
 
@@ -59,7 +59,7 @@ def figures(
     relative_layers: bool = False,
 ) -> None:
     """Every figure named by an output's file name (a key of
-    `contextuality.figure_specs.FIGURES`, one file per format) from the measures table or
+    `contextuality.figures.specs.FIGURES`, one file per format) from the measures table or
     layer summaries (as `figure`): one job draws them all, as they share their input and
     their imports."""
     _draw(source, _by_stem(outputs), transform, relative_layers)
@@ -80,8 +80,8 @@ def _draw(
     relative_layers: bool,
 ) -> None:
     """Each figure of `by_name` (name → its files) from the measures, read once."""
-    from contextuality.figure_specs import FIGURES
-    from contextuality.figures import plot_figure
+    from contextuality.figures.paper import plot_figure
+    from contextuality.figures.specs import FIGURES
 
     table, described = _measures(source)
     for name, paths in by_name.items():
@@ -102,7 +102,7 @@ def transforms_figure(
 ) -> None:
     """Adjusted SelfSim and the cosine baseline by layer under each measured transform, from
     the measures table or layer summaries (`source`, as `_measures`)."""
-    from contextuality.figures import plot_transforms
+    from contextuality.figures.paper import plot_transforms
 
     table, described = _measures(source)
     plot_transforms(table, list(outputs), relative_layers=relative_layers, source=described)
@@ -118,7 +118,7 @@ def degeneration_figures(
     """The degeneration figures of one model and transform (`DEGENERATION_FIGURES`, each
     as .png then .pdf, found in `outputs` by the name before the extension) from its
     layers' per-word, frequency-bin and cone tables."""
-    from contextuality.degeneration_figures import plot_cone, plot_knn_by_bin, plot_norm_by_rank
+    from contextuality.figures.degeneration import plot_cone, plot_knn_by_bin, plot_norm_by_rank
 
     def by_layer(paths: Sequence[PathLike]) -> dict[int, pd.DataFrame]:
         frames = [read_parquet(path) for path in paths]
@@ -144,10 +144,10 @@ def geometry_figures(
     """The intrinsic dimension by layer (from the geometry steps' layer summaries), the
     CKA heatmaps (from the CKA table) and the position profiles (from their table), each
     as .png then .pdf, found in `outputs` by name."""
-    from contextuality.figure_specs import DIMENSION_FIGURE
-    from contextuality.figures import plot_figure
-    from contextuality.geometry_figures import plot_cka, plot_positions
-    from contextuality.steps.geometry import dimension_summaries
+    from contextuality.figures.geometry import plot_cka, plot_positions
+    from contextuality.figures.paper import plot_figure
+    from contextuality.figures.specs import DIMENSION_FIGURE
+    from contextuality.geometry.dimension import dimension_summaries
 
     by_name = _by_stem(outputs)
     plot_figure(
@@ -164,9 +164,9 @@ def geometry_figures(
 def sweep_figure(
     summary_paths: Sequence[PathLike], steps: dict[str, int], outputs: Sequence[PathLike], name: str
 ) -> None:
-    """The figure of checkpoint sweep `name` (`sweep_figures.plot_series`) from its
+    """The figure of checkpoint sweep `name` (`figures.sweeps.plot_series`) from its
     checkpoints' layer summaries (transform ``none``); `steps`: model → training step."""
-    from contextuality.sweep_figures import Series, plot_series
+    from contextuality.figures.sweeps import Series, plot_series
 
     table, described = _measures(summary_paths)
     series = Series(f"Checkpoint sweep: {name}", "training step", steps)
@@ -179,9 +179,9 @@ def family_figure(
     outputs: Sequence[PathLike],
     name: str,
 ) -> None:
-    """The figure of model family `name` against parameter count (`sweep_figures`), from its
+    """The figure of model family `name` against parameter count (`figures.sweeps`), from its
     models' layer summaries (transform ``none``) and their extractions' meta.json."""
-    from contextuality.sweep_figures import Series, plot_series
+    from contextuality.figures.sweeps import Series, plot_series
 
     sizes = {}
     for path in meta_paths:

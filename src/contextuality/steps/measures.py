@@ -11,13 +11,13 @@ from typing import Any
 
 import pandas as pd
 
-from contextuality import analysis, degeneration, summary
-from contextuality.analysis import MeasureSettings
 from contextuality.backends.base import layer_output
-from contextuality.index import IndexFiles
-from contextuality.layers import Correction, load_layer
+from contextuality.corpus.index import IndexFiles
+from contextuality.measures import analysis, degeneration, summary
+from contextuality.measures.analysis import MeasureSettings
+from contextuality.measures.layers import Correction, load_layer
 from contextuality.provenance import config_hash, provenance_record, read_json, write_json
-from contextuality.steps.extract import expected_extraction
+from contextuality.storage.shards import expected_extraction
 from contextuality.tables import (
     gather_parquet,
     read_parquet,
@@ -209,7 +209,7 @@ def measures_table(
     """The layer summaries as one table (`summary.measures_table`), with the intrinsic
     dimension of each stored model's layers (the geometry step's summaries, transform
     ``none``), its provenance gathering every layer summary's."""
-    from contextuality.steps.geometry import dimension_summaries
+    from contextuality.geometry.dimension import dimension_summaries
 
     summaries = [read_json(path) for path in summary_paths]
     summaries += dimension_summaries(dimension_paths)

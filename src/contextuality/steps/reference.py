@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from contextuality import reference, summary
+from contextuality.measures import reference, summary
 from contextuality.provenance import provenance_record, read_json, sha256_file
 from contextuality.tables import read_parquet, read_provenance, write_tsv
 
@@ -34,7 +34,7 @@ def compare_reference(
     published_files: the model's three published files (one directory).
     summary_paths, words_paths: our layer summaries and per-word tables (transform none).
     """
-    from contextuality.figures import plot_reference
+    from contextuality.figures.paper import plot_reference
 
     words = {int(read_provenance(path)["layer"]): read_parquet(path) for path in words_paths}
     summaries = [read_json(path) for path in summary_paths]

@@ -10,11 +10,11 @@ from typing import Any
 
 import pandas as pd
 
-from contextuality.index import IndexFiles
-from contextuality.layers import Correction, load_layer
+from contextuality.corpus.index import IndexFiles
+from contextuality.measures.layers import Correction, load_layer
+from contextuality.measures.static import static_vectors as layer_static_vectors
+from contextuality.measures.static import write_word2vec_text
 from contextuality.provenance import provenance_record, read_json, sha256_file
-from contextuality.static import static_vectors as layer_static_vectors
-from contextuality.static import write_word2vec_text
 from contextuality.tables import read_parquet, read_tsv_provenance, write_tsv
 
 PathLike = str | os.PathLike
@@ -157,7 +157,7 @@ def word_benchmarks_table(
     """All static-embedding scores in one table with the paper's quoted rows
     (`benchmarks.word_benchmarks_table`), and its heatmap."""
     from contextuality.benchmarks import word_benchmarks_table as gather
-    from contextuality.figures import plot_word_benchmarks
+    from contextuality.figures.paper import plot_word_benchmarks
 
     scores = [pd.read_csv(path, sep="\t", dtype={"layer": "Int64"}) for path in score_paths]
     table = gather(scores)

@@ -22,7 +22,8 @@ import h5py
 import numpy as np
 
 from contextuality.errors import ShardMismatchError, StorageError
-from contextuality.rows import row_chunks
+from contextuality.measures.rows import row_chunks
+from contextuality.provenance import config_hash
 from contextuality.storage.hdf5 import (
     REBUILD,
     LayerFiles,
@@ -405,3 +406,15 @@ def check_free_space(
             f"model {name}: the {what} need {needed / 1e9:.3g} GB but {directory} has "
             f"{free / 1e9:.3g} GB free; free space or extract fewer layers{smaller}"
         )
+
+
+def expected_extraction(model_settings: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a shard or state file of a model with `model_settings` (its config section,
+    defaults filled in) records, for refusing one extracted with other settings."""
+    if model_settings is None:
+        return None
+    return {
+        "model_id": model_settings["source"],
+        "pooling": model_settings["pooling"],
+        "config_hash": config_hash(model_settings),
+    }

@@ -20,8 +20,8 @@ from typing import Any
 import h5py
 import numpy as np
 
+from contextuality.measures.rows import group_sizes, rows_with_vectors, run_starts
 from contextuality.random_streams import generator
-from contextuality.rows import group_sizes, rows_with_vectors, run_starts
 from contextuality.storage.hdf5 import LayerFiles, encode_attributes, raise_if_disk_full
 from contextuality.storage.shards import check_free_space
 from contextuality.streaming.state import FORMAT, LayerSums, StreamingSettings
@@ -49,7 +49,7 @@ def word_sample_rows(
 
 def baseline_sample_draws(n_rows: int, settings: StreamingSettings) -> list[np.ndarray]:
     """The rows of the MEV baseline's 1 + sample_replicates samples, in the order and from
-    the generator of `measures.explained_variance_baseline` as `analysis` calls it."""
+    the generator of `equations.explained_variance_baseline` as `analysis` calls it."""
     rng = generator(settings.seed, "mev_baseline")
     size = min(settings.baseline_sample_size, n_rows)
     return [

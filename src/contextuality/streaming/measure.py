@@ -10,28 +10,28 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from contextuality import analysis, components, isotropy, measures
-from contextuality.analysis import LayerMeasures, MeasureSettings
+from contextuality.measures import analysis, components, equations, isotropy
+from contextuality.measures.analysis import LayerMeasures, MeasureSettings
+from contextuality.measures.rows import group_sizes, rows_with_vectors, run_starts
+from contextuality.measures.summary import Baseline
 from contextuality.random_streams import generator
-from contextuality.rows import group_sizes, rows_with_vectors, run_starts
 from contextuality.streaming.state import (
     NOT_STREAMED,
     NOT_STREAMED_COLUMNS,
     LayerSums,
     StreamingState,
 )
-from contextuality.summary import Baseline
 
 
-def _sentence_sums(sums: LayerSums) -> measures.SentenceSums:
+def _sentence_sums(sums: LayerSums) -> equations.SentenceSums:
     """The streamed layer's sums of unit rows by sentence, as a stored layer's."""
-    return measures.SentenceSums(
+    return equations.SentenceSums(
         sums.unit_sum, sums.sentence_square_by_dimension, sums.n, sums.same_sentence_pairs
     )
 
 
 class _KeptRows:
-    """The kept rows as if they were the whole layer, for `measures.explained_variance_baseline`:
+    """The kept rows as if they were the whole layer, for `equations.explained_variance_baseline`:
     ``len`` is the index's row count and indexing by occurrence ids gives their vectors, the
     rows without a vector left out (a row that was not kept is an error)."""
 
@@ -112,7 +112,7 @@ def _baselines(state: StreamingState, settings: MeasureSettings) -> dict[str, Ba
     baselines = {"cosine": Baseline(_sentence_sums(state.sums).expected_cosine())}
     for name in ("mev", "mev_centered"):
         baselines[name] = Baseline.sampled(
-            measures.explained_variance_baseline(
+            equations.explained_variance_baseline(
                 kept,
                 settings.baseline_sample_size,
                 generator(settings.seed, "mev_baseline"),
@@ -191,7 +191,7 @@ def static_vectors_from_state(
 
     Returns the words in vocabulary order and an (n_words, d) float32 matrix.
     """
-    from contextuality.static import METHODS, principal_directions_per_group
+    from contextuality.measures.static import METHODS, principal_directions_per_group
 
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")

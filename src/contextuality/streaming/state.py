@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from contextuality.analysis import MeasureSettings
 from contextuality.errors import ShardMismatchError
+from contextuality.measures.analysis import MeasureSettings
 from contextuality.storage.hdf5 import (
     check_attributes,
     open_to_read,

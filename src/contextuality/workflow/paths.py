@@ -14,10 +14,10 @@ import re
 from typing import Any
 
 from contextuality.backends.base import tokenizer_key
-from contextuality.corpus import sts_archive_name, text_corpus_files
+from contextuality.corpus.index import INDEX_FILE_NAMES
+from contextuality.corpus.sentences import sts_archive_name, text_corpus_files
 from contextuality.errors import ConfigError
 from contextuality.fetch import resolve_data_path
-from contextuality.index import INDEX_FILE_NAMES
 from contextuality.workflow.config import (
     compared_models,
     degeneration_transforms,
@@ -283,7 +283,7 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
     of figures.transforms, the degeneration figures of each stored model under each of
     degeneration.transforms, and, with two or more transforms, the comparison of the
     corrections."""
-    from contextuality.figure_specs import DEGENERATION_FIGURES, FIGURES, GEOMETRY_FIGURES
+    from contextuality.figures.specs import DEGENERATION_FIGURES, FIGURES, GEOMETRY_FIGURES
 
     names = [
         f"{figures_directory(transform)}/{name}"
@@ -305,7 +305,7 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
 
 def published_files(published: str) -> list[str]:
     """Where the workflow keeps the published files of one of the paper's models."""
-    from contextuality.reference import FILES
+    from contextuality.measures.reference import FILES
 
     return [f"resources/reference/ethayarajh2019/{published}/{file}" for file in FILES]
 
@@ -443,8 +443,8 @@ def wildcard_constraints(config: dict[str, Any]) -> dict[str, str]:
     """The pattern of every wildcard of the rules, from the config and from the package's
     own lists of choices, so that no list is typed twice."""
     from contextuality.backends.elmo.release import RELEASES
-    from contextuality.reference import MODELS
-    from contextuality.static import METHODS
+    from contextuality.measures.reference import MODELS
+    from contextuality.measures.static import METHODS
 
     static = config.get("static") or {}
     layer_embedding = "/".join(

@@ -20,9 +20,9 @@ import pandas as pd  # noqa: E402
 
 from contextuality import __version__  # noqa: E402
 from contextuality.benchmarks import BENCHMARKS  # noqa: E402
-from contextuality.figure_specs import FigureSpec  # noqa: E402
+from contextuality.figures.specs import FigureSpec  # noqa: E402
+from contextuality.measures.transforms import TRANSFORMS  # noqa: E402
 from contextuality.provenance import atomic_path  # noqa: E402
-from contextuality.transforms import TRANSFORMS  # noqa: E402
 
 
 def plot_figure(

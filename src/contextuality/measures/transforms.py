@@ -35,8 +35,8 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from contextuality.errors import ConfigError, NonFiniteValueError
+from contextuality.measures.rows import row_chunks, rows_with_vectors
 from contextuality.random_streams import generator
-from contextuality.rows import row_chunks, rows_with_vectors
 
 TRANSFORMS = ("none", "center", "standardize", "abtt", "whiten")
 
@@ -85,7 +85,7 @@ class FittedTransform:
 
     def apply_to_occurrences(self, vectors: np.ndarray) -> np.ndarray:
         """`apply`, with the rows that have no vector (non-finite or all zero, see
-        `measures.rows_with_vectors`) NaN in the output, so that the measures skip them."""
+        `rows.rows_with_vectors`) NaN in the output, so that the measures skip them."""
         out = self.apply(vectors)
         out[~rows_with_vectors(vectors)] = np.nan
         return out

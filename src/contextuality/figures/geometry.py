@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from contextuality.figures import label_cells, plt, save_figure
+from contextuality.figures.paper import label_cells, plt, save_figure
 
 
 def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextuality.measures import SentenceSums, sentence_sums
-from contextuality.rows import row_chunks
+from contextuality.measures.equations import SentenceSums, sentence_sums
+from contextuality.measures.rows import row_chunks
 
 # Largest rows × directions block of projections held at once by log_partition_function
 # (2²² float64 values: 32 MiB).
@@ -259,7 +259,7 @@ def rogue_dimensions(
 
 
 def rogue_dimensions_of(sums: SentenceSums, top: int = 3) -> RogueDimensions:
-    """`rogue_dimensions` from a layer's sums by sentence (`measures.SentenceSums`): the
+    """`rogue_dimensions` from a layer's sums by sentence (`equations.SentenceSums`): the
     `top` largest contributions C_i. Refuses sums with no pair of rows in different
     sentences."""
     contributions = sums.cosine_contributions()

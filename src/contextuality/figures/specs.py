@@ -84,7 +84,7 @@ FIGURES = {
     )
 }
 
-# The degeneration figures of one model and transform (`contextuality.degeneration_figures`).
+# The degeneration figures of one model and transform (`contextuality.figures.degeneration`).
 DEGENERATION_FIGURES = ("norm_by_rank", "knn_by_bin", "cone")
 
 # Intrinsic dimension by layer (the geometry step's layer summaries).

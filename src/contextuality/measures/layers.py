@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from contextuality.errors import InputDataError
+from contextuality.measures.rows import rows_with_vectors
+from contextuality.measures.transforms import TransformSettings, fit_transform
 from contextuality.provenance import sha256_file
-from contextuality.rows import rows_with_vectors
 from contextuality.storage.shards import load_shards
 from contextuality.tables import read_parquet, read_provenance
-from contextuality.transforms import TransformSettings, fit_transform
 
 PathLike = str | os.PathLike
 

@@ -24,9 +24,8 @@ import numpy as np
 import pandas as pd
 
 from contextuality.errors import ConfigError
-from contextuality.random_streams import generator
-from contextuality.ranks import spearman_correlation
-from contextuality.rows import (
+from contextuality.measures.ranks import spearman_correlation
+from contextuality.measures.rows import (
     SelectedRows,
     group_sizes,
     group_sums,
@@ -35,6 +34,7 @@ from contextuality.rows import (
     rows_with_vectors,
     run_starts,
 )
+from contextuality.random_streams import generator
 
 BERT_FLOW_RANK_EDGES = (100, 500, 5000, 10000)
 BERT_FLOW_VOCABULARY = 30522

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from contextuality.fetch import fetch_file, packaged_checksums
-from contextuality.ranks import spearman_correlation
+from contextuality.measures.ranks import spearman_correlation
 
 COMMIT = "c10c992a20d09660bcbac1e84466a3004374317c"
 URL = f"https://raw.githubusercontent.com/kawine/contextual/{COMMIT}/{{path}}"

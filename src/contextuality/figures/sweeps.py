@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from contextuality.figures import label_cells, plt, save_figure
+from contextuality.figures.paper import label_cells, plt, save_figure
 
 # (measure, column of the measures table, axis label) of each line panel.
 SERIES_PANELS = (

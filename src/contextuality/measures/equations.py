@@ -2,11 +2,11 @@
 
 The equations alone, as pure functions over numpy arrays. Inputs are occurrence vectors f
 (rows) of one layer, grouped into contiguous runs (all occurrences of a word, or all words
-of a sentence) described by ``starts`` (see `contextuality.rows`, whose chunked passes
+of a sentence) described by ``starts`` (see `contextuality.measures.rows`, whose chunked passes
 they use). Accumulation is in float64 whatever the input dtype.
 
 Notation: u = f / ‖f‖ is a unit vector; a *context* is a sentence. The shares of variance
-along the first principal direction (MEV, Definition 3) are in `contextuality.components`.
+along the first principal direction (MEV, Definition 3) are in `contextuality.measures.components`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from contextuality.components import (
+from contextuality.measures.components import (
     explained_variance_first_component,
     top_component_share,
     truncated_svd_variance_ratio,
 )
-from contextuality.rows import (
+from contextuality.measures.rows import (
     complete_group_sums,
     group_sizes,
     run_starts,

@@ -31,12 +31,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contextuality import components, isotropy, measures
-from contextuality.positions import position_profile
+from contextuality.measures import components, equations, isotropy
+from contextuality.measures.positions import position_profile
+from contextuality.measures.ranks import spearman_correlation
+from contextuality.measures.rows import (
+    group_sizes,
+    keep_rows,
+    row_chunks,
+    rows_with_vectors,
+    run_starts,
+)
+from contextuality.measures.summary import (
+    Baseline,
+    mean_summary,
+    sampled_summary,
+    skip_mean_summary,
+)
 from contextuality.random_streams import generator
-from contextuality.ranks import spearman_correlation
-from contextuality.rows import group_sizes, keep_rows, row_chunks, rows_with_vectors, run_starts
-from contextuality.summary import Baseline, mean_summary, sampled_summary, skip_mean_summary
 
 # Per-word measure column → (summary name, family of its baseline).
 WORD_MEASURES = {
@@ -155,7 +166,7 @@ def _word_table(rows: _Rows, vocab: pd.DataFrame, first_components: bool = True)
     words = word_rows(vocab, rows.word_id[order][word_starts])
     words["n"] = group_sizes(word_starts, len(order))
     words["n_with_repeats"] = np.add.reduceat(rows.copies[order], word_starts)
-    words["selfsim"], words["selfsim_paper"] = measures.word_self_similarities(
+    words["selfsim"], words["selfsim_paper"] = equations.word_self_similarities(
         rows.vectors, word_starts, context_starts, rows.copies, order
     )
     if not first_components:
@@ -196,14 +207,14 @@ def _baselines(
 
     The paper's statistics come as an array (1 + sample_replicates, 3): their estimates on
     independent samples of sentences, one row each, in the order of
-    `measures.PAPER_SAMPLE_ESTIMATES`; a sampled baseline is the mean of its estimates.
+    `equations.PAPER_SAMPLE_ESTIMATES`; a sampled baseline is the mean of its estimates.
     """
     size, draws = settings.baseline_sample_size, settings.sample_replicates
     paper_rng = generator(settings.seed, "paper_sample")
     copies = rows.copies[sentence_starts]
     paper = np.array(
         [
-            measures.paper_sample_estimates(
+            equations.paper_sample_estimates(
                 rows.vectors, intrasim, sentence_starts, copies, size, paper_rng
             )
             for _ in range(draws + 1)
@@ -216,7 +227,7 @@ def _baselines(
     }
     for name in ("mev", "mev_centered"):
         baselines[name] = Baseline.sampled(
-            measures.explained_variance_baseline(
+            equations.explained_variance_baseline(
                 rows.vectors,
                 size,
                 generator(settings.seed, "mev_baseline"),  # one sample for both variants
@@ -261,15 +272,15 @@ def _log_partition_both_signs(vectors: np.ndarray, directions: np.ndarray) -> np
 
 def layer_isotropy(
     vectors: np.ndarray,
-    sentence_sums: measures.SentenceSums,
+    sentence_sums: equations.SentenceSums,
     settings: MeasureSettings,
     rng: np.random.Generator,
 ) -> dict[str, dict[str, Any]]:
     """Isotropy scores of one layer's occurrence vectors, as summary measures.
 
     vectors: (n, d) rows with a vector; sentence_sums: their unit rows' sums by sentence
-    (`measures.sentence_statistics`). Exact for these rows (one centered
-    scatter matrix serves all of them, see `contextuality.isotropy` for the definitions):
+    (`equations.sentence_statistics`). Exact for these rows (one centered
+    scatter matrix serves all of them, see `contextuality.measures.isotropy` for the definitions):
     ``isoscore``, ``effective_rank``, ``partition_ratio`` (I(W) over the eigenvectors of the
     uncentered Gram matrix and their negations) and ``rogue_share[k]``, the share of the
     expected cosine owed to the top k = 1..3 dimensions (named in ``dimensions``). Sampled:
@@ -337,7 +348,7 @@ def measure_layer(
     n_occurrences = len(vectors)
     rows = _valid_rows(vectors, occurrences, sentence_copies, overwrite)
     sentence_starts = run_starts(rows.sentence_id)
-    intrasim, sentence_sums = measures.sentence_statistics(rows.vectors, sentence_starts)
+    intrasim, sentence_sums = equations.sentence_statistics(rows.vectors, sentence_starts)
     cosine = sentence_sums.expected_cosine()
     sentences = _sentence_table(rows, sentence_starts, intrasim, cosine)
     baselines, paper = _baselines(rows, sentence_starts, intrasim, cosine, settings)
@@ -374,7 +385,7 @@ def _without_first_words(
     of huge norm there, which dominate a layer's mean and its cosine baseline."""
     later = rows.kept(rows.position > 0, overwrite)
     starts = run_starts(later.sentence_id)
-    intrasim, sums = measures.sentence_statistics(later.vectors, starts)
+    intrasim, sums = equations.sentence_statistics(later.vectors, starts)
     baseline = Baseline(sums.expected_cosine())
     sentences = _sentence_table(later, starts, intrasim, baseline.value)
     words = _word_table(later, vocab, first_components=False)

@@ -17,10 +17,15 @@ the interval their spread (`summary.sampled_summary`).
 
 from __future__ import annotations
 
+import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from contextuality.provenance import read_json
 
 ESTIMATORS = ("twonn", "gride")
 
@@ -83,3 +88,9 @@ def sampled_dimensions(
         for name, value in estimate(points, settings).items():
             estimates[name].append(value)
     return {name: np.array(values) for name, values in estimates.items()}, np.array(counts)
+
+
+def dimension_summaries(paths: Sequence[str | os.PathLike]) -> list[dict[str, Any]]:
+    """The layer summaries of every model's intrinsic dimension file (written by the
+    ``layer_geometry`` step)."""
+    return [summary for path in paths for summary in read_json(path)]

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from contextuality.measures.rows import group_sizes, groups_by_size
 from contextuality.provenance import atomic_path, write_json
-from contextuality.rows import group_sizes, groups_by_size
 
 METHODS = ("pc1", "mean")
 
@@ -39,7 +39,7 @@ def principal_directions_per_group(vectors: np.ndarray, starts: np.ndarray) -> n
 
     Groups of equal size n ≤ d are solved in one batched eigen-decomposition of their n×n
     Gram matrices (v₁ = Xᵀu₁ / ‖Xᵀu₁‖ for the top eigenvector u₁ of XXᵀ; see
-    `contextuality.rows.groups_by_size`).
+    `contextuality.measures.rows.groups_by_size`).
     """
     starts = np.asarray(starts, dtype=np.int64)
     sizes = group_sizes(starts, len(vectors))

@@ -1,4 +1,4 @@
-"""Figures of representation degeneration (see `contextuality.degeneration`): norm against
+"""Figures of representation degeneration (see `contextuality.measures.degeneration`): norm against
 frequency rank, kNN distance by rank bin, and the uncentered projection (the cone).
 
 Each function writes every path of `outputs` (.png, .pdf) atomically, with `source` (what
@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 
-from contextuality.figures import save_figure  # noqa: E402
+from contextuality.figures.paper import save_figure  # noqa: E402
 
 _PANEL_COLUMNS = 4
 

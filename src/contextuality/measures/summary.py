@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contextuality import measures
+from contextuality.measures import equations
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
     """The percentile interval of `replicates` at confidence `level`; NaN where there are
     none or one is not finite."""
     if len(replicates) and np.isfinite(replicates).all():
-        return measures.percentile_interval(replicates, level)
+        return equations.percentile_interval(replicates, level)
     return float("nan"), float("nan")
 
 
@@ -64,7 +64,7 @@ def mean_summary(
     adjusted interval pairs each resampled mean with a baseline replicate.
     """
     values = values.dropna()
-    raw = measures.bootstrap_means(values.to_numpy(), resamples, rng)
+    raw = equations.bootstrap_means(values.to_numpy(), resamples, rng)
     replicates = baseline.replicates
     if replicates is None:
         replicates = np.full(resamples, baseline.value)
@@ -170,4 +170,4 @@ def skip_mean_summary(n_values: int, resamples: int, rng: np.random.Generator) -
     keeps every later measure's bootstrap drawing the same numbers in both, so that their
     intervals agree.
     """
-    measures.bootstrap_means(np.zeros(n_values), resamples, rng)
+    equations.bootstrap_means(np.zeros(n_values), resamples, rng)

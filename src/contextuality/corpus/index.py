@@ -1,6 +1,6 @@
 """Occurrence index and vocabulary: which unit occurs where, and in how many contexts.
 
-A *unit* is a word (by a word tokenizer, `contextuality.words`) or, for a model indexed by
+A *unit* is a word (by a word tokenizer, `contextuality.corpus.words`) or, for a model indexed by
 its own tokens, a subword. A *context* is a distinct sentence. A unit is *indexed* (its
 SelfSim and MEV are computed) when it occurs in at least ``min_contexts`` distinct sentences
 (the paper's definition), or, with ``count_by="occurrences"``, when it occurs at least that
@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from contextuality.corpus.words import WORD_TOKENIZERS, is_punctuation
 from contextuality.errors import ConfigError, InputDataError
 from contextuality.provenance import read_json, write_json
 from contextuality.tables import read_parquet, read_provenance, write_parquet
-from contextuality.words import WORD_TOKENIZERS, is_punctuation
 
 COUNT_RULES = ("contexts", "occurrences")
 # The files of an occurrence index, by the names rules and `IndexFiles` give them.

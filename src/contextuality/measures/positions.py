@@ -4,7 +4,7 @@ Decoders park very large norms on the first token of a sequence (the "attention 
 such vectors dominate a layer's mean and its cosine baseline. A layer's position profile
 gives, per bucket of word positions (0, 1, 2–3, 4–7, …), the number of occurrences, their
 mean and median L2 norm and the exact anisotropy baseline among them (the expected cosine
-between two of the bucket's occurrences in different sentences, `measures.SentenceSums`).
+between two of the bucket's occurrences in different sentences, `equations.SentenceSums`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from contextuality import measures
-from contextuality.rows import row_norms, run_starts
+from contextuality.measures import equations
+from contextuality.measures.rows import row_norms, run_starts
 
 # First position of each bucket; the last bucket is open.
 POSITION_EDGES = (0, 1, 2, 4, 8, 16, 32)
@@ -43,7 +43,7 @@ def position_profile(
     found = []
     for index in np.unique(bucket):
         chosen = np.flatnonzero(bucket == index)  # in row order: sentences stay contiguous
-        sums = measures.sentence_sums(vectors[chosen], run_starts(sentence_id[chosen]), True)
+        sums = equations.sentence_sums(vectors[chosen], run_starts(sentence_id[chosen]), True)
         found.append(
             {
                 "bucket": labels[index],

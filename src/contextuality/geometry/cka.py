@@ -1,0 +1,145 @@
+"""Linear CKA between every layer of one model, or of two models, on the same sampled
+occurrences: the sampled rows (`sample_rows`, `SampledLayers`), the rows with a vector in
+every layer, and the cross-products (`similarity.CrossProducts`) of every occurrence and of
+those past each sentence's first word, from one pass over chunks of rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from contextuality.geometry.similarity import CrossProducts
+from contextuality.measures.rows import rows_with_vectors
+from contextuality.random_streams import generator
+
+# Rows multiplied at a time for CKA: (rows × every layer's width) float32, a few MiB.
+CKA_CHUNK_ROWS = 1024
+CKA_COLUMNS = [
+    "model_a",
+    "layer_a",
+    "model_b",
+    "layer_b",
+    "occurrences",
+    "cka",
+    "n_rows",
+    "sampled",
+]
+# Which occurrences CKA is computed on: every one, and those past each sentence's first word
+# (a decoder's first-token vectors, of huge norm, otherwise dominate linear CKA).
+CKA_OCCURRENCES = ("all", "position>0")
+
+
+@dataclass
+class SampledLayers:
+    """The sampled rows of every layer of a model (float16 as stored), and what the shards
+    record."""
+
+    vectors: dict[int, np.ndarray]
+    attributes: dict[int, dict[str, Any]]
+
+
+def sample_rows(n_rows: int, sample_size: int | None, seed: int) -> np.ndarray:
+    """The increasing rows every geometry step reads: `sample_size` of the `n_rows`
+    occurrences drawn without replacement (stream ``geometry_sample``), or all of them."""
+    if sample_size is None or sample_size >= n_rows:
+        return np.arange(n_rows)
+    return np.sort(generator(seed, "geometry_sample").choice(n_rows, sample_size, replace=False))
+
+
+def rows_in_every_layer(*models: SampledLayers) -> np.ndarray:
+    """Positions (in the sample) of the rows with a vector in every layer of `models`."""
+    keep = None
+    for sampled in models:
+        for vectors in sampled.vectors.values():
+            valid = rows_with_vectors(vectors)
+            keep = valid if keep is None else keep & valid
+    return np.flatnonzero(keep)
+
+
+def row_chunks_of_layers(
+    left: SampledLayers, right: SampledLayers | None, kept: np.ndarray
+) -> Iterator[tuple[list[np.ndarray], list[np.ndarray] | None, np.ndarray]]:
+    """The kept rows of every layer of `left` (and `right`), a chunk of rows at a time,
+    with the chunk's rows."""
+    for start in range(0, len(kept), CKA_CHUNK_ROWS):
+        rows = kept[start : start + CKA_CHUNK_ROWS]
+        yield (
+            [vectors[rows] for vectors in left.vectors.values()],
+            None if right is None else [vectors[rows] for vectors in right.vectors.values()],
+            rows,
+        )
+
+
+def split_products(
+    left: SampledLayers, right: SampledLayers | None, kept: np.ndarray, later: np.ndarray
+) -> tuple[CrossProducts, CrossProducts]:
+    """The cross-products of the kept rows past their sentence's first word (`later`, a
+    mask of the sampled rows) and of the kept first words, from one pass, both shifted by
+    the kept rows' mean so that they add up to those of every kept row."""
+    sides = [left] if right is None else [left, right]
+    shift = tuple(
+        np.concatenate(
+            [vectors[kept].mean(axis=0, dtype=np.float64) for vectors in side.vectors.values()]
+        )
+        for side in sides
+    )
+    widths = [[vectors.shape[1] for vectors in side.vectors.values()] for side in sides]
+    past = CrossProducts(widths[0], None if right is None else widths[1], shift)
+    first = past.sibling()
+    for left_chunk, right_chunk, rows in row_chunks_of_layers(left, right, kept):
+        for products, chosen in ((past, later[rows]), (first, ~later[rows])):
+            products.add(
+                [part[chosen] for part in left_chunk],
+                None if right_chunk is None else [part[chosen] for part in right_chunk],
+            )
+    return past, first
+
+
+def cka_frame(
+    found: np.ndarray,
+    names: tuple[str, str],
+    layers: tuple[list[int], list[int]],
+    occurrences: str,
+    n_rows: int,
+    sampled: bool,
+) -> pd.DataFrame:
+    """CKA values (n_left, n_right) as rows of `CKA_COLUMNS`."""
+    left, right = np.meshgrid(layers[0], layers[1], indexing="ij")
+    return pd.DataFrame(
+        {
+            "model_a": names[0],
+            "layer_a": left.ravel(),
+            "model_b": names[1],
+            "layer_b": right.ravel(),
+            "occurrences": occurrences,
+            "cka": found.ravel(),
+            "n_rows": n_rows,
+            "sampled": sampled,
+        },
+        columns=CKA_COLUMNS,
+    )
+
+
+def cka_between(
+    left: tuple[str, SampledLayers],
+    right: tuple[str, SampledLayers] | None,
+    later: np.ndarray,
+    sampled: bool,
+) -> pd.DataFrame:
+    """CKA between every layer of `left` and every layer of `right` (of `left` itself when
+    None), on the rows with a vector in all of them: every one, and (`later`, a mask of
+    the sampled rows) those past each sentence's first word (`CKA_OCCURRENCES`)."""
+    other = None if right is None else right[1]
+    kept = rows_in_every_layer(left[1], *([] if other is None else [other]))
+    past, first = split_products(left[1], other, kept, later)
+    names = (left[0], left[0] if right is None else right[0])
+    layers = (list(left[1].vectors), list((other or left[1]).vectors))
+    frames = [
+        cka_frame(products.cka(), names, layers, occurrences, products.n_rows, sampled)
+        for occurrences, products in zip(CKA_OCCURRENCES, (past.plus(first), past), strict=True)
+    ]
+    return pd.concat(frames, ignore_index=True)
