@@ -27,7 +27,7 @@ def reference_forward(
 ) -> tuple[np.ndarray, dict[str, int], dict]:
     """Every layer's vectors of one sentence, shape (n_layers + 1, n_words, 2p), how many
     cell and projection values hit their clip, and the final (h, c) of each (layer,
-    direction), computed independently of contextuality.elmo: explicit loops over
+    direction), computed independently of contextuality.backends.elmo: explicit loops over
     characters, filters and time steps on the HDF5 arrays as bilm-tf stores them (TF gate
     order i, j, f, o; forget bias + 1). `initial`: the (h, c) to start each (layer,
     direction) from, e.g. the previous sentence's finals; default zeros."""

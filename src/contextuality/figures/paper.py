@@ -36,7 +36,7 @@ def plot_figure(
     """Each series as one line per model against layer index (or layer / number of
     layers), with a band for the interval where the table has one.
 
-    table: the long summary table (see `contextuality.steps.summarize`).
+    table: the long summary table (see `contextuality.steps.measures.measures_table`).
     outputs: files to write; the format follows each suffix (.png, .pdf).
     source: what the figure was drawn from, stored in the file's metadata.
     """
