@@ -24,7 +24,7 @@ def run_workflow(
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow/Snakefile")]
     command += ["--directory", str(directory), "--cores", str(cores), "--quiet", "rules"]
     command += list(extra)
-    subprocess.run(command, check=True, stdout=output, stderr=output and subprocess.STDOUT)
+    subprocess.run(command, check=True, stdout=output, stderr=subprocess.STDOUT if output else None)
 
 
 def benchmark_seconds(path: Path) -> float:

@@ -33,6 +33,7 @@ from contextuality.extraction.units import sentence_units  # noqa: E402
 from contextuality.storage.shards import ShardSetWriter, load_shard  # noqa: E402
 
 import random_models  # noqa: E402
+from extraction import load_corpus  # noqa: E402
 
 # Llama shapes: about 1.5 B parameters (24 blocks of 2,048, MLP 8,192), and a tiny one.
 SIZES = {
@@ -111,12 +112,7 @@ def main() -> None:
         started = time.perf_counter()
         loaded = load_model(model_spec("large", settings), device)
         loaded_seconds = time.perf_counter() - started
-        chosen, words = [], 0
-        for sentence in sentences:
-            chosen.append(sentence)
-            words += len(sentence.split())
-            if words >= WORDS[device]:
-                break
+        chosen = load_corpus(WORDS[device], str(arguments.corpus))
         units = sentence_units(loaded, chosen)
         layers = tuple(range(loaded.n_layers + 1))
         plan = plan_extraction(loaded, units.counts, layers)
