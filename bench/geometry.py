@@ -3,7 +3,7 @@
 Runs the workflow with one config (every model measured raw and centered, the position
 profile of both) in its own directory (`bench/work/geometry-<config>`), once with the
 centering fitted on every held-out word and once without each sentence's first word
-(``measures.correction.fit_without_first_words``), and writes to
+(``measures.transform_fit.fit_without_first_words``), and writes to
 ``bench/results/geometry-<config>.md``, per model and layer: the intrinsic dimension, the
 first words' mean norm against the others', the anisotropy baseline with and without the
 first words, raw and centered both ways, and CKA with the neighbouring layer and between
@@ -32,7 +32,9 @@ def _configured(config: dict, without_first_words: bool) -> dict:
     """`config` measured raw and centered, with the position profile of both."""
     config = copy.deepcopy(config)
     config.setdefault("measures", {})["transforms"] = ["none", "center"]
-    config["measures"].setdefault("correction", {})["fit_without_first_words"] = without_first_words
+    config["measures"].setdefault("transform_fit", {})["fit_without_first_words"] = (
+        without_first_words
+    )
     config.setdefault("degeneration", {})["transforms"] = ["none", "center"]
     return config
 
@@ -140,7 +142,7 @@ def main() -> None:
         "Anisotropy: the exact mean cosine of occurrences in different sentences, of every "
         "occurrence and of those past each sentence's first word (`[position>0]`); centered: "
         "the mean of the held-out sentences' words removed (all of them, or without each "
-        "sentence's first word, `measures.correction.fit_without_first_words`). Norms: the "
+        "sentence's first word, `measures.transform_fit.fit_without_first_words`). Norms: the "
         "first words' mean L2 norm, and the median of the other position buckets' means. "
         f"CKA: linear, on {samples:,} sampled occurrences. Figures beside this file: "
         f"`geometry-{name}-*.png`.",

@@ -1,5 +1,5 @@
 """Run AllenNLP's own ELMo biLM (``allennlp.modules.elmo._ElmoBiLm``) on word lists and save
-its activations, for the comparison in tests/test_elmo.py.
+its activations, for the comparison in tests/test_backends_elmo.py.
 
 AllenNLP cannot share this package's environment (it needs transformers < 5 and
 huggingface-hub < 1), so this script runs in an environment of its own, named by the

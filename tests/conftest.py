@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny random-init BERT and GPT-2 models with real trained tokenizers.
+"""Shared fixtures: tiny random-init BERT and GPT-2 models with real trained tokenizers,
+and a tiny random-init ELMo; one fixture per tiny model, used by every test file.
 
 The models are built in a temporary directory once per test session: a WordPiece
 (BERT) or byte-level BPE (GPT-2) tokenizer trained with `tokenizers` on a few sentences,
@@ -74,15 +75,22 @@ def _train_byte_level_bpe(directory: Path) -> None:
     tokenizer.save_pretrained(directory)
 
 
+def _tiny_model(directory: Path, train_tokenizer, model_class, config) -> Path:
+    """`directory` holding a tokenizer trained by `train_tokenizer` and a random-init
+    `model_class` of `config` (seeded), saved as a hub model is."""
+    import torch
+
+    train_tokenizer(directory)
+    torch.manual_seed(0)
+    model_class(config).eval().save_pretrained(directory)
+    return directory
+
+
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory) -> Path:
     """A 2-layer, 32-dimensional random-init BERT with a trained WordPiece tokenizer."""
-    import torch
     from transformers import BertConfig, BertModel
 
-    directory = tmp_path_factory.mktemp("tiny-bert")
-    _train_wordpiece(directory)
-    torch.manual_seed(0)
     config = BertConfig(
         vocab_size=120,
         hidden_size=32,
@@ -91,19 +99,15 @@ def tiny_bert_dir(tmp_path_factory) -> Path:
         intermediate_size=64,
         max_position_embeddings=64,
     )
-    BertModel(config).eval().save_pretrained(directory)
-    return directory
+    directory = tmp_path_factory.mktemp("tiny-bert")
+    return _tiny_model(directory, _train_wordpiece, BertModel, config)
 
 
 @pytest.fixture(scope="session")
 def tiny_gpt2_dir(tmp_path_factory) -> Path:
     """A 2-layer, 32-dimensional random-init GPT-2 with a trained byte-level BPE tokenizer."""
-    import torch
     from transformers import GPT2Config, GPT2Model
 
-    directory = tmp_path_factory.mktemp("tiny-gpt2")
-    _train_byte_level_bpe(directory)
-    torch.manual_seed(0)
     config = GPT2Config(
         vocab_size=300,
         n_embd=32,
@@ -113,7 +117,17 @@ def tiny_gpt2_dir(tmp_path_factory) -> Path:
         bos_token_id=0,
         eos_token_id=0,
     )
-    GPT2Model(config).eval().save_pretrained(directory)
+    directory = tmp_path_factory.mktemp("tiny-gpt2")
+    return _tiny_model(directory, _train_byte_level_bpe, GPT2Model, config)
+
+
+@pytest.fixture(scope="session")
+def tiny_elmo_dir(tmp_path_factory) -> Path:
+    """A small random-init ELMo (options.json and weights.hdf5, as a release ships them)."""
+    from contextuality.backends.elmo.synthetic import write_random_files
+
+    directory = tmp_path_factory.mktemp("tiny-elmo")
+    write_random_files(directory)
     return directory
 
 

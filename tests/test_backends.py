@@ -17,7 +17,6 @@ import pytest
 
 from contextuality import backends
 from contextuality.backends.base import LoadedModel, layer_output
-from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError
 from contextuality.extraction.units import align_to_words
@@ -38,15 +37,13 @@ REFUSED = {
 
 
 @pytest.fixture(params=["tiny-bert", "tiny-gpt2", "tiny-elmo"])
-def section(request, tiny_bert_dir, tiny_gpt2_dir, tmp_path_factory) -> dict:
+def section(request, tiny_bert_dir, tiny_gpt2_dir, tiny_elmo_dir) -> dict:
     """The config section of one backend's tiny model."""
     if request.param == "tiny-bert":
         return {"source": str(tiny_bert_dir)}
     if request.param == "tiny-gpt2":
         return {"source": str(tiny_gpt2_dir)}
-    directory = tmp_path_factory.mktemp("tiny-elmo")
-    write_random_files(directory)
-    return {"source": str(directory), "loader": "elmo"}
+    return {"source": str(tiny_elmo_dir), "loader": "elmo"}
 
 
 @pytest.fixture

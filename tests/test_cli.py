@@ -64,8 +64,10 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
     assert main([*arguments, "--fit-fraction", "0.3", "-o", str(centered)]) == 0
     under_center = json.loads(Path(f"{centered}.json").read_text())
     split = pd.read_parquet(f"{centered}.split.parquet")
-    assert under_center["correction"]["n_fit_sentences"] == int(split["fit"].sum()) > 0
-    assert under_center["transform"] == "center" and under_center["correction"]["name"] == "center"
+    assert under_center["transform_fit"]["n_fit_sentences"] == int(split["fit"].sum()) > 0
+    assert (
+        under_center["transform"] == "center" and under_center["transform_fit"]["name"] == "center"
+    )
     assert (
         abs(under_center["measures"]["anisotropy"]["raw"])
         < summary["measures"]["anisotropy"]["raw"]

@@ -36,7 +36,6 @@ import torch
 
 from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec
-from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.extraction.forward import FLOAT16_MAX
 from contextuality.extraction.partitions import plan_extraction
 from contextuality.extraction.run import extract
@@ -106,13 +105,11 @@ def device() -> torch.device:
 
 
 @pytest.fixture(scope="module")
-def specs(tiny_bert_dir, tiny_gpt2_dir, tmp_path_factory) -> dict[str, ModelSpec]:
-    elmo_dir = tmp_path_factory.mktemp("tiny-elmo")
-    write_random_files(elmo_dir)
+def specs(tiny_bert_dir, tiny_gpt2_dir, tiny_elmo_dir) -> dict[str, ModelSpec]:
     return {
         "bert": ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)),
         "gpt2": ModelSpec(name="tiny-gpt2", source=str(tiny_gpt2_dir)),
-        "elmo": ModelSpec(name="tiny-elmo", source=str(elmo_dir), loader="elmo"),
+        "elmo": ModelSpec(name="tiny-elmo", source=str(tiny_elmo_dir), loader="elmo"),
     }
 
 

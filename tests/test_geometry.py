@@ -1,4 +1,4 @@
-"""Linear CKA between layers and models (`similarity`), intrinsic dimension (`dimension`)
+"""Linear CKA between layers and models (`linear_cka`), intrinsic dimension (`dimension`)
 and the steps that compute them from shards (`steps.geometry`)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from scipy.stats import ortho_group
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles, index_checksum
-from contextuality.geometry import dimension, similarity
+from contextuality.geometry import dimension, linear_cka
 from contextuality.geometry.cka import sample_rows
 from contextuality.provenance import read_json
 from contextuality.steps.geometry import ModelLayers
@@ -29,7 +29,7 @@ def kernel_cka(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def chunked(layers, other=None, size=7):
-    """The layers' rows a chunk at a time, as `similarity.linear_cka` takes them."""
+    """The layers' rows a chunk at a time, as `linear_cka.linear_cka` takes them."""
     for start in range(0, len(layers[0]), size):
         yield (
             [layer[start : start + size] for layer in layers],
@@ -48,7 +48,7 @@ def layers():
 
 
 def test_linear_cka_in_chunks_is_the_kernel_definition(layers):
-    found = similarity.linear_cka(chunked(layers), [4, 6, 3])
+    found = linear_cka.linear_cka(chunked(layers), [4, 6, 3])
     expected = [[kernel_cka(x, y) for y in layers] for x in layers]
     np.testing.assert_allclose(found, expected, atol=1e-5)
     np.testing.assert_allclose(np.diag(found), 1.0, atol=1e-6)
@@ -59,7 +59,7 @@ def test_linear_cka_in_chunks_is_the_kernel_definition(layers):
 def test_linear_cka_between_two_models_is_the_kernel_definition(layers):
     rng = np.random.default_rng(1)
     other = [rng.normal(size=(60, 5)), layers[1][:, :2] + 0.01 * rng.normal(size=(60, 2))]
-    found = similarity.linear_cka(chunked(layers, other), [4, 6, 3], [5, 2])
+    found = linear_cka.linear_cka(chunked(layers, other), [4, 6, 3], [5, 2])
     expected = [[kernel_cka(x, y) for y in other] for x in layers]
     np.testing.assert_allclose(found, expected, atol=1e-5)
     assert found.shape == (3, 2)
@@ -68,18 +68,18 @@ def test_linear_cka_between_two_models_is_the_kernel_definition(layers):
 def test_linear_cka_ignores_rotations_scales_and_shifts(layers):
     rotation = ortho_group.rvs(4, random_state=2)
     moved = 3.0 * layers[0] @ rotation - 500.0
-    found = similarity.linear_cka(chunked([layers[0]], [moved, layers[1]]), [4], [4, 6])
+    found = linear_cka.linear_cka(chunked([layers[0]], [moved, layers[1]]), [4], [4, 6])
     assert found[0, 0] == pytest.approx(1.0, abs=1e-6)
     assert found[0, 1] == pytest.approx(kernel_cka(layers[0], layers[1]), abs=1e-5)
 
 
 def test_a_layer_without_variance_has_no_cka(layers):
     constant = np.ones((60, 2))
-    found = similarity.linear_cka(chunked([layers[1], constant]), [6, 2])
+    found = linear_cka.linear_cka(chunked([layers[1], constant]), [6, 2])
     assert np.isnan(found[0, 1]) and np.isnan(found[1, 1])
     assert found[0, 0] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="two rows"):
-        similarity.linear_cka(chunked([layers[1][:1]]), [6])
+        linear_cka.linear_cka(chunked([layers[1][:1]]), [6])
 
 
 def on_subspace(n: int, intrinsic: int, ambient: int, seed: int) -> np.ndarray:
@@ -206,12 +206,12 @@ def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
 
 def test_cka_between_models_is_on_the_same_occurrences(stored, tmp_path):
     model_a, model_b, index, settings, _ = stored
-    table = steps.model_similarity(model_a, model_b, index, settings, tmp_path / "ab.parquet")
+    table = steps.cka_between_models(model_a, model_b, index, settings, tmp_path / "ab.parquet")
     found = table.set_index(["occurrences", "layer_a", "layer_b"])["cka"]
     for occurrences in ("all", "position>0"):
         assert found[occurrences, 1, 0] == pytest.approx(1.0, abs=1e-3)  # a's layer 1, rotated
         assert found[occurrences, 1, 1] < 0.2
-    whole = steps.model_similarity(
+    whole = steps.cka_between_models(
         model_a, model_b, index, settings | {"sample_size": None}, tmp_path / "all.parquet"
     )
     every = whole[whole["occurrences"] == "all"]
@@ -233,16 +233,16 @@ def test_a_model_extracted_otherwise_is_refused(stored, tmp_path):
 
 def test_products_of_two_sets_of_rows_add_up_to_those_of_all(layers):
     shift = (np.concatenate([layer.mean(axis=0) for layer in layers]),)
-    some = similarity.CrossProducts([4, 6, 3], None, shift)
+    some = linear_cka.CrossProducts([4, 6, 3], None, shift)
     others = some.sibling()
     for products, rows in ((some, slice(0, 25)), (others, slice(25, 60))):
         products.add([layer[rows] for layer in layers])
     together = some.plus(others)
     assert together.n_rows == 60
     np.testing.assert_allclose(
-        together.cka(), similarity.linear_cka(chunked(layers), [4, 6, 3]), atol=1e-6
+        together.cka(), linear_cka.linear_cka(chunked(layers), [4, 6, 3]), atol=1e-6
     )
-    stranger = similarity.CrossProducts([4, 6, 3], None)
+    stranger = linear_cka.CrossProducts([4, 6, 3], None)
     stranger.add([layer[:5] for layer in layers])
     with pytest.raises(ValueError, match="sibling"):
         some.plus(stranger)

@@ -13,13 +13,13 @@ import pytest
 
 from contextuality.corpus.index import IndexSettings, build_occurrence_index
 from contextuality.errors import ShardMismatchError
-from contextuality.measures import equations
+from contextuality.measures import equations, registry
 from contextuality.measures.analysis import MeasureSettings, measure_layer
 from contextuality.measures.rows import group_sizes, run_starts
 from contextuality.measures.static import static_vectors
 from contextuality.streaming.accumulate import StreamingAccumulator, word_sample_rows
 from contextuality.streaming.measure import measure_streamed_layer, static_vectors_from_state
-from contextuality.streaming.state import NOT_STREAMED, StreamingSettings, load_state
+from contextuality.streaming.state import StreamingSettings, load_state
 
 SETTINGS = MeasureSettings(
     baseline_sample_size=200, bootstrap_resamples=50, sample_replicates=5, seed=3
@@ -136,9 +136,9 @@ def test_streamed_measures_equal_the_shard_path(tmp_path, corpus):
     )
     _compare_summaries(expected, streamed, rtol=1e-6)
     assert set(streamed.summary["measures"]) == set(expected.summary["measures"]) - set(
-        NOT_STREAMED
+        registry.not_streamed()
     )
-    assert streamed.summary["streaming"]["not_streamed"] == list(NOT_STREAMED)
+    assert streamed.summary["streaming"]["not_streamed"] == registry.not_streamed()
     for key in ("n_occurrences", "n_missing", "seed", "baseline_sample_size"):
         assert streamed.summary[key] == expected.summary[key]
 
@@ -283,9 +283,9 @@ def test_two_layers_and_static_vectors(tmp_path, corpus):
         )
         np.testing.assert_array_equal(state.kept_vectors, one_thread[layer].kept_vectors)
     assert [state.attributes["layer"] for state in states.values()] == [4, 9]
-    for state, layer_vectors in zip(states.values(), (vectors, second), strict=True):
+    for state, layer_shards in zip(states.values(), (vectors, second), strict=True):
         for method in ("pc1", "mean"):
-            words, matrix = static_vectors(layer_vectors, index.occurrences, index.vocab, method)
+            words, matrix = static_vectors(layer_shards, index.occurrences, index.vocab, method)
             found, streamed = static_vectors_from_state(
                 state, index.occurrences, index.vocab, method
             )

@@ -30,6 +30,7 @@ from contextuality.figures.specs import (
     GEOMETRY_FIGURES,
     SWEEP_FIGURE,
 )
+from contextuality.measures import registry
 from contextuality.provenance import sha256_file
 from contextuality.tables import read_tsv_provenance
 
@@ -147,18 +148,18 @@ def test_cka_pairs_the_stored_models_that_share_an_index():
             "pieces": {"source": "c", "units": "subword"},
             "streamed": {"source": "d", "streaming": True},
         },
-        "geometry": {"between_models": True},
+        "geometry": {"cka_between_models": True},
     }
-    assert workflow.similarity_pairs(config) == [("a", "b")]
+    assert workflow.cka_model_pairs(config) == [("a", "b")]
     assert workflow.cka_files(config) == [
         "results/geometry/a/cka.parquet",
         "results/geometry/b/cka.parquet",
         "results/geometry/pieces/cka.parquet",
-        "results/geometry/pairs/a~b.cka.parquet",
+        "results/geometry/cka_between_models/a~b.cka.parquet",
     ]
     assert "results/geometry/streamed/dimension.json" not in workflow.dimension_files(config)
-    config["geometry"]["between_models"] = False
-    assert workflow.similarity_pairs(config) == []
+    config["geometry"]["cka_between_models"] = False
+    assert workflow.cka_model_pairs(config) == []
 
 
 def test_a_transform_s_figures_wait_for_its_own_measures_alone(tmp_path):
@@ -274,9 +275,8 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     meta = json.loads((tmp_path / "results/embeddings/bert/meta.json").read_text())
     assert meta["layer_conventions"]["last_layer"] == outputs[2]
     assert meta["subwords_outside_words"] == 0
-    exact = {"selfsim", "intrasim", "mev", "mev_centered", "anisotropy"}
-    paper = {"selfsim[paper]", "intrasim[paper]", "mev[truncated_svd]", "anisotropy[paper]"}
-    assert exact | paper <= set(table["measure"])
+    # every registered measure, degeneration and geometry included, and no other
+    assert set(table["measure"]) == set(registry.row_names())
     vocab = pd.read_parquet(tmp_path / "results/corpus/vocab.parquet")
     assert not vocab.loc[vocab["punctuation"], "indexed"].any()
     words = pd.read_parquet(tmp_path / "results/measures/bert/none/layer_1.parquet")
@@ -433,7 +433,7 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
 
     corrections = ["center", "standardize", "abtt", "whiten"]
     config["measures"]["transforms"] = ["none", *corrections]
-    config["measures"]["correction"] = {"fit_fraction": 0.4, "whiten_dimensions": 8}
+    config["measures"]["transform_fit"] = {"fit_fraction": 0.4, "whiten_dimensions": 8}
     config["figures"] = {"transforms": ["none", "whiten"]}
     analysed = ["none", "center", "standardize", "abtt"]  # whiten's measure jobs skip it
     config["degeneration"] = {"transforms": analysed}
@@ -443,7 +443,7 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
         static = {"static_vectors": 2, "score_static": 2, "word_benchmarks_table": 1}
     _write_config(tmp_path, config)
     assert _planned_jobs(tmp_path) == static | {
-        "correction_split": 1,
+        "fit_split": 1,
         "measure_layer": 2 * (len(analysed) - 1),
         "measure_layer_without_degeneration": 2,
         "context_specific_words": len(corrections),
@@ -462,17 +462,17 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
     assert set(after["transform"]) == {"none", *corrections}
     raw = after[after["transform"] == "none"].reset_index(drop=True)
     pd.testing.assert_frame_equal(raw, before.reset_index(drop=True))
-    split = pd.read_parquet(tmp_path / "results/corpus/correction_split.parquet")
+    split = pd.read_parquet(tmp_path / "results/corpus/fit_split.parquet")
     occurrences = pd.read_parquet(tmp_path / "results/corpus/occurrences.parquet")
     in_fit = split["fit"].to_numpy()[occurrences["sentence_id"].to_numpy()]
     for transform in corrections:
         summary = json.loads(
             (tmp_path / f"results/measures/bert/{transform}/layer_1.json").read_text()
         )
-        assert summary["correction"]["n_fit"] == int(in_fit.sum())  # every fit row has a vector
+        assert summary["transform_fit"]["n_fit"] == int(in_fit.sum())  # every fit row has a vector
         assert summary["n_occurrences"] - summary["n_missing"] == int((~in_fit).sum())
     whitened = json.loads((tmp_path / "results/measures/bert/whiten/layer_2.json").read_text())
-    assert whitened["correction"]["output_dimensions"] == 8
+    assert whitened["transform_fit"]["output_dimensions"] == 8
     degeneration = pd.read_csv(tmp_path / "results/tables/degeneration.tsv", sep="\t")
     assert set(degeneration["transform"]) == set(analysed)
     assert not (tmp_path / "results/degeneration/bert/whiten").exists()
@@ -538,7 +538,7 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
     planned = _planned_jobs(tmp_path)
     assert planned.pop("extract_gpt2.step20") == 1
     assert planned.pop("measure_layer") == 2  # the new checkpoint's two layers
-    assert planned.pop("model_similarity") == 2  # step 20 against step 10 and bert
+    assert planned.pop("cka_between_models") == 2  # step 20 against step 10 and bert
     assert planned == {
         "context_specific_words": 1,
         "degeneration_figures": 1,
@@ -551,6 +551,21 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
         "sweep_figure": 1,
         "all": 1,
     }
+
+
+@pytest.mark.workflow
+def test_the_test_config_runs_to_the_end(tmp_path):
+    """.test/config/config.yaml (the catalog's convention, CI's dry run) runs as it is: a
+    real model over the first 500 sentences of a real corpus, saying what it left out."""
+    shutil.copytree(REPO / ".test" / "config", tmp_path / "config")
+    result = _snakemake(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert re.search(r"WARNING: corpus.max_sentences: kept the first 500 of \d+", result.stderr)
+    sentences = pd.read_parquet(tmp_path / "results/corpus/sentences.parquet")
+    assert 0 < len(sentences) <= 500
+    table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
+    assert sorted(table["layer"].unique()) == [0, 3, 6]
+    assert set(table["measure"]) == set(registry.row_names())
 
 
 def test_a_study_in_its_own_directory_reads_its_relative_paths_there(tmp_path):
@@ -605,9 +620,8 @@ def test_bad_config_is_refused_with_a_clear_message(tmp_path):
     sweep = {"source": "x", "sweep": {"steps": [1, 1], "source": "c/{step}"}}
     _write_config(tmp_path, _config(corpus, {"m": sweep}))
     result = _snakemake(tmp_path, "--dry-run")
-    assert result.returncode != 0 and "models.m.sweep.steps: a list of distinct" in (
-        result.stdout + result.stderr
-    )
+    assert result.returncode != 0 and "Traceback" not in result.stdout + result.stderr
+    assert "models.m.sweep.steps: [1, 1] has non-unique elements" in result.stdout
 
 
 @pytest.mark.workflow
@@ -750,7 +764,7 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     }
     assert jobs["context_specific_words"] == len(config["models"]) * len(transforms)
     assert jobs["degeneration_figures"] == len(config["models"]) * len(with_degeneration)
-    assert jobs.get("correction_split", 0) == (1 if set(transforms) - {"none"} else 0)
+    assert jobs.get("fit_split", 0) == (1 if set(transforms) - {"none"} else 0)
     assert jobs.get("download_sts", 0) == (5 if config["corpus"]["source"] == "sts" else 0)
     releases = {
         model["source"] for model in config["models"].values() if model.get("loader") == "elmo"

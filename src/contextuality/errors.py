@@ -1,4 +1,10 @@
-"""Errors that carry a message meant for the user, not a traceback."""
+"""Errors that carry a message meant for the user, not a traceback, and the checks of a
+setting that raise them naming the setting; warnings that reach the console."""
+
+import logging
+import sys
+
+log = logging.getLogger(__name__)
 
 
 class ContextualityError(Exception):
@@ -36,3 +42,43 @@ class DeviceMemoryError(ContextualityError):
 
 class StorageError(ContextualityError):
     """The disk cannot hold an output: the message gives the bytes needed and free."""
+
+
+def check_integer(section: str, name: str, value: object, minimum: int | None = None) -> None:
+    """Refuse (ConfigError naming ``section.name``) a value that is not an integer of at
+    least `minimum` (a bool is not an integer here)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{section}.{name} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{section}.{name} must be at least {minimum}, got {value}")
+
+
+def check_number(
+    section: str,
+    name: str,
+    value: object,
+    low: float,
+    high: float,
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> None:
+    """Refuse (ConfigError naming ``section.name``) a value that is not a number within
+    [low, high], an end excluded where `open_low` or `open_high` says so."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{section}.{name} must be a number, got {value!r}")
+    below = value <= low if open_low else value < low
+    above = value >= high if open_high else value > high
+    if below or above or value != value:  # NaN is within no bounds
+        bounds = f"{'(' if open_low else '['}{low}, {high}{')' if open_high else ']'}"
+        raise ConfigError(f"{section}.{name} must be in {bounds}, got {value}")
+
+
+def warn(messages: list[str]) -> None:
+    """Log each message as a warning and, where stderr is a workflow job's log file
+    (`workflow.run_step`), also print it on the console (the process's own stderr), which
+    Snakemake shows: a dropped word must not hide in a log file."""
+    for message in messages:
+        log.warning(message)
+        if sys.stderr is not sys.__stderr__ and sys.__stderr__ is not None:
+            print(f"WARNING: {message}", file=sys.__stderr__, flush=True)

@@ -3,7 +3,8 @@
 Each kind of draw has a stream of its own, a generator seeded with ``[seed, stream]``
 (`numpy.random.SeedSequence` spawns independent streams from such keys), so that adding
 or removing one kind of draw leaves every other kind's numbers as they were. ``seed`` is
-the run's seed (config ``measures.seed``); the summaries record it.
+the run's seed (config ``measures.seed``); the summaries record it. Each summary row's
+bootstrap draws from a stream of its own, named by the row (`measure_generator`).
 """
 
 from __future__ import annotations
@@ -11,13 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 STREAMS = {
-    # Which sentences each correction is fitted on (`transforms.correction_split`).
-    "correction_split": (),
+    # Which sentences each correction is fitted on (`transforms.fit_split`).
+    "fit_split": (),
     # The MEV baseline's occurrence samples (`equations.explained_variance_baseline`),
     # drawn alike from a shard and from a streamed layer's kept rows.
     "mev_baseline": (1,),
-    # Bootstrap resamples of every summary mean, drawn measure after measure.
-    "bootstrap": (2,),
     # The paper's random sentences and words (`equations.paper_word_sample`).
     "paper_sample": (3,),
     # The occurrence samples of IsoScore*.
@@ -28,8 +27,6 @@ STREAMS = {
     "degeneration_queries": (11,),
     # The occurrences projected on the common direction (the cone figure).
     "cone_sample": (12,),
-    # Bootstrap resamples of the measures without each sentence's first word.
-    "position_bootstrap": (15,),
     # The occurrences every geometry step reads (the same rows in every model).
     "geometry_sample": (13,),
     # The samples of those rows whose intrinsic dimension is estimated.
@@ -40,3 +37,14 @@ STREAMS = {
 def generator(seed: int, stream: str) -> np.random.Generator:
     """The generator of `stream` (a key of `STREAMS`) for the run's `seed`."""
     return np.random.default_rng([seed, *STREAMS[stream]])
+
+
+# The first key of every summary row's own stream (`measure_generator`).
+MEASURE_STREAMS = 16
+
+
+def measure_generator(seed: int, row: str) -> np.random.Generator:
+    """The random stream of one summary row (a measure's bootstrap resamples): seeded with
+    ``[seed, 16, *row.encode()]``, the row's name itself, so that every row draws its own
+    numbers and adding or removing a measure leaves every other row's interval as it was."""
+    return np.random.default_rng([seed, MEASURE_STREAMS, *row.encode("utf-8")])

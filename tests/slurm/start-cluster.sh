@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start a single-node SLURM cluster (munged, slurmctld, slurmd) without systemd, its
-# configuration, state and logs under DIR, for tests/test_slurm.py:
+# configuration, state and logs under DIR, for tests/test_workflow_slurm.py:
 #     start-cluster.sh DIR      (clients: export SLURM_CONF=DIR/etc/slurm.conf)
 # The configuration is also linked from /etc/slurm/slurm.conf while the cluster runs,
 # which the start refuses to do over a configuration of the machine's own.

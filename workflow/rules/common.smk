@@ -10,8 +10,8 @@ from contextuality.figures.specs import (
 )
 
 ctx.keep_models_named_by(config, workflow.overwrite_configfiles)
-ctx.expand_sweeps(config)
 ctx.check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+ctx.expand_sweeps(config)
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 
 
@@ -35,18 +35,18 @@ def get_model_settings(wildcards):
     return ctx.model_settings(config, wildcards.model)
 
 
-def get_layer_vectors(wildcards):
-    return ctx.layer_vectors(config, wildcards.model, wildcards.layer)
+def get_layer_shards(wildcards):
+    return ctx.layer_shards(config, wildcards.model, wildcards.layer)
 
 
-def get_correction_split(wildcards):
+def get_fit_split(wildcards):
     if wildcards.transform == "none":
         return {}
-    return {"split": "results/corpus/correction_split.parquet"}
+    return {"split": "results/corpus/fit_split.parquet"}
 
 
-def get_correction_settings(wildcards):
-    return ctx.correction_settings(config, wildcards.transform)
+def get_transform_fit_settings(wildcards):
+    return ctx.transform_fit_settings(config, wildcards.transform)
 
 
 def get_degeneration_words(wildcards):

@@ -59,17 +59,17 @@ rule subword_index:
         "../scripts/subword_index.py"
 
 
-rule correction_split:
+rule fit_split:
     input:
         "results/corpus/sentences.parquet",
     output:
-        split="results/corpus/correction_split.parquet",
+        split="results/corpus/fit_split.parquet",
     log:
-        "logs/corpus/correction_split.log",
+        "logs/corpus/fit_split.log",
     conda:
         "../envs/contextuality.yaml"
     params:
-        fit_fraction=config["measures"]["correction"]["fit_fraction"],
+        fit_fraction=config["measures"]["transform_fit"]["fit_fraction"],
         seed=config["measures"]["seed"],
     script:
-        "../scripts/correction_split.py"
+        "../scripts/fit_split.py"

@@ -26,23 +26,23 @@ rule layer_geometry:
         "../scripts/layer_geometry.py"
 
 
-rule model_similarity:
+rule cka_between_models:
     input:
         unpack(get_pair_index_files),
         unpack(get_pair_shards),
     output:
-        "results/geometry/pairs/{model_a}~{model_b}.cka.parquet",
+        "results/geometry/cka_between_models/{model_a}~{model_b}.cka.parquet",
     log:
-        "logs/geometry/pairs/{model_a}~{model_b}.log",
+        "logs/geometry/cka_between_models/{model_a}~{model_b}.log",
     benchmark:
-        "benchmarks/geometry/pairs/{model_a}~{model_b}.tsv"
+        "benchmarks/geometry/cka_between_models/{model_a}~{model_b}.tsv"
     conda:
         "../envs/contextuality.yaml"
     params:
         settings=ctx.geometry_settings(config),
         model_settings=get_pair_model_settings,
     script:
-        "../scripts/model_similarity.py"
+        "../scripts/cka_between_models.py"
 
 
 rule cka_table:

@@ -1,8 +1,8 @@
 rule measure_layer:
     input:
         unpack(get_index_files),
-        unpack(get_correction_split),
-        unpack(get_layer_vectors),
+        unpack(get_fit_split),
+        unpack(get_layer_shards),
         sentences="results/corpus/sentences.parquet",
     output:
         words="results/measures/{model}/{transform}/layer_{layer}.parquet",
@@ -28,7 +28,7 @@ rule measure_layer:
     params:
         settings=ctx.measure_settings(config),
         model_settings=get_model_settings,
-        correction=get_correction_settings,
+        transform_fit=get_transform_fit_settings,
         degeneration=ctx.degeneration_settings(config),
     script:
         "../scripts/measure_layer.py"
@@ -47,7 +47,7 @@ use rule measure_layer as measure_layer_without_degeneration with:
     params:
         settings=ctx.measure_settings(config),
         model_settings=get_model_settings,
-        correction=get_correction_settings,
+        transform_fit=get_transform_fit_settings,
         degeneration=None,
 
 
@@ -55,7 +55,7 @@ use rule measure_layer as measure_layer_without_degeneration with:
 rule measure_streamed_layer:
     input:
         unpack(get_index_files),
-        unpack(get_layer_vectors),
+        unpack(get_layer_shards),
     output:
         words="results/measures/{model}/none/layer_{layer}.parquet",
         sentences="results/measures/{model}/none/layer_{layer}.sentences.parquet",

@@ -16,8 +16,8 @@ rule download_benchmarks:
 rule static_vectors:
     input:
         unpack(get_index_files),
-        unpack(get_correction_split),
-        unpack(get_layer_vectors),
+        unpack(get_fit_split),
+        unpack(get_layer_shards),
     output:
         vectors="results/static/{model}/{transform}/{method}/layer_{layer}.txt",
         sidecar="results/static/{model}/{transform}/{method}/layer_{layer}.txt.json",
@@ -26,7 +26,7 @@ rule static_vectors:
     conda:
         "../envs/contextuality.yaml"
     params:
-        correction=get_correction_settings,
+        transform_fit=get_transform_fit_settings,
     script:
         "../scripts/static_vectors.py"
 

@@ -2,7 +2,7 @@
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles
-from contextuality.measures.layers import Correction
+from contextuality.measures.layers import TransformFit
 from contextuality.workflow import run_step
 
 degeneration = snakemake.params.degeneration
@@ -18,7 +18,7 @@ run_step(
         ),
         transform=snakemake.wildcards.transform,
         model_settings=snakemake.params.model_settings,
-        correction=Correction.of(snakemake.input.get("split"), snakemake.params.correction),
+        transform_fit=TransformFit.of(snakemake.input.get("split"), snakemake.params.transform_fit),
         degeneration_outputs=None
         if degeneration is None
         else steps.DegenerationOutputs(

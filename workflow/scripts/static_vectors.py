@@ -2,7 +2,7 @@
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles
-from contextuality.measures.layers import Correction
+from contextuality.measures.layers import TransformFit
 from contextuality.workflow import run_step
 
 run_step(
@@ -14,7 +14,7 @@ run_step(
         shards=snakemake.input.get("shard"),
         state=snakemake.input.get("state"),
         transform=snakemake.wildcards.transform,
-        correction=Correction.of(snakemake.input.get("split"), snakemake.params.correction),
+        transform_fit=TransformFit.of(snakemake.input.get("split"), snakemake.params.transform_fit),
     ),
     threads=snakemake.threads,
 )

@@ -1,20 +1,20 @@
 """Command line: each workflow step on its own, for use outside Snakemake.
 
 contextuality sentences --text corpus.txt -o sentences.parquet
-contextuality index sentences.parquet -o index/
+contextuality occurrence-index sentences.parquet -o index/
 contextuality extract bert-base-cased --sentences sentences.parquet --index index/ -o emb/
 contextuality download-elmo elmo-original   # then: extract elmo-original --loader elmo ...
-contextuality measure emb/layer_3.h5 --sentences sentences.parquet --index index/ -o out/l3
-contextuality extract ... --parts 3 --part 0 -o emb/part0   # one of 3 jobs; 'measure' then
-contextuality measure emb/part*/layer_3.h5 ...              # gathers the parts' rows
+contextuality measure-layer emb/layer_3.h5 --sentences sentences.parquet --index index/ -o out/l3
+contextuality extract ... --parts 3 --part 0 -o emb/part0   # one of 3 jobs; 'measure-layer'
+contextuality measure-layer emb/part*/layer_3.h5 ...        # gathers the parts' rows
 contextuality stream bert-base-cased --sentences sentences.parquet --index index/ -o stream/
-contextuality summarize measures/*.json -o measures.tsv
-contextuality geometry emb/layer_*.h5 --index index/ -o geometry/bert
+contextuality measures-table measures/*.json -o measures.tsv
+contextuality layer-geometry emb/layer_*.h5 --index index/ -o geometry/bert
 contextuality figure measures.tsv --name fig2_selfsim -o fig2.png fig2.pdf
 
-The paper's word units: ``index --tokenizer spacy --exclude-punctuation --count-by
-occurrences``; a model's own subwords: ``index --subwords MODEL`` and ``extract --units
-subword``.
+The paper's word units: ``occurrence-index --tokenizer spacy --exclude-punctuation
+--count-by occurrences``; a model's own subwords: ``occurrence-index --subwords MODEL`` and
+``extract --units subword``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,11 @@ from contextuality import __version__, backends, steps
 from contextuality.backends.elmo.release import RELEASE_DIRECTORY, RELEASES
 from contextuality.benchmarks import BENCHMARKS, PROTOCOLS
 from contextuality.cli.geometry_commands import add_geometry_command
+from contextuality.cli.measure_commands import (
+    add_measure_layer_command,
+    add_sampling_arguments,
+    measure_outputs,
+)
 from contextuality.cli.model_options import add_model_arguments, model_options
 from contextuality.corpus import sentences as corpus_io
 from contextuality.corpus.index import COUNT_RULES, IndexFiles, IndexSettings
@@ -36,9 +41,8 @@ from contextuality.corpus.sentences import STS_YEARS
 from contextuality.corpus.words import WORD_TOKENIZERS
 from contextuality.errors import ConfigError, ContextualityError
 from contextuality.figures.specs import DEGENERATION_FIGURES, FIGURES
-from contextuality.measures.layers import Correction
 from contextuality.measures.static import METHODS
-from contextuality.measures.transforms import TRANSFORMS
+from contextuality.streaming.state import StreamingSettings
 
 
 def _sentences(args: argparse.Namespace) -> None:
@@ -124,42 +128,7 @@ def _stream(args: argparse.Namespace) -> None:
     )
     for layer, state in outputs.files.items():
         prefix = Path(args.output) / f"layer_{layer}"
-        steps.measure_streamed_layer(state, index, measures, _measure_outputs(prefix))
-
-
-def _measure_outputs(prefix: str | Path) -> steps.MeasureOutputs:
-    """A layer's measure tables and summary, named from `prefix`."""
-    return steps.MeasureOutputs(
-        f"{prefix}.parquet", f"{prefix}.sentences.parquet", f"{prefix}.json"
-    )
-
-
-def _measure(args: argparse.Namespace) -> None:
-    prefix = args.output
-    correction = None
-    if args.transform != "none":
-        split = f"{prefix}.split.parquet"
-        steps.correction_split(args.sentences, args.fit_fraction, args.seed, split)
-        correction = Correction.of(split, {"fit_fraction": args.fit_fraction, "seed": args.seed})
-    degeneration = None
-    if args.degeneration:
-        degeneration = steps.DegenerationOutputs(
-            {},
-            *(
-                f"{prefix}.degeneration.{part}.parquet"
-                for part in ("words", "bins", "cone", "positions")
-            ),
-        )
-    steps.measure_layer(
-        args.shard,
-        args.sentences,
-        IndexFiles.in_directory(args.index),
-        {"baseline_sample_size": args.baseline_sample_size, "seed": args.seed},
-        _measure_outputs(prefix),
-        transform=args.transform,
-        correction=correction,
-        degeneration_outputs=degeneration,
-    )
+        steps.measure_streamed_layer(state, index, measures, measure_outputs(prefix))
 
 
 def _summarize(args: argparse.Namespace) -> None:
@@ -222,7 +191,7 @@ def _download_elmo(args: argparse.Namespace) -> None:
 
 
 def _add_corpus_commands(commands: Any) -> None:
-    """The commands that build the corpus: 'sentences' and 'index'."""
+    """The commands that build the corpus: 'sentences' and 'occurrence-index'."""
     command = commands.add_parser("sentences", help="build the sentence table")
     source = command.add_mutually_exclusive_group(required=True)
     source.add_argument("--text", help="UTF-8 text file, or a directory of them")
@@ -243,12 +212,14 @@ def _add_corpus_commands(commands: Any) -> None:
     command.add_argument("-o", "--output", required=True, help="sentences.parquet to write")
     command.set_defaults(run=_sentences)
 
-    command = commands.add_parser("index", help="build the occurrence index and vocabulary")
+    command = commands.add_parser(
+        "occurrence-index", aliases=["index"], help="build the occurrence index and vocabulary"
+    )
     command.add_argument("sentences", help="sentences.parquet from 'sentences'")
     command.add_argument(
         "--min-contexts",
         type=int,
-        default=5,
+        default=IndexSettings.min_contexts,
         help="index a word occurring in at least this many sentences (the paper: 5)",
     )
     command.add_argument(
@@ -257,14 +228,17 @@ def _add_corpus_commands(commands: Any) -> None:
     command.add_argument(
         "--tokenizer",
         choices=WORD_TOKENIZERS,
-        default="regex",
+        default=IndexSettings.tokenizer,
         help="what a word is: this package's rule (regex) or spaCy's tokens (the paper's)",
     )
     command.add_argument(
         "--exclude-punctuation", action="store_true", help="never index punctuation"
     )
     command.add_argument(
-        "--count-by", choices=COUNT_RULES, default="contexts", help="what --min-contexts counts"
+        "--count-by",
+        choices=COUNT_RULES,
+        default=IndexSettings.count_by,
+        help="what --min-contexts counts",
     )
     command.add_argument(
         "--subwords", metavar="MODEL", help="index the subwords of MODEL's tokenizer instead"
@@ -289,7 +263,7 @@ def _add_model_commands(commands: Any) -> None:
         type=int,
         default=0,
         metavar="K",
-        help="with --parts: extract part K (0 to N-1) alone; 'measure' gathers the parts",
+        help="with --parts: extract part K (0 to N-1) alone; 'measure-layer' gathers the parts",
     )
     command.set_defaults(run=_extract)
 
@@ -300,9 +274,12 @@ def _add_model_commands(commands: Any) -> None:
     )
     add_model_arguments(command)
     command.add_argument(
-        "--word-sample-size", type=int, default=1000, help="occurrences kept per word for MEV"
+        "--word-sample-size",
+        type=int,
+        default=StreamingSettings.word_sample_size,
+        help="occurrences kept per word for MEV",
     )
-    _add_sampling_arguments(command)
+    add_sampling_arguments(command)
     command.set_defaults(run=_stream)
 
     command = commands.add_parser(
@@ -313,62 +290,31 @@ def _add_model_commands(commands: Any) -> None:
     command.set_defaults(run=_download_elmo)
 
 
-def _add_sampling_arguments(command: argparse.ArgumentParser) -> None:
-    """The options of the sampled estimates: the baselines' sample size and the seed."""
-    command.add_argument(
-        "--baseline-sample-size",
-        type=int,
-        default=1000,
-        help="occurrences sampled for the MEV baseline, sentences for the paper's estimates",
-    )
-    command.add_argument(
-        "--seed", type=int, default=0, help="seed of every random sample (recorded)"
-    )
-
-
 def _add_measure_commands(commands: Any) -> None:
-    """The commands that measure: 'measure', 'static', 'score', 'summarize'."""
-    command = commands.add_parser("measure", help="SelfSim, IntraSim, MEV of one shard")
-    command.add_argument("shard", nargs="+", help="a layer's shard, or the shards of its parts")
-    command.add_argument("--sentences", required=True, help="sentences.parquet from 'sentences'")
-    command.add_argument("--index", required=True, help="directory written by 'index'")
-    _add_sampling_arguments(command)
-    command.add_argument(
-        "--transform", choices=TRANSFORMS, default="none", help="correction to measure under"
-    )
-    command.add_argument(
-        "--fit-fraction",
-        type=float,
-        default=0.2,
-        help="share of sentences held out to fit the correction (<prefix>.split.parquet)",
-    )
-    command.add_argument(
-        "--degeneration",
-        action="store_true",
-        help="also write the degeneration analysis and the position profile "
-        "(<prefix>.degeneration.*.parquet) and the [position>0] measures",
-    )
-    command.add_argument(
-        "-o", "--output", required=True, help="prefix of the .parquet/.json outputs"
-    )
-    command.set_defaults(run=_measure)
+    """The commands that measure: 'measure-layer', 'static-vectors', 'score-static',
+    'measures-table'."""
+    add_measure_layer_command(commands)
 
-    command = commands.add_parser("static", help="static vectors of one shard (word2vec text)")
+    command = commands.add_parser(
+        "static-vectors", aliases=["static"], help="static vectors of one shard (word2vec text)"
+    )
     command.add_argument("shard", nargs="+", help="a layer's shard, or the shards of its parts")
     command.add_argument(
         "--state", action="store_true", help="the file is a 'stream' state file, not a shard"
     )
-    command.add_argument("--index", required=True, help="directory written by 'index'")
+    command.add_argument("--index", required=True, help="directory written by 'occurrence-index'")
     command.add_argument(
         "--method",
         choices=METHODS,
-        default="pc1",
+        default=METHODS[0],
         help="pc1: each word's first principal component (the paper's); mean: its mean",
     )
     command.add_argument("-o", "--output", required=True, help=".txt file to write")
     command.set_defaults(run=_static)
 
-    command = commands.add_parser("score", help="score word2vec/GloVe text vectors (Table 1)")
+    command = commands.add_parser(
+        "score-static", aliases=["score"], help="score word2vec/GloVe text vectors (Table 1)"
+    )
     command.add_argument("vectors", help="word2vec or GloVe text file of word vectors")
     command.add_argument("--data", required=True, help="benchmark data root (wordsim/, …)")
     command.add_argument(
@@ -397,8 +343,12 @@ def _add_measure_commands(commands: Any) -> None:
     command.add_argument("-o", "--output", required=True, help="scores .tsv to write")
     command.set_defaults(run=_score)
 
-    command = commands.add_parser("summarize", help="gather layer summaries into one table")
-    command.add_argument("summaries", nargs="+", help="layer summaries (.json) from 'measure'")
+    command = commands.add_parser(
+        "measures-table", aliases=["summarize"], help="gather layer summaries into one table"
+    )
+    command.add_argument(
+        "summaries", nargs="+", help="layer summaries (.json) from 'measure-layer'"
+    )
     command.add_argument("-o", "--output", required=True, help="measures .tsv to write")
     command.set_defaults(run=_summarize)
 
@@ -406,7 +356,7 @@ def _add_measure_commands(commands: Any) -> None:
 def _add_figure_commands(commands: Any) -> None:
     """The commands that draw: 'figure' and 'degeneration-figures'."""
     command = commands.add_parser("figure", help="draw a figure from the summary table")
-    command.add_argument("table", help="measures .tsv from 'summarize'")
+    command.add_argument("table", help="measures .tsv from 'measures-table'")
     command.add_argument(
         "--name",
         choices=[*sorted(FIGURES), TRANSFORMS_FIGURE],

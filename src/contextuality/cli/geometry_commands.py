@@ -1,5 +1,6 @@
-"""The ``geometry`` command: a model's intrinsic dimension per layer and CKA between its
-layers, or CKA between two models, from their shards (as the workflow's geometry rules)."""
+"""The ``layer-geometry`` command (alias ``geometry``): a model's intrinsic dimension per
+layer and CKA between its layers, or CKA between two models, from their shards (as the
+workflow's geometry rules)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from typing import Any
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles
 from contextuality.errors import ConfigError
+from contextuality.geometry.cka import GEOMETRY_SAMPLE_SIZE
+from contextuality.geometry.dimension import DimensionSettings
+from contextuality.measures.settings import MeasureSettings
 from contextuality.storage.shards import shard_attributes
 
 
@@ -27,7 +31,7 @@ def _geometry(args: argparse.Namespace) -> None:
     settings = {
         "sample_size": args.sample_size or None,
         "seed": args.seed,
-        "confidence": 0.95,
+        "confidence": MeasureSettings.confidence,
         "intrinsic_dimension": {
             "sample_size": args.dimension_sample_size,
             "samples": args.dimension_samples,
@@ -38,7 +42,7 @@ def _geometry(args: argparse.Namespace) -> None:
     model = _model(args.shard)
     if args.versus:
         output = f"{args.output}.cka.parquet"
-        steps.model_similarity(model, _model(args.versus), index, settings, output)
+        steps.cka_between_models(model, _model(args.versus), index, settings, output)
     else:
         outputs = (f"{args.output}.dimension.json", f"{args.output}.cka.parquet")
         steps.layer_geometry(model, index, settings, *outputs)
@@ -47,29 +51,42 @@ def _geometry(args: argparse.Namespace) -> None:
 def add_geometry_command(commands: Any) -> None:
     """The 'geometry' command."""
     command = commands.add_parser(
-        "geometry", help="intrinsic dimension and CKA of a model's layers (or two models')"
+        "layer-geometry",
+        aliases=["geometry"],
+        help="intrinsic dimension and CKA of a model's layers (or two models')",
     )
     command.add_argument("shard", nargs="+", help="the model's layer shards, one per layer")
-    command.add_argument("--index", required=True, help="directory written by 'index'")
+    command.add_argument("--index", required=True, help="directory written by 'occurrence-index'")
     command.add_argument(
         "--versus", nargs="+", help="another model's shards: CKA between the two models only"
     )
     command.add_argument(
-        "--sample-size", type=int, default=10_000, help="occurrences read (0: every one)"
+        "--sample-size",
+        type=int,
+        default=GEOMETRY_SAMPLE_SIZE,
+        help="occurrences read (0: every one)",
     )
     command.add_argument(
         "--dimension-sample-size",
         type=int,
-        default=1000,
+        default=DimensionSettings.sample_size,
         help="occurrences per intrinsic-dimension sample, before duplicates are removed",
     )
     command.add_argument(
-        "--dimension-samples", type=int, default=5, help="independent intrinsic-dimension samples"
+        "--dimension-samples",
+        type=int,
+        default=DimensionSettings.samples,
+        help="independent intrinsic-dimension samples",
     )
     command.add_argument(
-        "--gride-scale", type=int, default=4, help="neighbour order k of GRIDE's ratio r_2k/r_k"
+        "--gride-scale",
+        type=int,
+        default=DimensionSettings.gride_scale,
+        help="neighbour order k of GRIDE's ratio r_2k/r_k",
     )
-    command.add_argument("--seed", type=int, default=0, help="seed of every sample")
+    command.add_argument(
+        "--seed", type=int, default=MeasureSettings.seed, help="seed of every sample"
+    )
     command.add_argument(
         "-o", "--output", required=True, help="prefix of <prefix>.dimension.json, .cka.parquet"
     )

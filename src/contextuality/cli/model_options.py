@@ -4,6 +4,7 @@ section (``models.<name>``), so that a workflow's model runs the same outside Sn
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from contextuality.backends.base import SETTING_CHOICES, ModelSpec
@@ -55,9 +56,23 @@ def add_model_arguments(command: argparse.ArgumentParser) -> None:
             help=help_text + ("" if "default:" in help_text else shown),
         )
     command.add_argument("--sentences", required=True, help="sentences.parquet from 'sentences'")
-    command.add_argument("--index", required=True, help="directory written by 'index'")
-    command.add_argument("--threads", type=int, default=1, help="CPU threads for the model")
+    command.add_argument("--index", required=True, help="directory written by 'occurrence-index'")
+    command.add_argument(
+        "--threads",
+        type=int,
+        default=usable_cpus(),
+        help=f"CPU threads for the model (default: the CPUs this process may use, {usable_cpus()})",
+    )
     command.add_argument("-o", "--output", required=True, help="directory to write into")
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system has one): what a
+    workflow extraction job gets with ``--cores`` all of them, and what the forward pass
+    uses best (2 threads are 9 % faster than 1 on 2 cores)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def model_options(args: argparse.Namespace) -> dict[str, Any]:

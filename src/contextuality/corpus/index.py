@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from contextuality.corpus.words import WORD_TOKENIZERS, is_punctuation
-from contextuality.errors import ConfigError, InputDataError
+from contextuality.errors import ConfigError, InputDataError, check_integer
 from contextuality.provenance import read_json, write_json
 from contextuality.tables import read_parquet, read_provenance, write_parquet
 
@@ -53,8 +53,7 @@ class IndexSettings:
     count_by: str = "contexts"
 
     def __post_init__(self) -> None:
-        if self.min_contexts < 1:
-            raise ConfigError(f"min_contexts must be at least 1, got {self.min_contexts}")
+        check_integer("index", "min_contexts", self.min_contexts, 1)
         if self.tokenizer not in WORD_TOKENIZERS:
             raise ConfigError(f"tokenizer must be one of {WORD_TOKENIZERS}, not {self.tokenizer!r}")
         if self.count_by not in COUNT_RULES:

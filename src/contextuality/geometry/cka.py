@@ -1,6 +1,6 @@
 """Linear CKA between every layer of one model, or of two models, on the same sampled
 occurrences: the sampled rows (`sample_rows`, `SampledLayers`), the rows with a vector in
-every layer, and the cross-products (`similarity.CrossProducts`) of every occurrence and of
+every layer, and the cross-products (`linear_cka.CrossProducts`) of every occurrence and of
 those past each sentence's first word, from one pass over chunks of rows."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contextuality.geometry.similarity import CrossProducts
+from contextuality.geometry.linear_cka import CrossProducts
 from contextuality.measures.rows import rows_with_vectors
 from contextuality.random_streams import generator
 
@@ -40,6 +40,10 @@ class SampledLayers:
 
     vectors: dict[int, np.ndarray]
     attributes: dict[int, dict[str, Any]]
+
+
+# Occurrences the geometry steps read by default (config ``geometry.sample_size``).
+GEOMETRY_SAMPLE_SIZE = 10_000
 
 
 def sample_rows(n_rows: int, sample_size: int | None, seed: int) -> np.ndarray:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from contextuality.errors import check_integer
 from contextuality.provenance import read_json
 
 ESTIMATORS = ("twonn", "gride")
@@ -37,6 +38,12 @@ class DimensionSettings:
     sample_size: int = 1000
     samples: int = 5
     gride_scale: int = 4
+
+    def __post_init__(self) -> None:
+        section = "geometry.intrinsic_dimension"
+        check_integer(section, "sample_size", self.sample_size, 10)
+        check_integer(section, "samples", self.samples, 1)
+        check_integer(section, "gride_scale", self.gride_scale, 1)
 
 
 def distinct_rows(vectors: np.ndarray) -> np.ndarray:

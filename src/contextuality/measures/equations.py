@@ -236,22 +236,6 @@ def explained_variance_baseline(
     return np.array([first, *further])
 
 
-def percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
-    """Equal-tailed percentile interval of bootstrap replicates (e.g. level 0.95)."""
-    tail = (1.0 - level) / 2.0
-    low, high = np.quantile(replicates, [tail, 1.0 - tail])
-    return float(low), float(high)
-
-
-def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Means of `n_resamples` resamples (with replacement) of `values`, shape (n_resamples,)."""
-    values = np.asarray(values, dtype=np.float64)
-    if len(values) == 0:
-        return np.full(n_resamples, np.nan)
-    counts = rng.multinomial(len(values), np.full(len(values), 1.0 / len(values)), n_resamples)
-    return counts @ values / len(values)
-
-
 PAPER_SAMPLE_ESTIMATES = ("anisotropy", "intrasim", "truncated_svd")
 
 

@@ -2,7 +2,7 @@
 
 Under transform ``none`` a layer is every occurrence's stored vector. Under a correction
 (`transforms`), the correction is fitted on the occurrences of the held-out sentences of
-a split (`transforms.correction_split`) and the other sentences' occurrences are measured,
+a split (`transforms.fit_split`) and the other sentences' occurrences are measured,
 corrected: the fitting sentences are never measured, so a correction cannot remove what it
 was fitted on.
 """
@@ -30,16 +30,16 @@ PathLike = str | os.PathLike
 
 
 @dataclass(frozen=True)
-class Correction:
+class TransformFit:
     """How a transform other than ``none`` is fitted: on the sentences marked ``fit`` in
-    the `split` table (the correction_split step's), with `settings` (config
-    ``measures.correction`` and the seed, as `transforms.TransformSettings` takes them)."""
+    the `split` table (the fit_split step's), with `settings` (config
+    ``measures.transform_fit`` and the seed, as `transforms.TransformSettings` takes them)."""
 
     split: Path
     settings: dict[str, Any]
 
     @classmethod
-    def of(cls, split: PathLike | None, settings: dict[str, Any]) -> Correction | None:
+    def of(cls, split: PathLike | None, settings: dict[str, Any]) -> TransformFit | None:
         """The correction fitted on `split` with `settings`; None without a split (the
         transform ``none``)."""
         return None if split is None else cls(Path(split), dict(settings))
@@ -53,7 +53,7 @@ class Layer:
     vectors: np.ndarray
     occurrences: pd.DataFrame
     attributes: dict[str, Any]
-    correction: dict[str, Any] | None = None
+    transform_fit: dict[str, Any] | None = None
 
 
 def load_layer(
@@ -61,7 +61,7 @@ def load_layer(
     index_summary: dict[str, Any],
     occurrences: pd.DataFrame,
     transform: str = "none",
-    correction: Correction | None = None,
+    transform_fit: TransformFit | None = None,
     expected: dict[str, Any] | None = None,
     dtype: str | None = None,
 ) -> Layer:
@@ -85,21 +85,23 @@ def load_layer(
     if transform == "none":
         vectors, attributes = load(dtype=dtype)
         return Layer(vectors, occurrences, attributes)
-    if correction is None:
-        raise ValueError(f"transform '{transform}' needs the correction split and settings")
-    split = read_parquet(correction.split)
-    split_provenance = read_provenance(correction.split)
+    if transform_fit is None:
+        raise ValueError(
+            f"transform '{transform}' needs the fit split and the transform_fit settings"
+        )
+    split = read_parquet(transform_fit.split)
+    split_provenance = read_provenance(transform_fit.split)
     if split_provenance["corpus_checksum"] != index_summary["corpus_checksum"]:
-        raise InputDataError(f"{correction.split} was drawn for another corpus; rebuild it")
+        raise InputDataError(f"{transform_fit.split} was drawn for another corpus; rebuild it")
     in_fit = split["fit"].to_numpy()[occurrences["sentence_id"].to_numpy()]
     fitted_rows = in_fit
-    if correction.settings.get("fit_without_first_words"):
+    if transform_fit.settings.get("fit_without_first_words"):
         fitted_rows = in_fit & (occurrences["position"].to_numpy() > 0)
     fitting, stored = load(dtype=None, rows=np.flatnonzero(fitted_rows))
     fitted = fit_transform(
         transform,
         fitting[rows_with_vectors(fitting)],
-        TransformSettings(**correction.settings),
+        TransformSettings(**transform_fit.settings),
         stored_as=stored.get("dtype", fitting.dtype),  # its rounding: whiten's null floor
     )
     del fitting
@@ -109,9 +111,9 @@ def load_layer(
     record = {
         **fitted.describe(),
         "fit_fraction": split_provenance["fit_fraction"],
-        "fit_without_first_words": bool(correction.settings.get("fit_without_first_words")),
+        "fit_without_first_words": bool(transform_fit.settings.get("fit_without_first_words")),
         "seed": split_provenance["seed"],
         "n_fit_sentences": split_provenance["n_fit_sentences"],
-        "split_sha256": sha256_file(correction.split),
+        "split_sha256": sha256_file(transform_fit.split),
     }
     return Layer(vectors, occurrences.iloc[measured].reset_index(drop=True), attributes, record)

@@ -16,8 +16,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contextuality.measures import equations
-
 
 @dataclass(frozen=True)
 class Baseline:
@@ -42,11 +40,27 @@ def _sample_mean(estimates: np.ndarray) -> float:
     return float(np.clip(np.mean(estimates), np.min(estimates), np.max(estimates)))
 
 
+def percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
+    """Equal-tailed percentile interval of bootstrap replicates (e.g. level 0.95)."""
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(replicates, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of `n_resamples` resamples (with replacement) of `values`, shape (n_resamples,)."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) == 0:
+        return np.full(n_resamples, np.nan)
+    counts = rng.multinomial(len(values), np.full(len(values), 1.0 / len(values)), n_resamples)
+    return counts @ values / len(values)
+
+
 def interval(replicates: np.ndarray, level: float) -> tuple[float, float]:
     """The percentile interval of `replicates` at confidence `level`; NaN where there are
     none or one is not finite."""
     if len(replicates) and np.isfinite(replicates).all():
-        return equations.percentile_interval(replicates, level)
+        return percentile_interval(replicates, level)
     return float("nan"), float("nan")
 
 
@@ -64,7 +78,7 @@ def mean_summary(
     adjusted interval pairs each resampled mean with a baseline replicate.
     """
     values = values.dropna()
-    raw = equations.bootstrap_means(values.to_numpy(), resamples, rng)
+    raw = bootstrap_means(values.to_numpy(), resamples, rng)
     replicates = baseline.replicates
     if replicates is None:
         replicates = np.full(resamples, baseline.value)
@@ -161,13 +175,3 @@ def measures_table(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
     table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     table[list(_VALUE_COLUMNS)] = table[list(_VALUE_COLUMNS)].astype(np.float64)
     return table.sort_values(["model", "transform", "measure", "layer"])
-
-
-def skip_mean_summary(n_values: int, resamples: int, rng: np.random.Generator) -> None:
-    """Draw from `rng` what `mean_summary` draws for `n_values` values, and discard it.
-
-    A streamed layer lacks some of the measures a stored one has; skipping their draws
-    keeps every later measure's bootstrap drawing the same numbers in both, so that their
-    intervals agree.
-    """
-    equations.bootstrap_means(np.zeros(n_values), resamples, rng)

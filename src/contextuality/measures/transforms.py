@@ -19,7 +19,7 @@ Every correction is affine, x ↦ (x − mean) @ matrix, with parameters estimat
   storage dtype's rounding adds along it counts as null (`_null_floor`).
 
 A correction is fitted on the rows passed to :func:`fit_transform` and nothing else.
-Callers pass a held-out part of the corpus (:func:`correction_split`) and measure the
+Callers pass a held-out part of the corpus (:func:`fit_split`) and measure the
 other part: parameters estimated on the very vectors being measured let each vector fit
 its own correction, which flatters whitening in particular (with few rows per dimension
 the fitted covariance is the sample's own, and the sample then looks exactly isotropic);
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from contextuality.errors import ConfigError, NonFiniteValueError
+from contextuality.errors import ConfigError, NonFiniteValueError, check_number
 from contextuality.measures.rows import row_chunks, rows_with_vectors
 from contextuality.random_streams import generator
 
@@ -46,7 +46,7 @@ _ROUNDING_MARGIN = 10.0  # a kept direction has ≥ 10× the variance rounding a
 
 @dataclass(frozen=True)
 class TransformSettings:
-    """Settings of the corrections (config section measures.correction, with measures.seed)."""
+    """Settings of the corrections (config section measures.transform_fit, with measures.seed)."""
 
     fit_fraction: float = 0.2  # share of sentences held out to fit corrections (0 < f < 1)
     abtt_directions: int | None = None  # D for abtt; None: max(1, round(d / 100))
@@ -55,17 +55,23 @@ class TransformSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not 0 < self.fit_fraction < 1:
-            raise ConfigError(
-                f"measures.correction.fit_fraction must be in (0, 1), got {self.fit_fraction}"
-            )
+        check_number(
+            "measures.transform_fit",
+            "fit_fraction",
+            self.fit_fraction,
+            0,
+            1,
+            open_low=True,
+            open_high=True,
+        )
         for name in ("abtt_directions", "whiten_dimensions"):
             value = getattr(self, name)
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
                 raise ConfigError(
-                    f"measures.correction.{name} must be a positive integer or null, got {value!r}"
+                    f"measures.transform_fit.{name} must be a positive integer or null, "
+                    f"got {value!r}"
                 )
 
 
@@ -137,7 +143,7 @@ def fit_transform(
     if n < 2:
         raise ConfigError(
             f"{name}: needs at least 2 fitting rows, got {n}; "
-            "raise measures.correction.fit_fraction"
+            "raise measures.transform_fit.fit_fraction"
         )
     if not all(np.isfinite(vectors[rows]).all() for rows in row_chunks(n, d)):
         raise NonFiniteValueError(f"{name}: the fitting vectors contain ±inf or NaN")
@@ -162,7 +168,7 @@ def fit_transform(
             directions = max(1, round(d / 100))
         if directions >= d:
             raise ConfigError(
-                f"abtt: measures.correction.abtt_directions {directions} must be less than "
+                f"abtt: measures.transform_fit.abtt_directions {directions} must be less than "
                 f"the dimension {d}"
             )
         top = eigenvectors[:, :directions]
@@ -189,14 +195,14 @@ def _whitened_directions(usable: np.ndarray, dimensions: int | None, n: int) -> 
     kept = spanned if dimensions is None else dimensions
     if kept > d:
         raise ConfigError(
-            f"whiten: measures.correction.whiten_dimensions {kept} exceeds the dimension {d}"
+            f"whiten: measures.transform_fit.whiten_dimensions {kept} exceeds the dimension {d}"
         )
     if kept == 0 or kept > spanned:
         raise ConfigError(
             f"whiten: the fitting part is rank-deficient ({n} rows, {d} dimensions; "
             f"{spanned} covariance eigenvalues above the null floor), "
             f"so {kept} directions cannot be scaled to unit variance: set "
-            f"measures.correction.whiten_dimensions to at most {spanned}, or fit on more rows"
+            f"measures.transform_fit.whiten_dimensions to at most {spanned}, or fit on more rows"
         )
     return np.flatnonzero(usable)[:kept]
 
@@ -223,7 +229,7 @@ def _null_floor(
     return np.maximum(_EIGENVALUE_FLOOR * eigenvalues[0], _ROUNDING_MARGIN * rounding)
 
 
-def correction_split(n_sentences: int, fit_fraction: float, seed: int) -> np.ndarray:
+def fit_split(n_sentences: int, fit_fraction: float, seed: int) -> np.ndarray:
     """Bool mask (n_sentences,), True for the sentences of the fitting part:
     round(fit_fraction · n_sentences) of them, at least 1 and at most n_sentences − 1,
     the first of a permutation drawn from the correction-split stream (`random_streams`)."""
@@ -233,7 +239,7 @@ def correction_split(n_sentences: int, fit_fraction: float, seed: int) -> np.nda
         raise ValueError(f"fit_fraction must be in (0, 1), got {fit_fraction}")
     n_fit = min(max(round(fit_fraction * n_sentences), 1), n_sentences - 1)
     mask = np.zeros(n_sentences, dtype=bool)
-    mask[generator(seed, "correction_split").permutation(n_sentences)[:n_fit]] = True
+    mask[generator(seed, "fit_split").permutation(n_sentences)[:n_fit]] = True
     return mask
 
 
@@ -279,7 +285,7 @@ def corrected_occurrences(
     """A layer's occurrence vectors under correction `name`, fitted on the held-out part.
 
     vectors: (n, d) rows; sentence_id: (n,) each row's sentence; fit_sentences: bool mask
-    by sentence_id (`correction_split`). Rows with a vector (finite, not all zero) in fitting
+    by sentence_id (`fit_split`). Rows with a vector (finite, not all zero) in fitting
     sentences fit the correction; the other sentences' rows are corrected. Returns the
     corrected (n, k) float32 rows, NaN wherever a row is in the fitting part or has no
     vector (so the measures skip it), and the fitted correction.

@@ -8,9 +8,12 @@ and the reference comparison are imported by the steps that use them, so that a 
 job does not pay for loading matplotlib and scipy.stats.
 """
 
+import contextlib
+from collections.abc import Iterator
+
 from contextuality.steps.corpus import (
-    correction_split,
     download_sts,
+    fit_split,
     occurrence_index,
     sentences,
     subword_index,
@@ -30,7 +33,7 @@ from contextuality.steps.figures import (
     sweep_figure,
     transforms_figure,
 )
-from contextuality.steps.geometry import ModelLayers, cka_table, layer_geometry, model_similarity
+from contextuality.steps.geometry import ModelLayers, cka_between_models, cka_table, layer_geometry
 from contextuality.steps.measures import (
     DegenerationOutputs,
     MeasureOutputs,
@@ -50,6 +53,22 @@ from contextuality.steps.static import (
     word_benchmarks_table,
 )
 
+
+@contextlib.contextmanager
+def limited_threads(threads: int | None) -> Iterator[None]:
+    """Run the block with the BLAS and OpenMP pools limited to `threads` (None: left as
+    they are). A workflow job runs its step so (`workflow.run_step`), and so does the
+    command line's measure-layer: on small matrices one thread is faster even alone, and
+    jobs side by side would otherwise each start a thread per core (a MiniLM layer's
+    measures: 3.53 s with a thread per core, 2.34 s with one, on 2 cores;
+    bench/results/default-run-cpu2.md)."""
+    import scipy.linalg  # noqa: F401 (loads SciPy's own BLAS, so that the limit covers it)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads):
+        yield
+
+
 __all__ = [
     "DegenerationOutputs",
     "LayerOutputs",
@@ -58,7 +77,7 @@ __all__ = [
     "compare_reference",
     "cka_table",
     "context_specific_words",
-    "correction_split",
+    "fit_split",
     "degeneration_figures",
     "degeneration_table",
     "download_benchmarks",
@@ -70,11 +89,12 @@ __all__ = [
     "figure",
     "figures",
     "geometry_figures",
+    "limited_threads",
     "layer_geometry",
     "measure_layer",
     "measure_streamed_layer",
     "measures_table",
-    "model_similarity",
+    "cka_between_models",
     "occurrence_index",
     "positions_table",
     "score_static",

@@ -23,7 +23,7 @@ from contextuality.corpus.index import (
     index_checksum,
 )
 from contextuality.corpus.words import tokenize_sentences
-from contextuality.errors import InputDataError
+from contextuality.errors import InputDataError, warn
 from contextuality.measures import transforms
 from contextuality.provenance import config_hash, provenance_record
 from contextuality.tables import read_parquet, write_parquet
@@ -39,8 +39,13 @@ def download_sts(year: int, destination: PathLike, mirror: PathLike | None) -> N
 
 def sentences(settings: dict[str, Any], sources: Sequence[PathLike], output: PathLike) -> None:
     """The sentence table of the configured corpus (``settings`` = config ``corpus``; its
-    `sources` as `sentences.read_corpus` takes them)."""
+    `sources` as `sentences.read_corpus` takes them). With ``max_sentences``, the first
+    that many sentences read, and a WARNING on the console saying how many were left out."""
     read, checksums = corpus_io.read_corpus(settings, sources)
+    limit = settings.get("max_sentences")
+    if limit is not None and len(read) > limit:
+        warn([f"corpus.max_sentences: kept the first {limit} of {len(read)} sentences read"])
+        read = read[:limit]
     table = corpus_io.build_sentence_table(read)
     provenance = provenance_record(
         step="sentences",
@@ -142,16 +147,16 @@ def subword_index(
     _write_index(index, texts, described, settings, output)
 
 
-def correction_split(
+def fit_split(
     sentences_path: PathLike, fit_fraction: float, seed: int, output: PathLike
 ) -> pd.DataFrame:
     """The sentences every correction is fitted on: a table of sentence_id and ``fit``
     (True: held out for fitting, never measured under a correction), seeded."""
     texts = read_parquet(sentences_path)["text"].tolist()
-    fit = transforms.correction_split(len(texts), fit_fraction, seed)
+    fit = transforms.fit_split(len(texts), fit_fraction, seed)
     split = pd.DataFrame({"sentence_id": range(len(texts)), "fit": fit})
     provenance = provenance_record(
-        step="correction_split",
+        step="fit_split",
         fit_fraction=fit_fraction,
         seed=seed,
         n_fit_sentences=int(fit.sum()),

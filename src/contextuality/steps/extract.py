@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,13 +15,13 @@ import pandas as pd
 from contextuality import backends
 from contextuality.backends.base import LoadedModel, ModelSpec, selected_layers
 from contextuality.corpus.index import IndexFiles
-from contextuality.errors import ConfigError
+from contextuality.errors import ConfigError, warn
 from contextuality.extraction.partitions import ExtractionPlan, plan_extraction
 from contextuality.extraction.report import ExtractionReport, coverage_warnings
 from contextuality.extraction.run import Sink, collector_paused
 from contextuality.extraction.run import extract as run_extract
 from contextuality.extraction.units import SentenceUnits, units_matching_index
-from contextuality.measures.analysis import MeasureSettings
+from contextuality.measures.settings import MeasureSettings
 from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.storage.shards import ShardSetWriter
 
@@ -162,16 +161,6 @@ def _write_meta(job: _Prepared, report: ExtractionReport, path: PathLike) -> dic
     return meta
 
 
-def warn(messages: list[str]) -> None:
-    """Log each message as a warning and, where stderr is a workflow job's log file
-    (`workflow.run_step`), also print it on the console (the process's own stderr), which
-    Snakemake shows: a dropped word must not hide in a log file."""
-    for message in messages:
-        log.warning(message)
-        if sys.stderr is not sys.__stderr__ and sys.__stderr__ is not None:
-            print(f"WARNING: {message}", file=sys.__stderr__, flush=True)
-
-
 def extract(
     name: str,
     settings: dict[str, Any],
@@ -213,7 +202,7 @@ def stream(
     index: IndexFiles,
     outputs: LayerOutputs,
     measures: dict[str, Any] | None = None,
-    word_sample_size: int = 1000,
+    word_sample_size: int | None = None,
     threads: int = 1,
     progress: bool = True,
 ) -> dict[str, Any]:
@@ -223,8 +212,9 @@ def stream(
 
     measures: config ``measures`` (its seed, baseline sample size and replicates fix the
     MEV baseline's samples); word_sample_size: occurrences kept per indexed word for MEV
-    and the static vectors. Segments are stored as the model's ``storage_dtype`` says
-    (float16 by default) before they are summed, so the measures equal those of shards.
+    and the static vectors (None: `StreamingSettings`' default). Segments are stored as
+    the model's ``storage_dtype`` says (float16 by default) before they are summed, so the
+    measures equal those of shards.
     """
     from contextuality.streaming.accumulate import StreamingAccumulator
     from contextuality.streaming.state import StreamingSettings

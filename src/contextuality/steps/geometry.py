@@ -163,7 +163,7 @@ def layer_geometry(
     return table
 
 
-def model_similarity(
+def cka_between_models(
     left: ModelLayers,
     right: ModelLayers,
     index: IndexFiles,
@@ -176,7 +176,7 @@ def model_similarity(
     layers = [read_sampled_layers(model, index, rows) for model in (left, right)]
     log.info("CKA between %s and %s on %d rows", left.name, right.name, len(rows))
     table = cka_between((left.name, layers[0]), (right.name, layers[1]), later, sampled)
-    write_parquet(table, output, _provenance("model_similarity", settings, rows, *layers))
+    write_parquet(table, output, _provenance("cka_between_models", settings, rows, *layers))
     return table
 
 

@@ -14,8 +14,8 @@ import pandas as pd
 from contextuality.backends.base import layer_output
 from contextuality.corpus.index import IndexFiles
 from contextuality.measures import analysis, degeneration, summary
-from contextuality.measures.analysis import MeasureSettings
-from contextuality.measures.layers import Correction, load_layer
+from contextuality.measures.layers import TransformFit, load_layer
+from contextuality.measures.settings import MeasureSettings
 from contextuality.provenance import config_hash, provenance_record, read_json, write_json
 from contextuality.storage.shards import expected_extraction
 from contextuality.tables import (
@@ -110,7 +110,7 @@ def measure_layer(
     outputs: MeasureOutputs,
     transform: str = "none",
     model_settings: dict[str, Any] | None = None,
-    correction: Correction | None = None,
+    transform_fit: TransformFit | None = None,
     degeneration_outputs: DegenerationOutputs | None = None,
 ) -> dict[str, Any]:
     """All measures of one layer under one transform (`analysis.measure_layer`): per-word
@@ -121,9 +121,10 @@ def measure_layer(
     extraction, gathered into the same rows). sentences_path: the sentence table, whose
     ``n_copies`` the paper's estimators use. With `model_settings` (the model's config
     section, defaults filled in) a shard extracted with other settings is refused rather
-    than measured. A transform other than ``none`` is fitted as `correction` says
+    than measured. A transform other than ``none`` is fitted as `transform_fit` says
     (`layers.load_layer`) and measured on the other sentences.
     """
+    measure_settings = MeasureSettings(**settings)  # checked before any data is read
     sentence_table = index.read_sentences(sentences_path)
     index_summary = index.read_summary()
     vocab = index.read_vocab()
@@ -134,13 +135,12 @@ def measure_layer(
         index_summary,
         index.read_occurrences(),
         transform,
-        correction,
+        transform_fit,
         expected_extraction(model_settings),
         dtype="float32",
     )
-    measure_settings = MeasureSettings(**settings)
     provenance = _layer_provenance(
-        layer.attributes, transform, settings, correction=layer.correction
+        layer.attributes, transform, settings, transform_fit=layer.transform_fit
     )
     log.info("layer read: %d occurrences × %d dimensions", *layer.vectors.shape)
     correlations = {}
@@ -181,16 +181,17 @@ def measure_streamed_layer(
     from contextuality.streaming.measure import measure_streamed_layer as measure_state
     from contextuality.streaming.state import load_state
 
+    measure_settings = MeasureSettings(**settings)  # checked before any data is read
     index_summary = index.read_summary()
     occurrences = index.read_occurrences()
     expected = expected_extraction(model_settings)
     state = load_state(state_path, index_summary["index_checksum"], len(occurrences), expected)
-    measured = measure_state(state, occurrences, index.read_vocab(), MeasureSettings(**settings))
+    measured = measure_state(state, occurrences, index.read_vocab(), measure_settings)
     provenance = _layer_provenance(
         state.attributes,
         "none",
         settings,
-        correction=None,
+        transform_fit=None,
         streamed=state.attributes["streaming"],
     )
     return outputs.write(measured, provenance)

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from contextuality.corpus.index import IndexFiles
-from contextuality.measures.layers import Correction, load_layer
+from contextuality.measures.layers import TransformFit, load_layer
 from contextuality.measures.static import static_vectors as layer_static_vectors
 from contextuality.measures.static import write_word2vec_text
 from contextuality.provenance import provenance_record, read_json, sha256_file
@@ -38,7 +38,7 @@ def static_vectors(
     shards: PathLike | Sequence[PathLike] | None = None,
     state: PathLike | None = None,
     transform: str = "none",
-    correction: Correction | None = None,
+    transform_fit: TransformFit | None = None,
 ) -> None:
     """Static vectors (``pc1`` or ``mean``) of the indexed words of one layer, as word2vec
     text with a provenance sidecar.
@@ -66,10 +66,10 @@ def static_vectors(
         )
     else:
         layer = load_layer(
-            shards, index_summary, occurrences, transform, correction, dtype="float32"
+            shards, index_summary, occurrences, transform, transform_fit, dtype="float32"
         )
         words, matrix = layer_static_vectors(layer.vectors, layer.occurrences, vocab, method)
-        attributes, fit, streamed = layer.attributes, layer.correction, {}
+        attributes, fit, streamed = layer.attributes, layer.transform_fit, {}
     provenance = provenance_record(
         step="static_vectors",
         model=attributes["model"],
@@ -77,7 +77,7 @@ def static_vectors(
         layer=int(attributes["layer"]),
         method=method,
         transform=transform,
-        correction=fit,
+        transform_fit=fit,
         pooling=attributes["pooling"],
         index_checksum=attributes["index_checksum"],
         shard_config_hash=attributes["config_hash"],

@@ -10,17 +10,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from contextuality.measures import analysis, components, equations, isotropy
-from contextuality.measures.analysis import LayerMeasures, MeasureSettings
+from contextuality.measures import analysis, components, equations, registry
+from contextuality.measures.analysis import LayerMeasures
+from contextuality.measures.occurrences import word_rows
+from contextuality.measures.record import LayerInputs
 from contextuality.measures.rows import group_sizes, rows_with_vectors, run_starts
+from contextuality.measures.settings import MeasureSettings
 from contextuality.measures.summary import Baseline
 from contextuality.random_streams import generator
-from contextuality.streaming.state import (
-    NOT_STREAMED,
-    NOT_STREAMED_COLUMNS,
-    LayerSums,
-    StreamingState,
-)
+from contextuality.streaming.state import LayerSums, StreamingState
 
 
 def _sentence_sums(sums: LayerSums) -> equations.SentenceSums:
@@ -84,7 +82,7 @@ def _word_table(
     the sums, MEV (uncentered and centered) from each word's sampled occurrences, whose
     number is ``n_sampled``; words of two or more occurrences."""
     sums = state.sums
-    words = analysis.word_rows(vocab, state.word_id)
+    words = word_rows(vocab, state.word_id)
     words["n"] = sums.word_n
     words["n_with_repeats"] = sums.word_n_with_repeats
     n = sums.word_n.astype(np.float64)
@@ -132,13 +130,14 @@ def measure_streamed_layer(
     """The exact family of `analysis.measure_layer` from a layer's streamed state.
 
     Per-word table: the same columns (vocabulary columns, class, n, n_with_repeats,
-    selfsim, mev, mev_centered and the adjusted values) less `NOT_STREAMED_COLUMNS`, plus
+    selfsim, mev, mev_centered and the adjusted values) less `registry.not_streamed_columns`, plus
     ``n_sampled``, the occurrences behind a word's MEV (all of them when the word has at
     most ``word_sample_size``, and then MEV equals the shard's). Per-sentence table and
-    summary as `analysis.measure_layer`'s (`analysis.summarize_layer`), intervals from the
-    same streams: with no missing vector and every word sampled whole, every streamed value
-    and interval equals the shard path's. The summary's ``streaming`` says what was sampled
-    and which measures the run lacks (`NOT_STREAMED`).
+    summary as `analysis.measure_layer`'s, the registry's streamed measures
+    (`analysis.measure_rows`), each drawing from its own stream: with no missing vector and
+    every word sampled whole, every streamed value and interval equals the shard path's. The
+    summary's ``streaming`` says what was sampled and which measures the run lacks
+    (`registry.not_streamed`).
 
     occurrences: the occurrence index (its ``word_id``, to place the sampled rows).
     """
@@ -160,23 +159,23 @@ def measure_streamed_layer(
             "intrasim_adjusted": sums.sentence_intrasim[multi_word] - cosine,
         }
     )
-    results = analysis.summarize_layer(words, sentences, baselines, sums.n, settings)
-    if float(sums.n) ** 2 > sums.same_sentence_pairs:
-        rogue = isotropy.rogue_dimensions_of(_sentence_sums(sums))
-        for k in range(1, 4):
-            results[f"rogue_share[{k}]"] = {
-                "raw": rogue.share(k),
-                "n": sums.n,
-                "dimensions": ",".join(str(dimension) for dimension in rogue.dimensions[:k]),
-            }
+    layer = LayerInputs(
+        settings=settings,
+        words=words,
+        sentences=sentences,
+        baselines=baselines,
+        sentence_sums=_sentence_sums(sums),
+        n_valid=sums.n,
+    )
+    results = analysis.measure_rows(layer, streamed=True)
     summary = {
         **analysis.summary_header(settings, n_rows, sums.n),
         "measures": results,
         "streaming": {
             **state.settings.as_dict(),
             "words_sampled_whole": int(np.sum(words["n_sampled"] == words["n"])),
-            "not_streamed": list(NOT_STREAMED),
-            "not_streamed_columns": list(NOT_STREAMED_COLUMNS),
+            "not_streamed": registry.not_streamed(),
+            "not_streamed_columns": registry.not_streamed_columns(),
         },
     }
     return LayerMeasures(words=words, sentences=sentences, summary=summary)

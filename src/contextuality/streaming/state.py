@@ -13,7 +13,8 @@ Per layer, in float64 (u = f/‖f‖; a context is a sentence), a state holds:
 
 One HDF5 state file per layer (``layer_<L>.state.h5``), written like a shard (temporary
 name, then renamed) with the same provenance attributes. What a streamed layer cannot give
-is listed in `NOT_STREAMED`, and in every summary measured from one.
+is what the measure registry marks not streamed (`registry.not_streamed`), and every
+summary measured from one lists it.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from contextuality.errors import ShardMismatchError
-from contextuality.measures.analysis import MeasureSettings
+from contextuality.errors import ShardMismatchError, check_integer
+from contextuality.measures.settings import MeasureSettings
 from contextuality.storage.hdf5 import (
     check_attributes,
     open_to_read,
@@ -37,34 +38,13 @@ from contextuality.storage.hdf5 import (
 FORMAT = "contextuality-streaming-state/1"
 
 
-# Summary measures of `analysis.measure_layer` that a streaming run lacks: the paper's
-# sampled estimators (their samples are drawn from sentences' vectors after the fact), the
-# isotropy scores that need every vector again (a covariance or a second pass), and the
-# degeneration analysis (nearest neighbours among all occurrences).
-NOT_STREAMED = (
-    "selfsim[paper]",
-    "mev[truncated_svd]",
-    "intrasim[paper]",
-    "anisotropy[paper]",
-    "isoscore",
-    "isoscore*",
-    "effective_rank",
-    "partition_ratio",
-    "degeneration",
-)
-
-
-# Per-word columns of `analysis.measure_layer`'s table that a streaming run lacks.
-NOT_STREAMED_COLUMNS = ("selfsim_paper", "mev_truncated_svd")
-
-
 @dataclass(frozen=True)
 class StreamingSettings:
     """What a streaming run samples (config ``streaming`` with ``measures``' settings).
 
     word_sample_size: at most this many occurrences per indexed word for MEV and the static
     vectors (all of a word's when it has no more). seed, baseline_sample_size,
-    sample_replicates: the measures' (`analysis.MeasureSettings`), which fix the MEV
+    sample_replicates: the measures' (`settings.MeasureSettings`), which fix the MEV
     baseline's samples; the words' sample is drawn from the word-sample stream
     (`random_streams`).
     """
@@ -74,12 +54,20 @@ class StreamingSettings:
     baseline_sample_size: int = 1000
     sample_replicates: int = 50
 
+    def __post_init__(self) -> None:
+        check_integer("models.<model>.streaming", "word_sample_size", self.word_sample_size, 1)
+        MeasureSettings(
+            seed=self.seed,
+            baseline_sample_size=self.baseline_sample_size,
+            sample_replicates=self.sample_replicates,
+        )  # checks the measures' settings as the measure step will
+
     @classmethod
     def from_measures(
-        cls, settings: MeasureSettings, word_sample_size: int = 1000
+        cls, settings: MeasureSettings, word_sample_size: int | None = None
     ) -> StreamingSettings:
         return cls(
-            word_sample_size=word_sample_size,
+            word_sample_size=cls.word_sample_size if word_sample_size is None else word_sample_size,
             seed=settings.seed,
             baseline_sample_size=settings.baseline_sample_size,
             sample_replicates=settings.sample_replicates,

@@ -21,7 +21,6 @@ from contextuality.workflow.config import (
     TOKENIZER_SETTINGS,
     check_config,
     compared_models,
-    correction_settings,
     degeneration_settings,
     degeneration_transforms,
     extraction_partitions,
@@ -41,6 +40,7 @@ from contextuality.workflow.config import (
     streaming_settings,
     subword_index_settings,
     subword_tokenizers,
+    transform_fit_settings,
     transforms_without_degeneration,
     word_sample_size,
 )
@@ -49,6 +49,7 @@ from contextuality.workflow.paths import (
     WORD_INDEX,
     benchmark_files,
     cka_files,
+    cka_model_pairs,
     corpus_inputs,
     dimension_files,
     every_layer_output,
@@ -65,7 +66,7 @@ from contextuality.workflow.paths import (
     index_directory,
     index_files,
     layer_outputs,
-    layer_vectors,
+    layer_shards,
     measure_memory_mb,
     model_shards,
     pair_shards,
@@ -73,7 +74,6 @@ from contextuality.workflow.paths import (
     part_label,
     pattern,
     published_files,
-    similarity_pairs,
     static_labels,
     static_score_paths,
     static_vectors_file,
@@ -92,7 +92,7 @@ __all__ = [
     "keep_models_named_by",
     "compared_models",
     "corpus_inputs",
-    "correction_settings",
+    "transform_fit_settings",
     "degeneration_settings",
     "degeneration_transforms",
     "dimension_files",
@@ -115,7 +115,7 @@ __all__ = [
     "index_files",
     "is_streamed",
     "layer_outputs",
-    "layer_vectors",
+    "layer_shards",
     "measure_memory_mb",
     "measure_settings",
     "model_files",
@@ -130,7 +130,7 @@ __all__ = [
     "part_label",
     "pattern",
     "published_files",
-    "similarity_pairs",
+    "cka_model_pairs",
     "run_step",
     "static_labels",
     "static_score_paths",
@@ -154,16 +154,13 @@ def run_step(
     """Run a step from a Snakemake script with its log file as stderr and logging target,
     and its BLAS and OpenMP pools limited to the job's `threads`.
 
-    Limiting the pools keeps jobs that Snakemake runs side by side from each starting a
-    thread per core; on MiniLM's small matrices one thread is faster even alone (a layer's
-    measures: 3.3 s with a thread per core, 2.4 s with one, on 2 cores;
-    bench/results/default-run-cpu2.md). A ContextualityError (bad input, unloadable model,
+    Limiting the pools (`steps.limited_threads`) keeps jobs that Snakemake runs side by
+    side from each starting a thread per core. A ContextualityError (bad input, unloadable model,
     mismatched shard) ends the job with its message and exit status 1 instead of a
     traceback. After the step, the process's objects are frozen out of the garbage
     collector (`gc.freeze`), as the job ends next.
     """
-    import scipy.linalg  # noqa: F401 (loads SciPy's own BLAS, so that the limit covers it)
-    from threadpoolctl import threadpool_limits
+    from contextuality.steps import limited_threads
 
     if log_path is not None:
         sys.stderr = open(log_path, "w", buffering=1)  # noqa: SIM115 (kept open for the job)
@@ -172,7 +169,7 @@ def run_step(
     )
     logging.getLogger(__name__).info("contextuality %s", __version__)
     try:
-        with threadpool_limits(limits=threads):
+        with limited_threads(threads):
             step()
     except ContextualityError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -6,23 +6,31 @@ params change), so that editing one model's settings reruns only that model's jo
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
 from contextuality import backends
 from contextuality.backends.base import ModelSpec, tokenizer_key
 from contextuality.errors import ConfigError
+from contextuality.workflow.sweeps import expand_sweeps
 
 # The settings a subword index depends on: the tokenizer's, not the model's others.
 TOKENIZER_SETTINGS = ("source", "revision", "trust_remote_code", "units")
+# Config keys that were renamed: (section, old key) → new key, refused with the new name.
+RENAMED_KEYS = {
+    ("measures", "correction"): "transform_fit",
+    ("geometry", "between_models"): "cka_between_models",
+}
 # Keys of config ``measures`` that are not the measure step's settings.
-_NOT_MEASURE_SETTINGS = ("transforms", "top_words", "correction")
+_NOT_MEASURE_SETTINGS = ("transforms", "top_words", "transform_fit")
 
 
 def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
     """Raise ConfigError listing every problem of the config as ``<key path>: <problem>``:
-    schema violations, keys that name a model the config does not have, and settings that
-    cannot go together.
+    schema violations (a sweep's included, before it is expanded); then, of the models as
+    planned (sweeps expanded), keys that name a model the config does not have, and
+    settings that cannot go together.
 
     One line per problem, instead of the schema dump a bare validation error prints.
     """
@@ -31,10 +39,21 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
 
     schema = yaml.safe_load(Path(schema_path).read_text())
     validator = jsonschema.Draft202012Validator(schema)
+    renamed = [
+        f"{section}.{old}: renamed {section}.{new}"
+        for (section, old), new in RENAMED_KEYS.items()
+        if old in (config.get(section) or {})
+    ]
+    if renamed:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(renamed))
     problems = [
         f"{'.'.join(str(part) for part in error.absolute_path) or '(top level)'}: {error.message}"
         for error in sorted(validator.iter_errors(config), key=lambda error: list(error.path))
     ]
+    if problems:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+    config = copy.deepcopy(config)
+    expand_sweeps(config)  # the models as planned: each checkpoint of a sweep is one
     models = config.get("models") or {}
     reference = config.get("reference") or {}
     for model in reference.get("models") or {}:
@@ -223,23 +242,25 @@ def subword_index_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def measure_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """The measure step's settings (`analysis.MeasureSettings`) from config ``measures``."""
+    """The measure step's settings (`settings.MeasureSettings`) from config ``measures``."""
     return {
         key: value for key, value in config["measures"].items() if key not in _NOT_MEASURE_SETTINGS
     }
 
 
-def correction_settings(config: dict[str, Any], transform: str) -> dict[str, Any]:
-    """How a correction is fitted (``measures.correction`` and the seed); none for ``none``."""
+def transform_fit_settings(config: dict[str, Any], transform: str) -> dict[str, Any]:
+    """How a correction is fitted (``measures.transform_fit`` and the seed); none for ``none``."""
     if transform == "none":
         return {}
-    return {**config["measures"]["correction"], "seed": config["measures"]["seed"]}
+    return {**config["measures"]["transform_fit"], "seed": config["measures"]["seed"]}
 
 
 def geometry_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """The geometry steps' settings: config ``geometry`` (but ``between_models``, which
+    """The geometry steps' settings: config ``geometry`` (but ``cka_between_models``, which
     chooses jobs), with the measures' seed and confidence."""
-    geometry = {key: value for key, value in config["geometry"].items() if key != "between_models"}
+    geometry = {
+        key: value for key, value in config["geometry"].items() if key != "cka_between_models"
+    }
     return {
         **geometry,
         "seed": config["measures"]["seed"],

@@ -159,7 +159,7 @@ def extraction_metas(config: dict[str, Any], model: str) -> list[str]:
     return [f"{directory}/meta.json" for directory in _part_directories(config, model)]
 
 
-def layer_vectors(config: dict[str, Any], model: str, layer: int | str) -> dict[str, Any]:
+def layer_shards(config: dict[str, Any], model: str, layer: int | str) -> dict[str, Any]:
     """What holds layer `layer` of `model`, as a rule's named input: ``shard``, its one
     shard or its parts' in order (the steps gather them, `storage.shards.load_shards`), or
     ``state``, a streamed layer's state file."""
@@ -172,9 +172,9 @@ def layer_vectors(config: dict[str, Any], model: str, layer: int | str) -> dict[
 
 def model_shards(config: dict[str, Any], model: str) -> dict[str, list[str]]:
     """Every layer's shards of stored model `model`, as a rule's named inputs
-    ``layer_<L>`` (`layer_vectors`)."""
+    ``layer_<L>`` (`layer_shards`)."""
     return {
-        f"layer_{layer}": layer_vectors(config, model, layer)["shard"]
+        f"layer_{layer}": layer_shards(config, model, layer)["shard"]
         for layer in model_layers(config, model)
     }
 
@@ -188,12 +188,12 @@ def pair_shards(config: dict[str, Any], left: str, right: str) -> dict[str, list
     }
 
 
-def similarity_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
+def cka_model_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
     """The pairs of stored models whose layers CKA compares (config
-    ``geometry.between_models``): each pair, in config order, whose rows are the same
+    ``geometry.cka_between_models``): each pair, in config order, whose rows are the same
     occurrences (the same index), but of two checkpoints of one sweep only consecutive
     ones (how far each training interval moves the layers)."""
-    if not config["geometry"]["between_models"]:
+    if not config["geometry"]["cka_between_models"]:
         return []
     models = streamed_models(config, streamed=False)
     checkpoints = sweeps(config)
@@ -214,11 +214,11 @@ def similarity_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
 
 def cka_files(config: dict[str, Any]) -> list[str]:
     """Every CKA table the CKA table gathers: each stored model's between its layers,
-    then each pair of `similarity_pairs`."""
+    then each pair of `cka_model_pairs`."""
     stored = streamed_models(config, streamed=False)
-    pairs = similarity_pairs(config)
+    pairs = cka_model_pairs(config)
     return [f"results/geometry/{model}/cka.parquet" for model in stored] + [
-        f"results/geometry/pairs/{left}~{right}.cka.parquet" for left, right in pairs
+        f"results/geometry/cka_between_models/{left}~{right}.cka.parquet" for left, right in pairs
     ]
 
 

@@ -11,6 +11,7 @@ of its files like any model's.
 from __future__ import annotations
 
 import re
+import string
 from typing import Any
 
 from contextuality.errors import ConfigError
@@ -20,45 +21,48 @@ MEMBER = re.compile(r"^(?P<base>.+)\.step(?P<step>\d+)$")
 TEMPLATED = ("source", "revision")
 
 
-def _checked(name: str, sweep: Any) -> tuple[list[int], dict[str, str]]:
-    """The steps and the templated settings of `name`'s sweep, or ConfigError naming what
-    is wrong."""
-    where = f"models.{name}.sweep"
-    if not isinstance(sweep, dict) or set(sweep) - {"steps", *TEMPLATED}:
-        raise ConfigError(f"{where}: a mapping of steps and a source or revision template")
-    steps = sweep.get("steps")
-    if (
-        not isinstance(steps, list)
-        or not steps
-        or not all(isinstance(step, int) and not isinstance(step, bool) for step in steps)
-        or min(steps) < 0
-        or len(set(steps)) != len(steps)
-    ):
-        raise ConfigError(f"{where}.steps: a list of distinct training steps (integers ≥ 0)")
+def _templates(name: str, sweep: dict[str, Any]) -> dict[str, str]:
+    """The templated settings of `name`'s sweep (its shape is the schema's, which
+    `config.check_config` checks), or ConfigError for a template that names a field other
+    than ``{step}``, which no format spec can fill."""
     templates = {key: sweep[key] for key in TEMPLATED if key in sweep}
-    if not templates or not all(
-        isinstance(value, str) and "{step}" in value for value in templates.values()
-    ):
-        raise ConfigError(f"{where}: source or revision must be a template naming {{step}}")
-    return sorted(steps), templates
+    for key, template in templates.items():
+        try:
+            fields = [field for _, field, _, _ in string.Formatter().parse(template) if field]
+        except ValueError as error:
+            fields = [f"({error})"]
+        if not fields or set(fields) != {"step"}:
+            raise ConfigError(
+                f"models.{name}.sweep.{key}: a template may name {{step}} alone, got {template!r}"
+            )
+    return templates
 
 
 def expand_sweeps(config: dict[str, Any]) -> None:
     """Replace each model section with a ``sweep`` by its checkpoints' sections, in place,
-    in config order (`MEMBER` names them)."""
+    in config order (`MEMBER` names them); a checkpoint named like a model of the config
+    is a ConfigError, as is a template naming another field than ``{step}``."""
     models = config.get("models")
     if not isinstance(models, dict):
         return
+    swept = {
+        name for name, section in models.items() if isinstance(section, dict) and "sweep" in section
+    }
     expanded: dict[str, Any] = {}
     for name, section in models.items():
-        if not isinstance(section, dict) or "sweep" not in section:
+        if name not in swept:
             expanded[name] = section
             continue
-        steps, templates = _checked(name, section["sweep"])
-        for step in steps:
-            member = {key: value for key, value in section.items() if key != "sweep"}
-            member.update({key: value.format(step=step) for key, value in templates.items()})
-            expanded[f"{name}.step{step}"] = member
+        templates = _templates(name, section["sweep"])
+        for step in sorted(section["sweep"]["steps"]):
+            member = f"{name}.step{step}"
+            if member in models:
+                raise ConfigError(
+                    f"models.{member}: also a checkpoint of models.{name}.sweep; rename one"
+                )
+            settings = {key: value for key, value in section.items() if key != "sweep"}
+            settings.update({key: value.format(step=step) for key, value in templates.items()})
+            expanded[member] = settings
     config["models"] = expanded
 
 

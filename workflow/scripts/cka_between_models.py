@@ -15,7 +15,7 @@ models = {
 }
 run_step(
     snakemake.log[0],
-    lambda: steps.model_similarity(
+    lambda: steps.cka_between_models(
         models["a"],
         models["b"],
         IndexFiles.of(snakemake.input),

@@ -329,14 +329,14 @@ def test_one_partition_keeps_the_paths_of_an_unpartitioned_extraction():
             config["extraction"] = extraction
         assert workflow.extraction_outputs(config, "m") == expected
         assert workflow.extraction_outputs(config, "m")["layers"] == [
-            path for layer in (0, 2) for path in workflow.layer_vectors(config, "m", layer)["shard"]
+            path for layer in (0, 2) for path in workflow.layer_shards(config, "m", layer)["shard"]
         ]
         assert workflow.extraction_log(config, "m") == "logs/extract/m.log"
         assert workflow.extraction_log(config, "m", "benchmarks") == "benchmarks/extract/m.tsv"
         assert workflow.streamed_models(config, streamed=False) == ["m"]
         assert workflow.extraction_partitions(config, "m") == 1
         assert workflow.extraction_rule(config, "m") == "extract_m"
-        assert workflow.layer_vectors(config, "m", 2) == {
+        assert workflow.layer_shards(config, "m", 2) == {
             "shard": ["results/embeddings/m/layer_2.h5"]
         }
         assert workflow.extraction_metas(config, "m") == ["results/embeddings/m/meta.json"]
@@ -354,7 +354,7 @@ def test_partitions_name_one_directory_per_part():
     assert workflow.extraction_log(config, "m") == "logs/extract/m/part_{part}.log"
     assert workflow.extraction_partitions(config, "m") == 3
     assert workflow.extraction_rule(config, "m") == "extract_m"
-    assert workflow.layer_vectors(config, "m", 2) == {
+    assert workflow.layer_shards(config, "m", 2) == {
         "shard": [f"results/embeddings/m/part_{part}-of-3/layer_2.h5" for part in range(3)]
     }
     assert workflow.extraction_metas(config, "m") == [
@@ -436,7 +436,7 @@ def test_a_partitioned_run_gives_the_results_of_one_job(tmp_path, tiny_bert_dir)
             tmp_path / f"results/measures/bert/none/layer_{layer}.parquet"
         )
         pd.testing.assert_frame_equal(partitioned, words)
-    parts = [tmp_path / path for path in workflow.layer_vectors(config, "bert", 1)["shard"]]
+    parts = [tmp_path / path for path in workflow.layer_shards(config, "bert", 1)["shard"]]
     rows = [_rows(path) for path in parts]
     assert sum(rows) == len(occurrences) and min(rows) > 0  # every part holds rows
     index = json.loads((tmp_path / "results/corpus/index.json").read_text())["index_checksum"]

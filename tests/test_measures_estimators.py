@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sklearn.decomposition import TruncatedSVD
 
-from contextuality.measures import components, equations
+from contextuality.measures import components, equations, summary
 
 
 def _anisotropic(rng, n_sentences=60, per_sentence=5, dim=16, common=1.0):
@@ -42,7 +42,7 @@ def test_mev_baseline_interval_covers_the_estimator_at_about_the_nominal_rate():
     estimates = equations.explained_variance_baseline(
         matrix, 50, np.random.default_rng(0), n_draws=200
     )
-    low, high = equations.percentile_interval(estimates, 0.9)
+    low, high = summary.percentile_interval(estimates, 0.9)
     fresh = [
         equations.explained_variance_baseline(matrix, 50, np.random.default_rng(seed))[0]
         for seed in range(1, 201)
@@ -56,30 +56,28 @@ def test_a_sampled_value_is_the_mean_of_its_estimates_inside_their_spread():
     its interval their equal-tailed percentiles; the adjusted one pairs them sample by
     sample. An extreme first sample moves the value by its share only, inside the interval
     (the first sample alone as the value would lie outside it)."""
-    from contextuality.measures.summary import Baseline, sampled_summary
-
     estimates = np.arange(41.0)
-    summary = sampled_summary(estimates, n=1000, level=0.95, baseline=0.5 * estimates)
-    assert summary["raw"] == 20.0 and summary["baseline"] == 10.0 and summary["adjusted"] == 10.0
-    assert (summary["raw_low"], summary["raw_high"]) == pytest.approx((1.0, 39.0))
-    assert (summary["adjusted_low"], summary["adjusted_high"]) == pytest.approx((0.5, 19.5))
-    assert summary["n"] == 1000
+    sampled = summary.sampled_summary(estimates, n=1000, level=0.95, baseline=0.5 * estimates)
+    assert sampled["raw"] == 20.0 and sampled["baseline"] == 10.0 and sampled["adjusted"] == 10.0
+    assert (sampled["raw_low"], sampled["raw_high"]) == pytest.approx((1.0, 39.0))
+    assert (sampled["adjusted_low"], sampled["adjusted_high"]) == pytest.approx((0.5, 19.5))
+    assert sampled["n"] == 1000
 
     skewed = np.concatenate(([0.9], np.random.default_rng(1).normal(0.1, 0.01, size=50)))
-    baseline = Baseline.sampled(skewed)
-    low, high = equations.percentile_interval(baseline.replicates, 0.95)
+    baseline = summary.Baseline.sampled(skewed)
+    low, high = summary.percentile_interval(baseline.replicates, 0.95)
     assert baseline.value == pytest.approx(skewed.mean()) and low < baseline.value < high
     assert not low <= skewed[0] <= high
 
 
 def test_bootstrap_means_and_percentile_interval():
     values = np.arange(10.0)
-    replicates = equations.bootstrap_means(values, 2000, np.random.default_rng(0))
+    replicates = summary.bootstrap_means(values, 2000, np.random.default_rng(0))
     assert replicates.mean() == pytest.approx(values.mean(), abs=0.1)
     # standard error of a mean of 10 values: sd/sqrt(10) with the population sd
     assert replicates.std() == pytest.approx(values.std() / np.sqrt(10), rel=0.1)
-    assert equations.percentile_interval(np.arange(101.0), 0.9) == pytest.approx((5.0, 95.0))
-    assert np.isnan(equations.bootstrap_means(np.array([]), 3, np.random.default_rng(0))).all()
+    assert summary.percentile_interval(np.arange(101.0), 0.9) == pytest.approx((5.0, 95.0))
+    assert np.isnan(summary.bootstrap_means(np.array([]), 3, np.random.default_rng(0))).all()
 
 
 def _sklearn_ratio(matrix: np.ndarray) -> float:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from contextuality.errors import InputDataError
-from contextuality.measures.layers import Correction, load_layer
+from contextuality.measures.layers import TransformFit, load_layer
 from contextuality.measures.transforms import TRANSFORMS, TransformSettings, corrected_occurrences
 from contextuality.provenance import provenance_record, sha256_file
 from contextuality.storage.shards import ShardSetWriter
@@ -43,7 +43,7 @@ def stored(tmp_path):
 def test_none_is_the_stored_layer(stored):
     vectors, path, occurrences, summary, _, _ = stored
     layer = load_layer(path, summary, occurrences)
-    assert layer.vectors.dtype == np.float16 and layer.correction is None
+    assert layer.vectors.dtype == np.float16 and layer.transform_fit is None
     np.testing.assert_array_equal(layer.vectors, vectors)
     assert layer.occurrences is occurrences
 
@@ -52,7 +52,7 @@ def test_none_is_the_stored_layer(stored):
 def test_a_correction_read_from_the_shard_equals_one_applied_in_memory(stored, transform):
     vectors, path, occurrences, summary, split, fit = stored
     settings = {"fit_fraction": 0.2, "seed": 0, "abtt_directions": 2}
-    layer = load_layer(path, summary, occurrences, transform, Correction.of(split, settings))
+    layer = load_layer(path, summary, occurrences, transform, TransformFit.of(split, settings))
     whole, fitted = corrected_occurrences(
         vectors,
         occurrences["sentence_id"].to_numpy(),
@@ -65,7 +65,7 @@ def test_a_correction_read_from_the_shard_equals_one_applied_in_memory(stored, t
     np.testing.assert_array_equal(
         layer.occurrences["sentence_id"], occurrences["sentence_id"][measured]
     )
-    assert layer.correction == {
+    assert layer.transform_fit == {
         **fitted.describe(),
         "fit_fraction": 0.2,
         "fit_without_first_words": False,
@@ -77,12 +77,12 @@ def test_a_correction_read_from_the_shard_equals_one_applied_in_memory(stored, t
 
 def test_a_correction_needs_its_split_and_refuses_another_corpus_s(stored):
     _, path, occurrences, summary, split, _ = stored
-    with pytest.raises(ValueError, match="needs the correction split"):
+    with pytest.raises(ValueError, match="needs the fit split"):
         load_layer(path, summary, occurrences, "center")
-    assert Correction.of(None, {"seed": 0}) is None
+    assert TransformFit.of(None, {"seed": 0}) is None
     other = {**summary, "corpus_checksum": "another"}
     with pytest.raises(InputDataError, match="another corpus"):
-        load_layer(path, other, occurrences, "center", Correction.of(split, {"seed": 0}))
+        load_layer(path, other, occurrences, "center", TransformFit.of(split, {"seed": 0}))
 
 
 def test_whitening_a_stored_float16_layer_drops_its_null_direction(stored, tmp_path):
@@ -96,7 +96,7 @@ def test_whitening_a_stored_float16_layer_drops_its_null_direction(stored, tmp_p
     with ShardSetWriter({1: path}, len(rows), DIM, "float16", {"index_checksum": "i"}) as w:
         w.write(0, rows.astype(np.float16)[None])
         w.commit({})
-    layer = load_layer(path, summary, occurrences, "whiten", Correction.of(split, {"seed": 0}))
-    parameters = layer.correction["parameters"]
+    layer = load_layer(path, summary, occurrences, "whiten", TransformFit.of(split, {"seed": 0}))
+    parameters = layer.transform_fit["parameters"]
     assert parameters["stored_as"] == "float16" and parameters["null_directions"] == 1
     assert layer.vectors.shape[1] == DIM - 1

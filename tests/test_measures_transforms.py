@@ -20,7 +20,7 @@ from contextuality.measures.transforms import (
     TRANSFORMS,
     TransformSettings,
     corrected_occurrences,
-    correction_split,
+    fit_split,
     fit_transform,
 )
 
@@ -234,12 +234,12 @@ def test_apply_refuses_rows_of_the_wrong_dimension(fitting: np.ndarray) -> None:
 
 
 def test_split_sentences_is_deterministic_per_seed_with_the_exact_count() -> None:
-    mask = correction_split(1_000, 0.2, seed=0)
+    mask = fit_split(1_000, 0.2, seed=0)
     assert mask.dtype == bool
     assert mask.shape == (1_000,)
     assert mask.sum() == 200
-    np.testing.assert_array_equal(mask, correction_split(1_000, 0.2, seed=0))
-    assert not np.array_equal(mask, correction_split(1_000, 0.2, seed=1))
+    np.testing.assert_array_equal(mask, fit_split(1_000, 0.2, seed=0))
+    assert not np.array_equal(mask, fit_split(1_000, 0.2, seed=1))
 
 
 @pytest.mark.parametrize(
@@ -249,13 +249,13 @@ def test_split_sentences_is_deterministic_per_seed_with_the_exact_count() -> Non
 def test_split_sentences_keeps_both_parts_non_empty(
     n_sentences: int, fraction: float, expected: int
 ) -> None:
-    assert correction_split(n_sentences, fraction, seed=0).sum() == expected
+    assert fit_split(n_sentences, fraction, seed=0).sum() == expected
 
 
 @pytest.mark.parametrize("n_sentences", [0, 1])
 def test_split_sentences_needs_two_sentences(n_sentences: int) -> None:
     with pytest.raises(ValueError, match="at least 2 sentences"):
-        correction_split(n_sentences, 0.5, seed=0)
+        fit_split(n_sentences, 0.5, seed=0)
 
 
 # --------------------------------------------------------------------------------------
@@ -338,7 +338,7 @@ def test_corrected_occurrences_fit_on_held_out_sentences_only():
     vectors = rng.normal(size=(200, 6)) + 3.0
     vectors[7] = np.nan  # no vector
     vectors[8] = 0.0  # no vector (padding)
-    fit_sentences = correction_split(40, 0.25, seed=1)
+    fit_sentences = fit_split(40, 0.25, seed=1)
     corrected, fitted = corrected_occurrences(
         vectors, sentence_id, fit_sentences, "center", TransformSettings()
     )

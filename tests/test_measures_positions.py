@@ -12,7 +12,7 @@ import pytest
 from contextuality.corpus.index import IndexSettings, build_occurrence_index
 from contextuality.corpus.words import split_words
 from contextuality.measures.analysis import MeasureSettings, measure_layer
-from contextuality.measures.layers import Correction, load_layer
+from contextuality.measures.layers import TransformFit, load_layer
 from contextuality.measures.positions import POSITION_EDGES, bucket_labels, position_profile
 from contextuality.provenance import provenance_record
 from contextuality.storage.shards import ShardSetWriter
@@ -120,8 +120,8 @@ def test_a_correction_can_be_fitted_without_the_first_words(sink_layer, tmp_path
     measured = ~in_fit
     for without_first, fitted in ((False, in_fit), (True, in_fit & later)):
         settings = {"fit_fraction": 0.25, "seed": 0, "fit_without_first_words": without_first}
-        layer = load_layer(path, summary, occurrences, "center", Correction.of(split, settings))
+        layer = load_layer(path, summary, occurrences, "center", TransformFit.of(split, settings))
         expected = vectors[measured] - vectors[fitted].astype(np.float32).mean(axis=0)
         np.testing.assert_allclose(layer.vectors, expected, atol=1e-3)
-        assert layer.correction["fit_without_first_words"] is without_first
-        assert layer.correction["n_fit"] == fitted.sum()
+        assert layer.transform_fit["fit_without_first_words"] is without_first
+        assert layer.transform_fit["n_fit"] == fitted.sum()

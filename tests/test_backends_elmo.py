@@ -40,15 +40,8 @@ SENTENCES = [
 
 
 @pytest.fixture(scope="module")
-def elmo_dir(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("tiny-elmo")
-    write_random_files(directory)
-    return directory
-
-
-@pytest.fixture(scope="module")
-def loaded(elmo_dir):
-    return load_model(ModelSpec("elmo", str(elmo_dir), loader="elmo"))
+def loaded(tiny_elmo_dir):
+    return load_model(ModelSpec("elmo", str(tiny_elmo_dir), loader="elmo"))
 
 
 def _batch(loaded, sentences):
@@ -144,11 +137,11 @@ def test_the_backward_direction_reads_right_to_left(loaded):
     assert not np.allclose(first[1, :3, backward], second[1, :3, backward])
 
 
-def test_carried_states_continue_from_the_previous_sentence(elmo_dir, loaded, tmp_path):
+def test_carried_states_continue_from_the_previous_sentence(tiny_elmo_dir, loaded, tmp_path):
     """lstm_states: carried, through the extraction path, gives what the reference gives
     when each sentence starts from the previous sentence's final states (the first from
     zeros), twice in a row (a new pass starts from zeros again); layer 0 does not change."""
-    carried = load_model(ModelSpec("e", str(elmo_dir), loader="elmo", lstm_states="carried"))
+    carried = load_model(ModelSpec("e", str(tiny_elmo_dir), loader="elmo", lstm_states="carried"))
     assert carried.sequential
     sentences = [" ".join(words) for words in SENTENCES]
     words = [
@@ -158,7 +151,7 @@ def test_carried_states_continue_from_the_previous_sentence(elmo_dir, loaded, tm
     expected, states = [], None
     for sentence_words in words:
         vectors, _, states = reference_forward(
-            elmo_dir / "options.json", elmo_dir / "weights.hdf5", sentence_words, states
+            tiny_elmo_dir / "options.json", tiny_elmo_dir / "weights.hdf5", sentence_words, states
         )
         expected.append(vectors)
     expected = np.concatenate(expected, axis=1)
@@ -174,13 +167,13 @@ def test_carried_states_continue_from_the_previous_sentence(elmo_dir, loaded, tm
     assert not np.allclose(vectors[1:, first:], per_sentence[1:, first:], atol=1e-2)
 
 
-def test_layers_are_described_and_counted(loaded, elmo_dir):
+def test_layers_are_described_and_counted(loaded, tiny_elmo_dir):
     conventions = loaded.layer_conventions()
     assert loaded.n_layers == 2 and loaded.hidden_size == 16
     assert layer_output(0, 2, conventions).startswith("character-CNN token representation")
     assert layer_output(1, 2, conventions) == "biLSTM layer 1, [forward; backward]"
     assert "skip connection" in layer_output(2, 2, conventions)
-    assert count_hidden_layers(ModelSpec("e", str(elmo_dir), loader="elmo")) == 2
+    assert count_hidden_layers(ModelSpec("e", str(tiny_elmo_dir), loader="elmo")) == 2
     assert count_hidden_layers(ModelSpec("e", "elmo-original", loader="elmo")) == 2
     assert loaded.revision == loaded.file_checksums["weights.hdf5"]
 
@@ -191,11 +184,11 @@ def test_published_file_names_are_found(tmp_path):
     assert loaded.hidden_size == 16
 
 
-def test_pinned_revision_is_the_weights_checksum(elmo_dir, loaded):
+def test_pinned_revision_is_the_weights_checksum(tiny_elmo_dir, loaded):
     digest = loaded.revision
-    assert load_model(ModelSpec("e", str(elmo_dir), loader="elmo", revision=digest)).revision
+    assert load_model(ModelSpec("e", str(tiny_elmo_dir), loader="elmo", revision=digest)).revision
     with pytest.raises(ModelLoadError, match="not the revision"):
-        load_model(ModelSpec("e", str(elmo_dir), loader="elmo", revision="0" * 64))
+        load_model(ModelSpec("e", str(tiny_elmo_dir), loader="elmo", revision="0" * 64))
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ from contextuality.measures.analysis import (
     MeasureSettings,
     context_specific_words,
     measure_layer,
-    word_class,
 )
 from contextuality.measures.components import explained_variance_first_component
+from contextuality.measures.occurrences import word_class
 from contextuality.measures.rows import unit_rows
 
 SENTENCES = [
@@ -335,8 +335,12 @@ def test_sampled_intervals_narrow_as_the_sample_grows():
 def test_layer_isotropy_agrees_with_the_reference_scores():
     """The layer's isotropy scores (one centered scatter matrix, float32 chunks) equal the
     direct float64 definitions of `contextuality.measures.isotropy` on anisotropic data."""
-    from contextuality.measures import isotropy
-    from contextuality.measures.analysis import layer_isotropy
+    import pandas as pd
+
+    from contextuality.measures import isotropy, isotropy_scores
+    from contextuality.measures.occurrences import LayerRows
+    from contextuality.measures.record import LayerInputs
+    from contextuality.random_streams import generator
 
     rng = np.random.default_rng(11)
     n, d = 3000, 24
@@ -346,7 +350,15 @@ def test_layer_isotropy_agrees_with_the_reference_scores():
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     settings = MeasureSettings(baseline_sample_size=500, isotropy_samples=8)
     sums = equations.sentence_statistics(vectors, starts)[1]
-    scores = layer_isotropy(vectors, sums, settings, np.random.default_rng(0))
+    sentence_id = np.repeat(np.arange(len(starts)), 6)[:n]
+    zeros = np.zeros(n, np.int64)
+    rows = LayerRows(vectors, sentence_id, zeros, zeros + 1, zeros)
+    layer = LayerInputs(settings, pd.DataFrame(), pd.DataFrame(), {}, sums, n, rows=rows)
+    scores = {
+        **isotropy_scores.exact_scores(layer),
+        **isotropy_scores.isoscore_star(layer),
+        **isotropy_scores.rogue_shares(layer),
+    }
     assert scores["isoscore"]["raw"] == pytest.approx(isotropy.isoscore(vectors), abs=1e-6)
     assert scores["effective_rank"]["raw"] == pytest.approx(
         isotropy.effective_rank(vectors), rel=1e-6
@@ -363,7 +375,7 @@ def test_layer_isotropy_agrees_with_the_reference_scores():
     star = scores["isoscore*"]
     assert star["raw_low"] < star["raw"] < star["raw_high"] and star["n"] == 500
     # The value is the mean IsoScore* of the samples, each shrunk toward all rows' covariance.
-    replay = np.random.default_rng(0)
+    replay = generator(settings.seed, "isotropy_samples")
     covariance = np.cov(vectors.astype(np.float64), rowvar=False, bias=True)
     samples = [np.sort(replay.choice(n, size=500, replace=False)) for _ in range(8)]
     expected = [
@@ -379,6 +391,6 @@ def test_layer_isotropy_agrees_with_the_reference_scores():
 def test_stop_words_are_scikit_learns_list():
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    from contextuality.measures.analysis import english_stop_words
+    from contextuality.measures.occurrences import english_stop_words
 
     assert english_stop_words() == ENGLISH_STOP_WORDS

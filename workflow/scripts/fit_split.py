@@ -5,7 +5,7 @@ from contextuality.workflow import run_step
 
 run_step(
     snakemake.log[0],
-    lambda: steps.correction_split(
+    lambda: steps.fit_split(
         snakemake.input[0],
         snakemake.params.fit_fraction,
         snakemake.params.seed,

@@ -1,0 +1,132 @@
+"""A layer's isotropy scores as summary rows (beyond the paper; definitions in
+`contextuality.measures.isotropy`).
+
+Exact for the layer's occurrences with a vector, from one centered scatter matrix that
+every score shares: ``isoscore``, ``effective_rank``, ``partition_ratio`` (I(W) over the
+eigenvectors of the uncentered Gram matrix and their negations). Sampled: ``isoscore*`` on
+`isotropy_samples` samples of `baseline_sample_size` occurrences, each covariance shrunk
+toward the covariance of all of them by `isoscore_shrinkage`; the samples' mean is the
+value and their spread its interval. From the sums by sentence alone (so a streamed layer
+has them too): ``rogue_share[k]``, the share of the expected cosine owed to the top
+k = 1..3 dimensions, which ``dimensions`` names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from contextuality.measures import isotropy
+from contextuality.measures.record import LayerInputs, SummaryRow
+from contextuality.measures.rows import row_chunks
+from contextuality.measures.summary import sampled_summary
+from contextuality.random_streams import generator
+
+ROGUE_DIMENSIONS = 3
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A layer's mean (d,), its centered covariance's eigenvalues (d,), largest first, and
+    the eigenvectors of its uncentered Gram matrix (d, d), all float64."""
+
+    mean: np.ndarray
+    covariance: np.ndarray
+    eigenvalues: np.ndarray
+    gram_directions: np.ndarray
+
+
+def scatter(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean (d,) and centered scatter matrix Σ_k (x_k − μ)(x_k − μ)ᵀ (d, d) of rows (n, d),
+    both float64: the mean in float64, each chunk's product in float32 (BLAS), chunks summed
+    in float64; centering first keeps a large common mean from cancelling digits."""
+    chunks = list(row_chunks(*vectors.shape))
+    mean = np.zeros(vectors.shape[1])
+    for chunk in chunks:
+        mean += vectors[chunk].sum(axis=0, dtype=np.float64)
+    mean /= len(vectors)
+    total = np.zeros((vectors.shape[1], vectors.shape[1]))
+    for chunk in chunks:
+        centered = (vectors[chunk] - mean).astype(np.float32)
+        total += centered.T @ centered
+    return mean, total
+
+
+def spread(vectors: np.ndarray) -> Spread:
+    """`Spread` of rows (n, d)."""
+    n = len(vectors)
+    mean, total = scatter(vectors)
+    covariance = total / n
+    eigenvalues = np.clip(np.linalg.eigvalsh(covariance)[::-1], 0.0, None)
+    _, directions = np.linalg.eigh(total + n * np.outer(mean, mean))
+    return Spread(mean, covariance, eigenvalues, directions)
+
+
+def log_partition_both_signs(vectors: np.ndarray, directions: np.ndarray) -> np.ndarray:
+    """log Z(c) and log Z(−c) (2, k) for the columns c of `directions` (d, k) over rows
+    (n, d): projections and their exponentials in float32 chunks, shifted by the chunk's
+    maximum so that large norms do not overflow, summed in float64; chunks combined with
+    logaddexp."""
+    log_z = np.full((2, directions.shape[1]), -np.inf)
+    basis = directions.astype(np.float32)
+    for chunk in row_chunks(*vectors.shape):
+        projections = np.asarray(vectors[chunk], dtype=np.float32) @ basis
+        for sign, signed in enumerate((projections, -projections)):
+            top = signed.max(axis=0)
+            sums = np.exp(signed - top).sum(axis=0, dtype=np.float64)
+            log_z[sign] = np.logaddexp(log_z[sign], top + np.log(sums))
+    return log_z
+
+
+def _layer_spread(layer: LayerInputs) -> Spread:
+    return layer.shared("spread", lambda: spread(layer.rows.vectors))
+
+
+def exact_scores(layer: LayerInputs) -> dict[str, SummaryRow]:
+    """``isoscore``, ``effective_rank`` and ``partition_ratio`` of the layer's rows."""
+    layer_spread, n = _layer_spread(layer), layer.n_valid
+    roots = np.sqrt(layer_spread.eigenvalues)
+    shares = roots[roots > 0] / roots.sum()
+    log_z = log_partition_both_signs(layer.rows.vectors, layer_spread.gram_directions)
+    return {
+        "isoscore": {"raw": isotropy.isoscore_from_eigenvalues(layer_spread.eigenvalues), "n": n},
+        "effective_rank": {"raw": float(np.exp(-np.sum(shares * np.log(shares)))), "n": n},
+        "partition_ratio": {"raw": float(np.exp(log_z.min() - log_z.max())), "n": n},
+    }
+
+
+def isoscore_star(layer: LayerInputs) -> dict[str, SummaryRow]:
+    """``isoscore*`` on seeded samples (stream ``isotropy_samples``)."""
+    settings, vectors, n = layer.settings, layer.rows.vectors, layer.n_valid
+    covariance = _layer_spread(layer).covariance
+    rng = generator(settings.seed, "isotropy_samples")
+    size = min(settings.baseline_sample_size, n)
+    draws = np.array(
+        [
+            isotropy.isoscore_star(
+                vectors[np.sort(rng.choice(n, size=size, replace=False))],
+                settings.isoscore_shrinkage,
+                covariance,
+            )
+            for _ in range(settings.isotropy_samples)
+        ]
+    )
+    return {"isoscore*": sampled_summary(draws, size, settings.confidence)}
+
+
+def rogue_shares(layer: LayerInputs) -> dict[str, SummaryRow]:
+    """``rogue_share[k]``, k = 1..3, from the sums by sentence; none without a pair of
+    occurrences in different sentences."""
+    sums = layer.sentence_sums
+    if float(sums.n) ** 2 <= sums.same_sentence_pairs:
+        return {}
+    rogue = isotropy.rogue_dimensions_of(sums, top=ROGUE_DIMENSIONS)
+    return {
+        f"rogue_share[{k}]": {
+            "raw": rogue.share(k),
+            "n": sums.n,
+            "dimensions": ",".join(str(dimension) for dimension in rogue.dimensions[:k]),
+        }
+        for k in range(1, ROGUE_DIMENSIONS + 1)
+    }

@@ -1,0 +1,124 @@
+"""What a measure is (`Measure`) and what it is computed from (`LayerInputs`).
+
+A measure writes one or more rows of a layer's summary (and of ``measures.tsv``). Its
+record says which rows, what they are (baseline family, the kind of interval), whether a
+streamed layer has them, and how to compute them from a layer's `LayerInputs`; the
+registry (`contextuality.measures.registry`) lists every record, and the analysis, the
+streamed layers, the figures' checks and the docs' list of measures follow from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from contextuality.measures.equations import SentenceSums
+from contextuality.measures.occurrences import LayerRows
+from contextuality.measures.settings import MeasureSettings
+from contextuality.measures.summary import Baseline
+from contextuality.random_streams import measure_generator
+
+# A summary row: raw, baseline and adjusted values with their intervals, n, and so on
+# (`summary.SUMMARY_COLUMNS`).
+SummaryRow = dict[str, Any]
+
+# The baseline families: what each adjusted value subtracts (`analysis` estimates each).
+BASELINE_FAMILIES = ("cosine", "paper_cosine", "truncated_svd", "mev", "mev_centered")
+
+# What an interval is: a percentile bootstrap of a mean over words or sentences, the
+# spread of estimates on independent samples, or none (an exact value).
+INTERVALS = ("bootstrap", "sample spread", "none")
+
+# The steps that compute a measure: the measure step (from a `LayerInputs`), the
+# degeneration analysis inside it, and the layer geometry step (intrinsic dimension).
+STEPS = ("measure_layer", "degeneration", "layer_geometry")
+
+
+@dataclass
+class LayerInputs:
+    """What a layer's measures are computed from, stored or streamed.
+
+    words, sentences: the per-word and per-sentence tables (`occurrences.word_table`,
+    `occurrences.sentence_table`), adjusted values included; baselines: every baseline by
+    family; sentence_sums: the unit rows' sums by sentence; n_valid: occurrences with a
+    vector. A stored layer also has its `rows` (each occurrence's vector) and the paper's
+    sampled statistics (`paper`, (1 + sample_replicates, 3), on samples of `paper_sample_size`
+    occurrences); a streamed one has neither, and its records say it lacks what needs them.
+    """
+
+    settings: MeasureSettings
+    words: pd.DataFrame
+    sentences: pd.DataFrame
+    baselines: dict[str, Baseline]
+    sentence_sums: SentenceSums
+    n_valid: int
+    rows: LayerRows | None = None
+    paper: np.ndarray | None = None
+    paper_sample_size: int = 0
+    vocab: pd.DataFrame | None = None
+    overwrite: bool = False
+    _shared: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def shared(self, key: str, compute: Callable[[], Any]) -> Any:
+        """`compute()`, computed once per layer: what several measures read (one
+        covariance's eigenvalues, say)."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
+
+    def generator(self, row: str) -> np.random.Generator:
+        """The random stream of summary row `row` (`random_streams.measure_generator`):
+        its own, so that adding or removing a measure changes no other measure's draws."""
+        return measure_generator(self.settings.seed, row)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One measure: the summary rows it writes and how they are computed.
+
+    name: the measure's name (its first row's, or the family's stem, as ``rogue_share``).
+    rows: the summary rows it writes, in order.
+    caption: what it is, in one sentence (the docs' list of measures is built from it).
+    family: the baseline its adjusted value subtracts (`BASELINE_FAMILIES`), or
+    None for a measure with no baseline.
+    sampled: whether its value is estimated on seeded samples of occurrences or sentences
+    (else it is computed from every occurrence; its baseline may still be sampled).
+    interval: what its interval is (`INTERVALS`).
+    streamed: whether a streamed layer has it (see `contextuality.streaming`).
+    table, column: the per-word (``words``) or per-sentence (``sentences``) table and its
+    column that it averages, adjusted in that table by the same family's baseline (None: a
+    layer value).
+    step: which step computes it (`STEPS`); `compute` is that of the measure step's.
+    compute: rows of it from a layer's inputs: row name → summary values.
+    needs_positions: computed only where the position profile is (a layer whose
+    degeneration is analysed), after every other measure, as it may drop rows in place.
+    """
+
+    name: str
+    rows: tuple[str, ...]
+    caption: str
+    family: str | None = None
+    sampled: bool = False
+    interval: str = "none"
+    streamed: bool = False
+    table: str | None = None
+    column: str | None = None
+    step: str = "measure_layer"
+    compute: Callable[[LayerInputs], dict[str, SummaryRow]] | None = None
+    needs_positions: bool = False
+
+    def __post_init__(self) -> None:
+        if self.family is not None and self.family not in BASELINE_FAMILIES:
+            raise ValueError(f"{self.name}: family must be one of {BASELINE_FAMILIES}")
+        if self.interval not in INTERVALS:
+            raise ValueError(f"{self.name}: interval must be one of {INTERVALS}")
+        if self.sampled != (self.interval == "sample spread"):
+            raise ValueError(f"{self.name}: a sampled value's interval is its samples' spread")
+        if self.step not in STEPS:
+            raise ValueError(f"{self.name}: step must be one of {STEPS}")
+        if (self.compute is None) != (self.step != "measure_layer"):
+            raise ValueError(f"{self.name}: a compute function iff the measure step computes it")

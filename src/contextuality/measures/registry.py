@@ -1,0 +1,194 @@
+"""Every measure of a layer, one `record.Measure` each, in the order they are computed.
+
+The measure step computes the records whose step is ``measure_layer`` (`analysis`), a
+streamed layer those marked `streamed` (`contextuality.streaming.measure`); the summary
+rows, ``measures.tsv``, the figures' measures and the docs' list of measures are these
+records' rows (`tests/test_measures_registry.py` checks each against them). Adding a measure: a
+module with its compute function, a record here, a test (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from contextuality.measures import isotropy_scores, later_positions, paper_measures
+from contextuality.measures.paper_measures import mean_of
+from contextuality.measures.record import Measure
+
+
+def _word_mean(name: str, column: str, family: str, caption: str, **fields) -> Measure:
+    """A mean over indexed words of a per-word column."""
+    return Measure(
+        name,
+        (name,),
+        caption,
+        family=family,
+        interval="bootstrap",
+        table="words",
+        column=column,
+        compute=mean_of(name, "words", column, family),
+        **fields,
+    )
+
+
+def _word_class_mean(word_class: str) -> Measure:
+    name = f"selfsim[{word_class}]"
+    return Measure(
+        name,
+        (name,),
+        f"Mean SelfSim of the indexed {word_class} words (scikit-learn's English stopword list).",
+        family="cosine",
+        interval="bootstrap",
+        streamed=True,
+        table="words",
+        column="selfsim",
+        compute=mean_of(name, "words", "selfsim", "cosine", word_class),
+    )
+
+
+MEASURES: tuple[Measure, ...] = (
+    _word_mean(
+        "selfsim",
+        "selfsim",
+        "cosine",
+        "Mean over words of SelfSim (Def. 1), the mean cosine of a word's occurrences in "
+        "different sentences, exactly.",
+        streamed=True,
+    ),
+    _word_mean(
+        "selfsim[paper]",
+        "selfsim_paper",
+        "paper_cosine",
+        "SelfSim as the paper's code estimated it: every ordered pair of a word's listed "
+        "occurrences, repeated sentences included.",
+    ),
+    _word_mean(
+        "mev",
+        "mev",
+        "mev",
+        "Mean over words of MEV (Def. 3), σ₁²/Σσ² of a word's occurrence matrix, uncentered.",
+        streamed=True,
+    ),
+    _word_mean(
+        "mev_centered",
+        "mev_centered",
+        "mev_centered",
+        "MEV of each word's column-centered occurrence matrix.",
+        streamed=True,
+    ),
+    _word_mean(
+        "mev[truncated_svd]",
+        "mev_truncated_svd",
+        "truncated_svd",
+        "MEV as the paper's code estimated it: scikit-learn's TruncatedSVD variance ratio.",
+    ),
+    Measure(
+        "intrasim",
+        ("intrasim",),
+        "Mean over sentences of IntraSim (Def. 2), the mean cosine of a sentence's words "
+        "with their mean.",
+        family="cosine",
+        interval="bootstrap",
+        streamed=True,
+        table="sentences",
+        column="intrasim",
+        compute=mean_of("intrasim", "sentences", "intrasim", "cosine"),
+    ),
+    _word_class_mean("stopword"),
+    _word_class_mean("content"),
+    Measure(
+        "anisotropy",
+        ("anisotropy",),
+        "The anisotropy baseline (§4.1): the exact mean cosine of occurrences in different "
+        "sentences.",
+        streamed=True,
+        compute=paper_measures.anisotropy,
+    ),
+    Measure(
+        "selfsim~frequency",
+        ("selfsim~frequency",),
+        "Spearman ρ of a word's SelfSim with its count.",
+        streamed=True,
+        compute=paper_measures.selfsim_frequency,
+    ),
+    Measure(
+        "paper_samples",
+        ("intrasim[paper]", "anisotropy[paper]"),
+        "The paper's sampled IntraSim (adjusted by its sampled anisotropy) and anisotropy: "
+        "1,000 sentences with one word each, on independent samples.",
+        family="paper_cosine",
+        sampled=True,
+        interval="sample spread",
+        compute=paper_measures.paper_samples,
+    ),
+    Measure(
+        "isotropy",
+        ("isoscore", "effective_rank", "partition_ratio"),
+        "IsoScore, the effective rank of the centered occurrences, and the partition-function "
+        "ratio I(W), exactly.",
+        compute=isotropy_scores.exact_scores,
+    ),
+    Measure(
+        "isoscore*",
+        ("isoscore*",),
+        "IsoScore* on seeded samples of occurrences, each covariance shrunk toward the layer's.",
+        sampled=True,
+        interval="sample spread",
+        compute=isotropy_scores.isoscore_star,
+    ),
+    Measure(
+        "rogue_share",
+        tuple(f"rogue_share[{k}]" for k in range(1, isotropy_scores.ROGUE_DIMENSIONS + 1)),
+        "Share of the exact anisotropy baseline owed to the top k dimensions (named in "
+        "`dimensions`).",
+        streamed=True,
+        compute=isotropy_scores.rogue_shares,
+    ),
+    Measure(
+        "position>0",
+        ("selfsim[position>0]", "intrasim[position>0]", "anisotropy[position>0]"),
+        "SelfSim, IntraSim and the anisotropy baseline over the words past each sentence's first.",
+        family="cosine",
+        interval="bootstrap",
+        compute=later_positions.without_first_words,
+        needs_positions=True,
+    ),
+    Measure(
+        "degeneration",
+        (
+            "occurrence_norm~frequency",
+            "norm~frequency",
+            "knn_distance~frequency",
+            "mean_direction~frequency",
+        ),
+        "Spearman ρ with word count of a word's mean occurrence norm, its mean vector's norm, "
+        "neighbour distance and direction (the degeneration analysis).",
+        step="degeneration",
+    ),
+    Measure(
+        "intrinsic_dimension",
+        ("intrinsic_dimension[twonn]", "intrinsic_dimension[gride]"),
+        "Intrinsic dimension of the sampled occurrences, TwoNN and GRIDE.",
+        sampled=True,
+        interval="sample spread",
+        step="layer_geometry",
+    ),
+)
+
+
+def row_names(step: str | None = None) -> list[str]:
+    """Every summary row of the records (of those of `step` only, when given), in order."""
+    return [row for record in MEASURES if step in (None, record.step) for row in record.rows]
+
+
+def not_streamed() -> list[str]:
+    """The summary rows of a stored layer that a streamed layer lacks."""
+    return [row for record in MEASURES if not record.streamed for row in record.rows]
+
+
+def not_streamed_columns() -> list[str]:
+    """The per-word columns of a stored layer that a streamed layer lacks."""
+    return [record.column for record in MEASURES if record.table == "words" and not record.streamed]
+
+
+def word_columns() -> dict[str, str]:
+    """Per-word column → the baseline family its adjusted value subtracts, in order."""
+    return {record.column: record.family for record in MEASURES if record.table == "words"}

@@ -1,0 +1,42 @@
+"""The measure step's settings (config section ``measures``), checked when made.
+
+Every default here equals the workflow schema's (`tests/test_settings.py` compares them
+default by default), so the command line, the library and the workflow measure alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from contextuality.errors import check_integer, check_number
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """Settings of the measure step (config section ``measures``, less the transforms,
+    the corrections' fitting and ``top_words``, which choose jobs and tables)."""
+
+    baseline_sample_size: int = 1000
+    seed: int = 0
+    bootstrap_resamples: int = 200
+    sample_replicates: int = 50
+    confidence: float = 0.95
+    isoscore_shrinkage: float = 0.2
+    isotropy_samples: int = 20
+
+    def __post_init__(self) -> None:
+        minimum = {
+            "baseline_sample_size": 2,
+            "seed": 0,
+            "bootstrap_resamples": 10,
+            "sample_replicates": 2,
+            "isotropy_samples": 2,
+        }
+        for name, least in minimum.items():
+            check_integer("measures", name, getattr(self, name), least)
+        check_number("measures", "confidence", self.confidence, 0, 1, open_low=True, open_high=True)
+        check_number("measures", "isoscore_shrinkage", self.isoscore_shrinkage, 0, 1)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(field.name for field in fields(cls))

@@ -1,0 +1,188 @@
+"""The measure registry: every summary row comes from one record, and each row's draws are
+its own (adding or removing a measure changes no other number)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from contextuality.corpus.index import IndexSettings, build_occurrence_index
+from contextuality.corpus.words import split_words
+from contextuality.measures import degeneration, registry
+from contextuality.measures.analysis import measure_layer
+from contextuality.measures.record import BASELINE_FAMILIES, Measure
+from contextuality.measures.settings import MeasureSettings
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def _layer(seed: int = 2):
+    """Random sentences over a few words, vectors with a direction per word, a common
+    offset and a huge first-word vector (as decoders give)."""
+    rng = np.random.default_rng(seed)
+    vocabulary = ["the", "of", "and", "bank", "river", "money", "dog", "cat", "run"]
+    sentences = [" ".join(rng.choice(vocabulary, size=rng.integers(2, 8))) for _ in range(150)]
+    index = build_occurrence_index(
+        [split_words(sentence) for sentence in sentences], IndexSettings(min_contexts=5)
+    )
+    occurrences = index.occurrences
+    direction = rng.normal(size=(len(index.vocab), 10))
+    vectors = direction[occurrences["word_id"].to_numpy()] + rng.normal(size=(len(occurrences), 10))
+    vectors[occurrences["position"].to_numpy() == 0] *= 30
+    return index, vectors + 0.5
+
+
+SETTINGS = MeasureSettings(bootstrap_resamples=50, sample_replicates=4, isotropy_samples=3)
+
+
+def test_records_are_well_formed():
+    rows = registry.row_names()
+    assert len(rows) == len(set(rows)), "a summary row belongs to one record"
+    names = [record.name for record in registry.MEASURES]
+    assert len(names) == len(set(names))
+    for record in registry.MEASURES:
+        assert record.family is None or record.family in BASELINE_FAMILIES, record.name
+        assert (record.table is None) == (record.column is None), record.name
+        assert record.caption.endswith("."), record.name
+    with pytest.raises(ValueError, match="interval"):
+        Measure("x", ("x",), "X.", interval="jackknife", compute=lambda layer: {})
+    with pytest.raises(ValueError, match="spread"):
+        Measure("x", ("x",), "X.", sampled=True, compute=lambda layer: {})
+    with pytest.raises(ValueError, match="compute"):
+        Measure("x", ("x",), "X.", step="degeneration", compute=lambda layer: {})
+
+
+def test_a_layer_writes_exactly_the_rows_of_its_records():
+    index, vectors = _layer()
+    with_positions = measure_layer(
+        vectors.copy(), index.occurrences, index.vocab, SETTINGS, positions=True
+    )
+    assert list(with_positions.summary["measures"]) == registry.row_names("measure_layer")
+    without = measure_layer(vectors, index.occurrences, index.vocab, SETTINGS)
+    expected = [
+        row
+        for record in registry.MEASURES
+        if record.step == "measure_layer" and not record.needs_positions
+        for row in record.rows
+    ]
+    assert list(without.summary["measures"]) == expected
+    # each word mean's adjusted column, by its own family's baseline
+    for column, family in registry.word_columns().items():
+        measure = next(record for record in registry.MEASURES if record.column == column)
+        adjusted = with_positions.words[column] - with_positions.words[f"{column}_adjusted"]
+        baseline = with_positions.summary["measures"][measure.rows[0]]["baseline"]
+        assert np.allclose(adjusted.dropna(), baseline, atol=1e-12), (column, family)
+
+
+def test_the_other_steps_write_the_rows_their_records_name():
+    words = pd.DataFrame(
+        {
+            "count": [1, 2, 3, 4],
+            "occurrence_norm": [1.0, 2.0, 3.0, 4.5],
+            "static_norm": [4.0, 3.0, 2.0, 1.0],
+            "static_knn_distance": [1.0, 1.5, 1.2, 2.0],
+            "mean_direction_cosine": [0.1, 0.2, 0.3, 0.5],
+        }
+    )
+    correlations = degeneration.frequency_correlations(words)
+    assert list(correlations) == registry.row_names("degeneration")
+
+
+def test_removing_a_measure_changes_no_other_number(monkeypatch):
+    """Each row draws from its own stream: without a record, every other row, interval
+    included, is the same number to the last bit."""
+    index, vectors = _layer()
+    every = measure_layer(vectors.copy(), index.occurrences, index.vocab, SETTINGS, positions=True)
+    dropped = ("selfsim[paper]", "mev", "isotropy")
+    kept = tuple(record for record in registry.MEASURES if record.name not in dropped)
+    monkeypatch.setattr(registry, "MEASURES", kept)
+    fewer = measure_layer(vectors.copy(), index.occurrences, index.vocab, SETTINGS, positions=True)
+    expected = {
+        row: values
+        for row, values in every.summary["measures"].items()
+        if row not in {"selfsim[paper]", "mev", "isoscore", "effective_rank", "partition_ratio"}
+    }
+    assert fewer.summary["measures"] == expected
+
+
+def test_streams_differ_by_row_and_follow_the_seed():
+    from contextuality.random_streams import measure_generator
+
+    draws = {
+        (seed, row): measure_generator(seed, row).integers(0, 2**62)
+        for seed in (0, 1)
+        for row in ("selfsim", "intrasim", "selfsim[stopword]")
+    }
+    assert len(set(draws.values())) == len(draws)
+    assert measure_generator(0, "selfsim").integers(0, 2**62) == draws[(0, "selfsim")]
+
+
+def test_figures_draw_registered_rows():
+    from contextuality.figures.specs import DIMENSION_FIGURE, FIGURES
+
+    rows = set(registry.row_names())
+    for spec in (*FIGURES.values(), DIMENSION_FIGURE):
+        for series in spec.series:
+            assert series.measure in rows, (spec.name, series.measure)
+
+
+def docs_table() -> str:
+    """The docs' list of measures, as docs/measures.md must hold it."""
+    lines = [
+        "| rows | what it is | value | baseline | interval | streamed | step |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for record in registry.MEASURES:
+        rows = ", ".join(f"`{row}`" for row in record.rows)
+        family = f"`{record.family}`" if record.family else "none"
+        streamed = "yes" if record.streamed else "no"
+        value = "sampled" if record.sampled else "exact"
+        lines.append(
+            f"| {rows} | {record.caption} | {value} | {family} | {record.interval} "
+            f"| {streamed} | `{record.step}` |"
+        )
+    return "\n".join(lines)
+
+
+def test_the_docs_list_every_measure_as_the_registry_does():
+    text = (DOCS / "measures.md").read_text()
+    start = text.index("| rows | what it is |")
+    table = text[start:].split("\n\n")[0].strip()
+    assert table == docs_table(), "regenerate the table with docs_table() of this file"
+    # and every row name the docs quote in backticks with a bracket is registered
+    quoted = set(re.findall(r"`([a-z_]+\[[^`\]]+\])`", table))
+    assert quoted <= set(registry.row_names())
+
+
+def test_the_worked_example_of_docs_architecture_adds_a_measure(monkeypatch):
+    """The three pieces docs/architecture.md shows (module, record, test) run as written,
+    and the new row leaves every other number as it was."""
+    import types
+
+    text = (DOCS / "architecture.md").read_text()
+    example = text[text.index("### Worked example") :]
+    module_code, record_code, test_code = re.findall(r"```python\n(.*?)```", example, re.S)
+    norms = types.ModuleType("norms")
+    exec(module_code, norms.__dict__)
+    record = eval(record_code, {"Measure": Measure, "norms": norms})
+    index, vectors = _layer()
+    before = measure_layer(vectors.copy(), index.occurrences, index.vocab, SETTINGS)
+    monkeypatch.setattr(registry, "MEASURES", (*registry.MEASURES, record))
+    namespace = {"measure_layer": measure_layer, "MeasureSettings": MeasureSettings}
+    exec(test_code, {**namespace, "np": np, "pytest": pytest}, namespace)
+    namespace["test_norm_is_the_mean_row_length"]((vectors, index.occurrences, index.vocab))
+    after = measure_layer(vectors.copy(), index.occurrences, index.vocab, SETTINGS)
+    assert after.summary["measures"].pop("norm")["n"] == len(vectors)
+    assert after.summary["measures"] == before.summary["measures"]
+    assert "norm" in registry.row_names() and "norm" in registry.not_streamed()
+
+
+def test_a_layer_summary_records_every_setting_that_changes_a_number():
+    index, vectors = _layer()
+    summary = measure_layer(vectors, index.occurrences, index.vocab, SETTINGS).summary
+    for name in MeasureSettings.names():
+        assert summary[name] == getattr(SETTINGS, name), name

@@ -1,0 +1,196 @@
+"""Every setting is declared once: the settings classes, the command line and the workflow's
+fallbacks have the schema's defaults, and every settings class refuses what the schema
+refuses, naming the setting."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from contextuality.cli import build_parser
+from contextuality.corpus.index import IndexSettings
+from contextuality.errors import ConfigError
+from contextuality.geometry.cka import GEOMETRY_SAMPLE_SIZE
+from contextuality.geometry.dimension import DimensionSettings
+from contextuality.measures.degeneration import DegenerationSettings
+from contextuality.measures.settings import MeasureSettings
+from contextuality.measures.transforms import TransformSettings
+from contextuality.streaming.state import StreamingSettings
+from contextuality.workflow import config as workflow_config
+
+SCHEMA = yaml.safe_load(
+    (Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text()
+)
+
+
+def _section(*path: str) -> dict:
+    """The properties of the schema's section at `path` (a model's for ``models``)."""
+    node = SCHEMA
+    for key in path:
+        node = node["properties"][key] if key != "<model>" else node["additionalProperties"]
+    return node["properties"]
+
+
+# settings class → (its schema section, fields taken from elsewhere, section keys that
+# choose jobs or tables rather than the class's work)
+CLASSES = {
+    MeasureSettings: (("measures",), (), {"transforms", "transform_fit", "top_words"}),
+    TransformSettings: (("measures", "transform_fit"), ("seed",), set()),
+    IndexSettings: (("index",), (), set()),
+    DegenerationSettings: (("degeneration",), ("seed",), {"transforms"}),
+    DimensionSettings: (("geometry", "intrinsic_dimension"), (), set()),
+}
+
+
+@pytest.mark.parametrize("settings_class", CLASSES, ids=lambda cls: cls.__name__)
+def test_settings_classes_have_the_schema_s_fields_and_defaults(settings_class):
+    path, elsewhere, choosing = CLASSES[settings_class]
+    properties = _section(*path)
+    fields = {field.name: field for field in dataclasses.fields(settings_class)}
+    assert set(fields) - set(elsewhere) == set(properties) - choosing
+    instance = settings_class()
+    for name in set(fields) - set(elsewhere):
+        default = properties[name]["default"]
+        value = getattr(instance, name)
+        assert (list(value) if isinstance(value, tuple) else value) == default, name
+
+
+def _outside(spec: dict) -> list[object]:
+    """Values the schema refuses by its bounds (and one of a wrong type)."""
+    values = []
+    if "minimum" in spec:
+        values.append(
+            spec["minimum"] - (1 if spec["type"] in ("integer", ["integer", "null"]) else 0.5)
+        )
+    if "maximum" in spec:
+        values.append(spec["maximum"] + 0.5)
+    values += [spec[key] for key in ("exclusiveMinimum", "exclusiveMaximum") if key in spec]
+    if values:
+        values.append("3")
+    return values
+
+
+BOUNDED = [
+    (settings_class, name, value)
+    for settings_class, (path, elsewhere, _) in CLASSES.items()
+    for name, spec in _section(*path).items()
+    if name in {field.name for field in dataclasses.fields(settings_class)}
+    for value in _outside(spec)
+]
+
+
+@pytest.mark.parametrize(
+    ("settings_class", "name", "value"),
+    BOUNDED,
+    ids=[f"{cls.__name__}.{name}={value!r}" for cls, name, value in BOUNDED],
+)
+def test_settings_classes_refuse_what_the_schema_refuses(settings_class, name, value):
+    with pytest.raises(ConfigError, match=name):
+        settings_class(**{name: value})
+
+
+def test_every_bounded_setting_is_checked():
+    """Each class has a bounded setting to refuse (the list above is not empty by accident)."""
+    assert {settings_class for settings_class, _, _ in BOUNDED} == set(CLASSES)
+
+
+def test_the_seed_may_not_be_negative():
+    assert _section("measures")["seed"]["minimum"] == 0
+    with pytest.raises(ConfigError, match="measures.seed"):
+        MeasureSettings(seed=-1)
+
+
+def test_streaming_settings_have_the_schema_s_and_the_workflow_s_default():
+    model = _section("models", "<model>")
+    word_sample_size = model["streaming"]["oneOf"][1]["properties"]["word_sample_size"]
+    assert word_sample_size["default"] == StreamingSettings().word_sample_size
+    config = {"models": {"m": {"streaming": True}}}
+    assert workflow_config.word_sample_size(config, "m") == StreamingSettings().word_sample_size
+    with pytest.raises(ConfigError, match="word_sample_size"):
+        StreamingSettings(word_sample_size=0)
+
+
+def test_the_workflow_s_fallbacks_are_the_schema_s_defaults():
+    """What the workflow reads of a config not yet filled in by the schema."""
+    assert (
+        workflow_config.degeneration_transforms({})
+        == _section("degeneration")["transforms"]["default"]
+    )
+    assert workflow_config.figure_transforms({}) == _section("figures")["transforms"]["default"]
+    assert _section("geometry")["sample_size"]["default"] == GEOMETRY_SAMPLE_SIZE
+
+
+def _defaults(*argv: str) -> dict:
+    return vars(build_parser().parse_args(list(argv)))
+
+
+def test_the_command_line_has_the_schema_s_defaults():
+    measures, fit = _section("measures"), _section("measures", "transform_fit")
+    measure = _defaults("measure-layer", "s.h5", "--sentences", "s", "--index", "i", "-o", "o")
+    assert measure["baseline_sample_size"] == measures["baseline_sample_size"]["default"]
+    assert measure["seed"] == measures["seed"]["default"]
+    assert measure["fit_fraction"] == fit["fit_fraction"]["default"]
+    assert measure["threads"] == 1
+    index = _defaults("occurrence-index", "s.parquet", "-o", "i")
+    for name in ("min_contexts", "tokenizer", "count_by"):
+        assert index[name] == _section("index")[name]["default"], name
+    geometry = _defaults("layer-geometry", "l.h5", "--index", "i", "-o", "o")
+    dimension = _section("geometry", "intrinsic_dimension")
+    assert geometry["sample_size"] == _section("geometry")["sample_size"]["default"]
+    assert geometry["dimension_sample_size"] == dimension["sample_size"]["default"]
+    assert geometry["dimension_samples"] == dimension["samples"]["default"]
+    assert geometry["gride_scale"] == dimension["gride_scale"]["default"]
+    stream = _defaults("stream", "m", "--sentences", "s", "--index", "i", "-o", "o")
+    assert stream["word_sample_size"] == StreamingSettings().word_sample_size
+    assert stream["threads"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("index", "occurrence-index"),
+        ("measure", "measure-layer"),
+        ("static", "static-vectors"),
+        ("score", "score-static"),
+        ("summarize", "measures-table"),
+        ("geometry", "layer-geometry"),
+    ],
+)
+def test_old_verbs_remain_aliases_of_the_rule_names(old, new):
+    parser = build_parser()
+    actions = parser._subparsers._group_actions[0].choices
+    assert actions[old] is actions[new]
+
+
+@pytest.mark.parametrize(
+    ("section", "old", "new"),
+    [
+        ("measures", "correction", "transform_fit"),
+        ("geometry", "between_models", "cka_between_models"),
+    ],
+)
+def test_a_renamed_key_names_its_new_name(section, old, new):
+    schema = Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml"
+    config = {"models": {"m": {"source": "x"}}, section: {old: {}}}
+    with pytest.raises(ConfigError, match=rf"{section}\.{old}: renamed {section}\.{new}"):
+        workflow_config.check_config(config, schema)
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--seed", "-1"], "measures.seed must be at least 0"),
+        (["--baseline-sample-size", "0"], "measures.baseline_sample_size must be at least 2"),
+        (["--transform", "center", "--fit-fraction", "1.5"], "fit_fraction must be in (0, 1)"),
+    ],
+)
+def test_measure_layer_checks_its_settings_before_reading_data(tmp_path, capsys, option, message):
+    from contextuality.cli import main
+
+    missing = str(tmp_path / "missing")
+    argv = ["measure-layer", f"{missing}.h5", "--sentences", missing, "--index", missing]
+    assert main([*argv, *option, "-o", str(tmp_path / "out")]) == 1
+    assert message in capsys.readouterr().err
