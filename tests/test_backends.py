@@ -174,3 +174,31 @@ def test_extraction_is_finite_deterministic_and_batch_invariant(loaded, tmp_path
     one_by_one = dataclasses.replace(loaded, spec=dataclasses.replace(loaded.spec, token_budget=1))
     _, alone = extract_every_layer(one_by_one, SENTENCES, tmp_path / "alone")
     np.testing.assert_allclose(alone, vectors, rtol=2e-3, atol=2e-3)
+
+
+def test_a_relative_directory_is_a_local_model_and_a_typo_in_one_is_refused(
+    tiny_bert_dir, tmp_path, monkeypatch
+):
+    """``models/my-bert`` (no ./) that exists is read from disk, as transformers reads
+    it; ``models/my-bret`` beside it is refused while planning, not looked up on the hub;
+    ``org/name`` with no such folder here stays a hub id."""
+    import shutil
+
+    from contextuality.backends.base import is_local, source_problem
+    from contextuality.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(tiny_bert_dir, tmp_path / "models" / "my-bert")
+    found = backends.model_spec("b", {"source": "models/my-bert", "layers": [0, 2]})
+    assert is_local(found) and source_problem(found) is None
+    backends.check_planned_layers(found)
+    assert backends.model_layers(backends.model_spec("b", {"source": "models/my-bert"})) == (
+        0,
+        1,
+        2,
+    )
+    typo = backends.model_spec("b", {"source": "models/my-bret", "layers": [0]})
+    with pytest.raises(ConfigError, match=r"models.b.source: no directory models/my-bret here"):
+        backends.check_planned_layers(typo)
+    hub = backends.model_spec("b", {"source": "org/name", "layers": [0]})
+    assert not is_local(hub) and source_problem(hub) is None

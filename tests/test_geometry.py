@@ -112,9 +112,10 @@ def test_duplicates_are_removed_before_the_estimators_see_them():
     alone, _ = dimension.sampled_dimensions(points, settings, np.random.default_rng(0))
     assert list(distinct) == [300]  # all 550 rows drawn, 250 of them repeats
     assert with_repeats["twonn"][0] == pytest.approx(alone["twonn"][0])
-    few = np.repeat(points[:4], 10, axis=0)
-    with pytest.raises(ValueError, match="only 4 distinct vectors"):
-        dimension.sampled_dimensions(few, settings, np.random.default_rng(0))
+    few = np.repeat(points[:4], 10, axis=0)  # 4 distinct points: GRIDE at k = 2 needs 5
+    found, distinct = dimension.sampled_dimensions(few, settings, np.random.default_rng(0))
+    assert list(distinct) == [4]
+    assert all(np.isnan(values).all() for values in found.values())
 
 
 N_ROWS, WIDTH = 400, 6
@@ -229,6 +230,35 @@ def test_a_model_extracted_otherwise_is_refused(stored, tmp_path):
             changed, index, settings, tmp_path / "dimension.json", tmp_path / "cka.parquet"
         )
     assert not (tmp_path / "dimension.json").exists()
+
+
+def test_a_shard_of_another_layer_is_refused(stored, tmp_path):
+    """Layer 1's shard given as layer 0's (``cp layer_1.h5 layer_0.h5``): refused before
+    anything is written, instead of measured as layer 0."""
+    from contextuality.errors import ShardMismatchError
+
+    model_a, _, index, settings, _ = stored
+    swapped = ModelLayers("a", {0: model_a.shards[1], 1: model_a.shards[1]}, model_a.settings)
+    with pytest.raises(ShardMismatchError, match="holds layer 1, not layer 0"):
+        steps.layer_geometry(
+            swapped, index, settings, tmp_path / "dimension.json", tmp_path / "cka.parquet"
+        )
+    assert not (tmp_path / "dimension.json").exists()
+
+
+def test_an_intrinsic_dimension_from_few_points_is_said_out_loud(stored, tmp_path, caplog):
+    from contextuality.geometry.dimension import MIN_DIMENSION_POINTS
+
+    model_a, _, index, settings, _ = stored
+    outputs = tmp_path / "dimension.json", tmp_path / "cka.parquet"
+    with caplog.at_level("WARNING"):
+        steps.layer_geometry(model_a, index, settings, *outputs)
+    assert "intrinsic dimension from" not in caplog.text
+    few = settings | {"intrinsic_dimension": {"sample_size": 40, "samples": 2, "gride_scale": 2}}
+    with caplog.at_level("WARNING"):
+        steps.layer_geometry(model_a, index, few, *outputs)
+    assert "a layer 0: intrinsic dimension from 40 distinct points (fewer than " in caplog.text
+    assert f"{MIN_DIMENSION_POINTS})" in caplog.text
 
 
 def test_products_of_two_sets_of_rows_add_up_to_those_of_all(layers):

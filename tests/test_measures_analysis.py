@@ -394,3 +394,32 @@ def test_stop_words_are_scikit_learns_list():
     from contextuality.measures.occurrences import english_stop_words
 
     assert english_stop_words() == ENGLISH_STOP_WORDS
+
+
+def test_estimates_on_too_little_are_said_out_loud():
+    """Seven sentences: every mean rests on fewer than 20 words or sentences, and every
+    sample of 1,000 is drawn from fewer; the lines name each row with its n. A layer of
+    enough words and sentences, sampled within its size, has nothing to say."""
+    from contextuality.measures.analysis import MIN_MEAN_ITEMS, thin_estimates
+
+    index = _index(2)
+    vectors = np.random.default_rng(1).normal(size=(len(index.occurrences), 6)) + 0.5
+    summary = measure_layer(vectors, index.occurrences, index.vocab, MeasureSettings()).summary
+    few, short = thin_estimates(summary)
+    n_words = summary["measures"]["selfsim"]["n"]
+    assert f"means over fewer than {MIN_MEAN_ITEMS} words or sentences:" in few
+    assert f"selfsim ({n_words})" in few and "intrasim (" in few
+    assert "samples of baseline_sample_size = 1000 drawn from fewer:" in short
+    assert f"anisotropy[paper] ({len(SENTENCES)})" in short
+    assert f"the MEV baselines ({len(vectors)})" in short
+
+    rng = np.random.default_rng(3)
+    words = [f"w{k}" for k in range(40)]
+    sentences = [" ".join(rng.choice(words, size=8)) for _ in range(300)]
+    enough = build_occurrence_index(
+        [split_words(sentence) for sentence in sentences], IndexSettings(min_contexts=5)
+    )
+    vectors = rng.normal(size=(len(enough.occurrences), 6)) + 0.5
+    settings = MeasureSettings(baseline_sample_size=100, bootstrap_resamples=20)
+    summary = measure_layer(vectors, enough.occurrences, enough.vocab, settings).summary
+    assert thin_estimates(summary) == []

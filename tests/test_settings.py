@@ -194,3 +194,14 @@ def test_measure_layer_checks_its_settings_before_reading_data(tmp_path, capsys,
     argv = ["measure-layer", f"{missing}.h5", "--sentences", missing, "--index", missing]
     assert main([*argv, *option, "-o", str(tmp_path / "out")]) == 1
     assert message in capsys.readouterr().err
+
+
+def test_a_key_given_twice_in_a_config_file_is_refused(tmp_path):
+    """YAML lets the last of two equal keys win: a model written twice is refused instead,
+    naming the file, the line and the key."""
+    path = tmp_path / "config.yaml"
+    path.write_text("models:\n  m:\n    source: a\n  m:\n    source: b\n")
+    with pytest.raises(ConfigError, match=r"config.yaml, line 4: 'm' is given twice .*line 2"):
+        workflow_config.refuse_duplicate_keys([path])
+    path.write_text("models:\n  m:\n    source: a\n  n:\n    source: a\n")
+    workflow_config.refuse_duplicate_keys([path])  # the same value under two keys is fine

@@ -24,6 +24,7 @@ from contextuality.extraction.units import sentence_units
 from contextuality.provenance import partial_path, write_json
 from contextuality.storage.shards import (
     ShardSetWriter,
+    expected_extraction,
     load_shard,
     load_shard_parts,
     shard_bytes,
@@ -85,6 +86,25 @@ def test_a_shard_damaged_on_disk_is_refused_naming_it_and_how_to_rebuild(tmp_pat
         message = str(caught.value)
         assert str(path) in message and "delete it and rerun snakemake" in message
         assert "\n" not in message
+
+
+def test_a_shard_copied_over_another_layer_s_name_is_refused(tmp_path):
+    """``cp layer_4.h5 layer_3.h5``: read as layer 3, the shard is refused in one line
+    naming both layers; read for what it holds, it is accepted."""
+    paths = {3: tmp_path / "layer_3.h5", 4: tmp_path / "layer_4.h5"}
+    vectors = _vectors(2, 100)
+    _write(paths, vectors)
+    copied = tmp_path / "copied" / "layer_3.h5"
+    copied.parent.mkdir()
+    copied.write_bytes(paths[4].read_bytes())
+    np.testing.assert_array_equal(
+        load_shard(paths[3], "abc", 100, expected_extraction(None, 3), dtype=None)[0], vectors[0]
+    )
+    with pytest.raises(ShardMismatchError, match="holds layer 4, not layer 3") as caught:
+        load_shard(copied, "abc", 100, expected_extraction(None, 3))
+    assert str(copied) in str(caught.value) and "\n" not in str(caught.value)
+    assert load_shard(copied, "abc", 100, expected_extraction(None, 4))[1]["layer"] == 4
+    assert expected_extraction(None) is None
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])

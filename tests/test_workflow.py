@@ -586,28 +586,28 @@ def test_bad_config_is_refused_with_a_clear_message(tmp_path):
     _write_config(tmp_path, config)
     result = _snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0
-    assert "models.m: Additional properties are not allowed ('poolling'" in result.stdout
+    assert "models.m: Additional properties are not allowed ('poolling'" in result.stderr
 
     config = _config(corpus, {"m": {"source": "x", "layers": [0]}})
     config["index"]["min_contexts"] = "five"
     _write_config(tmp_path, config)
     result = _snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0
-    assert "index.min_contexts: 'five' is not of type 'integer'" in result.stdout
+    assert "index.min_contexts: 'five' is not of type 'integer'" in result.stderr
 
     config = _config(corpus, {"m": {"source": "x", "layers": [0]}})
     config["reference"] = {"models": {"bert-base-cased": "bert"}}
     _write_config(tmp_path, config)
     result = _snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0
-    assert "reference.models.bert-base-cased: no model named 'bert-base-cased'" in result.stdout
+    assert "reference.models.bert-base-cased: no model named 'bert-base-cased'" in result.stderr
 
     config = _config(corpus, {"m": {"source": "x", "layers": [0]}})
     config["figures"] = {"transforms": ["whiten"]}  # measures.transforms: default none, center
     _write_config(tmp_path, config)
     result = _snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0
-    assert "figures.transforms: 'whiten' is not in measures.transforms" in result.stdout
+    assert "figures.transforms: 'whiten' is not in measures.transforms" in result.stderr
 
     # A relative directory written like a hub id, a family naming no model, a bad sweep.
     config = _config(corpus, {"m": {"source": "models/my-model/v2", "layers": [0]}})
@@ -615,13 +615,26 @@ def test_bad_config_is_refused_with_a_clear_message(tmp_path):
     _write_config(tmp_path, config)
     result = _snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0 and "Traceback" not in result.stdout + result.stderr
-    assert "models.m.source: 'models/my-model/v2' is not a hub id" in result.stdout
-    assert "figures.families.sizes: no model named 'm-large'" in result.stdout
+    assert "models.m.source: 'models/my-model/v2' is not a hub id" in result.stderr
+    assert "figures.families.sizes: no model named 'm-large'" in result.stderr
     sweep = {"source": "x", "sweep": {"steps": [1, 1], "source": "c/{step}"}}
     _write_config(tmp_path, _config(corpus, {"m": sweep}))
     result = _snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0 and "Traceback" not in result.stdout + result.stderr
-    assert "models.m.sweep.steps: [1, 1] has non-unique elements" in result.stdout
+    assert "models.m.sweep.steps: [1, 1] has non-unique elements" in result.stderr
+
+    # A value of another type: one line naming the key, without Snakemake's frames around it.
+    _write_config(tmp_path, _config(corpus, {"m": {"source": "x", "layers": "0,1,2"}}))
+    result = _snakemake(tmp_path, "--dry-run")
+    assert result.returncode == 1
+    assert "models.m.layers: '0,1,2' is not of type 'array', 'null'" in result.stderr
+    assert 'File "' not in result.stdout + result.stderr
+
+    # A model written twice in one file: refused, not the last one silently kept.
+    text = yaml.safe_dump(_config(corpus, {"m": {"source": "x", "layers": [0]}}))
+    (tmp_path / "config" / "config.yaml").write_text(text + "models:\n  n:\n    source: y\n")
+    result = _snakemake(tmp_path, "--dry-run")
+    assert result.returncode == 1 and "'models' is given twice in one mapping" in result.stderr
 
 
 @pytest.mark.workflow

@@ -9,9 +9,12 @@ from contextuality.figures.specs import (
     SWEEP_FIGURE,
 )
 
-ctx.keep_models_named_by(config, workflow.overwrite_configfiles)
-ctx.check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
-ctx.expand_sweeps(config)
+ctx.plan_config(
+    config,
+    workflow.overwrite_configfiles,
+    workflow.source_path("../schemas/config.schema.yaml"),
+    workflow.configfiles,
+)
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 
 

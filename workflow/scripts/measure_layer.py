@@ -17,6 +17,7 @@ run_step(
             snakemake.output.words, snakemake.output.sentences, snakemake.output.summary
         ),
         transform=snakemake.wildcards.transform,
+        layer=int(snakemake.wildcards.layer),
         model_settings=snakemake.params.model_settings,
         transform_fit=TransformFit.of(snakemake.input.get("split"), snakemake.params.transform_fit),
         degeneration_outputs=None

@@ -14,6 +14,7 @@ run_step(
             snakemake.output.words, snakemake.output.sentences, snakemake.output.summary
         ),
         model_settings=snakemake.params.model_settings,
+        layer=int(snakemake.wildcards.layer),
     ),
     threads=snakemake.threads,
 )

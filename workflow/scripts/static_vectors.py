@@ -14,6 +14,7 @@ run_step(
         shards=snakemake.input.get("shard"),
         state=snakemake.input.get("state"),
         transform=snakemake.wildcards.transform,
+        layer=int(snakemake.wildcards.layer),
         transform_fit=TransformFit.of(snakemake.input.get("split"), snakemake.params.transform_fit),
     ),
     threads=snakemake.threads,

@@ -18,6 +18,7 @@ from contextuality.backends.base import (
     ModelSpec,
     TextEncoder,
     selected_layers,
+    source_problem,
 )
 from contextuality.errors import ConfigError, ContextualityError
 
@@ -62,6 +63,9 @@ def check_planned_layers(spec: ModelSpec) -> None:
     """Refuse, before anything runs, a local model that is not there and ``layers`` beyond
     its L, where its files give L without loading it (`Backend.known_layer_count`);
     ConfigError naming the setting."""
+    problem = source_problem(spec)
+    if problem:
+        raise ConfigError(f"models.{spec.name}.source: {problem}")
     try:
         n_layers = backend_of(spec).known_layer_count(spec)
     except ContextualityError as error:

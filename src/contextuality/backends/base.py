@@ -141,8 +141,27 @@ def tokenizer_key(spec: ModelSpec) -> str:
 
 
 def is_local(spec: ModelSpec) -> bool:
-    """Whether `spec`'s source is on local disk (a path or ``package:``), not a hub id."""
-    return spec.source.startswith(("package:", "/", ".", "~"))
+    """Whether `spec`'s source is on local disk, not a hub id: written as a path (starting
+    with ``/``, ``.`` or ``~``), as ``package:<module>/<dir>``, or a relative directory
+    that exists (``models/my-bert``, as transformers itself reads it)."""
+    if spec.source.startswith(("package:", "/", ".", "~")):
+        return True
+    return Path(spec.source).is_dir()
+
+
+def source_problem(spec: ModelSpec) -> str | None:
+    """What is wrong with a source that is neither a local directory nor plausibly a hub
+    id: a relative path whose first folder exists here but not the directory itself (a
+    typo in a local path, which would otherwise be looked up on the hub); None if fine."""
+    if is_local(spec):
+        return None
+    path = Path(spec.source)
+    if len(path.parts) > 1 and Path(path.parts[0]).is_dir():
+        return (
+            f"no directory {spec.source} here (its folder {path.parts[0]}/ exists): a "
+            "local model is a directory that exists, a hub id is written org/name"
+        )
+    return None
 
 
 def model_location(spec: ModelSpec) -> str:

@@ -17,6 +17,7 @@ the interval their spread (`summary.sampled_summary`).
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from collections.abc import Sequence
@@ -29,6 +30,10 @@ from contextuality.errors import check_integer
 from contextuality.provenance import read_json
 
 ESTIMATORS = ("twonn", "gride")
+
+# Fewer distinct points than this in a sample, and a nearest-neighbour estimate of
+# intrinsic dimension rests on too few neighbourhoods to mean much (a WARNING says so).
+MIN_DIMENSION_POINTS = 100
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,9 @@ def sampled_dimensions(
     """Each estimator's estimates on `settings.samples` samples of `settings.sample_size`
     rows of `vectors` (all rows when fewer), drawn from `rng` without replacement, each
     de-duplicated; returns them by estimator (`ESTIMATORS`) and each sample's number of
-    distinct points."""
+    distinct points. A sample of fewer distinct points than an estimator needs (2·k + 1
+    for GRIDE's order k) has NaN estimates: a layer too degenerate to estimate is NaN, with
+    the step's warning, not a failed run."""
     size = min(settings.sample_size, len(vectors))
     needed = 2 * settings.gride_scale + 1
     estimates: dict[str, list[float]] = {name: [] for name in ESTIMATORS}
@@ -87,13 +94,9 @@ def sampled_dimensions(
         chosen = np.sort(rng.choice(len(vectors), size=size, replace=False))
         points = distinct_rows(np.asarray(vectors[chosen], dtype=np.float64))
         counts.append(len(points))
-        if len(points) < needed:
-            raise ValueError(
-                f"only {len(points)} distinct vectors in a sample of {size}: the intrinsic "
-                f"dimension needs at least {needed} (geometry.intrinsic_dimension)"
-            )
-        for name, value in estimate(points, settings).items():
-            estimates[name].append(value)
+        found = estimate(points, settings) if len(points) >= needed else {}
+        for name in ESTIMATORS:
+            estimates[name].append(found.get(name, math.nan))
     return {name: np.array(values) for name, values in estimates.items()}, np.array(counts)
 
 

@@ -169,6 +169,46 @@ def measure_layer(
     return LayerMeasures(words=words, sentences=sentences, summary=summary, positions=profile)
 
 
+# Fewer words or sentences than this behind a mean, and its bootstrap interval is a
+# statement about a handful of items: said out loud (`thin_estimates`).
+MIN_MEAN_ITEMS = 20
+
+
+def thin_estimates(summary: dict[str, Any]) -> list[str]:
+    """What a layer summary's numbers rest on too little of, one line each: a mean over
+    fewer than `MIN_MEAN_ITEMS` words or sentences, and a sampled estimate or baseline
+    whose sample (``baseline_sample_size``) exceeds what the layer has, so that its
+    samples overlap and its interval understates the spread. Each row's ``n`` gives the
+    number it rests on."""
+    size, lines = summary["baseline_sample_size"], []
+    records = {row: record for record in registry.MEASURES for row in record.rows}
+    few = {
+        row: values["n"]
+        for row, values in summary["measures"].items()
+        if row in records
+        and records[row].interval == "bootstrap"
+        and 0 < values["n"] < MIN_MEAN_ITEMS
+    }
+    if few:
+        listed = ", ".join(f"{row} ({n})" for row, n in few.items())
+        lines.append(f"means over fewer than {MIN_MEAN_ITEMS} words or sentences: {listed}")
+    short = {
+        row: values["n"]
+        for row, values in summary["measures"].items()
+        if row in records and records[row].sampled and values["n"] < size
+    }
+    n_valid = summary["n_occurrences"] - summary["n_missing"]
+    if n_valid < size:
+        short["the MEV baselines"] = n_valid
+    if short:
+        listed = ", ".join(f"{row} ({n})" for row, n in short.items())
+        lines.append(
+            f"samples of baseline_sample_size = {size} drawn from fewer: {listed}; "
+            "the samples overlap and their spread understates the interval"
+        )
+    return lines
+
+
 def adjust_word_measures(words: pd.DataFrame, baselines: dict[str, Baseline]) -> None:
     """Add ``<column>_adjusted`` = raw − baseline beside each per-word column of the
     registry's word means that the table has, each by its own family's baseline."""

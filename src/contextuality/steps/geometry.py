@@ -19,6 +19,7 @@ import pandas as pd
 
 from contextuality.backends.base import layer_output
 from contextuality.corpus.index import IndexFiles
+from contextuality.errors import warn
 from contextuality.geometry import dimension
 from contextuality.geometry.cka import SampledLayers, cka_between, sample_rows
 from contextuality.measures.rows import rows_with_vectors
@@ -59,16 +60,16 @@ class ModelLayers:
 
 
 def read_sampled_layers(model: ModelLayers, index: IndexFiles, rows: np.ndarray) -> SampledLayers:
-    """`rows` of every layer of `model`, checked against the index and its settings."""
+    """`rows` of every layer of `model`, checked against the index, its settings and the
+    layer each shard must hold."""
     summary = index.read_summary()
-    expected = expected_extraction(model.settings)
     vectors, attributes = {}, {}
     for layer, shards in sorted(model.shards.items()):
         vectors[layer], attributes[layer] = load_shards(
             shards,
             summary["index_checksum"],
             n_rows=summary["n_occurrences"],
-            expected=expected,
+            expected=expected_extraction(model.settings, layer),
             dtype=None,
             rows=rows,
         )
@@ -100,6 +101,15 @@ def _dimension_summaries(
             )
             for name, values in estimates.items()
         }
+        if distinct.min() < dimension.MIN_DIMENSION_POINTS:
+            warn(
+                [
+                    f"{attributes['model']} layer {layer}: intrinsic dimension from "
+                    f"{int(distinct.min())} distinct points (fewer than "
+                    f"{dimension.MIN_DIMENSION_POINTS}): its estimate means little, and is "
+                    "NaN where too few to estimate"
+                ]
+            )
         log.info(
             "layer %d: TwoNN %.1f, GRIDE %.1f (%d distinct of %d sampled, least)",
             layer,

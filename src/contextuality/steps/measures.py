@@ -13,6 +13,7 @@ import pandas as pd
 
 from contextuality.backends.base import layer_output
 from contextuality.corpus.index import IndexFiles
+from contextuality.errors import warn
 from contextuality.measures import analysis, degeneration, summary
 from contextuality.measures.layers import TransformFit, load_layer
 from contextuality.measures.settings import MeasureSettings
@@ -41,11 +42,15 @@ class MeasureOutputs:
     summary: PathLike
 
     def write(self, measured: analysis.LayerMeasures, provenance: dict[str, Any]) -> dict:
-        """Write the tables with `provenance`, and the summary after it; return the summary."""
+        """Write the tables with `provenance`, and the summary after it; return the summary.
+        What the numbers rest on too little of is a WARNING on the console
+        (`analysis.thin_estimates`)."""
         write_parquet(measured.words, self.words, provenance)
         write_parquet(measured.sentences, self.sentences, provenance)
         layer_summary = {**provenance, **measured.summary}
         write_json(self.summary, layer_summary)
+        where = f"{provenance['model']} layer {provenance['layer']} ({provenance['transform']})"
+        warn([f"{where}: {line}" for line in analysis.thin_estimates(layer_summary)])
         return layer_summary
 
 
@@ -112,6 +117,7 @@ def measure_layer(
     model_settings: dict[str, Any] | None = None,
     transform_fit: TransformFit | None = None,
     degeneration_outputs: DegenerationOutputs | None = None,
+    layer: int | None = None,
 ) -> dict[str, Any]:
     """All measures of one layer under one transform (`analysis.measure_layer`): per-word
     and per-sentence tables, a JSON summary and (with `degeneration_outputs`) the layer's
@@ -121,7 +127,8 @@ def measure_layer(
     extraction, gathered into the same rows). sentences_path: the sentence table, whose
     ``n_copies`` the paper's estimators use. With `model_settings` (the model's config
     section, defaults filled in) a shard extracted with other settings is refused rather
-    than measured. A transform other than ``none`` is fitted as `transform_fit` says
+    than measured, and with `layer` a shard of another layer. A transform other than
+    ``none`` is fitted as `transform_fit` says
     (`layers.load_layer`) and measured on the other sentences.
     """
     measure_settings = MeasureSettings(**settings)  # checked before any data is read
@@ -136,7 +143,7 @@ def measure_layer(
         index.read_occurrences(),
         transform,
         transform_fit,
-        expected_extraction(model_settings),
+        expected_extraction(model_settings, layer),
         dtype="float32",
     )
     provenance = _layer_provenance(
@@ -174,6 +181,7 @@ def measure_streamed_layer(
     settings: dict[str, Any],
     outputs: MeasureOutputs,
     model_settings: dict[str, Any] | None = None,
+    layer: int | None = None,
 ) -> dict[str, Any]:
     """`measure_layer` for a layer streamed by the stream step (transform ``none`` only: a
     correction is fitted on vectors a stream no longer has): the same tables and summary,
@@ -184,7 +192,7 @@ def measure_streamed_layer(
     measure_settings = MeasureSettings(**settings)  # checked before any data is read
     index_summary = index.read_summary()
     occurrences = index.read_occurrences()
-    expected = expected_extraction(model_settings)
+    expected = expected_extraction(model_settings, layer)
     state = load_state(state_path, index_summary["index_checksum"], len(occurrences), expected)
     measured = measure_state(state, occurrences, index.read_vocab(), measure_settings)
     provenance = _layer_provenance(

@@ -15,6 +15,7 @@ from contextuality.measures.layers import TransformFit, load_layer
 from contextuality.measures.static import static_vectors as layer_static_vectors
 from contextuality.measures.static import write_word2vec_text
 from contextuality.provenance import provenance_record, read_json, sha256_file
+from contextuality.storage.shards import expected_extraction
 from contextuality.tables import read_parquet, read_tsv_provenance, write_tsv
 
 PathLike = str | os.PathLike
@@ -39,9 +40,11 @@ def static_vectors(
     state: PathLike | None = None,
     transform: str = "none",
     transform_fit: TransformFit | None = None,
+    layer: int | None = None,
 ) -> None:
     """Static vectors (``pc1`` or ``mean``) of the indexed words of one layer, as word2vec
-    text with a provenance sidecar.
+    text with a provenance sidecar; with `layer`, a shard or state file holding another
+    layer is refused.
 
     The layer is its `shards` (its shard, or its parts' in order): under a transform
     other than ``none``, its corrected occurrences of the sentences the correction was not
@@ -57,7 +60,12 @@ def static_vectors(
         from contextuality.streaming.measure import static_vectors_from_state
         from contextuality.streaming.state import load_state
 
-        found = load_state(state, index_summary["index_checksum"], len(occurrences))
+        found = load_state(
+            state,
+            index_summary["index_checksum"],
+            len(occurrences),
+            expected_extraction(None, layer),
+        )
         words, matrix = static_vectors_from_state(found, occurrences, vocab, method)
         attributes, fit, streamed = (
             found.attributes,
@@ -65,11 +73,17 @@ def static_vectors(
             {"streamed": found.attributes["streaming"]},
         )
     else:
-        layer = load_layer(
-            shards, index_summary, occurrences, transform, transform_fit, dtype="float32"
+        read = load_layer(
+            shards,
+            index_summary,
+            occurrences,
+            transform,
+            transform_fit,
+            expected_extraction(None, layer),
+            dtype="float32",
         )
-        words, matrix = layer_static_vectors(layer.vectors, layer.occurrences, vocab, method)
-        attributes, fit, streamed = layer.attributes, layer.transform_fit, {}
+        words, matrix = layer_static_vectors(read.vectors, read.occurrences, vocab, method)
+        attributes, fit, streamed = read.attributes, read.transform_fit, {}
     provenance = provenance_record(
         step="static_vectors",
         model=attributes["model"],

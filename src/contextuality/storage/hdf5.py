@@ -122,6 +122,11 @@ def check_attributes(
     for key, value in checks.items():
         if attributes.get(key) == value:
             continue
+        if key == "layer":
+            raise ShardMismatchError(
+                f"{path}: holds layer {attributes.get(key)}, not layer {value}; delete the "
+                f"{what} to re-extract"
+            )
         if key == "index_checksum":
             raise ShardMismatchError(
                 f"{path}: extracted for occurrence index {attributes.get(key)}, but the "

@@ -408,13 +408,20 @@ def check_free_space(
         )
 
 
-def expected_extraction(model_settings: dict[str, Any] | None) -> dict[str, Any] | None:
+def expected_extraction(
+    model_settings: dict[str, Any] | None, layer: int | None = None
+) -> dict[str, Any] | None:
     """What a shard or state file of a model with `model_settings` (its config section,
-    defaults filled in) records, for refusing one extracted with other settings."""
-    if model_settings is None:
-        return None
-    return {
-        "model_id": model_settings["source"],
-        "pooling": model_settings["pooling"],
-        "config_hash": config_hash(model_settings),
-    }
+    defaults filled in) and of `layer` records, for refusing one extracted with other
+    settings or holding another layer (a shard copied over another's name); None checks
+    nothing."""
+    expected: dict[str, Any] = {}
+    if model_settings is not None:
+        expected = {
+            "model_id": model_settings["source"],
+            "pooling": model_settings["pooling"],
+            "config_hash": config_hash(model_settings),
+        }
+    if layer is not None:
+        expected["layer"] = int(layer)
+    return expected or None

@@ -35,6 +35,7 @@ from contextuality.workflow.config import (
     model_names,
     model_settings,
     model_spec,
+    refuse_duplicate_keys,
     static_settings,
     streamed_models,
     streaming_settings,
@@ -129,6 +130,7 @@ __all__ = [
     "parse_part",
     "part_label",
     "pattern",
+    "plan_config",
     "published_files",
     "cka_model_pairs",
     "run_step",
@@ -146,6 +148,27 @@ __all__ = [
     "wildcard_constraints",
     "word_sample_size",
 ]
+
+
+def plan_config(
+    config: dict[str, Any],
+    configfiles: list[str | Path],
+    schema_path: str | Path,
+    every_configfile: list[str | Path] = (),
+) -> None:
+    """Make the Snakefile's `config` the one planned, in place: `every_configfile` free of
+    keys given twice (`refuse_duplicate_keys`), the models of the last of `configfiles`
+    (``--configfile``) that names models (`keep_models_named_by`), checked
+    (`check_config`), sweeps expanded. A ConfigError ends the run with its message alone,
+    exit status 1, without the traceback frames Snakemake prints around an exception in a
+    Snakefile."""
+    try:
+        refuse_duplicate_keys(list(every_configfile))
+        keep_models_named_by(config, configfiles)
+        check_config(config, schema_path)
+        expand_sweeps(config)
+    except ContextualityError as error:
+        sys.exit(f"error: {error}")
 
 
 def run_step(

@@ -89,6 +89,31 @@ def _model_problems(models: dict[str, Any]) -> list[str]:
     return problems
 
 
+def refuse_duplicate_keys(paths: list[str | Path]) -> None:
+    """Refuse (ConfigError naming the file, line and key) a config file in which a mapping
+    holds one key twice: YAML lets the last silently win, so a model written twice (or a
+    setting) would be planned as only one of them."""
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise ConfigError(
+                        f"{self.name}, line {key_node.start_mark.line + 1}: {key!r} is "
+                        f"given twice in one mapping (first on line {seen[key] + 1})"
+                    )
+                seen[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep=deep)
+
+    for path in paths:
+        if Path(path).is_file():
+            with open(path) as handle:
+                yaml.load(handle, Loader=_Loader)  # a SafeLoader that refuses repeated keys
+
+
 def keep_models_named_by(config: dict[str, Any], configfiles: list[str | Path]) -> None:
     """Plan exactly the models the last of `configfiles` (``snakemake --configfile``) that
     names ``models:`` names, each as merged: Snakemake merges every config file onto the
