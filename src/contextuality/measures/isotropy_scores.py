@@ -28,10 +28,9 @@ ROGUE_DIMENSIONS = 3
 
 @dataclass(frozen=True)
 class Spread:
-    """A layer's mean (d,), its centered covariance's eigenvalues (d,), largest first, and
-    the eigenvectors of its uncentered Gram matrix (d, d), all float64."""
+    """A layer's centered covariance (d, d), its eigenvalues (d,), largest first, and the
+    eigenvectors of its uncentered Gram matrix (d, d), all float64."""
 
-    mean: np.ndarray
     covariance: np.ndarray
     eigenvalues: np.ndarray
     gram_directions: np.ndarray
@@ -60,7 +59,7 @@ def spread(vectors: np.ndarray) -> Spread:
     covariance = total / n
     eigenvalues = np.clip(np.linalg.eigvalsh(covariance)[::-1], 0.0, None)
     _, directions = np.linalg.eigh(total + n * np.outer(mean, mean))
-    return Spread(mean, covariance, eigenvalues, directions)
+    return Spread(covariance, eigenvalues, directions)
 
 
 def log_partition_both_signs(vectors: np.ndarray, directions: np.ndarray) -> np.ndarray:

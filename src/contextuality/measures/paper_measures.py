@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from contextuality.measures.ranks import spearman_correlation
 from contextuality.measures.record import LayerInputs, SummaryRow
 from contextuality.measures.summary import mean_summary, sampled_summary
@@ -70,5 +68,5 @@ def paper_samples(layer: LayerInputs) -> dict[str, SummaryRow]:
     paper, size, level = layer.paper, layer.paper_sample_size, layer.settings.confidence
     return {
         "intrasim[paper]": sampled_summary(paper[:, 1], size, level, paper[:, 0]),
-        "anisotropy[paper]": sampled_summary(np.asarray(paper[:, 0]), size, level),
+        "anisotropy[paper]": sampled_summary(paper[:, 0], size, level),
     }

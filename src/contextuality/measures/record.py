@@ -85,9 +85,8 @@ class Measure:
     caption: what it is, in one sentence (the docs' list of measures is built from it).
     family: the baseline its adjusted value subtracts (`BASELINE_FAMILIES`), or
     None for a measure with no baseline.
-    sampled: whether its value is estimated on seeded samples of occurrences or sentences
-    (else it is computed from every occurrence; its baseline may still be sampled).
-    interval: what its interval is (`INTERVALS`).
+    interval: what its interval is (`INTERVALS`); a value estimated on seeded samples
+    (`sampled`) has their spread.
     streamed: whether a streamed layer has it (see `contextuality.streaming`).
     table, column: the per-word (``words``) or per-sentence (``sentences``) table and its
     column that it averages, adjusted in that table by the same family's baseline (None: a
@@ -102,7 +101,6 @@ class Measure:
     rows: tuple[str, ...]
     caption: str
     family: str | None = None
-    sampled: bool = False
     interval: str = "none"
     streamed: bool = False
     table: str | None = None
@@ -111,13 +109,18 @@ class Measure:
     compute: Callable[[LayerInputs], dict[str, SummaryRow]] | None = None
     needs_positions: bool = False
 
+    @property
+    def sampled(self) -> bool:
+        """Whether its value is estimated on seeded samples of occurrences or sentences,
+        its interval their spread (else it is computed from every occurrence; its
+        baseline may still be sampled)."""
+        return self.interval == "sample spread"
+
     def __post_init__(self) -> None:
         if self.family is not None and self.family not in BASELINE_FAMILIES:
             raise ValueError(f"{self.name}: family must be one of {BASELINE_FAMILIES}")
         if self.interval not in INTERVALS:
             raise ValueError(f"{self.name}: interval must be one of {INTERVALS}")
-        if self.sampled != (self.interval == "sample spread"):
-            raise ValueError(f"{self.name}: a sampled value's interval is its samples' spread")
         if self.step not in STEPS:
             raise ValueError(f"{self.name}: step must be one of {STEPS}")
         if (self.compute is None) != (self.step != "measure_layer"):

@@ -14,86 +14,94 @@ from contextuality.measures.paper_measures import mean_of
 from contextuality.measures.record import Measure
 
 
-def _word_mean(name: str, column: str, family: str, caption: str, **fields) -> Measure:
-    """A mean over indexed words of a per-word column."""
+def _mean(
+    name: str,
+    table: str,
+    column: str,
+    family: str,
+    caption: str,
+    word_class: str | None = None,
+    **fields,
+) -> Measure:
+    """A mean of one column of the per-word (``words``) or per-sentence (``sentences``)
+    table, of the words of `word_class` only when given, adjusted by `family`'s baseline,
+    with a bootstrap interval."""
     return Measure(
         name,
         (name,),
         caption,
         family=family,
         interval="bootstrap",
-        table="words",
+        table=table,
         column=column,
-        compute=mean_of(name, "words", column, family),
+        compute=mean_of(name, table, column, family, word_class),
         **fields,
     )
 
 
-def _word_class_mean(word_class: str) -> Measure:
-    name = f"selfsim[{word_class}]"
-    return Measure(
-        name,
-        (name,),
-        f"Mean SelfSim of the indexed {word_class} words (scikit-learn's English stopword list).",
-        family="cosine",
-        interval="bootstrap",
-        streamed=True,
-        table="words",
-        column="selfsim",
-        compute=mean_of(name, "words", "selfsim", "cosine", word_class),
-    )
-
-
 MEASURES: tuple[Measure, ...] = (
-    _word_mean(
+    _mean(
         "selfsim",
+        "words",
         "selfsim",
         "cosine",
         "Mean over words of SelfSim (Def. 1), the mean cosine of a word's occurrences in "
         "different sentences, exactly.",
         streamed=True,
     ),
-    _word_mean(
+    _mean(
         "selfsim[paper]",
+        "words",
         "selfsim_paper",
         "paper_cosine",
         "SelfSim as the paper's code estimated it: every ordered pair of a word's listed "
         "occurrences, repeated sentences included.",
     ),
-    _word_mean(
+    _mean(
         "mev",
+        "words",
         "mev",
         "mev",
         "Mean over words of MEV (Def. 3), σ₁²/Σσ² of a word's occurrence matrix, uncentered.",
         streamed=True,
     ),
-    _word_mean(
+    _mean(
         "mev_centered",
+        "words",
         "mev_centered",
         "mev_centered",
         "MEV of each word's column-centered occurrence matrix.",
         streamed=True,
     ),
-    _word_mean(
+    _mean(
         "mev[truncated_svd]",
+        "words",
         "mev_truncated_svd",
         "truncated_svd",
         "MEV as the paper's code estimated it: scikit-learn's TruncatedSVD variance ratio.",
     ),
-    Measure(
+    _mean(
         "intrasim",
-        ("intrasim",),
+        "sentences",
+        "intrasim",
+        "cosine",
         "Mean over sentences of IntraSim (Def. 2), the mean cosine of a sentence's words "
         "with their mean.",
-        family="cosine",
-        interval="bootstrap",
         streamed=True,
-        table="sentences",
-        column="intrasim",
-        compute=mean_of("intrasim", "sentences", "intrasim", "cosine"),
     ),
-    _word_class_mean("stopword"),
-    _word_class_mean("content"),
+    *(
+        _mean(
+            f"selfsim[{word_class}]",
+            "words",
+            "selfsim",
+            "cosine",
+            f"Mean SelfSim of the indexed {word_class} words (scikit-learn's English "
+            "stopword list).",
+            word_class=word_class,
+            streamed=True,
+        )
+        for word_class in ("stopword", "content")
+    ),
     Measure(
         "anisotropy",
         ("anisotropy",),
@@ -115,7 +123,6 @@ MEASURES: tuple[Measure, ...] = (
         "The paper's sampled IntraSim (adjusted by its sampled anisotropy) and anisotropy: "
         "1,000 sentences with one word each, on independent samples.",
         family="paper_cosine",
-        sampled=True,
         interval="sample spread",
         compute=paper_measures.paper_samples,
     ),
@@ -130,7 +137,6 @@ MEASURES: tuple[Measure, ...] = (
         "isoscore*",
         ("isoscore*",),
         "IsoScore* on seeded samples of occurrences, each covariance shrunk toward the layer's.",
-        sampled=True,
         interval="sample spread",
         compute=isotropy_scores.isoscore_star,
     ),
@@ -167,7 +173,6 @@ MEASURES: tuple[Measure, ...] = (
         "intrinsic_dimension",
         ("intrinsic_dimension[twonn]", "intrinsic_dimension[gride]"),
         "Intrinsic dimension of the sampled occurrences, TwoNN and GRIDE.",
-        sampled=True,
         interval="sample spread",
         step="layer_geometry",
     ),

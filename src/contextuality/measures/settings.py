@@ -6,7 +6,7 @@ default by default), so the command line, the library and the workflow measure a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from contextuality.errors import check_integer, check_number
 
@@ -36,7 +36,3 @@ class MeasureSettings:
             check_integer("measures", name, getattr(self, name), least)
         check_number("measures", "confidence", self.confidence, 0, 1, open_low=True, open_high=True)
         check_number("measures", "isoscore_shrinkage", self.isoscore_shrinkage, 0, 1)
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        return tuple(field.name for field in fields(cls))
