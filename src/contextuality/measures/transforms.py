@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from contextuality.errors import ConfigError, NonFiniteValueError, check_number
+from contextuality.errors import ConfigError, NonFiniteValueError, check_integer, check_number
 from contextuality.measures.rows import row_chunks, rows_with_vectors
 from contextuality.random_streams import generator
 
@@ -65,14 +65,8 @@ class TransformSettings:
             open_high=True,
         )
         for name in ("abtt_directions", "whiten_dimensions"):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
-                raise ConfigError(
-                    f"measures.transform_fit.{name} must be a positive integer or null, "
-                    f"got {value!r}"
-                )
+            if getattr(self, name) is not None:  # null: the default number
+                check_integer("measures.transform_fit", name, getattr(self, name), 1)
 
 
 @dataclass(frozen=True)
