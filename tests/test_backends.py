@@ -52,10 +52,16 @@ def loaded(section) -> LoadedModel:
 
 
 def test_settings_round_through_the_config(section):
+    """A model's recorded settings give back an equal spec; its layers listed in any
+    order or with repeats are one extraction."""
     spec = backends.model_spec("tiny", section)
     settings = backends.model_settings(spec)
     assert backends.model_spec("tiny", settings) == spec
     assert config_hash(json.loads(json.dumps(settings))) == config_hash(settings)
+    listed = backends.model_spec("tiny", {**section, "layers": [0, 2]})
+    for written in ([2, 0], [2, 0, 2]):
+        same = backends.model_spec("tiny", {**section, "layers": written})
+        assert backends.model_settings(same) == backends.model_settings(listed)
 
 
 def test_refuses_the_other_backend_s_settings(section):
@@ -102,6 +108,7 @@ def test_planning_leaves_an_uncached_hub_model_to_its_job():
 
 
 _HUB_CHECK = """
+import dataclasses
 import json
 from contextuality import backends
 from contextuality.errors import ConfigError

@@ -12,11 +12,12 @@ from contextuality.backends.elmo.release import RELEASES
 from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.cli import main
 from contextuality.figures.specs import DEGENERATION_FIGURES
+from contextuality.tables import write_tsv
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
+def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(
         "\n".join(f"The cat sat on mat number {k}. The dog ran." for k in range(6)) + "\n"
@@ -84,7 +85,7 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
     )
     cka = pd.read_parquet(f"{geometry}.cka.parquet")
     assert len(cka) == 2 * 4 and set(cka["model_a"]) == {"tiny"}  # all, position>0
-    dimensions = json.loads(Path(f"{geometry}.dimension.json").read_text())
+    dimensions = json.loads(Path(f"{geometry}.dimension.json").read_text())["layers"]
     assert [layer["layer"] for layer in dimensions] == [0, 2]
     assert main([*arguments, "--versus", *layers, "-o", str(geometry) + ".self"]) == 0
     versus = pd.read_parquet(f"{geometry}.self.cka.parquet")
@@ -108,6 +109,7 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
     figure = tmp_path / "fig2.png"
     assert main(["figure", str(table), "--name", "fig2_selfsim", "-o", str(figure)]) == 0
     assert figure.stat().st_size > 0
+    _wrong_inputs_exit_with_one_line(tmp_path, shards, index, sentences, summaries, capsys)
     # The workflow's other figures: the transforms side by side, and the degeneration.
     both = tmp_path / "both.tsv"
     assert main(["summarize", *summaries, f"{centered}.json", "-o", str(both)]) == 0
@@ -120,6 +122,64 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir):
     assert sorted(path.name for path in degeneration.iterdir()) == sorted(
         f"{kind}.{extension}" for kind in DEGENERATION_FIGURES for extension in ("png", "pdf")
     )
+
+
+def _wrong_inputs_exit_with_one_line(tmp_path, shards, index, sentences, summaries, capsys):
+    """Arguments out of range are refused before any file is read; files of another kind
+    than a command takes, missing or binary, are one line naming them."""
+    other = tmp_path / "other.tsv"
+    write_tsv(pd.DataFrame({"word": ["cat"], "score": [0.5]}), other, {"step": "elsewhere"})
+    capsys.readouterr()
+    measure = ["measure", str(shards / "layer_2.h5"), "--index", str(index)]
+    measure += ["--sentences", str(sentences), "-o", str(tmp_path / "refused")]
+    commands = {
+        "measures.seed must be at least 0": [*measure, "--seed", "-1"],
+        "fit_fraction must be in (0, 1)": [*measure, "--fit-fraction", "1.5"],
+        "baseline_sample_size must be at least 2": [*measure, "--baseline-sample-size", "0"],
+        f"{shards / 'meta.json'}: not a layer summary": ["summarize", str(shards / "meta.json")],
+        f"{other}: not a measures table": [
+            "figure",
+            str(other),
+            "--name",
+            "fig1_anisotropy",
+        ],
+        f"{tmp_path / 'no.tsv'}: no such file": [
+            "figure",
+            str(tmp_path / "no.tsv"),
+            "--name",
+            "fig1_anisotropy",
+        ],
+        f"{shards / 'layer_0.h5'}: no layer_0.provenance.json beside it": [
+            "figure",
+            str(shards / "layer_0.h5"),
+            "--name",
+            "fig1_anisotropy",
+        ],
+        f"{tmp_path / 'no.h5'}: not a readable HDF5 shard": [
+            "geometry",
+            str(tmp_path / "no.h5"),
+            "--index",
+            str(index),
+        ],
+    }
+    commands["figure --output refused.svgz: a figure is written as"] = [
+        "figure",
+        summaries[0],
+        "--name",
+        "fig1_anisotropy",
+        "-o",
+        "refused.svgz",
+    ]
+    for message, command in commands.items():
+        if command[0] != "measure" and "-o" not in command:
+            suffix = ".png" if command[0] == "figure" else ""
+            command = [*command, "-o", str(tmp_path / f"refused{suffix}")]
+        assert main(command) == 1, command
+        (line,) = capsys.readouterr().err.splitlines()
+        assert message in line, line
+    assert not list(tmp_path.glob("refused*"))
+    figure = tmp_path / "from_summaries.png"  # layer summaries are what a figure takes too
+    assert main(["figure", *summaries, "--name", "fig2_selfsim", "-o", str(figure)]) == 0
 
 
 def test_bad_input_exits_with_a_message(tmp_path, capsys):

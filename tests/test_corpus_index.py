@@ -10,13 +10,19 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from contextuality import steps
+from contextuality.cli import main
 from contextuality.corpus.index import (
+    INDEX_FILE_NAMES,
+    IndexFiles,
     IndexSettings,
     build_occurrence_index,
+    check_min_contexts,
     corpus_checksum,
     index_checksum,
 )
 from contextuality.corpus.words import is_punctuation, split_words, tokenize_sentences
+from contextuality.errors import ConfigError
 
 
 def index_of(sentences, copies=None, **settings):
@@ -461,3 +467,19 @@ def test_index_files_refuse_an_occurrence_table_or_vocabulary_of_another_index(t
         shutil.copy(getattr(lowered, name), getattr(mixed, name))
         with pytest.raises(InputDataError, match=f"{getattr(mixed, name)} is not part of"):
             getattr(mixed, f"read_{name}")()
+
+
+def test_a_min_contexts_no_word_reaches_is_refused_before_the_index_is_rebuilt(tmp_path):
+    """Judged on the vocabulary at hand, where it was built with the same other settings;
+    nothing said without an index, or where another setting changes the counts too."""
+    sentences = tmp_path / "sentences.parquet"
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"the cat sat on mat {k}." for k in range(6)) + "\n")
+    assert main(["sentences", "--text", str(corpus), "-o", str(sentences)]) == 0
+    files = IndexFiles.of({key: tmp_path / name for key, name in INDEX_FILE_NAMES.items()})
+    check_min_contexts(files, IndexSettings(min_contexts=100))  # no index yet
+    steps.occurrence_index(sentences, IndexSettings(min_contexts=3), files)
+    check_min_contexts(files, IndexSettings(min_contexts=6))  # "the": 6 sentences
+    with pytest.raises(ConfigError, match=r"min_contexts: 7: .* the most any word has is 6"):
+        check_min_contexts(files, IndexSettings(min_contexts=7))
+    check_min_contexts(files, IndexSettings(min_contexts=7, count_by="occurrences"))

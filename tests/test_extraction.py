@@ -638,7 +638,7 @@ def test_elmo_has_no_subword_tokenizer(tmp_path):
 
 def test_model_spec_from_config():
     spec = model_spec("m", {"source": "x", "layers": [3, "1"], "pooling": "last", "gpus": 1})
-    assert spec.layers == (3, 1)
+    assert spec.layers == (1, 3)  # in order: the same extraction as [1, 3]
     assert spec.pooling == "last"
     assert model_layers(spec) == (1, 3)
     assert model_spec("m", model_settings(spec)) == spec

@@ -22,6 +22,7 @@ from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.errors import ConfigError, ShardMismatchError
 from contextuality.extraction.partitions import partition_bounds, segments
 from contextuality.extraction.units import sentence_units, units_of_part
+from contextuality.storage.hdf5 import seal_attributes
 from contextuality.storage.shards import (
     load_shard,
     load_shard_parts,
@@ -248,12 +249,14 @@ def _rows(path: Path) -> int:
 
 
 def _changed_copy(path: Path, directory: Path, **attributes) -> Path:
-    """A copy of shard `path` in `directory` with `attributes` set."""
+    """A copy of shard `path` in `directory` with `attributes` set, as if written so (their
+    digest sealed anew: changed alone, they are damage)."""
     directory.mkdir(parents=True, exist_ok=True)
     copy = directory / path.name
     shutil.copy(path, copy)
     with h5py.File(copy, "r+") as shard:
         shard.attrs.update(attributes)
+        seal_attributes(shard)
     return copy
 
 
@@ -370,6 +373,7 @@ def test_partitions_name_one_directory_per_part():
         with pytest.raises(ConfigError, match="extraction.partitions"):
             workflow.check_config({**config, "extraction": {"partitions": bad}}, schema)
     config["measures"] = {"transforms": ["none"]}
+    config["geometry"] = {"cka_between_models": True}
     outputs = workflow.final_outputs(config)
     assert "results/embeddings/m/part_2-of-3/meta.json" in outputs
     assert "results/embeddings/m/meta.json" not in outputs

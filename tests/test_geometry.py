@@ -14,7 +14,7 @@ from contextuality import steps
 from contextuality.corpus.index import IndexFiles, index_checksum
 from contextuality.geometry import dimension, linear_cka
 from contextuality.geometry.cka import sample_rows
-from contextuality.provenance import read_json
+from contextuality.provenance import read_json, write_json
 from contextuality.steps.geometry import ModelLayers
 from contextuality.storage.shards import ShardSetWriter
 from contextuality.tables import read_provenance, write_parquet
@@ -167,7 +167,7 @@ def stored(tmp_path):
     copies = {0: 2.0 * second @ rotation, 1: rng.normal(size=(N_ROWS, WIDTH))}
     model_b = write_model(tmp_path, "b", copies, checksum)
     summary = tmp_path / "index.json"
-    summary.write_text(json.dumps({"index_checksum": checksum, "n_occurrences": N_ROWS}))
+    write_json(summary, {"index_checksum": checksum, "n_occurrences": N_ROWS})
     index = IndexFiles(tmp_path / "occurrences.parquet", tmp_path / "vocab.parquet", summary)
     write_parquet(occurrences, index.occurrences, {})
     settings = {
@@ -194,7 +194,7 @@ def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
         np.testing.assert_allclose(grid, expected, atol=1e-4)
         assert set(part["n_rows"]) == {len(chosen)} and part["sampled"].all()
     assert read_provenance(tmp_path / "cka.parquet")["models"][0]["model_id"] == "test/a"
-    summaries = read_json(tmp_path / "dimension.json")
+    summaries = read_json(tmp_path / "dimension.json")["layers"]
     assert [summary["layer"] for summary in summaries] == [0, 1]
     assert summaries[0]["layer_output"] == "embedding output"
     twonn = summaries[0]["measures"]["intrinsic_dimension[twonn]"]

@@ -61,7 +61,10 @@ def test_json_and_tsv_writers(tmp_path):
     write_tsv(pd.DataFrame({"x": [0.123456789012]}), tmp_path / "t.tsv", record)
     assert float((tmp_path / "t.tsv").read_text().split()[1]) == pytest.approx(0.123456789012)
     assert len(sha256_file(tmp_path / "t.tsv")) == 64
-    assert read_tsv_provenance(tmp_path / "t.tsv") == record
+    assert read_tsv_provenance(tmp_path / "t.tsv") == {
+        **record,
+        "table_sha256": sha256_file(tmp_path / "t.tsv"),
+    }
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         "a.json",
         "t.provenance.json",

@@ -126,19 +126,28 @@ def test_rows_without_a_vector_must_match_n_missing(tmp_path, dtype):
 
 
 def test_a_part_with_other_nan_rows_than_recorded_is_refused(tmp_path):
-    """Each part of a partitioned extraction is checked against its own ``n_missing``."""
+    """Each part of a partitioned extraction is checked against its own ``n_missing``; an
+    attribute changed after the shard was written is damage."""
     paths = [tmp_path / f"part_{part}" / "layer_0.h5" for part in range(2)]
     vectors = _vectors(1, 8)
     vectors[0, 6] = np.nan
-    for part, path in enumerate(paths):
-        with ShardSetWriter({0: path}, 4, DIM, "float16", ATTRIBUTES) as writer:
+
+    def write(part: int, n_missing: int) -> None:
+        with ShardSetWriter({0: paths[part]}, 4, DIM, "float16", ATTRIBUTES) as writer:
             writer.write(0, vectors[:, 4 * part : 4 * part + 4])
             part_attributes = {"part": part, "n_parts": 2, "first_row": 4 * part}
-            writer.commit({"n_missing": 1 if part else 0, "n_rows_total": 8, **part_attributes})
+            writer.commit({"n_missing": n_missing, "n_rows_total": 8, **part_attributes})
+
+    write(0, 0)
+    write(1, 1)
     read, whole = load_shard_parts(paths, "abc", 8)
     assert whole["n_missing"] == 1 and np.isnan(read[6]).all()
     with h5py.File(paths[1], "r+") as handle:
         handle.attrs["n_missing"] = 0
+    with pytest.raises(ShardMismatchError, match="attributes differ from the digest") as caught:
+        load_shard_parts(paths, "abc", 8)
+    assert str(paths[1]) in str(caught.value)
+    write(1, 0)
     with pytest.raises(ShardMismatchError, match="1 rows have no vector") as caught:
         load_shard_parts(paths, "abc", 8)
     assert str(paths[1]) in str(caught.value)

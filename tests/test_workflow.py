@@ -3,6 +3,8 @@ incremental re-runs (dry runs list only what depends on a change), config valida
 
 from __future__ import annotations
 
+import copy
+import errno
 import importlib.util
 import json
 import os
@@ -15,6 +17,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import safetensors.torch
 import transformers
@@ -87,6 +90,27 @@ def _write_config(directory: Path, config: dict) -> None:
     (directory / "config" / "config.yaml").write_text(yaml.safe_dump(config))
 
 
+def _with_defaults(config: dict) -> dict:
+    """`config` as the workflow plans it: every default of the schema filled in, as
+    Snakemake's ``validate(..., set_default=True)`` fills them."""
+    import jsonschema
+
+    def filled(validator, properties, instance, schema):
+        for name, subschema in properties.items():
+            if isinstance(instance, dict) and "default" in subschema:
+                instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from jsonschema.Draft202012Validator.VALIDATORS["properties"](
+            validator, properties, instance, schema
+        )
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    config = copy.deepcopy(config)
+    jsonschema.validators.extend(jsonschema.Draft202012Validator, {"properties": filled})(
+        schema
+    ).validate(config)
+    return config
+
+
 def _planned_jobs(directory: Path, *arguments: str) -> dict[str, int]:
     """Rule name → job count of a dry run (empty when nothing is to be done)."""
     result = _snakemake(directory, "--dry-run", *arguments)
@@ -107,7 +131,7 @@ def test_final_outputs_name_every_layer_and_figure():
         "models": {"a": {"source": "a", "layers": [0, 2]}, "b": {"source": "b", "layers": [1]}},
         "measures": {"transforms": ["none"]},
     }
-    outputs = workflow.final_outputs(config)
+    outputs = workflow.final_outputs(_with_defaults(config))
     assert "results/measures/a/none/layer_2.json" in outputs
     assert "results/measures/b/none/layer_1.json" in outputs
     assert "results/measures/a/none/layer_1.json" not in outputs
@@ -122,15 +146,28 @@ def test_final_outputs_name_every_layer_and_figure():
     assert "results/figures/degeneration/b.none.cone.pdf" in degeneration
     assert len(degeneration) == 2 * 3 * 2  # models × figures × formats
     assert "results/tables/degeneration.tsv" in outputs
+    for intermediate in (  # every file one job writes for another: rebuilt when missing
+        "results/corpus/vocab.parquet",
+        "results/embeddings/a/layer_2.h5",
+        "results/measures/b/none/layer_1.sentences.parquet",
+        "results/degeneration/a/none/layer_0.cone.parquet",
+        "results/geometry/a/cka.parquet",
+        "results/geometry/cka_between_models/a~b.cka.parquet",
+    ):
+        assert intermediate in outputs
+    assert "results/corpus/fit_split.parquet" not in outputs  # no transform is fitted
     config["measures"]["transforms"] = ["none", "abtt"]
     config["figures"] = {"transforms": ["none", "abtt"]}
-    outputs = workflow.final_outputs(config)
+    outputs = workflow.final_outputs(_with_defaults(config))
     assert "results/figures/abtt/fig2_selfsim.png" in outputs
     assert "results/figures/transforms.pdf" in outputs
     assert "results/measures/b/abtt/layer_1.json" in outputs
+    assert "results/corpus/fit_split.parquet" in outputs
     assert "results/figures/degeneration/b.abtt.cone.pdf" not in outputs  # not requested
     config["degeneration"] = {"transforms": ["none", "abtt"]}
-    assert "results/figures/degeneration/b.abtt.cone.pdf" in workflow.final_outputs(config)
+    assert "results/figures/degeneration/b.abtt.cone.pdf" in workflow.final_outputs(
+        _with_defaults(config)
+    )
     assert workflow.pattern([]) == "(?!)"  # a constraint that matches nothing
     assert workflow.extraction_outputs(config, "a")["layers"] == [
         "results/embeddings/a/layer_0.h5",
@@ -226,6 +263,34 @@ print(json.dumps(seen))
     seen = json.loads(result.stdout)
     assert seen["inside"] == [1, 1]  # NumPy's OpenBLAS and SciPy's
     assert seen["after"] == [2, 2]
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        (MemoryError(), "error: out of memory: the job needs more than"),
+        (
+            OSError(errno.ENOSPC, "No space left on device", "x.parquet"),
+            "the disk is full (writing x.parquet)",
+        ),
+    ],
+)
+def test_a_job_out_of_memory_or_disk_ends_with_one_line(tmp_path, monkeypatch, capfd, fault, said):
+    """Out of memory or disk in any step: one line saying what ran out, in the job's log,
+    or on the console where the log cannot be written (a full disk: /dev/full)."""
+    from contextuality.workflow import run_step
+
+    def step():
+        raise fault
+
+    for log in (tmp_path / "job.log", Path("/dev/full")):
+        monkeypatch.setattr(sys, "stderr", sys.stderr)  # run_step points stderr at the log
+        with pytest.raises(SystemExit) as exit_status:
+            run_step(log, step)
+        assert exit_status.value.code == 1
+        shown = log.read_text() if log.is_file() else capfd.readouterr().err
+        (line,) = [line for line in shown.splitlines() if line.startswith("error: ")]
+        assert said in line and "Traceback" not in shown
 
 
 def test_sts_corpus_inputs_are_downloaded_archives():
@@ -324,6 +389,12 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     for path in tables:  # every table carries its provenance
         assert read_tsv_provenance(path)["package_version"] == __version__, path
     assert _planned_jobs(tmp_path) == {}
+    # The model's layers (null: all) listed, in another order: the same extraction,
+    # nothing to do.
+    _write_config(tmp_path, config | {"models": {"bert": bert | {"layers": [2, 0, 1]}}})
+    assert _planned_jobs(tmp_path) == {}
+    _write_config(tmp_path, config)
+    _damaged_intermediates_are_refused_and_missing_ones_rebuilt(tmp_path)
     report = _snakemake(tmp_path, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-2000:]
     html = (tmp_path / "report.html").read_text(errors="replace")
@@ -409,6 +480,53 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         result = _snakemake(tmp_path)
         assert result.returncode != 0 and message in result.stdout + result.stderr
         assert (tmp_path / "results/embeddings/bert/layer_2.h5").is_file()
+    # So is a min_contexts no word of the corpus reaches: the index at hand is kept.
+    index = tmp_path / "results/corpus/index.json"
+    built = index.read_bytes()
+    _write_config(tmp_path, config | {"index": config["index"] | {"min_contexts": 10**5}})
+    result = _snakemake(tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "index.min_contexts: 100000: no word of the corpus reaches it" in result.stderr
+    assert index.read_bytes() == built
+
+
+def _damaged_intermediates_are_refused_and_missing_ones_rebuilt(directory: Path) -> None:
+    """One bit flipped in a word table, one digit changed in a layer summary: each is
+    refused by the job that reads it, naming the file, and no table changes (Snakemake
+    removes the outputs of a job that runs, so a table may be gone). Deleted, each
+    is rebuilt, as are a deleted shard and a geometry table (what a job killed outright
+    leaves): the rerun gives the same tables, to the byte."""
+    tables = ["measures.tsv", "words/bert.none.tsv", "cka.tsv", "degeneration.tsv"]
+    before = {name: (directory / "results/tables" / name).read_bytes() for name in tables}
+    words = directory / "results/measures/bert/none/layer_1.parquet"
+    chunk = pq.ParquetFile(words).metadata.row_group(0).column(0)  # the middle of a column
+    flipped = bytearray(words.read_bytes())
+    flipped[chunk.data_page_offset + chunk.total_compressed_size // 2] ^= 4
+    words.write_bytes(bytes(flipped))
+    summary = directory / "results/measures/bert/none/layer_2.json"
+    raw = json.loads(summary.read_text())["measures"]["selfsim"]["raw"]
+    summary.write_text(summary.read_text().replace(repr(raw), repr(raw + 1e-6), 1))
+    for damaged in (words, summary):
+        result = _snakemake(directory, "--keep-going")
+        assert result.returncode != 0
+        refusals = [
+            line
+            for line in result.stderr.splitlines()
+            if f"{damaged.relative_to(directory)}: " in line and "rebuild it" in line
+        ]
+        assert refusals, result.stderr[-3000:]
+        for name, content in before.items():  # unchanged, or removed by the job that failed
+            table = directory / "results/tables" / name
+            assert not table.exists() or table.read_bytes() == content, name
+        damaged.unlink()
+    (directory / "results/embeddings/bert/layer_0.h5").unlink()
+    (directory / "results/geometry/bert/cka.parquet").unlink()
+    planned = _planned_jobs(directory)
+    assert planned["extract_bert"] == 1 and planned["layer_geometry"] == 1
+    assert _snakemake(directory).returncode == 0
+    assert _planned_jobs(directory) == {}
+    for name, content in before.items():
+        assert (directory / "results/tables" / name).read_bytes() == content, name
 
 
 def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_dir):
@@ -636,6 +754,22 @@ def test_bad_config_is_refused_with_a_clear_message(tmp_path):
     result = _snakemake(tmp_path, "--dry-run")
     assert result.returncode == 1 and "'models' is given twice in one mapping" in result.stderr
 
+    # A misspelt key and a corpus path with a typo: one line each, with the close match.
+    config = _config(corpus, {"m": {"source": "x", "layers": [0]}})
+    config["index"]["min_context"] = 3
+    _write_config(tmp_path, config)
+    result = _snakemake(tmp_path, "--dry-run")
+    assert result.returncode == 1 and "did you mean min_contexts?" in result.stderr
+    typo = tmp_path / "corpsu.txt"
+    _write_config(tmp_path, _config(typo, {"m": {"source": "x", "layers": [0]}}))
+    result = _snakemake(tmp_path, "--dry-run")
+    assert result.returncode == 1 and 'File "' not in result.stdout + result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert line == (
+        f"error: corpus.text.path: {typo}: corpus file or directory not found "
+        f"(looked for {typo}); did you mean {corpus}?"
+    )
+
 
 @pytest.mark.workflow
 def test_unloadable_model_fails_its_job_with_a_message(tmp_path, tiny_bert_dir):
@@ -820,7 +954,7 @@ def test_the_paper_config_builds_every_output(tmp_path, tiny_bert_dir, tiny_gpt2
     _write_config(tmp_path, config)
     result = _snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    for path in workflow.final_outputs(config):
+    for path in workflow.final_outputs(_with_defaults(config)):
         assert (tmp_path / path).stat().st_size > 0, path
     models = {*fixtures, *elmo_models}
     table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")

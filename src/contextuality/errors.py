@@ -44,6 +44,11 @@ class StorageError(ContextualityError):
     """The disk cannot hold an output: the message gives the bytes needed and free."""
 
 
+def one_line(error: BaseException) -> str:
+    """An error's message on one line (HDF5's and Arrow's messages span several)."""
+    return " ".join(str(error).split())
+
+
 def check_integer(section: str, name: str, value: object, minimum: int | None = None) -> None:
     """Refuse (ConfigError naming ``section.name``) a value that is not an integer of at
     least `minimum` (a bool is not an integer here)."""

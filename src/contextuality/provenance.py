@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from contextuality import __version__
-from contextuality.errors import InputDataError
+from contextuality.errors import InputDataError, one_line
 
 _partial_counter = itertools.count()
 
@@ -136,20 +136,45 @@ def json_ready(value: Any) -> Any:
     return value
 
 
-def write_json(path: str | os.PathLike, value: Any) -> None:
-    """Write indented JSON atomically, non-finite numbers as null (`json_ready`)."""
-    text = json.dumps(json_ready(value), indent=2, sort_keys=True, default=str, allow_nan=False)
+CONTENT_DIGEST = "content_sha256"
+
+
+def _json_digest(value: Any) -> str:
+    """SHA-256 of `value`'s canonical JSON (`canonical_json`)."""
+    return sha256_bytes(canonical_json(value).encode())
+
+
+def write_json(path: str | os.PathLike, value: dict[str, Any]) -> None:
+    """Write a mapping as indented JSON atomically, non-finite numbers as null
+    (`json_ready`), with the digest of its content under `CONTENT_DIGEST`, which
+    `read_json` checks."""
+    if not isinstance(value, dict):
+        raise TypeError(f"write_json writes a mapping, not {type(value).__name__}")
+    text = json.dumps(json_ready(value), sort_keys=True, default=str, allow_nan=False)
+    content = json.loads(text)
+    content[CONTENT_DIGEST] = _json_digest(content)
     with atomic_path(path) as temporary:
-        temporary.write_text(text + "\n")
+        temporary.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n")
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    """Read a JSON file (InputDataError naming the file where it is missing or not JSON)."""
+def read_json(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a JSON file `write_json` wrote, without its digest (InputDataError, one line
+    naming the file, where it is missing, not JSON, or its content differs from its digest)."""
+    rebuild = "rebuild it (delete it and rerun)"
     try:
-        return json.loads(Path(path).read_text())
+        content = json.loads(Path(path).read_text())
     except FileNotFoundError as error:
         raise InputDataError(f"{path}: no such file") from error
     except (OSError, ValueError) as error:
+        raise InputDataError(f"{path}: not readable JSON ({one_line(error)}); {rebuild}") from error
+    if not isinstance(content, dict) or CONTENT_DIGEST not in content:
         raise InputDataError(
-            f"{path}: not readable JSON ({error}); rebuild it (delete it and rerun)"
-        ) from error
+            f"{path}: no {CONTENT_DIGEST}, so not a file this workflow wrote (or damaged); "
+            f"{rebuild}"
+        )
+    recorded = content.pop(CONTENT_DIGEST)
+    if recorded != _json_digest(content):
+        raise InputDataError(
+            f"{path}: damaged, its content differs from the digest written with it; {rebuild}"
+        )
+    return content

@@ -16,6 +16,7 @@ ctx.plan_config(
     workflow.configfiles,
 )
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+ctx.check_planned_inputs(config)
 
 
 wildcard_constraints:

@@ -97,8 +97,8 @@ class ModelSpec:
         if unknown:
             raise ConfigError(f"model {name}: unknown settings {sorted(unknown)}")
         values = {key: section[key] for key in known if key in section}
-        if values.get("layers") is not None:
-            values["layers"] = tuple(int(layer) for layer in values["layers"])
+        if values.get("layers") is not None:  # in order, once each: the same extraction
+            values["layers"] = tuple(sorted({int(layer) for layer in values["layers"]}))
         for key, choices in SETTING_CHOICES.items():
             if key in values and values[key] not in choices:
                 raise ConfigError(f"model {name}: {key} must be one of {choices}")

@@ -135,7 +135,17 @@ def _summarize(args: argparse.Namespace) -> None:
     steps.measures_table(args.summaries, args.output)
 
 
+FIGURE_FORMATS = (".png", ".pdf", ".svg")
+
+
 def _figure(args: argparse.Namespace) -> None:
+    for output in args.output:
+        if Path(output).suffix.lower() not in FIGURE_FORMATS:
+            raise ConfigError(
+                f"figure --output {output}: a figure is written as {', '.join(FIGURE_FORMATS)}"
+            )
+    if len(args.table) == 1 and not args.table[0].endswith(".json"):
+        args.table = args.table[0]  # a measures table, not summaries
     if args.name == TRANSFORMS_FIGURE:
         steps.transforms_figure(args.table, args.output, relative_layers=args.relative)
     else:
@@ -356,7 +366,11 @@ def _add_measure_commands(commands: Any) -> None:
 def _add_figure_commands(commands: Any) -> None:
     """The commands that draw: 'figure' and 'degeneration-figures'."""
     command = commands.add_parser("figure", help="draw a figure from the summary table")
-    command.add_argument("table", help="measures .tsv from 'measures-table'")
+    command.add_argument(
+        "table",
+        nargs="+",
+        help="measures .tsv from 'measures-table', or layer summaries (.json) from 'measure'",
+    )
     command.add_argument(
         "--name",
         choices=[*sorted(FIGURES), TRANSFORMS_FIGURE],
@@ -368,7 +382,7 @@ def _add_figure_commands(commands: Any) -> None:
     )
     command.add_argument("--relative", action="store_true", help="x axis = layer / layers")
     command.add_argument(
-        "-o", "--output", nargs="+", required=True, help="files to write (.png, .pdf, …)"
+        "-o", "--output", nargs="+", required=True, help="files to write (.png, .pdf, .svg)"
     )
     command.set_defaults(run=_figure)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -121,10 +121,6 @@ def build_occurrence_index(
     frequency_rank = np.empty(len(vocabulary), dtype=np.int32)
     frequency_rank[order] = np.arange(1, len(vocabulary) + 1)
     punctuation = np.array([is_punctuation(word) for word in vocabulary], dtype=bool)
-    counted = n_contexts if settings.count_by == "contexts" else count_with_repeats
-    indexed = counted >= settings.min_contexts
-    if settings.exclude_punctuation:
-        indexed &= ~punctuation
     vocab = pd.DataFrame(
         {
             "word_id": np.arange(len(vocabulary), dtype=np.int32),
@@ -134,10 +130,49 @@ def build_occurrence_index(
             "n_contexts": n_contexts.astype(np.int64),
             "frequency_rank": frequency_rank,
             "punctuation": punctuation,
-            "indexed": indexed,
         }
     )
+    vocab["indexed"] = indexed_units(vocab, settings)
     return OccurrenceIndex(occurrences, vocab)
+
+
+def indexed_units(vocab: pd.DataFrame, settings: IndexSettings) -> np.ndarray:
+    """Which units of `vocab` the index keeps: counted (`IndexSettings.count_by`) at least
+    ``min_contexts`` times, punctuation left out where ``exclude_punctuation`` says."""
+    counted = vocab["n_contexts" if settings.count_by == "contexts" else "count_with_repeats"]
+    indexed = counted.to_numpy() >= settings.min_contexts
+    if settings.exclude_punctuation:
+        indexed &= ~vocab["punctuation"].to_numpy()
+    return indexed
+
+
+def check_min_contexts(files: IndexFiles, settings: IndexSettings) -> None:
+    """Refuse (ConfigError) a ``min_contexts`` under which no word of the index at hand
+    would be measurable (indexed, and in two sentences or more), where that index was built
+    with the same other settings: the index step would refuse it only after Snakemake had
+    removed the good index. Nothing is said without such an index."""
+    try:
+        built = files.read_summary() if Path(files.summary).is_file() else None
+        vocab = read_parquet(files.vocab) if built is not None else None
+    except InputDataError:
+        return  # damaged: the index step rebuilds it
+    if built is None or built.get("units", {}).get("kind") != "word":
+        return
+    try:
+        settings_then = IndexSettings(**{key: built.get(key) for key in settings.as_dict()})
+    except (ConfigError, TypeError):
+        return  # another version's summary: the index step decides
+    if replace(settings_then, min_contexts=settings.min_contexts) != settings:
+        return
+    measurable = indexed_units(vocab, settings) & (vocab["n_contexts"].to_numpy() >= 2)
+    if len(vocab) and not measurable.any():
+        counted = "n_contexts" if settings.count_by == "contexts" else "count_with_repeats"
+        raise ConfigError(
+            f"index.min_contexts: {settings.min_contexts}: no word of the corpus reaches it "
+            f"(counted by {settings.count_by}, the most any word has is "
+            f"{int(vocab[counted].max())}), so nothing could be measured; lower it "
+            f"({files.summary}, built with {settings_then.min_contexts}, is kept)"
+        )
 
 
 def index_checksum(occurrences: pd.DataFrame) -> str:

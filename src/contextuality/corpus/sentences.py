@@ -6,6 +6,7 @@ The sentence table is the workflow's single view of a corpus: every sentence onc
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import re
@@ -237,7 +238,12 @@ def text_corpus_files(path: str | Path, pattern: str = "**/*.txt") -> list[Path]
     if path.is_file():
         return [path]
     if not path.is_dir():
-        raise InputDataError(f"{path}: corpus file or directory not found")
+        siblings = [child.name for child in path.parent.iterdir()] if path.parent.is_dir() else []
+        close = difflib.get_close_matches(path.name, siblings, n=1)
+        hint = f"; did you mean {path.parent / close[0]}?" if close else ""
+        raise InputDataError(
+            f"{path}: corpus file or directory not found (looked for {path.absolute()}){hint}"
+        )
     files = sorted(match for match in path.glob(pattern) if match.is_file())
     if not files:
         raise InputDataError(f"{path}: no corpus file matches {pattern!r}")

@@ -18,16 +18,12 @@ the interval their spread (`summary.sampled_summary`).
 from __future__ import annotations
 
 import math
-import os
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from contextuality.errors import check_integer
-from contextuality.provenance import read_json
 
 ESTIMATORS = ("twonn", "gride")
 
@@ -98,9 +94,3 @@ def sampled_dimensions(
         for name in ESTIMATORS:
             estimates[name].append(found.get(name, math.nan))
     return {name: np.array(values) for name, values in estimates.items()}, np.array(counts)
-
-
-def dimension_summaries(paths: Sequence[str | os.PathLike]) -> list[dict[str, Any]]:
-    """The layer summaries of every model's intrinsic dimension file (written by the
-    ``layer_geometry`` step)."""
-    return [summary for path in paths for summary in read_json(path)]

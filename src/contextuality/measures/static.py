@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from contextuality.measures.rows import group_sizes, groups_by_size
-from contextuality.provenance import atomic_path, write_json
+from contextuality.tables import write_text_with_sidecar
 
 METHODS = ("pc1", "mean")
 
@@ -89,9 +89,10 @@ def static_vectors(
 def write_word2vec_text(
     path: str | os.PathLike, words: list[str], matrix: np.ndarray, provenance: dict[str, Any]
 ) -> None:
-    """word2vec text format (``n d`` header, then ``word v1 … vd``), plus ``<path>.json``."""
-    with atomic_path(path) as temporary, open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(f"{len(words)} {matrix.shape[1]}\n")
-        for word, row in zip(words, matrix, strict=True):
-            handle.write(word + " " + " ".join(f"{value:.6g}" for value in row) + "\n")
-    write_json(Path(f"{path}.json"), {**provenance, "n_words": len(words)})
+    """word2vec text format (``n d`` header, then ``word v1 … vd``), its provenance and
+    digest in ``<path>.json`` (`tables.write_text_with_sidecar`)."""
+    lines = [f"{len(words)} {matrix.shape[1]}\n"]
+    for word, row in zip(words, matrix, strict=True):
+        lines.append(word + " " + " ".join(f"{value:.6g}" for value in row) + "\n")
+    sidecar = Path(f"{path}.json")
+    write_text_with_sidecar(path, "".join(lines), {**provenance, "n_words": len(words)}, sidecar)

@@ -9,12 +9,16 @@ comes with its baseline and the adjusted value, raw − baseline (paper §4.1).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from contextuality.errors import InputDataError
+from contextuality.provenance import read_json
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,42 @@ _VALUE_COLUMNS = tuple(
     for value in ("raw", "baseline", "adjusted")
     for bound in ("", "_low", "_high")
 )
+
+
+LAYER_SUMMARY_KEYS = ("model", "transform", "layer", "n_layers", "layer_output", "measures")
+
+
+def read_layer_summaries(paths: Sequence[str | os.PathLike]) -> list[dict[str, Any]]:
+    """The layer summaries in `paths`: a measure job's summary (one layer), or the layer
+    geometry step's intrinsic dimension file (``layers``: one per layer). Anything else is
+    refused in one line naming the file."""
+    summaries = []
+    for path in paths:
+        content = read_json(path)
+        layers = content.get("layers")
+        per_layer = isinstance(layers, list) and all(isinstance(one, dict) for one in layers)
+        found = layers if per_layer and "measures" not in content else [content]
+        for layer_summary in found:
+            missing = [key for key in LAYER_SUMMARY_KEYS if key not in layer_summary]
+            if missing:
+                raise InputDataError(
+                    f"{path}: not a layer summary (no {', '.join(missing)}); give the .json "
+                    "files the measure and layer geometry steps write"
+                )
+        summaries += found
+    return summaries
+
+
+def check_measures_table(table: pd.DataFrame, path: str | os.PathLike) -> pd.DataFrame:
+    """`table`, read from `path`, refused (InputDataError) unless it has the columns of a
+    measures table (`SUMMARY_COLUMNS`)."""
+    missing = [column for column in SUMMARY_COLUMNS if column not in table.columns]
+    if missing:
+        raise InputDataError(
+            f"{path}: not a measures table (no {', '.join(missing[:4])} column); give the "
+            "measures.tsv the measures table step writes"
+        )
+    return table
 
 
 def measures_table(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:

@@ -11,9 +11,13 @@ from pathlib import Path
 import pandas as pd
 
 from contextuality.errors import InputDataError
-from contextuality.measures.summary import measures_table
+from contextuality.measures.summary import (
+    check_measures_table,
+    measures_table,
+    read_layer_summaries,
+)
 from contextuality.provenance import read_json, sha256_file
-from contextuality.tables import read_parquet
+from contextuality.tables import read_parquet, read_tsv
 
 PathLike = str | os.PathLike
 
@@ -35,8 +39,8 @@ def _measures(source: PathLike | Sequence[PathLike]) -> tuple[pd.DataFrame, str]
     or the table of some layer summaries (.json files; `summary.measures_table`), so that the
     figures of one transform need not wait for every transform's measures."""
     if isinstance(source, str | os.PathLike):
-        return pd.read_csv(source, sep="\t"), _source(source)
-    table = measures_table([read_json(path) for path in source])
+        return check_measures_table(read_tsv(source), source), _source(source)
+    table = measures_table(read_layer_summaries(source))
     return table, _sources(source, "layer summaries")
 
 
@@ -147,17 +151,16 @@ def geometry_figures(
     from contextuality.figures.geometry import plot_cka, plot_positions
     from contextuality.figures.paper import plot_figure
     from contextuality.figures.specs import DIMENSION_FIGURE
-    from contextuality.geometry.dimension import dimension_summaries
 
     by_name = _by_stem(outputs)
     plot_figure(
-        measures_table(dimension_summaries(dimension_paths)),
+        measures_table(read_layer_summaries(dimension_paths)),
         DIMENSION_FIGURE,
         by_name["intrinsic_dimension"],
         source=_sources(dimension_paths, "dimension files"),
     )
-    plot_cka(pd.read_csv(cka_path, sep="\t"), by_name["cka"], source=_source(cka_path))
-    positions = pd.read_csv(positions_path, sep="\t")
+    plot_cka(read_tsv(cka_path), by_name["cka"], source=_source(cka_path))
+    positions = read_tsv(positions_path)
     plot_positions(positions, by_name["positions"], source=_source(positions_path))
 
 

@@ -166,7 +166,7 @@ def layer_geometry(
     layers = read_sampled_layers(model, index, rows)
     provenance = _provenance("layer_geometry", settings, rows, layers)
     summaries = _dimension_summaries(layers, settings, provenance)
-    write_json(dimension_output, summaries)
+    write_json(dimension_output, {"layers": summaries})
     log.info("CKA between %d layers on %d rows", len(layers.vectors), len(rows))
     table = cka_between((model.name, layers), None, later, sampled)
     write_parquet(table, cka_output, provenance)

@@ -17,7 +17,7 @@ from contextuality.errors import warn
 from contextuality.measures import analysis, degeneration, summary
 from contextuality.measures.layers import TransformFit, load_layer
 from contextuality.measures.settings import MeasureSettings
-from contextuality.provenance import config_hash, provenance_record, read_json, write_json
+from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.storage.shards import expected_extraction
 from contextuality.tables import (
     gather_parquet,
@@ -218,10 +218,7 @@ def measures_table(
     """The layer summaries as one table (`summary.measures_table`), with the intrinsic
     dimension of each stored model's layers (the geometry step's summaries, transform
     ``none``), its provenance gathering every layer summary's."""
-    from contextuality.geometry.dimension import dimension_summaries
-
-    summaries = [read_json(path) for path in summary_paths]
-    summaries += dimension_summaries(dimension_paths)
+    summaries = summary.read_layer_summaries([*summary_paths, *dimension_paths])
     table = summary.measures_table(summaries)
     sources = [_layer_summary_provenance(layer_summary) for layer_summary in summaries]
     write_tsv(table, output, provenance_record(step="measures_table", sources=sources))

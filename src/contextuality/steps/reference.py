@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from contextuality.measures import reference, summary
-from contextuality.provenance import provenance_record, read_json, sha256_file
+from contextuality.provenance import provenance_record, sha256_file
 from contextuality.tables import read_parquet, read_provenance, write_tsv
 
 PathLike = str | os.PathLike
@@ -37,7 +37,7 @@ def compare_reference(
     from contextuality.figures.paper import plot_reference
 
     words = {int(read_provenance(path)["layer"]): read_parquet(path) for path in words_paths}
-    summaries = [read_json(path) for path in summary_paths]
+    summaries = summary.read_layer_summaries(summary_paths)
     table = summary.measures_table(summaries)
     comparison = reference.compare(Path(published_files[0]).parent, table, words)
     provenance = provenance_record(

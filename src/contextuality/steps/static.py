@@ -14,9 +14,15 @@ from contextuality.corpus.index import IndexFiles
 from contextuality.measures.layers import TransformFit, load_layer
 from contextuality.measures.static import static_vectors as layer_static_vectors
 from contextuality.measures.static import write_word2vec_text
-from contextuality.provenance import provenance_record, read_json, sha256_file
+from contextuality.provenance import provenance_record, sha256_file
 from contextuality.storage.shards import expected_extraction
-from contextuality.tables import read_parquet, read_tsv_provenance, write_tsv
+from contextuality.tables import (
+    check_against_sidecar,
+    read_parquet,
+    read_tsv,
+    read_tsv_provenance,
+    write_tsv,
+)
 
 PathLike = str | os.PathLike
 
@@ -120,6 +126,8 @@ def score_static(
     protocol = labels["protocol"]
     if protocol == "paper" and vocab_path is None:
         raise ValueError("the paper protocol needs the word index's vocabulary (vocab_path)")
+    sidecar = Path(f"{vectors_path}.json")
+    vectors_provenance = check_against_sidecar(vectors_path, sidecar) if sidecar.is_file() else None
     vectors = benchmarks.WordVectors.from_word2vec_text(vectors_path)
     shared = benchmarks.shared_vocabulary(read_parquet(vocab_path)) if protocol == "paper" else None
     table = benchmarks.score_benchmarks(
@@ -133,7 +141,6 @@ def score_static(
     )
     for position, (key, value) in enumerate(labels.items()):
         table.insert(position, key, value)
-    sidecar = Path(f"{vectors_path}.json")
     files = dict.fromkeys(
         f for name in settings["benchmarks"] for f in benchmarks.BENCHMARKS[name].files
     )
@@ -143,7 +150,7 @@ def score_static(
         settings=settings,
         vectors=str(vectors_path),
         vectors_sha256=sha256_file(vectors_path),
-        vectors_provenance=read_json(sidecar) if sidecar.is_file() else None,
+        vectors_provenance=vectors_provenance,
         benchmark_checksums={file: benchmarks.known_checksums()[file] for file in files},
         shared_vocabulary_sha256=sha256_file(vocab_path) if protocol == "paper" else None,
     )
@@ -173,7 +180,7 @@ def word_benchmarks_table(
     from contextuality.benchmarks import word_benchmarks_table as gather
     from contextuality.figures.paper import plot_word_benchmarks
 
-    scores = [pd.read_csv(path, sep="\t", dtype={"layer": "Int64"}) for path in score_paths]
+    scores = [read_tsv(path, dtype={"layer": "Int64"}) for path in score_paths]
     table = gather(scores)
     sources = [read_tsv_provenance(path) for path in score_paths]
     write_tsv(table, output, provenance_record(step="word_benchmarks_table", sources=sources))

@@ -21,15 +21,20 @@ import errno
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
 
-from contextuality.errors import ShardMismatchError, StorageError
-from contextuality.provenance import partial_path, remove_stale_partials
+from contextuality.errors import ContextualityError, ShardMismatchError, StorageError, one_line
+from contextuality.provenance import (
+    canonical_json,
+    partial_path,
+    remove_stale_partials,
+    sha256_bytes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +60,27 @@ def encode_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
     return safe
 
 
+ATTRIBUTES_DIGEST = "attributes_sha256"
+
+
+def _attributes_digest(attributes: dict[str, Any]) -> str:
+    """SHA-256 of a file's attributes (decoded, its own digest left out)."""
+    return sha256_bytes(canonical_json(attributes).encode())
+
+
+def seal_attributes(handle: h5py.File) -> None:
+    """Record the digest of the file's attributes as they now are (`ATTRIBUTES_DIGEST`),
+    which `read_attributes` compares."""
+    if ATTRIBUTES_DIGEST in handle.attrs:
+        del handle.attrs[ATTRIBUTES_DIGEST]
+    handle.attrs[ATTRIBUTES_DIGEST] = _attributes_digest(read_attributes(handle))
+
+
 def read_attributes(handle: Any) -> dict[str, Any]:
     """An open file's attributes as plain Python values, dicts and lists decoded
-    (`encode_attributes` stored them as JSON text)."""
+    (`encode_attributes` stored them as JSON text); ShardMismatchError where they differ
+    from the digest written with them (`ATTRIBUTES_DIGEST`; files written before it have
+    none)."""
     attributes = {}
     for key, value in handle.attrs.items():
         if isinstance(value, np.generic):
@@ -65,12 +88,32 @@ def read_attributes(handle: Any) -> dict[str, Any]:
         if isinstance(value, str) and value[:1] in ("{", "["):
             value = json.loads(value)
         attributes[key] = value
+    recorded = attributes.pop(ATTRIBUTES_DIGEST, None)
+    if recorded is not None and recorded != _attributes_digest(attributes):
+        raise ShardMismatchError(
+            f"{handle.filename}: damaged, its attributes differ from the digest written with "
+            f"them; {REBUILD}"
+        )
     return attributes
 
 
-def one_line(error: BaseException) -> str:
-    """An error's message on one line (HDF5's messages span several)."""
-    return " ".join(str(error).split())
+# What h5py raises on a file whose metadata (superblock, object headers, attributes) is
+# damaged: a damaged file is all these, never a traceback.
+_DAMAGE = (OSError, RuntimeError, KeyError, ValueError, TypeError, IndexError, AttributeError)
+
+
+@contextlib.contextmanager
+def damage_refused(path: Path, what: str = "HDF5 shard") -> Iterator[None]:
+    """Turn an error HDF5 raises reading `path` (`_DAMAGE`) into one ShardMismatchError
+    line naming the file and how to rebuild it; the package's own errors pass unchanged."""
+    try:
+        yield
+    except ContextualityError:
+        raise
+    except _DAMAGE as error:
+        raise ShardMismatchError(
+            f"{path}: damaged or not a {what}, it cannot be read ({one_line(error)}); {REBUILD}"
+        ) from error
 
 
 def open_to_read(path: Path, what: str = "HDF5 shard") -> h5py.File:
@@ -82,16 +125,43 @@ def open_to_read(path: Path, what: str = "HDF5 shard") -> h5py.File:
         raise ShardMismatchError(f"{path}: not a readable {what} ({one_line(error)})") from error
 
 
+@contextlib.contextmanager
+def reading(path: Path, what: str = "HDF5 shard") -> Iterator[h5py.File]:
+    """`path` open for reading (`open_to_read`), any error its damage raises while it is
+    read one line (`damage_refused`)."""
+    with damage_refused(path, what), open_to_read(path, what) as handle:
+        yield handle
+
+
+DIGEST = "content_sha256"
+
+
+def record_digests(handle: h5py.File) -> None:
+    """Store beside each dataset of `handle` the SHA-256 of its values (`DIGEST`), which
+    `read_checked` compares when the whole dataset is read: a chunk lost from HDF5's index
+    reads as fill values, which no chunk checksum sees."""
+    for dataset in handle.values():
+        dataset.attrs[DIGEST] = sha256_bytes(np.ascontiguousarray(dataset[...]).tobytes())
+
+
 def read_checked(dataset: h5py.Dataset, selection: Any = Ellipsis) -> np.ndarray:
     """``dataset[selection]``, a ShardMismatchError naming the file and how to rebuild it
-    where HDF5 cannot read it (a chunk whose checksum does not match its data)."""
+    where HDF5 cannot read it (a chunk whose checksum does not match its data) or, read
+    whole, its values differ from their recorded digest (`record_digests`)."""
     try:
-        return dataset[selection]
-    except OSError as error:
+        values = dataset[selection]
+        recorded = dataset.attrs.get(DIGEST) if selection is Ellipsis else None
+    except _DAMAGE as error:
         raise ShardMismatchError(
             f"{dataset.file.filename}: damaged, its data cannot be read ({one_line(error)}); "
             f"{REBUILD}"
         ) from error
+    if recorded is not None and recorded != sha256_bytes(np.ascontiguousarray(values).tobytes()):
+        raise ShardMismatchError(
+            f"{dataset.file.filename}: damaged, dataset {dataset.name} differs from the digest "
+            f"written with it; {REBUILD}"
+        )
+    return values
 
 
 def raise_if_disk_full(error: BaseException, directory: Path) -> None:
@@ -203,6 +273,7 @@ class LayerFiles:
         try:
             for handle in self.files.values():
                 handle.attrs.update(encode_attributes({**attributes, "complete": True}))
+                seal_attributes(handle)
             while self.files:
                 _close(self.files.pop(next(iter(self.files))))
             self._move_into_place()

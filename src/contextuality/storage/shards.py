@@ -6,7 +6,9 @@ marks an occurrence the model produced no vector for (all its subword tokens wer
 by truncation or dropped by the tokenizer); ``n_missing`` records how many, and a shard
 holding another number (rows damaged on disk read as NaN) is refused. Attributes carry the
 provenance; ``complete`` is set last, and the file only gets its final name after that.
-Each chunk of ``vectors`` (about 1 MiB of rows) carries a checksum (`hdf5.LayerFiles`).
+Each chunk of ``vectors`` (about 1 MiB of rows) carries a checksum (`hdf5.LayerFiles`), and
+its fill value is NaN, so a chunk lost from HDF5's index reads as rows without a vector,
+more than ``n_missing``: refused as damaged too.
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from contextuality.storage.hdf5 import (
     REBUILD,
     LayerFiles,
     check_attributes,
+    damage_refused,
     open_to_read,
     raise_if_disk_full,
     read_attributes,
     read_checked,
+    reading,
 )
 
 DATASET = "vectors"
@@ -76,6 +80,7 @@ class ShardSetWriter:
                     shape=(n_rows, dim),
                     dtype=dtype,
                     chunks=(rows, dim) if n_rows else None,  # an empty part
+                    fillvalue=np.nan,  # a chunk lost from the index reads as rows without vector
                 )
         except BaseException as error:
             self.abort()
@@ -110,7 +115,7 @@ class ShardSetWriter:
 
 def shard_attributes(path: str | os.PathLike) -> dict[str, Any]:
     """A shard's attributes as plain Python values."""
-    with h5py.File(path, "r") as handle:
+    with reading(Path(path)) as handle:
         return read_attributes(handle)
 
 
@@ -182,7 +187,7 @@ def load_shard(
     failing its checksum, or more rows without a vector than ``n_missing`` records).
     """
     path = Path(path)
-    with open_to_read(path) as handle:
+    with reading(path) as handle:
         attributes = read_attributes(handle)
         check_attributes(path, attributes, index_checksum, expected)
         if DATASET not in handle:
@@ -318,12 +323,11 @@ def load_shard_parts(
         raise ShardMismatchError("no shard parts given")
     handles: list[Any] = []
     try:
+        found = []
         for path in paths:
-            handles.append(open_to_read(path))
-        found = [
-            _checked_part(path, handle, index_checksum, expected)
-            for path, handle in zip(paths, handles, strict=True)
-        ]
+            with damage_refused(path):
+                handles.append(open_to_read(path))
+                found.append(_checked_part(path, handles[-1], index_checksum, expected))
         order = sorted(range(len(paths)), key=lambda position: int(found[position]["part"]))
         total = _check_parts_fit(
             [(paths[i], found[i], handles[i][DATASET].shape) for i in order], n_rows

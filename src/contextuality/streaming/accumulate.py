@@ -22,7 +22,12 @@ import numpy as np
 
 from contextuality.measures.rows import group_sizes, rows_with_vectors, run_starts
 from contextuality.random_streams import generator
-from contextuality.storage.hdf5 import LayerFiles, encode_attributes, raise_if_disk_full
+from contextuality.storage.hdf5 import (
+    LayerFiles,
+    encode_attributes,
+    raise_if_disk_full,
+    record_digests,
+)
 from contextuality.storage.shards import check_free_space
 from contextuality.streaming.state import FORMAT, LayerSums, StreamingSettings
 
@@ -317,6 +322,7 @@ class StreamingAccumulator:
                 handle.create_dataset(name, data=getattr(sums, name))
             counts = {"n_valid": sums.n, "same_sentence_pairs": sums.same_sentence_pairs}
             handle.attrs.update(encode_attributes(counts))
+            record_digests(handle)
         self._stop_threads()
         self._files.commit(attributes)
 

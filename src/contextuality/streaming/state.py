@@ -30,9 +30,9 @@ from contextuality.errors import ShardMismatchError, check_integer
 from contextuality.measures.settings import MeasureSettings
 from contextuality.storage.hdf5 import (
     check_attributes,
-    open_to_read,
     read_attributes,
     read_checked,
+    reading,
 )
 
 FORMAT = "contextuality-streaming-state/1"
@@ -147,7 +147,7 @@ def load_state(
     from `expected`, or whose data fails its checksums, as `storage.shards.load_shard`
     refuses a shard."""
     path = Path(path)
-    with open_to_read(path, "state file") as handle:
+    with reading(path, "state file") as handle:
         attributes = read_attributes(handle)
         if attributes.get("format") != FORMAT:
             raise ShardMismatchError(f"{path}: not a streaming state file ({FORMAT})")
@@ -156,20 +156,20 @@ def load_state(
             checks["n_rows"] = n_rows
         check_attributes(path, attributes, index_checksum, checks, what="state file")
         data = {name: read_checked(handle[name]) for name in handle}
-    sums = LayerSums(
-        **{
-            name: data[name]
-            for name in LayerSums.__dataclass_fields__
-            if name not in ("n", "same_sentence_pairs")
-        },
-        n=int(attributes["n_valid"]),
-        same_sentence_pairs=int(attributes["same_sentence_pairs"]),
-    )
-    return StreamingState(
-        attributes=attributes,
-        word_id=data["word_id"],
-        sums=sums,
-        kept_rows=data["kept_rows"],
-        kept_vectors=data["kept_vectors"],
-        in_word_sample=data["in_word_sample"],
-    )
+        sums = LayerSums(
+            **{
+                name: data[name]
+                for name in LayerSums.__dataclass_fields__
+                if name not in ("n", "same_sentence_pairs")
+            },
+            n=int(attributes["n_valid"]),
+            same_sentence_pairs=int(attributes["same_sentence_pairs"]),
+        )
+        return StreamingState(
+            attributes=attributes,
+            word_id=data["word_id"],
+            sums=sums,
+            kept_rows=data["kept_rows"],
+            kept_vectors=data["kept_vectors"],
+            in_word_sample=data["in_word_sample"],
+        )

@@ -8,6 +8,7 @@ imported only by the steps that need them.
 
 from __future__ import annotations
 
+import errno
 import gc
 import logging
 import sys
@@ -16,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from contextuality import __version__
-from contextuality.errors import ContextualityError
+from contextuality.corpus.index import IndexFiles, IndexSettings, check_min_contexts
+from contextuality.errors import ConfigError, ContextualityError, InputDataError
 from contextuality.workflow.config import (
     TOKENIZER_SETTINGS,
     check_config,
@@ -63,7 +65,6 @@ from contextuality.workflow.paths import (
     family_summaries,
     figure_paths,
     figures_directory,
-    final_outputs,
     index_directory,
     index_files,
     layer_outputs,
@@ -82,6 +83,7 @@ from contextuality.workflow.paths import (
     wildcard_constraints,
 )
 from contextuality.workflow.sweeps import expand_sweeps, sweeps
+from contextuality.workflow.targets import final_outputs, intermediate_outputs
 
 __all__ = [
     "PART_PATTERN",
@@ -112,6 +114,7 @@ __all__ = [
     "figures_directory",
     "geometry_settings",
     "final_outputs",
+    "intermediate_outputs",
     "index_directory",
     "index_files",
     "is_streamed",
@@ -131,6 +134,7 @@ __all__ = [
     "part_label",
     "pattern",
     "plan_config",
+    "check_planned_inputs",
     "published_files",
     "cka_model_pairs",
     "run_step",
@@ -148,6 +152,23 @@ __all__ = [
     "wildcard_constraints",
     "word_sample_size",
 ]
+
+
+def check_planned_inputs(config: dict[str, Any]) -> None:
+    """End the run in one line, before any job removes a good output, where what the
+    config asks of the data cannot be met: a text corpus that is not where
+    ``corpus.text.path`` says (named with the path looked for and a close match; in
+    Snakemake's input function it would fail inside Snakemake's frames), or a
+    ``min_contexts`` no word of the index at hand reaches (`index.check_min_contexts`)."""
+    try:
+        if config["corpus"]["source"] == "text":
+            try:
+                corpus_inputs(config)
+            except InputDataError as error:
+                raise ConfigError(f"corpus.text.path: {error}") from error
+        check_min_contexts(IndexFiles.of(index_files(config)), IndexSettings(**config["index"]))
+    except ContextualityError as error:
+        sys.exit(f"error: {error}")
 
 
 def plan_config(
@@ -171,6 +192,17 @@ def plan_config(
         sys.exit(f"error: {error}")
 
 
+def _fail(message: str) -> None:
+    """End a job with `message` on one line: in its log, or on the console where the log
+    cannot be written (a full disk), never a traceback or Python's "lost sys.stderr"."""
+    try:
+        print(f"error: {message}", file=sys.stderr, flush=True)
+    except OSError:
+        sys.stderr = sys.__stderr__
+        print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
 def run_step(
     log_path: str | Path | None, step: Callable[[], Any], threads: int | None = None
 ) -> None:
@@ -178,9 +210,10 @@ def run_step(
     and its BLAS and OpenMP pools limited to the job's `threads`.
 
     Limiting the pools (`steps.limited_threads`) keeps jobs that Snakemake runs side by
-    side from each starting a thread per core. A ContextualityError (bad input, unloadable model,
-    mismatched shard) ends the job with its message and exit status 1 instead of a
-    traceback. After the step, the process's objects are frozen out of the garbage
+    side from each starting a thread per core. A ContextualityError (bad input, unloadable
+    model, mismatched shard), running out of memory or a full disk ends the job with one
+    line saying what was wrong or ran out, and exit status 1, instead of a traceback
+    (`_fail`). After the step, the process's objects are frozen out of the garbage
     collector (`gc.freeze`), as the job ends next.
     """
     from contextuality.steps import limited_threads
@@ -195,8 +228,20 @@ def run_step(
         with limited_threads(threads):
             step()
     except ContextualityError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(1)
+        _fail(str(error))
+    except MemoryError:
+        _fail(
+            "out of memory: the job needs more than the machine or its scheduler gave it; "
+            "give it more (a profile's mem_mb, a larger machine) or run fewer jobs at once "
+            "(--cores, --resources mem_mb=...)"
+        )
+    except OSError as error:
+        if error.errno != errno.ENOSPC:
+            raise
+        _fail(
+            f"the disk is full (writing {error.filename or 'an output'}); no output was kept: "
+            "free space and rerun"
+        )
     # The job's process ends next: leave what it holds out of the garbage collector's passes
     # at interpreter exit: 0.2 s, not 1.0, from an extraction's end to its exit
     # (bench/results/default-run-cpu2.md).

@@ -7,6 +7,7 @@ params change), so that editing one model's settings reruns only that model's jo
 from __future__ import annotations
 
 import copy
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,17 @@ RENAMED_KEYS = {
 }
 # Keys of config ``measures`` that are not the measure step's settings.
 _NOT_MEASURE_SETTINGS = ("transforms", "top_words", "transform_fit")
+
+
+def _did_you_mean(error: Any) -> str:
+    """For a key the schema does not know, the known keys it is closest to (a misspelt
+    ``split_sentence``: did you mean split_sentences?), else ""."""
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return ""
+    known = list(error.schema.get("properties") or {})
+    unknown = [key for key in error.instance if key not in known]
+    close = [match for key in unknown for match in difflib.get_close_matches(key, known, n=1)]
+    return f"; did you mean {', '.join(close)}?" if close else ""
 
 
 def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
@@ -47,7 +59,8 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
     if renamed:
         raise ConfigError("invalid config:\n  " + "\n  ".join(renamed))
     problems = [
-        f"{'.'.join(str(part) for part in error.absolute_path) or '(top level)'}: {error.message}"
+        f"{'.'.join(str(part) for part in error.absolute_path) or '(top level)'}: "
+        f"{error.message}{_did_you_mean(error)}"
         for error in sorted(validator.iter_errors(config), key=lambda error: list(error.path))
     ]
     if problems:
@@ -197,8 +210,12 @@ def model_spec(config: dict[str, Any], model: str) -> ModelSpec:
 
 def model_settings(config: dict[str, Any], model: str) -> dict[str, Any]:
     """Every setting of `model` that changes its vectors, defaults filled in: what its
-    extraction records and hashes (`backends.model_settings`)."""
-    return backends.model_settings(model_spec(config, model))
+    extraction records and hashes (`backends.model_settings`), its ``layers`` written out
+    in order (`model_layers`), so that a list in another order, with a repeat, or
+    ``layers: null`` for the same layers is the same extraction."""
+    return backends.model_settings(model_spec(config, model)) | {
+        "layers": model_layers(config, model)
+    }
 
 
 def model_layers(config: dict[str, Any], model: str) -> list[int]:

@@ -19,7 +19,6 @@ from contextuality.corpus.sentences import sts_archive_name, text_corpus_files
 from contextuality.errors import ConfigError
 from contextuality.fetch import resolve_data_path
 from contextuality.workflow.config import (
-    compared_models,
     degeneration_transforms,
     extraction_partitions,
     figure_transforms,
@@ -388,55 +387,6 @@ def family_summaries(config: dict[str, Any], family: str) -> list[str]:
 def family_metas(config: dict[str, Any], family: str) -> list[str]:
     """The meta.json of each model of `family` (of its first part, for a partitioned one)."""
     return [extraction_metas(config, model)[0] for model in config["figures"]["families"][family]]
-
-
-def final_outputs(config: dict[str, Any]) -> list[str]:
-    """Everything ``snakemake`` builds by default."""
-    return [
-        "results/corpus/sentences.parquet",
-        "results/corpus/index.json",
-        *[path for model in model_names(config) for path in extraction_metas(config, model)],
-        *every_layer_output(config, ".json"),
-        "results/tables/measures.tsv",
-        *[
-            f"results/tables/words/{model}.{transform}.tsv"
-            for model in model_names(config)
-            for transform in config["measures"]["transforms"]
-        ],
-        *(
-            [
-                "results/tables/degeneration.tsv",
-                "results/tables/cka.tsv",
-                "results/tables/positions.tsv",
-            ]
-            if streamed_models(config, streamed=False)
-            else []
-        ),
-        *figure_paths(config),
-        *[
-            f"results/figures/sweeps/{sweep}.{extension}"
-            for sweep in sweeps(config)
-            for extension in ("png", "pdf")
-        ],
-        *[
-            f"results/figures/families/{family}.{extension}"
-            for family in (config.get("figures") or {}).get("families") or {}
-            for extension in ("png", "pdf")
-        ],
-        *(
-            ["results/tables/word_benchmarks.tsv", "results/figures/word_benchmarks.png"]
-            if config.get("static", {}).get("activate", False)
-            else []
-        ),
-        *[
-            path
-            for model in compared_models(config)
-            for path in (
-                f"results/reference/{model}.tsv",
-                f"results/figures/reference_{model}.png",
-            )
-        ],
-    ]
 
 
 def wildcard_constraints(config: dict[str, Any]) -> dict[str, str]:

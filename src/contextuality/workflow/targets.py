@@ -1,0 +1,102 @@
+"""What ``snakemake`` builds by default: every table, figure and summary of the config,
+and every file one job writes for another to read (`intermediate_outputs`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextuality.workflow.config import (
+    compared_models,
+    model_layers,
+    model_names,
+    streamed_models,
+)
+from contextuality.workflow.paths import (
+    cka_files,
+    dimension_files,
+    every_layer_output,
+    extraction_metas,
+    figure_paths,
+    index_files,
+    layer_shards,
+)
+from contextuality.workflow.sweeps import sweeps
+
+
+def intermediate_outputs(config: dict[str, Any]) -> list[str]:
+    """Every file one job writes for another to read: asked for by default, so that one
+    missing (deleted, or lost to a job killed outright) is rebuilt, never passed over
+    because what was made from it still stands (Snakemake rebuilds a missing input only
+    for a job that runs anyway)."""
+    transforms = config["measures"]["transforms"]
+    return [
+        *{path for model in model_names(config) for path in index_files(config, model).values()},
+        *(["results/corpus/fit_split.parquet"] if set(transforms) - {"none"} else []),
+        *[
+            path
+            for model in model_names(config)
+            for layer in model_layers(config, model)
+            for files in layer_shards(config, model, layer).values()
+            for path in ([files] if isinstance(files, str) else files)
+        ],
+        *every_layer_output(config, ".parquet"),
+        *every_layer_output(config, ".sentences.parquet"),
+        *[
+            path
+            for suffix in (".words.parquet", ".bins.parquet", ".cone.parquet", ".positions.parquet")
+            for path in every_layer_output(config, suffix, "degeneration")
+        ],
+        *cka_files(config),
+        *dimension_files(config),
+    ]
+
+
+def final_outputs(config: dict[str, Any]) -> list[str]:
+    """Everything ``snakemake`` builds by default: the tables, figures and summaries, and
+    every `intermediate_outputs` file."""
+    return [
+        "results/corpus/sentences.parquet",
+        "results/corpus/index.json",
+        *intermediate_outputs(config),
+        *[path for model in model_names(config) for path in extraction_metas(config, model)],
+        *every_layer_output(config, ".json"),
+        "results/tables/measures.tsv",
+        *[
+            f"results/tables/words/{model}.{transform}.tsv"
+            for model in model_names(config)
+            for transform in config["measures"]["transforms"]
+        ],
+        *(
+            [
+                "results/tables/degeneration.tsv",
+                "results/tables/cka.tsv",
+                "results/tables/positions.tsv",
+            ]
+            if streamed_models(config, streamed=False)
+            else []
+        ),
+        *figure_paths(config),
+        *[
+            f"results/figures/sweeps/{sweep}.{extension}"
+            for sweep in sweeps(config)
+            for extension in ("png", "pdf")
+        ],
+        *[
+            f"results/figures/families/{family}.{extension}"
+            for family in (config.get("figures") or {}).get("families") or {}
+            for extension in ("png", "pdf")
+        ],
+        *(
+            ["results/tables/word_benchmarks.tsv", "results/figures/word_benchmarks.png"]
+            if config.get("static", {}).get("activate", False)
+            else []
+        ),
+        *[
+            path
+            for model in compared_models(config)
+            for path in (
+                f"results/reference/{model}.tsv",
+                f"results/figures/reference_{model}.png",
+            )
+        ],
+    ]
