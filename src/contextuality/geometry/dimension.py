@@ -8,8 +8,9 @@ breaks both estimators' ratios):
   second and first nearest neighbours, Pareto-distributed with exponent d on a locally
   uniform d-dimensional manifold (the 10 % largest ratios discarded, the line fit of the
   paper);
-- GRIDE (Denti et al. 2022), multiscale: the same likelihood for r_{2k}/r_k, at a larger
-  neighbour order k (`DimensionSettings.gride_scale`), which looks past short-scale noise.
+- GRIDE (Denti et al. 2022), multiscale: the maximum likelihood of d under the generalized
+  ratio distribution of r_{2k}/r_k (TwoNN's Pareto law for k = 1), at a larger neighbour
+  order k (`DimensionSettings.gride_scale`), which looks past short-scale noise.
 
 Each estimate is repeated on `samples` independent samples; the value is their mean and
 the interval their spread (`summary.sampled_summary`).
