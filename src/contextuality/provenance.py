@@ -137,6 +137,7 @@ def json_ready(value: Any) -> Any:
 
 
 CONTENT_DIGEST = "content_sha256"
+REBUILD = "rebuild it (delete it and rerun)"  # what to do with a damaged file
 
 
 def _json_digest(value: Any) -> str:
@@ -160,21 +161,20 @@ def write_json(path: str | os.PathLike, value: dict[str, Any]) -> None:
 def read_json(path: str | os.PathLike) -> dict[str, Any]:
     """Read a JSON file `write_json` wrote, without its digest (InputDataError, one line
     naming the file, where it is missing, not JSON, or its content differs from its digest)."""
-    rebuild = "rebuild it (delete it and rerun)"
     try:
         content = json.loads(Path(path).read_text())
     except FileNotFoundError as error:
         raise InputDataError(f"{path}: no such file") from error
     except (OSError, ValueError) as error:
-        raise InputDataError(f"{path}: not readable JSON ({one_line(error)}); {rebuild}") from error
+        raise InputDataError(f"{path}: not readable JSON ({one_line(error)}); {REBUILD}") from error
     if not isinstance(content, dict) or CONTENT_DIGEST not in content:
         raise InputDataError(
             f"{path}: no {CONTENT_DIGEST}, so not a file this workflow wrote (or damaged); "
-            f"{rebuild}"
+            f"{REBUILD}"
         )
     recorded = content.pop(CONTENT_DIGEST)
     if recorded != _json_digest(content):
         raise InputDataError(
-            f"{path}: damaged, its content differs from the digest written with it; {rebuild}"
+            f"{path}: damaged, its content differs from the digest written with it; {REBUILD}"
         )
     return content

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from contextuality.errors import InputDataError, one_line
 from contextuality.provenance import (
+    REBUILD,
     atomic_path,
     json_ready,
     provenance_record,
@@ -35,7 +36,6 @@ from contextuality.provenance import (
 PROVENANCE_KEY = b"contextuality.provenance"
 DIGEST_KEY = b"contextuality.content_sha256"
 TABLE_DIGEST = "table_sha256"
-REBUILD = "rebuild it (delete it and rerun)"
 
 
 def _table_digest(table: pa.Table) -> str:
@@ -94,6 +94,13 @@ def read_parquet(path: str | os.PathLike) -> pd.DataFrame:
     return _read_checked(path).to_pandas()
 
 
+def read_parquet_with_provenance(path: str | os.PathLike) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A Parquet table written by `write_parquet` and its provenance record, from one
+    checked read (`_read_checked`)."""
+    table = _read_checked(path)
+    return table.to_pandas(), _provenance_of(table)
+
+
 def read_provenance(path: str | os.PathLike) -> dict[str, Any]:
     """The provenance record stored in a Parquet file's metadata ({} if none), the file's
     content checked first (`_read_checked`)."""
@@ -111,14 +118,11 @@ def gather_parquet(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The Parquet tables at `paths` as one table (sorted by the `order` columns), and
     the provenance record of the `step` gathering them, which keeps each one's."""
-    checked = [_read_checked(path) for path in paths]
-    table = pd.concat([one.to_pandas() for one in checked], ignore_index=True)
+    tables, sources = zip(*(read_parquet_with_provenance(path) for path in paths), strict=True)
+    table = pd.concat(tables, ignore_index=True)
     if order:
         table = table.sort_values(order, kind="stable")
-    sources = [
-        json.loads((one.schema.metadata or {}).get(PROVENANCE_KEY, b"{}")) for one in checked
-    ]
-    return table, provenance_record(step=step, sources=sources)
+    return table, provenance_record(step=step, sources=list(sources))
 
 
 @contextlib.contextmanager

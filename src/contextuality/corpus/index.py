@@ -24,7 +24,7 @@ import pandas as pd
 from contextuality.corpus.words import WORD_TOKENIZERS, is_punctuation
 from contextuality.errors import ConfigError, InputDataError, check_integer
 from contextuality.provenance import read_json, write_json
-from contextuality.tables import read_parquet, read_provenance, write_parquet
+from contextuality.tables import read_parquet, read_parquet_with_provenance, write_parquet
 
 COUNT_RULES = ("contexts", "occurrences")
 # The files of an occurrence index, by the names rules and `IndexFiles` give them.
@@ -136,11 +136,15 @@ def build_occurrence_index(
     return OccurrenceIndex(occurrences, vocab)
 
 
+def _counted(settings: IndexSettings) -> str:
+    """The vocabulary column ``min_contexts`` is held against (`IndexSettings.count_by`)."""
+    return "n_contexts" if settings.count_by == "contexts" else "count_with_repeats"
+
+
 def indexed_units(vocab: pd.DataFrame, settings: IndexSettings) -> np.ndarray:
     """Which units of `vocab` the index keeps: counted (`IndexSettings.count_by`) at least
     ``min_contexts`` times, punctuation left out where ``exclude_punctuation`` says."""
-    counted = vocab["n_contexts" if settings.count_by == "contexts" else "count_with_repeats"]
-    indexed = counted.to_numpy() >= settings.min_contexts
+    indexed = vocab[_counted(settings)].to_numpy() >= settings.min_contexts
     if settings.exclude_punctuation:
         indexed &= ~vocab["punctuation"].to_numpy()
     return indexed
@@ -150,27 +154,31 @@ def check_min_contexts(files: IndexFiles, settings: IndexSettings) -> None:
     """Refuse (ConfigError) a ``min_contexts`` under which no word of the index at hand
     would be measurable (indexed, and in two sentences or more), where that index was built
     with the same other settings: the index step would refuse it only after Snakemake had
-    removed the good index. Nothing is said without such an index."""
-    try:
-        built = files.read_summary() if Path(files.summary).is_file() else None
-        vocab = read_parquet(files.vocab) if built is not None else None
-    except InputDataError:
-        return  # damaged: the index step rebuilds it
-    if built is None or built.get("units", {}).get("kind") != "word":
+    removed the good index. Nothing is said without such an index, and nothing is read
+    beyond its summary while the settings are the ones it was built with."""
+    if not Path(files.summary).is_file():
         return
     try:
+        built = files.read_summary()
         settings_then = IndexSettings(**{key: built.get(key) for key in settings.as_dict()})
-    except (ConfigError, TypeError):
-        return  # another version's summary: the index step decides
-    if replace(settings_then, min_contexts=settings.min_contexts) != settings:
+    except (InputDataError, ConfigError, TypeError):
+        return  # damaged, or another version's: the index step decides
+    if (
+        settings_then == settings  # the index at hand stands
+        or replace(settings_then, min_contexts=settings.min_contexts) != settings
+        or built.get("units", {}).get("kind") != "word"
+    ):
+        return
+    try:
+        vocab = read_parquet(files.vocab)
+    except InputDataError:
         return
     measurable = indexed_units(vocab, settings) & (vocab["n_contexts"].to_numpy() >= 2)
     if len(vocab) and not measurable.any():
-        counted = "n_contexts" if settings.count_by == "contexts" else "count_with_repeats"
         raise ConfigError(
             f"index.min_contexts: {settings.min_contexts}: no word of the corpus reaches it "
             f"(counted by {settings.count_by}, the most any word has is "
-            f"{int(vocab[counted].max())}), so nothing could be measured; lower it "
+            f"{int(vocab[_counted(settings)].max())}), so nothing could be measured; lower it "
             f"({files.summary}, built with {settings_then.min_contexts}, is kept)"
         )
 
@@ -228,9 +236,10 @@ class IndexFiles:
     def read_vocab(self) -> pd.DataFrame:
         """The vocabulary, refused (InputDataError) unless it was written with this summary
         (same settings, corpus and index checksums)."""
-        if read_provenance(self.vocab) != self.read_summary():
+        vocab, provenance = read_parquet_with_provenance(self.vocab)
+        if provenance != self.read_summary():
             raise self._mismatch(self.vocab, "it was written with another index summary")
-        return read_parquet(self.vocab)
+        return vocab
 
     def _mismatch(self, path: Path, why: str) -> InputDataError:
         return InputDataError(

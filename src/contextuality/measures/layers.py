@@ -24,7 +24,7 @@ from contextuality.measures.rows import rows_with_vectors
 from contextuality.measures.transforms import TransformSettings, fit_transform
 from contextuality.provenance import sha256_file
 from contextuality.storage.shards import load_shards
-from contextuality.tables import read_parquet, read_provenance
+from contextuality.tables import read_parquet_with_provenance
 
 PathLike = str | os.PathLike
 
@@ -89,8 +89,7 @@ def load_layer(
         raise ValueError(
             f"transform '{transform}' needs the fit split and the transform_fit settings"
         )
-    split = read_parquet(transform_fit.split)
-    split_provenance = read_provenance(transform_fit.split)
+    split, split_provenance = read_parquet_with_provenance(transform_fit.split)
     if split_provenance["corpus_checksum"] != index_summary["corpus_checksum"]:
         raise InputDataError(f"{transform_fit.split} was drawn for another corpus; rebuild it")
     in_fit = split["fit"].to_numpy()[occurrences["sentence_id"].to_numpy()]

@@ -21,8 +21,7 @@ from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.storage.shards import expected_extraction
 from contextuality.tables import (
     gather_parquet,
-    read_parquet,
-    read_provenance,
+    read_parquet_with_provenance,
     write_parquet,
     write_tsv,
 )
@@ -232,8 +231,9 @@ def context_specific_words(
     (`analysis.context_specific_words`), from its per-word tables."""
     layer_words, sources = {}, []
     for path in words_paths:
-        sources.append(read_provenance(path))
-        layer_words[int(sources[-1]["layer"])] = read_parquet(path)
+        table, provenance = read_parquet_with_provenance(path)
+        sources.append(provenance)
+        layer_words[int(provenance["layer"])] = table
     table = analysis.context_specific_words(layer_words, top)
     provenance = provenance_record(step="context_specific_words", top=top, sources=sources)
     write_tsv(table, output, provenance)

@@ -11,7 +11,7 @@ import pandas as pd
 
 from contextuality.measures import reference, summary
 from contextuality.provenance import provenance_record, sha256_file
-from contextuality.tables import read_parquet, read_provenance, write_tsv
+from contextuality.tables import read_parquet_with_provenance, write_tsv
 
 PathLike = str | os.PathLike
 
@@ -36,7 +36,10 @@ def compare_reference(
     """
     from contextuality.figures.paper import plot_reference
 
-    words = {int(read_provenance(path)["layer"]): read_parquet(path) for path in words_paths}
+    words = {
+        int(provenance["layer"]): table
+        for table, provenance in map(read_parquet_with_provenance, words_paths)
+    }
     summaries = summary.read_layer_summaries(summary_paths)
     table = summary.measures_table(summaries)
     comparison = reference.compare(Path(published_files[0]).parent, table, words)
