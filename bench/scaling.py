@@ -157,14 +157,19 @@ MEASURE_PEAK_RATIO = 1.5  # a measure job's peak memory / its float32 layer
 
 def gpu_rates() -> tuple[float, float, str]:
     """The GPU's arithmetic rate (FLOP/s: the best forward-only rate of the GPU benchmark's
-    models, × 2 × non-embedding parameters) and its disk's write rate (bytes/s), with where
-    they come from; the assumption and this machine's disk while no GPU run is committed."""
+    base-size models, × 2 × non-embedding parameters: a floor for a larger model's rate)
+    and its disk's write rate (bytes/s), with where they come from; the assumption and this
+    machine's disk while no GPU run is committed."""
     runs = sorted(RESULTS.glob("extraction-cuda-*.json"))
     if runs:
         result = json.loads(runs[-1].read_text())
         forward = max(row["forward_only"]["tokens_per_s"] for row in result["models"])
         write = min(row["write_only"]["mb_per_s"] for row in result["models"]) * 1e6
-        return 2 * GPT2_SHAPED_NON_EMBEDDING * forward, write, f"measured: `{runs[-1].name}`"
+        source = (
+            f"measured: `{runs[-1].name}`, the faster base-size model's forward pass; a 7B "
+            "model's larger matrices run nearer the GPU's peak, so its hours are an upper bound"
+        )
+        return 2 * GPT2_SHAPED_NON_EMBEDDING * forward, write, source
     cpu = json.loads((RESULTS / "extraction-cpu.json").read_text())
     write = min(row["write_only"]["mb_per_s"] for row in cpu["models"]) * 1e6
     source = (

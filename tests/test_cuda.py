@@ -268,12 +268,14 @@ def test_a_batch_too_large_for_the_device_is_split(on_device, device):
     sentences = SENTENCES * 250
     _, expected = _extract(loaded, sentences, token_budget=4096, cuda_dtype="float32")
     torch.cuda.empty_cache()
-    total = torch.cuda.get_device_properties(device).total_memory
-    capped = (torch.cuda.memory_reserved(device) + 64 * 2**20) / total
-    torch.cuda.set_per_process_memory_fraction(capped, device)
+    # The memory fraction is set per device index; "cuda" alone names the current one.
+    index = torch.cuda.current_device() if device.index is None else device.index
+    total = torch.cuda.get_device_properties(index).total_memory
+    capped = (torch.cuda.memory_reserved(index) + 64 * 2**20) / total
+    torch.cuda.set_per_process_memory_fraction(capped, index)
     try:
         report, vectors = _extract(loaded, sentences, token_budget=2**24, cuda_dtype="float32")
     finally:
-        torch.cuda.set_per_process_memory_fraction(1.0, device)
+        torch.cuda.set_per_process_memory_fraction(1.0, index)
     assert report.out_of_memory_retries >= 1 and report.n_batches > 1
     assert _relative_error(vectors, expected) <= TOLERANCE["float32"]

@@ -143,6 +143,25 @@ def test_identical_occurrences_are_fully_static():
     np.testing.assert_allclose(result.words["mev"], 1.0, atol=1e-6)
 
 
+def test_occurrences_apart_by_less_than_the_shard_resolves_have_no_centered_variance():
+    """A static word's occurrences stored as float16 and read back as float32, one of them a
+    float16 unit off in one element (a GPU's pooling sums in a varying order): with the
+    shard's dtype given, no word has a centered share (0/0, as on a deterministic device);
+    without it, a ratio of that rounding is reported as the word's variance."""
+    index = _index(2)
+    rng = np.random.default_rng(0)
+    word_vectors = rng.normal(size=(len(index.vocab), 5)).astype(np.float16)
+    stored = word_vectors[index.occurrences["word_id"].to_numpy()]
+    stored[0, 0] = np.nextafter(stored[0, 0], np.float16(np.inf))
+    widened = stored.astype(np.float32)
+    args = (index.occurrences, index.vocab, MeasureSettings())
+    as_stored = measure_layer(widened.copy(), *args, stored_dtype="float16").words
+    assert as_stored["mev_centered"].isna().all() and as_stored["mev_truncated_svd"].isna().all()
+    np.testing.assert_allclose(as_stored["mev"], 1.0, atol=1e-6)
+    blind = measure_layer(widened.copy(), *args).words
+    assert blind["mev_centered"].notna().sum() == 1
+
+
 def test_context_specific_words_lists_both_ends_of_each_layer(layer_data):
     index, vectors = layer_data
     layers = {

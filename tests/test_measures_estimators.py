@@ -355,10 +355,12 @@ def test_shares_of_variance_are_undefined_for_identical_rows():
     assert np.isnan(estimates).all()
 
 
-def test_shares_of_variance_keep_a_one_ulp_difference():
-    """One float16 ulp between two occurrences is a real variance: the centered share is 1
-    (one direction of variance) and the truncated-SVD ratio cos²(δ, v₁) = x_j²/‖x‖² for a
-    difference δ along coordinate j and v₁ ≈ x/‖x‖."""
+def test_a_one_ulp_difference_is_variance_in_float64_rows_and_rounding_in_float16_rows():
+    """One float16 ulp between two occurrences, held as float64, is a real variance: the
+    centered share is 1 (one direction of variance) and the truncated-SVD ratio
+    cos²(δ, v₁) = x_j²/‖x‖² for a difference δ along coordinate j and v₁ ≈ x/‖x‖. Stored
+    as float16 (as shards store them), the same rows differ by no more than that dtype
+    resolves (a GPU's pooling sums in a varying order): every centered share is 0/0."""
     rows = _repeated_row(7)
     j = int(np.argmax(np.abs(rows[0])))
     rows[3, j] = float(np.nextafter(np.float16(rows[3, j]), np.float16(np.inf)))
@@ -367,3 +369,25 @@ def test_shares_of_variance_keep_a_one_ulp_difference():
     expected = rows[0, j] ** 2 / np.sum(rows[0] ** 2)
     assert statistics.truncated_svd[0] == pytest.approx(expected, rel=1e-3)
     assert components.truncated_svd_variance_ratio(rows) == pytest.approx(expected, rel=1e-3)
+
+    stored = rows.astype(np.float16)
+    assert np.array_equal(stored.astype(np.float64), rows)  # the same values, as float16
+    as_stored = components.first_component_statistics(stored, np.array([0]))
+    assert as_stored.mev[0] == pytest.approx(1.0)
+    assert np.isnan(as_stored.mev_centered[0]) and np.isnan(as_stored.truncated_svd[0])
+    assert np.isnan(components.truncated_svd_variance_ratio(stored))
+    assert np.isnan(components.explained_variance_first_component(stored, centered=True))
+    assert np.isnan(components.top_component_share(stored, centered=True))
+
+
+def test_float16_rows_with_resolved_variance_keep_their_shares():
+    """Occurrences 1 % apart, stored as float16, are far above its rounding: their shares
+    are those of the same values held as float64."""
+    generator = np.random.default_rng(3)
+    base = generator.standard_normal(64)
+    stored = (base + 0.01 * generator.standard_normal((9, 64))).astype(np.float16)
+    as_stored = components.first_component_statistics(stored, np.array([0]))
+    as_float64 = components.first_component_statistics(stored.astype(np.float64), np.array([0]))
+    for field in ("mev", "mev_centered", "truncated_svd"):
+        assert np.isfinite(getattr(as_stored, field)[0])
+        assert getattr(as_stored, field)[0] == getattr(as_float64, field)[0]

@@ -123,6 +123,7 @@ def measure_layer(
     sentence_copies: np.ndarray | None = None,
     overwrite: bool = False,
     positions: bool = False,
+    stored_dtype: str | None = None,
 ) -> LayerMeasures:
     """Compute every measure of one layer, exact and as the paper estimated it.
 
@@ -133,12 +134,13 @@ def measure_layer(
     (`positions.position_profile`) and the ``[position>0]`` measures. The summary's
     ``measures`` maps a measure name to raw, baseline and adjusted values with their
     intervals (``*_low``, ``*_high``) and ``n``, the words, sentences or sampled
-    occurrences behind it.
+    occurrences behind it. stored_dtype: the shard's dtype, where `vectors` were widened
+    from it: a word whose occurrences differ by less than it resolves has no variance.
     """
     if sentence_copies is None:
         sentence_copies = np.ones(int(occurrences["sentence_id"].to_numpy().max(initial=-1)) + 1)
     n_occurrences = len(vectors)
-    rows = valid_rows(vectors, occurrences, sentence_copies, overwrite)
+    rows = valid_rows(vectors, occurrences, sentence_copies, overwrite, stored_dtype)
     sentence_starts = run_starts(rows.sentence_id)
     intrasim, sentence_sums = equations.sentence_statistics(rows.vectors, sentence_starts)
     cosine = sentence_sums.expected_cosine()

@@ -25,6 +25,7 @@ def explained_variance_first_component(matrix: np.ndarray, centered: bool = Fals
     Uses the eigenvalues of the n×n Gram matrix or of the d×d scatter matrix, whichever
     is smaller; both have the σ_i² as non-zero eigenvalues.
     """
+    stored = np.asarray(matrix).dtype
     matrix = np.asarray(matrix, dtype=np.float64)
     squares = np.sum(matrix**2)
     if centered:
@@ -32,20 +33,29 @@ def explained_variance_first_component(matrix: np.ndarray, centered: bool = Fals
     n, d = matrix.shape
     gram = matrix @ matrix.T if n <= d else matrix.T @ matrix
     total = np.trace(gram)
-    if not _has_variance(total, squares, n):
+    if not _has_variance(total, squares, n, stored):
         return float("nan")
     top = np.linalg.eigvalsh(gram)[-1]
     return float(top / total)
 
 
 def _has_variance(
-    sum_of_squares: np.ndarray | float, uncentered_sum: np.ndarray | float, n: np.ndarray | int
+    sum_of_squares: np.ndarray | float,
+    uncentered_sum: np.ndarray | float,
+    n: np.ndarray | int,
+    stored: np.dtype | type = np.float64,
 ) -> np.ndarray | bool:
-    """Whether a sum of squares over n rows (centered or not) exceeds what float64 rounding
-    leaves of zero: n·eps × the rows' uncentered sum of squares Σ‖x‖² (sums over n rows are
-    accurate to about n·eps of it, and centering rows identical up to rounding leaves a
-    residue of (n·eps)² of it). Below it, a share of that variance is 0/0."""
-    return sum_of_squares > n * np.finfo(np.float64).eps * uncentered_sum
+    """Whether a sum of squares over n rows (centered or not) exceeds what rounding leaves
+    of zero, as a share of the rows' uncentered sum of squares Σ‖x‖²: n·eps of float64
+    (sums over n rows are accurate to about that, and centering rows identical up to
+    rounding leaves a residue of (n·eps)²), or, for rows `stored` in a coarser dtype,
+    eps_stored²/12, the most variance rounding to it adds (ulp²/12 an element, ulp ≤
+    eps·|x|). A GPU's pooling sums in no fixed order, so one word's identical contexts
+    (ELMo's layer 0, GPT-2's first position) can be stored one float16 unit apart: a ratio
+    of that rounding is no share of variance. Below the floor, a share is 0/0."""
+    stored_eps = np.finfo(stored).eps if np.issubdtype(stored, np.floating) else 0.0
+    floor = np.maximum(n * np.finfo(np.float64).eps, stored_eps**2 / 12)
+    return sum_of_squares > floor * uncentered_sum
 
 
 @dataclass(frozen=True)
@@ -112,9 +122,11 @@ def _largest_eigenpairs(
     return values, top
 
 
-def _stacked_statistics(stacked: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, ...]:
+def _stacked_statistics(
+    stacked: np.ndarray, weights: np.ndarray, stored: np.dtype
+) -> tuple[np.ndarray, ...]:
     """`FirstComponentStatistics` fields of k equal-size groups: stacked (k, n, d) float64,
-    weights (k, n) positive row repetitions."""
+    weights (k, n) positive row repetitions, the rows `stored` in that dtype."""
     totals = np.einsum("knd,knd->k", stacked, stacked)
     centered = stacked - stacked.mean(axis=1, keepdims=True)
     centered_totals = np.einsum("knd,knd->k", centered, centered)
@@ -123,17 +135,17 @@ def _stacked_statistics(stacked: np.ndarray, weights: np.ndarray) -> tuple[np.nd
     top_centered, _ = _top_eigenpairs(centered, vectors=False)
     if not unweighted:
         _, direction = _top_eigenpairs(stacked * np.sqrt(weights)[:, :, None], vectors=True)
-    defined = _has_variance(centered_totals, totals, stacked.shape[1])
+    defined = _has_variance(centered_totals, totals, stacked.shape[1], stored)
     with np.errstate(invalid="ignore", divide="ignore"):
         return (
             np.where(totals > 0, top / totals, np.nan),
             np.where(defined, top_centered / centered_totals, np.nan),
-            _variance_ratio_along(stacked, weights, direction),
+            _variance_ratio_along(stacked, weights, direction, stored),
         )
 
 
 def _variance_ratio_along(
-    stacked: np.ndarray, weights: np.ndarray, direction: np.ndarray
+    stacked: np.ndarray, weights: np.ndarray, direction: np.ndarray, stored: np.dtype
 ) -> np.ndarray:
     """Weighted variance of the projections on `direction` over the total weighted column
     variance, for stacked rows (k, n, d), weights (k, n) and unit directions (k, d); NaN
@@ -148,7 +160,7 @@ def _variance_ratio_along(
     mean_square = np.einsum("kn,knd,knd->k", weights, stacked, stacked) / total_weight
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(
-            _has_variance(total_variance, mean_square, total_weight),
+            _has_variance(total_variance, mean_square, total_weight, stored),
             projected_variance / total_variance,
             np.nan,
         )
@@ -159,14 +171,18 @@ def first_component_statistics(
     starts: np.ndarray,
     weights: np.ndarray | None = None,
     order: np.ndarray | None = None,
+    stored: np.dtype | str | None = None,
 ) -> FirstComponentStatistics:
     """`FirstComponentStatistics` of each contiguous group of the rows ``vectors[order]``
     (``vectors`` without `order`), e.g. a word's occurrences.
 
     weights: (N,) how many times each row of `vectors` counts in the truncated-SVD ratio
-    (the paper's code kept every copy of a repeated sentence; default 1). Groups of equal
-    size are solved in batched eigen-decompositions (see `groups_by_size`).
+    (the paper's code kept every copy of a repeated sentence; default 1). stored: the dtype
+    the rows were stored in before being widened to `vectors`' (default theirs): what it
+    cannot resolve is no variance (`_has_variance`). Groups of equal size are solved in
+    batched eigen-decompositions (see `groups_by_size`).
     """
+    stored = np.dtype(vectors.dtype if stored is None else stored)
     starts = np.asarray(starts, dtype=np.int64)
     order = np.arange(len(vectors)) if order is None else np.asarray(order)
     sizes = group_sizes(starts, len(order))
@@ -177,24 +193,26 @@ def first_component_statistics(
             for group in chosen:
                 rows = order[starts[group] : starts[group] + sizes[group]]
                 matrix = np.asarray(vectors[rows], dtype=np.float64)[None]
-                results[:, group] = np.ravel(_stacked_statistics(matrix, weights[rows][None]))
+                statistics = _stacked_statistics(matrix, weights[rows][None], stored)
+                results[:, group] = np.ravel(statistics)
             continue
         rows = order[starts[chosen][:, None] + np.arange(sizes[chosen[0]])]
-        results[:, chosen] = _stacked_statistics(stacked, weights[rows])
+        results[:, chosen] = _stacked_statistics(stacked, weights[rows], stored)
     return FirstComponentStatistics(*results)
 
 
 def top_component_share(matrix: np.ndarray, centered: bool) -> float:
     """σ₁²/Σσ² of a matrix's rows (`explained_variance_first_component`), σ₁² by Lanczos
     iteration (`top_singular_pair`): fast for the one value."""
-    matrix = np.asarray(matrix, dtype=np.float64)
-    if min(matrix.shape) < 2:
+    if min(np.shape(matrix)) < 2:
         return explained_variance_first_component(matrix, centered)
+    stored = np.asarray(matrix).dtype
+    matrix = np.asarray(matrix, dtype=np.float64)
     squares = np.sum(matrix**2)
     if centered:
         matrix = matrix - matrix.mean(axis=0)
     total = np.sum(matrix**2)
-    if not _has_variance(total, squares, len(matrix)):
+    if not _has_variance(total, squares, len(matrix), stored):
         return float("nan")
     return top_singular_pair(matrix)[0] / float(total)
 
@@ -248,7 +266,9 @@ def truncated_svd_variance_ratio(matrix: np.ndarray, weights: np.ndarray | None 
     "variance explained" and its baseline; it is not σ₁²/Σσ² (Definition 3) and is at most
     the centered PCA share. `weights`: row repetitions, as if row i appeared weights[i] times.
     """
+    stored = np.asarray(matrix).dtype
     matrix = np.asarray(matrix, dtype=np.float64)
     weights = np.ones(len(matrix)) if weights is None else np.asarray(weights, dtype=np.float64)
     direction = top_singular_pair(matrix * np.sqrt(weights)[:, None], with_vector=True)[1]
-    return float(_variance_ratio_along(matrix[None], weights[None], direction[None])[0])
+    ratio = _variance_ratio_along(matrix[None], weights[None], direction[None], stored)
+    return float(ratio[0])

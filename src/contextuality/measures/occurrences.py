@@ -54,6 +54,7 @@ class LayerRows:
     word_id: np.ndarray
     copies: np.ndarray  # times the corpus repeats each row's sentence
     position: np.ndarray  # the word's position in its sentence (0: the first)
+    stored_dtype: str | None = None  # the shard's dtype, where `vectors` were widened from it
 
     def kept(self, keep: np.ndarray, overwrite: bool) -> LayerRows:
         """The rows of bool mask `keep`; with `overwrite`, moved up in place in `vectors`
@@ -67,13 +68,18 @@ class LayerRows:
             self.word_id[keep],
             self.copies[keep],
             self.position[keep],
+            self.stored_dtype,
         )
 
 
 def valid_rows(
-    vectors: np.ndarray, occurrences: pd.DataFrame, sentence_copies: np.ndarray, overwrite: bool
+    vectors: np.ndarray,
+    occurrences: pd.DataFrame,
+    sentence_copies: np.ndarray,
+    overwrite: bool,
+    stored_dtype: str | None = None,
 ) -> LayerRows:
-    """The rows with a vector (`LayerRows.kept`)."""
+    """The rows with a vector (`LayerRows.kept`), `stored_dtype` the shard's dtype."""
     sentence_id = occurrences["sentence_id"].to_numpy()
     every = LayerRows(
         vectors=vectors,
@@ -81,6 +87,7 @@ def valid_rows(
         word_id=occurrences["word_id"].to_numpy(),
         copies=np.asarray(sentence_copies, dtype=np.int64)[sentence_id],
         position=occurrences["position"].to_numpy(),
+        stored_dtype=stored_dtype,
     )
     return every.kept(rows_with_vectors(vectors), overwrite)
 
@@ -111,7 +118,7 @@ def word_table(rows: LayerRows, vocab: pd.DataFrame, first_components: bool = Tr
     if not first_components:
         return words[words["n"] >= 2].reset_index(drop=True)
     statistics = components.first_component_statistics(
-        rows.vectors, word_starts, rows.copies, order
+        rows.vectors, word_starts, rows.copies, order, stored=rows.stored_dtype
     )
     words["mev"] = statistics.mev
     words["mev_centered"] = statistics.mev_centered

@@ -165,6 +165,8 @@ def measure_layer(
         sentence_table["n_copies"].to_numpy(),
         overwrite=True,
         positions=degeneration_outputs is not None,
+        # Raw rows were widened from the shard's dtype; a correction's are its own.
+        stored_dtype=layer.attributes.get("dtype") if transform == "none" else None,
     )
     measured.summary["measures"].update(correlations)
     if degeneration_outputs is not None:

@@ -91,7 +91,9 @@ def _word_table(
         squared = np.einsum("ij,ij->i", sums.word_unit_sum, sums.word_unit_sum)
         words["selfsim"] = np.where(pairs > 0, (squared - sums.word_context_square) / pairs, np.nan)
     vectors, positions, starts = _sampled_groups(state, occurrences["word_id"].to_numpy())
-    statistics = components.first_component_statistics(vectors, starts)
+    # The rows were rounded to the shard dtype before they were kept, as a shard's are.
+    stored = state.attributes.get("dtype")
+    statistics = components.first_component_statistics(vectors, starts, stored=stored)
     for column in ("mev", "mev_centered"):
         values = np.full(len(words), np.nan)
         values[positions] = getattr(statistics, column)
