@@ -82,6 +82,70 @@ def test_a_layer_without_variance_has_no_cka(layers):
         linear_cka.linear_cka(chunked([layers[1][:1]]), [6])
 
 
+def unbiased_hsic(x: np.ndarray, y: np.ndarray) -> float:
+    """Song et al. 2012's unbiased HSIC by its n × n definition, linear kernels."""
+    n = len(x)
+    k, m = x @ x.T, y @ y.T
+    np.fill_diagonal(k, 0.0)
+    np.fill_diagonal(m, 0.0)
+    ones = np.ones(n)
+    value = np.sum(k * m) + (ones @ k @ ones) * (ones @ m @ ones) / ((n - 1) * (n - 2))
+    return float((value - 2 * (ones @ k @ m @ ones) / (n - 2)) / (n * (n - 3)))
+
+
+def debiased_kernel_cka(x: np.ndarray, y: np.ndarray) -> float:
+    return unbiased_hsic(x, y) / np.sqrt(unbiased_hsic(x, x) * unbiased_hsic(y, y))
+
+
+def _products(layers, other=None, size=7):
+    widths = [layer.shape[1] for layer in layers]
+    products = linear_cka.CrossProducts(
+        widths, None if other is None else [layer.shape[1] for layer in other]
+    )
+    for left, right in chunked(layers, other, size):
+        products.add(left, right)
+    return products
+
+
+def test_debiased_cka_in_chunks_is_the_unbiased_hsic_definition(layers):
+    """Within one set and between two, far from the origin (so the shift matters), the
+    chunked feature-space sums give the n × n estimator."""
+    centered = [layer - layer.mean(axis=0) for layer in layers]  # the estimator ignores shifts
+    within = _products(layers).debiased_cka()
+    expected = [[debiased_kernel_cka(x, y) for y in centered] for x in centered]
+    np.testing.assert_allclose(within, expected, atol=1e-5)
+    np.testing.assert_allclose(np.diag(within), 1.0, atol=1e-6)
+    rng = np.random.default_rng(4)
+    other = [rng.normal(size=(60, 5)) - 300.0, layers[2] + 0.5 * rng.normal(size=(60, 3))]
+    between = _products(layers, other, size=11).debiased_cka()
+    expected = [[debiased_kernel_cka(x, y - y.mean(axis=0)) for y in other] for x in centered]
+    np.testing.assert_allclose(between, expected, atol=1e-5)
+
+
+def test_debiased_cka_of_unrelated_rows_is_near_zero_where_the_biased_form_is_not():
+    """Independent Gaussian layers of 200 dimensions on 400 rows: linear CKA is near its
+    bias, about p/n = 0.5 here; the debiased form is near 0 (its spread is about 1/n)."""
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(400, 200)), rng.normal(size=(400, 200))
+    products = _products([x, y], size=128)
+    biased, debiased = products.cka()[0, 1], products.debiased_cka()[0, 1]
+    assert biased > 0.3
+    assert abs(debiased) < 0.02
+    assert debiased == pytest.approx(debiased_kernel_cka(x, y), abs=1e-6)
+
+
+def test_debiased_cka_on_the_sum_of_two_sets_of_rows_is_that_of_all_rows(layers):
+    """`plus` adds the norm sums too: the first 25 rows and the other 35 give all 60."""
+    shift = (np.concatenate([layer.mean(axis=0) for layer in layers]),)
+    first = linear_cka.CrossProducts([4, 6, 3], None, shift)
+    rest = first.sibling()
+    first.add([layer[:25] for layer in layers])
+    rest.add([layer[25:] for layer in layers])
+    np.testing.assert_allclose(
+        first.plus(rest).debiased_cka(), _products(layers).debiased_cka(), atol=1e-6
+    )
+
+
 def on_subspace(n: int, intrinsic: int, ambient: int, seed: int) -> np.ndarray:
     """`n` points uniform in a unit cube of `intrinsic` dimensions, rotated into `ambient`."""
     rng = np.random.default_rng(seed)
@@ -220,6 +284,47 @@ def test_cka_between_models_is_on_the_same_occurrences(stored, tmp_path):
     gathered = steps.cka_table([tmp_path / "ab.parquet"], tmp_path / "cka.tsv")
     assert len(gathered) == 2 * 4
     assert list(pd.read_csv(tmp_path / "cka.tsv", sep="\t").columns) == list(gathered.columns)
+
+
+def test_every_cka_comes_with_its_debiased_form_and_a_permutation_null(stored, tmp_path):
+    """The debiased values are those of the n × n estimator on the same rows; the null is
+    both forms on rows paired at random, seeded: the same seed gives the same null, and
+    the debiased null sits near 0 where the biased null does not."""
+    model_a, model_b, index, settings, (first, second, _) = stored
+    table = steps.layer_geometry(
+        model_a, index, settings, tmp_path / "dimension.json", tmp_path / "cka.parquet"
+    )
+    rows = sample_rows(N_ROWS, 300, 0)
+    kept = rows[rows != 17]
+    read = [layer.astype(np.float16).astype(np.float64)[kept] for layer in (first, second)]
+    every = table[table["occurrences"] == "all"].set_index(["layer_a", "layer_b"])
+    assert every.loc[(0, 1), "cka_debiased"] == pytest.approx(
+        debiased_kernel_cka(read[0] - read[0].mean(0), read[1] - read[1].mean(0)), abs=1e-4
+    )
+    assert every.loc[(0, 0), "cka_debiased"] == pytest.approx(1.0, abs=1e-6)
+    assert (every["null_cka"] < every["cka"]).all()
+    assert (every["null_cka_debiased"].abs() < 0.02).all()
+    assert every.loc[(0, 0), "null_cka"] > 0.001  # the biased null of a layer with itself
+    again = steps.layer_geometry(
+        model_a, index, settings, tmp_path / "again.json", tmp_path / "again.parquet"
+    )
+    pd.testing.assert_frame_equal(again, table)
+    other = steps.layer_geometry(
+        model_a, index, settings | {"seed": 1}, tmp_path / "o.json", tmp_path / "o.parquet"
+    )
+    assert not np.allclose(other["null_cka"], table["null_cka"])
+
+
+def test_the_random_pairing_permutes_the_given_rows_only():
+    from contextuality.geometry.cka import random_pairing
+
+    kept = np.flatnonzero(np.arange(50) % 7 != 3)
+    pairing = random_pairing(kept, 50, np.random.default_rng(2))
+    assert sorted(pairing) == list(range(50))  # a permutation
+    assert set(pairing[kept]) == set(kept)
+    others = np.setdiff1d(np.arange(50), kept)
+    assert np.array_equal(pairing[others], others)
+    assert np.mean(pairing[kept] != kept) > 0.8
 
 
 def test_a_model_extracted_otherwise_is_refused(stored, tmp_path):

@@ -72,6 +72,12 @@ def test_a_layer_writes_exactly_the_rows_of_its_records():
         for row in record.rows
     ]
     assert list(without.summary["measures"]) == expected
+    # each row with an interval says the kind its record names (an exact row, none)
+    for record in registry.MEASURES:
+        for row in record.rows:
+            values = with_positions.summary["measures"].get(row, {})
+            expected = record.interval if "raw_low" in values else "none"
+            assert values.get("interval", "none") == expected, row
     # each word mean's adjusted column, by its own family's baseline
     for column, family in registry.word_columns().items():
         measure = next(record for record in registry.MEASURES if record.column == column)
@@ -188,3 +194,36 @@ def test_a_layer_summary_records_every_setting_that_changes_a_number():
     summary = measure_layer(vectors, index.occurrences, index.vocab, SETTINGS).summary
     for name in (field.name for field in dataclasses.fields(MeasureSettings)):
         assert summary[name] == getattr(SETTINGS, name), name
+
+
+def test_each_row_of_the_measures_table_names_its_interval():
+    """A bootstrapped mean, a sampled estimate and an exact value: `interval` says which;
+    a row whose interval is empty says none."""
+    from contextuality.measures.summary import (
+        Baseline,
+        mean_summary,
+        measures_table,
+        sampled_summary,
+    )
+
+    rng = np.random.default_rng(0)
+    mean = mean_summary(pd.Series(rng.normal(size=50)), Baseline(0.1), 100, 0.95, rng)
+    sampled = sampled_summary(np.array([3.0, 3.5, 4.0]), 200, 0.95)
+    summary = {
+        "model": "m",
+        "transform": "none",
+        "layer": 1,
+        "n_layers": 2,
+        "layer_output": "block",
+        "measures": {
+            "selfsim": mean,
+            "intrinsic_dimension[twonn]": sampled,
+            "anisotropy": {"raw": 0.3, "n": 10},
+            "intrinsic_dimension[gride]": sampled_summary(np.array([np.nan, 2.0]), 5, 0.95),
+        },
+    }
+    table = measures_table([summary]).set_index("measure")["interval"]
+    assert table["selfsim"] == "bootstrap"
+    assert table["intrinsic_dimension[twonn]"] == "sample spread"
+    assert table["anisotropy"] == "none"
+    assert table["intrinsic_dimension[gride]"] == "none"  # no finite interval

@@ -31,6 +31,8 @@ STREAMS = {
     "geometry_sample": (13,),
     # The samples of those rows whose intrinsic dimension is estimated.
     "dimension_samples": (14,),
+    # How CKA's permutation null pairs the sampled rows (`cka.random_pairing`).
+    "cka_null": (15,),
 }
 
 

@@ -1,7 +1,10 @@
 """Linear CKA between every layer of one model, or of two models, on the same sampled
 occurrences: the sampled rows (`sample_rows`, `SampledLayers`), the rows with a vector in
 every layer, and the cross-products (`linear_cka.CrossProducts`) of every occurrence and of
-those past each sentence's first word, from one pass over chunks of rows."""
+those past each sentence's first word, from one pass over chunks of rows. Each value comes
+with its debiased form and a permutation null: both on the same layers with the right
+side's rows paired at random with the left's (seeded), what CKA gives for no relation
+(one more pass over the rows for each set of occurrences)."""
 
 from __future__ import annotations
 
@@ -25,6 +28,9 @@ CKA_COLUMNS = [
     "layer_b",
     "occurrences",
     "cka",
+    "cka_debiased",
+    "null_cka",
+    "null_cka_debiased",
     "n_rows",
     "sampled",
 ]
@@ -65,25 +71,42 @@ def rows_in_every_layer(*models: SampledLayers) -> np.ndarray:
 
 
 def row_chunks_of_layers(
-    left: SampledLayers, right: SampledLayers | None, kept: np.ndarray
+    left: SampledLayers,
+    right: SampledLayers | None,
+    kept: np.ndarray,
+    pairing: np.ndarray | None = None,
 ) -> Iterator[tuple[list[np.ndarray], list[np.ndarray] | None, np.ndarray]]:
-    """The kept rows of every layer of `left` (and `right`), a chunk of rows at a time,
-    with the chunk's rows."""
+    """The kept rows of every layer of `left` (and `right`, row ``pairing[r]`` beside row r
+    of `left` where a pairing is given), a chunk of rows at a time, with the chunk's rows."""
     for start in range(0, len(kept), CKA_CHUNK_ROWS):
         rows = kept[start : start + CKA_CHUNK_ROWS]
+        right_rows = rows if pairing is None else pairing[rows]
         yield (
             [vectors[rows] for vectors in left.vectors.values()],
-            None if right is None else [vectors[rows] for vectors in right.vectors.values()],
+            None if right is None else [vectors[right_rows] for vectors in right.vectors.values()],
             rows,
         )
 
 
+def random_pairing(rows: np.ndarray, n_rows: int, random: np.random.Generator) -> np.ndarray:
+    """A permutation of the `n_rows` sampled rows that pairs each of `rows` with one of
+    them drawn at random (the others with themselves)."""
+    pairing = np.arange(n_rows)
+    pairing[rows] = random.permutation(rows)
+    return pairing
+
+
 def split_products(
-    left: SampledLayers, right: SampledLayers | None, kept: np.ndarray, later: np.ndarray
+    left: SampledLayers,
+    right: SampledLayers | None,
+    kept: np.ndarray,
+    later: np.ndarray,
+    pairing: np.ndarray | None = None,
 ) -> tuple[CrossProducts, CrossProducts]:
     """The cross-products of the kept rows past their sentence's first word (`later`, a
     mask of the sampled rows) and of the kept first words, from one pass, both shifted by
-    the kept rows' mean so that they add up to those of every kept row."""
+    the kept rows' mean so that they add up to those of every kept row; `pairing` as
+    `row_chunks_of_layers` takes it."""
     sides = [left] if right is None else [left, right]
     shift = tuple(
         np.concatenate(
@@ -94,7 +117,7 @@ def split_products(
     widths = [[vectors.shape[1] for vectors in side.vectors.values()] for side in sides]
     past = CrossProducts(widths[0], None if right is None else widths[1], shift)
     first = past.sibling()
-    for left_chunk, right_chunk, rows in row_chunks_of_layers(left, right, kept):
+    for left_chunk, right_chunk, rows in row_chunks_of_layers(left, right, kept, pairing):
         for products, chosen in ((past, later[rows]), (first, ~later[rows])):
             products.add(
                 [part[chosen] for part in left_chunk],
@@ -104,14 +127,15 @@ def split_products(
 
 
 def cka_frame(
-    found: np.ndarray,
+    products: CrossProducts,
+    null: CrossProducts,
     names: tuple[str, str],
     layers: tuple[list[int], list[int]],
     occurrences: str,
-    n_rows: int,
     sampled: bool,
 ) -> pd.DataFrame:
-    """CKA values (n_left, n_right) as rows of `CKA_COLUMNS`."""
+    """CKA and debiased CKA of `products`, and both of the randomly paired `null`, between
+    every pair of layers, as rows of `CKA_COLUMNS`."""
     left, right = np.meshgrid(layers[0], layers[1], indexing="ij")
     return pd.DataFrame(
         {
@@ -120,8 +144,11 @@ def cka_frame(
             "model_b": names[1],
             "layer_b": right.ravel(),
             "occurrences": occurrences,
-            "cka": found.ravel(),
-            "n_rows": n_rows,
+            "cka": products.cka().ravel(),
+            "cka_debiased": products.debiased_cka().ravel(),
+            "null_cka": null.cka().ravel(),
+            "null_cka_debiased": null.debiased_cka().ravel(),
+            "n_rows": products.n_rows,
             "sampled": sampled,
         },
         columns=CKA_COLUMNS,
@@ -133,17 +160,35 @@ def cka_between(
     right: tuple[str, SampledLayers] | None,
     later: np.ndarray,
     sampled: bool,
+    seed: int,
 ) -> pd.DataFrame:
-    """CKA between every layer of `left` and every layer of `right` (of `left` itself when
-    None), on the rows with a vector in all of them: every one, and (`later`, a mask of
-    the sampled rows) those past each sentence's first word (`CKA_OCCURRENCES`)."""
+    """CKA, debiased CKA and their permutation nulls between every layer of `left` and
+    every layer of `right` (of `left` itself when None), on the rows with a vector in all
+    of them: every one, and (`later`, a mask of the sampled rows) those past each
+    sentence's first word (`CKA_OCCURRENCES`). The null pairs each row with one drawn at
+    random from the same rows (`random_pairing`, stream ``cka_null``), so it keeps nothing
+    of the rows' order."""
     other = None if right is None else right[1]
     kept = rows_in_every_layer(left[1], *([] if other is None else [other]))
     past, first = split_products(left[1], other, kept, later)
+    random = generator(seed, "cka_null")
+    kept_later = kept[later[kept]]
+    null_parts = split_products(
+        left[1], other or left[1], kept, later, random_pairing(kept, len(later), random)
+    )
+    null_past, _ = split_products(
+        left[1], other or left[1], kept_later, later, random_pairing(kept_later, len(later), random)
+    )
     names = (left[0], left[0] if right is None else right[0])
     layers = (list(left[1].vectors), list((other or left[1]).vectors))
+    chosen = zip(
+        CKA_OCCURRENCES,
+        (past.plus(first), past),
+        (null_parts[0].plus(null_parts[1]), null_past),
+        strict=True,
+    )
     frames = [
-        cka_frame(products.cka(), names, layers, occurrences, products.n_rows, sampled)
-        for occurrences, products in zip(CKA_OCCURRENCES, (past.plus(first), past), strict=True)
+        cka_frame(products, null, names, layers, occurrences, sampled)
+        for occurrences, products, null in chosen
     ]
     return pd.concat(frames, ignore_index=True)

@@ -6,13 +6,20 @@ For representations X (n × p) and Y (n × q) of the same n occurrences, columns
 
 which equals the kernel form HSIC(K, L) / √(HSIC(K, K) HSIC(L, L)) with K = XXᵀ, L = YYᵀ and
 HSIC(K, L) = tr(KHLH) (H = I − 11ᵀ/n): 1 for representations equal up to an orthogonal map
-and an isotropic scale, 0 for uncorrelated ones. Computed from the feature-space
-cross-products, accumulated over chunks of rows: O(n·p·q) time, never an n × n matrix.
+and an isotropic scale, 0 for uncorrelated ones. This form is biased upward: on n rows of
+p independent dimensions its expectation for unrelated representations is about p/n, not
+0. Debiased CKA (Nguyen et al. 2021) puts the unbiased HSIC estimator of Song et al. 2012
+in its place, with K̃, L̃ the Gram matrices of zero diagonal:
 
-Rows are shifted by the first chunk's mean (in their own precision, at least float32)
-before they are multiplied in float32, so a large common mean (decoders' vectors sit far
-from the origin) does not cancel catastrophically when the products are centered at the
-end.
+    HSIC_u(K, L) = [tr(K̃L̃) + 1ᵀK̃1·1ᵀL̃1 / ((n−1)(n−2)) − 2·1ᵀK̃L̃1 / (n−2)] / (n(n−3)).
+
+Both are computed from feature-space sums accumulated over chunks of rows (the
+cross-products, and the rows' squared norms against each other and against the features):
+O(n·p·q) time, never an n × n matrix.
+
+Rows are shifted (by default by the first chunk's mean; both estimators ignore a shift) in
+their own precision, at least float32, before they are multiplied in float32, so a large
+common mean (decoders' vectors sit far from the origin) does not cancel catastrophically.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ class CrossProducts:
         self._sums = [np.zeros(sum(widths)) for widths in self.widths]
         self._cross = np.zeros(tuple(sum(widths) for widths in self.widths))
         self._self = None if self.same else tuple(_zero_blocks(widths) for widths in self.widths)
+        self._norms = _NormSums(self.widths)
 
     def add(self, left: Sequence[np.ndarray], right: Sequence[np.ndarray] | None = None) -> None:
         """Add a chunk of rows: one (rows × width) array per layer of each set (`right`
@@ -66,6 +74,7 @@ class CrossProducts:
         self._sums[0] += stacked_left.sum(axis=0, dtype=np.float64)
         self._sums[1] += stacked_right.sum(axis=0, dtype=np.float64)
         self._cross += stacked_left.T @ stacked_right
+        self._norms.add((stacked_left, stacked_right), self.widths)
         if self._self is not None:
             for part, products, widths in zip(stacked, self._self, self.widths, strict=True):
                 for index, block in enumerate(_blocks(part, widths)):
@@ -87,6 +96,7 @@ class CrossProducts:
         total.n_rows = self.n_rows + other.n_rows
         total._sums = [mine + theirs for mine, theirs in zip(self._sums, other._sums, strict=True)]
         total._cross = self._cross + other._cross
+        total._norms = self._norms.plus(other._norms)
         if self._self is not None:
             total._self = tuple(
                 [mine + theirs for mine, theirs in zip(side, other_side, strict=True)]
@@ -111,6 +121,109 @@ class CrossProducts:
                 for products, side_mean, widths in zip(self._self, means, self.widths, strict=True)
             ]
         return _normalized(cross, self.widths, self_products)
+
+    def debiased_cka(self) -> np.ndarray:
+        """Debiased CKA (Nguyen et al. 2021) between every left layer (rows) and every right
+        layer (columns): HSIC_u(K, L) / √(HSIC_u(K, K) HSIC_u(L, L)); NaN below 4 rows or
+        where a layer's HSIC_u is not positive."""
+        n = self.n_rows
+        if n < 4:
+            return np.full((len(self.widths[0]), len(self.widths[1])), np.nan)
+        norms = self._norms
+        edges = [np.concatenate([[0], np.cumsum(widths)]) for widths in self.widths]
+        own_blocks = [
+            _diagonal_blocks(self._cross, self.widths[0]) if self.same else self._self[side]
+            for side in (0, 1)
+        ]
+
+        def hsic(side_a: int, a: int, side_b: int, b: int, cross: np.ndarray) -> float:
+            low_a, high_a = edges[side_a][a], edges[side_a][a + 1]
+            low_b, high_b = edges[side_b][b], edges[side_b][b + 1]
+            sum_a, sum_b = self._sums[side_a][low_a:high_a], self._sums[side_b][low_b:high_b]
+            norm_products = norms.between(side_a, a, side_b, b)
+            features_a = norms.features(side_a, side_b, b)[low_a:high_a]
+            features_b = norms.features(side_b, side_a, a)[low_b:high_b]
+            trace = np.sum(cross**2) - norm_products
+            ones_a = sum_a @ sum_a - norms.total[side_a][a]
+            ones_b = sum_b @ sum_b - norms.total[side_b][b]
+            middle = sum_a @ cross @ sum_b - sum_a @ features_a - sum_b @ features_b
+            middle += norm_products
+            value = trace + ones_a * ones_b / ((n - 1) * (n - 2)) - 2 * middle / (n - 2)
+            return value / (n * (n - 3))
+
+        scales = [
+            np.array([hsic(side, a, side, a, block) for a, block in enumerate(own_blocks[side])])
+            for side in (0, 1)
+        ]
+        found = np.array(
+            [
+                [
+                    hsic(0, a, 1, b, self._cross[top:bottom, start:stop])
+                    for b, (start, stop) in enumerate(_spans(edges[1]))
+                ]
+                for a, (top, bottom) in enumerate(_spans(edges[0]))
+            ]
+        )
+        norms_product = np.outer(*scales)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(norms_product > 0, found / np.sqrt(norms_product), np.nan)
+
+
+class _NormSums:
+    """Sums over rows that the unbiased HSIC needs beyond the cross-products, for two sets
+    of layers (side 0, side 1) with rows' squared norms d (rows × layers) per side:
+    Σd per layer (`total`), Σ d_side0 d_side1ᵀ between layers, and Σ x d_otherᵀ, each
+    feature of one side against each layer's norm on either side."""
+
+    def __init__(self, widths: tuple[Sequence[int], Sequence[int]]) -> None:
+        counts = [len(side) for side in widths]
+        self.total = [np.zeros(count) for count in counts]
+        self._between = {(a, b): np.zeros((counts[a], counts[b])) for a in (0, 1) for b in (0, 1)}
+        self._features = {
+            (a, b): np.zeros((sum(widths[a]), counts[b])) for a in (0, 1) for b in (0, 1)
+        }
+
+    def add(
+        self, parts: tuple[np.ndarray, np.ndarray], widths: tuple[Sequence[int], Sequence[int]]
+    ) -> None:
+        """Add a chunk: the (rows × Σwidths) shifted float32 rows of each set (one array
+        twice when both sets are the same layers)."""
+        squared = [np.add.reduceat(parts[0].astype(np.float64) ** 2, _starts(widths[0]), axis=1)]
+        if parts[1] is parts[0]:
+            squared.append(squared[0])
+        else:
+            squared.append(
+                np.add.reduceat(parts[1].astype(np.float64) ** 2, _starts(widths[1]), axis=1)
+            )
+        for side in (0, 1):
+            self.total[side] += squared[side].sum(axis=0)
+            features = parts[side].T.astype(np.float64)
+            for other in (0, 1):
+                self._between[side, other] += squared[side].T @ squared[other]
+                self._features[side, other] += features @ squared[other]
+
+    def between(self, side_a: int, a: int, side_b: int, b: int) -> float:
+        """Σ_rows d_a d_b for layer a of side_a and layer b of side_b."""
+        return float(self._between[side_a, side_b][a, b])
+
+    def features(self, side: int, other: int, layer: int) -> np.ndarray:
+        """Σ_rows x d for every feature x of `side` against layer `layer` of side `other`."""
+        return self._features[side, other][:, layer]
+
+    def plus(self, other: _NormSums) -> _NormSums:
+        """The sums of both sets of rows."""
+        total = object.__new__(_NormSums)
+        total.total = [mine + theirs for mine, theirs in zip(self.total, other.total, strict=True)]
+        total._between = {key: value + other._between[key] for key, value in self._between.items()}
+        total._features = {
+            key: value + other._features[key] for key, value in self._features.items()
+        }
+        return total
+
+
+def _starts(widths: Sequence[int]) -> np.ndarray:
+    """First column of each layer in its stacked rows."""
+    return np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
 
 
 def _zero_blocks(widths: Sequence[int]) -> list[np.ndarray]:

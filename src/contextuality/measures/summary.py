@@ -74,7 +74,7 @@ def mean_summary(
     resamples: int,
     level: float,
     rng: np.random.Generator,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """Mean of `values` (NaN skipped) minus a baseline, each with an interval.
 
     The raw interval is a percentile bootstrap of `resamples` resamples of the values, at
@@ -94,6 +94,7 @@ def mean_summary(
         "baseline": baseline.value,
         "adjusted": mean - baseline.value,
         "n": len(values),
+        "interval": "bootstrap",
     }
     for name, draws in (("raw", raw), ("baseline", replicates), ("adjusted", raw - replicates)):
         summary[f"{name}_low"], summary[f"{name}_high"] = interval(
@@ -104,7 +105,7 @@ def mean_summary(
 
 def sampled_summary(
     estimates: np.ndarray, n: int, level: float, baseline: np.ndarray | None = None
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """A sampled statistic from its `estimates` on independent samples of `n` each: the
     value is their mean and the interval their spread (the equal-tailed percentiles, where
     one sample's estimate falls at confidence `level`), so that the value lies inside it.
@@ -113,7 +114,7 @@ def sampled_summary(
     parts = [("raw", estimates)]
     if baseline is not None:
         parts += [("baseline", baseline), ("adjusted", estimates - baseline)]
-    summary: dict[str, float] = {"n": n}
+    summary: dict[str, Any] = {"n": n, "interval": "sample spread"}
     for name, values in parts:
         summary[name] = _sample_mean(values)
         summary[f"{name}_low"], summary[f"{name}_high"] = interval(values, level)
@@ -137,6 +138,7 @@ SUMMARY_COLUMNS = (
     "adjusted",
     "adjusted_low",
     "adjusted_high",
+    "interval",
     "n",
     "dimensions",
 )
@@ -193,7 +195,9 @@ def measures_table(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
     n_layers), layer_output (what the hidden state is: the embedding output, a block's
     output, the last block's before or after the final normalization), measure, raw,
     baseline and adjusted values each with their interval (``*_low``, ``*_high``; empty
-    where a measure has none), n, and the dimensions a rogue-dimension share names.
+    where a measure has none), interval (what the raw value's interval is: a percentile
+    ``bootstrap`` of a mean over words or sentences, the ``sample spread`` of estimates on
+    independent samples, or ``none``), n, and the dimensions a rogue-dimension share names.
     Sorted by model, transform, measure and layer. A value the summary file holds as null
     (NaN, as `provenance.write_json` writes it) is NaN again here.
     """
@@ -214,4 +218,5 @@ def measures_table(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
             )
     table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     table[list(_VALUE_COLUMNS)] = table[list(_VALUE_COLUMNS)].astype(np.float64)
+    table["interval"] = table["interval"].where(table["raw_low"].notna(), "none")
     return table.sort_values(["model", "transform", "measure", "layer"])

@@ -168,7 +168,7 @@ def layer_geometry(
     summaries = _dimension_summaries(layers, settings, provenance)
     write_json(dimension_output, {"layers": summaries})
     log.info("CKA between %d layers on %d rows", len(layers.vectors), len(rows))
-    table = cka_between((model.name, layers), None, later, sampled)
+    table = cka_between((model.name, layers), None, later, sampled, settings["seed"])
     write_parquet(table, cka_output, provenance)
     return table
 
@@ -185,7 +185,9 @@ def cka_between_models(
     rows, later, sampled = _sample(index, settings)
     layers = [read_sampled_layers(model, index, rows) for model in (left, right)]
     log.info("CKA between %s and %s on %d rows", left.name, right.name, len(rows))
-    table = cka_between((left.name, layers[0]), (right.name, layers[1]), later, sampled)
+    table = cka_between(
+        (left.name, layers[0]), (right.name, layers[1]), later, sampled, settings["seed"]
+    )
     write_parquet(table, output, _provenance("cka_between_models", settings, rows, *layers))
     return table
 
