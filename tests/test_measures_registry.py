@@ -199,6 +199,8 @@ def test_a_layer_summary_records_every_setting_that_changes_a_number():
 def test_each_row_of_the_measures_table_names_its_interval():
     """A bootstrapped mean, a sampled estimate and an exact value: `interval` says which;
     a row whose interval is empty says none."""
+    from test_provenance_json import layer_summary
+
     from contextuality.measures.summary import (
         Baseline,
         mean_summary,
@@ -209,19 +211,14 @@ def test_each_row_of_the_measures_table_names_its_interval():
     rng = np.random.default_rng(0)
     mean = mean_summary(pd.Series(rng.normal(size=50)), Baseline(0.1), 100, 0.95, rng)
     sampled = sampled_summary(np.array([3.0, 3.5, 4.0]), 200, 0.95)
-    summary = {
-        "model": "m",
-        "transform": "none",
-        "layer": 1,
-        "n_layers": 2,
-        "layer_output": "block",
-        "measures": {
+    summary = layer_summary(
+        {
             "selfsim": mean,
             "intrinsic_dimension[twonn]": sampled,
             "anisotropy": {"raw": 0.3, "n": 10},
             "intrinsic_dimension[gride]": sampled_summary(np.array([np.nan, 2.0]), 5, 0.95),
-        },
-    }
+        }
+    )
     table = measures_table([summary]).set_index("measure")["interval"]
     assert table["selfsim"] == "bootstrap"
     assert table["intrinsic_dimension[twonn]"] == "sample spread"

@@ -22,18 +22,25 @@ def _strict(text: str) -> object:
     return json.loads(text, parse_constant=refuse)
 
 
-def _layer_summary(raw_low: float) -> dict:
+def layer_summary(measures: dict) -> dict:
+    """A layer summary of model m's layer 1 of 2 holding `measures`."""
     return {
         "model": "m",
         "transform": "none",
         "layer": 1,
         "n_layers": 2,
         "layer_output": "block",
-        "measures": {
+        "measures": measures,
+    }
+
+
+def _layer_summary(raw_low: float) -> dict:
+    return layer_summary(
+        {
             "selfsim": {"raw": 0.5, "raw_low": raw_low, "raw_high": float("inf"), "n": 3},
             "mev": {"raw": np.float32("nan"), "n": 3},
-        },
-    }
+        }
+    )
 
 
 def test_written_json_is_strict_with_nulls_for_non_finite_values(tmp_path):

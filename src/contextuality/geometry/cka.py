@@ -169,18 +169,19 @@ def cka_between(
     random from the same rows (`random_pairing`, stream ``cka_null``), so it keeps nothing
     of the rows' order."""
     other = None if right is None else right[1]
+    paired = other or left[1]  # the right side's layers, shuffled against the left for the null
     kept = rows_in_every_layer(left[1], *([] if other is None else [other]))
     past, first = split_products(left[1], other, kept, later)
     random = generator(seed, "cka_null")
     kept_later = kept[later[kept]]
     null_parts = split_products(
-        left[1], other or left[1], kept, later, random_pairing(kept, len(later), random)
+        left[1], paired, kept, later, random_pairing(kept, len(later), random)
     )
     null_past, _ = split_products(
-        left[1], other or left[1], kept_later, later, random_pairing(kept_later, len(later), random)
+        left[1], paired, kept_later, later, random_pairing(kept_later, len(later), random)
     )
     names = (left[0], left[0] if right is None else right[0])
-    layers = (list(left[1].vectors), list((other or left[1]).vectors))
+    layers = (list(left[1].vectors), list(paired.vectors))
     chosen = zip(
         CKA_OCCURRENCES,
         (past.plus(first), past),

@@ -25,8 +25,7 @@ def explained_variance_first_component(matrix: np.ndarray, centered: bool = Fals
     Uses the eigenvalues of the n×n Gram matrix or of the d×d scatter matrix, whichever
     is smaller; both have the σ_i² as non-zero eigenvalues.
     """
-    stored = np.asarray(matrix).dtype
-    matrix = np.asarray(matrix, dtype=np.float64)
+    matrix, stored = _widened(matrix)
     squares = np.sum(matrix**2)
     if centered:
         matrix = matrix - matrix.mean(axis=0)
@@ -37,6 +36,12 @@ def explained_variance_first_component(matrix: np.ndarray, centered: bool = Fals
         return float("nan")
     top = np.linalg.eigvalsh(gram)[-1]
     return float(top / total)
+
+
+def _widened(matrix: np.ndarray) -> tuple[np.ndarray, np.dtype]:
+    """`matrix` as float64, and the dtype it was given in (whose rounding `_has_variance`
+    discounts)."""
+    return np.asarray(matrix, dtype=np.float64), np.asarray(matrix).dtype
 
 
 def _has_variance(
@@ -206,8 +211,7 @@ def top_component_share(matrix: np.ndarray, centered: bool) -> float:
     iteration (`top_singular_pair`): fast for the one value."""
     if min(np.shape(matrix)) < 2:
         return explained_variance_first_component(matrix, centered)
-    stored = np.asarray(matrix).dtype
-    matrix = np.asarray(matrix, dtype=np.float64)
+    matrix, stored = _widened(matrix)
     squares = np.sum(matrix**2)
     if centered:
         matrix = matrix - matrix.mean(axis=0)
@@ -266,8 +270,7 @@ def truncated_svd_variance_ratio(matrix: np.ndarray, weights: np.ndarray | None 
     "variance explained" and its baseline; it is not σ₁²/Σσ² (Definition 3) and is at most
     the centered PCA share. `weights`: row repetitions, as if row i appeared weights[i] times.
     """
-    stored = np.asarray(matrix).dtype
-    matrix = np.asarray(matrix, dtype=np.float64)
+    matrix, stored = _widened(matrix)
     weights = np.ones(len(matrix)) if weights is None else np.asarray(weights, dtype=np.float64)
     direction = top_singular_pair(matrix * np.sqrt(weights)[:, None], with_vector=True)[1]
     ratio = _variance_ratio_along(matrix[None], weights[None], direction[None], stored)
