@@ -15,7 +15,7 @@ from contextuality.corpus.index import IndexFiles, index_checksum
 from contextuality.geometry import dimension, linear_cka
 from contextuality.geometry.cka import sample_rows
 from contextuality.provenance import read_json, write_json
-from contextuality.steps.geometry import ModelLayers
+from contextuality.steps.geometry import DIMENSION_CURVE_COLUMNS, ModelLayers, layer_dimension
 from contextuality.storage.shards import ShardSetWriter
 from contextuality.tables import read_provenance, write_parquet
 
@@ -153,33 +153,133 @@ def on_subspace(n: int, intrinsic: int, ambient: int, seed: int) -> np.ndarray:
     return rng.uniform(size=(n, intrinsic)) @ basis + 5.0
 
 
+def curves_of(points: np.ndarray, **settings) -> dict[str, dimension.Curve]:
+    found = dimension.DimensionSettings(**settings)
+    return dimension.dimension_curves(points, found, 0.95, np.random.default_rng(0))
+
+
 @pytest.mark.parametrize("intrinsic", [2, 5])
-def test_intrinsic_dimension_of_data_of_known_dimension(intrinsic):
-    points = on_subspace(4000, intrinsic, 40, seed=intrinsic)
-    settings = dimension.DimensionSettings(sample_size=1000, samples=4, gride_scale=2)
-    found, distinct = dimension.sampled_dimensions(points, settings, np.random.default_rng(0))
-    assert list(distinct) == [1000] * 4
-    for name in dimension.ESTIMATORS:
-        assert len(found[name]) == 4
-        assert np.mean(found[name]) == pytest.approx(intrinsic, rel=0.15), name
-        assert np.ptp(found[name]) > 0  # independent samples
+def test_a_known_dimension_is_recovered_at_every_scale(intrinsic):
+    """Uniform in a cube rotated into 40 dimensions: both curves within 15 % of the
+    dimension at every scale (the cube's faces pull the largest scales down), and the value
+    on their plateau within 10 %."""
+    curves = curves_of(on_subspace(4000, intrinsic, 40, seed=intrinsic))
+    assert list(curves["twonn"].scales) == [4000, 2000, 1000, 500, 250, 125]
+    assert list(curves["gride"].scales) == [1, 2, 4, 8, 16, 32]
+    for curve in curves.values():
+        np.testing.assert_allclose(curve.dimension, intrinsic, rtol=0.15)
+        assert np.all(np.diff(curve.radius) > 0), "scales run from small to large"
+        found = dimension.plateau(curve, 3, 0.1)
+        assert found.value == pytest.approx(intrinsic, rel=0.1), curve.estimator
+        assert found.low <= found.value <= found.high
+
+
+def test_noise_at_small_scales_is_read_past_on_the_plateau():
+    """A plane with a little noise in 38 more dimensions: at the smallest scale both
+    estimators see the noise (over 30 % too high); the plateau, at larger scales, is the
+    plane's 2."""
+    rng = np.random.default_rng(1)
+    points = on_subspace(4000, 2, 40, seed=2) + rng.normal(scale=5e-4, size=(4000, 40))
+    for curve in curves_of(points, range_max=128).values():
+        assert curve.dimension[0] > 2.6, curve.estimator
+        found = dimension.plateau(curve, 3, 0.1)
+        assert found.start > 0
+        assert found.value == pytest.approx(2, rel=0.1), curve.estimator
+
+
+def test_the_plateau_rule():
+    """The flattest run of `width` scales within `tolerance` of its mean, the smaller
+    length scale on a tie; none where no run is that flat or the curve is too short."""
+
+    def curve(values):
+        values = np.asarray(values, dtype=np.float64)
+        scales = np.arange(1, len(values) + 1, dtype=np.float64)
+        return dimension.Curve("gride", scales, scales, values, values, values)
+
+    found = dimension.plateau(curve([10, 7, 7.2, 7.1, 9, 12]), 3, 0.1)
+    assert (found.start, found.stop) == (1, 3)
+    assert (found.value, found.low, found.high) == pytest.approx((7.1, 7.0, 7.2))
+    assert found.scale(curve([10, 7, 7.2, 7.1])) == "k=2–4"
+    assert dimension.plateau(curve([5, 5, 5, 5, 5]), 3, 0.1).start == 0  # a tie
+    assert dimension.plateau(curve([4, 6, 8, 10, 12]), 3, 0.1) is None  # climbing throughout
+    assert dimension.plateau(curve([4, 6, 8, 10, 12]), 2, 0.25).start == 3
+    assert dimension.plateau(curve([7, 7]), 3, 0.1) is None
+    assert dimension.plateau(curve([np.nan, 7, 7, 7.1]), 3, 0.1).start == 1
+
+
+def test_twonn_by_decimation_and_gride_against_their_definitions():
+    """TwoNN's first scale is scikit-dimension's TwoNN on every point and its later ones the
+    mean over disjoint subsets; GRIDE at k = 1 is the Pareto maximum likelihood
+    (N − 1) / Σ log μ of μ = r₂/r₁ (after dadapy's cut), from every distance."""
+    from scipy.spatial.distance import cdist
+    from skdim.id import TwoNN
+
+    points = on_subspace(600, 3, 12, seed=7)
+    curves = curves_of(points, min_points=150)
+    twonn = curves["twonn"]
+    assert list(twonn.scales) == [600, 300, 150]
+    assert twonn.dimension[0] == pytest.approx(TwoNN().fit(points).dimension_)
+    assert np.isnan(twonn.low[0]) and np.isnan(twonn.high[0])  # one subset: no spread
+    order = np.random.default_rng(0).permutation(600)
+    halves = [TwoNN().fit(points[part]).dimension_ for part in np.array_split(order, 2)]
+    assert twonn.dimension[1] == pytest.approx(np.mean(halves))
+    assert twonn.low[1] < twonn.dimension[1] < twonn.high[1]
+
+    distances = np.sort(cdist(points, points), axis=1)
+    mu = distances[:, 2] / distances[:, 1]
+    q95, q50 = np.percentile(mu, [95, 50])
+    kept = mu[mu < 20 * (q95 - q50) + q50]
+    gride = curves["gride"]
+    assert gride.dimension[0] == pytest.approx((len(kept) - 1) / np.log(kept).sum(), rel=1e-8)
+    assert gride.radius[0] == pytest.approx(distances[:, 2].mean())
+    assert np.all(gride.low < gride.dimension) and np.all(gride.dimension < gride.high)
+
+
+def test_gride_equals_scikit_dimension_s_at_every_scale():
+    """The likelihood found from one neighbour search is scikit-dimension's GRIDE
+    (multiscale) at every order, its standard error within 0.1 % (the information's
+    N − 1 against scikit-dimension's N)."""
+    from skdim.id import GRIDE
+
+    points = on_subspace(3000, 4, 30, seed=1)
+    peer = GRIDE(multiscale=True, range_max=64).fit(points)
+    curve = curves_of(points)["gride"]
+    np.testing.assert_array_equal(curve.scales, peer.scales_)
+    np.testing.assert_allclose(curve.dimension, peer.dimension_scales_, rtol=1e-10)
+    np.testing.assert_allclose(curve.radius, peer.radius_scales_, rtol=1e-12)
+    error = (curve.high - curve.dimension) / 1.959963984540054
+    np.testing.assert_allclose(error, peer.error_scales_, rtol=1e-3)
+
+
+def test_too_few_points_give_shorter_curves_not_a_failure():
+    points = on_subspace(150, 3, 10, seed=1)
+    curves = curves_of(points)
+    assert list(curves["twonn"].scales) == [150]  # 75 points would be under min_points
+    assert list(curves["gride"].scales) == [1, 2, 4, 8, 16, 32]
+    few = curves_of(points[:2])
+    assert len(few["gride"].scales) == 0 and len(few["twonn"].scales) == 0
 
 
 def test_duplicates_are_removed_before_the_estimators_see_them():
     points = on_subspace(300, 3, 10, seed=1)
     repeated = np.concatenate([points, points[:200], points[:50]])
     assert np.array_equal(dimension.distinct_rows(repeated), points)
-    settings = dimension.DimensionSettings(sample_size=550, samples=1, gride_scale=2)
-    with_repeats, distinct = dimension.sampled_dimensions(
-        repeated, settings, np.random.default_rng(0)
-    )
-    alone, _ = dimension.sampled_dimensions(points, settings, np.random.default_rng(0))
-    assert list(distinct) == [300]  # all 550 rows drawn, 250 of them repeats
-    assert with_repeats["twonn"][0] == pytest.approx(alone["twonn"][0])
-    few = np.repeat(points[:4], 10, axis=0)  # 4 distinct points: GRIDE at k = 2 needs 5
-    found, distinct = dimension.sampled_dimensions(few, settings, np.random.default_rng(0))
-    assert list(distinct) == [4]
-    assert all(np.isnan(values).all() for values in found.values())
+    settings = {"seed": 0, "confidence": 0.95, "intrinsic_dimension": {"min_points": 50}}
+    with_repeats = layer_dimension("m", 1, 2, "block 1", repeated, settings)
+    alone = layer_dimension("m", 1, 2, "block 1", points, settings)
+    assert with_repeats.summary == alone.summary
+    assert {row["n"] for row in with_repeats.curve_rows} == {300}
+
+
+def test_dimension_settings_refuse_what_cannot_be_estimated():
+    from contextuality.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="plateau_width"):
+        dimension.DimensionSettings(plateau_width=1)
+    with pytest.raises(ConfigError, match="plateau_tolerance"):
+        dimension.DimensionSettings(plateau_tolerance=0)
+    with pytest.raises(ConfigError, match="range_max"):
+        dimension.DimensionSettings(range_max=1)
 
 
 N_ROWS, WIDTH = 400, 6
@@ -238,15 +338,25 @@ def stored(tmp_path):
         "sample_size": 300,
         "seed": 0,
         "confidence": 0.95,
-        "intrinsic_dimension": {"sample_size": 200, "samples": 3, "gride_scale": 2},
+        # 300 points: TwoNN on 150 and 75 moves by up to 18 %
+        "intrinsic_dimension": {"min_points": 50, "plateau_tolerance": 0.25},
     }
     return model_a, model_b, index, settings, (first, second, copies)
 
 
+def outputs(directory, stem: str) -> tuple:
+    """The three files a model's layer geometry writes, named after `stem`."""
+    return tuple(
+        directory / f"{stem}.{name}"
+        for name in ("dimension.json", "dimension_scales.parquet", "cka.parquet")
+    )
+
+
 def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
     model_a, _, index, settings, (first, second, _) = stored
+    curves_path = tmp_path / "dimension_scales.parquet"
     table = steps.layer_geometry(
-        model_a, index, settings, tmp_path / "dimension.json", tmp_path / "cka.parquet"
+        model_a, index, settings, tmp_path / "dimension.json", curves_path, tmp_path / "cka.parquet"
     )
     rows = sample_rows(N_ROWS, 300, 0)
     kept = rows[rows != 17]  # the row without a vector is left out of every layer
@@ -264,9 +374,20 @@ def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
     twonn = summaries[0]["measures"]["intrinsic_dimension[twonn]"]
     assert twonn["raw_low"] <= twonn["raw"] <= twonn["raw_high"]
     assert twonn["raw"] == pytest.approx(3, rel=0.3)  # the points lie on a 3-D subspace
+    assert (twonn["interval"], twonn["n"]) == ("plateau range", len(kept))
+    curves = pd.read_parquet(curves_path)
+    assert list(curves.columns) == list(DIMENSION_CURVE_COLUMNS)
+    layer_0 = curves[(curves["layer"] == 0) & (curves["estimator"] == "twonn")]
+    assert list(layer_0["scale"]) == [len(kept), len(kept) // 2, len(kept) // 4]
+    flat = layer_0[layer_0["on_plateau"]]
+    assert flat["dimension"].mean() == pytest.approx(twonn["raw"])
+    assert twonn["scale"] == f"n={flat['scale'].min()}–{flat['scale'].max()}"
+    assert read_provenance(curves_path)["step"] == "layer_geometry"
     measures = steps.measures_table([], tmp_path / "measures.tsv", [tmp_path / "dimension.json"])
     assert set(measures["measure"]) == {"intrinsic_dimension[twonn]", "intrinsic_dimension[gride]"}
     assert set(measures["transform"]) == {"none"}
+    gathered = steps.dimension_scales_table([curves_path], tmp_path / "dimension_scales.tsv")
+    assert len(gathered) == len(curves)
 
 
 def test_cka_between_models_is_on_the_same_occurrences(stored, tmp_path):
@@ -291,9 +412,7 @@ def test_every_cka_comes_with_its_debiased_form_and_a_permutation_null(stored, t
     both forms on rows paired at random, seeded: the same seed gives the same null, and
     the debiased null sits near 0 where the biased null does not."""
     model_a, model_b, index, settings, (first, second, _) = stored
-    table = steps.layer_geometry(
-        model_a, index, settings, tmp_path / "dimension.json", tmp_path / "cka.parquet"
-    )
+    table = steps.layer_geometry(model_a, index, settings, *outputs(tmp_path, "first"))
     rows = sample_rows(N_ROWS, 300, 0)
     kept = rows[rows != 17]
     read = [layer.astype(np.float16).astype(np.float64)[kept] for layer in (first, second)]
@@ -305,12 +424,10 @@ def test_every_cka_comes_with_its_debiased_form_and_a_permutation_null(stored, t
     assert (every["null_cka"] < every["cka"]).all()
     assert (every["null_cka_debiased"].abs() < 0.02).all()
     assert every.loc[(0, 0), "null_cka"] > 0.001  # the biased null of a layer with itself
-    again = steps.layer_geometry(
-        model_a, index, settings, tmp_path / "again.json", tmp_path / "again.parquet"
-    )
+    again = steps.layer_geometry(model_a, index, settings, *outputs(tmp_path, "again"))
     pd.testing.assert_frame_equal(again, table)
     other = steps.layer_geometry(
-        model_a, index, settings | {"seed": 1}, tmp_path / "o.json", tmp_path / "o.parquet"
+        model_a, index, settings | {"seed": 1}, *outputs(tmp_path, "other")
     )
     assert not np.allclose(other["null_cka"], table["null_cka"])
 
@@ -331,10 +448,8 @@ def test_a_model_extracted_otherwise_is_refused(stored, tmp_path):
     model_a, _, index, settings, _ = stored
     changed = ModelLayers("a", model_a.shards, {"source": "test/a", "pooling": "first"})
     with pytest.raises(Exception, match="pooling|model_id"):
-        steps.layer_geometry(
-            changed, index, settings, tmp_path / "dimension.json", tmp_path / "cka.parquet"
-        )
-    assert not (tmp_path / "dimension.json").exists()
+        steps.layer_geometry(changed, index, settings, *outputs(tmp_path, "changed"))
+    assert not (tmp_path / "changed.dimension.json").exists()
 
 
 def test_a_shard_of_another_layer_is_refused(stored, tmp_path):
@@ -345,25 +460,32 @@ def test_a_shard_of_another_layer_is_refused(stored, tmp_path):
     model_a, _, index, settings, _ = stored
     swapped = ModelLayers("a", {0: model_a.shards[1], 1: model_a.shards[1]}, model_a.settings)
     with pytest.raises(ShardMismatchError, match="holds layer 1, not layer 0"):
-        steps.layer_geometry(
-            swapped, index, settings, tmp_path / "dimension.json", tmp_path / "cka.parquet"
-        )
-    assert not (tmp_path / "dimension.json").exists()
+        steps.layer_geometry(swapped, index, settings, *outputs(tmp_path, "swapped"))
+    assert not (tmp_path / "swapped.dimension.json").exists()
 
 
-def test_an_intrinsic_dimension_from_few_points_is_said_out_loud(stored, tmp_path, caplog):
+def test_an_intrinsic_dimension_from_few_points_or_no_plateau_is_said_out_loud(
+    stored, tmp_path, caplog
+):
     from contextuality.geometry.dimension import MIN_DIMENSION_POINTS
 
     model_a, _, index, settings, _ = stored
-    outputs = tmp_path / "dimension.json", tmp_path / "cka.parquet"
+    written = outputs(tmp_path, "few")
     with caplog.at_level("WARNING"):
-        steps.layer_geometry(model_a, index, settings, *outputs)
+        steps.layer_geometry(model_a, index, settings, *written)
     assert "intrinsic dimension from" not in caplog.text
-    few = settings | {"intrinsic_dimension": {"sample_size": 40, "samples": 2, "gride_scale": 2}}
+    few = settings | {"sample_size": 40}
     with caplog.at_level("WARNING"):
-        steps.layer_geometry(model_a, index, few, *outputs)
+        steps.layer_geometry(model_a, index, few, *written)
     assert "a layer 0: intrinsic dimension from 40 distinct points (fewer than " in caplog.text
     assert f"{MIN_DIMENSION_POINTS})" in caplog.text
+    caplog.clear()
+    strict = settings | {"intrinsic_dimension": {"min_points": 50, "plateau_tolerance": 1e-9}}
+    with caplog.at_level("WARNING"):
+        steps.layer_geometry(model_a, index, strict, *written)
+    assert "a layer 0: no plateau in the twonn and gride curves" in caplog.text
+    measures = read_json(written[0])["layers"][0]["measures"]["intrinsic_dimension[gride]"]
+    assert measures["raw"] is None and measures["scale"] == "no plateau"
 
 
 def test_products_of_two_sets_of_rows_add_up_to_those_of_all(layers):

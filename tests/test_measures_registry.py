@@ -52,7 +52,8 @@ def test_records_are_well_formed():
     with pytest.raises(ValueError, match="interval"):
         Measure("x", ("x",), "X.", interval="jackknife", compute=lambda layer: {})
     assert all(
-        record.sampled == (record.interval == "sample spread") for record in registry.MEASURES
+        record.sampled == (record.interval in ("sample spread", "plateau range"))
+        for record in registry.MEASURES
     )
     with pytest.raises(ValueError, match="compute"):
         Measure("x", ("x",), "X.", step="degeneration", compute=lambda layer: {})
@@ -197,8 +198,9 @@ def test_a_layer_summary_records_every_setting_that_changes_a_number():
 
 
 def test_each_row_of_the_measures_table_names_its_interval():
-    """A bootstrapped mean, a sampled estimate and an exact value: `interval` says which;
-    a row whose interval is empty says none."""
+    """A bootstrapped mean, a sampled estimate, a plateau's range and an exact value:
+    `interval` says which, and an intrinsic dimension names its scales; a row whose
+    interval is empty says none."""
     from test_provenance_json import layer_summary
 
     from contextuality.measures.summary import (
@@ -210,17 +212,21 @@ def test_each_row_of_the_measures_table_names_its_interval():
 
     rng = np.random.default_rng(0)
     mean = mean_summary(pd.Series(rng.normal(size=50)), Baseline(0.1), 100, 0.95, rng)
-    sampled = sampled_summary(np.array([3.0, 3.5, 4.0]), 200, 0.95)
+    plateau = {"raw": 8.0, "raw_low": 7.8, "raw_high": 8.3, "n": 900}
     summary = layer_summary(
         {
             "selfsim": mean,
-            "intrinsic_dimension[twonn]": sampled,
+            "isoscore*": sampled_summary(np.array([0.3, 0.35, 0.4]), 200, 0.95),
+            "intrinsic_dimension[twonn]": plateau
+            | {"interval": "plateau range", "scale": "n=2,500–10,000"},
             "anisotropy": {"raw": 0.3, "n": 10},
             "intrinsic_dimension[gride]": sampled_summary(np.array([np.nan, 2.0]), 5, 0.95),
         }
     )
-    table = measures_table([summary]).set_index("measure")["interval"]
-    assert table["selfsim"] == "bootstrap"
-    assert table["intrinsic_dimension[twonn]"] == "sample spread"
-    assert table["anisotropy"] == "none"
-    assert table["intrinsic_dimension[gride]"] == "none"  # no finite interval
+    table = measures_table([summary]).set_index("measure")
+    assert table["interval"]["selfsim"] == "bootstrap"
+    assert table["interval"]["isoscore*"] == "sample spread"
+    assert table["interval"]["intrinsic_dimension[twonn]"] == "plateau range"
+    assert table["scale"]["intrinsic_dimension[twonn]"] == "n=2,500–10,000"
+    assert table["interval"]["anisotropy"] == "none"
+    assert table["interval"]["intrinsic_dimension[gride]"] == "none"  # no finite interval

@@ -140,9 +140,8 @@ def test_the_command_line_has_the_schema_s_defaults():
     geometry = _defaults("layer-geometry", "l.h5", "--index", "i", "-o", "o")
     dimension = _section("geometry", "intrinsic_dimension")
     assert geometry["sample_size"] == _section("geometry")["sample_size"]["default"]
-    assert geometry["dimension_sample_size"] == dimension["sample_size"]["default"]
-    assert geometry["dimension_samples"] == dimension["samples"]["default"]
-    assert geometry["gride_scale"] == dimension["gride_scale"]["default"]
+    for name in ("range_max", "min_points", "plateau_width", "plateau_tolerance"):
+        assert geometry[name] == dimension[name]["default"], name
     stream = _defaults("stream", "m", "--sentences", "s", "--index", "i", "-o", "o")
     assert stream["word_sample_size"] == StreamingSettings().word_sample_size
     assert stream["threads"] >= 1

@@ -421,6 +421,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "degeneration_table": 1,
         "layer_geometry": 1,  # no CKA with bert: its rows are subwords, not words
         "cka_table": 1,
+        "dimension_scales_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
         "figures_none": 1,
@@ -454,6 +455,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "degeneration_table": 1,
         "layer_geometry": 1,
         "cka_table": 1,
+        "dimension_scales_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
         "figures_none": 1,
@@ -663,6 +665,7 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
         "degeneration_table": 1,
         "layer_geometry": 1,
         "cka_table": 1,
+        "dimension_scales_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
         "figures_none": 1,

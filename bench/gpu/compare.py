@@ -28,7 +28,7 @@ import pandas as pd
 TABLES = {
     "measures.tsv": (
         ["model", "transform", "layer", "measure"],
-        ["n", "dimensions", "n_layers", "relative_layer", "interval"],
+        ["n", "dimensions", "n_layers", "relative_layer", "interval", "scale"],
     ),
     "cka.tsv": (["model_a", "layer_a", "model_b", "layer_b", "occurrences"], ["n_rows"]),
     "positions.tsv": (["model", "transform", "layer", "bucket"], ["first_position", "n"]),

@@ -1,5 +1,6 @@
 # The geometry of each stored model's layers, beyond the paper: intrinsic dimension per
-# layer and linear CKA between layers, and CKA between models on the same occurrences.
+# layer (curves over scale, and the value on their plateau) and linear CKA between layers,
+# and CKA between models on the same occurrences.
 
 
 rule layer_geometry:
@@ -8,6 +9,7 @@ rule layer_geometry:
         unpack(get_model_shards),
     output:
         dimension="results/geometry/{model}/dimension.json",
+        curves="results/geometry/{model}/dimension_scales.parquet",
         cka="results/geometry/{model}/cka.parquet",
     log:
         "logs/geometry/{model}.log",
@@ -63,9 +65,28 @@ rule cka_table:
         "../scripts/cka_table.py"
 
 
+rule dimension_scales_table:
+    input:
+        ctx.dimension_curve_files(config),
+    output:
+        table=report(
+            "results/tables/dimension_scales.tsv",
+            caption="../report/dimension_scales_table.rst",
+            category="Geometry",
+        ),
+        provenance="results/tables/dimension_scales.provenance.json",
+    log:
+        "logs/tables/dimension_scales.log",
+    conda:
+        "../envs/contextuality.yaml"
+    script:
+        "../scripts/dimension_scales_table.py"
+
+
 rule geometry_figures:
     input:
         dimensions=ctx.dimension_files(config),
+        dimension_scales="results/tables/dimension_scales.tsv",
         cka="results/tables/cka.tsv",
         positions="results/tables/positions.tsv",
     output:

@@ -1,4 +1,5 @@
-"""Snakemake adapter: the intrinsic dimension figure, the CKA heatmaps and the position profiles."""
+"""Snakemake adapter: the intrinsic dimension figures (by layer, over scale), the CKA heatmaps
+and the position profiles."""
 
 from contextuality import steps
 from contextuality.workflow import run_step
@@ -7,6 +8,7 @@ run_step(
     snakemake.log[0],
     lambda: steps.geometry_figures(
         snakemake.input.dimensions,
+        snakemake.input.dimension_scales,
         snakemake.input.cka,
         snakemake.input.positions,
         list(snakemake.output),

@@ -1,4 +1,5 @@
-"""Snakemake adapter: a model's intrinsic dimension per layer and CKA between its layers."""
+"""Snakemake adapter: a model's intrinsic dimension per layer (and its curves over scale)
+and CKA between its layers."""
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles
@@ -13,6 +14,7 @@ run_step(
         IndexFiles.of(snakemake.input),
         snakemake.params.settings,
         snakemake.output.dimension,
+        snakemake.output.curves,
         snakemake.output.cka,
     ),
     threads=snakemake.threads,

@@ -33,9 +33,10 @@ def _geometry(args: argparse.Namespace) -> None:
         "seed": args.seed,
         "confidence": MeasureSettings.confidence,
         "intrinsic_dimension": {
-            "sample_size": args.dimension_sample_size,
-            "samples": args.dimension_samples,
-            "gride_scale": args.gride_scale,
+            "range_max": args.range_max,
+            "min_points": args.min_points,
+            "plateau_width": args.plateau_width,
+            "plateau_tolerance": args.plateau_tolerance,
         },
     }
     index = IndexFiles.in_directory(args.index)
@@ -44,7 +45,11 @@ def _geometry(args: argparse.Namespace) -> None:
         output = f"{args.output}.cka.parquet"
         steps.cka_between_models(model, _model(args.versus), index, settings, output)
     else:
-        outputs = (f"{args.output}.dimension.json", f"{args.output}.cka.parquet")
+        outputs = (
+            f"{args.output}.dimension.json",
+            f"{args.output}.dimension_scales.parquet",
+            f"{args.output}.cka.parquet",
+        )
         steps.layer_geometry(model, index, settings, *outputs)
 
 
@@ -67,27 +72,36 @@ def add_geometry_command(commands: Any) -> None:
         help="occurrences read (0: every one)",
     )
     command.add_argument(
-        "--dimension-sample-size",
+        "--range-max",
         type=int,
-        default=DimensionSettings.sample_size,
-        help="occurrences per intrinsic-dimension sample, before duplicates are removed",
+        default=DimensionSettings.range_max,
+        help="GRIDE's largest neighbour order (ratios r_2k/r_k with 2k at most this)",
     )
     command.add_argument(
-        "--dimension-samples",
+        "--min-points",
         type=int,
-        default=DimensionSettings.samples,
-        help="independent intrinsic-dimension samples",
+        default=DimensionSettings.min_points,
+        help="TwoNN's smallest subset when the rows are cut into 1, 2, 4, ... subsets",
     )
     command.add_argument(
-        "--gride-scale",
+        "--plateau-width",
         type=int,
-        default=DimensionSettings.gride_scale,
-        help="neighbour order k of GRIDE's ratio r_2k/r_k",
+        default=DimensionSettings.plateau_width,
+        help="consecutive scales an intrinsic dimension's plateau spans",
+    )
+    command.add_argument(
+        "--plateau-tolerance",
+        type=float,
+        default=DimensionSettings.plateau_tolerance,
+        help="largest relative range of a plateau's estimates",
     )
     command.add_argument(
         "--seed", type=int, default=MeasureSettings.seed, help="seed of every sample"
     )
     command.add_argument(
-        "-o", "--output", required=True, help="prefix of <prefix>.dimension.json, .cka.parquet"
+        "-o",
+        "--output",
+        required=True,
+        help="prefix of <prefix>.dimension.json, .dimension_scales.parquet, .cka.parquet",
     )
     command.set_defaults(run=_geometry)

@@ -100,7 +100,7 @@ DIMENSION_FIGURE = FigureSpec(
 )
 
 # The figures of the geometry steps, drawn by one job.
-GEOMETRY_FIGURES = ("intrinsic_dimension", "cka", "positions")
+GEOMETRY_FIGURES = ("intrinsic_dimension", "intrinsic_dimension_scales", "cka", "positions")
 
 # The figure of each checkpoint sweep (results/figures/sweeps/<sweep>.png).
 SWEEP_FIGURE = "sweep"

@@ -1,19 +1,28 @@
-"""Intrinsic dimension of a layer's occurrence vectors, through scikit-dimension.
+"""Intrinsic dimension of a layer's occurrence vectors as a curve over scale, and the value
+on its plateau (scikit-dimension's estimators).
 
-Two estimators on seeded samples of occurrences, exact duplicates removed first (an
-embedding layer repeats a word's vector, and a zero distance to the nearest neighbour
-breaks both estimators' ratios):
+A nearest-neighbour estimate of intrinsic dimension depends on the length scale it looks
+at: noise inflates it at the smallest scales, curvature and density changes at large
+ones. Facco et al. (2017) and Denti et al. (2022) therefore read it off a curve over
+scale, where it is flat. Two curves, on the same distinct points (exact duplicates removed
+first: an embedding layer repeats a word's vector, and a zero distance to the nearest
+neighbour breaks every ratio):
 
-- TwoNN (Facco et al. 2017): from μ = r₂/r₁, the ratio of each point's distances to its
-  second and first nearest neighbours, Pareto-distributed with exponent d on a locally
-  uniform d-dimensional manifold (the 10 % largest ratios discarded, the line fit of the
-  paper);
-- GRIDE (Denti et al. 2022), multiscale: the maximum likelihood of d under the generalized
-  ratio distribution of r_{2k}/r_k (TwoNN's Pareto law for k = 1), at a larger neighbour
-  order k (`DimensionSettings.gride_scale`), which looks past short-scale noise.
+- **TwoNN by decimation** (Facco et al. 2017): μ = r₂/r₁, the ratio of a point's distances
+  to its second and first nearest neighbours, is Pareto-distributed with exponent d on a
+  locally uniform d-dimensional manifold; d is the slope of the line fit with the 10 %
+  largest ratios discarded. The points are cut at random into 1, 2, 4, … disjoint subsets
+  of at least `min_points` each; fewer points per subset means larger neighbour distances.
+  Scale: points per subset; interval: the spread of the subsets' estimates.
+- **GRIDE** (Denti et al. 2022): the maximum likelihood of d under the generalized ratio
+  distribution of r₂ₖ/rₖ (k = 1 is TwoNN's Pareto law, by likelihood rather than line
+  fit), at neighbour orders k = 1, 2, 4, … with 2k ≤ `range_max`, on every point. Scale:
+  k; interval: ± z standard errors from the observed Fisher information.
 
-Each estimate is repeated on `samples` independent samples; the value is their mean and
-the interval their spread (`summary.sampled_summary`).
+The plateau of a curve is the run of `plateau_width` consecutive scales whose estimates
+differ least, relative to their mean, if that is at most `plateau_tolerance`; the value is
+their mean and its interval their range. A curve without one has no value (NaN): its
+estimate moves with the scale it is read at, and the curve says how.
 """
 
 from __future__ import annotations
@@ -21,15 +30,20 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
-from contextuality.errors import check_integer
+from contextuality.errors import ConfigError, check_integer
 
 ESTIMATORS = ("twonn", "gride")
 
-# Fewer distinct points than this in a sample, and a nearest-neighbour estimate of
-# intrinsic dimension rests on too few neighbourhoods to mean much (a WARNING says so).
+# What each estimator's scale counts, and what its interval at one scale is.
+SCALE_UNITS = {"twonn": "points per subset", "gride": "neighbour order k"}
+SCALE_INTERVALS = {"twonn": "subset spread", "gride": "likelihood"}
+
+# Fewer distinct points than this, and a nearest-neighbour estimate of intrinsic dimension
+# rests on too few neighbourhoods to mean much (a WARNING says so).
 MIN_DIMENSION_POINTS = 100
 
 
@@ -37,15 +51,54 @@ MIN_DIMENSION_POINTS = 100
 class DimensionSettings:
     """How the intrinsic dimension is estimated (config ``geometry.intrinsic_dimension``)."""
 
-    sample_size: int = 1000
-    samples: int = 5
-    gride_scale: int = 4
+    range_max: int = 64
+    min_points: int = 100
+    plateau_width: int = 3
+    plateau_tolerance: float = 0.1
 
     def __post_init__(self) -> None:
         section = "geometry.intrinsic_dimension"
-        check_integer(section, "sample_size", self.sample_size, 10)
-        check_integer(section, "samples", self.samples, 1)
-        check_integer(section, "gride_scale", self.gride_scale, 1)
+        check_integer(section, "range_max", self.range_max, 2)
+        check_integer(section, "min_points", self.min_points, 3)
+        check_integer(section, "plateau_width", self.plateau_width, 2)
+        tolerance = self.plateau_tolerance
+        if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or tolerance <= 0:
+            raise ConfigError(
+                f"{section}.plateau_tolerance: expected a number above 0, got {tolerance!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One estimator's intrinsic dimension at each scale, ordered from the smallest length
+    scale to the largest: `scales` (`SCALE_UNITS`), `radius` (mean distance to the
+    farther neighbour of the ratio there), `dimension` and its interval `low`, `high`
+    (`SCALE_INTERVALS`; NaN where there is none)."""
+
+    estimator: str
+    scales: np.ndarray
+    radius: np.ndarray
+    dimension: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+@dataclass(frozen=True)
+class Plateau:
+    """Where a curve is flat: scales `start` to `stop` (indices, inclusive) of the curve,
+    their mean `value` and their range `low`, `high`."""
+
+    start: int
+    stop: int
+    value: float
+    low: float
+    high: float
+
+    def scale(self, curve: Curve) -> str:
+        """The scales of the plateau, as a table cell: ``k=1–4``, ``n=2,500–10,000``."""
+        symbol = "k" if curve.estimator == "gride" else "n"
+        ends = sorted(int(curve.scales[index]) for index in (self.start, self.stop))
+        return f"{symbol}={ends[0]:,}–{ends[1]:,}"
 
 
 def distinct_rows(vectors: np.ndarray) -> np.ndarray:
@@ -56,42 +109,153 @@ def distinct_rows(vectors: np.ndarray) -> np.ndarray:
     return contiguous[np.sort(first)]
 
 
-def estimate(points: np.ndarray, settings: DimensionSettings) -> dict[str, float]:
-    """TwoNN and GRIDE estimates of one sample of distinct `points` (n × d, float64);
-    TwoNN from its first two nearest-neighbour distances, found once (`skdim.get_nn`)
-    rather than from every distance sorted."""
-    from skdim import get_nn
-    from skdim.id import GRIDE, TwoNN
+def _empty(estimator: str) -> Curve:
+    nothing = np.empty(0)
+    return Curve(estimator, nothing, nothing, nothing, nothing, nothing)
 
-    neighbours, _ = get_nn(points, k=2)
+
+def _neighbour_distances(points: np.ndarray, k: int) -> np.ndarray:
+    """Each point's distances to its `k` nearest other points, nearest first (n × k)."""
+    from skdim import get_nn
+
+    distances, _ = get_nn(points, k=k)
+    return distances
+
+
+def _twonn(distances: np.ndarray) -> float:
+    """TwoNN's line fit (10 % largest ratios discarded) from the first two neighbour
+    distances of each point."""
+    from skdim.id import TwoNN
+
+    return float(TwoNN(dist=True).fit(distances[:, :2]).dimension_)
+
+
+def twonn_curve(
+    points: np.ndarray,
+    min_points: int,
+    level: float,
+    rng: np.random.Generator,
+    distances: np.ndarray | None = None,
+) -> Curve:
+    """TwoNN on 1, 2, 4, … disjoint random subsets of distinct `points` (n × d, float64),
+    as long as each keeps at least `min_points`: per level the mean of the subsets'
+    estimates, their percentile spread at confidence `level` (none for one subset), and
+    the mean distance to the second neighbour. `distances`: every point's nearest
+    neighbour distances, when already found (the first level's)."""
+    order = rng.permutation(len(points))
+    sizes, radius, dimension, low, high = [], [], [], [], []
+    subsets = 1
+    while len(points) // subsets >= min_points:
+        estimates, second = [], []
+        for part in np.array_split(order, subsets):
+            found = distances if subsets == 1 and distances is not None else None
+            found = _neighbour_distances(points[part], 2) if found is None else found
+            estimates.append(_twonn(found))
+            second.append(found[:, 1])
+        sizes.append(len(points) // subsets)
+        radius.append(float(np.mean(np.concatenate(second))))
+        dimension.append(float(np.mean(estimates)))
+        tail = (1.0 - level) / 2.0
+        bounds = np.quantile(estimates, [tail, 1.0 - tail]) if subsets > 1 else (math.nan,) * 2
+        low.append(float(bounds[0]))
+        high.append(float(bounds[1]))
+        subsets *= 2
+    values = (sizes, radius, dimension, low, high)
+    return Curve("twonn", *(np.array(value, dtype=np.float64) for value in values))
+
+
+def gride(distances: np.ndarray, order: int) -> tuple[float, float]:
+    """GRIDE's maximum-likelihood dimension and its standard error at neighbour order
+    `order` = n₁ (n₂ = 2n₁), from each point's sorted neighbour distances (n × ≥ 2n₁).
+
+    μ = r₂ₖ/rₖ has density d (μ^d − 1)^(n₂−n₁−1) / (B(n₂−n₁, n₁) μ^((n₂−1)d+1)) on a locally
+    uniform d-dimensional manifold (Denti et al. 2022). As dadapy does: ratios of tied
+    distances dropped, those above q₅₀ + 20 (q₉₅ − q₅₀) cut as overlapping points, and
+    (N − 1) log d in the likelihood (unbiased for n₁ = 1). The score is decreasing in d,
+    so its one root is bracketed and found by Brent's method; the standard error is
+    1/√(observed information)."""
+    from scipy.optimize import brentq
+
+    farther = 2 * order
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_ratio = np.log(distances[:, farther - 1] / distances[:, order - 1])
+    log_ratio = log_ratio[np.isfinite(log_ratio) & (log_ratio > 0)]
+    ratio = np.exp(log_ratio)
+    q95, q50 = np.percentile(ratio, [95, 50])
+    log_ratio = log_ratio[ratio < q50 + 20 * (q95 - q50)]
+    n, gap, total = len(log_ratio), farther - order - 1, log_ratio.sum()
+
+    def score(d: float) -> float:
+        return (
+            (n - 1) / d
+            + gap * np.sum(log_ratio / -np.expm1(-d * log_ratio))
+            - (farther - 1) * total
+        )
+
+    high = 1.0
+    while score(high) > 0:
+        high *= 2.0
+    d = brentq(score, 1e-8, high, xtol=1e-12, rtol=1e-12)
+    information = (n - 1) / d**2 + gap * np.sum(
+        (log_ratio / (2.0 * np.sinh(d * log_ratio / 2.0))) ** 2
+    )
+    return float(d), float(1.0 / np.sqrt(information))
+
+
+def gride_curve(distances: np.ndarray, level: float) -> Curve:
+    """GRIDE at neighbour orders k = 1, 2, 4, … while 2k is within the neighbour
+    `distances` found (n × k_max, sorted), each ± z standard errors at confidence
+    `level`; the radius is the mean distance to the 2k-th neighbour."""
+    orders = 2 ** np.arange(int(np.log2(max(distances.shape[1], 1))))
+    found = np.array([gride(distances, int(order)) for order in orders]).reshape(-1, 2)
+    spread = NormalDist().inv_cdf(0.5 + level / 2.0) * found[:, 1]
+    return Curve(
+        "gride",
+        orders.astype(np.float64),
+        distances[:, 2 * orders - 1].mean(axis=0),
+        found[:, 0],
+        found[:, 0] - spread,
+        found[:, 0] + spread,
+    )
+
+
+def dimension_curves(
+    points: np.ndarray, settings: DimensionSettings, level: float, rng: np.random.Generator
+) -> dict[str, Curve]:
+    """Both estimators' curves (`ESTIMATORS`) on distinct `points`, from one search of
+    every point's `range_max` nearest neighbours (GRIDE's and TwoNN's first level) and
+    one per subset of TwoNN's later levels; a curve with no scale where too few points
+    remain."""
+    largest = min(settings.range_max, len(points) - 1)
+    if largest < 2:
+        return {name: _empty(name) for name in ESTIMATORS}
+    distances = _neighbour_distances(points, largest)
     with warnings.catch_warnings():
-        # Tied neighbour distances are dropped by the estimators; after removing exact
-        # duplicates they are a handful of points at most.
+        # TwoNN drops tied neighbour distances; after removing exact duplicates they are a
+        # handful of points at most.
         warnings.simplefilter("ignore", UserWarning)
         return {
-            "twonn": float(TwoNN(dist=True).fit(neighbours).dimension_),
-            "gride": float(GRIDE(n1=settings.gride_scale).fit(points).dimension_),
+            "twonn": twonn_curve(points, settings.min_points, level, rng, distances),
+            "gride": gride_curve(distances, level),
         }
 
 
-def sampled_dimensions(
-    vectors: np.ndarray, settings: DimensionSettings, rng: np.random.Generator
-) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Each estimator's estimates on `settings.samples` samples of `settings.sample_size`
-    rows of `vectors` (all rows when fewer), drawn from `rng` without replacement, each
-    de-duplicated; returns them by estimator (`ESTIMATORS`) and each sample's number of
-    distinct points. A sample of fewer distinct points than an estimator needs (2·k + 1
-    for GRIDE's order k) has NaN estimates: a layer too degenerate to estimate is NaN, with
-    the step's warning, not a failed run."""
-    size = min(settings.sample_size, len(vectors))
-    needed = 2 * settings.gride_scale + 1
-    estimates: dict[str, list[float]] = {name: [] for name in ESTIMATORS}
-    counts = []
-    for _ in range(settings.samples):
-        chosen = np.sort(rng.choice(len(vectors), size=size, replace=False))
-        points = distinct_rows(np.asarray(vectors[chosen], dtype=np.float64))
-        counts.append(len(points))
-        found = estimate(points, settings) if len(points) >= needed else {}
-        for name in ESTIMATORS:
-            estimates[name].append(found.get(name, math.nan))
-    return {name: np.array(values) for name, values in estimates.items()}, np.array(counts)
+def plateau(curve: Curve, width: int, tolerance: float) -> Plateau | None:
+    """The run of `width` consecutive scales of `curve` with the smallest relative range
+    (max − min) / mean, the smaller length scale on a tie, if that range is at most
+    `tolerance`; None when no run is that flat or the curve is shorter than `width`."""
+    best = None
+    for start in range(len(curve.dimension) - width + 1):
+        window = curve.dimension[start : start + width]
+        if not np.isfinite(window).all():
+            continue
+        spread = (window.max() - window.min()) / window.mean()
+        if spread <= tolerance and (best is None or spread < best[0]):
+            best = (spread, start)
+    if best is None:
+        return None
+    start = best[1]
+    window = curve.dimension[start : start + width]
+    return Plateau(
+        start, start + width - 1, float(window.mean()), float(window.min()), float(window.max())
+    )

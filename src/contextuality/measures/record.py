@@ -30,8 +30,9 @@ SummaryRow = dict[str, Any]
 BASELINE_FAMILIES = ("cosine", "paper_cosine", "truncated_svd", "mev", "mev_centered")
 
 # What an interval is: a percentile bootstrap of a mean over words or sentences, the
-# spread of estimates on independent samples, or none (an exact value).
-INTERVALS = ("bootstrap", "sample spread", "none")
+# spread of estimates on independent samples, the range of a curve over the scales of its
+# plateau (intrinsic dimension), or none (an exact value).
+INTERVALS = ("bootstrap", "sample spread", "plateau range", "none")
 
 # The steps that compute a measure: the measure step (from a `LayerInputs`), the
 # degeneration analysis inside it, and the layer geometry step (intrinsic dimension).
@@ -86,7 +87,7 @@ class Measure:
     family: the baseline its adjusted value subtracts (`BASELINE_FAMILIES`), or
     None for a measure with no baseline.
     interval: what its interval is (`INTERVALS`); a value estimated on seeded samples
-    (`sampled`) has their spread.
+    (`sampled`) has their spread, or the range of its curve over the scales of a plateau.
     streamed: whether a streamed layer has it (see `contextuality.streaming`).
     table, column: the per-word (``words``) or per-sentence (``sentences``) table and its
     column that it averages, adjusted in that table by the same family's baseline (None: a
@@ -112,9 +113,9 @@ class Measure:
     @property
     def sampled(self) -> bool:
         """Whether its value is estimated on seeded samples of occurrences or sentences,
-        its interval their spread (else it is computed from every occurrence; its
-        baseline may still be sampled)."""
-        return self.interval == "sample spread"
+        its interval their spread or its curve's range over a plateau (else it is computed
+        from every occurrence; its baseline may still be sampled)."""
+        return self.interval in ("sample spread", "plateau range")
 
     def __post_init__(self) -> None:
         if self.family is not None and self.family not in BASELINE_FAMILIES:

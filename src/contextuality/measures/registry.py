@@ -172,8 +172,9 @@ MEASURES: tuple[Measure, ...] = (
     Measure(
         "intrinsic_dimension",
         ("intrinsic_dimension[twonn]", "intrinsic_dimension[gride]"),
-        "Intrinsic dimension of the sampled occurrences, TwoNN and GRIDE.",
-        interval="sample spread",
+        "Intrinsic dimension of the sampled occurrences on the plateau of its curve over "
+        "scale (named in `scale`), TwoNN and GRIDE.",
+        interval="plateau range",
         step="layer_geometry",
     ),
 )

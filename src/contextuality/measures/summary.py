@@ -141,6 +141,7 @@ SUMMARY_COLUMNS = (
     "interval",
     "n",
     "dimensions",
+    "scale",
 )
 
 
@@ -197,7 +198,9 @@ def measures_table(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
     baseline and adjusted values each with their interval (``*_low``, ``*_high``; empty
     where a measure has none), interval (what the raw value's interval is: a percentile
     ``bootstrap`` of a mean over words or sentences, the ``sample spread`` of estimates on
-    independent samples, or ``none``), n, and the dimensions a rogue-dimension share names.
+    independent samples, the ``plateau range`` of an estimate over the scales it is read
+    at, or ``none``), n, the dimensions a rogue-dimension share names, and the scales an
+    intrinsic dimension is read at.
     Sorted by model, transform, measure and layer. A value the summary file holds as null
     (NaN, as `provenance.write_json` writes it) is NaN again here.
     """

@@ -33,7 +33,13 @@ from contextuality.steps.figures import (
     sweep_figure,
     transforms_figure,
 )
-from contextuality.steps.geometry import ModelLayers, cka_between_models, cka_table, layer_geometry
+from contextuality.steps.geometry import (
+    ModelLayers,
+    cka_between_models,
+    cka_table,
+    dimension_scales_table,
+    layer_geometry,
+)
 from contextuality.steps.measures import (
     DegenerationOutputs,
     MeasureOutputs,
@@ -77,6 +83,7 @@ __all__ = [
     "compare_reference",
     "cka_table",
     "context_specific_words",
+    "dimension_scales_table",
     "fit_split",
     "degeneration_figures",
     "degeneration_table",

@@ -141,13 +141,15 @@ def degeneration_figures(
 
 def geometry_figures(
     dimension_paths: Sequence[PathLike],
+    dimension_scales_path: PathLike,
     cka_path: PathLike,
     positions_path: PathLike,
     outputs: Sequence[PathLike],
 ) -> None:
-    """The intrinsic dimension by layer (from the geometry steps' layer summaries), the
-    CKA heatmaps (from the CKA table) and the position profiles (from their table), each
-    as .png then .pdf, found in `outputs` by name."""
+    """The intrinsic dimension by layer (from the geometry steps' layer summaries) and over
+    scale (from its curves' table), the CKA heatmaps (from the CKA table) and the position
+    profiles (from their table), each as .png then .pdf, found in `outputs` by name."""
+    from contextuality.figures.dimension import plot_dimension_scales
     from contextuality.figures.geometry import plot_cka, plot_positions
     from contextuality.figures.paper import plot_figure
     from contextuality.figures.specs import DIMENSION_FIGURE
@@ -158,6 +160,11 @@ def geometry_figures(
         DIMENSION_FIGURE,
         by_name["intrinsic_dimension"],
         source=_sources(dimension_paths, "dimension files"),
+    )
+    plot_dimension_scales(
+        read_tsv(dimension_scales_path),
+        by_name["intrinsic_dimension_scales"],
+        source=_source(dimension_scales_path),
     )
     plot_cka(read_tsv(cka_path), by_name["cka"], source=_source(cka_path))
     positions = read_tsv(positions_path)

@@ -9,6 +9,7 @@ model: CKA between models compares representations of exactly the same word toke
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,7 +24,6 @@ from contextuality.errors import warn
 from contextuality.geometry import dimension
 from contextuality.geometry.cka import SampledLayers, cka_between, sample_rows
 from contextuality.measures.rows import rows_with_vectors
-from contextuality.measures.summary import sampled_summary
 from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.random_streams import generator
 from contextuality.storage.shards import expected_extraction, load_shards
@@ -82,54 +82,153 @@ def _source(attributes: dict[str, Any]) -> dict[str, Any]:
     return {key: attributes[key] for key in keys} | {"shard_config_hash": attributes["config_hash"]}
 
 
+# The columns of a model's intrinsic-dimension curves (`dimension_curves`).
+DIMENSION_CURVE_COLUMNS = (
+    "model",
+    "layer",
+    "n_layers",
+    "layer_output",
+    "estimator",
+    "scale_unit",
+    "scale",
+    "radius",
+    "dimension",
+    "dimension_low",
+    "dimension_high",
+    "interval",
+    "on_plateau",
+    "n",
+)
+
+
+@dataclass(frozen=True)
+class LayerDimension:
+    """A layer's intrinsic dimension: its summary for the measures table (rows
+    ``intrinsic_dimension[twonn]`` and ``[gride]``: the value on each curve's plateau) and
+    its curves' rows (`DIMENSION_CURVE_COLUMNS`)."""
+
+    summary: dict[str, Any]
+    curve_rows: list[dict[str, Any]]
+
+
+def _plateau_summary(
+    curve: dimension.Curve, found: dimension.Plateau | None, n: int
+) -> dict[str, Any]:
+    """The measures-table values of one curve: its plateau's mean, with their range as
+    interval and its scales, or NaN with ``no plateau``."""
+    if found is None:
+        return {"raw": math.nan, "n": n, "interval": "none", "scale": "no plateau"}
+    return {
+        "raw": found.value,
+        "raw_low": found.low,
+        "raw_high": found.high,
+        "n": n,
+        "interval": "plateau range",
+        "scale": found.scale(curve),
+    }
+
+
+def _curve_rows(
+    layer_fields: dict[str, Any], curve: dimension.Curve, found: dimension.Plateau | None, n: int
+) -> list[dict[str, Any]]:
+    """One row per scale of `curve` (`DIMENSION_CURVE_COLUMNS`)."""
+    return [
+        {
+            **layer_fields,
+            "estimator": curve.estimator,
+            "scale_unit": dimension.SCALE_UNITS[curve.estimator],
+            "scale": int(curve.scales[index]),
+            "radius": curve.radius[index],
+            "dimension": curve.dimension[index],
+            "dimension_low": curve.low[index],
+            "dimension_high": curve.high[index],
+            "interval": dimension.SCALE_INTERVALS[curve.estimator]
+            if np.isfinite(curve.low[index])
+            else "none",
+            "on_plateau": found is not None and found.start <= index <= found.stop,
+            "n": n,
+        }
+        for index in range(len(curve.scales))
+    ]
+
+
+def layer_dimension(
+    model: str,
+    layer: int,
+    n_layers: int,
+    layer_output_name: str,
+    vectors: np.ndarray,
+    settings: dict[str, Any],
+) -> LayerDimension:
+    """Both intrinsic-dimension curves of one layer's sampled `vectors` (rows without a
+    vector skipped, exact duplicates removed) and the value on each plateau, warning where
+    the points are few or a curve has no plateau."""
+    dimension_settings = dimension.DimensionSettings(**settings["intrinsic_dimension"])
+    points = dimension.distinct_rows(
+        np.asarray(vectors[rows_with_vectors(vectors)], dtype=np.float64)
+    )
+    rng = generator(settings["seed"], "dimension_samples")  # the same cuts for every layer
+    curves = dimension.dimension_curves(points, dimension_settings, settings["confidence"], rng)
+    fields = {"model": model, "layer": layer, "n_layers": n_layers}
+    layer_fields = fields | {"layer_output": layer_output_name}
+    measures, rows, flat = {}, [], []
+    for name, curve in curves.items():
+        found = dimension.plateau(
+            curve, dimension_settings.plateau_width, dimension_settings.plateau_tolerance
+        )
+        measures[f"intrinsic_dimension[{name}]"] = _plateau_summary(curve, found, len(points))
+        rows += _curve_rows(layer_fields, curve, found, len(points))
+        flat.append(
+            f"{name} {found.value:.1f} at {found.scale(curve)}" if found else f"{name} none"
+        )
+    if len(points) < dimension.MIN_DIMENSION_POINTS:
+        warn(
+            [
+                f"{model} layer {layer}: intrinsic dimension from {len(points)} distinct points "
+                f"(fewer than {dimension.MIN_DIMENSION_POINTS}): its estimate means little, "
+                "and is NaN where too few to estimate"
+            ]
+        )
+    missing = [
+        name for name in curves if math.isnan(measures[f"intrinsic_dimension[{name}]"]["raw"])
+    ]
+    if missing and len(points) >= dimension.MIN_DIMENSION_POINTS:
+        warn(
+            [
+                f"{model} layer {layer}: no plateau in the {' and '.join(missing)} "
+                f"curve{'s' if len(missing) > 1 else ''} "
+                f"(no {dimension_settings.plateau_width} consecutive scales within "
+                f"{dimension_settings.plateau_tolerance:.0%} of each other): its intrinsic "
+                "dimension moves with the scale it is read at, so the measures table gives "
+                "NaN; results/tables/dimension_scales.tsv gives the curve"
+            ]
+        )
+    log.info("layer %d: plateau %s (%d distinct points)", layer, ", ".join(flat), len(points))
+    summary = layer_fields | {"transform": "none", "measures": measures}
+    return LayerDimension(summary, rows)
+
+
 def _dimension_summaries(
     sampled: SampledLayers, settings: dict[str, Any], provenance: dict[str, Any]
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], pd.DataFrame]:
     """Each layer's intrinsic dimension as a layer summary of transform ``none`` (the
-    measures table's rows ``intrinsic_dimension[twonn]`` and ``[gride]``)."""
-    found = []
-    dimension_settings = dimension.DimensionSettings(**settings["intrinsic_dimension"])
+    measures table's rows ``intrinsic_dimension[twonn]`` and ``[gride]``), and every
+    layer's curves as one table."""
+    summaries, rows = [], []
     for layer, vectors in sampled.vectors.items():
         attributes = sampled.attributes[layer]
-        valid = vectors[rows_with_vectors(vectors)]
-        rng = generator(settings["seed"], "dimension_samples")  # the same draws for every layer
-        estimates, distinct = dimension.sampled_dimensions(valid, dimension_settings, rng)
         n_layers = int(attributes["n_layers"])
-        measures = {
-            f"intrinsic_dimension[{name}]": sampled_summary(
-                values, int(distinct.min()), settings["confidence"]
-            )
-            for name, values in estimates.items()
-        }
-        if distinct.min() < dimension.MIN_DIMENSION_POINTS:
-            warn(
-                [
-                    f"{attributes['model']} layer {layer}: intrinsic dimension from "
-                    f"{int(distinct.min())} distinct points (fewer than "
-                    f"{dimension.MIN_DIMENSION_POINTS}): its estimate means little, and is "
-                    "NaN where too few to estimate"
-                ]
-            )
-        log.info(
-            "layer %d: TwoNN %.1f, GRIDE %.1f (%d distinct of %d sampled, least)",
+        found = layer_dimension(
+            attributes["model"],
             layer,
-            measures["intrinsic_dimension[twonn]"]["raw"],
-            measures["intrinsic_dimension[gride]"]["raw"],
-            distinct.min(),
-            min(dimension_settings.sample_size, len(valid)),
+            n_layers,
+            layer_output(layer, n_layers, attributes["layer_conventions"]),
+            vectors,
+            settings,
         )
-        found.append(
-            {
-                **provenance,
-                **_source(attributes),
-                "transform": "none",
-                "layer": layer,
-                "n_layers": n_layers,
-                "layer_output": layer_output(layer, n_layers, attributes["layer_conventions"]),
-                "measures": measures,
-            }
-        )
-    return found
+        summaries.append({**provenance, **_source(attributes), **found.summary})
+        rows += found.curve_rows
+    return summaries, pd.DataFrame(rows, columns=list(DIMENSION_CURVE_COLUMNS))
 
 
 def _sample(index: IndexFiles, settings: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -157,16 +256,19 @@ def layer_geometry(
     index: IndexFiles,
     settings: dict[str, Any],
     dimension_output: PathLike,
+    curves_output: PathLike,
     cka_output: PathLike,
 ) -> pd.DataFrame:
     """A model's intrinsic dimension per layer (JSON: layer summaries for the measures
-    table) and CKA between its layers (parquet, `CKA_COLUMNS`), from one sample of its
-    rows. `settings`: config ``geometry`` with the measures' seed and confidence."""
+    table; parquet: its curves over scale, `DIMENSION_CURVE_COLUMNS`) and CKA between its
+    layers (parquet, `CKA_COLUMNS`), from one sample of its rows. `settings`: config
+    ``geometry`` with the measures' seed and confidence."""
     rows, later, sampled = _sample(index, settings)
     layers = read_sampled_layers(model, index, rows)
     provenance = _provenance("layer_geometry", settings, rows, layers)
-    summaries = _dimension_summaries(layers, settings, provenance)
+    summaries, curves = _dimension_summaries(layers, settings, provenance)
     write_json(dimension_output, {"layers": summaries})
+    write_parquet(curves, curves_output, provenance)
     log.info("CKA between %d layers on %d rows", len(layers.vectors), len(rows))
     table = cka_between((model.name, layers), None, later, sampled, settings["seed"])
     write_parquet(table, cka_output, provenance)
@@ -197,5 +299,13 @@ def cka_table(paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
     theirs."""
     order = ["model_a", "model_b", "occurrences", "layer_a", "layer_b"]
     table, provenance = gather_parquet(paths, "cka_table", order)
+    write_tsv(table, output, provenance)
+    return table
+
+
+def dimension_scales_table(paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
+    """Every model's intrinsic-dimension curves as one TSV, its provenance gathering theirs."""
+    order = ["model", "estimator", "layer", "radius"]
+    table, provenance = gather_parquet(paths, "dimension_scales_table", order)
     write_tsv(table, output, provenance)
     return table

@@ -229,6 +229,14 @@ def dimension_files(config: dict[str, Any]) -> list[str]:
     ]
 
 
+def dimension_curve_files(config: dict[str, Any]) -> list[str]:
+    """Each stored model's intrinsic-dimension curves over scale."""
+    return [
+        f"results/geometry/{model}/dimension_scales.parquet"
+        for model in streamed_models(config, streamed=False)
+    ]
+
+
 def measure_memory_mb(wildcards: Any, input: Any, attempt: int = 1) -> int:
     """Memory (MB) to ask a scheduler for a measure job: 3 × its inputs (the float16 shard,
     mostly) plus 500 MB for the interpreter, above the peaks `bench/measure_memory.py`

@@ -13,6 +13,7 @@ from contextuality.workflow.config import (
 )
 from contextuality.workflow.paths import (
     cka_files,
+    dimension_curve_files,
     dimension_files,
     every_layer_output,
     extraction_metas,
@@ -48,6 +49,7 @@ def intermediate_outputs(config: dict[str, Any]) -> list[str]:
         ],
         *cka_files(config),
         *dimension_files(config),
+        *dimension_curve_files(config),
     ]
 
 
@@ -70,6 +72,7 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
             [
                 "results/tables/degeneration.tsv",
                 "results/tables/cka.tsv",
+                "results/tables/dimension_scales.tsv",
                 "results/tables/positions.tsv",
             ]
             if streamed_models(config, streamed=False)
