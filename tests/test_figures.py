@@ -9,6 +9,7 @@ import pytest
 
 from contextuality.figures import paper
 from contextuality.figures.specs import FIGURES
+from contextuality.measures.ranks import spearman_interval
 from contextuality.measures.summary import SUMMARY_COLUMNS
 
 MODELS = {"alpha": 4, "beta": 2}  # model → number of layers
@@ -72,6 +73,8 @@ def test_lines_and_bands_are_the_tables_values(drawn, name, relative_layers):
             np.testing.assert_allclose(line.get_ydata(), rows[spec.column])
             band = next(bands).get_paths()[0].vertices
             low, high = rows[f"{spec.column}_low"].to_numpy(), rows[f"{spec.column}_high"]
+            if spec.spearman:  # a ρ: its interval from ρ and n, not the table's
+                low, high = spearman_interval(rows["raw"], rows["n"], paper.SPEARMAN_LEVEL)
             assert set(np.round(band[:, 1], 9)) == set(np.round(np.r_[low, high], 9))
 
 

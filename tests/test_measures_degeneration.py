@@ -417,7 +417,8 @@ def test_figures_write_png_and_pdf(tmp_path, layers, plot):
     words_by_layer, table, cones = layers
     data = {"norm_by_rank": words_by_layer, "knn_by_bin": table, "cone": cones}[plot]
     outputs = [tmp_path / f"{plot}.png", tmp_path / f"{plot}.pdf"]
-    getattr(degeneration_figures, f"plot_{plot}")(data, outputs, title="model · none")
+    more = {"neighbours": 3} if plot == "knn_by_bin" else {}
+    getattr(degeneration_figures, f"plot_{plot}")(data, outputs, title="model · none", **more)
     image = matplotlib.image.imread(outputs[0])
     assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
     assert outputs[1].read_bytes().startswith(b"%PDF")
@@ -440,13 +441,15 @@ def test_mean_vector_norms_lean_on_frequency_even_without_structure():
 
 def test_knn_figure_leaves_out_empty_bins_says_so_and_labels_each_scale(monkeypatch):
     """The rarest bin holds no indexed word in a real corpus: it is left out of the axis
-    and named under it, never drawn as an empty slot; each panel has its own y-label."""
+    and named under it by its ranks, never drawn as an empty slot; each panel has its own
+    y-label, naming k."""
     bins = ["0–10", "10–50", "50–100", "100+"]
     table = pd.DataFrame(
         [
             {
                 "bin": label,
                 "rank_low": [0, 10, 50, 100][position],
+                "rank_high": [10, 50, 100, pd.NA][position],
                 "vectors": vectors,
                 "layer": layer,
                 "knn_distance": np.nan if label == "100+" else 1.0 + position + layer,
@@ -460,12 +463,12 @@ def test_knn_figure_leaves_out_empty_bins_says_so_and_labels_each_scale(monkeypa
     monkeypatch.setattr(
         degeneration_figures, "save_figure", lambda figure, outputs, source: kept.append(figure)
     )
-    degeneration_figures.plot_knn_by_bin(table, [], title="model, transform none")
+    degeneration_figures.plot_knn_by_bin(table, [], 5, title="model, transform none")
     (figure,) = kept
     for panel in figure.axes:
-        assert [tick.get_text() for tick in panel.get_xticklabels()] == bins[:-1]
-        assert panel.get_xlabel().endswith(f"(no words in bin {bins[-1]})")
-        assert panel.get_ylabel() == "mean L2 distance to the k nearest"
+        assert [tick.get_text() for tick in panel.get_xticklabels()] == ["1–10", "11–50", "51–100"]
+        assert panel.get_xlabel().endswith("(no words in ranks 101+)")
+        assert panel.get_ylabel() == "mean L2 distance\nto the k = 5 nearest"
     degeneration_figures.plt.close(figure)
 
 

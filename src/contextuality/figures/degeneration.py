@@ -18,7 +18,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 
-from contextuality.figures.paper import save_figure  # noqa: E402
+from contextuality.figures.paper import (  # noqa: E402
+    layer_colours,
+    log_scale_if_wide,
+    save_figure,
+)
 
 _PANEL_COLUMNS = 4
 
@@ -33,7 +37,7 @@ def _layer_grid(n_layers: int, width: float = 2.8, height: float = 2.5):
     figure, axes = plt.subplots(
         rows, columns, figsize=(width * columns, height * rows + 0.6), squeeze=False
     )
-    figure.subplots_adjust(left=0.09, right=0.97, bottom=0.12, top=0.88, wspace=0.4, hspace=0.55)
+    figure.subplots_adjust(left=0.09, right=0.97, bottom=0.12, top=0.88, wspace=0.5, hspace=0.55)
     for panel in axes.flat[n_layers:]:
         panel.set_visible(False)
     return figure, axes.flat[:n_layers]
@@ -53,8 +57,9 @@ def plot_norm_by_rank(
 ) -> None:
     """One panel per layer: each word's mean occurrence norm and the norm of its mean vector
     (which shrinks with the number of occurrences averaged, see
-    `degeneration.frequency_correlations`) against its frequency rank, log scale.
-    words_by_layer: layer → `degeneration.word_degeneration` table."""
+    `degeneration.frequency_correlations`) against its frequency rank, log scale; the norm
+    on a log axis, labelled so, in a panel whose norms span more than a factor 20
+    (`paper.LOG_SPAN`). words_by_layer: layer → `degeneration.word_degeneration` table."""
     layers = sorted(words_by_layer)
     figure, panels = _layer_grid(len(layers))
     for panel, layer in zip(panels, layers, strict=True):
@@ -71,10 +76,12 @@ def plot_norm_by_rank(
                 rasterized=True,  # thousands of points: an image inside the PDF
             )
         panel.set_xscale("log")
+        norms = words[[column for column, _, _ in NORM_SERIES]].to_numpy()
+        log_scale_if_wide(panel, norms, "L2 norm")
+        panel.yaxis.label.set_fontsize(8)
         panel.set_title(f"layer {layer}", fontsize=9)
         panel.grid(alpha=0.3)
-    figure.supxlabel("frequency rank (1 = most frequent)")
-    figure.supylabel("L2 norm")
+    figure.supxlabel("frequency rank (1 = most frequent, log scale)")
     handles, labels = panels[0].get_legend_handles_labels()
     figure.legend(  # above the panels, never over a layer's points
         handles,
@@ -90,23 +97,34 @@ def plot_norm_by_rank(
     save_figure(figure, outputs, source)
 
 
+def rank_range(low: int, high: int | None) -> str:
+    """The frequency ranks (1 = most frequent) of a bin of 0-based ranks [low, high), as
+    ``"1–100"``, or ``"10,001+"`` for an open bin (high None or <NA>)."""
+    return f"{low + 1:,}+" if pd.isna(high) else f"{low + 1:,}–{high:,}"
+
+
 def plot_knn_by_bin(
     table: pd.DataFrame,
     outputs: list[str | os.PathLike],
+    neighbours: int,
     title: str = "",
     source: str = "",
 ) -> None:
-    """Mean distance to the k nearest neighbours by frequency-rank bin, one line per layer;
-    panels for static (mean) vectors and for occurrences, each with its own scale. A bin
-    holding no analysed word (the rarest, where no word is indexed) is left out and named
-    under the axis. table: `degeneration_table` outputs concatenated, with a ``layer``
-    column."""
-    ordered = table.drop_duplicates("bin").sort_values("rank_low")["bin"].tolist()
+    """Mean distance to the k = `neighbours` nearest neighbours by frequency-rank bin, each
+    bin labelled by its ranks (1 = most frequent), one line per layer from light (the
+    embeddings) to dark (the last layer); panels for static (mean) vectors and for
+    occurrences, each with its own scale. A bin holding no analysed word (the rarest,
+    where no word is indexed) is left out and named under the axis. table:
+    `degeneration_table` outputs concatenated, with a ``layer`` column."""
+    first = table.drop_duplicates("bin").sort_values("rank_low")
+    labels = {
+        row.bin: rank_range(row.rank_low, row.rank_high) for row in first.itertuples(index=False)
+    }
     filled = set(table.loc[table["knn_distance"].notna(), "bin"])
-    bins = [label for label in ordered if label in filled]
-    empty = [label for label in ordered if label not in filled]
+    bins = [name for name in labels if name in filled]
+    empty = [labels[name] for name in labels if name not in filled]
     layers = sorted(table["layer"].unique())
-    colors = plt.get_cmap("viridis")(np.linspace(0, 0.9, len(layers)))
+    colors = layer_colours(len(layers))
     figure, axes = plt.subplots(1, 2, figsize=(8.4, 3.4), layout="constrained", squeeze=False)
     for panel, vectors in zip(axes[0], ("static", "occurrences"), strict=True):
         for color, layer in zip(colors, layers, strict=True):
@@ -120,11 +138,11 @@ def plot_knn_by_bin(
                 markersize=3,
                 label=f"layer {layer}",
             )
-        panel.set_xticks(range(len(bins)), bins, rotation=30, ha="right")
-        dropped = f"\n(no words in bin {', '.join(empty)})" if empty else ""
-        panel.set_xlabel(f"frequency-rank bin{dropped}")
+        panel.set_xticks(range(len(bins)), [labels[name] for name in bins], rotation=30, ha="right")
+        dropped = f"\n(no words in ranks {', '.join(empty)})" if empty else ""
+        panel.set_xlabel(f"frequency rank (1 = most frequent){dropped}")
         panel.set_title("mean vectors of words" if vectors == "static" else "occurrences")
-        panel.set_ylabel("mean L2 distance to the k nearest")
+        panel.set_ylabel(f"mean L2 distance\nto the k = {neighbours} nearest")
         panel.grid(alpha=0.3)
     figure.legend(  # beside the panels, never over a line
         *axes[0][1].get_legend_handles_labels(),

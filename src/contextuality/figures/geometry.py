@@ -8,7 +8,13 @@ import os
 import numpy as np
 import pandas as pd
 
-from contextuality.figures.paper import label_cells, plt, save_figure
+from contextuality.figures.paper import (
+    label_cells,
+    layer_colours,
+    log_scale_if_wide,
+    plt,
+    save_figure,
+)
 
 
 def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:
@@ -53,10 +59,10 @@ def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str 
 
 
 def plot_positions(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:
-    """Per stored model (a row of panels), under transform ``none``: the mean L2 norm
-    (log scale where it spans more than a factor 20) and the anisotropy baseline of the
-    occurrences in each bucket of sentence positions, one line per layer from light
-    (embeddings) to dark (last layer)."""
+    """Per stored model (a row of panels), under transform ``none``: the mean L2 norm (on
+    a log axis, labelled so, where the model's norms span more than a factor 20,
+    `paper.LOG_SPAN`) and the anisotropy baseline of the occurrences in each bucket of
+    sentence positions, one line per layer from light (embeddings) to dark (last layer)."""
     rows = table[table["transform"] == "none"]
     models = sorted(rows["model"].unique())
     figure, axes = plt.subplots(
@@ -69,7 +75,7 @@ def plot_positions(table: pd.DataFrame, outputs: list[str | os.PathLike], source
     for panels, model in zip(axes, models, strict=False):
         of_model = rows[rows["model"] == model]
         layers = sorted(of_model["layer"].unique())
-        colours = plt.cm.viridis_r(np.linspace(0.1, 0.95, len(layers)))
+        colours = layer_colours(len(layers))
         for colour, layer in zip(colours, layers, strict=True):
             profile = of_model[of_model["layer"] == layer].sort_values("first_position")
             positions = np.arange(len(profile))
@@ -83,10 +89,7 @@ def plot_positions(table: pd.DataFrame, outputs: list[str | os.PathLike], source
                     label=f"layer {layer}",
                 )
                 panel.set_xticks(positions, profile["bucket"])
-        norms = of_model["mean_norm"]
-        if norms.max() > 20 * norms.min():  # a decoder's first token, far above the rest
-            panels[0].set_yscale("log")
-        panels[0].set_ylabel("mean L2 norm")
+        log_scale_if_wide(panels[0], of_model["mean_norm"], "mean L2 norm")
         panels[1].set_ylabel("anisotropy (mean cosine)")
         for panel in panels:
             panel.set_xlabel("position of the word in its sentence")

@@ -21,8 +21,12 @@ import pandas as pd  # noqa: E402
 from contextuality import __version__  # noqa: E402
 from contextuality.benchmarks import BENCHMARKS  # noqa: E402
 from contextuality.figures.specs import FigureSpec  # noqa: E402
+from contextuality.measures.ranks import spearman_interval  # noqa: E402
 from contextuality.measures.transforms import TRANSFORMS  # noqa: E402
 from contextuality.provenance import atomic_path  # noqa: E402
+
+# Confidence of the closed-form interval of a Spearman ρ (`FigureSpec.spearman`).
+SPEARMAN_LEVEL = 0.95
 
 
 def plot_figure(
@@ -34,7 +38,8 @@ def plot_figure(
     source: str = "",
 ) -> None:
     """Each series as one line per model against layer index (or layer / number of
-    layers), with a band for the interval where the table has one.
+    layers), with a band for the interval where the table has one (for a Spearman ρ,
+    `spec.spearman`, its `SPEARMAN_LEVEL` interval from ρ and n).
 
     table: the long summary table (see `contextuality.steps.measures.measures_table`).
     outputs: files to write; the format follows each suffix (.png, .pdf).
@@ -42,7 +47,6 @@ def plot_figure(
     """
     rows = table[table["transform"] == transform]
     x_column = "relative_layer" if relative_layers else "layer"
-    low, high = f"{spec.column}_low", f"{spec.column}_high"
     figure, axes = plt.subplots(figsize=(5.0, 3.6), layout="constrained")
     colors = {model: f"C{k}" for k, model in enumerate(sorted(rows["model"].unique()))}
     for series in spec.series:
@@ -58,10 +62,10 @@ def plot_figure(
                 markersize=3.5,
                 label=f"{model}{series.label}",
             )
-            if low in group and group[low].notna().all():
-                axes.fill_between(
-                    group[x_column], group[low], group[high], color=colors[model], alpha=0.2
-                )
+            if spec.spearman:
+                low, high = spearman_interval(group[spec.column], group["n"], SPEARMAN_LEVEL)
+                group = group.assign(**{f"{spec.column}_low": low, f"{spec.column}_high": high})
+            _band(axes, group, x_column, spec.column, colors[model])
     axes.set_xlabel("layer / number of layers" if relative_layers else "layer")
     axes.set_ylabel(spec.ylabel)
     axes.set_title(spec.title)
@@ -78,6 +82,14 @@ TRANSFORM_PANELS = (
 )
 
 
+def _band(panel: Any, group: pd.DataFrame, x_column: str, column: str, colour: str) -> None:
+    """A band from `column`'s ``_low`` to its ``_high`` values of `group` against
+    `x_column`, where every row has them (none for a value without an interval)."""
+    low, high = f"{column}_low", f"{column}_high"
+    if low in group and len(group) and group[low].notna().all():
+        panel.fill_between(group[x_column], group[low], group[high], color=colour, alpha=0.2)
+
+
 def plot_transforms(
     table: pd.DataFrame,
     outputs: list[str | os.PathLike],
@@ -85,9 +97,10 @@ def plot_transforms(
     source: str = "",
 ) -> None:
     """Adjusted SelfSim and the cosine baseline against layer, one line per transform, one
-    row of panels per model: what each correction does to the anisotropy and to the
-    measure adjusted for it. Under a correction, values come from the sentences it was not
-    fitted on; under ``none``, from every sentence."""
+    row of panels per model, each panel's y axis naming its measure, with a band for the
+    interval where the table has one: what each correction does to the anisotropy and to
+    the measure adjusted for it. Under a correction, values come from the sentences it was
+    not fitted on; under ``none``, from every sentence."""
     models = sorted(table["model"].unique())
     present = set(table["transform"])
     transforms = [name for name in TRANSFORMS if name in present]
@@ -112,13 +125,47 @@ def plot_transforms(
                     markersize=3,
                     label=transform,
                 )
+                _band(panel, group, x_column, column, f"C{k}")
             panel.axhline(0.0, color="0.5", linewidth=0.8)
             panel.set_title(f"{model}: {label}", fontsize=9)
+            panel.set_ylabel(label)
             panel.set_xlabel("layer / number of layers" if relative_layers else "layer")
             panel.grid(alpha=0.3)
     axes[0][0].legend(frameon=False, title="transform")
     figure.suptitle("Corrections of the embedding space, layer by layer")
     save_figure(figure, outputs, source)
+
+
+def layer_colours(n: int) -> np.ndarray:
+    """The colours of `n` layers (or depths) in order, as every figure that colours by layer
+    draws them: from light (the embeddings) to dark (the last layer)."""
+    return plt.cm.viridis_r(np.linspace(0.1, 0.95, n))
+
+
+# A panel's values spanning more than this factor are drawn on a log axis.
+LOG_SPAN = 20
+
+
+def log_scale_if_wide(panel: Any, values: Any, label: str) -> bool:
+    """Set `panel`'s y axis to log scale where the positive finite `values` span more than
+    a factor `LOG_SPAN` (a decoder's first token, far above the rest), ticked at powers of
+    ten (and 2 and 5 times them over two decades or less) written out, and its y label to
+    `label`, followed by "(log scale)" where it is; whether it is."""
+    values = np.asarray(values, dtype=np.float64)
+    positive = values[np.isfinite(values) & (values > 0)]
+    wide = len(positive) > 0 and positive.max() > LOG_SPAN * positive.min()
+    if wide:
+        panel.set_yscale("log")
+        subs = (1.0,) if positive.max() > 100 * positive.min() else (1.0, 2.0, 5.0)
+        panel.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=subs))
+        panel.yaxis.set_major_formatter(
+            matplotlib.ticker.FuncFormatter(
+                lambda value, _: f"{value:,.0f}" if value >= 1 else f"{value:g}"
+            )
+        )
+        panel.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    panel.set_ylabel(f"{label} (log scale)" if wide else label)
+    return wide
 
 
 def label_cells(panel: Any, values: np.ndarray, bright_above: float, limit: int = 200) -> None:

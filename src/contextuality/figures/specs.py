@@ -17,13 +17,16 @@ class Series:
 
 @dataclass(frozen=True)
 class FigureSpec:
-    """What a figure plots: a column of one or more measures of the summary table."""
+    """What a figure plots: a column of one or more measures of the summary table.
+    spearman: the column is a Spearman ρ over the row's n words, whose band is its
+    closed-form interval (`measures.ranks.spearman_interval`), not the table's."""
 
     name: str
     column: str
     title: str
     ylabel: str
     series: tuple[Series, ...]
+    spearman: bool = False
 
 
 FIGURES = {
@@ -34,21 +37,30 @@ FIGURES = {
             "raw",
             "Figure 1. Anisotropy",
             "mean cosine of random words",
-            (Series("anisotropy", "-", " exact"), Series("anisotropy[paper]", "--", " paper")),
+            (
+                Series("anisotropy", "-", " exact"),
+                Series("anisotropy[paper]", "--", " paper's estimator"),
+            ),
         ),
         FigureSpec(
             "fig2_selfsim",
             "adjusted",
             "Figure 2. Self-similarity",
             "adjusted SelfSim",
-            (Series("selfsim", "-", " exact"), Series("selfsim[paper]", "--", " paper")),
+            (
+                Series("selfsim", "-", " exact"),
+                Series("selfsim[paper]", "--", " paper's estimator"),
+            ),
         ),
         FigureSpec(
             "fig3_intrasim",
             "adjusted",
             "Figure 3. Intra-sentence similarity",
             "adjusted IntraSim",
-            (Series("intrasim", "-", " exact"), Series("intrasim[paper]", "--", " paper")),
+            (
+                Series("intrasim", "-", " exact"),
+                Series("intrasim[paper]", "--", " paper's estimator"),
+            ),
         ),
         FigureSpec(
             "fig4_mev",
@@ -80,6 +92,7 @@ FIGURES = {
             "Self-similarity against word frequency",
             "Spearman ρ(SelfSim, count)",
             (Series("selfsim~frequency"),),
+            spearman=True,
         ),
     )
 }

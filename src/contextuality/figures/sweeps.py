@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from contextuality.figures.paper import label_cells, plt, save_figure
+from contextuality.figures.paper import label_cells, layer_colours, plt, save_figure
 
 # (measure, column of the measures table, axis label) of each line panel.
 SERIES_PANELS = (
@@ -65,7 +65,7 @@ def plot_series(
         if not series.by_depth
         else [f"{fraction:.0%} depth" for fraction in DEPTHS]
     )
-    colours = plt.cm.viridis_r(np.linspace(0.1, 0.95, len(lines)))
+    colours = layer_colours(len(lines))
     ticks = sorted(set(series.x.values()))
     positive = [value for value in ticks if value > 0]
     figure, axes = plt.subplots(1, len(SERIES_PANELS) + 1, figsize=(19, 3.8), layout="constrained")

@@ -17,7 +17,7 @@ from contextuality.measures.summary import (
     read_layer_summaries,
 )
 from contextuality.provenance import read_json, sha256_file
-from contextuality.tables import read_parquet, read_tsv
+from contextuality.tables import read_parquet, read_parquet_with_provenance, read_tsv
 
 PathLike = str | os.PathLike
 
@@ -121,21 +121,31 @@ def degeneration_figures(
 ) -> None:
     """The degeneration figures of one model and transform (`DEGENERATION_FIGURES`, each
     as .png then .pdf, found in `outputs` by the name before the extension) from its
-    layers' per-word, frequency-bin and cone tables."""
+    layers' per-word, frequency-bin and cone tables; k of the neighbour distances from
+    the frequency-bin tables' provenance (their ``degeneration`` settings)."""
     from contextuality.figures.degeneration import plot_cone, plot_knn_by_bin, plot_norm_by_rank
 
     def by_layer(paths: Sequence[PathLike]) -> dict[int, pd.DataFrame]:
         frames = [read_parquet(path) for path in paths]
         return {int(frame["layer"].iloc[0]): frame for frame in frames if len(frame)}
 
-    bins = pd.concat([read_parquet(path) for path in bins_paths], ignore_index=True)
+    tables, provenances = zip(
+        *(read_parquet_with_provenance(path) for path in bins_paths), strict=True
+    )
+    bins = pd.concat(tables, ignore_index=True)
+    neighbours = {record["degeneration"]["neighbours"] for record in provenances}
+    if len(neighbours) != 1:
+        raise InputDataError(
+            f"the frequency-bin tables of {title} measure k = {sorted(neighbours)} nearest "
+            "neighbours, not one k; re-run their measure jobs"
+        )
     files = {Path(path).name: path for path in outputs}
 
     def outputs_of(kind: str) -> list[PathLike]:
         return [path for name, path in files.items() if name.split(".")[-2] == kind]
 
     plot_norm_by_rank(by_layer(words_paths), outputs_of("norm_by_rank"), title=title)
-    plot_knn_by_bin(bins, outputs_of("knn_by_bin"), title=title)
+    plot_knn_by_bin(bins, outputs_of("knn_by_bin"), neighbours.pop(), title=title)
     plot_cone(by_layer(cone_paths), outputs_of("cone"), title=title)
 
 

@@ -1,0 +1,360 @@
+"""Figures read as they are labelled: one colour order for layers in every figure, a log
+axis wherever the values span more than a factor 20 and only there (and said on the
+axis), frequency ranks from 1 and k named, every panel's measure on its y axis, intervals
+drawn, a Spearman ρ with its interval, legends that say what a line is."""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+
+import matplotlib.colors
+import numpy as np
+import pandas as pd
+import pytest
+
+from contextuality import steps
+from contextuality.errors import InputDataError
+from contextuality.figures import degeneration, geometry, paper, sweeps
+from contextuality.figures.specs import FIGURES
+from contextuality.measures.degeneration import DegenerationSettings, bins_table, rank_bins
+from contextuality.measures.ranks import spearman_correlation, spearman_interval
+from contextuality.tables import write_parquet
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """Figures as drawn, kept open to be read: each module's `save_figure` records them."""
+    kept = []
+    for module in (paper, geometry, degeneration, sweeps):
+        monkeypatch.setattr(
+            module, "save_figure", lambda figure, outputs, source: kept.append(figure)
+        )
+    yield kept
+    for figure in kept:
+        paper.plt.close(figure)
+
+
+def _lightness(colour) -> float:
+    red, green, blue = matplotlib.colors.to_rgb(colour)
+    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+
+def _line_colours(panel) -> dict[str, np.ndarray]:
+    return {
+        line.get_label(): np.array(matplotlib.colors.to_rgba(line.get_color()))
+        for line in panel.get_lines()
+    }
+
+
+# One colour order for layers
+
+
+def test_layer_colours_run_from_light_to_dark():
+    lightness = [_lightness(colour) for colour in paper.layer_colours(7)]
+    assert all(a > b for a, b in zip(lightness, lightness[1:], strict=False))
+
+
+def _positions(norms_by_model: dict[str, list[float]]) -> pd.DataFrame:
+    """A position profile: per model, layers 0–2, three buckets, the first bucket's mean
+    norm `norms_by_model[model][layer]`, the others a tenth of it less."""
+    return pd.DataFrame(
+        [
+            {
+                "model": model,
+                "transform": transform,
+                "layer": layer,
+                "bucket": bucket,
+                "first_position": first,
+                "mean_norm": norm * (1.0 if first == 0 else 0.9),
+                "anisotropy": 0.1 * layer + 0.01 * first,
+            }
+            for model, norms in norms_by_model.items()
+            for layer, norm in enumerate(norms)
+            for first, bucket in ((0, "0"), (1, "1"), (2, "2–3"))
+            for transform in ("none", "center")
+        ]
+    )
+
+
+def test_positions_knn_and_sweep_colour_layers_alike(drawn):
+    colours = paper.layer_colours(3)
+    geometry.plot_positions(_positions({"m": [1.0, 2.0, 3.0]}), [])
+    bins = pd.DataFrame(
+        [
+            {
+                "bin": label,
+                "rank_low": low,
+                "rank_high": high,
+                "vectors": vectors,
+                "layer": layer,
+                "knn_distance": 1.0 + layer,
+            }
+            for label, low, high in (("0–10", 0, 10), ("10+", 10, pd.NA))
+            for vectors in ("static", "occurrences")
+            for layer in range(3)
+        ]
+    )
+    degeneration.plot_knn_by_bin(bins, [], 3)
+    measures = pd.DataFrame(
+        [
+            {
+                "model": f"m{step}",
+                "transform": "none",
+                "layer": layer,
+                "n_layers": 2,
+                "measure": measure,
+                "raw": 0.1 * layer,
+                "adjusted": 0.2,
+            }
+            for step in (0, 10)
+            for layer in range(3)
+            for measure, _, _ in sweeps.SERIES_PANELS
+        ]
+    )
+    sweeps.plot_series(measures, sweeps.Series("sweep", "step", {"m0": 0, "m10": 10}), [])
+    positions, knn, sweep = drawn
+    panels = [*positions.axes, *knn.axes, *sweep.axes[: len(sweeps.SERIES_PANELS)]]
+    for panel in panels:
+        drawn_colours = _line_colours(panel)
+        for layer in range(3):
+            np.testing.assert_allclose(drawn_colours[f"layer {layer}"], colours[layer])
+
+
+# Log axes where they are said to be
+
+
+@pytest.mark.parametrize(("norms", "log"), [([2.0, 5.0, 19.0], False), ([1.0, 30.0, 500.0], True)])
+def test_positions_norm_axis_is_log_exactly_where_it_says(drawn, norms, log):
+    geometry.plot_positions(_positions({"m": norms}), [])
+    norm_panel, anisotropy_panel = drawn[0].axes[:2]
+    assert norm_panel.get_yscale() == ("log" if log else "linear")
+    assert norm_panel.get_ylabel() == ("mean L2 norm (log scale)" if log else "mean L2 norm")
+    assert anisotropy_panel.get_yscale() == "linear"
+
+
+def test_positions_decide_the_scale_model_by_model(drawn):
+    geometry.plot_positions(
+        _positions({"decoder": [1.0, 300.0, 9.0], "encoder": [8.0, 10.0, 12.0]}), []
+    )
+    decoder, encoder = drawn[0].axes[0], drawn[0].axes[2]
+    assert (decoder.get_yscale(), encoder.get_yscale()) == ("log", "linear")
+    assert "(log scale)" in decoder.get_ylabel() and "log" not in encoder.get_ylabel()
+
+
+def _words(occurrence_norm: np.ndarray) -> pd.DataFrame:
+    n = len(occurrence_norm)
+    return pd.DataFrame(
+        {
+            "frequency_rank": np.arange(1, n + 1),
+            "occurrence_norm": occurrence_norm,
+            "static_norm": 0.5 * occurrence_norm,
+        }
+    )
+
+
+def test_norm_by_rank_is_log_on_the_panels_whose_norms_span_a_factor_20(drawn):
+    """A decoder's layers: norms up to 25,000 where the first token sits, flat elsewhere."""
+    wide = np.r_[25_000.0, np.linspace(40.0, 60.0, 50)]
+    flat = np.linspace(40.0, 60.0, 51)
+    degeneration.plot_norm_by_rank({0: _words(flat), 12: _words(wide), 24: _words(flat)}, [])
+    panels = [panel for panel in drawn[0].axes if panel.get_visible()]
+    assert [panel.get_yscale() for panel in panels] == ["linear", "log", "linear"]
+    assert [panel.get_ylabel() for panel in panels] == ["L2 norm", "L2 norm (log scale)", "L2 norm"]
+    assert all(panel.get_xscale() == "log" for panel in panels)
+    texts = [text.get_text() for text in drawn[0].texts]
+    assert "frequency rank (1 = most frequent, log scale)" in texts
+
+
+# Frequency ranks from 1, and k
+
+
+def test_knn_bins_are_labelled_by_their_ranks_from_1_and_name_k(drawn):
+    words = pd.DataFrame(
+        {
+            "word_id": np.arange(6),
+            "frequency_rank": np.arange(1, 7),
+            "static_norm": 1.0,
+            "static_knn_distance": np.arange(6.0),
+            "static_knn_dot": 1.0,
+            "mean_direction_cosine": 0.5,
+        }
+    )
+    queries = words.rename(
+        columns={
+            "static_norm": "norm",
+            "static_knn_distance": "knn_distance",
+            "static_knn_dot": "knn_dot",
+        }
+    )
+    table = bins_table(words, queries, [(0, 1), (1, 4), (4, None)]).assign(layer=0)
+    degeneration.plot_knn_by_bin(table, [], 4)
+    for panel in drawn[0].axes:
+        assert [tick.get_text() for tick in panel.get_xticklabels()] == ["1–1", "2–4", "5+"]
+        assert panel.get_xlabel() == "frequency rank (1 = most frequent)"
+        assert panel.get_ylabel() == "mean L2 distance\nto the k = 4 nearest"
+        # the word of frequency rank 1 (distance 0) is the first bin's only member
+        assert panel.get_lines()[0].get_ydata()[0] == 0.0
+
+
+def test_rank_ranges_cover_the_scaled_bins_from_1_without_gaps():
+    bins = rank_bins(3052, DegenerationSettings())
+    labels = [degeneration.rank_range(low, high) for low, high in bins]
+    assert labels == ["1–10", "11–50", "51–500", "501–1,000", "1,001+"]
+
+
+def _bins_file(path, neighbours: int, layer: int) -> str:
+    table = pd.DataFrame(
+        {
+            "bin": ["0–10"],
+            "rank_low": [0],
+            "rank_high": [10],
+            "vectors": ["static"],
+            "knn_distance": [1.0],
+            "layer": [layer],
+        }
+    )
+    write_parquet(table, path, {"degeneration": {"neighbours": neighbours}})
+    return str(path)
+
+
+def test_degeneration_step_reads_k_from_the_tables_provenance(tmp_path, monkeypatch):
+    got = []
+    monkeypatch.setattr(degeneration, "plot_norm_by_rank", lambda *args, **kwargs: None)
+    monkeypatch.setattr(degeneration, "plot_cone", lambda *args, **kwargs: None)
+    monkeypatch.setattr(
+        degeneration, "plot_knn_by_bin", lambda table, outputs, k, title: got.append(k)
+    )
+    paths = [_bins_file(tmp_path / f"{layer}.parquet", 7, layer) for layer in (0, 1)]
+    steps.degeneration_figures([], paths, [], [], "m, transform none")
+    assert got == [7]
+    paths.append(_bins_file(tmp_path / "2.parquet", 3, 2))
+    with pytest.raises(InputDataError, match=r"k = \[3, 7\]"):
+        steps.degeneration_figures([], paths, [], [], "m, transform none")
+
+
+# The comparison of corrections: a y label per panel, and its intervals
+
+
+def test_transform_panels_name_their_measure_and_draw_intervals(drawn):
+    rows = []
+    for transform, shift in (("none", 0.0), ("center", 0.3)):
+        for layer in range(3):
+            rows.append(
+                {
+                    "model": "m",
+                    "transform": transform,
+                    "layer": layer,
+                    "measure": "selfsim",
+                    "adjusted": 0.5 + shift,
+                    "adjusted_low": 0.4 + shift,
+                    "adjusted_high": 0.6 + shift,
+                }
+            )
+            rows.append(
+                {
+                    "model": "m",
+                    "transform": transform,
+                    "layer": layer,
+                    "measure": "anisotropy",
+                    "raw": 0.2 - shift / 3,
+                    "raw_low": np.nan,
+                    "raw_high": np.nan,
+                }
+            )
+    paper.plot_transforms(pd.DataFrame(rows).assign(relative_layer=lambda t: t["layer"] / 2), [])
+    selfsim, anisotropy = drawn[0].axes
+    assert selfsim.get_ylabel() == "adjusted SelfSim"
+    assert anisotropy.get_ylabel() == "cosine baseline (anisotropy)"
+    bands = [collection.get_paths()[0].vertices[:, 1] for collection in selfsim.collections]
+    assert len(bands) == 2  # one per transform
+    for band, shift in zip(bands, (0.0, 0.3), strict=True):
+        np.testing.assert_allclose(sorted(set(np.round(band, 9))), [0.4 + shift, 0.6 + shift])
+    assert not anisotropy.collections  # an exact value: no interval to draw
+
+
+# A Spearman ρ with its interval
+
+
+def test_spearman_interval_is_fisher_z_with_bonett_wright_variance():
+    rho, n = np.array([-0.6, 0.0, 0.3, 0.95]), np.array([40, 10, 200, 30])
+    low, high = spearman_interval(rho, n, 0.95)
+    z = NormalDist().inv_cdf(0.975)
+    for r, size, lo, hi in zip(rho, n, low, high, strict=True):
+        se = ((1 + r * r / 2) / (size - 3)) ** 0.5
+        assert lo == pytest.approx(np.tanh(np.arctanh(r) - z * se), abs=1e-12)
+        assert hi == pytest.approx(np.tanh(np.arctanh(r) + z * se), abs=1e-12)
+        assert -1 < lo < r < hi < 1
+    wider = spearman_interval(rho, n, 0.99)
+    assert np.all(wider[0] < low) and np.all(wider[1] > high)
+    assert np.isnan(spearman_interval(np.array([0.5]), np.array([3]), 0.95)).all()
+
+
+def test_spearman_interval_covers_the_population_rho_about_95_times_in_100():
+    """Bivariate normal, Pearson r = 0.6: Spearman's population ρ is (6/π) asin(r/2)."""
+    rng = np.random.default_rng(11)
+    r, n = 0.6, 40
+    population = 6 / np.pi * np.arcsin(r / 2)
+    covered = []
+    for _ in range(1500):
+        x = rng.standard_normal(n)
+        y = r * x + np.sqrt(1 - r * r) * rng.standard_normal(n)
+        rho = spearman_correlation(x, y)
+        low, high = spearman_interval(np.array([rho]), np.array([n]), 0.95)
+        covered.append(low[0] <= population <= high[0])
+    assert 0.93 <= np.mean(covered) <= 0.97
+
+
+def test_selfsim_frequency_band_is_the_interval_of_rho_from_n(drawn):
+    table = pd.DataFrame(
+        {
+            "model": "m",
+            "transform": "none",
+            "layer": range(3),
+            "measure": "selfsim~frequency",
+            "raw": [-0.2, -0.4, 0.1],
+            "raw_low": np.nan,
+            "raw_high": np.nan,
+            "n": [50, 400, 30],
+        }
+    )
+    paper.plot_figure(table, FIGURES["selfsim_frequency"], [])
+    (band,) = drawn[0].axes[0].collections
+    low, high = spearman_interval(
+        table["raw"].to_numpy(), table["n"].to_numpy(), paper.SPEARMAN_LEVEL
+    )
+    assert set(np.round(band.get_paths()[0].vertices[:, 1], 9)) == set(
+        np.round(np.r_[low, high], 9)
+    )
+
+
+# Legends
+
+
+@pytest.mark.parametrize("name", ["fig1_anisotropy", "fig2_selfsim", "fig3_intrasim"])
+def test_the_papers_estimator_is_not_labelled_as_the_papers_values(drawn, name):
+    spec = FIGURES[name]
+    table = pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "transform": "none",
+                "layer": layer,
+                "measure": series.measure,
+                spec.column: 0.1 * layer,
+            }
+            for series in spec.series
+            for layer in range(2)
+        ]
+    )
+    paper.plot_figure(table, spec, [])
+    labels = [text.get_text() for text in drawn[0].axes[0].get_legend().get_texts()]
+    assert labels == ["m exact", "m paper's estimator"]
+
+
+def test_the_published_values_keep_their_own_label(drawn):
+    comparison = pd.DataFrame(
+        {"statistic": "anisotropy", "layer": [0, 1], "published": [0.1, 0.2], "ours": [0.1, 0.3]}
+    )
+    paper.plot_reference(comparison, "m", [])
+    labels = [text.get_text() for text in drawn[0].axes[0].get_legend().get_texts()]
+    assert labels == ["published", "this run"]
