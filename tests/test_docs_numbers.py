@@ -2,11 +2,43 @@
 
 from __future__ import annotations
 
+import math
+from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _page(name: str) -> str:
+    """A docs page with its line breaks and runs of spaces made single spaces."""
+    return " ".join((ROOT / "docs" / name).read_text().split())
+
+
+def _cka(config: str, model_a: str, model_b: str, occurrences: str) -> pd.Series:
+    """Linear CKA by (layer of `model_a`, layer of `model_b`) in a geometry run's committed
+    table (`bench/results/geometry-<config>-cka.tsv`), whichever side the table puts each
+    model on."""
+    table = pd.read_csv(ROOT / f"bench/results/geometry-{config}-cka.tsv", sep="\t")
+    table = table[table["occurrences"] == occurrences]
+    forward = table[(table["model_a"] == model_a) & (table["model_b"] == model_b)]
+    backward = table[(table["model_a"] == model_b) & (table["model_b"] == model_a)]
+    backward = backward.rename(columns={"layer_a": "layer_b", "layer_b": "layer_a"})
+    both = pd.concat([forward, backward]).drop_duplicates(["layer_a", "layer_b"])
+    assert not both.empty, (config, model_a, model_b, occurrences)
+    return both.set_index(["layer_a", "layer_b"])["cka"].sort_index()
+
+
+def _adjacent(grid: pd.Series) -> pd.Series:
+    """Within one model: each layer's CKA with the previous layer measured, by layer."""
+    layers = sorted(grid.index.get_level_values(0).unique())
+    return pd.Series({layer: grid[(before, layer)] for before, layer in pairwise(layers)})
+
+
+def _best_match(grid: pd.Series) -> pd.Series:
+    """Between two models: each first-model layer's highest CKA with any second-model layer."""
+    return grid.groupby(level="layer_a").max()
 
 
 def test_the_cka_nulls_quoted_in_the_geometry_page_are_the_acceptance_tables():
@@ -19,3 +51,42 @@ def test_the_cka_nulls_quoted_in_the_geometry_page_are_the_acceptance_tables():
     assert round(table["null_cka"].max(), 3) == 0.004
     assert table["null_cka_debiased"].abs().max() < 0.0002
     assert (table["cka"] > table["null_cka"]).all()
+
+
+def test_minilm_layer_cka_quoted_in_the_geometry_page_is_the_decoder_run():
+    """docs/geometry.md: MiniLM's adjacent layers, its last layer against its embedding
+    output, and the rows past the first words, on bench/results/geometry-decoder-cka.tsv."""
+    grid = _cka("decoder", "minilm", "minilm", "all")
+    later = _cka("decoder", "minilm", "minilm", "position>0")
+    adjacent = _adjacent(grid)
+    first = adjacent.loc[:4]
+    quoted = (
+        f"adjacent layers {first.min():.2f}–{first.max():.2f} up to layer 4, then "
+        f"{adjacent[5]:.2f} and {adjacent[6]:.2f}; the last layer {grid[(0, 6)]:.2f} from the "
+        "embedding output; past the first words the same within .01"
+    )
+    assert quoted in _page("geometry.md")
+    assert (grid - later).abs().max() < 0.01
+
+
+def test_smollm2_layer_cka_quoted_in_the_geometry_page_is_the_decoder_run():
+    """docs/geometry.md: SmolLM2's blocks whose CKA with the one before rounds to 1.000,
+    their best match with a MiniLM layer, and both past the first words, on
+    bench/results/geometry-decoder-cka.tsv."""
+    adjacent = _adjacent(_cka("decoder", "smollm2", "smollm2", "all"))
+    ones = adjacent[adjacent.round(3) == 1].index
+    assert list(ones) == [layer for layer in adjacent.index if ones.min() <= layer <= ones.max()]
+    best = _best_match(_cka("decoder", "smollm2", "minilm", "all")).loc[ones]
+    later = _adjacent(_cka("decoder", "smollm2", "smollm2", "position>0")).loc[ones]
+    later_best = _best_match(_cka("decoder", "smollm2", "minilm", "position>0")).loc[ones]
+    quoted = (
+        f"blocks {ones.min()} to {ones.max()} are each 1.000 from the one before, and none is "
+        f"above {math.ceil(best.max() * 100) / 100:.2f} from any MiniLM layer"
+    )
+    page = _page("geometry.md")
+    assert quoted in page
+    assert (
+        f"past the first words adjacent blocks are {later.min():.2f}–{later.max():.2f} apart "
+        f"and the best match with a MiniLM layer rises to {later_best.min():.2f}–"
+        f"{later_best.max():.2f}"
+    ) in page
