@@ -90,3 +90,32 @@ def test_smollm2_layer_cka_quoted_in_the_geometry_page_is_the_decoder_run():
         f"and the best match with a MiniLM layer rises to {later_best.min():.2f}–"
         f"{later_best.max():.2f}"
     ) in page
+
+
+def test_the_cka_between_families_quoted_in_the_families_page_is_the_families_run():
+    """docs/families.md: past the first words, the embedding layers and MiniLM's layer 1
+    against the other models' embeddings (each pair of models' best), Gemma-3's blocks
+    against MiniLM's layers, and SmolLM2's last blocks' best match, on
+    bench/results/geometry-families-cka.tsv."""
+    models = {"minilm": "MiniLM", "smollm2": "SmolLM2", "gemma3": "Gemma-3"}
+    grids = {(a, b): _cka("families", a, b, "position>0") for a in models for b in models if a != b}
+    embeddings = [
+        f"of {models[b]} and {models[a]} {grids[(a, b)][(0, 0)]:.2f}"
+        for a, b in (("gemma3", "smollm2"), ("gemma3", "minilm"), ("smollm2", "minilm"))
+    ]
+    layer_1 = [grids[("minilm", other)][(1, 0)] for other in ("gemma3", "smollm2")]
+    for pair, grid in grids.items():
+        assert max(grid.idxmax()) <= 1, pair  # the embedding layers, or MiniLM's layer 1
+    gemma = grids[("gemma3", "minilm")].drop(index=0, level="layer_a")
+    last = [
+        max(_best_match(grids[("smollm2", other)])[block] for other in ("minilm", "gemma3"))
+        for block in (24, 27, 30)
+    ]
+    quoted = (
+        f"(the embedding layers {', '.join(embeddings)}; "
+        f"MiniLM's layer 1 a little more, {layer_1[0]:.2f} and {layer_1[1]:.2f}); deeper, "
+        f"Gemma-3's blocks are {gemma.min():.2f} to {gemma.max():.2f} from MiniLM's layers, "
+        f"and SmolLM2's last blocks (24 to 30) at most {min(last):.2f} to {max(last):.2f} "
+        "from any layer of the other two"
+    )
+    assert quoted in _page("families.md")
