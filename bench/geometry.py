@@ -7,7 +7,10 @@ centering fitted on every held-out word and once without each sentence's first w
 ``bench/results/geometry-<config>.md``, per model and layer: the intrinsic dimension, the
 first words' mean norm against the others', the anisotropy baseline with and without the
 first words, raw and centered both ways, and CKA with the neighbouring layer and between
-models.
+models; beside it, the run's two tables its norms and CKA come from, which the docs quote
+(``geometry-<config>-positions.tsv``, ``geometry-<config>-cka.tsv``). ``--cka-only`` runs the
+workflow only as far as the CKA table (the extraction and the geometry jobs, none of the
+measure jobs) and writes that table alone.
 
     python bench/geometry.py config/decoder.yaml
 """
@@ -81,6 +84,13 @@ def _neighbour_cka(cka: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+def _kept(directory: Path, out: Path, name: str, table: str) -> pd.DataFrame:
+    """The run's ``results/tables/<table>.tsv``, copied to ``<out>/geometry-<name>-<table>.tsv``."""
+    kept = out / f"geometry-{name}-{table}.tsv"
+    shutil.copyfile(directory / f"results/tables/{table}.tsv", kept)
+    return pd.read_csv(kept, sep="\t")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", type=Path)
@@ -95,10 +105,19 @@ def main() -> None:
         action="store_false",
         help="fit the centering on every held-out word only (one run, not two)",
     )
+    parser.add_argument(
+        "--cka-only",
+        action="store_true",
+        help="run as far as the CKA table only and write that table alone",
+    )
     args = parser.parse_args()
     name = args.config.stem
     directory = REPO / "bench" / "work" / f"geometry-{name}"
     config = yaml.safe_load(args.config.read_text())
+    if args.cka_only:
+        run_workflow(directory, _configured(config, False), args.cores, ["--until", "cka_table"])
+        _kept(directory, args.out, name, "cka")
+        return
     centered = {}
     settings = (True, False) if args.compare_fits else (False,)
     for without_first_words in settings:  # the default last: the other outputs are its
@@ -126,8 +145,8 @@ def main() -> None:
         columns["centered without first words: [position>0]"] = _value(
             centered[True], "center", "anisotropy[position>0]"
         )
-    positions = pd.read_csv(directory / "results/tables/positions.tsv", sep="\t")
-    cka = pd.read_csv(directory / "results/tables/cka.tsv", sep="\t")
+    positions = _kept(directory, args.out, name, "positions")
+    cka = _kept(directory, args.out, name, "cka")
     profile = pd.concat([pd.DataFrame(columns), _norms(positions), _neighbour_cka(cka)], axis=1)
     profile = profile.rename_axis(["model", "layer"]).reset_index()
     for figure in ("cka", "positions", "intrinsic_dimension", "fig1_anisotropy"):
@@ -145,7 +164,8 @@ def main() -> None:
         "sentence's first word, `measures.transform_fit.fit_without_first_words`). Norms: the "
         "first words' mean L2 norm, and the median of the other position buckets' means. "
         f"CKA: linear, on {samples:,} sampled occurrences. Figures beside this file: "
-        f"`geometry-{name}-*.png`.",
+        f"`geometry-{name}-*.png`; the run's tables of both: `geometry-{name}-positions.tsv`, "
+        f"`geometry-{name}-cka.tsv`.",
     ]
     for model, rows in profile.groupby("model", sort=False):
         body = rows.drop(columns="model").to_markdown(index=False, floatfmt=".3f")

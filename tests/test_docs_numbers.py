@@ -2,11 +2,43 @@
 
 from __future__ import annotations
 
+import math
+from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _page(name: str) -> str:
+    """A docs page with its line breaks and runs of spaces made single spaces."""
+    return " ".join((ROOT / "docs" / name).read_text().split())
+
+
+def _cka(config: str, model_a: str, model_b: str, occurrences: str) -> pd.Series:
+    """Linear CKA by (layer of `model_a`, layer of `model_b`) in a geometry run's committed
+    table (`bench/results/geometry-<config>-cka.tsv`), whichever side the table puts each
+    model on."""
+    table = pd.read_csv(ROOT / f"bench/results/geometry-{config}-cka.tsv", sep="\t")
+    table = table[table["occurrences"] == occurrences]
+    forward = table[(table["model_a"] == model_a) & (table["model_b"] == model_b)]
+    backward = table[(table["model_a"] == model_b) & (table["model_b"] == model_a)]
+    backward = backward.rename(columns={"layer_a": "layer_b", "layer_b": "layer_a"})
+    both = pd.concat([forward, backward]).drop_duplicates(["layer_a", "layer_b"])
+    assert not both.empty, (config, model_a, model_b, occurrences)
+    return both.set_index(["layer_a", "layer_b"])["cka"].sort_index()
+
+
+def _adjacent(grid: pd.Series) -> pd.Series:
+    """Within one model: each layer's CKA with the previous layer measured, by layer."""
+    layers = sorted(grid.index.get_level_values(0).unique())
+    return pd.Series({layer: grid[(before, layer)] for before, layer in pairwise(layers)})
+
+
+def _best_match(grid: pd.Series) -> pd.Series:
+    """Between two models: each first-model layer's highest CKA with any second-model layer."""
+    return grid.groupby(level="layer_a").max()
 
 
 def test_the_cka_nulls_quoted_in_the_geometry_page_are_the_acceptance_tables():
@@ -56,3 +88,71 @@ def test_the_intrinsic_dimensions_quoted_in_the_geometry_page_are_the_committed_
     assert (flat.min()["twonn"][2:6] == 2500).all() and (flat.max()["gride"][1:6] == 4).all()
     assert {0, 6} == set(range(7)) - set(flat.min()["gride"].index)  # no GRIDE plateau
     assert 6 not in flat.min()["twonn"].index
+
+
+def test_minilm_layer_cka_quoted_in_the_geometry_page_is_the_decoder_run():
+    """docs/geometry.md: MiniLM's adjacent layers, its last layer against its embedding
+    output, and the rows past the first words, on bench/results/geometry-decoder-cka.tsv."""
+    grid = _cka("decoder", "minilm", "minilm", "all")
+    later = _cka("decoder", "minilm", "minilm", "position>0")
+    adjacent = _adjacent(grid)
+    first = adjacent.loc[:4]
+    quoted = (
+        f"adjacent layers {first.min():.2f}–{first.max():.2f} up to layer 4, then "
+        f"{adjacent[5]:.2f} and {adjacent[6]:.2f}; the last layer {grid[(0, 6)]:.2f} from the "
+        "embedding output; past the first words the same within .01"
+    )
+    assert quoted in _page("geometry.md")
+    assert (grid - later).abs().max() < 0.01
+
+
+def test_smollm2_layer_cka_quoted_in_the_geometry_page_is_the_decoder_run():
+    """docs/geometry.md: SmolLM2's blocks whose CKA with the one before rounds to 1.000,
+    their best match with a MiniLM layer, and both past the first words, on
+    bench/results/geometry-decoder-cka.tsv."""
+    adjacent = _adjacent(_cka("decoder", "smollm2", "smollm2", "all"))
+    ones = adjacent[adjacent.round(3) == 1].index
+    assert list(ones) == [layer for layer in adjacent.index if ones.min() <= layer <= ones.max()]
+    best = _best_match(_cka("decoder", "smollm2", "minilm", "all")).loc[ones]
+    later = _adjacent(_cka("decoder", "smollm2", "smollm2", "position>0")).loc[ones]
+    later_best = _best_match(_cka("decoder", "smollm2", "minilm", "position>0")).loc[ones]
+    quoted = (
+        f"blocks {ones.min()} to {ones.max()} are each 1.000 from the one before, and none is "
+        f"above {math.ceil(best.max() * 100) / 100:.2f} from any MiniLM layer"
+    )
+    page = _page("geometry.md")
+    assert quoted in page
+    assert (
+        f"past the first words adjacent blocks are {later.min():.2f}–{later.max():.2f} apart "
+        f"and the best match with a MiniLM layer rises to {later_best.min():.2f}–"
+        f"{later_best.max():.2f}"
+    ) in page
+
+
+def test_the_cka_between_families_quoted_in_the_families_page_is_the_families_run():
+    """docs/families.md: past the first words, the embedding layers and MiniLM's layer 1
+    against the other models' embeddings (each pair of models' best), Gemma-3's blocks
+    against MiniLM's layers, and SmolLM2's last blocks' best match, on
+    bench/results/geometry-families-cka.tsv."""
+    models = {"minilm": "MiniLM", "smollm2": "SmolLM2", "gemma3": "Gemma-3"}
+    grids = {(a, b): _cka("families", a, b, "position>0") for a in models for b in models if a != b}
+    embeddings = [
+        f"of {models[b]} and {models[a]} {grids[(a, b)][(0, 0)]:.2f}"
+        for a, b in (("gemma3", "smollm2"), ("gemma3", "minilm"), ("smollm2", "minilm"))
+    ]
+    layer_1 = [grids[("minilm", other)][(1, 0)] for other in ("gemma3", "smollm2")]
+    for pair, grid in grids.items():
+        assert max(grid.idxmax()) <= 1, pair  # the embedding layers, or MiniLM's layer 1
+    gemma = grids[("gemma3", "minilm")].drop(index=0, level="layer_a")
+    last = [
+        max(_best_match(grids[("smollm2", other)])[block] for other in ("minilm", "gemma3"))
+        for block in (24, 27, 30)
+    ]
+    quoted = (
+        f"(the embedding layers {', '.join(embeddings)}; "
+        f"MiniLM's layer 1 a little more, {layer_1[0]:.2f} and {layer_1[1]:.2f}); deeper, "
+        f"Gemma-3's blocks are {gemma.min():.2f} to {gemma.max():.2f} from MiniLM's layers, "
+        f"and SmolLM2's last blocks (24 to 30) at most {min(last):.2f} to {max(last):.2f} "
+        "from any layer of the other two"
+    )
+    assert quoted in _page("families.md")
