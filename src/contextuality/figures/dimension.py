@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from contextuality.figures.paper import plt, save_figure
+from contextuality.figures.paper import layer_colours, plt, save_figure
 
 # Each estimator's panel: its title and the x axis of its scales (`dimension.SCALE_UNITS`).
 _PANELS = {
@@ -37,7 +37,7 @@ def plot_dimension_scales(
     for panels, model in zip(axes, models, strict=False):
         of_model = table[table["model"] == model]
         layers = sorted(of_model["layer"].unique())
-        colours = plt.cm.viridis_r(np.linspace(0.1, 0.95, len(layers)))
+        colours = layer_colours(len(layers))
         for panel, estimator in zip(panels, estimators, strict=False):
             for colour, layer in zip(colours, layers, strict=True):
                 curve = of_model[
