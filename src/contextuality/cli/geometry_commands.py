@@ -15,6 +15,14 @@ from contextuality.geometry.dimension import DimensionSettings
 from contextuality.measures.settings import MeasureSettings
 from contextuality.storage.shards import shard_attributes
 
+# The intrinsic-dimension settings (`DimensionSettings`) the command takes, with their help.
+_DIMENSION_OPTIONS = {
+    "range_max": "GRIDE's largest neighbour order (ratios r_2k/r_k with 2k at most this)",
+    "min_points": "TwoNN's smallest subset when the rows are cut into 1, 2, 4, ... subsets",
+    "plateau_width": "consecutive scales an intrinsic dimension's plateau spans",
+    "plateau_tolerance": "largest relative range of a plateau's estimates",
+}
+
 
 def _model(shards: list[str]) -> steps.ModelLayers:
     """A model's layers from its shards (one per layer), named and numbered as they record."""
@@ -32,12 +40,7 @@ def _geometry(args: argparse.Namespace) -> None:
         "sample_size": args.sample_size or None,
         "seed": args.seed,
         "confidence": MeasureSettings.confidence,
-        "intrinsic_dimension": {
-            "range_max": args.range_max,
-            "min_points": args.min_points,
-            "plateau_width": args.plateau_width,
-            "plateau_tolerance": args.plateau_tolerance,
-        },
+        "intrinsic_dimension": {name: getattr(args, name) for name in _DIMENSION_OPTIONS},
     }
     index = IndexFiles.in_directory(args.index)
     model = _model(args.shard)
@@ -71,30 +74,11 @@ def add_geometry_command(commands: Any) -> None:
         default=GEOMETRY_SAMPLE_SIZE,
         help="occurrences read (0: every one)",
     )
-    command.add_argument(
-        "--range-max",
-        type=int,
-        default=DimensionSettings.range_max,
-        help="GRIDE's largest neighbour order (ratios r_2k/r_k with 2k at most this)",
-    )
-    command.add_argument(
-        "--min-points",
-        type=int,
-        default=DimensionSettings.min_points,
-        help="TwoNN's smallest subset when the rows are cut into 1, 2, 4, ... subsets",
-    )
-    command.add_argument(
-        "--plateau-width",
-        type=int,
-        default=DimensionSettings.plateau_width,
-        help="consecutive scales an intrinsic dimension's plateau spans",
-    )
-    command.add_argument(
-        "--plateau-tolerance",
-        type=float,
-        default=DimensionSettings.plateau_tolerance,
-        help="largest relative range of a plateau's estimates",
-    )
+    for name, help_text in _DIMENSION_OPTIONS.items():
+        default = getattr(DimensionSettings, name)
+        command.add_argument(
+            f"--{name.replace('_', '-')}", type=type(default), default=default, help=help_text
+        )
     command.add_argument(
         "--seed", type=int, default=MeasureSettings.seed, help="seed of every sample"
     )
