@@ -156,3 +156,33 @@ def test_the_cka_between_families_quoted_in_the_families_page_is_the_families_ru
         "from any layer of the other two"
     )
     assert quoted in _page("families.md")
+
+
+def _sweep_table(model: str, title: str) -> pd.DataFrame:
+    """One table of bench/results/training-sweep.md: `title` (e.g. "Anisotropy") under
+    ``## <model>``, layers down, steps across."""
+    text = (ROOT / "bench/results/training-sweep.md").read_text()
+    section = text.split(f"## {model}\n")[1].split("\n## ")[0]
+    lines = section.split(f"\n{title}\n")[1].strip().split("\n\n")[0].splitlines()
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+    table = [row for row in rows[2:] if len(row) == len(rows[0])]
+    frame = pd.DataFrame(table, columns=rows[0]).astype(float)
+    return frame.set_index(frame["layer"].astype(int)).drop(columns="layer")
+
+
+def test_the_training_sweep_numbers_quoted_in_the_geometry_page_are_the_committed_run():
+    """docs/geometry.md quotes the tiny models' sweep from bench/results/training-sweep.md:
+    its anisotropy table, and adjusted SelfSim at step 50 by block."""
+    page = _page("geometry.md")
+    anisotropy = _sweep_table("tiny-gpt2", "Anisotropy")
+    for layer, name in ((0, "layer 0 (embeddings)"), (2, "layer 2"), (4, "layer 4 (last)")):
+        cells = " | ".join(f"{value:.3f}".lstrip("0") for value in anisotropy.loc[layer])
+        assert f"| {name} | {cells} |" in page, name
+
+    def step_50(model: str, layers: list[int]) -> list[str]:
+        values = _sweep_table(model, "Adjusted SelfSim").loc[layers, "step 50"]
+        return [f"{value:.3f}".lstrip("0") for value in values]
+
+    gpt2, bert = step_50("tiny-gpt2", [1, 2, 4]), step_50("tiny-bert", [1, 2, 4])
+    assert f"(GPT-2 {gpt2[1]} to {gpt2[2]} in blocks 2–4, BERT {bert[1]} to {bert[2]})" in page
+    assert f"(GPT-2 {gpt2[0]}, BERT {bert[0]} after block 1)" in page
