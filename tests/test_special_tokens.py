@@ -232,14 +232,16 @@ def test_planted_sink_shows_in_the_special_token_rows(sink_gpt2_dir, corpus, tmp
         assert row["cosine_share"] == pytest.approx(share, abs=1e-9)
 
 
-def test_gpt2_without_bos_has_no_rows(tiny_gpt2_dir, corpus, tmp_path, capsys):
+def test_gpt2_without_bos_has_no_rows(tiny_gpt2_dir, corpus, tmp_path, caplog):
     from contextuality import steps
 
     sentences, index = corpus
     settings = {"source": str(tiny_gpt2_dir), "device": "cpu"}
     output = tmp_path / "special.parquet"
-    table = steps.special_tokens("plain", settings, sentences, index, output)
+    with caplog.at_level("WARNING"):
+        table = steps.special_tokens("plain", settings, sentences, index, output)
     assert table.empty
+    assert "model plain: its inputs hold no special token" in caplog.text
     read, _ = read_parquet_with_provenance(output)
     assert read.empty and set(SPECIAL_COLUMNS) <= set(read.columns)
 

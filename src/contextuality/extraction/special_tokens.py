@@ -45,6 +45,19 @@ def token_name(loaded: LoadedModel, token: Any) -> str:
     return str(convert(int(token)))
 
 
+def special_positions(loaded: LoadedModel, encoded: EncodedSentence) -> list[int]:
+    """The positions in an input of its special tokens: those that give their vector to no
+    word (``word_index`` -1) and are among the tokenizer's special tokens (not a content
+    piece that overlaps no word, such as a lone space, nor one that another window pools).
+    None for a model whose tokenizer names no special token (ELMo)."""
+    special_ids = set(getattr(loaded.tokenizer, "all_special_ids", None) or ())
+    return [
+        int(token)
+        for token in np.flatnonzero(encoded.word_index < 0)
+        if np.ndim(encoded.input_ids[token]) == 0 and int(encoded.input_ids[token]) in special_ids
+    ]
+
+
 def sentence_batches(inputs: list[EncodedSentence], token_budget: int) -> list[list[int]]:
     """Positions in `inputs` (a sentence's inputs consecutive) grouped into batches whose
     padded size stays within `token_budget` (a sentence longer than it alone), never
@@ -75,17 +88,13 @@ def special_token_batches(
     loaded: LoadedModel, inputs: list[EncodedSentence], layers: tuple[int, ...], token_budget: int
 ) -> Iterator[list[LayerRows]]:
     """Per batch of `inputs` (`sentence_batches`), each layer's `LayerRows`: the words that
-    some subword reached, and every token of the inputs (padding aside) that gives its
-    vector to no
-    word (``word_index`` -1) and is one of the tokenizer's special tokens (not a content
-    piece that overlaps no word, such as a lone space, nor one another window pools)."""
+    some subword reached, and the special tokens (`special_positions`). Nothing where the
+    inputs hold no special token: no forward pass is run for rows that would not be used.
+    """
     import torch
 
-    special_ids = set(getattr(loaded.tokenizer, "all_special_ids", None) or ())
-
-    def is_special(token: Any) -> bool:
-        return np.ndim(token) == 0 and int(token) in special_ids
-
+    if not any(len(special_positions(loaded, encoded)) for encoded in inputs):
+        return
     n_sentences = max((encoded.sentence for encoded in inputs), default=-1) + 1
     counts = np.zeros(n_sentences, dtype=np.int64)
     for encoded in inputs:
@@ -101,8 +110,7 @@ def special_token_batches(
         where = [
             (item, token)
             for item, encoded in enumerate(batch)
-            for token in np.flatnonzero(encoded.word_index < 0)
-            if is_special(encoded.input_ids[token])
+            for token in special_positions(loaded, encoded)
         ]
         items = np.array([item for item, _ in where], dtype=np.int64)
         tokens = np.array([token for _, token in where], dtype=np.int64)
