@@ -39,8 +39,8 @@ def get_model_settings(wildcards):
     return ctx.model_settings(config, wildcards.model)
 
 
-def get_extraction_inputs(wildcards):
-    return ctx.extraction_inputs(config, wildcards.model)
+def get_special_token_inputs(wildcards):
+    return ctx.special_token_inputs(config, wildcards.model)
 
 
 def get_model_gpus(wildcards):

@@ -119,7 +119,7 @@ rule context_specific_words:
 # of their own in the position profile, from a forward pass over a sample of sentences.
 rule special_tokens:
     input:
-        unpack(get_extraction_inputs),
+        unpack(get_special_token_inputs),
     output:
         "results/degeneration/{model}/special_tokens.parquet",
     log:
