@@ -186,3 +186,47 @@ def test_the_training_sweep_numbers_quoted_in_the_geometry_page_are_the_committe
     gpt2, bert = step_50("tiny-gpt2", [1, 2, 4]), step_50("tiny-bert", [1, 2, 4])
     assert f"(GPT-2 {gpt2[1]} to {gpt2[2]} in blocks 2–4, BERT {bert[1]} to {bert[2]})" in page
     assert f"(GPT-2 {gpt2[0]}, BERT {bert[0]} after block 1)" in page
+
+
+def _cosine(value: float) -> str:
+    """A cosine as the docs write it: three decimals, no leading zero (.024, 1.000)."""
+    text = f"{value:.3f}"
+    return text[1:] if text.startswith("0.") else text
+
+
+def test_the_special_token_numbers_quoted_for_minilm_are_the_committed_rows():
+    """docs/geometry.md quotes MiniLM's [CLS] and [SEP] rows of the position profile and its
+    word buckets by layer from bench/results/special-tokens-minilm.tsv."""
+    page = _page("geometry.md")
+    table = pd.read_csv(ROOT / "bench/results/special-tokens-minilm.tsv", sep="\t")
+    words = table[table["kind"] == "word position"]
+    special = table[table["kind"] == "special token"].set_index(["bucket", "layer"])
+
+    def norms(token: str) -> str:
+        return ", ".join(f"{special.loc[(token, layer), 'mean_norm']:.1f}" for layer in range(7))
+
+    assert f"`[CLS]` has a mean norm of {norms('[CLS]')} and `[SEP]` {norms('[SEP]')}," in page
+    word_norms = words.groupby("layer")["mean_norm"]
+    bounds = zip(word_norms.min(), word_norms.max(), strict=True)
+    ranges = [f"{low:.1f}–{high:.1f}" for low, high in bounds]
+    assert f"against {', '.join(ranges[:-1])} and {ranges[-1]} for the word buckets" in page
+    # "no larger than its words": below the largest word bucket of its layer.
+    largest = special["mean_norm"].groupby(level="layer").max()
+    assert (largest < word_norms.max()).all()
+    cls, sep = special.loc["[CLS]"], special.loc["[SEP]"]
+    assert [_cosine(value) for value in cls["anisotropy"]] == ["1.000"] * 5 + [".999", ".628"]
+    up_to_5 = sep["anisotropy"][:6]
+    assert f"`[SEP]`'s is {_cosine(up_to_5.min())} to {_cosine(up_to_5.max())}" in page
+    assert f"carry {_cosine(cls['cosine_share'][:6].max())} of the" in page
+    assert f"({_cosine(cls['cosine_share'][6])} at the last)" in page
+    share = sep["cosine_share"]
+    assert f"`[SEP]` {_cosine(share.min())} to {_cosine(share.max())}, for" in page
+    first = words[words["bucket"] == "0"].set_index("layer")["anisotropy"][:6]
+    later = words[words["bucket"] != "0"].groupby("layer")["anisotropy"].max()[:6]
+    assert (first > later).all()
+    quoted = f"({_cosine(first.min())} to {_cosine(first.max())} against at most "
+    assert quoted + f"{_cosine(later.max())} for any later bucket)" in page
+    at_embeddings = words[words["layer"] == 0]
+    sentences = at_embeddings.loc[at_embeddings["bucket"] == "0", "n"].iloc[0]
+    assert round(at_embeddings["n"].sum() / sentences) == 25
+    assert "in a sentence of some 25 words" in page

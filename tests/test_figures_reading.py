@@ -358,3 +358,37 @@ def test_the_published_values_keep_their_own_label(drawn):
     paper.plot_reference(comparison, "m", [])
     labels = [text.get_text() for text in drawn[0].axes[0].get_legend().get_texts()]
     assert labels == ["published", "this run"]
+
+
+def test_positions_draw_the_special_tokens_beside_the_words(drawn):
+    words = _positions({"m": [1.0, 2.0, 3.0]}).assign(kind="word position")
+    special = pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "transform": "none",
+                "layer": layer,
+                "bucket": token,
+                "first_position": first,
+                "mean_norm": 50.0 + layer,
+                "anisotropy": 0.9,
+                "kind": "special token",
+            }
+            for layer in range(3)
+            for token, first in (("[CLS]", 0), ("[SEP]", -1))
+        ]
+    )
+    geometry.plot_positions(pd.concat([words, special], ignore_index=True), [])
+    norm_panel, anisotropy_panel = drawn[0].axes[:2]
+    labels = [label.get_text() for label in norm_panel.get_xticklabels()]
+    assert labels == ["0", "1", "2–3", "[CLS]", "[SEP]"]
+    # Three layers' lines over the words, and per layer one marker per special token.
+    drawn_norms = sorted(
+        float(y)
+        for line in norm_panel.get_lines()
+        if len(line.get_xdata()) == 1
+        for y in line.get_ydata()
+    )
+    assert drawn_norms == [50.0, 50.0, 51.0, 51.0, 52.0, 52.0]
+    assert norm_panel.get_yscale() == "log"  # 1 to 52: a factor above 20
+    assert anisotropy_panel.get_xticklabels()[3].get_text() == "[CLS]"

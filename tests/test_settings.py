@@ -40,7 +40,11 @@ CLASSES = {
     MeasureSettings: (("measures",), (), {"transforms", "transform_fit", "top_words"}),
     TransformSettings: (("measures", "transform_fit"), ("seed",), set()),
     IndexSettings: (("index",), (), set()),
-    DegenerationSettings: (("degeneration",), ("seed",), {"transforms"}),
+    DegenerationSettings: (
+        ("degeneration",),
+        ("seed",),
+        {"transforms", "special_token_sentences"},
+    ),
     DimensionSettings: (("geometry", "intrinsic_dimension"), (), set()),
 }
 
@@ -120,6 +124,8 @@ def test_the_workflow_s_fallbacks_are_the_schema_s_defaults():
         == _section("degeneration")["transforms"]["default"]
     )
     assert workflow_config.figure_transforms({}) == _section("figures")["transforms"]["default"]
+    special = workflow_config.special_token_settings({"measures": {"seed": 0}})
+    assert special["sample_size"] == _section("degeneration")["special_token_sentences"]["default"]
     assert _section("geometry")["sample_size"]["default"] == GEOMETRY_SAMPLE_SIZE
 
 

@@ -415,6 +415,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     assert _planned_jobs(tmp_path) == (static if published.is_dir() else {}) | {
         "subword_index": 1,
         "extract_gpt2": 1,
+        "special_tokens": 1,
         "measure_layer": 2,
         "context_specific_words": 1,
         "degeneration_figures": 1,
@@ -450,6 +451,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     expected = {
         "extract_bert": 1,
         "measure_layer": 3,
+        "special_tokens": 1,
         "context_specific_words": 1,
         "degeneration_figures": 1,
         "degeneration_table": 1,
@@ -660,6 +662,7 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
     assert planned.pop("measure_layer") == 2  # the new checkpoint's two layers
     assert planned.pop("cka_between_models") == 2  # step 20 against step 10 and bert
     assert planned == {
+        "special_tokens": 1,
         "context_specific_words": 1,
         "degeneration_figures": 1,
         "degeneration_table": 1,

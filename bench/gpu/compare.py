@@ -31,6 +31,8 @@ TABLES = {
         ["n", "dimensions", "n_layers", "relative_layer", "interval", "scale"],
     ),
     "cka.tsv": (["model_a", "layer_a", "model_b", "layer_b", "occurrences"], ["n_rows"]),
+    # A special token's row is keyed by its token (bucket "[CLS]"); its kind and
+    # cosine_share columns are the special-token rows' (kind is text: not compared).
     "positions.tsv": (["model", "transform", "layer", "bucket"], ["first_position", "n"]),
     "degeneration.tsv": (
         ["model", "transform", "layer", "vectors", "bin"],

@@ -33,6 +33,8 @@ STREAMS = {
     "dimension_samples": (14,),
     # How CKA's permutation null pairs the sampled rows (`cka.random_pairing`).
     "cka_null": (15,),
+    # The sentences whose special tokens the special-token profile measures.
+    "special_token_sentences": (17,),
 }
 
 

@@ -39,6 +39,14 @@ def get_model_settings(wildcards):
     return ctx.model_settings(config, wildcards.model)
 
 
+def get_special_token_inputs(wildcards):
+    return ctx.special_token_inputs(config, wildcards.model)
+
+
+def get_model_gpus(wildcards):
+    return ctx.model_gpus(config, wildcards.model)
+
+
 def get_layer_shards(wildcards):
     return ctx.layer_shards(config, wildcards.model, wildcards.layer)
 

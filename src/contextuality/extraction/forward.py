@@ -132,20 +132,24 @@ def forward_batch(
     Returns (n_layers, n_rows, dim) float32 vectors, a (n_rows,) device mask of the rows
     that some subword reached (the others are NaN by design) and the segment rows.
     """
+    input_ids, attention = pad_batch(batch, loaded.encoder.pad_token_id)
+    states = layer_states(loaded, input_ids, attention, layers, dtype)
+    return pool_batch(loaded, batch, states, first_rows)
+
+
+def layer_states(
+    loaded: LoadedModel,
+    input_ids: np.ndarray,
+    attention: np.ndarray,
+    layers: tuple[int, ...],
+    dtype: str,
+) -> list[Any]:
+    """The (batch, longest, dim) hidden states of each of `layers` for a padded batch
+    (`pad_batch`), the last layer before the final norm where it must be
+    (`_final_norm_input`), the pass stopped after the last block `layers` need."""
     import torch
 
     device = next(loaded.model.parameters()).device
-    input_ids, attention = pad_batch(batch, loaded.encoder.pad_token_id)
-    token_row = np.full(attention.shape, -1, dtype=np.int64)
-    shared_token, shared_row = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
-    for position, sentence in enumerate(batch):
-        rows = first_rows[sentence.sentence] + sentence.word_index
-        token_row[position, : len(rows)] = np.where(sentence.word_index >= 0, rows, -1)
-        shared_token.append(position * attention.shape[1] + sentence.shared[:, 0])
-        shared_row.append(first_rows[sentence.sentence] + sentence.shared[:, 1])
-    shared_token, shared_row = np.concatenate(shared_token), np.concatenate(shared_row)
-    rows = np.unique(np.concatenate([token_row[token_row >= 0], shared_row]))
-    compact = np.where(token_row >= 0, np.searchsorted(rows, token_row), -1)
     last = blocks_to_run(loaded, layers)
     with (
         torch.inference_mode(),
@@ -161,7 +165,31 @@ def forward_batch(
         states = list(output.hidden_states)
         if before_norm is not None:
             states[-1] = before_norm["input"]
-        hidden = [states[layer].reshape(-1, states[layer].shape[-1]) for layer in layers]
+    return [states[layer] for layer in layers]
+
+
+def pool_batch(
+    loaded: LoadedModel, batch: list[EncodedSentence], states: list[Any], first_rows: np.ndarray
+) -> tuple[Any, Any, np.ndarray]:
+    """`forward_batch`'s pooling of a batch's `layer_states` into word vectors
+    (`pool_subwords`): the (n_layers, n_rows, dim) vectors, the mask of the rows some
+    subword reached and the segment rows (first_rows: by encoded sentence)."""
+    import torch
+
+    longest = states[0].shape[1]
+    token_row = np.full((len(batch), longest), -1, dtype=np.int64)
+    shared_token, shared_row = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    for position, sentence in enumerate(batch):
+        rows = first_rows[sentence.sentence] + sentence.word_index
+        token_row[position, : len(rows)] = np.where(sentence.word_index >= 0, rows, -1)
+        shared_token.append(position * longest + sentence.shared[:, 0])
+        shared_row.append(first_rows[sentence.sentence] + sentence.shared[:, 1])
+    shared_token, shared_row = np.concatenate(shared_token), np.concatenate(shared_row)
+    rows = np.unique(np.concatenate([token_row[token_row >= 0], shared_row]))
+    compact = np.where(token_row >= 0, np.searchsorted(rows, token_row), -1)
+    device = states[0].device
+    with torch.inference_mode():
+        hidden = [layer.reshape(-1, layer.shape[-1]) for layer in states]
         token_word = torch.from_numpy(compact.reshape(-1)).to(device, non_blocking=True)
         shared = (
             torch.from_numpy(shared_token).to(device, non_blocking=True),

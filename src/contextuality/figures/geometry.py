@@ -62,8 +62,12 @@ def plot_positions(table: pd.DataFrame, outputs: list[str | os.PathLike], source
     """Per stored model (a row of panels), under transform ``none``: the mean L2 norm (on
     a log axis, labelled so, where the model's norms span more than a factor 20,
     `paper.LOG_SPAN`) and the anisotropy baseline of the occurrences in each bucket of
-    sentence positions, one line per layer from light (embeddings) to dark (last layer)."""
+    sentence positions, one line per layer from light (embeddings) to dark (last layer);
+    right of them, past a dotted line, the model's special tokens (rows of ``kind``
+    ``special token``: [CLS], [SEP], <bos>), one marker each, in the same colours."""
     rows = table[table["transform"] == "none"]
+    if "kind" not in rows:
+        rows = rows.assign(kind="word position")
     models = sorted(rows["model"].unique())
     figure, axes = plt.subplots(
         max(1, len(models)),
@@ -74,10 +78,13 @@ def plot_positions(table: pd.DataFrame, outputs: list[str | os.PathLike], source
     )
     for panels, model in zip(axes, models, strict=False):
         of_model = rows[rows["model"] == model]
+        tokens = sorted(of_model.loc[of_model["kind"] == "special token", "bucket"].unique())
         layers = sorted(of_model["layer"].unique())
         colours = layer_colours(len(layers))
         for colour, layer in zip(colours, layers, strict=True):
-            profile = of_model[of_model["layer"] == layer].sort_values("first_position")
+            of_layer = of_model[of_model["layer"] == layer]
+            special = of_layer["kind"] == "special token"
+            profile = of_layer[~special].sort_values("first_position")
             positions = np.arange(len(profile))
             for panel, column in zip(panels, ("mean_norm", "anisotropy"), strict=True):
                 panel.plot(
@@ -88,13 +95,27 @@ def plot_positions(table: pd.DataFrame, outputs: list[str | os.PathLike], source
                     markersize=3,
                     label=f"layer {layer}",
                 )
-                panel.set_xticks(positions, profile["bucket"])
+                for place, token in enumerate(tokens):
+                    found = of_layer[special & (of_layer["bucket"] == token)]
+                    x = len(profile) + 0.5 + place
+                    marker = SPECIAL_MARKERS[place % len(SPECIAL_MARKERS)]
+                    panel.plot([x] * len(found), found[column], marker, color=colour, markersize=5)
+                ticks = [*profile["bucket"], *tokens]
+                places = [*positions, *(len(profile) + 0.5 + np.arange(len(tokens)))]
+                panel.set_xticks(places, ticks, rotation=45 if tokens else 0)
+                if tokens:
+                    panel.axvline(len(profile) - 0.25, color="grey", linestyle=":", lw=0.8)
         log_scale_if_wide(panels[0], of_model["mean_norm"], "mean L2 norm")
         panels[1].set_ylabel("anisotropy (mean cosine)")
         for panel in panels:
-            panel.set_xlabel("position of the word in its sentence")
+            label = "position of the word in its sentence"
+            panel.set_xlabel(f"{label}; special tokens" if tokens else label)
             panel.set_title(model, fontsize=9)
             panel.grid(alpha=0.3)
         panels[1].legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))
-    figure.suptitle("Norm and anisotropy by position in the sentence")
+    figure.suptitle("Norm and anisotropy by position in the sentence, and of the special tokens")
     save_figure(figure, outputs, source)
+
+
+# The markers of a model's special tokens in the position figure, in token order.
+SPECIAL_MARKERS = ("s", "D", "^", "v", "P")

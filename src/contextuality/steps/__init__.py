@@ -22,6 +22,7 @@ from contextuality.steps.extract import (
     LayerOutputs,
     download_elmo,
     extract,
+    special_tokens,
     stream,
 )
 from contextuality.steps.figures import (
@@ -108,6 +109,7 @@ __all__ = [
     "score_static_protocols",
     "sentences",
     "static_vectors",
+    "special_tokens",
     "stream",
     "subword_index",
     "sweep_figure",

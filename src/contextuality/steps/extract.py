@@ -12,18 +12,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contextuality import backends
-from contextuality.backends.base import LoadedModel, ModelSpec, selected_layers
+from contextuality import backends, random_streams
+from contextuality.backends.base import LoadedModel, ModelSpec, selected_layers, token_budget
 from contextuality.corpus.index import IndexFiles
+from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError, warn
 from contextuality.extraction.partitions import ExtractionPlan, plan_extraction
 from contextuality.extraction.report import ExtractionReport, coverage_warnings
 from contextuality.extraction.run import Sink, collector_paused
 from contextuality.extraction.run import extract as run_extract
-from contextuality.extraction.units import SentenceUnits, units_matching_index
+from contextuality.extraction.special_tokens import special_token_batches
+from contextuality.extraction.units import SentenceUnits, sentence_units, units_matching_index
+from contextuality.measures.positions import SpecialTokenProfile
 from contextuality.measures.settings import MeasureSettings
 from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.storage.shards import ShardSetWriter
+from contextuality.tables import write_parquet
 
 PathLike = str | os.PathLike
 
@@ -241,6 +245,73 @@ def stream(
 
     report = run_extract(job.loaded, job.units, job.plan, open_sink, progress)
     return _write_meta(job, report, outputs.meta)
+
+
+def special_tokens(
+    name: str,
+    settings: dict[str, Any],
+    sentences_path: PathLike,
+    index: IndexFiles,
+    output: PathLike,
+    sample_size: int = 1000,
+    seed: int = 0,
+    threads: int = 1,
+) -> pd.DataFrame:
+    """The special tokens' rows of model `name`'s position profile
+    (`positions.SpecialTokenProfile`), from a seeded sample of `sample_size` sentences
+    (stream ``special_token_sentences`` of `seed`) run through the model in float32,
+    written to `output` with their provenance. A model whose inputs hold no special token
+    (GPT-2 without ``add_bos``) gets an empty table, and the console says so."""
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+    spec = backends.model_spec(name, settings)
+    index_summary = index.read_summary()
+    sentences = index.read_sentences(sentences_path)["text"].tolist()
+    layers = selected_layers(spec, backends.count_hidden_layers(spec))
+    loaded = backends.load_model(spec, _device(spec.device))
+    rng = random_streams.generator(seed, "special_token_sentences")
+    chosen = np.sort(rng.choice(len(sentences), min(sample_size, len(sentences)), replace=False))
+    texts = [sentences[position] for position in chosen]
+    if spec.units == "subword":
+        units = sentence_units(loaded, texts)
+    else:
+        spans = word_spans(texts, index_summary["units"]["tokenizer"])
+        units = sentence_units(loaded, texts, spans)
+    device = next(loaded.model.parameters()).device.type
+    profile = SpecialTokenProfile()
+    budget = token_budget(spec, device)
+    for batch in special_token_batches(loaded, units.encode(0, len(texts)), layers, budget):
+        for rows in batch:
+            profile.add(
+                rows.layer,
+                rows.words,
+                rows.word_sentence,
+                rows.special,
+                rows.special_sentence,
+                rows.special_kind,
+                rows.special_position,
+            )
+    table = profile.table().assign(model=name, transform="none", kind="special token")
+    if table.empty:
+        warn([f"model {name}: its inputs hold no special token; no special-token rows"])
+    log.info("special tokens of %s: %s", name, sorted(set(table["bucket"])))
+    provenance = provenance_record(
+        step="special_tokens",
+        model=name,
+        model_id=spec.source,
+        model_revision=loaded.revision,
+        n_layers=loaded.n_layers,
+        pooling=spec.pooling,
+        corpus_checksum=index_summary["corpus_checksum"],
+        index_checksum=index_summary["index_checksum"],
+        config_hash=config_hash(backends.model_settings(spec)),
+        sample_size=len(texts),
+        seed=seed,
+        forward_dtype="float32",
+    )
+    write_parquet(table, output, provenance)
+    return table
 
 
 def download_elmo(

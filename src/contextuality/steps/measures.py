@@ -242,12 +242,32 @@ def context_specific_words(
     return table
 
 
-def positions_table(paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
-    """Every stored layer's position profile (`positions.position_profile`) as one TSV."""
-    order = ["model", "transform", "layer", "first_position"]
-    table, provenance = gather_parquet(paths, "positions_table", order)
+def positions_table(
+    paths: Sequence[PathLike], output: PathLike, special_paths: Sequence[PathLike] = ()
+) -> pd.DataFrame:
+    """Every stored layer's position profile (`positions.position_profile`) as one TSV,
+    with each model's special tokens (`positions.SpecialTokenProfile`, transform ``none``)
+    as rows of their own after its word buckets: column ``kind`` (``word position``,
+    ``special token``); ``cosine_share`` is theirs alone."""
+    table, provenance = gather_parquet([*paths, *special_paths], "positions_table")
+    if "kind" not in table:
+        table["kind"] = WORD_POSITION
+    if "cosine_share" not in table:
+        table["cosine_share"] = float("nan")
+    table["kind"] = table["kind"].fillna(WORD_POSITION)
+    order = ["model", "transform", "layer", "special", "first_position"]
+    table = (
+        table.assign(special=table["kind"] != WORD_POSITION)
+        .sort_values(order, kind="stable")
+        .drop(columns="special")
+        .reset_index(drop=True)
+    )
     write_tsv(table, output, provenance)
     return table
+
+
+# The kind of a position-profile row of word positions (against ``special token``).
+WORD_POSITION = "word position"
 
 
 def degeneration_table(bins_paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:

@@ -318,7 +318,21 @@ def degeneration_transforms(config: dict[str, Any]) -> list[str]:
 def degeneration_settings(config: dict[str, Any]) -> dict[str, Any]:
     """The degeneration analysis's settings (`degeneration.DegenerationSettings`, but the
     seed) from config ``degeneration``."""
-    return {key: value for key, value in config["degeneration"].items() if key != "transforms"}
+    chosen = config["degeneration"].items()
+    return {key: value for key, value in chosen if key not in SPECIAL_TOKEN_KEYS}
+
+
+# Keys of config ``degeneration`` that are not the analysis's settings.
+SPECIAL_TOKEN_KEYS = ("transforms", "special_token_sentences")
+
+
+def special_token_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The special-token rows' settings (`steps.special_tokens`): how many sentences they
+    are measured on (config ``degeneration.special_token_sentences``) and the seed."""
+    return {
+        "sample_size": config.get("degeneration", {}).get("special_token_sentences", 1000),
+        "seed": config["measures"]["seed"],
+    }
 
 
 def transforms_without_degeneration(config: dict[str, Any]) -> list[str]:

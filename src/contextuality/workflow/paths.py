@@ -280,6 +280,24 @@ def every_layer_output(
     ]
 
 
+def special_token_inputs(config: dict[str, Any], model: str) -> dict[str, Any]:
+    """What `model`'s special-token job reads: what its extraction reads, and its
+    extraction's meta.json (of every part), so that the model is loaded by one job at a
+    time and a model that cannot be loaded fails its extraction first."""
+    return {**extraction_inputs(config, model), "metas": extraction_metas(config, model)}
+
+
+def special_token_files(config: dict[str, Any]) -> list[str]:
+    """Each stored model's special-token rows of the position profile, which the
+    positions table gathers (none where no transform has the degeneration analysis)."""
+    if not degeneration_transforms(config):
+        return []
+    return [
+        f"results/degeneration/{model}/special_tokens.parquet"
+        for model in streamed_models(config, streamed=False)
+    ]
+
+
 def figures_directory(transform: str) -> str:
     """Where the paper's figures under `transform` go: results/figures/ for none."""
     return "results/figures" if transform == "none" else f"results/figures/{transform}"

@@ -20,6 +20,7 @@ from contextuality.workflow.paths import (
     figure_paths,
     index_files,
     layer_shards,
+    special_token_files,
 )
 from contextuality.workflow.sweeps import sweeps
 
@@ -47,6 +48,7 @@ def intermediate_outputs(config: dict[str, Any]) -> list[str]:
             for suffix in (".words.parquet", ".bins.parquet", ".cone.parquet", ".positions.parquet")
             for path in every_layer_output(config, suffix, "degeneration")
         ],
+        *special_token_files(config),
         *cka_files(config),
         *dimension_files(config),
         *dimension_curve_files(config),
