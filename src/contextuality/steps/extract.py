@@ -116,14 +116,7 @@ def _prepare(
     )
     recorded = backends.model_settings(spec)
     attributes = provenance_record(
-        model=name,
-        model_id=spec.source,
-        model_revision=loaded.revision,
-        n_layers=loaded.n_layers,
-        pooling=spec.pooling,
-        corpus_checksum=index_summary["corpus_checksum"],
-        index_checksum=index_summary["index_checksum"],
-        config_hash=config_hash(recorded),
+        **_model_source(name, spec, loaded, index_summary),
         settings=recorded,
         layer_conventions=loaded.layer_conventions(),
         model_file_checksums=loaded.file_checksums,
@@ -247,6 +240,22 @@ def stream(
     return _write_meta(job, report, outputs.meta)
 
 
+def _model_source(
+    name: str, spec: Any, loaded: Any, index_summary: dict[str, Any]
+) -> dict[str, Any]:
+    """What an output of a model's forward passes records of the model and the index."""
+    return {
+        "model": name,
+        "model_id": spec.source,
+        "model_revision": loaded.revision,
+        "n_layers": loaded.n_layers,
+        "pooling": spec.pooling,
+        "corpus_checksum": index_summary["corpus_checksum"],
+        "index_checksum": index_summary["index_checksum"],
+        "config_hash": config_hash(backends.model_settings(spec)),
+    }
+
+
 def special_tokens(
     name: str,
     settings: dict[str, Any],
@@ -298,14 +307,7 @@ def special_tokens(
     log.info("special tokens of %s: %s", name, sorted(set(table["bucket"])))
     provenance = provenance_record(
         step="special_tokens",
-        model=name,
-        model_id=spec.source,
-        model_revision=loaded.revision,
-        n_layers=loaded.n_layers,
-        pooling=spec.pooling,
-        corpus_checksum=index_summary["corpus_checksum"],
-        index_checksum=index_summary["index_checksum"],
-        config_hash=config_hash(backends.model_settings(spec)),
+        **_model_source(name, spec, loaded, index_summary),
         sample_size=len(texts),
         seed=seed,
         forward_dtype="float32",
