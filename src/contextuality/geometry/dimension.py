@@ -148,8 +148,8 @@ def twonn_curve(
     while len(points) // subsets >= min_points:
         estimates, second = [], []
         for part in np.array_split(order, subsets):
-            found = distances if subsets == 1 and distances is not None else None
-            found = _neighbour_distances(points[part], 2) if found is None else found
+            reuse = subsets == 1 and distances is not None
+            found = distances if reuse else _neighbour_distances(points[part], 2)
             estimates.append(_twonn(found))
             second.append(found[:, 1])
         sizes.append(len(points) // subsets)

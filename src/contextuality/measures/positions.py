@@ -66,7 +66,7 @@ def _unit_rows(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows (N, d) widened to float64 and scaled to unit length (a zero row stays zero),
     and their L2 norms."""
     rows = np.asarray(vectors, dtype=np.float64)
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    norms = row_norms(rows)
     return rows / np.where(norms > 0, norms, 1.0)[:, None], norms
 
 

@@ -169,8 +169,12 @@ def layer_dimension(
     )
     rng = generator(settings["seed"], "dimension_samples")  # the same cuts for every layer
     curves = dimension.dimension_curves(points, dimension_settings, settings["confidence"], rng)
-    fields = {"model": model, "layer": layer, "n_layers": n_layers}
-    layer_fields = fields | {"layer_output": layer_output_name}
+    layer_fields = {
+        "model": model,
+        "layer": layer,
+        "n_layers": n_layers,
+        "layer_output": layer_output_name,
+    }
     measures, rows, flat = {}, [], []
     for name, curve in curves.items():
         found = dimension.plateau(
