@@ -155,7 +155,8 @@ def on_subspace(n: int, intrinsic: int, ambient: int, seed: int) -> np.ndarray:
 
 def curves_of(points: np.ndarray, **settings) -> dict[str, dimension.Curve]:
     found = dimension.DimensionSettings(**settings)
-    return dimension.dimension_curves(points, found, 0.95, np.random.default_rng(0))
+    neighbours = dimension.neighbourhoods(points, found.range_max)
+    return dimension.dimension_curves(neighbours, found, 0.95, np.random.default_rng(0))
 
 
 @pytest.mark.parametrize("intrinsic", [2, 5])
@@ -263,12 +264,30 @@ def test_too_few_points_give_shorter_curves_not_a_failure():
 def test_duplicates_are_removed_before_the_estimators_see_them():
     points = on_subspace(300, 3, 10, seed=1)
     repeated = np.concatenate([points, points[:200], points[:50]])
-    assert np.array_equal(dimension.distinct_rows(repeated), points)
+    assert np.array_equal(dimension.neighbourhoods(repeated, 8).points, points)
     settings = {"seed": 0, "confidence": 0.95, "intrinsic_dimension": {"min_points": 50}}
     with_repeats = layer_dimension("m", 1, 2, "block 1", repeated, settings)
     alone = layer_dimension("m", 1, 2, "block 1", points, settings)
     assert with_repeats.summary == alone.summary
     assert {row["n"] for row in with_repeats.curve_rows} == {300}
+
+
+def test_rows_an_ulp_apart_in_float16_are_one_point_as_exact_repeats_are():
+    """The GPU case: repeats of a row stored in float16 that came out one unit in the last
+    place apart in a few elements are removed like exact repeats, and the first of each is
+    kept; rows farther apart than rounding stay."""
+    points = on_subspace(300, 3, 10, seed=2).astype(np.float16)
+    nudged = points[:40].copy()
+    nudged[:, ::3] = np.nextafter(nudged[:, ::3], np.float16(np.inf))
+    repeated = np.concatenate([points, nudged, points[:10]])
+    kept = dimension.neighbourhoods(repeated, 8).points
+    np.testing.assert_array_equal(kept, points.astype(np.float64))
+    apart = points[:40] * np.float16(1.01)  # 1 % off: other points, not rounding
+    assert len(dimension.neighbourhoods(np.concatenate([points, apart]), 8).points) == 340
+    settings = {"seed": 0, "confidence": 0.95, "intrinsic_dimension": {"min_points": 50}}
+    exact = layer_dimension("m", 1, 2, "block 1", np.concatenate([points, points[:40]]), settings)
+    rounded = layer_dimension("m", 1, 2, "block 1", repeated, settings)
+    assert rounded.summary == exact.summary
 
 
 def test_dimension_settings_refuse_what_cannot_be_estimated():

@@ -4,9 +4,9 @@ on its plateau (scikit-dimension's estimators).
 A nearest-neighbour estimate of intrinsic dimension depends on the length scale it looks
 at: noise inflates it at the smallest scales, curvature and density changes at large
 ones. Facco et al. (2017) and Denti et al. (2022) therefore read it off a curve over
-scale, where it is flat. Two curves, on the same distinct points (exact duplicates removed
-first: an embedding layer repeats a word's vector, and a zero distance to the nearest
-neighbour breaks every ratio):
+scale, where it is flat. Two curves, on the same distinct points (repeats removed first,
+`neighbourhoods`: an embedding layer repeats a word's vector, and a zero distance to the
+nearest neighbour breaks every ratio):
 
 - **TwoNN by decimation** (Facco et al. 2017): μ = r₂/r₁, the ratio of a point's distances
   to its second and first nearest neighbours, is Pareto-distributed with exponent d on a
@@ -101,25 +101,68 @@ class Plateau:
         return f"{symbol}={ends[0]:,}–{ends[1]:,}"
 
 
-def distinct_rows(vectors: np.ndarray) -> np.ndarray:
-    """The rows of `vectors` with exact repeats removed, in their first order."""
+@dataclass(frozen=True)
+class Neighbourhoods:
+    """Distinct points (float64, n × d) and each one's distances to its `k` nearest other
+    points (n × k, nearest first; k is 0 where there are fewer than 3 points)."""
+
+    points: np.ndarray
+    distances: np.ndarray
+
+
+def neighbourhoods(vectors: np.ndarray, k: int) -> Neighbourhoods:
+    """The rows of `vectors` that repeat no earlier row, as float64 in their first order,
+    and their `k` nearest neighbours' distances (fewer where fewer points remain).
+
+    A repeat is an exact one or, for rows stored in a floating dtype, one within one unit in
+    the last place of that dtype in every element: a GPU pools subword vectors in no fixed
+    order, so contexts whose vectors are identical on a CPU can come out an ulp apart in
+    float16. As points they are one, and a neighbour distance made of rounding would break
+    every ratio. Such rows are nearest neighbours at a distance under 2 eps · their norm,
+    so the one search finds them; the points are searched again only if it did."""
     contiguous = np.ascontiguousarray(vectors)
     as_records = contiguous.view(np.dtype((np.void, contiguous.dtype.itemsize * vectors.shape[1])))
     _, first = np.unique(as_records.ravel(), return_index=True)
-    return contiguous[np.sort(first)]
+    points = np.asarray(contiguous[np.sort(first)], dtype=np.float64)
+    distances, indices = _nearest(points, k)
+    if np.issubdtype(vectors.dtype, np.floating) and distances.shape[1]:
+        repeats = _near_repeats(points, distances, indices, vectors.dtype)
+        if repeats.any():
+            points = points[~repeats]
+            distances, _ = _nearest(points, k)
+    return Neighbourhoods(points, distances)
+
+
+def _nearest(points: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's distances to its `k` nearest other points (at most n − 1, none below
+    2), nearest first, and their rows (n × k each)."""
+    from skdim import get_nn
+
+    k = min(k, len(points) - 1)
+    if k < 2:
+        return np.empty((len(points), 0)), np.empty((len(points), 0), dtype=np.intp)
+    return get_nn(points, k=k)
+
+
+def _near_repeats(
+    points: np.ndarray, distances: np.ndarray, indices: np.ndarray, stored: np.dtype
+) -> np.ndarray:
+    """Which rows of `points` (float64 copies of rows in dtype `stored`) are within one ulp
+    of `stored` of an earlier row in every element (n,), among each row's neighbours
+    closer than 2 eps · its norm (one ulp an element is at most eps · the larger norm)."""
+    reach = 2.0 * float(np.finfo(stored).eps) * np.linalg.norm(points, axis=1)
+    repeats = np.zeros(len(points), dtype=bool)
+    for row, column in zip(*np.nonzero(distances <= reach[:, None]), strict=True):
+        other = indices[row, column]
+        larger = np.maximum(np.abs(points[row]), np.abs(points[other])).astype(stored)
+        if np.all(np.abs(points[row] - points[other]) <= np.spacing(larger)):
+            repeats[max(row, other)] = True  # the later of the pair
+    return repeats
 
 
 def _empty(estimator: str) -> Curve:
     nothing = np.empty(0)
     return Curve(estimator, nothing, nothing, nothing, nothing, nothing)
-
-
-def _neighbour_distances(points: np.ndarray, k: int) -> np.ndarray:
-    """Each point's distances to its `k` nearest other points, nearest first (n × k)."""
-    from skdim import get_nn
-
-    distances, _ = get_nn(points, k=k)
-    return distances
 
 
 def _twonn(distances: np.ndarray) -> float:
@@ -149,7 +192,7 @@ def twonn_curve(
         estimates, second = [], []
         for part in np.array_split(order, subsets):
             reuse = subsets == 1 and distances is not None
-            found = distances if reuse else _neighbour_distances(points[part], 2)
+            found = distances if reuse else _nearest(points[part], 2)[0]
             estimates.append(_twonn(found))
             second.append(found[:, 1])
         sizes.append(len(points) // subsets)
@@ -220,23 +263,21 @@ def gride_curve(distances: np.ndarray, level: float) -> Curve:
 
 
 def dimension_curves(
-    points: np.ndarray, settings: DimensionSettings, level: float, rng: np.random.Generator
+    found: Neighbourhoods, settings: DimensionSettings, level: float, rng: np.random.Generator
 ) -> dict[str, Curve]:
-    """Both estimators' curves (`ESTIMATORS`) on distinct `points`, from one search of
-    every point's `range_max` nearest neighbours (GRIDE's and TwoNN's first level) and
-    one per subset of TwoNN's later levels; a curve with no scale where too few points
+    """Both estimators' curves (`ESTIMATORS`) on the distinct points `found`, from their
+    search of `range_max` nearest neighbours (GRIDE's and TwoNN's first level) and one
+    search per subset of TwoNN's later levels; a curve with no scale where too few points
     remain."""
-    largest = min(settings.range_max, len(points) - 1)
-    if largest < 2:
+    if found.distances.shape[1] < 2:
         return {name: _empty(name) for name in ESTIMATORS}
-    distances = _neighbour_distances(points, largest)
     with warnings.catch_warnings():
-        # TwoNN drops tied neighbour distances; after removing exact duplicates they are a
+        # TwoNN drops tied neighbour distances; after removing repeats they are a
         # handful of points at most.
         warnings.simplefilter("ignore", UserWarning)
         return {
-            "twonn": twonn_curve(points, settings.min_points, level, rng, distances),
-            "gride": gride_curve(distances, level),
+            "twonn": twonn_curve(found.points, settings.min_points, level, rng, found.distances),
+            "gride": gride_curve(found.distances, level),
         }
 
 

@@ -161,14 +161,15 @@ def layer_dimension(
     settings: dict[str, Any],
 ) -> LayerDimension:
     """Both intrinsic-dimension curves of one layer's sampled `vectors` (rows without a
-    vector skipped, exact duplicates removed) and the value on each plateau, warning where
-    the points are few or a curve has no plateau."""
+    vector skipped, repeats removed: `dimension.neighbourhoods`) and the value on each
+    plateau, warning where the points are few or a curve has no plateau."""
     dimension_settings = dimension.DimensionSettings(**settings["intrinsic_dimension"])
-    points = dimension.distinct_rows(
-        np.asarray(vectors[rows_with_vectors(vectors)], dtype=np.float64)
+    found = dimension.neighbourhoods(
+        np.asarray(vectors[rows_with_vectors(vectors)]), dimension_settings.range_max
     )
     rng = generator(settings["seed"], "dimension_samples")  # the same cuts for every layer
-    curves = dimension.dimension_curves(points, dimension_settings, settings["confidence"], rng)
+    curves = dimension.dimension_curves(found, dimension_settings, settings["confidence"], rng)
+    points = found.points
     layer_fields = {
         "model": model,
         "layer": layer,
