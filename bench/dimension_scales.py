@@ -60,6 +60,7 @@ def main() -> None:
     name = args.name or ("minilm" if args.config.stem == "config" else args.config.stem)
     directory = REPO / "bench" / "work" / f"dimension-{name}"
     config = yaml.safe_load(args.config.read_text())
+    config.setdefault("geometry", {})["activate"] = True  # the embedded default leaves it out
     started = time.perf_counter()
     run_workflow(directory, config, args.cores, ["--", *TARGETS])
     seconds = time.perf_counter() - started

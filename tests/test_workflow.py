@@ -168,6 +168,21 @@ def test_final_outputs_name_every_layer_and_figure():
     assert "results/figures/degeneration/b.abtt.cone.pdf" in workflow.final_outputs(
         _with_defaults(config)
     )
+    off = {
+        **config,
+        "degeneration": {"transforms": []},
+        "geometry": {"activate": False},
+    }
+    quick = workflow.final_outputs(_with_defaults(off))
+    assert "results/measures/b/none/layer_1.json" in quick
+    assert "results/figures/fig2_selfsim.png" in quick
+    assert not [path for path in quick if "degeneration" in path or "geometry" in path]
+    for left_out in ("cka", "positions", "dimension_scales"):
+        assert not [path for path in quick if left_out in path], left_out
+    geometry_only = {**config, "degeneration": {"transforms": []}}
+    names = workflow.geometry_figure_names(_with_defaults(geometry_only))
+    assert names == [name for name in GEOMETRY_FIGURES if name != "positions"]
+    assert "results/tables/cka.tsv" in workflow.final_outputs(_with_defaults(geometry_only))
     assert workflow.pattern([]) == "(?!)"  # a constraint that matches nothing
     assert workflow.extraction_outputs(config, "a")["layers"] == [
         "results/embeddings/a/layer_0.h5",
@@ -870,6 +885,7 @@ def _merged(base: dict, overlay: dict) -> dict:
             ),
         ),
         ["config.yaml", "corrections.yaml"],
+        ["full.yaml"],
         ["paper.yaml", "corrections.yaml"],
     ],
 )

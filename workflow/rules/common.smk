@@ -5,7 +5,6 @@ from contextuality.figures.specs import (
     DEGENERATION_FIGURES,
     FIGURES,
     FAMILY_FIGURE,
-    GEOMETRY_FIGURES,
     SWEEP_FIGURE,
 )
 

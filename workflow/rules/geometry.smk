@@ -16,7 +16,7 @@ rule layer_geometry:
     benchmark:
         "benchmarks/geometry/{model}.tsv"
     wildcard_constraints:
-        model=ctx.pattern(ctx.streamed_models(config, streamed=False)),
+        model=ctx.pattern(ctx.geometry_models(config)),
     # Beside the measure jobs, not after them: the measures table waits for it.
     priority: 2
     conda:
@@ -88,7 +88,7 @@ rule geometry_figures:
         dimensions=ctx.dimension_files(config),
         dimension_scales="results/tables/dimension_scales.tsv",
         cka="results/tables/cka.tsv",
-        positions="results/tables/positions.tsv",
+        positions=ctx.positions_table(config),
     output:
         *[
             report(
@@ -97,9 +97,9 @@ rule geometry_figures:
                 category="Geometry",
                 labels={"figure": name},
             )
-            for name in GEOMETRY_FIGURES
+            for name in ctx.geometry_figure_names(config)
         ],
-        expand("results/figures/{name}.pdf", name=GEOMETRY_FIGURES),
+        expand("results/figures/{name}.pdf", name=ctx.geometry_figure_names(config)),
     log:
         "logs/figures/geometry.log",
     priority: 2

@@ -10,7 +10,7 @@ run_step(
         snakemake.input.dimensions,
         snakemake.input.dimension_scales,
         snakemake.input.cka,
-        snakemake.input.positions,
+        snakemake.input.positions[0] if snakemake.input.positions else None,
         list(snakemake.output),
     ),
     threads=snakemake.threads,

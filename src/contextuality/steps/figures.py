@@ -153,12 +153,13 @@ def geometry_figures(
     dimension_paths: Sequence[PathLike],
     dimension_scales_path: PathLike,
     cka_path: PathLike,
-    positions_path: PathLike,
+    positions_path: PathLike | None,
     outputs: Sequence[PathLike],
 ) -> None:
     """The intrinsic dimension by layer (from the geometry steps' layer summaries) and over
     scale (from its curves' table), the CKA heatmaps (from the CKA table) and the position
-    profiles (from their table), each as .png then .pdf, found in `outputs` by name."""
+    profiles (from their table; none without it), each as .png then .pdf, found in
+    `outputs` by name."""
     from contextuality.figures.dimension import plot_dimension_scales
     from contextuality.figures.geometry import plot_cka, plot_positions
     from contextuality.figures.paper import plot_figure
@@ -177,8 +178,10 @@ def geometry_figures(
         source=_source(dimension_scales_path),
     )
     plot_cka(read_tsv(cka_path), by_name["cka"], source=_source(cka_path))
-    positions = read_tsv(positions_path)
-    plot_positions(positions, by_name["positions"], source=_source(positions_path))
+    if positions_path is not None:
+        plot_positions(
+            read_tsv(positions_path), by_name["positions"], source=_source(positions_path)
+        )
 
 
 def sweep_figure(

@@ -298,16 +298,26 @@ def transform_fit_settings(config: dict[str, Any], transform: str) -> dict[str, 
 
 
 def geometry_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """The geometry steps' settings: config ``geometry`` (but ``cka_between_models``, which
-    chooses jobs), with the measures' seed and confidence."""
+    """The geometry steps' settings: config ``geometry`` (but ``activate`` and
+    ``cka_between_models``, which choose jobs), with the measures' seed and confidence."""
     geometry = {
-        key: value for key, value in config["geometry"].items() if key != "cka_between_models"
+        key: value
+        for key, value in config["geometry"].items()
+        if key not in ("activate", "cka_between_models")
     }
     return {
         **geometry,
         "seed": config["measures"]["seed"],
         "confidence": config["measures"]["confidence"],
     }
+
+
+def geometry_models(config: dict[str, Any]) -> list[str]:
+    """The stored models whose geometry (intrinsic dimension, CKA) is computed: every one,
+    unless config ``geometry.activate`` is false."""
+    if not config.get("geometry", {}).get("activate", True):
+        return []
+    return streamed_models(config, streamed=False)
 
 
 def degeneration_transforms(config: dict[str, Any]) -> list[str]:

@@ -22,11 +22,13 @@ from contextuality.workflow.config import (
     degeneration_transforms,
     extraction_partitions,
     figure_transforms,
+    geometry_models,
     is_streamed,
     model_files,
     model_layers,
     model_names,
     model_spec,
+    special_token_settings,
     streamed_models,
     subword_tokenizers,
 )
@@ -194,7 +196,7 @@ def cka_model_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
     ones (how far each training interval moves the layers)."""
     if not config["geometry"]["cka_between_models"]:
         return []
-    models = streamed_models(config, streamed=False)
+    models = geometry_models(config)
     checkpoints = sweeps(config)
     sweep_of = {model: base for base, members in checkpoints.items() for model in members}
     consecutive = {
@@ -214,7 +216,7 @@ def cka_model_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
 def cka_files(config: dict[str, Any]) -> list[str]:
     """Every CKA table the CKA table gathers: each stored model's between its layers,
     then each pair of `cka_model_pairs`."""
-    stored = streamed_models(config, streamed=False)
+    stored = geometry_models(config)
     pairs = cka_model_pairs(config)
     return [f"results/geometry/{model}/cka.parquet" for model in stored] + [
         f"results/geometry/cka_between_models/{left}~{right}.cka.parquet" for left, right in pairs
@@ -223,17 +225,13 @@ def cka_files(config: dict[str, Any]) -> list[str]:
 
 def dimension_files(config: dict[str, Any]) -> list[str]:
     """Each stored model's intrinsic dimension file (layer summaries)."""
-    return [
-        f"results/geometry/{model}/dimension.json"
-        for model in streamed_models(config, streamed=False)
-    ]
+    return [f"results/geometry/{model}/dimension.json" for model in geometry_models(config)]
 
 
 def dimension_curve_files(config: dict[str, Any]) -> list[str]:
     """Each stored model's intrinsic-dimension curves over scale."""
     return [
-        f"results/geometry/{model}/dimension_scales.parquet"
-        for model in streamed_models(config, streamed=False)
+        f"results/geometry/{model}/dimension_scales.parquet" for model in geometry_models(config)
     ]
 
 
@@ -289,8 +287,9 @@ def special_token_inputs(config: dict[str, Any], model: str) -> dict[str, Any]:
 
 def special_token_files(config: dict[str, Any]) -> list[str]:
     """Each stored model's special-token rows of the position profile, which the
-    positions table gathers (none where no transform has the degeneration analysis)."""
-    if not degeneration_transforms(config):
+    positions table gathers (none where no transform has the degeneration analysis, or
+    where ``degeneration.special_token_sentences`` is 0)."""
+    if not degeneration_transforms(config) or not special_token_settings(config)["sample_size"]:
         return []
     return [
         f"results/degeneration/{model}/special_tokens.parquet"
@@ -308,7 +307,7 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
     of figures.transforms, the degeneration figures of each stored model under each of
     degeneration.transforms, and, with two or more transforms, the comparison of the
     corrections."""
-    from contextuality.figures.specs import DEGENERATION_FIGURES, FIGURES, GEOMETRY_FIGURES
+    from contextuality.figures.specs import DEGENERATION_FIGURES, FIGURES
 
     names = [
         f"{figures_directory(transform)}/{name}"
@@ -323,9 +322,22 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
     ]
     if len(config["measures"]["transforms"]) > 1:
         names.append("results/figures/transforms")
-    if streamed_models(config, streamed=False):
-        names += [f"results/figures/{name}" for name in GEOMETRY_FIGURES]
+    if geometry_models(config):
+        names += [f"results/figures/{name}" for name in geometry_figure_names(config)]
     return [f"{name}.{extension}" for name in names for extension in extensions]
+
+
+def geometry_figure_names(config: dict[str, Any]) -> list[str]:
+    """The geometry figures (`figures.specs.GEOMETRY_FIGURES`), the position profiles only
+    where the degeneration analysis runs: it writes their table (`positions_table`)."""
+    from contextuality.figures.specs import GEOMETRY_FIGURES
+
+    return [name for name in GEOMETRY_FIGURES if name != "positions" or positions_table(config)]
+
+
+def positions_table(config: dict[str, Any]) -> list[str]:
+    """The position profiles' table, where some transform has the degeneration analysis."""
+    return ["results/tables/positions.tsv"] if degeneration_transforms(config) else []
 
 
 def published_files(published: str) -> list[str]:
@@ -435,8 +447,8 @@ def wildcard_constraints(config: dict[str, Any]) -> dict[str, str]:
     compared = pattern(list(static.get("compare") or {}))
     return {
         "model": pattern(model_names(config)),
-        "model_a": pattern(streamed_models(config, streamed=False)),
-        "model_b": pattern(streamed_models(config, streamed=False)),
+        "model_a": pattern(geometry_models(config)),
+        "model_b": pattern(geometry_models(config)),
         "tokenizer": pattern(list(subword_tokenizers(config))),
         "transform": pattern(config["measures"]["transforms"]),
         "sweep": pattern(list(sweeps(config))),

@@ -7,6 +7,8 @@ from typing import Any
 
 from contextuality.workflow.config import (
     compared_models,
+    degeneration_transforms,
+    geometry_models,
     model_layers,
     model_names,
     streamed_models,
@@ -71,13 +73,13 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
             for transform in config["measures"]["transforms"]
         ],
         *(
-            [
-                "results/tables/degeneration.tsv",
-                "results/tables/cka.tsv",
-                "results/tables/dimension_scales.tsv",
-                "results/tables/positions.tsv",
-            ]
-            if streamed_models(config, streamed=False)
+            ["results/tables/cka.tsv", "results/tables/dimension_scales.tsv"]
+            if geometry_models(config)
+            else []
+        ),
+        *(
+            ["results/tables/degeneration.tsv", "results/tables/positions.tsv"]
+            if streamed_models(config, streamed=False) and degeneration_transforms(config)
             else []
         ),
         *figure_paths(config),
