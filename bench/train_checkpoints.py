@@ -1,25 +1,36 @@
-"""Train tiny GPT-2 and BERT models from scratch, saving checkpoints along the way.
+"""Train tiny GPT-2 and BERT models from scratch, saving checkpoints and held-out losses.
 
-A later benchmark runs the workflow over these checkpoints to see whether the anisotropy of
-contextual representations (Ethayarajh, 2019) emerges with training or is there from the
-random initialization. Both models are trained on CPU on the Lee background corpus gensim
-ships (300 news paragraphs): a causal LM (``GPT2LMHeadModel``, byte-level BPE tokenizer) and
-a masked LM (``BertForMaskedLM``, 15% masking, 80/10/10; cased WordPiece tokenizer), each
-tokenizer trained on the corpus (4,000 entries); 4 layers, hidden size 128, 4 heads,
-intermediate size 512, 128 positions. The corpus is one token stream, paragraphs separated
-by ``<|endoftext|>`` (GPT-2) or ``[SEP]`` (BERT), cut into blocks of 128 tokens (BERT's
-wrapped in ``[CLS]`` ... ``[SEP]``), 8 to a batch in a seeded order. AdamW's learning rate
-warms up over 50 steps, then stays constant: a step's checkpoint is the same whatever the
-last step asked for, and the same seed gives the same checkpoints (bit for bit, at the same
-``--threads``; default: the cores available, but 1 can be faster on a busy machine).
+`bench/training_sweep.py` runs the workflow over these checkpoints to see whether the
+anisotropy of contextual representations (Ethayarajh, 2019) emerges with training or is
+there from the random initialization. The models train on the distinct sentences of STS
+2012–2016 (about 38,000; the archives read from a local mirror, ``--sts``) and are judged on
+sentences they never saw: the Lee background corpus, split into sentences as the embedded
+default's workflow splits it, which is also the corpus the sweep measures. Two models per
+seed: a causal LM (``GPT2LMHeadModel``, byte-level BPE tokenizer) and a masked LM
+(``BertForMaskedLM``, 15 % masking, 80/10/10; cased WordPiece tokenizer), each tokenizer
+trained on the training sentences (4,000 entries); 4 layers, hidden size 128, 4 heads,
+intermediate size 512, 128 positions. The sentences are one token stream, separated by
+``<|endoftext|>`` (GPT-2) or ``[SEP]`` (BERT), cut into blocks of 128 tokens (BERT's wrapped
+in ``[CLS]`` ... ``[SEP]``), 8 to a batch in an order drawn from the seed. AdamW's learning
+rate warms up over 50 steps, then stays constant: a step's checkpoint is the same whatever
+the last step asked for, and the same seed gives the same checkpoints (bit for bit, at the
+same ``--threads``).
 
-    python bench/train_checkpoints.py --out DIR [--steps 0 50 200 1000] [--seed 0]
-        [--models gpt2 bert] [--threads N] [--overwrite]
+**Held-out loss and the unigram line.** At every checkpoint and at `EVAL_STEPS` more, the
+model's mean cross-entropy (nats per predicted token) on the first `HELD_OUT_BLOCKS`
+held-out blocks: every next
+token for GPT-2; for BERT, the same 15 % of positions masked at every evaluation (one draw
+from the seed). Beside it, the loss of a unigram model on the same predicted tokens: the
+training stream's token frequencies, add-one smoothed. A model below that line uses context.
 
-Each ``DIR/<kind>/step_<N>/`` (step 0: the random initialization) is a ``save_pretrained``
-directory, model and fast tokenizer, that ``AutoModel`` and ``AutoTokenizer`` load offline,
-with a ``training.json`` (loss: the mean of the last 20 steps). It is written to a temporary
-directory and renamed into place.
+    python bench/train_checkpoints.py --out DIR [--steps 0 2 5 ... 2000] [--seeds 0 1 2]
+        [--models gpt2 bert] [--sts DIR] [--threads N] [--overwrite]
+
+Each ``DIR/<kind>/seed_<seed>/step_<N>/`` (step 0: the random initialization) is a
+``save_pretrained`` directory, model and fast tokenizer, that ``AutoModel`` and
+``AutoTokenizer`` load offline, with a ``training.json`` (held-out loss, unigram loss, the
+mean training loss of the last 20 steps). ``DIR/<kind>/seed_<seed>/losses.tsv`` holds the
+loss curve. Each is written to a temporary path and renamed into place.
 """
 
 from __future__ import annotations
@@ -58,6 +69,13 @@ BLOCK = 128  # tokens per training sequence, and the models' maximum positions
 BATCH = 8
 LEARNING_RATE, WARMUP = 1e-3, 50
 LOSS_WINDOW = 20
+HELD_OUT_MASK_SEED = 12345  # BERT's held-out positions: one draw, the same for every seed
+# Log-spaced steps (1-2-5) at which checkpoints are saved, and more at which the held-out
+# loss is evaluated for its curve.
+CHECKPOINT_STEPS = [0, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000]
+EVAL_STEPS = [1, 30, 70, 150, 300, 700, 1500]
+HELD_OUT_BLOCKS = 200  # the first blocks of the held-out stream, about 25,600 tokens
+STS_YEARS = range(2012, 2017)
 BERT_SPECIALS = {
     "pad_token": "[PAD]",
     "unk_token": "[UNK]",
@@ -68,15 +86,36 @@ BERT_SPECIALS = {
 GPT2_END = "<|endoftext|>"
 
 
-def lee_paragraphs() -> list[str]:
-    """The Lee background corpus that gensim ships, one paragraph per line."""
+def training_sentences(sts: Path) -> list[str]:
+    """The distinct sentences of the STS 2012–2016 archives in `sts`, in archive order."""
+    from contextuality.corpus.sentences import (
+        normalize_sentence,
+        read_sts_archive,
+        sts_archive_name,
+        sts_sentences,
+    )
+
+    seen: dict[str, None] = {}
+    for year in STS_YEARS:
+        pairs, _ = read_sts_archive(sts / sts_archive_name(year), year)
+        for sentence in sts_sentences(pairs):
+            seen.setdefault(normalize_sentence(sentence.text), None)
+    return [text for text in seen if text]
+
+
+def held_out_sentences() -> list[str]:
+    """The Lee background corpus that gensim ships, split into sentences as the embedded
+    default splits it: the sentences the sweep measures, never trained on."""
+    from contextuality.corpus.sentences import normalize_sentence, split_sentences
+
     gensim_dir = Path(importlib.util.find_spec("gensim").origin).parent
     text = (gensim_dir / "test" / "test_data" / "lee_background.cor").read_text()
-    return [line.strip() for line in text.splitlines() if line.strip()]
+    paragraphs = [line.strip() for line in text.splitlines() if line.strip()]
+    return [normalize_sentence(s) for paragraph in paragraphs for s in split_sentences(paragraph)]
 
 
 def train_tokenizer(kind: str, paragraphs: list[str]):
-    """A fast transformers tokenizer trained on the paragraphs: byte-level BPE for GPT-2,
+    """A fast transformers tokenizer trained on the sentences: byte-level BPE for GPT-2,
     cased WordPiece for BERT."""
     if kind == "gpt2":
         bpe = ByteLevelBPETokenizer(trim_offsets=True)
@@ -175,6 +214,49 @@ def input_maker(kind: str, tokenizer, seed: int):
     return mask
 
 
+def held_out_batches(kind: str, tokenizer, data: torch.Tensor) -> list[tuple]:
+    """The held-out blocks as fixed (inputs, labels) batches: for BERT masked once, from
+    `HELD_OUT_MASK_SEED`, so every evaluation predicts the same positions."""
+    make_inputs = input_maker(kind, tokenizer, HELD_OUT_MASK_SEED)
+    return [make_inputs(data[start : start + BATCH]) for start in range(0, len(data), BATCH)]
+
+
+def predicted_tokens(kind: str, held_out: list[tuple]) -> torch.Tensor:
+    """The tokens the held-out loss predicts: every token after a block's first (GPT-2),
+    the masked positions' originals (BERT)."""
+    if kind == "gpt2":
+        return torch.cat([labels[:, 1:].reshape(-1) for _, labels in held_out])
+    return torch.cat([labels[labels != -100] for _, labels in held_out])
+
+
+def unigram_loss(training: torch.Tensor, targets: torch.Tensor, vocab_size: int) -> float:
+    """Mean cross-entropy (nats) of `targets` under the add-one smoothed token frequencies
+    of the `training` blocks: the loss of a model that ignores context."""
+    counts = torch.bincount(training.reshape(-1), minlength=vocab_size).double() + 1.0
+    return float(-(counts / counts.sum()).log()[targets].mean())
+
+
+@torch.no_grad()
+def held_out_loss(model, held_out: list[tuple]) -> float:
+    """Mean cross-entropy (nats per predicted token) of the model on the held-out batches."""
+    model.eval()
+    total, count = 0.0, 0
+    for inputs, labels in held_out:
+        logits = model(input_ids=inputs).logits
+        if labels is inputs:  # GPT-2: predict each next token
+            logits, labels = logits[:, :-1], labels[:, 1:]
+        losses = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]).float(),
+            labels.reshape(-1),
+            ignore_index=-100,
+            reduction="sum",
+        )
+        total += float(losses)
+        count += int((labels != -100).sum())
+    model.train()
+    return total / count
+
+
 def save_checkpoint(directory: Path, model, tokenizer, record: dict) -> None:
     """Write model, tokenizer and training.json to a temporary directory beside
     `directory`, then rename it into place."""
@@ -187,12 +269,28 @@ def save_checkpoint(directory: Path, model, tokenizer, record: dict) -> None:
     os.replace(temporary, directory)
 
 
-def train(kind: str, steps: list[int], seed: int, out: Path, paragraphs: list[str]) -> list[tuple]:
-    """Train one model kind for max(steps) updates, saving a checkpoint at each step in
-    `steps`; return (kind, step, loss) rows."""
+def write_losses(path: Path, rows: list[dict]) -> None:
+    """The loss curve as a tab-separated table, written to a temporary file and renamed."""
+    columns = ["step", "tokens_seen", "train_loss", "held_out_loss", "unigram_loss"]
+    lines = ["\t".join(columns)]
+    for row in rows:
+        cells = [row[column] for column in columns]
+        lines.append("\t".join("" if cell is None else f"{cell:.6g}" for cell in cells))
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text("\n".join(lines) + "\n")
+    os.replace(temporary, path)
+
+
+def train(kind: str, steps: list[int], seed: int, out: Path, corpora: dict) -> dict:
+    """Train one model kind from `seed` for max(steps) updates on the training sentences,
+    saving a checkpoint at each of `steps` and evaluating the held-out loss there and at
+    `EVAL_STEPS`; returns the last checkpoint's record."""
     torch.manual_seed(seed)
-    tokenizer = train_tokenizer(kind, paragraphs)
-    data = blocks(kind, tokenizer, paragraphs)
+    tokenizer = train_tokenizer(kind, corpora["train"])
+    data = blocks(kind, tokenizer, corpora["train"])
+    held_out_blocks = blocks(kind, tokenizer, corpora["held_out"])[:HELD_OUT_BLOCKS]
+    held_out = held_out_batches(kind, tokenizer, held_out_blocks)
+    unigram = unigram_loss(data, predicted_tokens(kind, held_out), len(tokenizer))
     model = new_model(kind, tokenizer)
     make_inputs = input_maker(kind, tokenizer, seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
@@ -208,11 +306,19 @@ def train(kind: str, steps: list[int], seed: int, out: Path, paragraphs: list[st
         "batch_size": BATCH,
         "learning_rate": LEARNING_RATE,
         "warmup_steps": WARMUP,
+        "training_sentences": len(corpora["train"]),
         "training_blocks": len(data),
+        "held_out_sentences": len(corpora["held_out"]),
+        "held_out_blocks": sum(len(inputs) for inputs, _ in held_out),
     }
-    print(f"{kind}: {summary['parameters']:,} parameters, {len(data)} blocks of {BLOCK} tokens")
+    print(
+        f"{kind} seed {seed}: {summary['parameters']:,} parameters, {len(data)} training and "
+        f"{summary['held_out_blocks']} held-out blocks of {BLOCK} tokens; unigram {unigram:.3f}"
+    )
+    directory = out / kind / f"seed_{seed}"
+    evaluated = set(steps) | {step for step in EVAL_STEPS if step <= max(steps)}
     recent: deque[float] = deque(maxlen=LOSS_WINDOW)
-    rows, start, stream = [], time.perf_counter(), batches(data, seed)
+    curve, record, start, stream = [], {}, time.perf_counter(), batches(data, seed)
     model.train()
     for step in range(max(steps) + 1):
         if step > 0:
@@ -223,54 +329,69 @@ def train(kind: str, steps: list[int], seed: int, out: Path, paragraphs: list[st
             schedule.step()
             optimizer.zero_grad()
             recent.append(loss.item())
-        elapsed = time.perf_counter() - start
-        loss_now = sum(recent) / len(recent) if recent else None
-        if step > 0 and step % 50 == 0:
-            print(f"{kind} step {step:5d}  loss {loss_now:.3f}  {elapsed:7.1f} s", flush=True)
+        if step not in evaluated:
+            continue
+        record = {
+            "kind": kind,
+            "step": step,
+            "seed": seed,
+            "tokens_seen": step * BATCH * BLOCK,
+            "train_loss": sum(recent) / len(recent) if recent else None,
+            "held_out_loss": held_out_loss(model, held_out),
+            "unigram_loss": unigram,
+            "seconds": round(time.perf_counter() - start, 2),
+            "config": summary,
+        }
+        curve.append(record)
+        print(
+            f"{kind} seed {seed} step {step:5d}  held-out {record['held_out_loss']:.3f} "
+            f"(unigram {unigram:.3f})  {record['seconds']:7.1f} s",
+            flush=True,
+        )
         if step in steps:
-            record = {
-                "kind": kind,
-                "step": step,
-                "seed": seed,
-                "loss": loss_now,
-                "seconds": round(elapsed, 2),
-                "tokens_seen": step * BATCH * BLOCK,
-                "config": summary,
-            }
-            save_checkpoint(out / kind / f"step_{step}", model, tokenizer, record)
-            rows.append((kind, step, loss_now))
-    return rows
+            save_checkpoint(directory / f"step_{step}", model, tokenizer, record)
+    write_losses(directory / "losses.tsv", curve)
+    return record
 
 
 def main() -> None:
-    """Parse the command line, train each model kind and print a summary table."""
+    """Parse the command line, train each model kind from each seed, print the last losses."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="directory for the checkpoints")
-    parser.add_argument("--steps", type=int, nargs="+", default=[0, 50, 200, 1000])
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, nargs="+", default=CHECKPOINT_STEPS)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--models", nargs="+", choices=["gpt2", "bert"], default=["gpt2", "bert"])
+    parser.add_argument(
+        "--sts", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/sts"
+    )
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--overwrite", action="store_true", help="replace existing checkpoints")
     args = parser.parse_args()
     if any(step < 0 for step in args.steps):
         parser.error("steps must be non-negative")
-    if any(args.out.glob("*/step_*")):
+    runs = [args.out / kind / f"seed_{seed}" for kind in args.models for seed in args.seeds]
+    if any(any(run.glob("step_*")) for run in runs):
         if not args.overwrite:
             parser.exit(
                 2, f"{args.out} already holds checkpoints; pass --overwrite to replace them\n"
             )
-        for kind in args.models:
-            shutil.rmtree(args.out / kind, ignore_errors=True)
+        for run in runs:
+            shutil.rmtree(run, ignore_errors=True)
     torch.set_num_threads(args.threads)
     logging.set_verbosity_error()
     logging.disable_progress_bar()
-    paragraphs = lee_paragraphs()
-    rows = []
-    for kind in args.models:
-        rows += train(kind, sorted(set(args.steps)), args.seed, args.out, paragraphs)
-    print(f"\n{'model':<6} {'step':>6} {'loss':>8}")
-    for kind, step, loss in rows:
-        print(f"{kind:<6} {step:>6} {'-' if loss is None else f'{loss:.3f}':>8}")
+    corpora = {"train": training_sentences(args.sts), "held_out": held_out_sentences()}
+    last = [
+        train(kind, sorted(set(args.steps)), seed, args.out, corpora)
+        for kind in args.models
+        for seed in args.seeds
+    ]
+    print(f"\n{'model':<6} {'seed':>4} {'step':>6} {'held-out':>9} {'unigram':>8}")
+    for record in last:
+        print(
+            f"{record['kind']:<6} {record['seed']:>4} {record['step']:>6} "
+            f"{record['held_out_loss']:>9.3f} {record['unigram_loss']:>8.3f}"
+        )
 
 
 if __name__ == "__main__":

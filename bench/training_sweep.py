@@ -1,107 +1,256 @@
-"""Does anisotropy emerge with training? A checkpoint sweep of two tiny models trained here.
+"""Does anisotropy emerge with training? A checkpoint sweep of tiny models trained here.
 
-Trains a tiny GPT-2-style and a tiny BERT-style model from scratch on the Lee corpus
-(`bench/train_checkpoints.py`, checkpoints in `bench/work/checkpoints/`), runs the workflow
-over their checkpoints as two sweeps (`models.<name>.sweep`, the embedded default's corpus)
-in `bench/work/training-sweep/`, and writes each sweep's anisotropy baseline, adjusted
-SelfSim and intrinsic dimension by layer and step to ``bench/results/training-sweep.md``,
-with the sweep figures beside it (``training-sweep-<model>.png``).
+Trains a tiny GPT-2-style and a tiny BERT-style model from scratch from each of three seeds
+on the STS sentences (`bench/train_checkpoints.py`, checkpoints in
+`bench/work/checkpoints/`), runs the workflow over each run's checkpoints as a sweep
+(`models.<name>.sweep`) on the embedded default's corpus, the Lee sentences none of them
+trained on, in `bench/work/training-sweep/`, and writes:
 
-    python bench/training_sweep.py [--steps 0 50 200 1000]
+- ``bench/results/training-sweep.tsv``: anisotropy, adjusted SelfSim and IntraSim of every
+  model, seed, step and layer;
+- ``bench/results/training-sweep-losses.tsv``: every run's held-out loss curve and its
+  unigram line;
+- ``bench/results/training-sweep.md``: both as tables, each cell the mean over seeds and
+  their range, with the figures ``training-sweep-losses.png`` and
+  ``training-sweep-<model>.png`` beside it.
+
+    python bench/training_sweep.py [--seeds 0 1 2] [--steps 0 2 5 ... 2000] [--cores 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pandas as pd
-import yaml
+import matplotlib
 
-from workdir import run_workflow, write_report
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import yaml  # noqa: E402
+from train_checkpoints import CHECKPOINT_STEPS  # noqa: E402
+
+from contextuality.figures.paper import layer_colours  # noqa: E402
+
+from workdir import run_workflow, write_report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-KINDS = ("gpt2", "bert")
+KINDS = {"gpt2": "tiny GPT-2", "bert": "tiny BERT"}
+# The measures the sweep reports: (measure, column of measures.tsv) by their name here.
+MEASURES = {
+    "anisotropy": ("anisotropy", "raw"),
+    "adjusted SelfSim": ("selfsim", "adjusted"),
+    "IntraSim": ("intrasim", "raw"),
+}
 
 
-def _train(checkpoints: Path, steps: list[int], seed: int) -> dict[str, dict]:
-    """Train both models unless their checkpoints are there (of this seed); returns each
-    model's last checkpoint's ``training.json`` (its loss and training seconds)."""
-    last = {kind: checkpoints / kind / f"step_{max(steps)}" / "training.json" for kind in KINDS}
-    present = all(
-        (checkpoints / kind / f"step_{step}").is_dir() for kind in KINDS for step in steps
-    )
-    if not present or any(json.loads(path.read_text())["seed"] != seed for path in last.values()):
-        command = [sys.executable, str(REPO / "bench" / "train_checkpoints.py"), "--out"]
-        command += [str(checkpoints), "--seed", str(seed), "--overwrite", "--steps"]
-        subprocess.run([*command, *map(str, steps)], check=True)
-    return {kind: json.loads(path.read_text()) for kind, path in last.items()}
+def _run(checkpoints: Path, kind: str, seed: int) -> Path:
+    return checkpoints / kind / f"seed_{seed}"
 
 
-def _config(checkpoints: Path, steps: list[int], seed: int) -> dict:
-    """The embedded default's corpus, each trained model a sweep over its checkpoints."""
+def _train(checkpoints: Path, steps: list[int], seeds: list[int]) -> None:
+    """Train every model kind from every seed whose checkpoints are not all there."""
+    for kind in KINDS:
+        for seed in seeds:
+            run = _run(checkpoints, kind, seed)
+            if all((run / f"step_{step}" / "training.json").is_file() for step in steps):
+                continue
+            command = [sys.executable, str(REPO / "bench" / "train_checkpoints.py"), "--out"]
+            command += [str(checkpoints), "--models", kind, "--seeds", str(seed), "--overwrite"]
+            subprocess.run([*command, "--steps", *map(str, steps)], check=True)
+
+
+def _model_name(kind: str, seed: int) -> str:
+    return f"tiny-{kind}-seed{seed}"
+
+
+def _config(checkpoints: Path, steps: list[int], seeds: list[int]) -> dict:
+    """The embedded default's corpus, each training run a sweep over its checkpoints."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     config["models"] = {
-        f"tiny-{kind}": {
-            "sweep": {"steps": steps, "source": str(checkpoints / kind / "step_{step}")}
+        _model_name(kind, seed): {
+            "sweep": {"steps": steps, "source": str(_run(checkpoints, kind, seed) / "step_{step}")}
         }
         for kind in KINDS
+        for seed in seeds
     }
-    config["measures"] = {"transforms": ["none"], "seed": seed}
+    config["measures"] = {"transforms": ["none"], "seed": 0}
     return config
 
 
-def _by_layer_and_step(table: pd.DataFrame, model: str, measure: str, column: str) -> str:
-    """A measure of one sweep as a Markdown table: a row per layer, a column per step."""
-    rows = table[(table["measure"] == measure) & table["model"].str.startswith(f"{model}.step")]
-    rows = rows.assign(step=rows["model"].str.split(".step").str[1].astype(int))
-    wide = rows.pivot(index="layer", columns="step", values=column)
-    wide.columns = [f"step {step:,}" for step in wide.columns]
-    return wide.reset_index().to_markdown(index=False, floatfmt=".3f")
+def _measured(table: pd.DataFrame, seeds: list[int]) -> pd.DataFrame:
+    """The reported measures of every run as rows (model, seed, step, layer, measure,
+    value)."""
+    frames = []
+    for kind in KINDS:
+        for seed in seeds:
+            prefix = f"{_model_name(kind, seed)}.step"
+            rows = table[table["model"].str.startswith(prefix)]
+            for name, (measure, column) in MEASURES.items():
+                chosen = rows[rows["measure"] == measure]
+                frames.append(
+                    pd.DataFrame(
+                        {
+                            "model": kind,
+                            "seed": seed,
+                            "step": chosen["model"].str.removeprefix(prefix).astype(int),
+                            "layer": chosen["layer"],
+                            "measure": name,
+                            "value": chosen[column],
+                        }
+                    )
+                )
+    return pd.concat(frames).sort_values(["model", "measure", "seed", "layer", "step"])
+
+
+def _losses(checkpoints: Path, seeds: list[int]) -> pd.DataFrame:
+    """Every run's loss curve (losses.tsv), labelled with its model and seed."""
+    frames = [
+        pd.read_csv(_run(checkpoints, kind, seed) / "losses.tsv", sep="\t").assign(
+            model=kind, seed=seed
+        )
+        for kind in KINDS
+        for seed in seeds
+    ]
+    columns = ["model", "seed", "step", "tokens_seen", "train_loss"]
+    frame = pd.concat(frames)
+    return frame[[*columns, "held_out_loss", "unigram_loss"]]
+
+
+def _spread(values: pd.Series) -> str:
+    """Mean over seeds and their range: ``0.123 (0.101–0.140)``."""
+    return f"{values.mean():.3f} ({values.min():.3f}–{values.max():.3f})"
+
+
+def _by_layer_and_step(rows: pd.DataFrame) -> str:
+    """One measure of one model as Markdown: a row per layer, a column per step, each cell
+    the mean over seeds and their range."""
+    cells = rows.groupby(["layer", "step"])["value"].agg(_spread).unstack("step")
+    cells.columns = [f"step {step:,}" for step in cells.columns]
+    return cells.reset_index().to_markdown(index=False)
+
+
+def _loss_table(losses: pd.DataFrame, steps: list[int]) -> str:
+    """Held-out loss at each checkpoint (mean over seeds and range) beside the unigram line
+    and how far below it the model is."""
+    rows = losses[losses["step"].isin(steps)]
+    rows = rows.assign(gap=rows["unigram_loss"] - rows["held_out_loss"])
+    by_step = rows.groupby("step").agg(
+        held_out=("held_out_loss", _spread),
+        unigram=("unigram_loss", "mean"),
+        below=("gap", _spread),
+    )
+    by_step.columns = ["held-out loss (nats)", "unigram (nats)", "below unigram (nats)"]
+    return by_step.reset_index().to_markdown(index=False, floatfmt=".3f")
+
+
+def _symlog_steps(panel) -> None:
+    """Steps on a log axis that keeps step 0 (linear below 1)."""
+    panel.set_xscale("symlog", linthresh=1)
+    panel.set_xlim(left=0)
+    panel.set_xlabel("training step (log scale; 0 = initialization)")
+
+
+def _draw_losses(losses: pd.DataFrame, path: Path) -> None:
+    """Held-out loss against step, a line per seed, and the unigram line, a panel per model."""
+    figure, panels = plt.subplots(1, len(KINDS), figsize=(10, 4), sharey=True)
+    for panel, (kind, title) in zip(panels, KINDS.items(), strict=True):
+        rows = losses[losses["model"] == kind]
+        for seed, run in rows.groupby("seed"):
+            panel.plot(run["step"], run["held_out_loss"], marker=".", label=f"seed {seed}")
+        panel.axhline(
+            rows["unigram_loss"].mean(), color="black", linestyle="--", label="unigram model"
+        )
+        _symlog_steps(panel)
+        panel.set_title(f"{title}: loss on the held-out Lee sentences")
+        panel.legend()
+    panels[0].set_ylabel("cross-entropy (nats per predicted token)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def _draw_measures(measured: pd.DataFrame, kind: str, path: Path) -> None:
+    """Each measure against step, a line per layer (the mean over seeds) in a band from the
+    lowest seed to the highest."""
+    rows = measured[measured["model"] == kind]
+    layers = sorted(rows["layer"].unique())
+    colours = layer_colours(len(layers))
+    figure, panels = plt.subplots(1, len(MEASURES), figsize=(14, 4))
+    for panel, name in zip(panels, MEASURES, strict=True):
+        chosen = rows[rows["measure"] == name]
+        for colour, layer in zip(colours, layers, strict=True):
+            by_step = chosen[chosen["layer"] == layer].groupby("step")["value"]
+            low, mean, high = by_step.min(), by_step.mean(), by_step.max()
+            panel.plot(mean.index, mean, color=colour, marker=".", label=f"layer {layer}")
+            panel.fill_between(mean.index, low, high, color=colour, alpha=0.2, linewidth=0)
+        _symlog_steps(panel)
+        panel.set_ylabel(name)
+    panels[0].legend(title="mean of 3 seeds;\nband: their range", fontsize="small")
+    figure.suptitle(f"{KINDS[kind]}, measured on the held-out Lee sentences")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, nargs="+", default=[0, 50, 200, 1000])
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, nargs="+", default=CHECKPOINT_STEPS)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
     checkpoints = REPO / "bench" / "work" / "checkpoints"
-    training = _train(checkpoints, args.steps, args.seed)
+    _train(checkpoints, args.steps, args.seeds)
     directory = REPO / "bench" / "work" / "training-sweep"
     start = time.perf_counter()
-    run_workflow(directory, _config(checkpoints, args.steps, args.seed), args.cores)
-    measured = time.perf_counter() - start
-    table = pd.read_csv(directory / "results/tables/measures.tsv", sep="\t")
+    # Hundreds of short jobs: the greedy scheduler picks them in a fraction of the time.
+    config = _config(checkpoints, args.steps, args.seeds)
+    run_workflow(directory, config, args.cores, ["--scheduler", "greedy", "--rerun-incomplete"])
+    seconds = time.perf_counter() - start
+    measured = _measured(
+        pd.read_csv(directory / "results/tables/measures.tsv", sep="\t"), args.seeds
+    )
+    losses = _losses(checkpoints, args.seeds)
+    measured.to_csv(args.out / "training-sweep.tsv", sep="\t", index=False)
+    losses.to_csv(args.out / "training-sweep-losses.tsv", sep="\t", index=False)
+    _draw_losses(losses, args.out / "training-sweep-losses.png")
+    last = json.loads(
+        (
+            _run(checkpoints, "gpt2", args.seeds[0]) / f"step_{max(args.steps)}" / "training.json"
+        ).read_text()
+    )["config"]
     sections = [
         "# Does anisotropy emerge with training?",
-        f"Written by `bench/training_sweep.py` ({time.strftime('%Y-%m-%d')}): a tiny GPT-2 "
-        "and a tiny BERT trained from scratch on the Lee corpus (`bench/train_checkpoints.py`, "
-        f"seed {args.seed}), each checkpoint measured by the workflow as a sweep "
-        f"({measured:.0f} s, "
-        f"{args.cores} cores). Anisotropy: the exact mean cosine of occurrences in "
-        "different sentences; SelfSim adjusted by it; intrinsic dimension: TwoNN.",
+        f"Written by `bench/training_sweep.py` ({time.strftime('%Y-%m-%d')}). A tiny GPT-2 and "
+        f"a tiny BERT ({last['layers']} layers of {last['hidden_size']} dimensions, about "
+        f"{last['parameters'] / 1e6:.1f} M parameters) trained from scratch from seeds "
+        f"{', '.join(map(str, args.seeds))} on {last['training_sentences']:,} STS sentences "
+        f"(`bench/train_checkpoints.py`: batches of {last['batch_size']} blocks of "
+        f"{last['max_positions']} tokens), each run's checkpoints measured by the workflow as a "
+        f"sweep on the {last['held_out_sentences']:,} Lee sentences none of them trained on "
+        f"({seconds:.0f} s, {args.cores} cores). Every cell: the mean over the seeds and their "
+        "range. Anisotropy: the exact mean cosine of occurrences in different sentences; "
+        "SelfSim adjusted by it; IntraSim: the mean cosine of a sentence's words to their "
+        "mean. Tables: `training-sweep.tsv`, `training-sweep-losses.tsv`.",
+        "## Loss\n\nHeld-out loss: the mean cross-entropy on the Lee sentences (GPT-2: every "
+        "next token; BERT: the same 15 % of positions masked at every step); the unigram "
+        "line: the training tokens' add-one smoothed frequencies on the same tokens. Figure: "
+        "`bench/results/training-sweep-losses.png`.",
     ]
-    for kind in KINDS:
-        model = f"tiny-{kind}"
+    for kind, title in KINDS.items():
+        sections.append(f"{title}\n\n" + _loss_table(losses[losses["model"] == kind], args.steps))
+    for kind, title in KINDS.items():
         figure = args.out / f"training-sweep-{kind}.png"
-        shutil.copyfile(directory / f"results/figures/sweeps/{model}.png", figure)
-        trained = training[kind]
-        sections += [
-            f"## {model}\n\n{trained['config']['parameters']:,} parameters; step "
-            f"{trained['step']:,}: loss {trained['loss']:.3f} after {trained['seconds']:.0f} s "
-            f"of training. Figure: `{figure.relative_to(REPO)}`.",
-            "Anisotropy\n\n" + _by_layer_and_step(table, model, "anisotropy", "raw"),
-            "Adjusted SelfSim\n\n" + _by_layer_and_step(table, model, "selfsim", "adjusted"),
-            "Intrinsic dimension (TwoNN)\n\n"
-            + _by_layer_and_step(table, model, "intrinsic_dimension[twonn]", "raw"),
-        ]
+        _draw_measures(measured, kind, figure)
+        sections.append(f"## {title}\n\nFigure: `{figure.relative_to(REPO)}`.")
+        for name in MEASURES:
+            rows = measured[(measured["model"] == kind) & (measured["measure"] == name)]
+            sections.append(f"{name}\n\n" + _by_layer_and_step(rows))
     write_report(args.out / "training-sweep.md", sections)
 
 

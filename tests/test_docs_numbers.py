@@ -158,40 +158,84 @@ def test_the_cka_between_families_quoted_in_the_families_page_is_the_families_ru
     assert quoted in _page("families.md")
 
 
-def _sweep_table(model: str, title: str) -> pd.DataFrame:
-    """One table of bench/results/training-sweep.md: `title` (e.g. "Anisotropy") under
-    ``## <model>``, layers down, steps across."""
-    text = (ROOT / "bench/results/training-sweep.md").read_text()
-    section = text.split(f"## {model}\n")[1].split("\n## ")[0]
-    lines = section.split(f"\n{title}\n")[1].strip().split("\n\n")[0].splitlines()
-    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
-    table = [row for row in rows[2:] if len(row) == len(rows[0])]
-    frame = pd.DataFrame(table, columns=rows[0]).astype(float)
-    return frame.set_index(frame["layer"].astype(int)).drop(columns="layer")
+def _sweep(measure: str) -> pd.DataFrame:
+    """One measure of bench/results/training-sweep.tsv: rows model, seed, step, layer."""
+    table = pd.read_csv(ROOT / "bench/results/training-sweep.tsv", sep="\t")
+    return table[table["measure"] == measure]
+
+
+def _decimals(value: float, places: int) -> str:
+    """A number as the docs write it: `places` decimals, no leading zero (.024, 5.37)."""
+    text = f"{value:.{places}f}"
+    return text[1:] if text.startswith("0.") else text
+
+
+def _over_seeds(values: pd.Series, places: int = 3) -> str:
+    """The mean over seeds and their range, as the docs quote it: ``.123 (.101–.140)``."""
+    low, mean, high = (
+        _decimals(value, places) for value in (values.min(), values.mean(), values.max())
+    )
+    return f"{mean} ({low}–{high})"
+
+
+def sweep_cell(measure: str, model: str, layer: int, step: int) -> str:
+    """One measure of one tiny model at one layer and step, over the seeds."""
+    rows = _sweep(measure)
+    chosen = rows[(rows["model"] == model) & (rows["layer"] == layer) & (rows["step"] == step)]
+    assert chosen["seed"].nunique() == 3, (measure, model, layer, step)
+    return _over_seeds(chosen["value"])
+
+
+def training_losses(model: str, step: int) -> dict[str, str]:
+    """Held-out loss, unigram line and the gap of one tiny model at one step, over seeds."""
+    losses = pd.read_csv(ROOT / "bench/results/training-sweep-losses.tsv", sep="\t")
+    rows = losses[(losses["model"] == model) & (losses["step"] == step)]
+    return {
+        "held_out": _over_seeds(rows["held_out_loss"], 2),
+        "unigram": _decimals(rows["unigram_loss"].mean(), 2),
+        "below": _over_seeds(rows["unigram_loss"] - rows["held_out_loss"], 2),
+    }
+
+
+def unigram_crossing(model: str) -> tuple[int, int]:
+    """The evaluated steps between which every seed's held-out loss first falls below the
+    unigram line: the last step above it in some seed, the first below it in all."""
+    losses = pd.read_csv(ROOT / "bench/results/training-sweep-losses.tsv", sep="\t")
+    rows = losses[losses["model"] == model]
+    below = (rows["held_out_loss"] < rows["unigram_loss"]).groupby(rows["step"]).all()
+    first = int(below[below & below[::-1].cummin()[::-1]].index.min())
+    return int(below.index[below.index < first].max()), first
+
+
+SWEEP_STEPS = (0, 20, 50, 200, 2000)
 
 
 def test_the_training_sweep_numbers_quoted_in_the_geometry_page_are_the_committed_run():
-    """docs/geometry.md quotes the tiny models' sweep from bench/results/training-sweep.md:
-    its anisotropy table, and adjusted SelfSim at step 50 by block."""
+    """docs/geometry.md quotes the tiny models' sweep from bench/results/training-sweep.tsv
+    and training-sweep-losses.tsv, each number the mean over three seeds and their range."""
     page = _page("geometry.md")
-    anisotropy = _sweep_table("tiny-gpt2", "Anisotropy")
-    for layer, name in ((0, "layer 0 (embeddings)"), (2, "layer 2"), (4, "layer 4 (last)")):
-        cells = " | ".join(f"{value:.3f}".lstrip("0") for value in anisotropy.loc[layer])
-        assert f"| {name} | {cells} |" in page, name
-
-    def step_50(model: str, layers: list[int]) -> list[str]:
-        values = _sweep_table(model, "Adjusted SelfSim").loc[layers, "step 50"]
-        return [f"{value:.3f}".lstrip("0") for value in values]
-
-    gpt2, bert = step_50("tiny-gpt2", [1, 2, 4]), step_50("tiny-bert", [1, 2, 4])
-    assert f"(GPT-2 {gpt2[1]} to {gpt2[2]} in blocks 2–4, BERT {bert[1]} to {bert[2]})" in page
-    assert f"(GPT-2 {gpt2[0]}, BERT {bert[0]} after block 1)" in page
+    for model, name in (("gpt2", "GPT-2"), ("bert", "BERT")):
+        loss = training_losses(model, 2000)
+        assert (
+            f"{name} {loss['held_out']} nats against a unigram line of {loss['unigram']}, "
+            f"{loss['below']} below it"
+        ) in page, name
+        before, after = unigram_crossing(model)
+        assert f"{name} crosses it between steps {before:,} and {after:,}" in page, name
+    for model, name in (("gpt2", "tiny GPT-2"), ("bert", "tiny BERT")):
+        for layer, label in ((0, "layer 0 (embeddings)"), (2, "layer 2"), (4, "layer 4 (last)")):
+            cells = " | ".join(sweep_cell("anisotropy", model, layer, step) for step in SWEEP_STEPS)
+            assert f"| {name}, {label} | {cells} |" in page, (name, label)
+    for model, name in (("gpt2", "GPT-2"), ("bert", "BERT")):
+        adjusted = [sweep_cell("adjusted SelfSim", model, layer, 50) for layer in (1, 4)]
+        assert f"{name} {adjusted[0]} after block 1 and {adjusted[1]} after block 4" in page
+        last = [sweep_cell("adjusted SelfSim", model, layer, 2000) for layer in (0, 4)]
+        assert f"{name} from {last[0]} at the embeddings to {last[1]} at the last layer" in page
 
 
 def _cosine(value: float) -> str:
     """A cosine as the docs write it: three decimals, no leading zero (.024, 1.000)."""
-    text = f"{value:.3f}"
-    return text[1:] if text.startswith("0.") else text
+    return _decimals(value, 3)
 
 
 def test_the_special_token_numbers_quoted_for_minilm_are_the_committed_rows():
