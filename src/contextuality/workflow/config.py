@@ -339,10 +339,13 @@ SPECIAL_TOKEN_KEYS = ("transforms", "special_token_sentences")
 def special_token_settings(config: dict[str, Any]) -> dict[str, Any]:
     """The special-token rows' settings (`steps.special_tokens`): how many sentences they
     are measured on (config ``degeneration.special_token_sentences``) and the seed."""
-    return {
-        "sample_size": config.get("degeneration", {}).get("special_token_sentences", 1000),
-        "seed": config["measures"]["seed"],
-    }
+    return {"sample_size": special_token_sentences(config), "seed": config["measures"]["seed"]}
+
+
+def special_token_sentences(config: dict[str, Any]) -> int:
+    """Sentences the special tokens are measured on (config
+    ``degeneration.special_token_sentences``; 0: none)."""
+    return config.get("degeneration", {}).get("special_token_sentences", 1000)
 
 
 def transforms_without_degeneration(config: dict[str, Any]) -> list[str]:

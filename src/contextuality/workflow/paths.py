@@ -28,7 +28,7 @@ from contextuality.workflow.config import (
     model_layers,
     model_names,
     model_spec,
-    special_token_settings,
+    special_token_sentences,
     streamed_models,
     subword_tokenizers,
 )
@@ -289,7 +289,7 @@ def special_token_files(config: dict[str, Any]) -> list[str]:
     """Each stored model's special-token rows of the position profile, which the
     positions table gathers (none where no transform has the degeneration analysis, or
     where ``degeneration.special_token_sentences`` is 0)."""
-    if not degeneration_transforms(config) or not special_token_settings(config)["sample_size"]:
+    if not degeneration_transforms(config) or not special_token_sentences(config):
         return []
     return [
         f"results/degeneration/{model}/special_tokens.parquet"
