@@ -164,12 +164,12 @@ def layer_dimension(
     vector skipped, repeats removed: `dimension.neighbourhoods`) and the value on each
     plateau, warning where the points are few or a curve has no plateau."""
     dimension_settings = dimension.DimensionSettings(**settings["intrinsic_dimension"])
-    found = dimension.neighbourhoods(
+    neighbours = dimension.neighbourhoods(
         np.asarray(vectors[rows_with_vectors(vectors)]), dimension_settings.range_max
     )
     rng = generator(settings["seed"], "dimension_samples")  # the same cuts for every layer
-    curves = dimension.dimension_curves(found, dimension_settings, settings["confidence"], rng)
-    points = found.points
+    curves = dimension.dimension_curves(neighbours, dimension_settings, settings["confidence"], rng)
+    points = neighbours.points
     layer_fields = {
         "model": model,
         "layer": layer,
