@@ -7,10 +7,11 @@ centering fitted on every held-out word and once without each sentence's first w
 ``bench/results/geometry-<config>.md``, per model and layer: the intrinsic dimension, the
 first words' mean norm against the others', the anisotropy baseline with and without the
 first words, raw and centered both ways, and CKA with the neighbouring layer and between
-models; beside it, the run's two tables its norms and CKA come from, which the docs quote
-(``geometry-<config>-positions.tsv``, ``geometry-<config>-cka.tsv``). ``--cka-only`` runs the
-workflow only as far as the CKA table (the extraction and the geometry jobs, none of the
-measure jobs) and writes that table alone.
+models; beside it, the run's tables its norms and alignment come from, which the docs
+quote (``geometry-<config>-positions.tsv``, ``geometry-<config>-alignment.tsv``,
+``geometry-<config>-best_layers.tsv``). ``--alignment-only`` runs the workflow only as far
+as the alignment tables (the extraction and the geometry jobs, none of the measure jobs)
+and writes those tables and the alignment figure (drawn from them) alone.
 
     python bench/geometry.py config/decoder.yaml
 """
@@ -25,6 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+
+from contextuality.figures.alignment import plot_alignment
 
 from workdir import run_workflow, write_report
 
@@ -91,6 +94,14 @@ def _kept(directory: Path, out: Path, name: str, table: str) -> pd.DataFrame:
     return pd.read_csv(kept, sep="\t")
 
 
+def _copy_figures(directory: Path, out: Path, name: str, figures: tuple[str, ...]) -> None:
+    """Each of the run's ``results/figures/<figure>.png`` as ``geometry-<name>-<figure>.png``."""
+    for figure in figures:
+        shutil.copyfile(
+            directory / f"results/figures/{figure}.png", out / f"geometry-{name}-{figure}.png"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", type=Path)
@@ -106,17 +117,20 @@ def main() -> None:
         help="fit the centering on every held-out word only (one run, not two)",
     )
     parser.add_argument(
-        "--cka-only",
+        "--alignment-only",
         action="store_true",
-        help="run as far as the CKA table only and write that table alone",
+        help="run as far as the alignment tables only and write those tables alone",
     )
     args = parser.parse_args()
     name = args.config.stem
     directory = REPO / "bench" / "work" / f"geometry-{name}"
     config = yaml.safe_load(args.config.read_text())
-    if args.cka_only:
-        run_workflow(directory, _configured(config, False), args.cores, ["--until", "cka_table"])
-        _kept(directory, args.out, name, "cka")
+    if args.alignment_only:
+        targets = ["results/tables/alignment.tsv", "results/tables/best_layers.tsv"]
+        run_workflow(directory, _configured(config, False), args.cores, ["--", *targets])
+        alignment = _kept(directory, args.out, name, "alignment")
+        _kept(directory, args.out, name, "best_layers")
+        plot_alignment(alignment, [args.out / f"geometry-{name}-alignment.png"])
         return
     centered = {}
     settings = (True, False) if args.compare_fits else (False,)
@@ -146,13 +160,12 @@ def main() -> None:
             centered[True], "center", "anisotropy[position>0]"
         )
     positions = _kept(directory, args.out, name, "positions")
-    cka = _kept(directory, args.out, name, "cka")
+    cka = _kept(directory, args.out, name, "alignment")
+    _kept(directory, args.out, name, "best_layers")
     profile = pd.concat([pd.DataFrame(columns), _norms(positions), _neighbour_cka(cka)], axis=1)
     profile = profile.rename_axis(["model", "layer"]).reset_index()
-    for figure in ("cka", "positions", "intrinsic_dimension", "fig1_anisotropy"):
-        shutil.copyfile(
-            directory / f"results/figures/{figure}.png", args.out / f"geometry-{name}-{figure}.png"
-        )
+    figures = ("cka", "alignment", "positions", "intrinsic_dimension", "fig1_anisotropy")
+    _copy_figures(directory, args.out, name, figures)
     samples = cka["n_rows"].iloc[0]
     sections = [
         f"# Layer geometry and position effects: `{args.config}`",
@@ -164,8 +177,8 @@ def main() -> None:
         "sentence's first word, `measures.transform_fit.fit_without_first_words`). Norms: the "
         "first words' mean L2 norm, and the median of the other position buckets' means. "
         f"CKA: linear, on {samples:,} sampled occurrences. Figures beside this file: "
-        f"`geometry-{name}-*.png`; the run's tables of both: `geometry-{name}-positions.tsv`, "
-        f"`geometry-{name}-cka.tsv`.",
+        f"`geometry-{name}-*.png`; the run's tables: `geometry-{name}-positions.tsv`, "
+        f"`geometry-{name}-alignment.tsv`, `geometry-{name}-best_layers.tsv`.",
     ]
     for model, rows in profile.groupby("model", sort=False):
         body = rows.drop(columns="model").to_markdown(index=False, floatfmt=".3f")

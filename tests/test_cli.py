@@ -80,14 +80,14 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir, capsys):
     layers = [str(shards / "layer_0.h5"), str(shards / "layer_2.h5")]
     arguments = ["geometry", *layers, "--index", str(index), "--min-points", "20"]
     assert main([*arguments, "--range-max", "8", "-o", str(geometry)]) == 0
-    cka = pd.read_parquet(f"{geometry}.cka.parquet")
+    cka = pd.read_parquet(f"{geometry}.alignment.parquet")
     assert len(cka) == 2 * 4 and set(cka["model_a"]) == {"tiny"}  # all, position>0
     dimensions = json.loads(Path(f"{geometry}.dimension.json").read_text())["layers"]
     assert [layer["layer"] for layer in dimensions] == [0, 2]
     curves = pd.read_parquet(f"{geometry}.dimension_scales.parquet")
     assert set(curves.loc[curves["estimator"] == "gride", "scale"]) == {1, 2, 4}
     assert main([*arguments, "--versus", *layers, "-o", str(geometry) + ".self"]) == 0
-    versus = pd.read_parquet(f"{geometry}.self.cka.parquet")
+    versus = pd.read_parquet(f"{geometry}.self.alignment.parquet")
     assert (
         abs(versus.set_index(["occurrences", "layer_a", "layer_b"])["cka"]["all", 2, 2] - 1) < 1e-6
     )

@@ -18,9 +18,9 @@ def _page(name: str) -> str:
 
 def _cka(config: str, model_a: str, model_b: str, occurrences: str) -> pd.Series:
     """Linear CKA by (layer of `model_a`, layer of `model_b`) in a geometry run's committed
-    table (`bench/results/geometry-<config>-cka.tsv`), whichever side the table puts each
+    table (`bench/results/geometry-<config>-alignment.tsv`), whichever side the table puts each
     model on."""
-    table = pd.read_csv(ROOT / f"bench/results/geometry-{config}-cka.tsv", sep="\t")
+    table = pd.read_csv(ROOT / f"bench/results/geometry-{config}-alignment.tsv", sep="\t")
     table = table[table["occurrences"] == occurrences]
     forward = table[(table["model_a"] == model_a) & (table["model_b"] == model_b)]
     backward = table[(table["model_a"] == model_b) & (table["model_b"] == model_a)]
@@ -42,12 +42,12 @@ def _best_match(grid: pd.Series) -> pd.Series:
 
 
 def test_the_cka_nulls_quoted_in_the_geometry_page_are_the_acceptance_tables():
-    """docs/geometry.md: on bench/gpu/expected/cka.tsv the biased null reaches 0.004 and the
+    """docs/geometry.md: on bench/gpu/expected/alignment.tsv the biased null reaches 0.004 and the
     debiased null stays within 0.0002 of 0."""
     page = (ROOT / "docs/geometry.md").read_text()
     assert "the biased null reaches 0.004" in page
     assert "debiased null stays within 0.0002 of 0" in page
-    table = pd.read_csv(ROOT / "bench/gpu/expected/cka.tsv", sep="\t")
+    table = pd.read_csv(ROOT / "bench/gpu/expected/alignment.tsv", sep="\t")
     assert round(table["null_cka"].max(), 3) == 0.004
     assert table["null_cka_debiased"].abs().max() < 0.0002
     assert (table["cka"] > table["null_cka"]).all()
@@ -92,7 +92,7 @@ def test_the_intrinsic_dimensions_quoted_in_the_geometry_page_are_the_committed_
 
 def test_minilm_layer_cka_quoted_in_the_geometry_page_is_the_decoder_run():
     """docs/geometry.md: MiniLM's adjacent layers, its last layer against its embedding
-    output, and the rows past the first words, on bench/results/geometry-decoder-cka.tsv."""
+    output, and the rows past the first words, on bench/results/geometry-decoder-alignment.tsv."""
     grid = _cka("decoder", "minilm", "minilm", "all")
     later = _cka("decoder", "minilm", "minilm", "position>0")
     adjacent = _adjacent(grid)
@@ -109,7 +109,7 @@ def test_minilm_layer_cka_quoted_in_the_geometry_page_is_the_decoder_run():
 def test_smollm2_layer_cka_quoted_in_the_geometry_page_is_the_decoder_run():
     """docs/geometry.md: SmolLM2's blocks whose CKA with the one before rounds to 1.000,
     their best match with a MiniLM layer, and both past the first words, on
-    bench/results/geometry-decoder-cka.tsv."""
+    bench/results/geometry-decoder-alignment.tsv."""
     adjacent = _adjacent(_cka("decoder", "smollm2", "smollm2", "all"))
     ones = adjacent[adjacent.round(3) == 1].index
     assert list(ones) == [layer for layer in adjacent.index if ones.min() <= layer <= ones.max()]
@@ -133,7 +133,7 @@ def test_the_cka_between_families_quoted_in_the_families_page_is_the_families_ru
     """docs/families.md: past the first words, the embedding layers and MiniLM's layer 1
     against the other models' embeddings (each pair of models' best), Gemma-3's blocks
     against MiniLM's layers, and SmolLM2's last blocks' best match, on
-    bench/results/geometry-families-cka.tsv."""
+    bench/results/geometry-families-alignment.tsv."""
     models = {"minilm": "MiniLM", "smollm2": "SmolLM2", "gemma3": "Gemma-3"}
     grids = {(a, b): _cka("families", a, b, "position>0") for a in models for b in models if a != b}
     embeddings = [

@@ -373,7 +373,7 @@ def test_partitions_name_one_directory_per_part():
         with pytest.raises(ConfigError, match="extraction.partitions"):
             workflow.check_config({**config, "extraction": {"partitions": bad}}, schema)
     config["measures"] = {"transforms": ["none"]}
-    config["geometry"] = {"cka_between_models": True}
+    config["geometry"] = {"alignment_between_models": True}
     outputs = workflow.final_outputs(config)
     assert "results/embeddings/m/part_2-of-3/meta.json" in outputs
     assert "results/embeddings/m/meta.json" not in outputs

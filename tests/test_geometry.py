@@ -13,7 +13,7 @@ from scipy.stats import ortho_group
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles, index_checksum
 from contextuality.geometry import dimension, linear_cka
-from contextuality.geometry.cka import sample_rows
+from contextuality.geometry.alignment import sample_rows
 from contextuality.provenance import read_json, write_json
 from contextuality.steps.geometry import DIMENSION_CURVE_COLUMNS, ModelLayers, layer_dimension
 from contextuality.storage.shards import ShardSetWriter
@@ -367,7 +367,7 @@ def outputs(directory, stem: str) -> tuple:
     """The three files a model's layer geometry writes, named after `stem`."""
     return tuple(
         directory / f"{stem}.{name}"
-        for name in ("dimension.json", "dimension_scales.parquet", "cka.parquet")
+        for name in ("dimension.json", "dimension_scales.parquet", "alignment.parquet")
     )
 
 
@@ -375,7 +375,12 @@ def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
     model_a, _, index, settings, (first, second, _) = stored
     curves_path = tmp_path / "dimension_scales.parquet"
     table = steps.layer_geometry(
-        model_a, index, settings, tmp_path / "dimension.json", curves_path, tmp_path / "cka.parquet"
+        model_a,
+        index,
+        settings,
+        tmp_path / "dimension.json",
+        curves_path,
+        tmp_path / "alignment.parquet",
     )
     rows = sample_rows(N_ROWS, 300, 0)
     kept = rows[rows != 17]  # the row without a vector is left out of every layer
@@ -386,7 +391,7 @@ def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
         grid = part.pivot(index="layer_a", columns="layer_b", values="cka").to_numpy()
         np.testing.assert_allclose(grid, expected, atol=1e-4)
         assert set(part["n_rows"]) == {len(chosen)} and part["sampled"].all()
-    assert read_provenance(tmp_path / "cka.parquet")["models"][0]["model_id"] == "test/a"
+    assert read_provenance(tmp_path / "alignment.parquet")["models"][0]["model_id"] == "test/a"
     summaries = read_json(tmp_path / "dimension.json")["layers"]
     assert [summary["layer"] for summary in summaries] == [0, 1]
     assert summaries[0]["layer_output"] == "embedding output"
@@ -409,21 +414,38 @@ def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
     assert len(gathered) == len(curves)
 
 
-def test_cka_between_models_is_on_the_same_occurrences(stored, tmp_path):
+def test_alignment_between_models_is_on_the_same_occurrences(stored, tmp_path):
     model_a, model_b, index, settings, _ = stored
-    table = steps.cka_between_models(model_a, model_b, index, settings, tmp_path / "ab.parquet")
-    found = table.set_index(["occurrences", "layer_a", "layer_b"])["cka"]
+    table = steps.alignment_between_models(
+        model_a, model_b, index, settings, tmp_path / "ab.parquet"
+    )
+    found = table.set_index(["occurrences", "layer_a", "layer_b"])
     for occurrences in ("all", "position>0"):
-        assert found[occurrences, 1, 0] == pytest.approx(1.0, abs=1e-3)  # a's layer 1, rotated
-        assert found[occurrences, 1, 1] < 0.2
-    whole = steps.cka_between_models(
+        copy, unrelated = found.loc[occurrences, 1, 0], found.loc[occurrences, 1, 1]
+        assert copy["cka"] == pytest.approx(1.0, abs=1e-3)  # a's layer 1, rotated and scaled
+        assert copy["procrustes"] == pytest.approx(0.0, abs=0.05)  # float16 rounding only
+        assert copy["mutual_knn"] > 0.9 and copy["cknna"] > 0.9
+        assert unrelated["cka"] < 0.2 and unrelated["mutual_knn"] < 0.2
+        assert unrelated["procrustes"] > 1.0
+        assert copy["null_mutual_knn"] < 0.2 and copy["null_procrustes"] > 1.0
+    assert set(table["k"]) == {10}
+    whole = steps.alignment_between_models(
         model_a, model_b, index, settings | {"sample_size": None}, tmp_path / "all.parquet"
     )
     every = whole[whole["occurrences"] == "all"]
     assert set(every["n_rows"]) == {N_ROWS - 1} and not whole["sampled"].any()
-    gathered = steps.cka_table([tmp_path / "ab.parquet"], tmp_path / "cka.tsv")
+    gathered = steps.alignment_table(
+        [tmp_path / "ab.parquet"], tmp_path / "alignment.tsv", tmp_path / "best_layers.tsv"
+    )
     assert len(gathered) == 2 * 4
-    assert list(pd.read_csv(tmp_path / "cka.tsv", sep="\t").columns) == list(gathered.columns)
+    assert list(pd.read_csv(tmp_path / "alignment.tsv", sep="\t").columns) == list(gathered.columns)
+    best = pd.read_csv(tmp_path / "best_layers.tsv", sep="\t")
+    best = best[best["occurrences"] == "all"].set_index(["model", "layer", "measure"])
+    for measure in ("cka", "cka_debiased", "procrustes", "mutual_knn", "cknna"):
+        assert best.loc[("a", 1, measure), "best_layer"] == 0, measure  # its rotated copy
+        assert best.loc[("b", 0, measure), "best_layer"] == 1, measure
+        assert best.loc[("b", 0, measure), "depth"] == 0.0
+        assert best.loc[("b", 0, measure), "best_depth"] == 1.0
 
 
 def test_every_cka_comes_with_its_debiased_form_and_a_permutation_null(stored, tmp_path):
@@ -452,7 +474,7 @@ def test_every_cka_comes_with_its_debiased_form_and_a_permutation_null(stored, t
 
 
 def test_the_random_pairing_permutes_the_given_rows_only():
-    from contextuality.geometry.cka import random_pairing
+    from contextuality.geometry.alignment import random_pairing
 
     kept = np.flatnonzero(np.arange(50) % 7 != 3)
     pairing = random_pairing(kept, 50, np.random.default_rng(2))

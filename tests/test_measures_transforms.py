@@ -156,6 +156,28 @@ def test_abtt_removes_planted_directions_and_keeps_the_rest() -> None:
     assert fitted.describe()["parameters"] == {"directions": planted}
 
 
+def test_drop_rogue_removes_the_dimensions_that_make_the_expected_cosine() -> None:
+    """Two planted rogue dimensions (large means) are dropped, in order, whatever their
+    variance; the rows' other dimensions come out as they went in, and the mean cosine of
+    the rest is that of zero-mean noise."""
+    rng = np.random.default_rng(4)
+    rows = rng.standard_normal((N_ROWS, D_MODEL))
+    rows[:, 11] += 40.0
+    rows[:, 2] -= 25.0
+    rows[:, 7] *= 30.0  # large variance, zero mean: not rogue
+    fitted = fit_transform("drop_rogue", rows, TransformSettings(rogue_dimensions=2))
+    parameters = fitted.describe()["parameters"]
+    assert parameters["dimensions"] == [2, 11]
+    assert parameters["expected_cosine_share"] > 0.99
+    out = fitted.apply(rows)
+    kept = [dimension for dimension in range(D_MODEL) if dimension not in (2, 11)]
+    np.testing.assert_array_equal(out, rows[:, kept].astype(np.float32))
+    units = out / np.linalg.norm(out, axis=1, keepdims=True)
+    assert abs(np.mean(units[::2] @ units[1::2].T)) < 0.01
+    with pytest.raises(ValueError, match="rogue_dimensions"):
+        fit_transform("drop_rogue", rows, TransformSettings(rogue_dimensions=D_MODEL))
+
+
 @pytest.mark.parametrize(("d", "default_directions"), [(16, 1), (384, 4)])
 def test_abtt_default_directions_are_d_over_100(d: int, default_directions: int) -> None:
     rows = AnisotropicDistribution(d).sample(500, seed=4)
@@ -280,6 +302,7 @@ def test_unknown_transform_is_refused_with_the_list(fitting: np.ndarray) -> None
         {"abtt_directions": 2.5},
         {"whiten_dimensions": 0},
         {"whiten_dimensions": True},
+        {"rogue_dimensions": 0},
     ],
 )
 def test_bad_settings_are_a_config_error(settings: dict) -> None:

@@ -13,7 +13,7 @@ import yaml
 from contextuality.cli import build_parser
 from contextuality.corpus.index import IndexSettings
 from contextuality.errors import ConfigError
-from contextuality.geometry.cka import GEOMETRY_SAMPLE_SIZE
+from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE
 from contextuality.geometry.dimension import DimensionSettings
 from contextuality.measures.degeneration import DegenerationSettings
 from contextuality.measures.settings import MeasureSettings
@@ -174,7 +174,7 @@ def test_old_verbs_remain_aliases_of_the_rule_names(old, new):
     ("section", "old", "new"),
     [
         ("measures", "correction", "transform_fit"),
-        ("geometry", "between_models", "cka_between_models"),
+        ("geometry", "between_models", "alignment_between_models"),
     ],
 )
 def test_a_renamed_key_names_its_new_name(section, old, new):

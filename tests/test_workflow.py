@@ -27,6 +27,7 @@ from contextuality import __version__, workflow
 from contextuality.backends.elmo.release import RELEASES
 from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.figures.specs import (
+    ABLATION_FIGURE,
     DEGENERATION_FIGURES,
     FAMILY_FIGURE,
     FIGURES,
@@ -142,7 +143,7 @@ def test_final_outputs_name_every_layer_and_figure():
     ]
     assert set(geometry) <= set(figures)
     assert len(figures) == 2 * len(FIGURES) + len(degeneration) + len(geometry)
-    assert "results/tables/cka.tsv" in outputs
+    assert "results/tables/alignment.tsv" in outputs
     assert "results/figures/degeneration/b.none.cone.pdf" in degeneration
     assert len(degeneration) == 2 * 3 * 2  # models × figures × formats
     assert "results/tables/degeneration.tsv" in outputs
@@ -151,8 +152,8 @@ def test_final_outputs_name_every_layer_and_figure():
         "results/embeddings/a/layer_2.h5",
         "results/measures/b/none/layer_1.sentences.parquet",
         "results/degeneration/a/none/layer_0.cone.parquet",
-        "results/geometry/a/cka.parquet",
-        "results/geometry/cka_between_models/a~b.cka.parquet",
+        "results/geometry/a/alignment.parquet",
+        "results/geometry/alignment_between_models/a~b.parquet",
     ):
         assert intermediate in outputs
     assert "results/corpus/fit_split.parquet" not in outputs  # no transform is fitted
@@ -182,7 +183,7 @@ def test_final_outputs_name_every_layer_and_figure():
     geometry_only = {**config, "degeneration": {"transforms": []}}
     names = workflow.geometry_figure_names(_with_defaults(geometry_only))
     assert names == [name for name in GEOMETRY_FIGURES if name != "positions"]
-    assert "results/tables/cka.tsv" in workflow.final_outputs(_with_defaults(geometry_only))
+    assert "results/tables/alignment.tsv" in workflow.final_outputs(_with_defaults(geometry_only))
     assert workflow.pattern([]) == "(?!)"  # a constraint that matches nothing
     assert workflow.extraction_outputs(config, "a")["layers"] == [
         "results/embeddings/a/layer_0.h5",
@@ -200,18 +201,18 @@ def test_cka_pairs_the_stored_models_that_share_an_index():
             "pieces": {"source": "c", "units": "subword"},
             "streamed": {"source": "d", "streaming": True},
         },
-        "geometry": {"cka_between_models": True},
+        "geometry": {"alignment_between_models": True},
     }
-    assert workflow.cka_model_pairs(config) == [("a", "b")]
-    assert workflow.cka_files(config) == [
-        "results/geometry/a/cka.parquet",
-        "results/geometry/b/cka.parquet",
-        "results/geometry/pieces/cka.parquet",
-        "results/geometry/cka_between_models/a~b.cka.parquet",
+    assert workflow.alignment_model_pairs(config) == [("a", "b")]
+    assert workflow.alignment_files(config) == [
+        "results/geometry/a/alignment.parquet",
+        "results/geometry/b/alignment.parquet",
+        "results/geometry/pieces/alignment.parquet",
+        "results/geometry/alignment_between_models/a~b.parquet",
     ]
     assert "results/geometry/streamed/dimension.json" not in workflow.dimension_files(config)
-    config["geometry"]["cka_between_models"] = False
-    assert workflow.cka_model_pairs(config) == []
+    config["geometry"]["alignment_between_models"] = False
+    assert workflow.alignment_model_pairs(config) == []
 
 
 def test_a_transform_s_figures_wait_for_its_own_measures_alone(tmp_path):
@@ -363,7 +364,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     assert set(words["word"]) == set(vocab.loc[vocab["indexed"], "word"])
     assert len(table) == 3 * table["measure"].nunique()
     assert {"intrinsic_dimension[gride]", "anisotropy[position>0]"} <= set(table["measure"])
-    cka = pd.read_csv(tmp_path / "results/tables/cka.tsv", sep="\t")
+    cka = pd.read_csv(tmp_path / "results/tables/alignment.tsv", sep="\t")
     assert len(cka) == 2 * 3 * 3 and cka["cka"].between(0, 1 + 1e-9).all()
     assert np.allclose(cka.loc[cka["layer_a"] == cka["layer_b"], "cka"], 1.0)
     with_baseline = table.dropna(subset=["baseline"])
@@ -415,7 +416,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     html = (tmp_path / "report.html").read_text(errors="replace")
     captions = sorted((REPO / "workflow/report/figures").glob("*.rst"))
     figure_names = set(FIGURES) | set(DEGENERATION_FIGURES) | set(GEOMETRY_FIGURES)
-    series = {SWEEP_FIGURE, FAMILY_FIGURE}  # drawn for a sweep or a family alone
+    series = {SWEEP_FIGURE, FAMILY_FIGURE, ABLATION_FIGURE}  # for a sweep, family, ablation
     assert {path.stem for path in captions} == figure_names | series
     for caption in captions:  # each figure's own caption, its title in bold
         if caption.stem not in series:
@@ -436,7 +437,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "degeneration_figures": 1,
         "degeneration_table": 1,
         "layer_geometry": 1,  # no CKA with bert: its rows are subwords, not words
-        "cka_table": 1,
+        "alignment_table": 1,
         "dimension_scales_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
@@ -471,7 +472,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "degeneration_figures": 1,
         "degeneration_table": 1,
         "layer_geometry": 1,
-        "cka_table": 1,
+        "alignment_table": 1,
         "dimension_scales_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
@@ -515,7 +516,7 @@ def _damaged_intermediates_are_refused_and_missing_ones_rebuilt(directory: Path)
     removes the outputs of a job that runs, so a table may be gone). Deleted, each
     is rebuilt, as are a deleted shard and a geometry table (what a job killed outright
     leaves): the rerun gives the same tables, to the byte."""
-    tables = ["measures.tsv", "words/bert.none.tsv", "cka.tsv", "degeneration.tsv"]
+    tables = ["measures.tsv", "words/bert.none.tsv", "alignment.tsv", "degeneration.tsv"]
     before = {name: (directory / "results/tables" / name).read_bytes() for name in tables}
     words = directory / "results/measures/bert/none/layer_1.parquet"
     chunk = pq.ParquetFile(words).metadata.row_group(0).column(0)  # the middle of a column
@@ -539,7 +540,7 @@ def _damaged_intermediates_are_refused_and_missing_ones_rebuilt(directory: Path)
             assert not table.exists() or table.read_bytes() == content, name
         damaged.unlink()
     (directory / "results/embeddings/bert/layer_0.h5").unlink()
-    (directory / "results/geometry/bert/cka.parquet").unlink()
+    (directory / "results/geometry/bert/alignment.parquet").unlink()
     planned = _planned_jobs(directory)
     assert planned["extract_bert"] == 1 and planned["layer_geometry"] == 1
     assert _snakemake(directory).returncode == 0
@@ -650,7 +651,7 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
     for figure in ("sweeps/gpt2", "families/tiny"):
         for extension in ("png", "pdf"):
             assert (tmp_path / f"results/figures/{figure}.{extension}").stat().st_size > 0
-    cka = pd.read_csv(tmp_path / "results/tables/cka.tsv", sep="\t")
+    cka = pd.read_csv(tmp_path / "results/tables/alignment.tsv", sep="\t")
     between = cka[cka["model_a"] != cka["model_b"]]
     assert set(zip(between["model_a"], between["model_b"], strict=True)) == {
         ("gpt2.step0", "gpt2.step10"),
@@ -675,14 +676,14 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
     planned = _planned_jobs(tmp_path)
     assert planned.pop("extract_gpt2.step20") == 1
     assert planned.pop("measure_layer") == 2  # the new checkpoint's two layers
-    assert planned.pop("cka_between_models") == 2  # step 20 against step 10 and bert
+    assert planned.pop("alignment_between_models") == 2  # step 20 against step 10 and bert
     assert planned == {
         "special_tokens": 1,
         "context_specific_words": 1,
         "degeneration_figures": 1,
         "degeneration_table": 1,
         "layer_geometry": 1,
-        "cka_table": 1,
+        "alignment_table": 1,
         "dimension_scales_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,

@@ -104,10 +104,10 @@ def test_cka_pairs_a_sweep_s_consecutive_checkpoints_and_every_other_model():
             "other": {"source": "o"},
             "run": {"sweep": {"steps": [0, 5, 9], "source": "c/{step}"}},
         },
-        "geometry": {"cka_between_models": True},
+        "geometry": {"alignment_between_models": True},
     }
     workflow.expand_sweeps(config)
-    assert workflow.cka_model_pairs(config) == [
+    assert workflow.alignment_model_pairs(config) == [
         ("other", "run.step0"),
         ("other", "run.step5"),
         ("other", "run.step9"),

@@ -30,7 +30,10 @@ TABLES = {
         ["model", "transform", "layer", "measure"],
         ["n", "dimensions", "n_layers", "relative_layer", "interval", "scale"],
     ),
-    "cka.tsv": (["model_a", "layer_a", "model_b", "layer_b", "occurrences"], ["n_rows"]),
+    "alignment.tsv": (
+        ["model_a", "layer_a", "model_b", "layer_b", "occurrences"],
+        ["k", "n_rows"],
+    ),
     # A special token's row is keyed by its token (bucket "[CLS]"); its kind and
     # cosine_share columns are the special-token rows' (kind is text: not compared).
     "positions.tsv": (["model", "transform", "layer", "bucket"], ["first_position", "n"]),
@@ -41,12 +44,15 @@ TABLES = {
 }
 # (atol, rtol) on a GPU by family: cosines, shares and correlations in absolute terms;
 # scales (norms, distances, ranks, dimensions) relative to their size. Intrinsic dimension
-# reads ratios of nearest-neighbour distances, which rounding moves most.
+# reads ratios of nearest-neighbour distances, which rounding moves most; mutual k-NN and
+# CKNNA count neighbours, which rounding swaps where two are nearly as near.
 TOLERANCES = {
     "cosine": (0.01, 0.0),
     "scale": (0.0, 0.02),
     "intrinsic_dimension": (0.0, 0.05),
+    "neighbours": (0.03, 0.0),
 }
+NEIGHBOUR_COLUMNS = ("mutual_knn", "cknna", "null_mutual_knn", "null_cknna")
 SCALE_MEASURES = ("effective_rank", "norm", "knn_distance", "knn_dot", "mean_norm", "median_norm")
 CPU_TOLERANCE = (1e-4, 1e-4)
 FINGERPRINTS = "fingerprints.json"
@@ -58,6 +64,8 @@ def family(table: str, measure: str, column: str) -> str:
     name = measure if table == "measures.tsv" else column
     if name.startswith("intrinsic_dimension"):
         return "intrinsic_dimension"
+    if name in NEIGHBOUR_COLUMNS:
+        return "neighbours"
     if name in SCALE_MEASURES and "~" not in name:
         return "scale"
     return "cosine"

@@ -35,6 +35,8 @@ STREAMS = {
     "cka_null": (15,),
     # The sentences whose special tokens the special-token profile measures.
     "special_token_sentences": (17,),
+    # How the null of mutual k-NN and CKNNA pairs the rows (`alignment.neighbour_alignment`).
+    "alignment_null": (18,),
 }
 
 

@@ -2,6 +2,7 @@ from snakemake.utils import validate
 
 from contextuality import workflow as ctx
 from contextuality.figures.specs import (
+    ABLATION_FIGURE,
     DEGENERATION_FIGURES,
     FIGURES,
     FAMILY_FIGURE,
@@ -143,3 +144,11 @@ def get_family_summaries(wildcards):
 
 def get_family_metas(wildcards):
     return ctx.family_metas(config, wildcards.family)
+
+
+def get_ablation_base(wildcards):
+    return ctx.ablated_models(config)[wildcards.model]
+
+
+def get_ablation_block(wildcards):
+    return config["models"][wildcards.model]["ablation"]["block"]

@@ -131,3 +131,28 @@ rule family_figure:
         "../envs/contextuality.yaml"
     script:
         "../scripts/family_figure.py"
+
+
+rule ablation_figure:
+    input:
+        measures="results/tables/measures.tsv",
+        alignment=ctx.ablation_alignment(config),
+    output:
+        png=report(
+            "results/figures/ablation/{model}.png",
+            caption=f"../report/figures/{ABLATION_FIGURE}.rst",
+            category="Ablations",
+            labels={"model": "{model}"},
+        ),
+        pdf="results/figures/ablation/{model}.pdf",
+    log:
+        "logs/figures/ablation/{model}.log",
+    wildcard_constraints:
+        model=ctx.pattern(list(ctx.ablated_models(config))),
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        base=get_ablation_base,
+        block=get_ablation_block,
+    script:
+        "../scripts/ablation_figure.py"

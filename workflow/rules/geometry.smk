@@ -1,6 +1,6 @@
 # The geometry of each stored model's layers, beyond the paper: intrinsic dimension per
-# layer (curves over scale, and the value on their plateau) and linear CKA between layers,
-# and CKA between models on the same occurrences.
+# layer (curves over scale, and the value on their plateau) and the alignment between
+# layers, and between models on the same occurrences (CKA, Procrustes, mutual k-NN, CKNNA).
 
 
 rule layer_geometry:
@@ -10,7 +10,7 @@ rule layer_geometry:
     output:
         dimension="results/geometry/{model}/dimension.json",
         curves="results/geometry/{model}/dimension_scales.parquet",
-        cka="results/geometry/{model}/cka.parquet",
+        alignment="results/geometry/{model}/alignment.parquet",
     log:
         "logs/geometry/{model}.log",
     benchmark:
@@ -28,41 +28,47 @@ rule layer_geometry:
         "../scripts/layer_geometry.py"
 
 
-rule cka_between_models:
+rule alignment_between_models:
     input:
         unpack(get_pair_index_files),
         unpack(get_pair_shards),
     output:
-        "results/geometry/cka_between_models/{model_a}~{model_b}.cka.parquet",
+        "results/geometry/alignment_between_models/{model_a}~{model_b}.parquet",
     log:
-        "logs/geometry/cka_between_models/{model_a}~{model_b}.log",
+        "logs/geometry/alignment_between_models/{model_a}~{model_b}.log",
     benchmark:
-        "benchmarks/geometry/cka_between_models/{model_a}~{model_b}.tsv"
+        "benchmarks/geometry/alignment_between_models/{model_a}~{model_b}.tsv"
     conda:
         "../envs/contextuality.yaml"
     params:
         settings=ctx.geometry_settings(config),
         model_settings=get_pair_model_settings,
     script:
-        "../scripts/cka_between_models.py"
+        "../scripts/alignment_between_models.py"
 
 
-rule cka_table:
+rule alignment_table:
     input:
-        ctx.cka_files(config),
+        ctx.alignment_files(config),
     output:
         table=report(
-            "results/tables/cka.tsv",
-            caption="../report/cka_table.rst",
+            "results/tables/alignment.tsv",
+            caption="../report/alignment_table.rst",
             category="Geometry",
         ),
-        provenance="results/tables/cka.provenance.json",
+        provenance="results/tables/alignment.provenance.json",
+        best_layers=report(
+            "results/tables/best_layers.tsv",
+            caption="../report/best_layers_table.rst",
+            category="Geometry",
+        ),
+        best_layers_provenance="results/tables/best_layers.provenance.json",
     log:
-        "logs/tables/cka.log",
+        "logs/tables/alignment.log",
     conda:
         "../envs/contextuality.yaml"
     script:
-        "../scripts/cka_table.py"
+        "../scripts/alignment_table.py"
 
 
 rule dimension_scales_table:
@@ -87,7 +93,7 @@ rule geometry_figures:
     input:
         dimensions=ctx.dimension_files(config),
         dimension_scales="results/tables/dimension_scales.tsv",
-        cka="results/tables/cka.tsv",
+        alignment="results/tables/alignment.tsv",
         positions=ctx.positions_table(config),
     output:
         *[

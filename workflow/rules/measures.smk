@@ -86,6 +86,12 @@ rule measures_table:
             category="Tables",
         ),
         provenance="results/tables/measures.provenance.json",
+        census=report(
+            "results/tables/massive_activations.tsv",
+            caption="../report/massive_activations_table.rst",
+            category="Tables",
+        ),
+        census_provenance="results/tables/massive_activations.provenance.json",
     log:
         "logs/tables/measures.log",
     conda:

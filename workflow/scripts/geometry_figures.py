@@ -1,5 +1,5 @@
-"""Snakemake adapter: the intrinsic dimension figures (by layer, over scale), the CKA heatmaps
-and the position profiles."""
+"""Snakemake adapter: the intrinsic dimension figures (by layer, over scale), the CKA heatmaps,
+the alignment figure and the position profiles."""
 
 from contextuality import steps
 from contextuality.workflow import run_step
@@ -9,7 +9,7 @@ run_step(
     lambda: steps.geometry_figures(
         snakemake.input.dimensions,
         snakemake.input.dimension_scales,
-        snakemake.input.cka,
+        snakemake.input.alignment,
         snakemake.input.positions[0] if snakemake.input.positions else None,
         list(snakemake.output),
     ),

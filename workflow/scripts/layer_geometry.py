@@ -1,5 +1,5 @@
 """Snakemake adapter: a model's intrinsic dimension per layer (and its curves over scale)
-and CKA between its layers."""
+and the alignment between its layers."""
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles
@@ -15,7 +15,7 @@ run_step(
         snakemake.params.settings,
         snakemake.output.dimension,
         snakemake.output.curves,
-        snakemake.output.cka,
+        snakemake.output.alignment,
     ),
     threads=snakemake.threads,
 )

@@ -60,9 +60,9 @@ def count_hidden_layers(spec: ModelSpec) -> int:
 
 
 def check_planned_layers(spec: ModelSpec) -> None:
-    """Refuse, before anything runs, a local model that is not there and ``layers`` beyond
-    its L, where its files give L without loading it (`Backend.known_layer_count`);
-    ConfigError naming the setting."""
+    """Refuse, before anything runs, a local model that is not there, and ``layers`` or an
+    ablation's block beyond its L, where its files give L without loading it
+    (`Backend.known_layer_count`); ConfigError naming the setting."""
     problem = source_problem(spec)
     if problem:
         raise ConfigError(f"models.{spec.name}.source: {problem}")
@@ -75,6 +75,11 @@ def check_planned_layers(spec: ModelSpec) -> None:
     if beyond:
         raise ConfigError(
             f"models.{spec.name}.layers: {beyond} beyond the model's hidden states 0..{n_layers}"
+        )
+    if spec.ablation is not None and n_layers is not None and spec.ablation.block > n_layers:
+        raise ConfigError(
+            f"models.{spec.name}.ablation.block: {spec.ablation.block} beyond the model's "
+            f"blocks 1..{n_layers}"
         )
 
 

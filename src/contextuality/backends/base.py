@@ -42,7 +42,49 @@ OPTIONAL_SETTINGS = {
     "weights_dtype": "float32",
     "device_map": None,
     "segment_words": None,
+    "ablation": None,
 }
+ABLATION_TARGETS = ("massive", "first_token")
+ABLATION_VALUES = ("zero", "mean")
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """An intervention in the forward pass (Sun et al. 2024, "Massive Activations in Large
+    Language Models"): at the output of block `block` (hidden state `block`), set the
+    `target` activations to `value`, before the next block reads them.
+
+    target: ``massive``, each activation above both 100 and 1,000 times its sequence's
+    median magnitude at that block; ``first_token``, the whole state of each sequence's
+    first token (a BOS where the model adds one). value: ``zero``, or ``mean``, their mean
+    over the first `calibration_sentences` sentences of the corpus, found by a forward pass
+    before the extraction (per dimension for ``massive``).
+    """
+
+    block: int
+    target: str = "massive"
+    value: str = "mean"
+    calibration_sentences: int = 256
+
+    @classmethod
+    def from_config(cls, model: str, section: dict[str, Any]) -> Ablation:
+        """From ``models.<model>.ablation``, refusing unknown keys and values out of range."""
+        if not isinstance(section, dict):
+            raise ConfigError(f"model {model}: ablation must be a mapping with a block")
+        unknown = set(section) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(f"model {model}: unknown ablation settings {sorted(unknown)}")
+        ablation = cls(**section)
+        for key, choices in (("target", ABLATION_TARGETS), ("value", ABLATION_VALUES)):
+            if getattr(ablation, key) not in choices:
+                raise ConfigError(f"model {model}: ablation.{key} must be one of {choices}")
+        for key in ("block", "calibration_sentences"):
+            value = getattr(ablation, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"model {model}: ablation.{key} must be an integer >= 1")
+        return ablation
+
+
 SETTING_CHOICES = {  # the settings that take one of a few values
     "pooling": POOLINGS,
     "long_sentences": LONG_SENTENCE_MODES,
@@ -87,6 +129,7 @@ class ModelSpec:
     weights_dtype: str = "float32"
     device_map: str | None = None
     segment_words: int | None = None
+    ablation: Ablation | None = None
 
     @classmethod
     def from_config(cls, name: str, section: dict[str, Any]) -> ModelSpec:
@@ -102,6 +145,8 @@ class ModelSpec:
         for key, choices in SETTING_CHOICES.items():
             if key in values and values[key] not in choices:
                 raise ConfigError(f"model {name}: {key} must be one of {choices}")
+        if values.get("ablation") is not None:
+            values["ablation"] = Ablation.from_config(name, values["ablation"])
         return cls(name=name, **values)
 
     def common_settings(self) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The ``layer-geometry`` command (alias ``geometry``): a model's intrinsic dimension per
-layer and CKA between its layers, or CKA between two models, from their shards (as the
-workflow's geometry rules)."""
+layer and the alignment between its layers, or the alignment between two models, from
+their shards (as the workflow's geometry rules)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles
 from contextuality.errors import ConfigError
-from contextuality.geometry.cka import GEOMETRY_SAMPLE_SIZE
+from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE, AlignmentSettings
 from contextuality.geometry.dimension import DimensionSettings
 from contextuality.measures.settings import MeasureSettings
 from contextuality.storage.shards import shard_attributes
@@ -41,17 +41,18 @@ def _geometry(args: argparse.Namespace) -> None:
         "seed": args.seed,
         "confidence": MeasureSettings.confidence,
         "intrinsic_dimension": {name: getattr(args, name) for name in _DIMENSION_OPTIONS},
+        "alignment": {"k": args.neighbours, "device": args.device},
     }
     index = IndexFiles.in_directory(args.index)
     model = _model(args.shard)
     if args.versus:
-        output = f"{args.output}.cka.parquet"
-        steps.cka_between_models(model, _model(args.versus), index, settings, output)
+        output = f"{args.output}.alignment.parquet"
+        steps.alignment_between_models(model, _model(args.versus), index, settings, output)
     else:
         outputs = (
             f"{args.output}.dimension.json",
             f"{args.output}.dimension_scales.parquet",
-            f"{args.output}.cka.parquet",
+            f"{args.output}.alignment.parquet",
         )
         steps.layer_geometry(model, index, settings, *outputs)
 
@@ -61,12 +62,25 @@ def add_geometry_command(commands: Any) -> None:
     command = commands.add_parser(
         "layer-geometry",
         aliases=["geometry"],
-        help="intrinsic dimension and CKA of a model's layers (or two models')",
+        help="intrinsic dimension and alignment of a model's layers (or two models')",
     )
     command.add_argument("shard", nargs="+", help="the model's layer shards, one per layer")
     command.add_argument("--index", required=True, help="directory written by 'occurrence-index'")
     command.add_argument(
-        "--versus", nargs="+", help="another model's shards: CKA between the two models only"
+        "--versus",
+        nargs="+",
+        help="another model's shards: the alignment between the two models only",
+    )
+    command.add_argument(
+        "--neighbours",
+        type=int,
+        default=AlignmentSettings.k,
+        help="neighbours per occurrence of mutual k-NN and CKNNA",
+    )
+    command.add_argument(
+        "--device",
+        default=AlignmentSettings.device,
+        help="where the neighbours are searched: auto, cpu, cuda or cuda:N",
     )
     command.add_argument(
         "--sample-size",
@@ -86,6 +100,6 @@ def add_geometry_command(commands: Any) -> None:
         "-o",
         "--output",
         required=True,
-        help="prefix of <prefix>.dimension.json, .dimension_scales.parquet, .cka.parquet",
+        help="prefix of <prefix>.dimension.json, .dimension_scales.parquet, .alignment.parquet",
     )
     command.set_defaults(run=_geometry)

@@ -34,7 +34,9 @@ class ExtractionReport:
     bfloat16 pass gave ±inf or NaN and were run again in float32, whose vectors were kept.
     ``storage_dtype``: what the vectors are stored as; ``stored_float32_after_overflow``:
     whether, with ``storage_dtype: auto``, a value beyond float16's range made the whole
-    extraction run again into float32.
+    extraction run again into float32. ``ablation``: for an ablated model, its block and
+    target, the value they were set to (its calibration) and how many were, over every
+    forward pass (a batch run again in float32 counts twice; `ablation.ablated`).
     """
 
     n_sentences: int = 0
@@ -62,6 +64,7 @@ class ExtractionReport:
     shard_bytes: int = 0
     blocks_run: int = 0
     partition: dict[str, int] | None = None
+    ablation: dict[str, Any] | None = None
 
     @property
     def tokens_per_second(self) -> float:

@@ -29,6 +29,7 @@ import numpy as np
 
 from contextuality.backends.base import LoadedModel, token_budget
 from contextuality.errors import DeviceMemoryError, NumericOverflowError
+from contextuality.extraction.ablation import ablated
 from contextuality.extraction.forward import (
     InFlight,
     blocks_to_run,
@@ -411,7 +412,22 @@ def extract(
     """`run_extraction` into ``open_sink(dtype)``, in the model's ``storage_dtype``: with
     ``auto``, float16 first and, if a value overflows it, the whole job again into a fresh
     float32 sink (logged, and recorded as ``stored_float32_after_overflow``); with
-    ``float16``, an overflow is a NumericOverflowError naming the setting."""
+    ``float16``, an overflow is a NumericOverflowError naming the setting. A model with an
+    ablation runs with it in place (`ablation.ablated`), recorded in the report."""
+    with ablated(loaded, units) as ablation:
+        report = _extract_as_stored(loaded, units, plan, open_sink, progress)
+    report.ablation = ablation
+    return report
+
+
+def _extract_as_stored(
+    loaded: LoadedModel,
+    units: SentenceUnits,
+    plan: ExtractionPlan,
+    open_sink: Callable[[str], Sink],
+    progress: bool,
+) -> ExtractionReport:
+    """`extract`'s choice of the storage dtype."""
     spec = loaded.spec
     if spec.storage_dtype == "auto":
         try:

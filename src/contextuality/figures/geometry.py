@@ -18,7 +18,7 @@ from contextuality.figures.paper import (
 
 
 def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:
-    """A heatmap of CKA (0 to 1) per pair of models in `table` (`steps.geometry.CKA_COLUMNS`)
+    """A heatmap of CKA (0 to 1) per pair of models in `table` (`steps.geometry.ALIGNMENT_COLUMNS`)
     and per set of occurrences (a row of panels each: every occurrence, those past each
     sentence's first word), the first model's layers down, the second's across, values
     written in the cells when there are few enough to read."""

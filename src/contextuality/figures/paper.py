@@ -168,14 +168,19 @@ def log_scale_if_wide(panel: Any, values: Any, label: str) -> bool:
     return wide
 
 
-def label_cells(panel: Any, values: np.ndarray, bright_above: float, limit: int = 200) -> None:
+def label_cells(
+    panel: Any, values: np.ndarray, bright_above: float, limit: int = 200, reversed_map=False
+) -> None:
     """Write each cell's value (two decimals) on a heatmap of `values` drawn on `panel`,
-    in black on cells above `bright_above` and white on the others, when there are at
-    most `limit` cells to read."""
+    in black on cells above `bright_above` (below it, for a `reversed_map`, whose bright
+    end is its low values) and white on the others, when there are at most `limit` cells
+    to read."""
     if values.size > limit:
         return
     for (row, column), value in np.ndenumerate(values):
-        colour = "black" if value > bright_above else "white"
+        colour = (
+            "black" if (value < bright_above if reversed_map else value > bright_above) else "white"
+        )
         panel.text(column, row, f"{value:.2f}", ha="center", va="center", fontsize=6, color=colour)
 
 

@@ -94,6 +94,37 @@ FIGURES = {
             (Series("selfsim~frequency"),),
             spearman=True,
         ),
+        FigureSpec(
+            "matrix_entropy",
+            "raw",
+            "Matrix entropy of the corpus and within sentences",
+            "matrix entropy (nats)",
+            (
+                Series("dataset_entropy", "-", " dataset (sentence means)"),
+                Series("prompt_entropy", "--", " within a sentence"),
+            ),
+        ),
+        FigureSpec(
+            "alpha_req",
+            "raw",
+            "Decay of the eigenspectrum (α-ReQ)",
+            "α, ranks 6 to 100",
+            (Series("alpha_req"),),
+        ),
+        FigureSpec(
+            "massive_activations",
+            "raw",
+            "Massive activations (|a| > 100 and > 1,000 × the median)",
+            "share of occurrences with one",
+            (Series("massive_activations"),),
+        ),
+        FigureSpec(
+            "curvature",
+            "raw",
+            "Curvature of each sentence's trajectory",
+            "mean angle between steps (rad)",
+            (Series("curvature"),),
+        ),
     )
 }
 
@@ -113,10 +144,19 @@ DIMENSION_FIGURE = FigureSpec(
 )
 
 # The figures of the geometry steps, drawn by one job.
-GEOMETRY_FIGURES = ("intrinsic_dimension", "intrinsic_dimension_scales", "cka", "positions")
+GEOMETRY_FIGURES = (
+    "intrinsic_dimension",
+    "intrinsic_dimension_scales",
+    "cka",
+    "alignment",
+    "positions",
+)
 
 # The figure of each checkpoint sweep (results/figures/sweeps/<sweep>.png).
 SWEEP_FIGURE = "sweep"
 
 # The figure of each family of model sizes (results/figures/families/<family>.png).
 FAMILY_FIGURE = "family"
+
+# The figure of each ablated model (results/figures/ablation/<model>.png).
+ABLATION_FIGURE = "ablation"

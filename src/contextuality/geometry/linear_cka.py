@@ -106,6 +106,33 @@ class CrossProducts:
 
     def cka(self) -> np.ndarray:
         """CKA between every left layer (rows) and every right layer (columns)."""
+        return _normalized(*self._centered())
+
+    def procrustes(self) -> np.ndarray:
+        """The angular orthogonal-Procrustes distance (Williams et al. 2021) between every
+        left layer (rows) and every right layer (columns), in radians: arccos ‖XᵀY‖_* of the
+        centered layers X, Y scaled to Frobenius norm 1 (0 for representations equal up to
+        a rotation and a scale, π/2 at most); NaN where a layer has no variance."""
+        cross, widths, self_products = self._centered()
+        scales = [np.array([np.trace(block) for block in products]) for products in self_products]
+        left_edges, right_edges = (np.concatenate([[0], np.cumsum(side)]) for side in widths)
+        nuclear = np.array(
+            [
+                [
+                    np.linalg.svd(cross[top:bottom, start:stop], compute_uv=False).sum()
+                    for start, stop in _spans(right_edges)
+                ]
+                for top, bottom in _spans(left_edges)
+            ]
+        )
+        norms = np.sqrt(np.outer(*scales))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            similarity = np.where(norms > 0, nuclear / norms, np.nan)
+        return np.arccos(np.clip(similarity, -1.0, 1.0))
+
+    def _centered(self) -> tuple[np.ndarray, tuple[list[int], list[int]], list[list[np.ndarray]]]:
+        """The centered cross-products (Σleft widths × Σright widths), the widths, and each
+        side's centered self-products (one width × width matrix per layer)."""
         if self.n_rows < 2:
             raise ValueError("CKA needs at least two rows")
         means = [sums / self.n_rows for sums in self._sums]
@@ -120,7 +147,7 @@ class CrossProducts:
                 ]
                 for products, side_mean, widths in zip(self._self, means, self.widths, strict=True)
             ]
-        return _normalized(cross, self.widths, self_products)
+        return cross, self.widths, self_products
 
     def debiased_cka(self) -> np.ndarray:
         """Debiased CKA (Nguyen et al. 2021) between every left layer (rows) and every right

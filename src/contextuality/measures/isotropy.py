@@ -27,6 +27,43 @@ import numpy as np
 from contextuality.measures.equations import SentenceSums, sentence_sums
 from contextuality.measures.rows import row_chunks
 
+
+@dataclass(frozen=True)
+class Spread:
+    """A layer's centered covariance (d, d), its eigenvalues (d,), largest first, and the
+    eigenvectors of its uncentered Gram matrix (d, d), all float64."""
+
+    covariance: np.ndarray
+    eigenvalues: np.ndarray
+    gram_directions: np.ndarray
+
+
+def scatter(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean (d,) and centered scatter matrix Σ_k (x_k − μ)(x_k − μ)ᵀ (d, d) of rows (n, d),
+    both float64: the mean in float64, each chunk's product in float32 (BLAS), chunks summed
+    in float64; centering first keeps a large common mean from cancelling digits."""
+    chunks = list(row_chunks(*vectors.shape))
+    mean = np.zeros(vectors.shape[1])
+    for chunk in chunks:
+        mean += vectors[chunk].sum(axis=0, dtype=np.float64)
+    mean /= len(vectors)
+    total = np.zeros((vectors.shape[1], vectors.shape[1]))
+    for chunk in chunks:
+        centered = (vectors[chunk] - mean).astype(np.float32)
+        total += centered.T @ centered
+    return mean, total
+
+
+def spread(vectors: np.ndarray) -> Spread:
+    """`Spread` of rows (n, d)."""
+    n = len(vectors)
+    mean, total = scatter(vectors)
+    covariance = total / n
+    eigenvalues = np.clip(np.linalg.eigvalsh(covariance)[::-1], 0.0, None)
+    _, directions = np.linalg.eigh(total + n * np.outer(mean, mean))
+    return Spread(covariance, eigenvalues, directions)
+
+
 # Largest rows × directions block of projections held at once by log_partition_function
 # (2²² float64 values: 32 MiB).
 _PROJECTIONS_PER_BLOCK = 1 << 22

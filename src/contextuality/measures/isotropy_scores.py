@@ -13,8 +13,6 @@ k = 1..3 dimensions, which ``dimensions`` names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from contextuality.measures import isotropy
@@ -24,42 +22,6 @@ from contextuality.measures.summary import sampled_summary
 from contextuality.random_streams import generator
 
 ROGUE_DIMENSIONS = 3
-
-
-@dataclass(frozen=True)
-class Spread:
-    """A layer's centered covariance (d, d), its eigenvalues (d,), largest first, and the
-    eigenvectors of its uncentered Gram matrix (d, d), all float64."""
-
-    covariance: np.ndarray
-    eigenvalues: np.ndarray
-    gram_directions: np.ndarray
-
-
-def scatter(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean (d,) and centered scatter matrix Σ_k (x_k − μ)(x_k − μ)ᵀ (d, d) of rows (n, d),
-    both float64: the mean in float64, each chunk's product in float32 (BLAS), chunks summed
-    in float64; centering first keeps a large common mean from cancelling digits."""
-    chunks = list(row_chunks(*vectors.shape))
-    mean = np.zeros(vectors.shape[1])
-    for chunk in chunks:
-        mean += vectors[chunk].sum(axis=0, dtype=np.float64)
-    mean /= len(vectors)
-    total = np.zeros((vectors.shape[1], vectors.shape[1]))
-    for chunk in chunks:
-        centered = (vectors[chunk] - mean).astype(np.float32)
-        total += centered.T @ centered
-    return mean, total
-
-
-def spread(vectors: np.ndarray) -> Spread:
-    """`Spread` of rows (n, d)."""
-    n = len(vectors)
-    mean, total = scatter(vectors)
-    covariance = total / n
-    eigenvalues = np.clip(np.linalg.eigvalsh(covariance)[::-1], 0.0, None)
-    _, directions = np.linalg.eigh(total + n * np.outer(mean, mean))
-    return Spread(covariance, eigenvalues, directions)
 
 
 def log_partition_both_signs(vectors: np.ndarray, directions: np.ndarray) -> np.ndarray:
@@ -78,13 +40,9 @@ def log_partition_both_signs(vectors: np.ndarray, directions: np.ndarray) -> np.
     return log_z
 
 
-def _layer_spread(layer: LayerInputs) -> Spread:
-    return layer.shared("spread", lambda: spread(layer.rows.vectors))
-
-
 def exact_scores(layer: LayerInputs) -> dict[str, SummaryRow]:
     """``isoscore``, ``effective_rank`` and ``partition_ratio`` of the layer's rows."""
-    layer_spread, n = _layer_spread(layer), layer.n_valid
+    layer_spread, n = layer.spread(), layer.n_valid
     roots = np.sqrt(layer_spread.eigenvalues)
     shares = roots[roots > 0] / roots.sum()
     log_z = log_partition_both_signs(layer.rows.vectors, layer_spread.gram_directions)
@@ -98,7 +56,7 @@ def exact_scores(layer: LayerInputs) -> dict[str, SummaryRow]:
 def isoscore_star(layer: LayerInputs) -> dict[str, SummaryRow]:
     """``isoscore*`` on seeded samples (stream ``isotropy_samples``)."""
     settings, vectors, n = layer.settings, layer.rows.vectors, layer.n_valid
-    covariance = _layer_spread(layer).covariance
+    covariance = layer.spread().covariance
     rng = generator(settings.seed, "isotropy_samples")
     size = min(settings.baseline_sample_size, n)
     draws = np.array(

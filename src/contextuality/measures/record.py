@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from contextuality.measures.equations import SentenceSums
+from contextuality.measures.isotropy import Spread, spread
 from contextuality.measures.occurrences import LayerRows
 from contextuality.measures.settings import MeasureSettings
 from contextuality.measures.summary import Baseline
@@ -70,6 +71,11 @@ class LayerInputs:
         if key not in self._shared:
             self._shared[key] = compute()
         return self._shared[key]
+
+    def spread(self) -> Spread:
+        """The covariance of the layer's rows and its eigenvalues (`isotropy.spread`),
+        computed once: the isotropy and spectrum scores read it."""
+        return self.shared("spread", lambda: spread(self.rows.vectors))
 
     def generator(self, row: str) -> np.random.Generator:
         """The random stream of summary row `row` (`random_streams.measure_generator`):

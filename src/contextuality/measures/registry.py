@@ -9,7 +9,13 @@ module with its compute function, a record here, a test (docs/architecture.md).
 
 from __future__ import annotations
 
-from contextuality.measures import isotropy_scores, later_positions, paper_measures
+from contextuality.measures import (
+    isotropy_scores,
+    later_positions,
+    outlier_scores,
+    paper_measures,
+    spectrum_scores,
+)
 from contextuality.measures.paper_measures import mean_of
 from contextuality.measures.record import Measure
 
@@ -141,12 +147,36 @@ MEASURES: tuple[Measure, ...] = (
         compute=isotropy_scores.isoscore_star,
     ),
     Measure(
+        "spectrum",
+        ("dataset_entropy", "alpha_req"),
+        "Matrix entropy (nats) of the sentences' mean occurrence vectors, centered and "
+        "normalised (Skean et al. 2025), and α-ReQ, the power-law decay of the covariance "
+        "eigenvalues over ranks 6 to 100.",
+        compute=spectrum_scores.spectrum,
+    ),
+    Measure(
+        "sentence_shape",
+        ("prompt_entropy", "curvature"),
+        "Mean over sentences of the matrix entropy of a sentence's occurrences and of the "
+        "curvature of their trajectory (mean angle in radians between consecutive steps).",
+        interval="bootstrap",
+        compute=spectrum_scores.sentence_shapes,
+    ),
+    Measure(
         "rogue_share",
         tuple(f"rogue_share[{k}]" for k in range(1, isotropy_scores.ROGUE_DIMENSIONS + 1)),
         "Share of the exact anisotropy baseline owed to the top k dimensions (named in "
         "`dimensions`).",
         streamed=True,
         compute=isotropy_scores.rogue_shares,
+    ),
+    Measure(
+        "massive_activations",
+        ("massive_activations",),
+        "Share of occurrences with a massive activation (|a| above 100 and 1,000 times the "
+        "layer's median |a|, Sun et al. 2024); the dimensions in `dimensions`, a census in "
+        "massive_activations.tsv.",
+        compute=outlier_scores.massive,
     ),
     Measure(
         "position>0",

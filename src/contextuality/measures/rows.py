@@ -173,16 +173,19 @@ def squared_norms(rows: np.ndarray) -> np.ndarray:
 
 
 def groups_by_size(
-    vectors: np.ndarray, starts: np.ndarray, order: np.ndarray | None = None
+    vectors: np.ndarray,
+    starts: np.ndarray,
+    order: np.ndarray | None = None,
+    dtype: type = np.float64,
 ) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
     """Yield (group indices, stacked rows) for the contiguous groups of rows, by size.
 
     Row i of the sequence grouped is ``vectors[order[i]]`` (``vectors[i]`` without `order`).
-    Groups of one size n ≤ d that occur more than once come stacked as (k, n, d) float64
-    arrays of at most one `row_chunks` chunk each, so a per-group eigenproblem can be solved
-    for all of them in one batched call on their n×n Gram matrices (far faster for the many
-    words with few occurrences). Other groups come with None: solve those one at a time
-    (larger ones on the d×d scatter).
+    Groups of one size n ≤ d that occur more than once come stacked as (k, n, d) arrays
+    of `dtype` (float64 by default) of at most one `row_chunks` chunk each, so a per-group
+    eigenproblem can be solved for all of them in one batched call on their n×n Gram
+    matrices (far faster for the many words with few occurrences). Other groups come with
+    None: solve those one at a time (larger ones on the d×d scatter).
     """
     starts = np.asarray(starts, dtype=np.int64)
     sizes = group_sizes(starts, len(vectors) if order is None else len(order))
@@ -197,4 +200,4 @@ def groups_by_size(
             if len(part) == 0:
                 continue
             rows = starts[part][:, None] + np.arange(size)
-            yield part, np.asarray(vectors[rows if order is None else order[rows]], np.float64)
+            yield part, np.asarray(vectors[rows if order is None else order[rows]], dtype)

@@ -223,3 +223,39 @@ def measures_table(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
     table[list(_VALUE_COLUMNS)] = table[list(_VALUE_COLUMNS)].astype(np.float64)
     table["interval"] = table["interval"].where(table["raw_low"].notna(), "none")
     return table.sort_values(["model", "transform", "measure", "layer"])
+
+
+# The columns of the census of massive activations (`census_table`).
+CENSUS_COLUMNS = (
+    "model",
+    "transform",
+    "layer",
+    "n_layers",
+    "layer_output",
+    "dimension",
+    "n_activations",
+    "n_occurrences",
+    "share_first_word",
+    "max_abs",
+    "mean",
+    "top_words",
+    "median_abs",
+    "threshold",
+)
+
+
+def census_table(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """Every layer's census of massive activations (the ``census`` of its
+    ``massive_activations`` row) as one table, a row per (model, transform, layer,
+    dimension) with one (`CENSUS_COLUMNS`); a layer without any has no row."""
+    rows = []
+    for summary in summaries:
+        found = summary["measures"].get("massive_activations")
+        if not found:
+            continue
+        layer = {key: summary[key] for key in ("model", "transform", "layer", "n_layers")}
+        layer["layer_output"] = summary["layer_output"]
+        totals = {"median_abs": found["median_abs"], "threshold": found["threshold"]}
+        rows += [{**layer, **entry, **totals} for entry in found["census"]]
+    table = pd.DataFrame(rows, columns=list(CENSUS_COLUMNS))
+    return table.sort_values(["model", "transform", "layer", "dimension"], ignore_index=True)

@@ -8,6 +8,11 @@ Every correction is affine, x ↦ (x − mean) @ matrix, with parameters estimat
 - ``abtt``: all-but-the-top (Mu & Viswanath, "All-but-the-Top: Simple and Effective
   Postprocessing for Word Representations", ICLR 2018): remove the mean, then the
   projections on the top D principal directions.
+- ``drop_rogue``: the top k rogue dimensions removed (Timkey & van Schijndel, "All
+  Bark and No Bite: Rogue Dimensions in Transformer Language Models Obscure
+  Representational Quality", EMNLP 2021): the dimensions i with the largest m_i², m the
+  mean of the fitting rows scaled to unit length, whose sum Σ m_i² is the expected cosine
+  of two random rows; the other dimensions are kept as they are (no mean removed).
 - ``whiten``: BERT-whitening (Su et al. 2021, "Whitening Sentence Representations for
   Better Semantics and Faster Retrieval"): rotate onto the covariance's eigenvectors and
   scale each kept direction to unit variance, optionally keeping only the top k. By
@@ -38,7 +43,7 @@ from contextuality.errors import ConfigError, NonFiniteValueError, check_integer
 from contextuality.measures.rows import row_chunks, rows_with_vectors
 from contextuality.random_streams import generator
 
-TRANSFORMS = ("none", "center", "standardize", "abtt", "whiten")
+TRANSFORMS = ("none", "center", "standardize", "abtt", "whiten", "drop_rogue")
 
 _EIGENVALUE_FLOOR = 1e-12  # relative to the largest eigenvalue: float64 eigh's own error
 _ROUNDING_MARGIN = 10.0  # a kept direction has ≥ 10× the variance rounding adds along it
@@ -51,6 +56,7 @@ class TransformSettings:
     fit_fraction: float = 0.2  # share of sentences held out to fit corrections (0 < f < 1)
     abtt_directions: int | None = None  # D for abtt; None: max(1, round(d / 100))
     whiten_dimensions: int | None = None  # k for whiten; None: keep all d
+    rogue_dimensions: int = 3  # k for drop_rogue
     fit_without_first_words: bool = False  # fit on the held-out sentences' later words only
     seed: int = 0
 
@@ -67,6 +73,7 @@ class TransformSettings:
         for name in ("abtt_directions", "whiten_dimensions"):
             if getattr(self, name) is not None:  # null: the default number
                 check_integer("measures.transform_fit", name, getattr(self, name), 1)
+        check_integer("measures.transform_fit", "rogue_dimensions", self.rogue_dimensions, 1)
 
 
 @dataclass(frozen=True)
@@ -153,6 +160,8 @@ def fit_transform(
         np.divide(1.0, std, out=scale, where=std > 0)
         return FittedTransform(name, mean, np.diag(scale), n)
 
+    if name == "drop_rogue":
+        return _without_rogue_dimensions(vectors, settings.rogue_dimensions)
     covariance = _covariance(vectors, mean)
     eigenvalues, eigenvectors = np.linalg.eigh(covariance)
     eigenvalues, eigenvectors = eigenvalues[::-1], eigenvectors[:, ::-1]  # descending
@@ -179,6 +188,30 @@ def fit_transform(
     }
     matrix = eigenvectors[:, chosen] / np.sqrt(eigenvalues[chosen])
     return FittedTransform(name, mean, matrix, n, parameters)
+
+
+def _without_rogue_dimensions(vectors: np.ndarray, count: int) -> FittedTransform:
+    """``drop_rogue``: the columns of `vectors` (n, d) but the `count` whose squared mean
+    of the unit rows, m_i², is largest (each dimension's share of the expected cosine)."""
+    n, d = vectors.shape
+    if count >= d:
+        raise ConfigError(
+            f"drop_rogue: measures.transform_fit.rogue_dimensions {count} must be less than "
+            f"the dimension {d}"
+        )
+    unit_mean = np.zeros(d)
+    for rows in row_chunks(n, d):
+        block = vectors[rows].astype(np.float64)
+        norms = np.linalg.norm(block, axis=1, keepdims=True)
+        unit_mean += (block / np.where(norms > 0, norms, 1.0)).sum(axis=0)
+    shares = (unit_mean / n) ** 2
+    dropped = np.sort(np.argsort(-shares, kind="stable")[:count])
+    kept = np.setdiff1d(np.arange(d), dropped)
+    parameters = {
+        "dimensions": [int(dimension) for dimension in dropped],
+        "expected_cosine_share": float(shares[dropped].sum() / shares.sum()),
+    }
+    return FittedTransform("drop_rogue", np.zeros(d), np.eye(d)[:, kept], n, parameters)
 
 
 def _whitened_directions(usable: np.ndarray, dimensions: int | None, n: int) -> np.ndarray:

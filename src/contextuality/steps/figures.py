@@ -152,14 +152,16 @@ def degeneration_figures(
 def geometry_figures(
     dimension_paths: Sequence[PathLike],
     dimension_scales_path: PathLike,
-    cka_path: PathLike,
+    alignment_path: PathLike,
     positions_path: PathLike | None,
     outputs: Sequence[PathLike],
 ) -> None:
     """The intrinsic dimension by layer (from the geometry steps' layer summaries) and over
-    scale (from its curves' table), the CKA heatmaps (from the CKA table) and the position
+    scale (from its curves' table), the CKA heatmaps and the alignment figure (from the
+    alignment table) and the position
     profiles (from their table; none without it), each as .png then .pdf, found in
     `outputs` by name."""
+    from contextuality.figures.alignment import plot_alignment
     from contextuality.figures.dimension import plot_dimension_scales
     from contextuality.figures.geometry import plot_cka, plot_positions
     from contextuality.figures.paper import plot_figure
@@ -177,11 +179,38 @@ def geometry_figures(
         by_name["intrinsic_dimension_scales"],
         source=_source(dimension_scales_path),
     )
-    plot_cka(read_tsv(cka_path), by_name["cka"], source=_source(cka_path))
+    alignment = read_tsv(alignment_path)
+    plot_cka(alignment, by_name["cka"], source=_source(alignment_path))
+    plot_alignment(alignment, by_name["alignment"], source=_source(alignment_path))
     if positions_path is not None:
         plot_positions(
             read_tsv(positions_path), by_name["positions"], source=_source(positions_path)
         )
+
+
+def ablation_figure(
+    measures_path: PathLike,
+    alignment_paths: Sequence[PathLike],
+    base: str,
+    ablated: str,
+    block: int,
+    outputs: Sequence[PathLike],
+) -> None:
+    """The ablation figure of model `ablated` against `base` (`figures.ablation`), from
+    the measures table and, where the geometry ran, the alignment table."""
+    from contextuality.figures.ablation import plot_ablation
+
+    alignment = read_tsv(alignment_paths[0]) if alignment_paths else None
+    sources = [measures_path, *alignment_paths]
+    plot_ablation(
+        read_tsv(measures_path),
+        alignment,
+        base,
+        ablated,
+        block,
+        list(outputs),
+        source=_sources(sources, "tables"),
+    )
 
 
 def sweep_figure(

@@ -1,9 +1,10 @@
 """The steps of workflow/rules/geometry.smk: a model's layer geometry (intrinsic dimension
-per layer, CKA between its layers), CKA between two models, and the table gathering CKA.
+per layer, the alignment between its layers), the alignment between two models, and the
+table gathering them.
 
 Every model's shards are rows of the same occurrence index, so one seeded sample of rows
 (config ``geometry.sample_size``; every row when null) is the same occurrences in every
-model: CKA between models compares representations of exactly the same word tokens.
+model: alignment between models compares representations of exactly the same word tokens.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from contextuality.backends.base import layer_output
 from contextuality.corpus.index import IndexFiles
 from contextuality.errors import warn
 from contextuality.geometry import dimension
-from contextuality.geometry.cka import SampledLayers, cka_between, sample_rows
+from contextuality.geometry.alignment import (
+    AlignmentSettings,
+    SampledLayers,
+    alignment_between,
+    best_matching_layers,
+    sample_rows,
+)
 from contextuality.measures.rows import rows_with_vectors
 from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.random_streams import generator
@@ -256,17 +263,22 @@ def _provenance(step: str, settings: dict[str, Any], rows: np.ndarray, *models: 
     )
 
 
+def _alignment(settings: dict[str, Any]) -> AlignmentSettings:
+    """Config ``geometry.alignment`` (its defaults where absent)."""
+    return AlignmentSettings(**settings.get("alignment", {}))
+
+
 def layer_geometry(
     model: ModelLayers,
     index: IndexFiles,
     settings: dict[str, Any],
     dimension_output: PathLike,
     curves_output: PathLike,
-    cka_output: PathLike,
+    alignment_output: PathLike,
 ) -> pd.DataFrame:
     """A model's intrinsic dimension per layer (JSON: layer summaries for the measures
-    table; parquet: its curves over scale, `DIMENSION_CURVE_COLUMNS`) and CKA between its
-    layers (parquet, `CKA_COLUMNS`), from one sample of its rows. `settings`: config
+    table; parquet: its curves over scale, `DIMENSION_CURVE_COLUMNS`) and the alignment between its
+    layers (parquet, `ALIGNMENT_COLUMNS`), from one sample of its rows. `settings`: config
     ``geometry`` with the measures' seed and confidence."""
     rows, later, sampled = _sample(index, settings)
     layers = read_sampled_layers(model, index, rows)
@@ -274,37 +286,48 @@ def layer_geometry(
     summaries, curves = _dimension_summaries(layers, settings, provenance)
     write_json(dimension_output, {"layers": summaries})
     write_parquet(curves, curves_output, provenance)
-    log.info("CKA between %d layers on %d rows", len(layers.vectors), len(rows))
-    table = cka_between((model.name, layers), None, later, sampled, settings["seed"])
-    write_parquet(table, cka_output, provenance)
+    log.info("alignment between %d layers on %d rows", len(layers.vectors), len(rows))
+    table = alignment_between(
+        (model.name, layers), None, later, sampled, settings["seed"], _alignment(settings)
+    )
+    write_parquet(table, alignment_output, provenance)
     return table
 
 
-def cka_between_models(
+def alignment_between_models(
     left: ModelLayers,
     right: ModelLayers,
     index: IndexFiles,
     settings: dict[str, Any],
     output: PathLike,
 ) -> pd.DataFrame:
-    """CKA between every layer of `left` and every layer of `right` on the same sampled
-    occurrences (parquet, `CKA_COLUMNS`)."""
+    """The alignment between every layer of `left` and every layer of `right` on the same sampled
+    occurrences (parquet, `ALIGNMENT_COLUMNS`)."""
     rows, later, sampled = _sample(index, settings)
     layers = [read_sampled_layers(model, index, rows) for model in (left, right)]
-    log.info("CKA between %s and %s on %d rows", left.name, right.name, len(rows))
-    table = cka_between(
-        (left.name, layers[0]), (right.name, layers[1]), later, sampled, settings["seed"]
+    log.info("alignment between %s and %s on %d rows", left.name, right.name, len(rows))
+    table = alignment_between(
+        (left.name, layers[0]),
+        (right.name, layers[1]),
+        later,
+        sampled,
+        settings["seed"],
+        _alignment(settings),
     )
-    write_parquet(table, output, _provenance("cka_between_models", settings, rows, *layers))
+    write_parquet(table, output, _provenance("alignment_between_models", settings, rows, *layers))
     return table
 
 
-def cka_table(paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
-    """Every CKA table (within and between models) as one TSV, its provenance gathering
-    theirs."""
+def alignment_table(
+    paths: Sequence[PathLike], output: PathLike, best_layers_output: PathLike
+) -> pd.DataFrame:
+    """Every alignment table (within and between models) as one TSV, and each layer's
+    best-matching layer of every other model (`alignment.best_matching_layers`), their
+    provenance gathering theirs."""
     order = ["model_a", "model_b", "occurrences", "layer_a", "layer_b"]
-    table, provenance = gather_parquet(paths, "cka_table", order)
+    table, provenance = gather_parquet(paths, "alignment_table", order)
     write_tsv(table, output, provenance)
+    write_tsv(best_matching_layers(table), best_layers_output, provenance)
     return table
 
 

@@ -215,14 +215,19 @@ def measures_table(
     summary_paths: Sequence[PathLike],
     output: PathLike,
     dimension_paths: Sequence[PathLike] = (),
+    census_output: PathLike | None = None,
 ) -> pd.DataFrame:
     """The layer summaries as one table (`summary.measures_table`), with the intrinsic
     dimension of each stored model's layers (the geometry step's summaries, transform
-    ``none``), its provenance gathering every layer summary's."""
+    ``none``), its provenance gathering every layer summary's; and, where
+    `census_output` is given, their census of massive activations (`summary.census_table`)."""
     summaries = summary.read_layer_summaries([*summary_paths, *dimension_paths])
     table = summary.measures_table(summaries)
     sources = [_layer_summary_provenance(layer_summary) for layer_summary in summaries]
-    write_tsv(table, output, provenance_record(step="measures_table", sources=sources))
+    provenance = provenance_record(step="measures_table", sources=sources)
+    write_tsv(table, output, provenance)
+    if census_output is not None:
+        write_tsv(summary.census_table(summaries), census_output, provenance)
     return table
 
 

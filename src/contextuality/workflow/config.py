@@ -7,6 +7,7 @@ params change), so that editing one model's settings reruns only that model's jo
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,8 @@ TOKENIZER_SETTINGS = ("source", "revision", "trust_remote_code", "units")
 # Config keys that were renamed: (section, old key) → new key, refused with the new name.
 RENAMED_KEYS = {
     ("measures", "correction"): "transform_fit",
-    ("geometry", "between_models"): "cka_between_models",
+    ("geometry", "between_models"): "alignment_between_models",
+    ("geometry", "cka_between_models"): "alignment_between_models",
 }
 # Keys of config ``measures`` that are not the measure step's settings.
 _NOT_MEASURE_SETTINGS = ("transforms", "top_words", "transform_fit")
@@ -82,6 +84,7 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
             if model not in models
         ]
     problems += _model_problems(models)
+    problems += _ablation_problems(config)
     problems += _unmeasured_transforms(config, schema)
     problems += _unstreamable(config, schema)
     if problems:
@@ -100,6 +103,46 @@ def _model_problems(models: dict[str, Any]) -> list[str]:
         except ConfigError as error:
             problems.append(str(error))
     return problems
+
+
+def _ablation_problems(config: dict[str, Any]) -> list[str]:
+    """An ablation to a calibrated mean in a partitioned extraction: each part would
+    calibrate on its own first sentences, and its parts would not be one model."""
+    partitions = int((config.get("extraction") or {}).get("partitions", 1))
+    if partitions <= 1:
+        return []
+    problems = []
+    for name, section in (config.get("models") or {}).items():
+        ablation = section.get("ablation") if isinstance(section, dict) else None
+        if ablation and ablation.get("value", "mean") == "mean":
+            problems.append(
+                f"models.{name}.ablation: value mean needs one extraction job "
+                f"(extraction.partitions is {partitions}); use value: zero or partitions: 1"
+            )
+    return problems
+
+
+def ablated_models(config: dict[str, Any]) -> dict[str, str]:
+    """Each ablated model (one with an ``ablation``) → the model it ablates: the first in
+    config order with the same settings but the ablation and the layers; ablated models
+    without one are left out."""
+    specs = {name: model_spec(config, name) for name in model_names(config)}
+
+    def unablated(spec: ModelSpec) -> ModelSpec:
+        return dataclasses.replace(spec, name="", ablation=None, layers=None)
+
+    found = {}
+    for name, spec in specs.items():
+        if spec.ablation is None:
+            continue
+        bases = [
+            other
+            for other, candidate in specs.items()
+            if candidate.ablation is None and unablated(candidate) == unablated(spec)
+        ]
+        if bases:
+            found[name] = bases[0]
+    return found
 
 
 def refuse_duplicate_keys(paths: list[str | Path]) -> None:
@@ -299,11 +342,11 @@ def transform_fit_settings(config: dict[str, Any], transform: str) -> dict[str, 
 
 def geometry_settings(config: dict[str, Any]) -> dict[str, Any]:
     """The geometry steps' settings: config ``geometry`` (but ``activate`` and
-    ``cka_between_models``, which choose jobs), with the measures' seed and confidence."""
+    ``alignment_between_models``, which choose jobs), with the measures' seed and confidence."""
     geometry = {
         key: value
         for key, value in config["geometry"].items()
-        if key not in ("activate", "cka_between_models")
+        if key not in ("activate", "alignment_between_models")
     }
     return {
         **geometry,

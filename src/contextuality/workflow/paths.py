@@ -189,12 +189,12 @@ def pair_shards(config: dict[str, Any], left: str, right: str) -> dict[str, list
     }
 
 
-def cka_model_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
-    """The pairs of stored models whose layers CKA compares (config
-    ``geometry.cka_between_models``): each pair, in config order, whose rows are the same
+def alignment_model_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """The pairs of stored models whose layers the alignment measures compare (config
+    ``geometry.alignment_between_models``): each pair, in config order, whose rows are the same
     occurrences (the same index), but of two checkpoints of one sweep only consecutive
     ones (how far each training interval moves the layers)."""
-    if not config["geometry"]["cka_between_models"]:
+    if not config["geometry"]["alignment_between_models"]:
         return []
     models = geometry_models(config)
     checkpoints = sweeps(config)
@@ -213,13 +213,13 @@ def cka_model_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def cka_files(config: dict[str, Any]) -> list[str]:
-    """Every CKA table the CKA table gathers: each stored model's between its layers,
-    then each pair of `cka_model_pairs`."""
+def alignment_files(config: dict[str, Any]) -> list[str]:
+    """Every alignment table the alignment table gathers: each stored model's between its layers,
+    then each pair of `alignment_model_pairs`."""
     stored = geometry_models(config)
-    pairs = cka_model_pairs(config)
-    return [f"results/geometry/{model}/cka.parquet" for model in stored] + [
-        f"results/geometry/cka_between_models/{left}~{right}.cka.parquet" for left, right in pairs
+    pairs = alignment_model_pairs(config)
+    return [f"results/geometry/{model}/alignment.parquet" for model in stored] + [
+        f"results/geometry/alignment_between_models/{left}~{right}.parquet" for left, right in pairs
     ]
 
 
@@ -333,6 +333,11 @@ def geometry_figure_names(config: dict[str, Any]) -> list[str]:
     from contextuality.figures.specs import GEOMETRY_FIGURES
 
     return [name for name in GEOMETRY_FIGURES if name != "positions" or positions_table(config)]
+
+
+def ablation_alignment(config: dict[str, Any]) -> list[str]:
+    """The alignment table, for the ablation figures, where the geometry runs."""
+    return ["results/tables/alignment.tsv"] if geometry_models(config) else []
 
 
 def positions_table(config: dict[str, Any]) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextuality.workflow.config import (
+    ablated_models,
     compared_models,
     degeneration_transforms,
     geometry_models,
@@ -14,7 +15,7 @@ from contextuality.workflow.config import (
     streamed_models,
 )
 from contextuality.workflow.paths import (
-    cka_files,
+    alignment_files,
     dimension_curve_files,
     dimension_files,
     every_layer_output,
@@ -51,7 +52,7 @@ def intermediate_outputs(config: dict[str, Any]) -> list[str]:
             for path in every_layer_output(config, suffix, "degeneration")
         ],
         *special_token_files(config),
-        *cka_files(config),
+        *alignment_files(config),
         *dimension_files(config),
         *dimension_curve_files(config),
     ]
@@ -73,7 +74,7 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
             for transform in config["measures"]["transforms"]
         ],
         *(
-            ["results/tables/cka.tsv", "results/tables/dimension_scales.tsv"]
+            ["results/tables/alignment.tsv", "results/tables/dimension_scales.tsv"]
             if geometry_models(config)
             else []
         ),
@@ -91,6 +92,11 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
         *[
             f"results/figures/families/{family}.{extension}"
             for family in (config.get("figures") or {}).get("families") or {}
+            for extension in ("png", "pdf")
+        ],
+        *[
+            f"results/figures/ablation/{model}.{extension}"
+            for model in ablated_models(config)
             for extension in ("png", "pdf")
         ],
         *(

@@ -45,13 +45,14 @@ def check(spec: ModelSpec) -> None:
         "last_layer": spec.last_layer != "as_returned",
         "gguf_file": spec.gguf_file is not None,
         "trust_remote_code": spec.trust_remote_code,
+        "ablation": spec.ablation is not None,
     }
     wrong = sorted(name for name, is_set in refused.items() if is_set)
     if wrong:
         raise ConfigError(
             f"model {spec.name}: {', '.join(wrong)} cannot be set for loader: elmo (one "
             "token per word, read as characters; no BOS token, final norm or remote code; "
-            "weights as published, on one device)"
+            "weights as published, on one device; no transformer blocks to ablate)"
         )
 
 

@@ -1,4 +1,5 @@
-"""Snakemake adapter: CKA between every layer of two models on the same occurrences."""
+"""Snakemake adapter: the alignment between every layer of two models on the same
+occurrences."""
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles
@@ -15,7 +16,7 @@ models = {
 }
 run_step(
     snakemake.log[0],
-    lambda: steps.cka_between_models(
+    lambda: steps.alignment_between_models(
         models["a"],
         models["b"],
         IndexFiles.of(snakemake.input),

@@ -1,0 +1,74 @@
+"""The ablation figure: what setting a block's massive activations (or first-token state)
+to zero or their mean does to a model's layers, the model and its ablated copy side by
+side on the same occurrences."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+
+from contextuality.figures.paper import plt, save_figure
+
+# The measures drawn from the measures table: (measure, column, axis label).
+MEASURE_PANELS = (
+    ("anisotropy", "raw", "anisotropy (mean cosine)"),
+    ("selfsim", "adjusted", "adjusted SelfSim"),
+    ("intrinsic_dimension[twonn]", "raw", "intrinsic dimension (TwoNN)"),
+)
+
+
+def plot_ablation(
+    measures: pd.DataFrame,
+    alignment: pd.DataFrame | None,
+    base: str,
+    ablated: str,
+    block: int,
+    outputs: list[str | os.PathLike],
+    source: str = "",
+) -> None:
+    """One panel per measure of `MEASURE_PANELS` that both models have (transform
+    ``none``), `base` solid and `ablated` dashed by layer, and, where `alignment` holds the
+    pair, linear and debiased CKA between each layer of one and the same layer of the other
+    with their nulls; a dotted line at the ablated `block`."""
+    rows = measures[(measures["transform"] == "none") & measures["model"].isin([base, ablated])]
+    panels = [
+        panel
+        for panel in MEASURE_PANELS
+        if rows[rows["measure"] == panel[0]]["model"].nunique() == 2
+        and rows.loc[rows["measure"] == panel[0], panel[1]].notna().any()
+    ]
+    pair = None
+    if alignment is not None:
+        between = alignment[alignment["occurrences"] == "all"]
+        forward = between[(between["model_a"] == base) & (between["model_b"] == ablated)]
+        pair = forward[forward["layer_a"] == forward["layer_b"]].sort_values("layer_a")
+        pair = pair if len(pair) else None
+    count = len(panels) + (pair is not None)
+    figure, axes = plt.subplots(
+        1, count, figsize=(3.8 * count, 3.4), layout="constrained", squeeze=False
+    )
+    axes = list(axes[0])
+    for panel, (measure, column, label) in zip(axes, panels, strict=False):
+        for model, style in ((base, "-"), (ablated, "--")):
+            line = rows[(rows["measure"] == measure) & (rows["model"] == model)]
+            line = line.sort_values("layer")
+            panel.plot(line["layer"], line[column], style, marker="o", markersize=3, label=model)
+        panel.set_ylabel(label)
+    if pair is not None:
+        panel = axes[-1]
+        for column, style, label in (
+            ("cka", "-", "linear CKA"),
+            ("cka_debiased", "--", "debiased CKA"),
+            ("null_cka", ":", "null (rows paired at random)"),
+        ):
+            panel.plot(pair["layer_a"], pair[column], style, marker="o", markersize=3, label=label)
+        panel.set_ylabel(f"CKA of layer L of both ({int(pair['n_rows'].iloc[0]):,} rows)")
+        panel.set_ylim(-0.05, 1.05)
+    for panel in axes:
+        panel.axvline(block, color="grey", linestyle=":", linewidth=1)
+        panel.set_xlabel("layer")
+        panel.grid(alpha=0.3)
+        panel.legend(fontsize=7)
+    figure.suptitle(f"{ablated}: {base} with block {block}'s output ablated", fontsize=10)
+    save_figure(figure, outputs, source)

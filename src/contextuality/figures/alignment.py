@@ -1,0 +1,70 @@
+"""The alignment figure: for each pair of models (a model with itself first), one heatmap
+per alignment measure between their layers on every sampled occurrence, each layer's
+best-matching layer of the other model marked, and each measure's permutation null in its
+panel's title."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from contextuality.figures.paper import label_cells, plt, save_figure
+
+# The measures drawn, with their label and colour range (Procrustes is a distance in
+# radians, drawn with its scale reversed so that brighter is closer everywhere).
+PANELS = (
+    ("cka_debiased", "debiased CKA", (0.0, 1.0)),
+    ("mutual_knn", "mutual k-NN", (0.0, 1.0)),
+    ("cknna", "CKNNA", (0.0, 1.0)),
+    ("procrustes", "Procrustes distance (rad)", (0.0, np.pi / 2)),
+)
+
+
+def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:
+    """Heatmaps of `table` (`geometry.alignment.ALIGNMENT_COLUMNS`, occurrences ``all``):
+    a row of panels per pair of models, one panel per measure of `PANELS`, the first
+    model's layers down and the second's across, values written in the cells when few;
+    between two models a dot marks each row's best match (the largest similarity, the
+    smallest distance)."""
+    every = table[table["occurrences"] == "all"]
+    pairs = list(dict.fromkeys(zip(every["model_a"], every["model_b"], strict=True)))
+    figure, axes = plt.subplots(
+        len(pairs),
+        len(PANELS),
+        figsize=(3.6 * len(PANELS), 3.3 * len(pairs)),
+        layout="constrained",
+        squeeze=False,
+    )
+    for row_axes, (left, right) in zip(axes, pairs, strict=True):
+        rows = every[(every["model_a"] == left) & (every["model_b"] == right)]
+        for panel, (measure, label, limits) in zip(row_axes, PANELS, strict=True):
+            grid = rows.pivot(index="layer_a", columns="layer_b", values=measure)
+            values = grid.to_numpy(dtype=float)
+            distance = measure == "procrustes"
+            panel.imshow(
+                values,
+                vmin=limits[0],
+                vmax=limits[1],
+                cmap="viridis_r" if distance else "viridis",
+                origin="lower",
+            )
+            panel.set_xticks(range(grid.shape[1]), grid.columns, fontsize=7)
+            panel.set_yticks(range(grid.shape[0]), grid.index, fontsize=7)
+            panel.set_xlabel(f"{right} layer", fontsize=8)
+            panel.set_ylabel(f"{left} layer", fontsize=8)
+            null = round(np.nanmedian(rows[f"null_{measure}"].to_numpy(dtype=float)), 3) + 0.0
+            panel.set_title(f"{left} × {right}: {label}\nnull {null:.3f}", fontsize=8)
+            bright = limits[0] + (0.4 if distance else 0.6) * (limits[1] - limits[0])
+            label_cells(panel, values, bright, limit=100, reversed_map=distance)
+            if left != right and np.isfinite(values).any(axis=1).all():
+                best = np.nanargmin(values, axis=1) if distance else np.nanargmax(values, axis=1)
+                panel.plot(best, np.arange(len(best)), "o", color="red", markersize=3.5)
+    k = int(every["k"].iloc[0]) if len(every) else 0
+    figure.suptitle(
+        f"Alignment between layers on the same occurrences (k = {k}); "
+        "dots: each row's best-matching layer",
+        fontsize=10,
+    )
+    save_figure(figure, outputs, source)

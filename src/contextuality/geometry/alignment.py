@@ -1,0 +1,354 @@
+"""Alignment between every layer of one model, or of two models, on the same sampled
+occurrences: the sampled rows (`sample_rows`, `SampledLayers`) and the rows with a vector in
+every layer; linear CKA, its debiased form and the angular Procrustes distance from the
+cross-products (`linear_cka.CrossProducts`) of every occurrence and of those past each
+sentence's first word, from one pass over chunks of rows; mutual k-NN and CKNNA from each
+layer's nearest neighbours (`neighbours`). Every value comes with a permutation null: the
+same measure with the right side's rows paired at random with the left's (seeded), what
+it gives for no relation. Then each layer's best-matching layer of another model
+(`best_matching_layers`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from contextuality.geometry.linear_cka import CrossProducts
+from contextuality.geometry.neighbours import cknna, cosine_neighbours, mutual_knn
+from contextuality.measures.rows import rows_with_vectors
+from contextuality.random_streams import generator
+
+# Rows multiplied at a time for CKA: (rows × every layer's width) float32, a few MiB.
+CKA_CHUNK_ROWS = 1024
+ALIGNMENT_COLUMNS = [
+    "model_a",
+    "layer_a",
+    "model_b",
+    "layer_b",
+    "occurrences",
+    "cka",
+    "cka_debiased",
+    "procrustes",
+    "mutual_knn",
+    "cknna",
+    "null_cka",
+    "null_cka_debiased",
+    "null_procrustes",
+    "null_mutual_knn",
+    "null_cknna",
+    "k",
+    "n_rows",
+    "sampled",
+]
+
+
+@dataclass(frozen=True)
+class AlignmentSettings:
+    """Mutual k-NN's and CKNNA's neighbours per row (platonic-rep's default) and where they
+    are searched: ``auto`` (a GPU when torch sees one), ``cpu``, ``cuda`` or ``cuda:N``
+    (config ``geometry.alignment``)."""
+
+    k: int = 10
+    device: str = "auto"
+
+    def search_device(self) -> str:
+        """The device the neighbours are searched on, ``auto`` resolved."""
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+# Which occurrences CKA is computed on: every one, and those past each sentence's first word
+# (a decoder's first-token vectors, of huge norm, otherwise dominate linear CKA).
+ALIGNMENT_OCCURRENCES = ("all", "position>0")
+
+
+@dataclass
+class SampledLayers:
+    """The sampled rows of every layer of a model (float16 as stored), and what the shards
+    record."""
+
+    vectors: dict[int, np.ndarray]
+    attributes: dict[int, dict[str, Any]]
+
+
+# Occurrences the geometry steps read by default (config ``geometry.sample_size``).
+GEOMETRY_SAMPLE_SIZE = 10_000
+
+
+def sample_rows(n_rows: int, sample_size: int | None, seed: int) -> np.ndarray:
+    """The increasing rows every geometry step reads: `sample_size` of the `n_rows`
+    occurrences drawn without replacement (stream ``geometry_sample``), or all of them."""
+    if sample_size is None or sample_size >= n_rows:
+        return np.arange(n_rows)
+    return np.sort(generator(seed, "geometry_sample").choice(n_rows, sample_size, replace=False))
+
+
+def rows_in_every_layer(*models: SampledLayers) -> np.ndarray:
+    """Positions (in the sample) of the rows with a vector in every layer of `models`."""
+    keep = None
+    for sampled in models:
+        for vectors in sampled.vectors.values():
+            valid = rows_with_vectors(vectors)
+            keep = valid if keep is None else keep & valid
+    return np.flatnonzero(keep)
+
+
+def row_chunks_of_layers(
+    left: SampledLayers,
+    right: SampledLayers | None,
+    kept: np.ndarray,
+    pairing: np.ndarray | None = None,
+) -> Iterator[tuple[list[np.ndarray], list[np.ndarray] | None, np.ndarray]]:
+    """The kept rows of every layer of `left` (and `right`, row ``pairing[r]`` beside row r
+    of `left` where a pairing is given), a chunk of rows at a time, with the chunk's rows."""
+    for start in range(0, len(kept), CKA_CHUNK_ROWS):
+        rows = kept[start : start + CKA_CHUNK_ROWS]
+        right_rows = rows if pairing is None else pairing[rows]
+        yield (
+            [vectors[rows] for vectors in left.vectors.values()],
+            None if right is None else [vectors[right_rows] for vectors in right.vectors.values()],
+            rows,
+        )
+
+
+def random_pairing(rows: np.ndarray, n_rows: int, random: np.random.Generator) -> np.ndarray:
+    """A permutation of the `n_rows` sampled rows that pairs each of `rows` with one of
+    them drawn at random (the others with themselves)."""
+    pairing = np.arange(n_rows)
+    pairing[rows] = random.permutation(rows)
+    return pairing
+
+
+def split_products(
+    left: SampledLayers,
+    right: SampledLayers | None,
+    kept: np.ndarray,
+    later: np.ndarray,
+    pairing: np.ndarray | None = None,
+) -> tuple[CrossProducts, CrossProducts]:
+    """The cross-products of the kept rows past their sentence's first word (`later`, a
+    mask of the sampled rows) and of the kept first words, from one pass, both shifted by
+    the kept rows' mean so that they add up to those of every kept row; `pairing` as
+    `row_chunks_of_layers` takes it."""
+    sides = [left] if right is None else [left, right]
+    shift = tuple(
+        np.concatenate(
+            [vectors[kept].mean(axis=0, dtype=np.float64) for vectors in side.vectors.values()]
+        )
+        for side in sides
+    )
+    widths = [[vectors.shape[1] for vectors in side.vectors.values()] for side in sides]
+    past = CrossProducts(widths[0], None if right is None else widths[1], shift)
+    first = past.sibling()
+    for left_chunk, right_chunk, rows in row_chunks_of_layers(left, right, kept, pairing):
+        for products, chosen in ((past, later[rows]), (first, ~later[rows])):
+            products.add(
+                [part[chosen] for part in left_chunk],
+                None if right_chunk is None else [part[chosen] for part in right_chunk],
+            )
+    return past, first
+
+
+@dataclass(frozen=True)
+class NeighbourAlignment:
+    """Mutual k-NN and CKNNA between every left layer (rows) and every right layer
+    (columns), and both with the right side's rows paired at random (the null); `k` the
+    neighbours each row has (NaN throughout where the rows are too few for k)."""
+
+    mutual_knn: np.ndarray
+    cknna: np.ndarray
+    null_mutual_knn: np.ndarray
+    null_cknna: np.ndarray
+    k: int
+
+
+def neighbour_alignment(
+    left: SampledLayers,
+    right: SampledLayers | None,
+    rows: np.ndarray,
+    k: int,
+    random: np.random.Generator,
+    device: str = "cpu",
+) -> NeighbourAlignment:
+    """`NeighbourAlignment` of the sampled `rows` (positions in the sample) of every layer
+    of `left` and `right` (of `left` itself when None), each layer's neighbours searched
+    once (`neighbours.cosine_neighbours`); the null pairs the rows by one permutation drawn
+    from `random`, so it needs no second search (`Neighbours.paired`)."""
+    shape = (len(left.vectors), len(left.vectors if right is None else right.vectors))
+    if len(rows) <= k:
+        nothing = np.full(shape, np.nan)
+        return NeighbourAlignment(nothing, nothing, nothing, nothing, k)
+    found = [cosine_neighbours(vectors[rows], k, device) for vectors in left.vectors.values()]
+    others = (
+        found
+        if right is None
+        else [cosine_neighbours(vectors[rows], k, device) for vectors in right.vectors.values()]
+    )
+    pairing = random.permutation(len(rows))
+    shuffled = [other.paired(pairing) for other in others]
+
+    def grid(measure, right_side):
+        return np.array([[measure(one, two) for two in right_side] for one in found])
+
+    return NeighbourAlignment(
+        grid(mutual_knn, others),
+        grid(cknna, others),
+        grid(mutual_knn, shuffled),
+        grid(cknna, shuffled),
+        k,
+    )
+
+
+def alignment_frame(
+    products: CrossProducts,
+    null: CrossProducts,
+    neighbours: NeighbourAlignment,
+    names: tuple[str, str],
+    layers: tuple[list[int], list[int]],
+    occurrences: str,
+    sampled: bool,
+) -> pd.DataFrame:
+    """Every alignment measure of `products` and `neighbours`, and of the randomly paired
+    `null`, between every pair of layers, as rows of `ALIGNMENT_COLUMNS`."""
+    left, right = np.meshgrid(layers[0], layers[1], indexing="ij")
+    return pd.DataFrame(
+        {
+            "model_a": names[0],
+            "layer_a": left.ravel(),
+            "model_b": names[1],
+            "layer_b": right.ravel(),
+            "occurrences": occurrences,
+            "cka": products.cka().ravel(),
+            "cka_debiased": products.debiased_cka().ravel(),
+            "procrustes": products.procrustes().ravel(),
+            "mutual_knn": neighbours.mutual_knn.ravel(),
+            "cknna": neighbours.cknna.ravel(),
+            "null_cka": null.cka().ravel(),
+            "null_cka_debiased": null.debiased_cka().ravel(),
+            "null_procrustes": null.procrustes().ravel(),
+            "null_mutual_knn": neighbours.null_mutual_knn.ravel(),
+            "null_cknna": neighbours.null_cknna.ravel(),
+            "k": neighbours.k,
+            "n_rows": products.n_rows,
+            "sampled": sampled,
+        },
+        columns=ALIGNMENT_COLUMNS,
+    )
+
+
+def alignment_between(
+    left: tuple[str, SampledLayers],
+    right: tuple[str, SampledLayers] | None,
+    later: np.ndarray,
+    sampled: bool,
+    seed: int,
+    alignment: AlignmentSettings = AlignmentSettings(),
+) -> pd.DataFrame:
+    """Every alignment measure and its permutation null between every layer of `left` and
+    every layer of `right` (of `left` itself when None), on the rows with a vector in all
+    of them: every one, and (`later`, a mask of the sampled rows) those past each
+    sentence's first word (`ALIGNMENT_OCCURRENCES`). A null pairs each row with one drawn at
+    random from the same rows (CKA and Procrustes: `random_pairing`, stream ``cka_null``;
+    mutual k-NN and CKNNA: stream ``alignment_null``), so it keeps nothing of the rows'
+    order."""
+    other = None if right is None else right[1]
+    paired = other or left[1]  # the right side's layers, shuffled against the left for the null
+    kept = rows_in_every_layer(left[1], *([] if other is None else [other]))
+    past, first = split_products(left[1], other, kept, later)
+    random = generator(seed, "cka_null")
+    kept_later = kept[later[kept]]
+    null_parts = split_products(
+        left[1], paired, kept, later, random_pairing(kept, len(later), random)
+    )
+    null_past, _ = split_products(
+        left[1], paired, kept_later, later, random_pairing(kept_later, len(later), random)
+    )
+    neighbour_random = generator(seed, "alignment_null")
+    device = alignment.search_device()
+    neighbours = [
+        neighbour_alignment(left[1], other, rows, alignment.k, neighbour_random, device)
+        for rows in (kept, kept_later)
+    ]
+    names = (left[0], left[0] if right is None else right[0])
+    layers = (list(left[1].vectors), list(paired.vectors))
+    chosen = zip(
+        ALIGNMENT_OCCURRENCES,
+        (past.plus(first), past),
+        (null_parts[0].plus(null_parts[1]), null_past),
+        neighbours,
+        strict=True,
+    )
+    frames = [
+        alignment_frame(products, null, found, names, layers, occurrences, sampled)
+        for occurrences, products, null, found in chosen
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+BEST_LAYER_COLUMNS = [
+    "model",
+    "layer",
+    "other_model",
+    "occurrences",
+    "measure",
+    "best_layer",
+    "value",
+    "null",
+    "depth",
+    "best_depth",
+]
+# What each measure's best match maximises (Procrustes is a distance: it is minimised).
+ALIGNMENT_MEASURES = ("cka", "cka_debiased", "procrustes", "mutual_knn", "cknna")
+
+
+def best_matching_layers(table: pd.DataFrame) -> pd.DataFrame:
+    """For every pair of different models in an alignment table (`ALIGNMENT_COLUMNS`), each
+    layer of either model and its best-matching layer of the other by each measure (the
+    most similar; the nearest by Procrustes), with the value, its null and both layers'
+    relative depths (layer / the model's deepest layer in the table), as rows of
+    `BEST_LAYER_COLUMNS`."""
+    deepest = (
+        pd.concat(
+            [
+                table[[f"model_{side}", f"layer_{side}"]].set_axis(["model", "layer"], axis=1)
+                for side in ("a", "b")
+            ]
+        )
+        .groupby("model")["layer"]
+        .max()
+    )
+    between = table[table["model_a"] != table["model_b"]]
+    sides = (("a", "b"), ("b", "a"))
+    rows = []
+    for side, other in sides:
+        keys = [f"model_{side}", f"layer_{side}", f"model_{other}", "occurrences"]
+        for (model, layer, other_model, occurrences), group in between.groupby(keys):
+            for measure in ALIGNMENT_MEASURES:
+                values = group[measure].to_numpy(dtype=float)
+                if np.isnan(values).all():
+                    continue
+                best = np.nanargmin(values) if measure == "procrustes" else np.nanargmax(values)
+                chosen = group.iloc[best]
+                best_layer = int(chosen[f"layer_{other}"])
+                rows.append(
+                    {
+                        "model": model,
+                        "layer": int(layer),
+                        "other_model": other_model,
+                        "occurrences": occurrences,
+                        "measure": measure,
+                        "best_layer": best_layer,
+                        "value": chosen[measure],
+                        "null": chosen[f"null_{measure}"],
+                        "depth": layer / max(deepest[model], 1),
+                        "best_depth": best_layer / max(deepest[other_model], 1),
+                    }
+                )
+    return pd.DataFrame(rows, columns=BEST_LAYER_COLUMNS)

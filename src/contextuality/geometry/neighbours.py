@@ -1,0 +1,153 @@
+"""Alignment of two representations of the same rows by their nearest neighbours: mutual
+k-NN and CKNNA (Huh et al. 2024, as platonic-rep's ``metrics.py`` defines them).
+
+Each representation's rows are L2-normalised and every row's k nearest other rows found by
+cosine, exactly (`cosine_neighbours`: chunks of rows against all of them, on a GPU when one
+is given); ties are broken by row order, the same in every layer, so that a tie is never
+resolved differently in two representations by chance.
+
+    mutual k-NN(A, B) = mean_i |N_A(i) ∩ N_B(i)| / k,
+
+1 for representations with the same neighbourhoods, about k / (n − 1) for unrelated ones.
+CKNNA is CKA restricted to mutual neighbours: with K, L the cosine kernels and M the mask
+of pairs (i, j) with j among the k nearest of i in both,
+
+    CKNNA(A, B) = HSIC_u(M∘K, M∘L) / √(HSIC_u(M_A∘K, M_A∘K) HSIC_u(M_B∘L, M_B∘L)),
+
+HSIC_u the unbiased estimator of Song et al. 2012 (`hsic_unbiased`); every kernel is
+nonzero on n·k entries at most, so it is computed from sparse matrices, never n × n dense.
+platonic-rep adds 1e-6 to the denominator; this does not (a ratio, NaN where a
+self-similarity is not positive), which moves CKNNA by up to 1e-6 / HSIC (docs/geometry.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from scipy import sparse
+
+# Similarities (chunk rows × n) computed at a time: 2^25 float32, 128 MiB.
+_SIMILARITIES_PER_CHUNK = 1 << 25
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Each row's `k` nearest other rows by cosine (n, k), nearest first, and those
+    cosines (n, k) float64."""
+
+    indices: np.ndarray
+    cosines: np.ndarray
+
+    @property
+    def k(self) -> int:
+        return self.indices.shape[1]
+
+    def paired(self, pairing: np.ndarray) -> Neighbours:
+        """The neighbours of the representation whose row i is row ``pairing[i]`` of this
+        one (a permutation): a permutation null without a second search."""
+        inverse = np.empty_like(pairing)
+        inverse[pairing] = np.arange(len(pairing))
+        return Neighbours(inverse[self.indices[pairing]], self.cosines[pairing])
+
+    @cached_property
+    def mask(self) -> sparse.csr_matrix:
+        """The 0/1 matrix of neighbour pairs (i, j): j among the k nearest of i (n × n)."""
+        return self._pairs(np.ones(self.indices.size))
+
+    @cached_property
+    def own_kernel(self) -> sparse.csr_matrix:
+        """The cosine kernel on the neighbour pairs (n × n, sparse)."""
+        return self._pairs(self.cosines.ravel())
+
+    @cached_property
+    def own_hsic(self) -> float:
+        """HSIC_u of the kernel on the neighbour pairs with itself (CKNNA's scale)."""
+        return hsic_unbiased(self.own_kernel, self.own_kernel)
+
+    def kernel(self, mask: sparse.csr_matrix) -> sparse.csr_matrix:
+        """The cosine kernel on the pairs of `mask` (a 0/1 matrix of these pairs or fewer)."""
+        return self.own_kernel.multiply(mask).tocsr()
+
+    def _pairs(self, values: np.ndarray) -> sparse.csr_matrix:
+        n, k = self.indices.shape
+        rows = np.repeat(np.arange(n), k)
+        return sparse.csr_matrix((values, (rows, self.indices.ravel())), (n, n))
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to norm 1 (float32; a zero row stays zero)."""
+    rows = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(rows.astype(np.float64), axis=1, keepdims=True)
+    return (rows / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def cosine_neighbours(vectors: np.ndarray, k: int, device: str = "cpu") -> Neighbours:
+    """Each row's `k` nearest other rows by cosine (self excluded), exactly: similarities
+    of a chunk of rows against every row in float32 (torch, on `device`), the k largest
+    chosen with ties broken by the lower row, sorted by cosine (stable)."""
+    import torch
+
+    n = len(vectors)
+    if not 1 <= k < n:
+        raise ValueError(f"k nearest neighbours need 1 <= k < n rows (k={k}, n={n})")
+    units = torch.from_numpy(_unit_rows(vectors)).to(device)
+    chunk = max(1, _SIMILARITIES_PER_CHUNK // n)
+    indices, cosines = [], []
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        similarities = units[start:stop] @ units.T
+        rows = torch.arange(stop - start, device=device)
+        similarities[rows, rows + start] = -torch.inf
+        kth = torch.topk(similarities, k, dim=1).values[:, -1:]
+        greater = similarities > kth
+        equal = similarities == kth
+        needed = k - greater.sum(dim=1, keepdim=True)
+        chosen = greater | (equal & (torch.cumsum(equal, dim=1) <= needed))
+        columns = chosen.nonzero()[:, 1].view(-1, k)
+        values = torch.gather(similarities, 1, columns)
+        values, order = torch.sort(values, dim=1, descending=True, stable=True)
+        indices.append(torch.gather(columns, 1, order).cpu().numpy())
+        cosines.append(values.double().cpu().numpy())
+    return Neighbours(np.concatenate(indices), np.concatenate(cosines))
+
+
+def mutual_knn(left: Neighbours, right: Neighbours) -> float:
+    """Mean over rows of the share of a row's k nearest neighbours in `left` that are
+    also among its k nearest in `right` (the same k)."""
+    if left.indices.shape != right.indices.shape:
+        raise ValueError("mutual k-NN compares neighbours of the same rows and the same k")
+    shared = left.mask.multiply(right.mask)
+    return float(shared.sum() / left.indices.size)
+
+
+def hsic_unbiased(kernel: sparse.csr_matrix, other: sparse.csr_matrix) -> float:
+    """HSIC_u(K, L) (Song et al. 2012) of two n × n kernels, their diagonals set to zero:
+    [tr(K̃L̃) + 1ᵀK̃1 · 1ᵀL̃1 / ((n−1)(n−2)) − 2 · 1ᵀK̃L̃1 / (n−2)] / (n(n−3))."""
+    n = kernel.shape[0]
+    if n < 4:
+        return float("nan")
+    kernel, other = (_zero_diagonal(matrix) for matrix in (kernel, other))
+    trace = kernel.multiply(other.T).sum()
+    totals = kernel.sum() * other.sum() / ((n - 1) * (n - 2))
+    column_sums, row_sums = np.asarray(kernel.sum(axis=0)).ravel(), np.asarray(other.sum(axis=1))
+    middle = 2.0 * float(column_sums @ row_sums.ravel()) / (n - 2)  # 1ᵀK̃L̃1 = (K̃ᵀ1)·(L̃1)
+    return float((trace + totals - middle) / (n * (n - 3)))
+
+
+def _zero_diagonal(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
+    matrix = matrix.tolil(copy=True)
+    matrix.setdiag(0)
+    return matrix.tocsr()
+
+
+def cknna(left: Neighbours, right: Neighbours) -> float:
+    """CKNNA: CKA of the cosine kernels on the pairs that are neighbours in both, over
+    each kernel on its own neighbour pairs (NaN where one of those is not positive)."""
+    if left.indices.shape != right.indices.shape:
+        raise ValueError("CKNNA compares neighbours of the same rows and the same k")
+    both = left.mask.multiply(right.mask).tocsr()
+    between = hsic_unbiased(left.kernel(both), right.kernel(both))
+    scale = left.own_hsic * right.own_hsic
+    return between / np.sqrt(scale) if scale > 0 else float("nan")

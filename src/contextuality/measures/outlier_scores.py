@@ -1,0 +1,66 @@
+"""A layer's massive activations as a summary row and a census (beyond the paper;
+definitions in `contextuality.measures.outliers`).
+
+Row ``massive_activations``: the share of occurrences with at least one, the dimensions
+that hold them (most first, in ``dimensions``), and a census by dimension (``census``,
+gathered into ``results/tables/massive_activations.tsv``): how many, on how many
+occurrences, the share of those that are their sentence's first word, the largest
+magnitude and the words that carry them most often.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from contextuality.measures import outliers
+from contextuality.measures.record import LayerInputs, SummaryRow
+
+# Words named per dimension in the census.
+CENSUS_WORDS = 3
+
+
+def _census(found: outliers.MassiveActivations, layer: LayerInputs) -> list[dict[str, Any]]:
+    """One entry per dimension with a massive activation, most activations first."""
+    words = layer.vocab.set_index("word_id")["word"] if layer.vocab is not None else None
+    entries = []
+    for dimension in np.unique(found.dimensions):
+        chosen = found.dimensions == dimension
+        rows = found.rows[chosen]
+        first = layer.rows.position[rows] == 0
+        carriers = Counter(layer.rows.word_id[rows].tolist()).most_common(CENSUS_WORDS)
+        entries.append(
+            {
+                "dimension": int(dimension),
+                "n_activations": int(chosen.sum()),
+                "n_occurrences": len(np.unique(rows)),
+                "share_first_word": float(first.mean()),
+                "max_abs": float(np.abs(found.values[chosen]).max()),
+                "mean": float(found.values[chosen].mean()),
+                "top_words": " ".join(
+                    str(words[word_id]) if words is not None else str(word_id)
+                    for word_id, _ in carriers
+                ),
+            }
+        )
+    return sorted(entries, key=lambda entry: (-entry["n_activations"], entry["dimension"]))
+
+
+def massive(layer: LayerInputs) -> dict[str, SummaryRow]:
+    """``massive_activations``: the share of the layer's occurrences with one, and their
+    census."""
+    found = outliers.massive_activations(layer.rows.vectors)
+    census = _census(found, layer)
+    n = layer.n_valid
+    return {
+        "massive_activations": {
+            "raw": len(np.unique(found.rows)) / n if n else float("nan"),
+            "n": n,
+            "dimensions": ",".join(str(entry["dimension"]) for entry in census),
+            "median_abs": found.median,
+            "threshold": found.threshold,
+            "census": census,
+        }
+    }

@@ -1,0 +1,57 @@
+"""A layer's spectrum and its sentences' shape as summary rows (beyond the paper;
+definitions in `contextuality.measures.spectra`).
+
+Exact: ``dataset_entropy``, the matrix entropy of the sentences' mean occurrence vectors
+(Skean et al.'s dataset entropy, on the indexed words' vectors of each sentence where they
+pool every token of a prompt), and ``alpha_req``, the decay of the covariance eigenvalues
+of every occurrence (the spread the isotropy scores share). Means over sentences with a
+bootstrap interval: ``prompt_entropy``, each sentence's matrix entropy of its own
+occurrences (two or more), and ``curvature``, of its occurrences in order (three or more).
+A sentence here is its indexed words only, so both are of fewer rows than a prompt's tokens.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from contextuality.measures import spectra
+from contextuality.measures.record import LayerInputs, SummaryRow
+from contextuality.measures.rows import group_sums, run_starts
+from contextuality.measures.summary import bootstrap_means, interval
+
+
+def spectrum(layer: LayerInputs) -> dict[str, SummaryRow]:
+    """``dataset_entropy`` and ``alpha_req``."""
+    rows = layer.rows
+    starts = run_starts(rows.sentence_id)
+    sizes = np.diff(np.append(starts, len(rows.vectors)))
+    means = group_sums(rows.vectors, starts) / sizes[:, None]
+    eigenvalues = layer.spread().eigenvalues
+    return {
+        "dataset_entropy": {"raw": spectra.dataset_entropy(means), "n": len(means)},
+        "alpha_req": {"raw": spectra.alpha_req(eigenvalues), "n": layer.n_valid},
+    }
+
+
+def sentence_shapes(layer: LayerInputs) -> dict[str, SummaryRow]:
+    """``prompt_entropy`` and ``curvature``: means over the sentences that have them."""
+    rows = layer.rows
+    order = np.lexsort((rows.position, rows.sentence_id))
+    vectors = rows.vectors if np.all(np.diff(order) > 0) else rows.vectors[order]
+    starts = run_starts(rows.sentence_id[order])
+    entropies, curvatures = spectra.sentence_shapes(vectors, starts)
+    values = {"prompt_entropy": entropies, "curvature": curvatures}
+    settings = layer.settings
+    found = {}
+    for row, per_sentence in values.items():
+        kept = per_sentence[np.isfinite(per_sentence)]
+        draws = bootstrap_means(kept, settings.bootstrap_resamples, layer.generator(row))
+        low, high = interval(draws if len(kept) else np.zeros(0), settings.confidence)
+        found[row] = {
+            "raw": float(kept.mean()) if len(kept) else float("nan"),
+            "raw_low": low,
+            "raw_high": high,
+            "n": len(kept),
+            "interval": "bootstrap",
+        }
+    return found

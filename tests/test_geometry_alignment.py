@@ -1,0 +1,189 @@
+"""Alignment between representations: orthogonal Procrustes, mutual k-NN and CKNNA against
+closed forms, brute-force references and similarity-repository's published values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import ortho_group
+
+from contextuality.geometry.linear_cka import CrossProducts
+from contextuality.geometry.neighbours import (
+    Neighbours,
+    cknna,
+    cosine_neighbours,
+    hsic_unbiased,
+    mutual_knn,
+)
+
+
+def _products(left: np.ndarray, right: np.ndarray) -> CrossProducts:
+    products = CrossProducts([left.shape[1]], [right.shape[1]])
+    products.add([left], [right])
+    return products
+
+
+def test_similarity_repository_reference_values():
+    """similarity-repository's reference values on np.random.seed(0), X and Y uniform
+    30 × 25: linear CKA, unbiased CKA and the angular Procrustes distance, to the float32
+    precision of the cross-products (`linear_cka`)."""
+    np.random.seed(0)  # noqa: NPY002 (the reference's own generator)
+    left = np.random.rand(30, 25)  # noqa: NPY002
+    right = np.random.rand(30, 25)  # noqa: NPY002
+    products = _products(left, right)
+    assert products.cka()[0, 0] == pytest.approx(0.489342739104415, abs=2e-8)
+    assert products.debiased_cka()[0, 0] == pytest.approx(0.0235986985806, abs=2e-8)
+    assert products.procrustes()[0, 0] == pytest.approx(0.762981579934, abs=2e-8)
+
+
+def test_procrustes_of_a_rotated_scaled_shifted_copy_is_zero():
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(200, 12))
+    rotated = 3.5 * vectors @ ortho_group.rvs(12, random_state=4) + 7.0
+    assert _products(vectors, rotated).procrustes()[0, 0] == pytest.approx(0.0, abs=2e-7)
+
+
+def test_procrustes_is_symmetric_bounded_and_matches_its_definition():
+    rng = np.random.default_rng(5)
+    left, right = rng.normal(size=(80, 6)), rng.normal(size=(80, 9))
+    forward = _products(left, right).procrustes()[0, 0]
+    backward = _products(right, left).procrustes()[0, 0]
+    centered = [side - side.mean(axis=0) for side in (left, right)]
+    scaled = [side / np.linalg.norm(side) for side in centered]
+    expected = np.arccos(np.linalg.svd(scaled[0].T @ scaled[1], compute_uv=False).sum())
+    assert forward == pytest.approx(expected, abs=1e-7)
+    assert backward == pytest.approx(forward, abs=1e-7)
+    assert 0.0 < forward <= np.pi / 2
+
+
+def _brute_neighbours(vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair's cosine in float64, self excluded, sorted by cosine then by row."""
+    units = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    similarities = units @ units.T
+    np.fill_diagonal(similarities, -np.inf)
+    order = np.lexsort(
+        (np.broadcast_to(np.arange(len(vectors)), similarities.shape), -similarities)
+    )
+    indices = order[:, :k]
+    return indices, np.take_along_axis(similarities, indices, axis=1)
+
+
+def test_cosine_neighbours_agree_with_brute_force_ties_broken_by_row():
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(150, 8)).astype(np.float32)
+    vectors[40] = vectors[3]  # repeats: ties that the lower row wins
+    vectors[90] = vectors[3] * 2.0
+    vectors[120] = vectors[7]
+    found = cosine_neighbours(vectors, 6)
+    indices, cosines = _brute_neighbours(vectors.astype(np.float64), 6)
+    assert np.array_equal(found.indices, indices)
+    np.testing.assert_allclose(found.cosines, cosines, atol=1e-6)
+    assert list(found.indices[3][:2]) == [40, 90]
+    assert list(found.indices[40][:2]) == [3, 90]
+
+
+def test_cosine_neighbours_in_chunks_equal_one_pass(monkeypatch):
+    from contextuality.geometry import neighbours
+
+    rng = np.random.default_rng(8)
+    vectors = rng.normal(size=(97, 5))
+    whole = cosine_neighbours(vectors, 4)
+    monkeypatch.setattr(neighbours, "_SIMILARITIES_PER_CHUNK", 97 * 10)
+    chunked = cosine_neighbours(vectors, 4)
+    assert np.array_equal(whole.indices, chunked.indices)
+
+
+def test_cosine_neighbours_refuse_k_out_of_range():
+    with pytest.raises(ValueError, match="1 <= k < n"):
+        cosine_neighbours(np.ones((5, 3)), 5)
+
+
+def test_mutual_knn_of_identical_is_one_and_of_independent_about_k_over_n_minus_one():
+    rng = np.random.default_rng(9)
+    n, k = 2000, 10
+    vectors = rng.normal(size=(n, 16))
+    found = cosine_neighbours(vectors, k)
+    assert mutual_knn(found, found) == 1.0
+    independent = cosine_neighbours(rng.normal(size=(n, 16)), k)
+    assert mutual_knn(found, independent) == pytest.approx(k / (n - 1), abs=0.003)
+
+
+def test_paired_neighbours_are_those_of_the_permuted_rows():
+    rng = np.random.default_rng(10)
+    vectors = rng.normal(size=(120, 6))
+    pairing = rng.permutation(120)
+    relabelled = cosine_neighbours(vectors, 5).paired(pairing)
+    searched = cosine_neighbours(vectors[pairing], 5)
+    assert np.array_equal(relabelled.indices, searched.indices)
+    np.testing.assert_allclose(relabelled.cosines, searched.cosines, atol=1e-6)
+
+
+def _dense_hsic_unbiased(kernel: np.ndarray, other: np.ndarray) -> float:
+    """platonic-rep's hsic_unbiased, densely."""
+    n = len(kernel)
+    kernel, other = kernel.copy(), other.copy()
+    np.fill_diagonal(kernel, 0)
+    np.fill_diagonal(other, 0)
+    value = (
+        np.sum(kernel * other.T)
+        + kernel.sum() * other.sum() / ((n - 1) * (n - 2))
+        - 2 * np.sum(kernel @ other) / (n - 2)
+    )
+    return value / (n * (n - 3))
+
+
+def _dense_cknna(left: np.ndarray, right: np.ndarray, k: int) -> float:
+    """CKNNA with dense n × n kernels and masks, as platonic-rep computes it (without its
+    1e-6 in the denominator)."""
+    kernels = []
+    for vectors in (left, right):
+        units = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        kernels.append(units @ units.T)
+
+    def mask(kernel):
+        masked = kernel.copy()
+        np.fill_diagonal(masked, -np.inf)
+        top = np.argsort(-masked, axis=1, kind="stable")[:, :k]
+        chosen = np.zeros_like(kernel)
+        np.put_along_axis(chosen, top, 1.0, axis=1)
+        return chosen
+
+    masks = [mask(kernel) for kernel in kernels]
+
+    def similarity(a, b, mask_a, mask_b):
+        both = mask_a * mask_b
+        return _dense_hsic_unbiased(both * a, both * b)
+
+    between = similarity(kernels[0], kernels[1], *masks)
+    own = [
+        similarity(kernel, kernel, chosen, chosen)
+        for kernel, chosen in zip(kernels, masks, strict=True)
+    ]
+    return between / np.sqrt(own[0] * own[1])
+
+
+def test_cknna_agrees_with_dense_reference_and_is_one_on_identical_rows():
+    rng = np.random.default_rng(11)
+    left = rng.normal(size=(70, 6))
+    right = left @ rng.normal(size=(6, 9)) + 0.5 * rng.normal(size=(70, 9))
+    k = 7
+    found = [cosine_neighbours(side, k) for side in (left, right)]
+    assert cknna(*found) == pytest.approx(_dense_cknna(left, right, k), rel=1e-9)
+    assert cknna(found[0], found[0]) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_sparse_hsic_agrees_with_dense():
+    rng = np.random.default_rng(12)
+    found = [cosine_neighbours(rng.normal(size=(40, 4)), 5) for _ in range(2)]
+    kernels = [side.own_kernel for side in found]
+    expected = _dense_hsic_unbiased(kernels[0].toarray(), kernels[1].toarray())
+    assert hsic_unbiased(*kernels) == pytest.approx(expected, rel=1e-12)
+
+
+def test_neighbours_of_different_shapes_are_refused():
+    small = Neighbours(np.zeros((4, 2), dtype=int), np.zeros((4, 2)))
+    large = Neighbours(np.zeros((4, 3), dtype=int), np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="same k"):
+        mutual_knn(small, large)
+    with pytest.raises(ValueError, match="same k"):
+        cknna(small, large)
