@@ -123,10 +123,15 @@ def main() -> None:
         shutil.copyfile(ablated, args.out / f"{name}-ablation-{ablated.name}")
     best = pd.read_csv(args.workdir / "results/tables/best_layers.tsv", sep="\t")
     header = [
-        f"# The instruments beyond the paper: `{args.config.relative_to(REPO)}`",
-        f"Written by `bench/instruments.py` ({time.strftime('%Y-%m-%d')}; the workflow run "
-        f"took {minutes:.0f} min on {args.cores} cores, shards already extracted reused). "
-        "Definitions: docs/instruments.md. Tables beside this file: "
+        f"# The instruments beyond the paper: `{args.config}`",
+        f"Written by `bench/instruments.py` ({time.strftime('%Y-%m-%d')}; "
+        + (
+            f"the workflow run took {minutes:.0f} min on {args.cores} cores, shards already "
+            "extracted reused). "
+            if minutes >= 1
+            else "every output of the workflow run reused). "
+        )
+        + "Definitions: docs/instruments.md. Tables beside this file: "
         f"`{name}-measures.tsv` (the rows below, every transform), "
         f"`{name}-alignment.tsv`, `{name}-best_layers.tsv`, "
         f"`{name}-massive_activations.tsv`; figures `{name}-*.png`.",

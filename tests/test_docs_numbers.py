@@ -274,3 +274,149 @@ def test_the_special_token_numbers_quoted_for_minilm_are_the_committed_rows():
     sentences = at_embeddings.loc[at_embeddings["bucket"] == "0", "n"].iloc[0]
     assert round(at_embeddings["n"].sum() / sentences) == 25
     assert "in a sentence of some 25 words" in page
+
+
+def _instruments(table: str) -> pd.DataFrame:
+    """A table of the instruments run (`bench/results/instruments-<table>.tsv`)."""
+    return pd.read_csv(ROOT / f"bench/results/instruments-{table}.tsv", sep="\t")
+
+
+def _grid(model_a: str, model_b: str, column: str) -> pd.DataFrame:
+    """An alignment column between two models' layers (every occurrence), `model_a`'s
+    layers down, whichever side the table puts each model on."""
+    table = _instruments("alignment")
+    table = table[table["occurrences"] == "all"]
+    rows = table[(table["model_a"] == model_a) & (table["model_b"] == model_b)]
+    if rows.empty:
+        rows = table[(table["model_a"] == model_b) & (table["model_b"] == model_a)]
+        rows = rows.rename(columns={"layer_a": "layer_b", "layer_b": "layer_a"})
+    return rows.pivot(index="layer_a", columns="layer_b", values=column)
+
+
+def _instrument(model: str, measure: str, layer: int, transform="none", column="raw"):
+    table = _instruments("measures")
+    chosen = (
+        (table["model"] == model)
+        & (table["measure"] == measure)
+        & (table["layer"] == layer)
+        & (table["transform"] == transform)
+    )
+    return table.loc[chosen, column].item()
+
+
+def _span(values, digits: int = 3, joiner: str = " to ") -> str:
+    return f"{min(values):.{digits}f}{joiner}{max(values):.{digits}f}"
+
+
+def test_the_alignment_quoted_in_the_instruments_page_is_the_instruments_run():
+    """docs/instruments.md: SmolLM2's blocks 12 to 27 by debiased CKA, Procrustes and mutual
+    k-NN, SmolLM2 against MiniLM with the nulls, and the best-matching layers."""
+    page = _page("instruments.md")
+    cka, knn = (
+        _grid("smollm2", "smollm2", "cka_debiased"),
+        _grid("smollm2", "smollm2", "mutual_knn"),
+    )
+    procrustes = _grid("smollm2", "smollm2", "procrustes")
+    pairs = list(pairwise([12, 15, 18, 21, 24, 27]))
+    assert all(round(cka.loc[after, before], 3) == 1 for before, after in pairs)
+    assert f"Procrustes distance of {_span([procrustes.loc[b, a] for a, b in pairs])} rad" in page
+    assert f"yet only {_span([knn.loc[b, a] for a, b in pairs])} of an occurrence's" in page
+    assert (
+        f"(effective rank {_instrument('smollm2', 'effective_rank', 12):.0f} at block 12)" in page
+    )
+    blocks = list(range(3, 28, 3))
+    between = [
+        _grid("smollm2", "minilm", column).loc[blocks] for column in ("cka_debiased", "mutual_knn")
+    ]
+    assert f"debiased CKA of {_span(between[0].values.ravel())} and a mutual k-NN of" in page
+    assert f"mutual k-NN of {_span(between[1].values.ravel())}" in page
+    table = _instruments("alignment")
+    null = table["null_mutual_knn"]
+    assert f"is {null.min():.4f} to {null.max():.4f} for mutual k-NN" in page
+    assert table["null_cka_debiased"].abs().max() < 0.001
+    best = _instruments("best_layers")
+    keys = ["model", "other_model", "measure", "layer"]
+    best = best[best["occurrences"] == "all"].set_index(keys).sort_index()
+    by_cka = best.loc[("smollm2", "gemma3", "cka_debiased"), "best_layer"]
+    assert (by_cka.loc[:27] == 0).all() and by_cka[30] == 18
+    by_knn = best.loc[("smollm2", "gemma3", "mutual_knn"), "best_layer"].to_dict()
+    quoted = {3: 6, 6: 6, 9: 6, 12: 6, 15: 9, 18: 9, 21: 9, 24: 12, 27: 15, 30: 18}
+    assert {layer: by_knn[layer] for layer in quoted} == quoted
+    assert "blocks 3 to 12 to layer 6, 15 to 21 to 9, 24 to 12, 27 to 15 and 30 to 18" in page
+    minilm_cka = best.loc[("smollm2", "minilm", "cka_debiased"), "best_layer"]
+    minilm_knn = best.loc[("smollm2", "minilm", "mutual_knn"), "best_layer"]
+    assert (minilm_cka.loc[:27] == 1).all()
+    assert (minilm_knn.loc[3:12] == 2).all() and (minilm_knn.loc[15:] == 3).all()
+
+
+def test_the_census_quoted_in_the_instruments_page_is_the_instruments_run():
+    page = _page("instruments.md")
+    census = _instruments("massive_activations")
+    census = census[census["transform"] == "none"].set_index(["model", "layer", "dimension"])
+    sink = census.loc[("smollm2", 12, 507)]
+    quoted = (
+        f"At block 12 it is on {sink['n_occurrences']:,} occurrences "
+        f"({sink['n_occurrences'] / 64188:.1%} of them), {sink['share_first_word']:.1%} of which"
+    ).replace("%", " %")
+    assert quoted in page
+    assert (
+        f"mean of {sink['mean']:,.0f} and at most {sink['max_abs']:,.0f} against a "
+        f"threshold of {sink['threshold']:,.0f}" in page
+    )
+    layers = sorted(census.loc["smollm2"].xs(507, level="dimension").index)
+    assert layers == [12, 15, 18, 21, 24, 27]
+    rogue = census.loc[("gemma3", 3, 400)]
+    assert (
+        f"dimension 400 above {rogue['threshold']:,.0f} on {rogue['n_occurrences']:,} occurrences"
+        in page
+    )
+    assert f"only {rogue['share_first_word']:.1%} are first words".replace("%", " %") in page
+    assert set(census.index.get_level_values("model")) & {"minilm"} == set()
+    assert list(census.loc["gemma3"].index.get_level_values("layer")) == [3]
+
+
+def test_the_measures_quoted_in_the_instruments_page_are_the_instruments_run():
+    page = _page("instruments.md")
+    for model, layers, quoted in (
+        ("smollm2", range(3, 28, 3), "SmolLM2's anisotropy in blocks 3 to 27"),
+        ("gemma3", range(3, 16, 3), "Gemma-3's in blocks 3 to 15"),
+    ):
+        raw = [_instrument(model, "anisotropy", layer) for layer in layers]
+        dropped = [_instrument(model, "anisotropy", layer, "drop_rogue") for layer in layers]
+        assert f"{quoted} from {_span(raw, joiner='–')} to {_span(dropped, joiner='–')}" in page
+        selfsim = [_instrument(model, "selfsim", layer, "none", "adjusted") for layer in layers]
+        without = [
+            _instrument(model, "selfsim", layer, "drop_rogue", "adjusted") for layer in layers
+        ]
+        assert f"{_span(selfsim, joiner='–')} to {_span(without, joiner='–')}" in page
+    entropy = {layer: _instrument("smollm2", "dataset_entropy", layer) for layer in (9, 12, 27, 30)}
+    assert (
+        f"falls from {entropy[9]:.2f} nats at block 9 to {entropy[12]:.2f} at block 12" in page
+        and f"recovers to {entropy[27]:.2f} at block 27 and to {entropy[30]:.2f}" in page
+    )
+    curvature = [_instrument("smollm2", "curvature", layer) for layer in range(0, 31, 3)]
+    assert f"SmolLM2 from {curvature[0]:.3f} rad to {max(curvature):.3f}" in page
+    zeroed = _grid("smollm2", "smollm2-zeroed", "mutual_knn")
+    assert (
+        f"{zeroed.loc[12, 12]:.3f} at block 12 to {zeroed.loc[15, 15]:.3f} at 15, "
+        f"{zeroed.loc[21, 21]:.3f} at 21 and {zeroed.loc[30, 30]:.3f} after the final norm"
+    ) in page
+    mean_knn = _grid("smollm2", "smollm2-mean", "mutual_knn")
+    mean_cka = _grid("smollm2", "smollm2-mean", "cka_debiased")
+    ablated = [12, 15, 21, 30]
+    assert f"mutual k-NN {_span([mean_knn.loc[layer, layer] for layer in ablated])}" in page
+    assert f"debiased CKA {_span([mean_cka.loc[layer, layer] for layer in ablated])}" in page
+    for measure, column in (("anisotropy", "raw"), ("selfsim", "adjusted")):
+        differences = [
+            abs(
+                _instrument("smollm2", measure, layer, "none", column)
+                - _instrument("smollm2-mean", measure, layer, "none", column)
+            )
+            for layer in [0, *ablated]
+        ]
+        assert max(differences) <= 0.002
+    last = [
+        _instrument(model, "selfsim", 30, "none", "adjusted")
+        for model in ("smollm2", "smollm2-zeroed")
+    ]
+    assert f"adjusted SelfSim falls from {last[0]:.3f} to {last[1]:.3f}" in page

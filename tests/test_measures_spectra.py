@@ -47,7 +47,9 @@ def test_a_sentence_of_two_rows_has_entropy_zero_one_row_none():
     vectors = rng.normal(size=(6, 3))
     triangle = _circle([0, 120, 240])
     rows = np.vstack([vectors[:1], vectors[1:3], triangle])
-    found, _ = spectra.sentence_shapes(rows, np.array([0, 1, 3]))
+    shapes = spectra.sentence_shapes(rows, np.array([0, 1, 3]))
+    found = shapes.entropies
+    np.testing.assert_allclose(shapes.means[1], rows[1:3].mean(axis=0), atol=1e-6)
     assert np.isnan(found[0])
     assert found[1] == pytest.approx(0.0, abs=1e-12)  # centered: ±u, one direction
     assert found[2] == pytest.approx(np.log(2), abs=1e-12)  # three at 120°: a plane, evenly
@@ -75,7 +77,7 @@ def test_curvature_agrees_with_a_loop_and_is_invariant():
     moved = 0.3 * rows @ ortho_group.rvs(5, random_state=5) + 2.0
     assert spectra.curvature(moved) == pytest.approx(found, abs=1e-10)
     assert 0.0 <= found <= np.pi / 2
-    _, per_sentence = spectra.sentence_shapes(np.vstack([rows, rows[:2]]), np.array([0, 9]))
+    per_sentence = spectra.sentence_shapes(np.vstack([rows, rows[:2]]), np.array([0, 9])).curvatures
     assert per_sentence[0] == pytest.approx(found) and np.isnan(per_sentence[1])
 
 
@@ -129,8 +131,8 @@ def test_a_layer_s_spectrum_rows_from_its_occurrences():
             for _, group in occurrences.groupby("sentence_id")
         ]
         means = np.array([vectors[members].mean(axis=0) for members in by_sentence])
-        assert rows["dataset_entropy"]["raw"] == pytest.approx(
-            spectra.dataset_entropy(means), abs=1e-9
+        assert rows["dataset_entropy"]["raw"] == pytest.approx(  # rows read as float32
+            spectra.dataset_entropy(means), abs=1e-6
         )
         entropies = [spectra.dataset_entropy(vectors[m]) for m in by_sentence if len(m) > 1]
         curvatures = [spectra.curvature(vectors[m]) for m in by_sentence if len(m) > 2]
@@ -145,3 +147,20 @@ def test_a_layer_s_spectrum_rows_from_its_occurrences():
         assert (np.isnan(expected) and np.isnan(rows["alpha_req"]["raw"])) == (width < 15)
         if width >= 15:
             assert rows["alpha_req"]["raw"] == pytest.approx(expected, abs=1e-6)
+
+
+def test_batched_sentences_agree_with_one_at_a_time():
+    """Sentences of one length go through float32 batches: two-row sentences still have
+    entropy exactly 0, three-row ones agree with the float64 path within 1e-6."""
+    rng = np.random.default_rng(7)
+    pairs = rng.normal(size=(40, 16)).astype(np.float16)
+    assert np.all(spectra.sentence_shapes(pairs, np.arange(0, 40, 2)).entropies == 0)
+    triples = rng.normal(size=(30, 16)).astype(np.float16)
+    shapes = spectra.sentence_shapes(triples, np.arange(0, 30, 3))
+    one_at_a_time = [spectra.dataset_entropy(triples[i : i + 3]) for i in range(0, 30, 3)]
+    np.testing.assert_allclose(shapes.entropies, one_at_a_time, atol=1e-6)
+    curvatures = [spectra.curvature(triples[i : i + 3]) for i in range(0, 30, 3)]
+    np.testing.assert_allclose(shapes.curvatures, curvatures, atol=1e-5)
+    np.testing.assert_allclose(
+        shapes.means, triples.astype(np.float64).reshape(10, 3, 16).mean(axis=1), atol=1e-12
+    )

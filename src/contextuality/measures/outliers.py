@@ -33,31 +33,49 @@ class MassiveActivations:
     values: np.ndarray
 
 
-def median_magnitude(vectors: np.ndarray) -> float:
-    """The median of |a| over every element of `vectors` (n, d), the mean of the middle two
-    for an even count, in float64. Float16 rows are counted by bit pattern a chunk at a
-    time, since a non-negative float16's bits order as its value: O(n·d), no sort and no
-    copy of the whole array."""
-    if vectors.dtype != np.float16:
-        return float(np.median(np.abs(vectors.astype(np.float64))))
+def _magnitude_counts(vectors: np.ndarray) -> np.ndarray:
+    """How many elements of float16 rows (n, d) have each |a|, by its bit pattern (2¹⁵,):
+    a non-negative float16's bits order as its value. A chunk of rows at a time."""
     counts = np.zeros(1 << 15, dtype=np.int64)
     for chunk in row_chunks(*vectors.shape):
         bits = np.ascontiguousarray(vectors[chunk]).view(np.uint16) & 0x7FFF  # |a|
         counts += np.bincount(bits.ravel(), minlength=1 << 15)
+    return counts
+
+
+def _median_of_counts(counts: np.ndarray) -> float:
     total = int(counts.sum())
     ranks = np.cumsum(counts)
     middle = np.searchsorted(ranks, [(total - 1) // 2, total // 2], side="right")
-    values = middle.astype(np.uint16).view(np.float16).astype(np.float64)
-    return float(values.mean())
+    return float(middle.astype(np.uint16).view(np.float16).astype(np.float64).mean())
+
+
+def median_magnitude(vectors: np.ndarray) -> float:
+    """The median of |a| over every element of `vectors` (n, d), the mean of the middle two
+    for an even count, in float64: for float16 rows from their counts by bit pattern
+    (O(n·d), no sort and no copy of the whole array)."""
+    if vectors.dtype != np.float16:
+        return float(np.median(np.abs(vectors.astype(np.float64))))
+    return _median_of_counts(_magnitude_counts(vectors))
 
 
 def massive_activations(
     vectors: np.ndarray, magnitude: float = MASSIVE_MAGNITUDE, ratio: float = MASSIVE_RATIO
 ) -> MassiveActivations:
     """The activations of rows (n, d) above `magnitude` and above `ratio` times the median
-    of every |activation| (`median_magnitude`), found a chunk of rows at a time."""
-    median = median_magnitude(vectors)
-    threshold = max(magnitude, ratio * median)
+    of every |activation| (`median_magnitude`), found a chunk of rows at a time; float16
+    rows are read once more only where their counts by magnitude show that some are."""
+    if vectors.dtype == np.float16:
+        counts = _magnitude_counts(vectors)
+        median = _median_of_counts(counts)
+        threshold = max(magnitude, ratio * median)
+        magnitudes = np.arange(1 << 15, dtype=np.uint16).view(np.float16).astype(np.float64)
+        if not counts[magnitudes > threshold].any():
+            nothing = np.zeros(0, dtype=np.int64)
+            return MassiveActivations(median, threshold, nothing, nothing, np.zeros(0))
+    else:
+        median = median_magnitude(vectors)
+        threshold = max(magnitude, ratio * median)
     rows, dimensions, values = [], [], []
     for chunk in row_chunks(*vectors.shape):
         block = np.asarray(vectors[chunk], dtype=np.float32)

@@ -22,6 +22,8 @@ arccos(|v_{k+1}·v_k| / (‖v_{k+1}‖‖v_k‖)) in radians (0: a straight traj
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from contextuality.measures.rows import groups_by_size
@@ -42,8 +44,13 @@ def normalized_rows(vectors: np.ndarray, dtype: type = np.float64) -> np.ndarray
 
 
 def _entropy_of(eigenvalues: np.ndarray) -> np.ndarray:
-    """−Σ p ln p of the positive eigenvalues (..., r) over their sum (NaN where none are)."""
-    positive = np.where(eigenvalues > 0, eigenvalues, 0.0)
+    """−Σ p ln p of the positive eigenvalues (..., r) over their sum (NaN where none are),
+    in float64; an eigenvalue within the solver's rounding of 0 (r · eps of its dtype times
+    the largest) counts as 0."""
+    floor = eigenvalues.shape[-1] * np.finfo(eigenvalues.dtype).eps
+    eigenvalues = eigenvalues.astype(np.float64)
+    floor = floor * eigenvalues.max(axis=-1, keepdims=True)
+    positive = np.where(eigenvalues > floor, eigenvalues, 0.0)
     totals = positive.sum(axis=-1, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         shares = positive / totals
@@ -83,29 +90,43 @@ def curvature(rows: np.ndarray) -> float:
     return float(_curvatures(normalized_rows(rows)))
 
 
-def sentence_shapes(vectors: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each sentence's matrix entropy of its own rows after `normalized_rows` (NaN for one
-    row) and `curvature` of its rows in order (the rows of sentence s are
-    ``starts[s]:starts[s + 1]``): the sentences of one length at a time, batched, their unit
-    rows in float32 (a layer's every row passes through memory twice)."""
+@dataclass(frozen=True)
+class SentenceShapes:
+    """Per sentence (n_sentences,): the matrix entropy of its own rows after
+    `normalized_rows` (NaN for one row), the `curvature` of its rows in order, and the mean
+    of its rows (n_sentences, d), of the rows read as float32 (exact for float16 shards),
+    summed in float64."""
+
+    entropies: np.ndarray
+    curvatures: np.ndarray
+    means: np.ndarray
+
+
+def sentence_shapes(vectors: np.ndarray, starts: np.ndarray) -> SentenceShapes:
+    """`SentenceShapes` of rows (n, d), the rows of sentence s ``starts[s]:starts[s + 1]``:
+    the sentences of one length at a time, batched, their unit rows in float32, from one
+    read of every row."""
     entropies = np.full(len(starts), np.nan)
     curvatures = np.full(len(starts), np.nan)
+    means = np.zeros((len(starts), vectors.shape[1]))
     for chosen, stacked in groups_by_size(vectors, starts, dtype=np.float32):
         if stacked is None:  # a length no other sentence has, or longer than d
             edges = np.append(starts, len(vectors))
             for sentence in chosen:
                 rows = vectors[edges[sentence] : edges[sentence + 1]]
+                means[sentence] = rows.mean(axis=0, dtype=np.float64)
                 entropies[sentence] = dataset_entropy(rows) if len(rows) > 1 else np.nan
                 curvatures[sentence] = curvature(rows)
             continue
+        means[chosen] = stacked.mean(axis=1, dtype=np.float64)
         if stacked.shape[1] < 2:
             continue
-        unit = normalized_rows(stacked, np.float32)  # unit rows: float32 holds their angles
-        gram = (unit @ np.swapaxes(unit, -1, -2)).astype(np.float64)
+        unit = normalized_rows(stacked, np.float32)  # float32 holds their angles and Gram
+        gram = unit @ np.swapaxes(unit, -1, -2)
         entropies[chosen] = _entropy_of(np.linalg.eigvalsh(gram))
         if stacked.shape[1] >= 3:
             curvatures[chosen] = _curvatures(unit)
-    return entropies, curvatures
+    return SentenceShapes(entropies, curvatures, means)
 
 
 def alpha_req(eigenvalues: np.ndarray, ranks: tuple[int, int] = ALPHA_REQ_RANKS) -> float:

@@ -16,16 +16,26 @@ import numpy as np
 
 from contextuality.measures import spectra
 from contextuality.measures.record import LayerInputs, SummaryRow
-from contextuality.measures.rows import group_sums, run_starts
+from contextuality.measures.rows import run_starts
 from contextuality.measures.summary import bootstrap_means, interval
 
 
+def _shapes(layer: LayerInputs) -> spectra.SentenceShapes:
+    """The layer's `spectra.SentenceShapes`, its sentences' words in position order,
+    computed once for both records."""
+
+    def compute() -> spectra.SentenceShapes:
+        rows = layer.rows
+        order = np.lexsort((rows.position, rows.sentence_id))
+        vectors = rows.vectors if np.all(np.diff(order) > 0) else rows.vectors[order]
+        return spectra.sentence_shapes(vectors, run_starts(rows.sentence_id[order]))
+
+    return layer.shared("sentence_shapes", compute)
+
+
 def spectrum(layer: LayerInputs) -> dict[str, SummaryRow]:
-    """``dataset_entropy`` and ``alpha_req``."""
-    rows = layer.rows
-    starts = run_starts(rows.sentence_id)
-    sizes = np.diff(np.append(starts, len(rows.vectors)))
-    means = group_sums(rows.vectors, starts) / sizes[:, None]
+    """``dataset_entropy`` (of the sentences' mean vectors) and ``alpha_req``."""
+    means = _shapes(layer).means
     eigenvalues = layer.spread().eigenvalues
     return {
         "dataset_entropy": {"raw": spectra.dataset_entropy(means), "n": len(means)},
@@ -35,12 +45,8 @@ def spectrum(layer: LayerInputs) -> dict[str, SummaryRow]:
 
 def sentence_shapes(layer: LayerInputs) -> dict[str, SummaryRow]:
     """``prompt_entropy`` and ``curvature``: means over the sentences that have them."""
-    rows = layer.rows
-    order = np.lexsort((rows.position, rows.sentence_id))
-    vectors = rows.vectors if np.all(np.diff(order) > 0) else rows.vectors[order]
-    starts = run_starts(rows.sentence_id[order])
-    entropies, curvatures = spectra.sentence_shapes(vectors, starts)
-    values = {"prompt_entropy": entropies, "curvature": curvatures}
+    shapes = _shapes(layer)
+    values = {"prompt_entropy": shapes.entropies, "curvature": shapes.curvatures}
     settings = layer.settings
     found = {}
     for row, per_sentence in values.items():
