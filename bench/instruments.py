@@ -23,6 +23,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from contextuality.geometry.alignment import BEST_LAYER_COLUMNS
+
 from workdir import run_workflow, write_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,17 +75,7 @@ def _sections(measures: pd.DataFrame, best: pd.DataFrame) -> list[str]:
     chosen = best[
         (best["occurrences"] == "all") & best["measure"].isin(["cka_debiased", "mutual_knn"])
     ]
-    columns = [
-        "model",
-        "layer",
-        "other_model",
-        "measure",
-        "best_layer",
-        "value",
-        "null",
-        "depth",
-        "best_depth",
-    ]
+    columns = [column for column in BEST_LAYER_COLUMNS if column != "occurrences"]
     sections.append(
         "## Best-matching layers (every sampled occurrence)\n\n"
         + chosen[columns].to_markdown(index=False, floatfmt=".3f")
