@@ -28,7 +28,8 @@ def plot_ablation(
     source: str = "",
 ) -> None:
     """One panel per measure of `MEASURE_PANELS` that both models have (transform
-    ``none``), `base` solid and `ablated` dashed by layer, and, where `alignment` holds the
+    ``none``), `base` solid and `ablated` dashed by layer from the ablated block on (before
+    it the two are the same), and, where `alignment` holds the
     pair, linear and debiased CKA between each layer of one and the same layer of the other
     with their nulls; a dotted line at the ablated `block`."""
     rows = measures[(measures["transform"] == "none") & measures["model"].isin([base, ablated])]
@@ -52,6 +53,8 @@ def plot_ablation(
     for panel, (measure, column, label) in zip(axes, panels, strict=False):
         for model, style in ((base, "-"), (ablated, "--")):
             line = rows[(rows["measure"] == measure) & (rows["model"] == model)]
+            if model == ablated:  # before the block the two are one model: drawn once
+                line = line[line["layer"] >= block]
             line = line.sort_values("layer")
             panel.plot(line["layer"], line[column], style, marker="o", markersize=3, label=model)
         panel.set_ylabel(label)

@@ -114,7 +114,7 @@ FIGURES = {
         FigureSpec(
             "massive_activations",
             "raw",
-            "Massive activations (|a| > 100 and > 1,000 × the median)",
+            "Massive activations",
             "share of occurrences with one",
             (Series("massive_activations"),),
         ),
