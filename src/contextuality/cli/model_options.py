@@ -4,6 +4,7 @@ section (``models.<name>``), so that a workflow's model runs the same outside Sn
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from typing import Any
 
@@ -32,6 +33,7 @@ MODEL_OPTION_HELP = {
     "weights_dtype": "dtype the weights load in (bfloat16 halves a large model's memory)",
     "device_map": "accelerate's placement over GPUs and CPU: auto, balanced or sequential",
     "segment_words": "words per extraction segment, the span batches are planned in",
+    "ablation": 'Sun et al.\'s intervention, as JSON: \'{"block": 12, "value": "mean"}\'',
 }
 
 
@@ -50,7 +52,11 @@ def add_model_arguments(command: argparse.ArgumentParser) -> None:
         shown = f" (default: {default})" if default is not None else ""
         command.add_argument(
             option,
-            type=int if "int" in str(field.type) else str,  # the annotation, as text
+            type=json.loads
+            if setting == "ablation"
+            else int
+            if "int" in str(field.type)
+            else str,  # the annotation, as text
             nargs="+" if str(field.type).startswith("tuple") else None,
             choices=SETTING_CHOICES.get(setting),
             help=help_text + ("" if "default:" in help_text else shown),
