@@ -168,6 +168,16 @@ class ModelSpec:
 DEFAULT_TOKEN_BUDGET = {"cuda": 8192, "cpu": 2048}
 
 
+def resolved_device(requested: str) -> str:
+    """The torch device a ``device`` setting names: ``auto`` is a GPU when torch sees one,
+    else the CPU; any other value (``cpu``, ``cuda``, ``cuda:N``) as given."""
+    if requested != "auto":
+        return requested
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def token_budget(spec: ModelSpec, device_type: str) -> int:
     """The token budget `spec` runs with on a device of `device_type` (``cuda``, ``cpu``):
     its own, or `DEFAULT_TOKEN_BUDGET` for the device (a GPU's for other accelerators)."""

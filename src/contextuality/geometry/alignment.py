@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from contextuality.backends.base import resolved_device
 from contextuality.geometry.linear_cka import CrossProducts
 from contextuality.geometry.neighbours import cknna, cosine_neighbours, mutual_knn
 from contextuality.measures.rows import rows_with_vectors
@@ -57,11 +58,7 @@ class AlignmentSettings:
 
     def search_device(self) -> str:
         """The device the neighbours are searched on, ``auto`` resolved."""
-        if self.device != "auto":
-            return self.device
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return resolved_device(self.device)
 
 
 # Which occurrences CKA is computed on: every one, and those past each sentence's first word

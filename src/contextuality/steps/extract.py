@@ -13,7 +13,13 @@ import numpy as np
 import pandas as pd
 
 from contextuality import backends, random_streams
-from contextuality.backends.base import LoadedModel, ModelSpec, selected_layers, token_budget
+from contextuality.backends.base import (
+    LoadedModel,
+    ModelSpec,
+    resolved_device,
+    selected_layers,
+    token_budget,
+)
 from contextuality.corpus.index import IndexFiles
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError, warn
@@ -58,14 +64,6 @@ class _Prepared:
     files: dict[int, PathLike]
 
 
-def _device(requested: str) -> str:
-    import torch
-
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return requested
-
-
 def _checked_layers(spec: ModelSpec, layer_files: dict[int, PathLike]) -> tuple[int, ...]:
     """The layers to extract, checked against the model's config (not its weights) and
     against the files asked for."""
@@ -106,7 +104,7 @@ def _prepare(
     sentences = sentence_table["text"].tolist()
     index_summary = index.read_summary()
     layers = _checked_layers(spec, layer_files)
-    loaded = backends.load_model(spec, _device(spec.device))
+    loaded = backends.load_model(spec, resolved_device(spec.device))
     occurrences = index.read_occurrences()
     counts = np.bincount(occurrences["sentence_id"].to_numpy(), minlength=len(sentences))
     plan = plan_extraction(loaded, counts, layers, *part)
@@ -278,7 +276,7 @@ def special_tokens(
     index_summary = index.read_summary()
     sentences = index.read_sentences(sentences_path)["text"].tolist()
     layers = selected_layers(spec, backends.count_hidden_layers(spec))
-    loaded = backends.load_model(spec, _device(spec.device))
+    loaded = backends.load_model(spec, resolved_device(spec.device))
     rng = random_streams.generator(seed, "special_token_sentences")
     chosen = np.sort(rng.choice(len(sentences), min(sample_size, len(sentences)), replace=False))
     texts = [sentences[position] for position in chosen]
