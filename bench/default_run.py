@@ -1,8 +1,10 @@
 """Where the embedded default run's time goes, measured.
 
 Runs the README's first command's workflow (config/config.yaml, `--cores 2`) from scratch
-`--repeats` times in directories of their own, and reports the wall time of each run, the
-job-seconds of each rule from Snakemake's benchmark files, and what one measure job's
+`--repeats` times in directories of their own (with ``--against REV``, each after a run
+of that revision's default, so that both are timed in the same minutes), and reports the
+wall time of each run, the job-seconds of each rule from Snakemake's benchmark files, and
+what one measure job's
 step costs with BLAS using every core against the one thread its job is given
 (`workflow.run_step`), and with the passes over the layer cut into chunks of each size
 (`rows.row_chunks`); and what the garbage collector costs the extraction job, with the
@@ -160,21 +162,52 @@ def extraction_job(directory: Path, handled: bool, settings: dict) -> dict:
     return figures
 
 
+def timed_baseline(directory: Path, checkout: Path) -> float:
+    """Wall seconds of one run from scratch of the default run of another revision (its
+    Snakefile, config and package, checked out in `checkout`)."""
+    (directory / "config").mkdir(parents=True)
+    shutil.copy(checkout / "config" / "config.yaml", directory / "config" / "config.yaml")
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(checkout / "workflow/Snakefile"),
+    ]
+    command += ["--directory", str(directory), "--cores", "2", "--quiet", "rules"]
+    environment = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    started = time.perf_counter()
+    subprocess.run(command, check=True, env=environment)
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     parser.add_argument("--machine", default="cpu2", help="name of the results file")
+    parser.add_argument(
+        "--against", help="a git revision whose default run is timed too, runs interleaved"
+    )
     args = parser.parse_args()
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    walls, rules = [], {}
+    walls, rules, baseline = [], {}, []
     with tempfile.TemporaryDirectory() as temporary:
+        checkout = Path(temporary) / "baseline"
+        if args.against:
+            git = ["git", "-C", str(REPO), "worktree"]
+            subprocess.run([*git, "add", "--detach", str(checkout), args.against], check=True)
         for repeat in range(args.repeats):
+            if args.against:
+                baseline.append(timed_baseline(Path(temporary) / f"base-{repeat}", checkout))
+                shutil.rmtree(Path(temporary) / f"base-{repeat}")
             directory = Path(temporary) / f"run-{repeat}"
             wall, rules = timed_run(directory, config)
             walls.append(wall)
             if repeat + 1 < args.repeats:
                 shutil.rmtree(directory)
+        if args.against:
+            subprocess.run([*git, "remove", "--force", str(checkout)], check=True)
         chunk = row_passes._CHUNK_BYTES / 2**20
         threads = {limit: measure_step(directory, limit, chunk, config) for limit in ("all", "1")}
         chunks = {mib: measure_step(directory, "1", mib, config) for mib in CHUNK_MIB}
@@ -187,6 +220,8 @@ def main() -> None:
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "date": time.strftime("%Y-%m-%d"),
         "default_run_seconds": [round(wall, 1) for wall in walls],
+        "baseline": args.against,
+        "baseline_run_seconds": [round(wall, 1) for wall in baseline],
         "job_seconds_by_rule": {
             rule: {"jobs": len(values), "total": round(sum(values), 1)}
             for rule, values in sorted(rules.items())
@@ -211,7 +246,15 @@ def main() -> None:
             "`snakemake --cores 2` on config/config.yaml from scratch.",
             "Wall time of each run: "
             + ", ".join(f"{wall} s" for wall in figures["default_run_seconds"])
-            + ".",
+            + "."
+            + (
+                f" Interleaved with them (each before its run), revision {args.against}'s "
+                "default run: "
+                + ", ".join(f"{wall} s" for wall in figures["baseline_run_seconds"])
+                + "."
+                if args.against
+                else ""
+            ),
             "Job seconds by benchmarked rule (last run; two jobs run at a time):\n\n"
             + "\n".join(["| rule | jobs | total |", "|---|---|---|", *rows]),
             "One measure job's step (layer 3, transform none, best of 3) with BLAS using "

@@ -91,10 +91,19 @@ def main() -> None:
     parser.add_argument(
         "--workdir", type=Path, default=REPO / "bench" / "work" / "geometry-families"
     )
+    parser.add_argument(
+        "--keep-measured",
+        action="store_true",
+        help="rerun a job for a changed input or code only, not for settings that changed "
+        "no number of it (Snakemake's --rerun-triggers mtime input code)",
+    )
     args = parser.parse_args()
     name = args.config.stem
+    config = args.config.resolve()
+    shown = config.relative_to(REPO) if config.is_relative_to(REPO) else config
     started = time.perf_counter()
-    run_workflow(args.workdir, yaml.safe_load(args.config.read_text()), args.cores)
+    extra = ["--rerun-triggers", "mtime", "input", "code"] if args.keep_measured else []
+    run_workflow(args.workdir, yaml.safe_load(args.config.read_text()), args.cores, extra)
     minutes = (time.perf_counter() - started) / 60
     measures = pd.read_csv(args.workdir / "results/tables/measures.tsv", sep="\t")
     kept = measures[
@@ -115,7 +124,7 @@ def main() -> None:
         shutil.copyfile(ablated, args.out / f"{name}-ablation-{ablated.name}")
     best = pd.read_csv(args.workdir / "results/tables/best_layers.tsv", sep="\t")
     header = [
-        f"# The instruments beyond the paper: `{args.config}`",
+        f"# The instruments beyond the paper: `{shown}`",
         f"Written by `bench/instruments.py` ({time.strftime('%Y-%m-%d')}; "
         + (
             f"the workflow run took {minutes:.0f} min on {args.cores} cores, shards already "

@@ -12,7 +12,9 @@ from contextuality.backends.elmo.release import RELEASES
 from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.cli import main
 from contextuality.figures.specs import DEGENERATION_FIGURES
-from contextuality.tables import write_tsv
+from contextuality.measures.summary import CENSUS_COLUMNS
+from contextuality.provenance import read_json, write_json
+from contextuality.tables import read_tsv, write_tsv
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -91,11 +93,17 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir, capsys):
     assert (
         abs(versus.set_index(["occurrences", "layer_a", "layer_b"])["cka"]["all", 2, 2] - 1) < 1e-6
     )
-    table = tmp_path / "measures.tsv"
-    assert main(["summarize", *summaries, "-o", str(table)]) == 0
+    table, census = tmp_path / "measures.tsv", tmp_path / "census.tsv"
+    assert main(["summarize", *summaries, "-o", str(table), "--census", str(census)]) == 0
     rows = pd.read_csv(table, sep="\t")
     assert len(rows) == 2 * len(summary["measures"])
     assert set(rows["layer"]) == {0, 2}
+    found = read_tsv(census)
+    assert list(found.columns) == list(CENSUS_COLUMNS)
+    assert len(found) == sum(
+        len(json.loads(Path(path).read_text())["measures"]["massive_activations"]["census"])
+        for path in summaries
+    )
     vectors = tmp_path / "layer_2.txt"
     static = ["static", str(shards / "layer_2.h5"), "--index", str(index), "-o", str(vectors)]
     assert main(static) == 0
@@ -131,7 +139,15 @@ def _wrong_inputs_exit_with_one_line(tmp_path, shards, index, sentences, summari
     capsys.readouterr()
     measure = ["measure", str(shards / "layer_2.h5"), "--index", str(index)]
     measure += ["--sentences", str(sentences), "-o", str(tmp_path / "refused")]
+    lean = read_json(summaries[0]) | {"leave_out": ["massive_activations"]}
+    write_json(tmp_path / "lean.json", lean)  # a summary measured without them
+    census = ["summarize", str(tmp_path / "lean.json"), "-o", str(tmp_path / "refused.tsv")]
+    census.append("--census")
     commands = {
+        "with massive_activations in measures.leave_out: it has no census": [
+            *census,
+            str(tmp_path / "census.tsv"),
+        ],
         "measures.seed must be at least 0": [*measure, "--seed", "-1"],
         "fit_fraction must be in (0, 1)": [*measure, "--fit-fraction", "1.5"],
         "baseline_sample_size must be at least 2": [*measure, "--baseline-sample-size", "0"],

@@ -7,6 +7,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -420,3 +421,44 @@ def test_the_measures_quoted_in_the_instruments_page_are_the_instruments_run():
         for model in ("smollm2", "smollm2-zeroed")
     ]
     assert f"adjusted SelfSim falls from {last[0]:.3f} to {last[1]:.3f}" in page
+
+
+def test_the_sensitivity_of_the_best_matches_quoted_in_the_instruments_page():
+    """bench/results/alignment-sensitivity-smollm2-gemma3.tsv: its reference setting is the
+    instruments run to the last digit, the seed moves no match, late blocks keep theirs."""
+    table = pd.read_csv(ROOT / "bench/results/alignment-sensitivity-smollm2-gemma3.tsv", sep="\t")
+    reference = table[(table["sample_size"] == 10_000) & (table["seed"] == 0) & (table["k"] == 10)]
+    grid = reference.pivot(index="layer_a", columns="layer_b", values="mutual_knn")
+    workflow = _grid("smollm2", "gemma3", "mutual_knn")
+    assert (grid - workflow.loc[grid.index, grid.columns]).abs().max().max() < 1e-6
+    best = table.loc[table.groupby(["sample_size", "seed", "k", "layer_a"])["mutual_knn"].idxmax()]
+    best = best.set_index(["sample_size", "seed", "k", "layer_a"])["layer_b"]
+    at_10000 = best.xs(10_000, level="sample_size").unstack("layer_a")
+    assert (at_10000.groupby(level="k").nunique() == 1).all().all()  # seeds agree
+    late = best.unstack("layer_a")[[15, 18, 21, 24, 27, 30]].drop((2_500, 0, 50))
+    assert (late == [9, 9, 9, 12, 15, 18]).all().all()
+    spread = table[table["sample_size"] == 10_000].groupby(["k", "layer_a", "layer_b"])
+    assert spread["mutual_knn"].std().max() == pytest.approx(0.0056, abs=5e-5)
+
+
+def test_the_standardized_measures_quoted_in_the_instruments_page():
+    page = " ".join(_page("instruments.md").split())
+    quiet = [
+        _instrument(model, "anisotropy", layer, "standardize")
+        for model, layers in (("minilm", range(1, 6)), ("gemma3", range(3, 16, 3)))
+        for layer in layers
+    ]
+    assert f"anisotropy, {min(quiet):.4f} to {max(quiet):.3f} in MiniLM's layers 1 to 5" in page
+    early = [_instrument("smollm2", "anisotropy", layer, "standardize") for layer in (3, 6, 9)]
+    assert f"{min(early):.3f} to {max(early):.3f} in SmolLM2's blocks 3 to 9" in page
+    sink = {layer: _instrument("smollm2", "anisotropy", layer, "standardize") for layer in (12, 27)}
+    assert f"{sink[12]:.3f} at block 12, falling to {sink[27]:.3f} at block 27" in page
+    for model, layers, name in (
+        ("smollm2", range(3, 28, 3), "SmolLM2"),
+        ("gemma3", range(3, 16, 3), "Gemma-3"),
+        ("minilm", range(1, 6), "MiniLM"),
+    ):
+        selfsim = [
+            _instrument(model, "selfsim", layer, "standardize", "adjusted") for layer in layers
+        ]
+        assert f"{min(selfsim):.3f} to {max(selfsim):.3f} ({name})" in page

@@ -44,6 +44,25 @@ def test_the_median_magnitude_counted_by_bits_is_numpy_s_in_float64(shape):
     expected = np.median(np.abs(vectors.astype(np.float64)))
     assert outliers.median_magnitude(vectors) == expected
     assert outliers.median_magnitude(vectors.astype(np.float32)) == expected
+    # A wider row that is no float16 value (a correction's) is not counted by its rounding.
+    widened = vectors.astype(np.float64)
+    widened[-1, -1] += 1e-6
+    assert outliers.median_magnitude(widened) == np.median(np.abs(widened))
+
+
+def test_float16_values_held_wider_find_what_float16_rows_find():
+    """A layer widened from its float16 shard is counted by bit pattern, as the shard is:
+    the same median, threshold and activations, overflow to float16 falling back."""
+    vectors = np.random.default_rng(5).normal(size=(400, 6)).astype(np.float16)
+    vectors[7, 2] = 2000.0
+    as_stored = outliers.massive_activations(vectors)
+    held = outliers.massive_activations(vectors.astype(np.float32))
+    assert (held.median, held.threshold) == (as_stored.median, as_stored.threshold)
+    assert held.rows.tolist() == as_stored.rows.tolist() == [7]
+    beyond = vectors.astype(np.float32)
+    beyond[7, 2] = 1e6  # not a float16 value: counted exactly, not as infinity
+    found = outliers.massive_activations(beyond)
+    assert found.values.tolist() == [1e6] and found.median == held.median
 
 
 def test_none_in_a_layer_without_outliers():

@@ -125,6 +125,26 @@ def test_removing_a_measure_changes_no_other_number(monkeypatch):
     assert _same(fewer.summary["measures"], expected)
 
 
+def test_leaving_out_the_optional_measures_drops_their_rows_alone():
+    """`measures.leave_out` drops the rows of the records it names, every other row the
+    same number to the last bit, and the summary records what it left out."""
+    index, vectors = _layer()
+    every = measure_layer(vectors.copy(), index.occurrences, index.vocab, SETTINGS)
+    lean_settings = dataclasses.replace(SETTINGS, leave_out=registry.OPTIONAL)
+    lean = measure_layer(vectors, index.occurrences, index.vocab, lean_settings)
+    left_out = registry.left_out_rows(registry.OPTIONAL)
+    assert left_out == {
+        "dataset_entropy",
+        "alpha_req",
+        "prompt_entropy",
+        "curvature",
+        "massive_activations",
+    }
+    expected = {row: v for row, v in every.summary["measures"].items() if row not in left_out}
+    assert _same(lean.summary["measures"], expected)
+    assert tuple(lean.summary["leave_out"]) == registry.OPTIONAL
+
+
 def test_streams_differ_by_row_and_follow_the_seed():
     from contextuality.random_streams import measure_generator
 
@@ -149,17 +169,18 @@ def test_figures_draw_registered_rows():
 def docs_table() -> str:
     """The docs' list of measures, as docs/measures.md must hold it."""
     lines = [
-        "| rows | what it is | value | baseline | interval | streamed | step |",
-        "|---|---|---|---|---|---|---|",
+        "| rows | what it is | value | baseline | interval | streamed | step | optional |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for record in registry.MEASURES:
         rows = ", ".join(f"`{row}`" for row in record.rows)
         family = f"`{record.family}`" if record.family else "none"
         streamed = "yes" if record.streamed else "no"
         value = "sampled" if record.sampled else "exact"
+        optional = "yes" if record.optional else "no"
         lines.append(
             f"| {rows} | {record.caption} | {value} | {family} | {record.interval} "
-            f"| {streamed} | `{record.step}` |"
+            f"| {streamed} | `{record.step}` | {optional} |"
         )
     return "\n".join(lines)
 

@@ -107,6 +107,33 @@ def test_the_seed_may_not_be_negative():
         MeasureSettings(seed=-1)
 
 
+def test_only_the_optional_measures_may_be_left_out():
+    """The schema's choices are the registry's optional records, and the settings refuse
+    any other name (a dry run refuses it by the schema, a job by the settings)."""
+    from contextuality.measures.registry import OPTIONAL, check_left_out
+
+    assert _section("measures")["leave_out"]["items"]["enum"] == list(OPTIONAL)
+    assert MeasureSettings(leave_out=["spectrum"]).leave_out == ("spectrum",)
+    check_left_out(OPTIONAL)
+    with pytest.raises(ConfigError, match="selfsim cannot be left out; the optional"):
+        check_left_out(MeasureSettings(leave_out=["spectrum", "selfsim"]).leave_out)
+
+
+def test_the_measure_step_refuses_a_measure_it_cannot_leave_out_before_reading(tmp_path):
+    from contextuality import steps
+    from contextuality.corpus.index import IndexFiles
+
+    outputs = steps.MeasureOutputs(*(tmp_path / name for name in ("w", "s", "j")))
+    with pytest.raises(ConfigError, match="anisotropy cannot be left out"):
+        steps.measure_layer(  # none of these files exists
+            tmp_path / "layer_0.h5",
+            tmp_path / "sentences.parquet",
+            IndexFiles.in_directory(tmp_path),
+            {"leave_out": ["anisotropy"]},
+            outputs,
+        )
+
+
 def test_streaming_settings_have_the_schema_s_and_the_workflow_s_default():
     model = _section("models", "<model>")
     word_sample_size = model["streaming"]["oneOf"][1]["properties"]["word_sample_size"]

@@ -144,6 +144,18 @@ def test_final_outputs_name_every_layer_and_figure():
     assert set(geometry) <= set(figures)
     assert len(figures) == 2 * len(FIGURES) + len(degeneration) + len(geometry)
     assert "results/tables/alignment.tsv" in outputs
+    assert "results/tables/massive_activations.tsv" in outputs
+    # The optional measures left out: no census, and no figure that would draw only them.
+    leave_out = ["spectrum", "sentence_shape", "massive_activations"]
+    lean = workflow.final_outputs(_with_defaults(config | {"measures": {"leave_out": leave_out}}))
+    assert "results/tables/massive_activations.tsv" not in lean
+    only_optional = {"matrix_entropy", "alpha_req", "curvature", "massive_activations"}
+    assert set(figures) - set(lean) == {
+        f"results/figures/{name}.{kind}" for name in only_optional for kind in ("png", "pdf")
+    }
+    assert workflow.paper_figure_names(
+        _with_defaults(config | {"measures": {"leave_out": ["spectrum"]}})
+    ) == [name for name in FIGURES if name != "alpha_req"]  # matrix entropy: prompt's too
     assert "results/figures/degeneration/b.none.cone.pdf" in degeneration
     assert len(degeneration) == 2 * 3 * 2  # models × figures × formats
     assert "results/tables/degeneration.tsv" in outputs
@@ -951,6 +963,10 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
         assert jobs[f"extract_{model}"] == 1
     ablated = [model for model, section in config["models"].items() if "ablation" in section]
     assert jobs.get("ablation_figure", 0) == len(ablated)
+    # The default leaves the census out with its measure; every other config puts it back.
+    census = "massive_activations" not in config["measures"].get("leave_out", [])
+    assert census == bool(names)
+    assert jobs.get("massive_activations_table", 0) == int(census)
     if config.get("static", {}).get("activate"):
         assert jobs["download_benchmarks"] == 1
         assert jobs["score_static"] == 2 * layers  # methods × layers, every protocol a job

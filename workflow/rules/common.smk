@@ -4,7 +4,6 @@ from contextuality import workflow as ctx
 from contextuality.figures.specs import (
     ABLATION_FIGURE,
     DEGENERATION_FIGURES,
-    FIGURES,
     FAMILY_FIGURE,
     SWEEP_FIGURE,
 )

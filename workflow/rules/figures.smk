@@ -17,12 +17,12 @@ for transform in ctx.figure_transforms(config):
                     subcategory=f"transform {transform}",
                     labels={"figure": name, "transform": transform},
                 )
-                for name in FIGURES
+                for name in ctx.paper_figure_names(config)
             ],
             expand(
                 "{directory}/{name}.pdf",
                 directory=ctx.figures_directory(transform),
-                name=FIGURES,
+                name=ctx.paper_figure_names(config),
             ),
         log:
             f"logs/figures/{transform}.log",

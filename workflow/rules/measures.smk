@@ -86,18 +86,30 @@ rule measures_table:
             category="Tables",
         ),
         provenance="results/tables/measures.provenance.json",
-        census=report(
-            "results/tables/massive_activations.tsv",
-            caption="../report/massive_activations_table.rst",
-            category="Tables",
-        ),
-        census_provenance="results/tables/massive_activations.provenance.json",
     log:
         "logs/tables/measures.log",
     conda:
         "../envs/contextuality.yaml"
     script:
         "../scripts/measures_table.py"
+
+
+rule massive_activations_table:
+    input:
+        get_layer_summaries,
+    output:
+        table=report(
+            "results/tables/massive_activations.tsv",
+            caption="../report/massive_activations_table.rst",
+            category="Tables",
+        ),
+        provenance="results/tables/massive_activations.provenance.json",
+    log:
+        "logs/tables/massive_activations.log",
+    conda:
+        "../envs/contextuality.yaml"
+    script:
+        "../scripts/massive_activations_table.py"
 
 
 rule context_specific_words:

@@ -1,5 +1,5 @@
 """Snakemake adapter: gather the layer summaries and the intrinsic dimensions into
-results/tables/measures.tsv, and their census of massive activations."""
+results/tables/measures.tsv."""
 
 from contextuality import steps
 from contextuality.workflow import run_step
@@ -7,10 +7,7 @@ from contextuality.workflow import run_step
 run_step(
     snakemake.log[0],
     lambda: steps.measures_table(
-        snakemake.input.summaries,
-        snakemake.output.table,
-        snakemake.input.dimensions,
-        census_output=snakemake.output.census,
+        snakemake.input.summaries, snakemake.output.table, snakemake.input.dimensions
     ),
     threads=snakemake.threads,
 )

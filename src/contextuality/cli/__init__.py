@@ -132,6 +132,8 @@ def _stream(args: argparse.Namespace) -> None:
 
 
 def _summarize(args: argparse.Namespace) -> None:
+    if args.census:  # first: a summary without the census is refused before any write
+        steps.massive_activations_table(args.summaries, args.census)
     steps.measures_table(args.summaries, args.output)
 
 
@@ -360,6 +362,9 @@ def _add_measure_commands(commands: Any) -> None:
         "summaries", nargs="+", help="layer summaries (.json) from 'measure-layer'"
     )
     command.add_argument("-o", "--output", required=True, help="measures .tsv to write")
+    command.add_argument(
+        "--census", help="also write their census of massive activations to this .tsv"
+    )
     command.set_defaults(run=_summarize)
 
 

@@ -101,13 +101,16 @@ def measure_rows(
 ) -> dict[str, SummaryRow]:
     """The summary rows of every measure the measure step computes (`registry.MEASURES`)
     from `layer`: a streamed layer's only those marked streamed, and those that need the
-    position profile only with `positions`, last (they may drop rows in place)."""
+    position profile only with `positions`, last (they may drop rows in place); none that
+    the settings leave out."""
+    registry.check_left_out(layer.settings.leave_out)
     chosen = [
         record
         for record in registry.MEASURES
         if record.compute is not None
         and (record.streamed or not streamed)
         and (positions or not record.needs_positions)
+        and record.name not in layer.settings.leave_out
     ]
     results: dict[str, SummaryRow] = {}
     for record in sorted(chosen, key=lambda record: record.needs_positions):

@@ -33,12 +33,19 @@ class MassiveActivations:
     values: np.ndarray
 
 
-def _magnitude_counts(vectors: np.ndarray) -> np.ndarray:
-    """How many elements of float16 rows (n, d) have each |a|, by its bit pattern (2¹⁵,):
-    a non-negative float16's bits order as its value. A chunk of rows at a time."""
+def _magnitude_counts(vectors: np.ndarray) -> np.ndarray | None:
+    """How many elements of rows (n, d) have each |a|, by its float16 bit pattern (2¹⁵,):
+    a non-negative float16's bits order as its value. A chunk of rows at a time; None for
+    rows of a wider dtype unless every element is a float16 value exactly (a layer widened
+    from its float16 shard is; a correction's rows are not)."""
     counts = np.zeros(1 << 15, dtype=np.int64)
     for chunk in row_chunks(*vectors.shape):
-        bits = np.ascontiguousarray(vectors[chunk]).view(np.uint16) & 0x7FFF  # |a|
+        block = np.asarray(vectors[chunk])
+        with np.errstate(over="ignore"):  # a value beyond float16's range fails the check
+            halves = block.astype(np.float16)
+        if block.dtype != np.float16 and not np.array_equal(halves, block):
+            return None
+        bits = halves.view(np.uint16) & 0x7FFF  # |a|
         counts += np.bincount(bits.ravel(), minlength=1 << 15)
     return counts
 
@@ -52,30 +59,34 @@ def _median_of_counts(counts: np.ndarray) -> float:
 
 def median_magnitude(vectors: np.ndarray) -> float:
     """The median of |a| over every element of `vectors` (n, d), the mean of the middle two
-    for an even count, in float64: for float16 rows from their counts by bit pattern
+    for an even count, in float64: for float16 values from their counts by bit pattern
     (O(n·d), no sort and no copy of the whole array)."""
-    if vectors.dtype != np.float16:
-        return float(np.median(np.abs(vectors.astype(np.float64))))
-    return _median_of_counts(_magnitude_counts(vectors))
+    counts = _magnitude_counts(vectors)
+    return _exact_median(vectors) if counts is None else _median_of_counts(counts)
+
+
+def _exact_median(vectors: np.ndarray) -> float:
+    return float(np.median(np.abs(vectors.astype(np.float64))))
 
 
 def massive_activations(
     vectors: np.ndarray, magnitude: float = MASSIVE_MAGNITUDE, ratio: float = MASSIVE_RATIO
 ) -> MassiveActivations:
     """The activations of rows (n, d) above `magnitude` and above `ratio` times the median
-    of every |activation| (`median_magnitude`), found a chunk of rows at a time; float16
-    rows are read once more only where their counts by magnitude show that some are."""
-    if vectors.dtype == np.float16:
-        counts = _magnitude_counts(vectors)
+    of every |activation| (`median_magnitude`), found a chunk of rows at a time; rows of
+    float16 values are read once more only where their counts by magnitude show that some
+    are."""
+    counts = _magnitude_counts(vectors)
+    if counts is None:
+        median = _exact_median(vectors)
+        threshold = max(magnitude, ratio * median)
+    else:
         median = _median_of_counts(counts)
         threshold = max(magnitude, ratio * median)
         magnitudes = np.arange(1 << 15, dtype=np.uint16).view(np.float16).astype(np.float64)
         if not counts[magnitudes > threshold].any():
             nothing = np.zeros(0, dtype=np.int64)
             return MassiveActivations(median, threshold, nothing, nothing, np.zeros(0))
-    else:
-        median = median_magnitude(vectors)
-        threshold = max(magnitude, ratio * median)
     rows, dimensions, values = [], [], []
     for chunk in row_chunks(*vectors.shape):
         block = np.asarray(vectors[chunk], dtype=np.float32)

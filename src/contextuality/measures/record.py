@@ -102,6 +102,7 @@ class Measure:
     compute: rows of it from a layer's inputs: row name → summary values.
     needs_positions: computed only where the position profile is (a layer whose
     degeneration is analysed), after every other measure, as it may drop rows in place.
+    optional: one that ``measures.leave_out`` may name (no other step reads its rows).
     """
 
     name: str
@@ -115,6 +116,7 @@ class Measure:
     step: str = "measure_layer"
     compute: Callable[[LayerInputs], dict[str, SummaryRow]] | None = None
     needs_positions: bool = False
+    optional: bool = False
 
     @property
     def sampled(self) -> bool:

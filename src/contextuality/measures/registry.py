@@ -9,6 +9,9 @@ module with its compute function, a record here, a test (docs/architecture.md).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from contextuality.errors import ConfigError
 from contextuality.measures import (
     isotropy_scores,
     later_positions,
@@ -153,6 +156,7 @@ MEASURES: tuple[Measure, ...] = (
         "normalised (Skean et al. 2025), and α-ReQ, the power-law decay of the covariance "
         "eigenvalues over ranks 6 to 100.",
         compute=spectrum_scores.spectrum,
+        optional=True,
     ),
     Measure(
         "sentence_shape",
@@ -161,6 +165,7 @@ MEASURES: tuple[Measure, ...] = (
         "curvature of their trajectory (mean angle in radians between consecutive steps).",
         interval="bootstrap",
         compute=spectrum_scores.sentence_shapes,
+        optional=True,
     ),
     Measure(
         "rogue_share",
@@ -177,6 +182,7 @@ MEASURES: tuple[Measure, ...] = (
         "layer's median |a|, Sun et al. 2024); the dimensions in `dimensions`, a census in "
         "massive_activations.tsv.",
         compute=outlier_scores.massive,
+        optional=True,
     ),
     Measure(
         "position>0",
@@ -208,6 +214,27 @@ MEASURES: tuple[Measure, ...] = (
         step="layer_geometry",
     ),
 )
+
+
+# The measures `MeasureSettings.leave_out` may name: the field's instruments beyond the
+# paper, which the embedded default run leaves out to keep to its minute.
+OPTIONAL = tuple(record.name for record in MEASURES if record.optional)
+
+
+def check_left_out(leave_out: Iterable[str]) -> None:
+    """Refuse (ConfigError) a name in ``measures.leave_out`` that is not an optional measure."""
+    unknown = sorted(set(leave_out) - set(OPTIONAL))
+    if unknown:
+        raise ConfigError(
+            f"measures.leave_out: {', '.join(unknown)} cannot be left out; the optional "
+            f"measures are {', '.join(OPTIONAL)}"
+        )
+
+
+def left_out_rows(leave_out: Iterable[str]) -> frozenset[str]:
+    """The summary rows of the measures named in `leave_out`."""
+    names = set(leave_out)
+    return frozenset(row for record in MEASURES if record.name in names for row in record.rows)
 
 
 def row_names(step: str | None = None) -> list[str]:

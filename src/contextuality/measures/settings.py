@@ -23,8 +23,12 @@ class MeasureSettings:
     confidence: float = 0.95
     isoscore_shrinkage: float = 0.2
     isotropy_samples: int = 20
+    # Optional measures not computed (`registry.OPTIONAL`): their rows and figures are absent.
+    leave_out: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        # Its names are checked against the registry (`registry.check_left_out`), above.
+        object.__setattr__(self, "leave_out", tuple(self.leave_out))
         minimum = {
             "baseline_sample_size": 2,
             "seed": 0,

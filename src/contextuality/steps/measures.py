@@ -13,8 +13,8 @@ import pandas as pd
 
 from contextuality.backends.base import layer_output
 from contextuality.corpus.index import IndexFiles
-from contextuality.errors import warn
-from contextuality.measures import analysis, degeneration, summary
+from contextuality.errors import ConfigError, warn
+from contextuality.measures import analysis, degeneration, registry, summary
 from contextuality.measures.layers import TransformFit, load_layer
 from contextuality.measures.settings import MeasureSettings
 from contextuality.provenance import config_hash, provenance_record, write_json
@@ -131,6 +131,7 @@ def measure_layer(
     (`layers.load_layer`) and measured on the other sentences.
     """
     measure_settings = MeasureSettings(**settings)  # checked before any data is read
+    registry.check_left_out(measure_settings.leave_out)
     sentence_table = index.read_sentences(sentences_path)
     index_summary = index.read_summary()
     vocab = index.read_vocab()
@@ -191,6 +192,7 @@ def measure_streamed_layer(
     from contextuality.streaming.state import load_state
 
     measure_settings = MeasureSettings(**settings)  # checked before any data is read
+    registry.check_left_out(measure_settings.leave_out)
     index_summary = index.read_summary()
     occurrences = index.read_occurrences()
     expected = expected_extraction(model_settings, layer)
@@ -215,19 +217,32 @@ def measures_table(
     summary_paths: Sequence[PathLike],
     output: PathLike,
     dimension_paths: Sequence[PathLike] = (),
-    census_output: PathLike | None = None,
 ) -> pd.DataFrame:
     """The layer summaries as one table (`summary.measures_table`), with the intrinsic
     dimension of each stored model's layers (the geometry step's summaries, transform
-    ``none``), its provenance gathering every layer summary's; and, where
-    `census_output` is given, their census of massive activations (`summary.census_table`)."""
+    ``none``), its provenance gathering every layer summary's."""
     summaries = summary.read_layer_summaries([*summary_paths, *dimension_paths])
     table = summary.measures_table(summaries)
     sources = [_layer_summary_provenance(layer_summary) for layer_summary in summaries]
-    provenance = provenance_record(step="measures_table", sources=sources)
-    write_tsv(table, output, provenance)
-    if census_output is not None:
-        write_tsv(summary.census_table(summaries), census_output, provenance)
+    write_tsv(table, output, provenance_record(step="measures_table", sources=sources))
+    return table
+
+
+def massive_activations_table(summary_paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
+    """The layer summaries' census of massive activations as one table
+    (`summary.census_table`); a summary that left the measure out is refused, as its
+    layers would read as having none."""
+    summaries = summary.read_layer_summaries(summary_paths)
+    for layer_summary in summaries:
+        if "massive_activations" in layer_summary.get("leave_out", ()):
+            raise ConfigError(
+                f"{layer_summary['model']} layer {layer_summary['layer']} "
+                f"({layer_summary['transform']}) was measured with massive_activations in "
+                "measures.leave_out: it has no census"
+            )
+    table = summary.census_table(summaries)
+    sources = [_layer_summary_provenance(layer_summary) for layer_summary in summaries]
+    write_tsv(table, output, provenance_record(step="massive_activations_table", sources=sources))
     return table
 
 

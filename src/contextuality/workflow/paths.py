@@ -307,12 +307,12 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
     of figures.transforms, the degeneration figures of each stored model under each of
     degeneration.transforms, and, with two or more transforms, the comparison of the
     corrections."""
-    from contextuality.figures.specs import DEGENERATION_FIGURES, FIGURES
+    from contextuality.figures.specs import DEGENERATION_FIGURES
 
     names = [
         f"{figures_directory(transform)}/{name}"
         for transform in figure_transforms(config)
-        for name in FIGURES
+        for name in paper_figure_names(config)
     ]
     names += [
         f"results/figures/degeneration/{model}.{transform}.{kind}"
@@ -325,6 +325,27 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
     if geometry_models(config):
         names += [f"results/figures/{name}" for name in geometry_figure_names(config)]
     return [f"{name}.{extension}" for name in names for extension in extensions]
+
+
+def paper_figure_names(config: dict[str, Any]) -> list[str]:
+    """The figures of the measures (`figures.specs.FIGURES`) that have a measure to draw:
+    not those whose every series ``measures.leave_out`` leaves out."""
+    from contextuality.figures.specs import FIGURES
+    from contextuality.measures.registry import left_out_rows
+
+    left_out = left_out_rows(config["measures"]["leave_out"])
+    return [
+        name
+        for name, spec in FIGURES.items()
+        if any(series.measure not in left_out for series in spec.series)
+    ]
+
+
+def census_tables(config: dict[str, Any]) -> list[str]:
+    """The census of massive activations, unless ``measures.leave_out`` leaves them out."""
+    if "massive_activations" in config["measures"]["leave_out"]:
+        return []
+    return ["results/tables/massive_activations.tsv"]
 
 
 def geometry_figure_names(config: dict[str, Any]) -> list[str]:

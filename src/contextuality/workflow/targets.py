@@ -16,6 +16,7 @@ from contextuality.workflow.config import (
 )
 from contextuality.workflow.paths import (
     alignment_files,
+    census_tables,
     dimension_curve_files,
     dimension_files,
     every_layer_output,
@@ -68,6 +69,7 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
         *[path for model in model_names(config) for path in extraction_metas(config, model)],
         *every_layer_output(config, ".json"),
         "results/tables/measures.tsv",
+        *census_tables(config),
         *[
             f"results/tables/words/{model}.{transform}.tsv"
             for model in model_names(config)
