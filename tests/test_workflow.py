@@ -453,6 +453,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "dimension_scales_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
+        "massive_activations_table": 1,
         "figures_none": 1,
         "all": 1,
     }
@@ -488,6 +489,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "dimension_scales_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
+        "massive_activations_table": 1,
         "figures_none": 1,
         "all": 1,
     }
@@ -601,6 +603,7 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
         "degeneration_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
+        "massive_activations_table": 1,
         "figures_whiten": 1,  # the raw figures read the raw measures alone: not redrawn
         "transforms_figure": 1,
         "all": 1,
@@ -699,6 +702,7 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
         "dimension_scales_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
+        "massive_activations_table": 1,
         "figures_none": 1,
         "sweep_figure": 1,
         "all": 1,

@@ -333,7 +333,7 @@ def paper_figure_names(config: dict[str, Any]) -> list[str]:
     from contextuality.figures.specs import FIGURES
     from contextuality.measures.registry import left_out_rows
 
-    left_out = left_out_rows(config["measures"]["leave_out"])
+    left_out = left_out_rows(config["measures"].get("leave_out", ()))
     return [
         name
         for name, spec in FIGURES.items()
@@ -343,7 +343,7 @@ def paper_figure_names(config: dict[str, Any]) -> list[str]:
 
 def census_tables(config: dict[str, Any]) -> list[str]:
     """The census of massive activations, unless ``measures.leave_out`` leaves them out."""
-    if "massive_activations" in config["measures"]["leave_out"]:
+    if "massive_activations" in config["measures"].get("leave_out", ()):
         return []
     return ["results/tables/massive_activations.tsv"]
 
