@@ -77,12 +77,9 @@ def massive_activations(
     float16 values are read once more only where their counts by magnitude show that some
     are."""
     counts = _magnitude_counts(vectors)
-    if counts is None:
-        median = _exact_median(vectors)
-        threshold = max(magnitude, ratio * median)
-    else:
-        median = _median_of_counts(counts)
-        threshold = max(magnitude, ratio * median)
+    median = _exact_median(vectors) if counts is None else _median_of_counts(counts)
+    threshold = max(magnitude, ratio * median)
+    if counts is not None:
         magnitudes = np.arange(1 << 15, dtype=np.uint16).view(np.float16).astype(np.float64)
         if not counts[magnitudes > threshold].any():
             nothing = np.zeros(0, dtype=np.int64)
