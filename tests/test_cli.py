@@ -93,6 +93,17 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir, capsys):
     assert (
         abs(versus.set_index(["occurrences", "layer_a", "layer_b"])["cka"]["all", 2, 2] - 1) < 1e-6
     )
+    rogue = str(geometry) + ".drop_rogue"
+    capsys.readouterr()
+    assert main([*arguments, "--transform", "drop_rogue", "-o", rogue]) == 1
+    assert "geometry --transform drop_rogue needs --sentences" in capsys.readouterr().err
+    corrected = [*arguments, "--transform", "drop_rogue", "--sentences", str(sentences)]
+    assert main([*corrected, "--range-max", "8", "-o", rogue]) == 0
+    without = pd.read_parquet(f"{rogue}.alignment.parquet")
+    assert set(without["transform"]) == {"drop_rogue"}
+    assert without["n_rows"].max() < cka["n_rows"].max()  # the fitting sentences left out
+    fit = json.loads(Path(f"{rogue}.dimension.json").read_text())["layers"][1]["transform_fit"]
+    assert fit["name"] == "drop_rogue" and len(fit["parameters"]["dimensions"]) == 3
     table, census = tmp_path / "measures.tsv", tmp_path / "census.tsv"
     assert main(["summarize", *summaries, "-o", str(table), "--census", str(census)]) == 0
     rows = pd.read_csv(table, sep="\t")

@@ -157,3 +157,68 @@ def test_transform_comparison_lines_are_the_tables_values(drawn):
                 ].sort_values("layer")
                 np.testing.assert_allclose(lines[transform].get_ydata(), rows[column])
                 np.testing.assert_allclose(lines[transform].get_xdata(), rows["layer"])
+
+
+def test_geometry_transform_lines_are_the_tables_values(monkeypatch):
+    """The corrections' geometry figure: per transform, the intrinsic dimension by layer and
+    each layer's CKA and mutual k-NN with the stored layer before it (and their nulls), equal
+    to the tables' values; layers aligned with layers other than the previous one ignored."""
+    from contextuality.figures import geometry
+
+    kept = []
+    monkeypatch.setattr(
+        geometry, "save_figure", lambda figure, outputs, source: kept.append(figure)
+    )
+    rng = np.random.default_rng(4)
+    layers = [0, 2, 5]
+    measures = pd.DataFrame(
+        [
+            {
+                "model": "m",
+                "transform": transform,
+                "layer": layer,
+                "raw": rng.uniform(1, 20),
+                "measure": "intrinsic_dimension[twonn]",
+            }
+            for transform in ("none", "drop_rogue")
+            for layer in layers
+        ]
+    )
+    alignment = pd.DataFrame(
+        [
+            {
+                "model_a": "m",
+                "model_b": "m",
+                "layer_a": a,
+                "layer_b": b,
+                "transform": transform,
+                "occurrences": occurrences,
+                "cka": rng.uniform(),
+                "null_cka": rng.uniform(),
+                "mutual_knn": rng.uniform(),
+                "null_mutual_knn": rng.uniform(),
+            }
+            for transform in ("drop_rogue", "none")
+            for occurrences in ("all", "position>0")
+            for a in layers
+            for b in layers
+        ]
+    )
+    geometry.plot_geometry_transforms(measures, alignment, ["unused.png"])
+    panels = kept[0].axes
+    for transform in ("none", "drop_rogue"):
+        line = {line.get_label(): line for line in panels[0].get_lines()}[transform]
+        expected = measures[measures["transform"] == transform].sort_values("layer")["raw"]
+        np.testing.assert_allclose(line.get_ydata(), expected)
+        for panel, column in zip(panels[1:3], ("cka", "mutual_knn"), strict=True):
+            lines = panel.get_lines()
+            drawn = {line.get_label(): line for line in lines}[transform]
+            chosen = alignment[
+                (alignment["transform"] == transform) & (alignment["occurrences"] == "all")
+            ].set_index(["layer_a", "layer_b"])
+            pairs = [(0, 2), (2, 5)]
+            np.testing.assert_allclose(drawn.get_xdata(), [2, 5])
+            np.testing.assert_allclose(drawn.get_ydata(), chosen.loc[pairs, column])
+            nulls = [line.get_ydata() for line in lines if line.get_linestyle() == ":"]
+            assert any(np.allclose(null, chosen.loc[pairs, f"null_{column}"]) for null in nulls)
+    paper.plt.close(kept[0])

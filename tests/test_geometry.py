@@ -518,13 +518,14 @@ def test_an_intrinsic_dimension_from_few_points_or_no_plateau_is_said_out_loud(
     few = settings | {"sample_size": 40}
     with caplog.at_level("WARNING"):
         steps.layer_geometry(model_a, index, few, *written)
-    assert "a layer 0: intrinsic dimension from 40 distinct points (fewer than " in caplog.text
+    expected = "a layer 0 (none): intrinsic dimension from 40 distinct points (fewer than "
+    assert expected in caplog.text
     assert f"{MIN_DIMENSION_POINTS})" in caplog.text
     caplog.clear()
     strict = settings | {"intrinsic_dimension": {"min_points": 50, "plateau_tolerance": 1e-9}}
     with caplog.at_level("WARNING"):
         steps.layer_geometry(model_a, index, strict, *written)
-    assert "a layer 0: no plateau in the twonn and gride curves" in caplog.text
+    assert "a layer 0 (none): no plateau in the twonn and gride curves" in caplog.text
     measures = read_json(written[0])["layers"][0]["measures"]["intrinsic_dimension[gride]"]
     assert measures["raw"] is None and measures["scale"] == "no plateau"
 

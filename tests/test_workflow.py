@@ -139,7 +139,10 @@ def test_final_outputs_name_every_layer_and_figure():
     figures = [path for path in outputs if path.startswith("results/figures/")]
     degeneration = [path for path in figures if path.startswith("results/figures/degeneration/")]
     geometry = [
-        f"results/figures/{name}.{kind}" for name in GEOMETRY_FIGURES for kind in ["png", "pdf"]
+        f"results/figures/{name}.{kind}"
+        for name in GEOMETRY_FIGURES
+        if name != "geometry_transforms"  # the geometry runs on the stored vectors alone
+        for kind in ["png", "pdf"]
     ]
     assert set(geometry) <= set(figures)
     assert len(figures) == 2 * len(FIGURES) + len(degeneration) + len(geometry)
@@ -164,8 +167,8 @@ def test_final_outputs_name_every_layer_and_figure():
         "results/embeddings/a/layer_2.h5",
         "results/measures/b/none/layer_1.sentences.parquet",
         "results/degeneration/a/none/layer_0.cone.parquet",
-        "results/geometry/a/alignment.parquet",
-        "results/geometry/alignment_between_models/a~b.parquet",
+        "results/geometry/a/none/alignment.parquet",
+        "results/geometry/alignment_between_models/none/a~b.parquet",
     ):
         assert intermediate in outputs
     assert "results/corpus/fit_split.parquet" not in outputs  # no transform is fitted
@@ -194,7 +197,17 @@ def test_final_outputs_name_every_layer_and_figure():
         assert not [path for path in quick if left_out in path], left_out
     geometry_only = {**config, "degeneration": {"transforms": []}}
     names = workflow.geometry_figure_names(_with_defaults(geometry_only))
-    assert names == [name for name in GEOMETRY_FIGURES if name != "positions"]
+    assert names == [
+        name for name in GEOMETRY_FIGURES if name not in ("positions", "geometry_transforms")
+    ]
+    corrected = _with_defaults({**geometry_only, "geometry": {"transforms": ["none", "abtt"]}})
+    assert "geometry_transforms" in workflow.geometry_figure_names(corrected)
+    assert {
+        "results/geometry/b/abtt/dimension.json",
+        "results/geometry/a/abtt/dimension_scales.parquet",
+        "results/geometry/alignment_between_models/abtt/a~b.parquet",
+        "results/figures/geometry_transforms.png",
+    } <= set(workflow.final_outputs(corrected))
     assert "results/tables/alignment.tsv" in workflow.final_outputs(_with_defaults(geometry_only))
     assert workflow.pattern([]) == "(?!)"  # a constraint that matches nothing
     assert workflow.extraction_outputs(config, "a")["layers"] == [
@@ -217,12 +230,24 @@ def test_cka_pairs_the_stored_models_that_share_an_index():
     }
     assert workflow.alignment_model_pairs(config) == [("a", "b")]
     assert workflow.alignment_files(config) == [
-        "results/geometry/a/alignment.parquet",
-        "results/geometry/b/alignment.parquet",
-        "results/geometry/pieces/alignment.parquet",
-        "results/geometry/alignment_between_models/a~b.parquet",
+        "results/geometry/a/none/alignment.parquet",
+        "results/geometry/b/none/alignment.parquet",
+        "results/geometry/pieces/none/alignment.parquet",
+        "results/geometry/alignment_between_models/none/a~b.parquet",
     ]
-    assert "results/geometry/streamed/dimension.json" not in workflow.dimension_files(config)
+    assert "results/geometry/streamed/none/dimension.json" not in workflow.dimension_files(config)
+    config["geometry"]["transforms"] = ["none", "drop_rogue"]
+    assert workflow.alignment_files(config)[4:] == [
+        "results/geometry/a/drop_rogue/alignment.parquet",
+        "results/geometry/b/drop_rogue/alignment.parquet",
+        "results/geometry/pieces/drop_rogue/alignment.parquet",
+        "results/geometry/alignment_between_models/drop_rogue/a~b.parquet",
+    ]
+    assert workflow.dimension_files(config)[3:] == [
+        "results/geometry/a/drop_rogue/dimension.json",
+        "results/geometry/b/drop_rogue/dimension.json",
+        "results/geometry/pieces/drop_rogue/dimension.json",
+    ]
     config["geometry"]["alignment_between_models"] = False
     assert workflow.alignment_model_pairs(config) == []
 
@@ -430,8 +455,9 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     figure_names = set(FIGURES) | set(DEGENERATION_FIGURES) | set(GEOMETRY_FIGURES)
     series = {SWEEP_FIGURE, FAMILY_FIGURE, ABLATION_FIGURE}  # for a sweep, family, ablation
     assert {path.stem for path in captions} == figure_names | series
+    uncorrected = {"geometry_transforms"}  # drawn where the geometry runs under a correction
     for caption in captions:  # each figure's own caption, its title in bold
-        if caption.stem not in series:
+        if caption.stem not in series | uncorrected:
             assert caption.read_text().split("**")[1] in html, caption.name
 
     # Adding a model plans only that model's jobs and the cross-model aggregates (and, for
@@ -473,6 +499,30 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     safetensors.torch.save_file(tensors, weights, metadata={"format": "pt"})
     assert _planned_jobs(tmp_path)["extract_gpt2"] == 1
     assert _snakemake(tmp_path).returncode == 0
+
+    # A correction added to the geometry plans its geometry jobs and the split it is fitted
+    # on, and the tables and figures gathering them: not one measure job.
+    _write_config(tmp_path, config | {"geometry": {"transforms": ["none", "drop_rogue"]}})
+    assert _planned_jobs(tmp_path) == {
+        "fit_split": 1,
+        "layer_geometry": 2,
+        "alignment_table": 1,
+        "dimension_scales_table": 1,
+        "geometry_figures": 1,
+        "measures_table": 1,
+        "all": 1,
+    }
+    result = _snakemake(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    alignment = pd.read_csv(tmp_path / "results/tables/alignment.tsv", sep="\t")
+    assert list(dict.fromkeys(alignment["transform"])) == ["none", "drop_rogue"]
+    rogue = alignment[alignment["transform"] == "drop_rogue"]
+    assert (rogue["n_rows"] < alignment.loc[alignment["transform"] == "none", "n_rows"].max()).all()
+    measures = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
+    rows = measures[measures["transform"] == "drop_rogue"]
+    assert set(rows["measure"]) == {"intrinsic_dimension[twonn]", "intrinsic_dimension[gride]"}
+    assert (tmp_path / "results/figures/geometry_transforms.png").stat().st_size > 0
+    _write_config(tmp_path, config)
 
     # Changing one model's settings reruns that model only (and its reference comparison).
     config["models"]["bert"]["pooling"] = "first"
@@ -554,7 +604,7 @@ def _damaged_intermediates_are_refused_and_missing_ones_rebuilt(directory: Path)
             assert not table.exists() or table.read_bytes() == content, name
         damaged.unlink()
     (directory / "results/embeddings/bert/layer_0.h5").unlink()
-    (directory / "results/geometry/bert/alignment.parquet").unlink()
+    (directory / "results/geometry/bert/none/alignment.parquet").unlink()
     planned = _planned_jobs(directory)
     assert planned["extract_bert"] == 1 and planned["layer_geometry"] == 1
     assert _snakemake(directory).returncode == 0
@@ -764,6 +814,13 @@ def test_bad_config_is_refused_with_a_clear_message(tmp_path):
     result = _snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0
     assert "figures.transforms: 'whiten' is not in measures.transforms" in result.stderr
+
+    config = _config(corpus, {"m": {"source": "x", "layers": [0]}})
+    config["geometry"] = {"transforms": ["center"]}
+    _write_config(tmp_path, config)
+    result = _snakemake(tmp_path, "--dry-run")
+    assert result.returncode != 0
+    assert "geometry.transforms: must include none" in result.stderr
 
     # A relative directory written like a hub id, a family naming no model, a bad sweep.
     config = _config(corpus, {"m": {"source": "models/my-model/v2", "layers": [0]}})

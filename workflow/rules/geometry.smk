@@ -1,22 +1,25 @@
 # The geometry of each stored model's layers, beyond the paper: intrinsic dimension per
 # layer (curves over scale, and the value on their plateau) and the alignment between
-# layers, and between models on the same occurrences (CKA, Procrustes, mutual k-NN, CKNNA).
+# layers, and between models on the same occurrences (CKA, Procrustes, mutual k-NN, CKNNA);
+# as stored and under each correction of geometry.transforms.
 
 
 rule layer_geometry:
     input:
         unpack(get_index_files),
         unpack(get_model_shards),
+        unpack(get_fit_split),
     output:
-        dimension="results/geometry/{model}/dimension.json",
-        curves="results/geometry/{model}/dimension_scales.parquet",
-        alignment="results/geometry/{model}/alignment.parquet",
+        dimension="results/geometry/{model}/{transform}/dimension.json",
+        curves="results/geometry/{model}/{transform}/dimension_scales.parquet",
+        alignment="results/geometry/{model}/{transform}/alignment.parquet",
     log:
-        "logs/geometry/{model}.log",
+        "logs/geometry/{model}/{transform}.log",
     benchmark:
-        "benchmarks/geometry/{model}.tsv"
+        "benchmarks/geometry/{model}/{transform}.tsv"
     wildcard_constraints:
         model=ctx.pattern(ctx.geometry_models(config)),
+        transform=ctx.pattern(ctx.geometry_transforms(config)),
     # Beside the measure jobs, not after them: the measures table waits for it.
     priority: 2
     conda:
@@ -24,6 +27,7 @@ rule layer_geometry:
     params:
         settings=ctx.geometry_settings(config),
         model_settings=get_model_settings,
+        transform_fit=get_transform_fit_settings,
     script:
         "../scripts/layer_geometry.py"
 
@@ -32,17 +36,21 @@ rule alignment_between_models:
     input:
         unpack(get_pair_index_files),
         unpack(get_pair_shards),
+        unpack(get_fit_split),
     output:
-        "results/geometry/alignment_between_models/{model_a}~{model_b}.parquet",
+        "results/geometry/alignment_between_models/{transform}/{model_a}~{model_b}.parquet",
     log:
-        "logs/geometry/alignment_between_models/{model_a}~{model_b}.log",
+        "logs/geometry/alignment_between_models/{transform}/{model_a}~{model_b}.log",
     benchmark:
-        "benchmarks/geometry/alignment_between_models/{model_a}~{model_b}.tsv"
+        "benchmarks/geometry/alignment_between_models/{transform}/{model_a}~{model_b}.tsv"
+    wildcard_constraints:
+        transform=ctx.pattern(ctx.geometry_transforms(config)),
     conda:
         "../envs/contextuality.yaml"
     params:
         settings=ctx.geometry_settings(config),
         model_settings=get_pair_model_settings,
+        transform_fit=get_transform_fit_settings,
     script:
         "../scripts/alignment_between_models.py"
 

@@ -3,6 +3,7 @@ occurrences."""
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles
+from contextuality.measures.layers import TransformFit
 from contextuality.workflow import run_step
 
 models = {
@@ -22,6 +23,10 @@ run_step(
         IndexFiles.of(snakemake.input),
         snakemake.params.settings,
         snakemake.output[0],
+        steps.GeometryTransform(
+            snakemake.wildcards.transform,
+            TransformFit.of(snakemake.input.get("split"), snakemake.params.transform_fit),
+        ),
     ),
     threads=snakemake.threads,
 )

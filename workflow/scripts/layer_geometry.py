@@ -3,6 +3,7 @@ and the alignment between its layers."""
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles
+from contextuality.measures.layers import TransformFit
 from contextuality.workflow import run_step
 
 run_step(
@@ -16,6 +17,10 @@ run_step(
         snakemake.output.dimension,
         snakemake.output.curves,
         snakemake.output.alignment,
+        steps.GeometryTransform(
+            snakemake.wildcards.transform,
+            TransformFit.of(snakemake.input.get("split"), snakemake.params.transform_fit),
+        ),
     ),
     threads=snakemake.threads,
 )

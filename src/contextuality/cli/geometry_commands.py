@@ -8,6 +8,7 @@ import argparse
 from typing import Any
 
 from contextuality import steps
+from contextuality.cli.measure_commands import add_transform_arguments, fitted_on_split
 from contextuality.corpus.index import IndexFiles
 from contextuality.errors import ConfigError
 from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE, AlignmentSettings
@@ -43,18 +44,22 @@ def _geometry(args: argparse.Namespace) -> None:
         "intrinsic_dimension": {name: getattr(args, name) for name in _DIMENSION_OPTIONS},
         "alignment": {"k": args.neighbours, "device": args.device},
     }
+    if args.transform != "none" and not args.sentences:
+        raise ConfigError(f"geometry --transform {args.transform} needs --sentences (its split)")
     index = IndexFiles.in_directory(args.index)
     model = _model(args.shard)
+    transform = steps.GeometryTransform(args.transform, fitted_on_split(args, args.output))
     if args.versus:
         output = f"{args.output}.alignment.parquet"
-        steps.alignment_between_models(model, _model(args.versus), index, settings, output)
+        other = _model(args.versus)
+        steps.alignment_between_models(model, other, index, settings, output, transform)
     else:
         outputs = (
             f"{args.output}.dimension.json",
             f"{args.output}.dimension_scales.parquet",
             f"{args.output}.alignment.parquet",
         )
-        steps.layer_geometry(model, index, settings, *outputs)
+        steps.layer_geometry(model, index, settings, *outputs, transform=transform)
 
 
 def add_geometry_command(commands: Any) -> None:
@@ -70,6 +75,10 @@ def add_geometry_command(commands: Any) -> None:
         "--versus",
         nargs="+",
         help="another model's shards: the alignment between the two models only",
+    )
+    add_transform_arguments(command, "compute the geometry")
+    command.add_argument(
+        "--sentences", help="sentences.parquet from 'sentences' (to split, under a correction)"
     )
     command.add_argument(
         "--neighbours",

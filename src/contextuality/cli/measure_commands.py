@@ -27,13 +27,7 @@ def _measure(args: argparse.Namespace) -> None:
     MeasureSettings(baseline_sample_size=args.baseline_sample_size, seed=args.seed)
     TransformSettings(fit_fraction=args.fit_fraction, seed=args.seed)
     prefix = args.output
-    transform_fit = None
-    if args.transform != "none":
-        split = f"{prefix}.split.parquet"
-        steps.fit_split(args.sentences, args.fit_fraction, args.seed, split)
-        transform_fit = TransformFit.of(
-            split, {"fit_fraction": args.fit_fraction, "seed": args.seed}
-        )
+    transform_fit = fitted_on_split(args, prefix)
     degeneration = None
     if args.degeneration:
         degeneration = steps.DegenerationOutputs(
@@ -54,6 +48,31 @@ def _measure(args: argparse.Namespace) -> None:
             transform_fit=transform_fit,
             degeneration_outputs=degeneration,
         )
+
+
+def fitted_on_split(args: argparse.Namespace, prefix: str) -> TransformFit | None:
+    """How `args.transform` is fitted: on a split of `args.sentences` holding out
+    `args.fit_fraction` of them (seeded by `args.seed`), written to <prefix>.split.parquet;
+    None for ``none``."""
+    if args.transform == "none":
+        return None
+    TransformSettings(fit_fraction=args.fit_fraction, seed=args.seed)  # checked first
+    split = f"{prefix}.split.parquet"
+    steps.fit_split(args.sentences, args.fit_fraction, args.seed, split)
+    return TransformFit.of(split, {"fit_fraction": args.fit_fraction, "seed": args.seed})
+
+
+def add_transform_arguments(command: argparse.ArgumentParser, what: str) -> None:
+    """The options of a correction: which one, and the share of sentences it is fitted on."""
+    command.add_argument(
+        "--transform", choices=TRANSFORMS, default="none", help=f"transform to {what} under"
+    )
+    command.add_argument(
+        "--fit-fraction",
+        type=float,
+        default=TransformSettings.fit_fraction,
+        help="share of sentences held out to fit the correction (<prefix>.split.parquet)",
+    )
 
 
 def add_sampling_arguments(command: argparse.ArgumentParser) -> None:
@@ -81,15 +100,7 @@ def add_measure_layer_command(commands: Any) -> None:
     command.add_argument("--sentences", required=True, help="sentences.parquet from 'sentences'")
     command.add_argument("--index", required=True, help="directory written by 'occurrence-index'")
     add_sampling_arguments(command)
-    command.add_argument(
-        "--transform", choices=TRANSFORMS, default="none", help="transform to measure under"
-    )
-    command.add_argument(
-        "--fit-fraction",
-        type=float,
-        default=TransformSettings.fit_fraction,
-        help="share of sentences held out to fit the correction (<prefix>.split.parquet)",
-    )
+    add_transform_arguments(command, "measure")
     command.add_argument(
         "--degeneration",
         action="store_true",

@@ -1,5 +1,6 @@
 """Figures of the geometry steps: CKA between layers as heatmaps, one panel per pair of
-models (a model with itself first) and per set of occurrences; the position profiles."""
+models (a model with itself first) and per set of occurrences; the geometry under each
+correction beside the raw one; the position profiles."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from contextuality.figures.paper import (
     plt,
     save_figure,
 )
+from contextuality.measures.transforms import TRANSFORMS
 
 
 def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:
@@ -55,6 +57,82 @@ def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str 
         label_cells(panel, grid.to_numpy(), bright_above=0.6, limit=196)
     figure.colorbar(image, ax=axes.ravel().tolist(), label="linear CKA", shrink=0.9)
     figure.suptitle("Similarity between layers (linear CKA)")
+    save_figure(figure, outputs, source)
+
+
+# The panels of the corrections figure: (source, column, axis label); ``dimension`` rows
+# come from the measures table, the others are a layer's alignment with the previous one.
+CORRECTION_PANELS = (
+    ("dimension", "intrinsic_dimension[twonn]", "intrinsic dimension (TwoNN)"),
+    ("alignment", "cka", "linear CKA with the previous layer"),
+    ("alignment", "mutual_knn", "mutual k-NN with the previous layer"),
+)
+
+
+def _with_previous_layer(table: pd.DataFrame, model: str, transform: str) -> pd.DataFrame:
+    """The alignment rows (every occurrence) of each stored layer of `model` under
+    `transform` with the stored layer before it, by layer (``layer_b``)."""
+    rows = table[
+        (table["model_a"] == model)
+        & (table["model_b"] == model)
+        & (table["transform"] == transform)
+        & (table["occurrences"] == "all")
+    ]
+    layers = sorted(rows["layer_a"].unique())
+    pairs = set(zip(layers, layers[1:], strict=False))
+    chosen = [pair in pairs for pair in zip(rows["layer_a"], rows["layer_b"], strict=True)]
+    return rows[chosen].sort_values("layer_b")
+
+
+def plot_geometry_transforms(
+    measures: pd.DataFrame,
+    alignment: pd.DataFrame,
+    outputs: list[str | os.PathLike],
+    source: str = "",
+) -> None:
+    """Per stored model (a row of panels), one line per transform (`CORRECTION_PANELS`):
+    the intrinsic dimension (TwoNN, its plateau's range shaded), and linear CKA and mutual
+    k-NN between each layer and the stored layer before it, each with its permutation
+    null dotted. Under a correction, values come from the sentences it was not fitted on;
+    raw, from the whole sample."""
+    present = set(alignment["transform"]) | set(measures["transform"])
+    transforms = [name for name in TRANSFORMS if name in present]
+    models = sorted(set(alignment["model_a"]) & set(alignment["model_b"]))
+    figure, axes = plt.subplots(
+        max(1, len(models)),
+        len(CORRECTION_PANELS),
+        figsize=(4.2 * len(CORRECTION_PANELS), 3.0 * max(1, len(models))),
+        layout="constrained",
+        squeeze=False,
+    )
+    for panels, model in zip(axes, models, strict=False):
+        for panel, (kind, column, label) in zip(panels, CORRECTION_PANELS, strict=True):
+            for place, transform in enumerate(transforms):
+                colour = f"C{place}"
+                if kind == "dimension":
+                    line = measures[
+                        (measures["model"] == model)
+                        & (measures["measure"] == column)
+                        & (measures["transform"] == transform)
+                    ].sort_values("layer")
+                    x, y = line["layer"], line["raw"]
+                    if {"raw_low", "raw_high"} <= set(line):
+                        panel.fill_between(
+                            x, line["raw_low"], line["raw_high"], color=colour, alpha=0.15, lw=0
+                        )
+                else:
+                    line = _with_previous_layer(alignment, model, transform)
+                    x, y = line["layer_b"], line[column]
+                    panel.plot(x, line[f"null_{column}"], ":", color=colour, linewidth=1)
+                panel.plot(x, y, "o-", color=colour, markersize=3, label=transform)
+            panel.set_title(f"{model}: {label}", fontsize=9)
+            panel.set_ylabel(label)
+            panel.set_xlabel("layer")
+            panel.grid(alpha=0.3)
+        panels[-1].legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))
+    figure.suptitle(
+        "The geometry raw and under each correction (dotted: the null of rows paired at random)"
+    )
     save_figure(figure, outputs, source)
 
 

@@ -149,6 +149,7 @@ GEOMETRY_FIGURES = (
     "intrinsic_dimension_scales",
     "cka",
     "alignment",
+    "geometry_transforms",
     "positions",
 )
 

@@ -11,7 +11,7 @@ it gives for no relation. Then each layer's best-matching layer of another model
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ ALIGNMENT_COLUMNS = [
     "layer_a",
     "model_b",
     "layer_b",
+    "transform",
     "occurrences",
     "cka",
     "cka_debiased",
@@ -68,11 +69,12 @@ ALIGNMENT_OCCURRENCES = ("all", "position>0")
 
 @dataclass
 class SampledLayers:
-    """The sampled rows of every layer of a model (float16 as stored), and what the shards
-    record."""
+    """The sampled rows of every layer of a model (float16 as stored, float32 under a
+    correction), what the shards record, and under a correction each layer's fit."""
 
     vectors: dict[int, np.ndarray]
     attributes: dict[int, dict[str, Any]]
+    fits: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 # Occurrences the geometry steps read by default (config ``geometry.sample_size``).
@@ -211,9 +213,11 @@ def alignment_frame(
     layers: tuple[list[int], list[int]],
     occurrences: str,
     sampled: bool,
+    transform: str = "none",
 ) -> pd.DataFrame:
     """Every alignment measure of `products` and `neighbours`, and of the randomly paired
-    `null`, between every pair of layers, as rows of `ALIGNMENT_COLUMNS`."""
+    `null`, between every pair of layers of vectors under `transform`, as rows of
+    `ALIGNMENT_COLUMNS`."""
     left, right = np.meshgrid(layers[0], layers[1], indexing="ij")
     return pd.DataFrame(
         {
@@ -221,6 +225,7 @@ def alignment_frame(
             "layer_a": left.ravel(),
             "model_b": names[1],
             "layer_b": right.ravel(),
+            "transform": transform,
             "occurrences": occurrences,
             "cka": products.cka().ravel(),
             "cka_debiased": products.debiased_cka().ravel(),
@@ -247,14 +252,15 @@ def alignment_between(
     sampled: bool,
     seed: int,
     alignment: AlignmentSettings = AlignmentSettings(),
+    transform: str = "none",
 ) -> pd.DataFrame:
     """Every alignment measure and its permutation null between every layer of `left` and
     every layer of `right` (of `left` itself when None), on the rows with a vector in all
     of them: every one, and (`later`, a mask of the sampled rows) those past each
-    sentence's first word (`ALIGNMENT_OCCURRENCES`). A null pairs each row with one drawn at
-    random from the same rows (CKA and Procrustes: `random_pairing`, stream ``cka_null``;
-    mutual k-NN and CKNNA: stream ``alignment_null``), so it keeps nothing of the rows'
-    order."""
+    sentence's first word (`ALIGNMENT_OCCURRENCES`); rows labelled with the `transform`
+    their vectors are under. A null pairs each row with one drawn at random from the same
+    rows (CKA and Procrustes: `random_pairing`, stream ``cka_null``; mutual k-NN and
+    CKNNA: stream ``alignment_null``), so it keeps nothing of the rows' order."""
     other = None if right is None else right[1]
     paired = other or left[1]  # the right side's layers, shuffled against the left for the null
     kept = rows_in_every_layer(left[1], *([] if other is None else [other]))
@@ -283,7 +289,7 @@ def alignment_between(
         strict=True,
     )
     frames = [
-        alignment_frame(products, null, found, names, layers, occurrences, sampled)
+        alignment_frame(products, null, found, names, layers, occurrences, sampled, transform)
         for occurrences, products, null, found in chosen
     ]
     return pd.concat(frames, ignore_index=True)
@@ -293,6 +299,7 @@ BEST_LAYER_COLUMNS = [
     "model",
     "layer",
     "other_model",
+    "transform",
     "occurrences",
     "measure",
     "best_layer",
@@ -325,8 +332,8 @@ def best_matching_layers(table: pd.DataFrame) -> pd.DataFrame:
     sides = (("a", "b"), ("b", "a"))
     rows = []
     for side, other in sides:
-        keys = [f"model_{side}", f"layer_{side}", f"model_{other}", "occurrences"]
-        for (model, layer, other_model, occurrences), group in between.groupby(keys):
+        keys = [f"model_{side}", f"layer_{side}", f"model_{other}", "transform", "occurrences"]
+        for (model, layer, other_model, transform, occurrences), group in between.groupby(keys):
             for measure in ALIGNMENT_MEASURES:
                 values = group[measure].to_numpy(dtype=float)
                 if np.isnan(values).all():
@@ -339,6 +346,7 @@ def best_matching_layers(table: pd.DataFrame) -> pd.DataFrame:
                         "model": model,
                         "layer": int(layer),
                         "other_model": other_model,
+                        "transform": transform,
                         "occurrences": occurrences,
                         "measure": measure,
                         "best_layer": best_layer,

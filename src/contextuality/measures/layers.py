@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ import pandas as pd
 
 from contextuality.errors import InputDataError
 from contextuality.measures.rows import rows_with_vectors
-from contextuality.measures.transforms import TransformSettings, fit_transform
+from contextuality.measures.transforms import FittedTransform, TransformSettings, fit_transform
 from contextuality.provenance import sha256_file
 from contextuality.storage.shards import load_shards
 from contextuality.tables import read_parquet_with_provenance
@@ -56,6 +56,68 @@ class Layer:
     transform_fit: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class Correction:
+    """A correction fitted on a split's held-out sentences: `fitted` applies it, `in_fit`
+    (n_occurrences,) marks the occurrences of the fitting sentences (never measured), and
+    `record` is what an output records of the fit."""
+
+    fitted: FittedTransform
+    in_fit: np.ndarray
+    record: dict[str, Any]
+
+    def read(self, load: Callable[..., tuple[np.ndarray, dict]], rows: np.ndarray):
+        """`rows` (none of them in `in_fit`) read by `load` (`storage.shards.load_shards`
+        bound to a layer's shards) and corrected a slice at a time into float32 (NaN where
+        no vector), so the raw rows are never held whole beside the corrected ones."""
+        convert = (self.fitted.apply_to_occurrences, self.fitted.matrix.shape[1])
+        return load(dtype="float32", rows=rows, convert=convert)
+
+
+def fitting_occurrences(
+    transform_fit: TransformFit, occurrences: pd.DataFrame, index_summary: dict[str, Any]
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Which `occurrences` are in the split's fitting sentences (bool, n_occurrences), and
+    the split's provenance; a split drawn for another corpus is refused."""
+    split, split_provenance = read_parquet_with_provenance(transform_fit.split)
+    if split_provenance["corpus_checksum"] != index_summary["corpus_checksum"]:
+        raise InputDataError(f"{transform_fit.split} was drawn for another corpus; rebuild it")
+    return split["fit"].to_numpy()[occurrences["sentence_id"].to_numpy()], split_provenance
+
+
+def fit_correction(
+    load: Callable[..., tuple[np.ndarray, dict]],
+    transform: str,
+    transform_fit: TransformFit,
+    occurrences: pd.DataFrame,
+    index_summary: dict[str, Any],
+) -> Correction:
+    """Correction `transform` of one layer (read by `load`, `storage.shards.load_shards`
+    bound to its shards) fitted on the split's held-out sentences (past each one's first
+    word, with the setting ``fit_without_first_words``): the measure, static and geometry
+    steps fit the same correction of a layer from the same rows."""
+    in_fit, split_provenance = fitting_occurrences(transform_fit, occurrences, index_summary)
+    fitted_rows = in_fit
+    if transform_fit.settings.get("fit_without_first_words"):
+        fitted_rows = in_fit & (occurrences["position"].to_numpy() > 0)
+    fitting, stored = load(dtype=None, rows=np.flatnonzero(fitted_rows))
+    fitted = fit_transform(
+        transform,
+        fitting[rows_with_vectors(fitting)],
+        TransformSettings(**transform_fit.settings),
+        stored_as=stored.get("dtype", fitting.dtype),  # its rounding: whiten's null floor
+    )
+    record = {
+        **fitted.describe(),
+        "fit_fraction": split_provenance["fit_fraction"],
+        "fit_without_first_words": bool(transform_fit.settings.get("fit_without_first_words")),
+        "seed": split_provenance["seed"],
+        "n_fit_sentences": split_provenance["n_fit_sentences"],
+        "split_sha256": sha256_file(transform_fit.split),
+    }
+    return Correction(fitted, in_fit, record)
+
+
 def load_layer(
     shards: PathLike | Sequence[PathLike],
     index_summary: dict[str, Any],
@@ -70,10 +132,8 @@ def load_layer(
     attributes).
 
     ``none``: every occurrence, as `dtype` (None: as stored). Otherwise the correction is
-    fitted on the split's held-out sentences (past each one's first word, with the
-    setting ``fit_without_first_words``) and the other sentences' rows are read and
-    corrected a slice at a time into float32 (NaN where no vector), so the raw layer is
-    never held whole beside the corrected one.
+    fitted on the split's held-out sentences (`fit_correction`) and the other sentences'
+    rows are read corrected (`Correction.read`).
     """
     load = functools.partial(
         load_shards,
@@ -89,30 +149,8 @@ def load_layer(
         raise ValueError(
             f"transform '{transform}' needs the fit split and the transform_fit settings"
         )
-    split, split_provenance = read_parquet_with_provenance(transform_fit.split)
-    if split_provenance["corpus_checksum"] != index_summary["corpus_checksum"]:
-        raise InputDataError(f"{transform_fit.split} was drawn for another corpus; rebuild it")
-    in_fit = split["fit"].to_numpy()[occurrences["sentence_id"].to_numpy()]
-    fitted_rows = in_fit
-    if transform_fit.settings.get("fit_without_first_words"):
-        fitted_rows = in_fit & (occurrences["position"].to_numpy() > 0)
-    fitting, stored = load(dtype=None, rows=np.flatnonzero(fitted_rows))
-    fitted = fit_transform(
-        transform,
-        fitting[rows_with_vectors(fitting)],
-        TransformSettings(**transform_fit.settings),
-        stored_as=stored.get("dtype", fitting.dtype),  # its rounding: whiten's null floor
-    )
-    del fitting
-    measured = np.flatnonzero(~in_fit)
-    correct = (fitted.apply_to_occurrences, fitted.matrix.shape[1])
-    vectors, attributes = load(dtype="float32", rows=measured, convert=correct)
-    record = {
-        **fitted.describe(),
-        "fit_fraction": split_provenance["fit_fraction"],
-        "fit_without_first_words": bool(transform_fit.settings.get("fit_without_first_words")),
-        "seed": split_provenance["seed"],
-        "n_fit_sentences": split_provenance["n_fit_sentences"],
-        "split_sha256": sha256_file(transform_fit.split),
-    }
-    return Layer(vectors, occurrences.iloc[measured].reset_index(drop=True), attributes, record)
+    correction = fit_correction(load, transform, transform_fit, occurrences, index_summary)
+    measured = np.flatnonzero(~correction.in_fit)
+    vectors, attributes = correction.read(load, measured)
+    occurrences = occurrences.iloc[measured].reset_index(drop=True)
+    return Layer(vectors, occurrences, attributes, correction.record)

@@ -36,6 +36,7 @@ from contextuality.steps.figures import (
     transforms_figure,
 )
 from contextuality.steps.geometry import (
+    GeometryTransform,
     ModelLayers,
     alignment_between_models,
     alignment_table,
@@ -81,6 +82,7 @@ def limited_threads(threads: int | None) -> Iterator[None]:
 __all__ = [
     "DegenerationOutputs",
     "LayerOutputs",
+    "GeometryTransform",
     "ModelLayers",
     "MeasureOutputs",
     "ablation_figure",

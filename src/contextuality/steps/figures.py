@@ -149,6 +149,12 @@ def degeneration_figures(
     plot_cone(by_layer(cone_paths), outputs_of("cone"), title=title)
 
 
+def _raw(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a geometry table (alignment, dimension curves) of the stored vectors,
+    transform ``none``: what every figure but the corrections' draws."""
+    return table[table["transform"] == "none"]
+
+
 def geometry_figures(
     dimension_paths: Sequence[PathLike],
     dimension_scales_path: PathLike,
@@ -163,25 +169,31 @@ def geometry_figures(
     `outputs` by name."""
     from contextuality.figures.alignment import plot_alignment
     from contextuality.figures.dimension import plot_dimension_scales
-    from contextuality.figures.geometry import plot_cka, plot_positions
+    from contextuality.figures.geometry import plot_cka, plot_geometry_transforms, plot_positions
     from contextuality.figures.paper import plot_figure
     from contextuality.figures.specs import DIMENSION_FIGURE
 
     by_name = _by_stem(outputs)
+    dimensions = measures_table(read_layer_summaries(dimension_paths))
+    dimension_source = _sources(dimension_paths, "dimension files")
     plot_figure(
-        measures_table(read_layer_summaries(dimension_paths)),
-        DIMENSION_FIGURE,
-        by_name["intrinsic_dimension"],
-        source=_sources(dimension_paths, "dimension files"),
+        dimensions, DIMENSION_FIGURE, by_name["intrinsic_dimension"], source=dimension_source
     )
     plot_dimension_scales(
-        read_tsv(dimension_scales_path),
+        _raw(read_tsv(dimension_scales_path)),
         by_name["intrinsic_dimension_scales"],
         source=_source(dimension_scales_path),
     )
     alignment = read_tsv(alignment_path)
-    plot_cka(alignment, by_name["cka"], source=_source(alignment_path))
-    plot_alignment(alignment, by_name["alignment"], source=_source(alignment_path))
+    plot_cka(_raw(alignment), by_name["cka"], source=_source(alignment_path))
+    plot_alignment(_raw(alignment), by_name["alignment"], source=_source(alignment_path))
+    if "geometry_transforms" in by_name:
+        plot_geometry_transforms(
+            dimensions,
+            alignment,
+            by_name["geometry_transforms"],
+            source=f"{dimension_source}; {_source(alignment_path)}",
+        )
     if positions_path is not None:
         plot_positions(
             read_tsv(positions_path), by_name["positions"], source=_source(positions_path)
@@ -200,7 +212,7 @@ def ablation_figure(
     the measures table and, where the geometry ran, the alignment table."""
     from contextuality.figures.ablation import plot_ablation
 
-    alignment = read_tsv(alignment_paths[0]) if alignment_paths else None
+    alignment = _raw(read_tsv(alignment_paths[0])) if alignment_paths else None
     sources = [measures_path, *alignment_paths]
     plot_ablation(
         read_tsv(measures_path),

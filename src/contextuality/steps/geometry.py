@@ -9,6 +9,7 @@ model: alignment between models compares representations of exactly the same wor
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -30,7 +31,9 @@ from contextuality.geometry.alignment import (
     best_matching_layers,
     sample_rows,
 )
+from contextuality.measures.layers import TransformFit, fit_correction, fitting_occurrences
 from contextuality.measures.rows import rows_with_vectors
+from contextuality.measures.transforms import TRANSFORMS
 from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.random_streams import generator
 from contextuality.storage.shards import expected_extraction, load_shards
@@ -66,21 +69,49 @@ class ModelLayers:
         return cls(name, shards, settings)
 
 
-def read_sampled_layers(model: ModelLayers, index: IndexFiles, rows: np.ndarray) -> SampledLayers:
-    """`rows` of every layer of `model`, checked against the index, its settings and the
-    layer each shard must hold."""
+@dataclass(frozen=True)
+class GeometryTransform:
+    """The vectors a geometry step reads: as stored (``none``), or under a correction
+    (`transforms.TRANSFORMS`) fitted as `fit` says on the held-out sentences of each layer
+    (the measure step's fit of that layer, `layers.fit_correction`), the sample then
+    restricted to the other sentences."""
+
+    name: str = "none"
+    fit: TransformFit | None = None
+
+    def __post_init__(self) -> None:
+        if self.name != "none" and self.fit is None:
+            raise ValueError(f"transform '{self.name}' needs the fit split and its settings")
+
+
+RAW = GeometryTransform()
+
+
+def read_sampled_layers(
+    model: ModelLayers, index: IndexFiles, rows: np.ndarray, transform: GeometryTransform = RAW
+) -> SampledLayers:
+    """`rows` of every layer of `model` (as stored, or corrected as `transform` says),
+    checked against the index, its settings and the layer each shard must hold."""
     summary = index.read_summary()
-    vectors, attributes = {}, {}
+    occurrences = None if transform.fit is None else index.read_occurrences()
+    vectors, attributes, fits = {}, {}, {}
     for layer, shards in sorted(model.shards.items()):
-        vectors[layer], attributes[layer] = load_shards(
+        load = functools.partial(
+            load_shards,
             shards,
             summary["index_checksum"],
             n_rows=summary["n_occurrences"],
             expected=expected_extraction(model.settings, layer),
-            dtype=None,
-            rows=rows,
         )
-    return SampledLayers(vectors, attributes)
+        if transform.fit is None:
+            vectors[layer], attributes[layer] = load(dtype=None, rows=rows)
+            continue
+        correction = fit_correction(load, transform.name, transform.fit, occurrences, summary)
+        if correction.in_fit[rows].any():
+            raise ValueError(f"{transform.name}: the rows read include its fitting sentences")
+        vectors[layer], attributes[layer] = correction.read(load, rows)
+        fits[layer] = correction.record
+    return SampledLayers(vectors, attributes, fits)
 
 
 def _source(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +126,7 @@ DIMENSION_CURVE_COLUMNS = (
     "layer",
     "n_layers",
     "layer_output",
+    "transform",
     "estimator",
     "scale_unit",
     "scale",
@@ -166,6 +198,7 @@ def layer_dimension(
     layer_output_name: str,
     vectors: np.ndarray,
     settings: dict[str, Any],
+    transform: str = "none",
 ) -> LayerDimension:
     """Both intrinsic-dimension curves of one layer's sampled `vectors` (rows without a
     vector skipped, repeats removed: `dimension.neighbourhoods`) and the value on each
@@ -182,6 +215,7 @@ def layer_dimension(
         "layer": layer,
         "n_layers": n_layers,
         "layer_output": layer_output_name,
+        "transform": transform,
     }
     measures, rows, flat = {}, [], []
     for name, curve in curves.items():
@@ -196,9 +230,10 @@ def layer_dimension(
     if len(points) < dimension.MIN_DIMENSION_POINTS:
         warn(
             [
-                f"{model} layer {layer}: intrinsic dimension from {len(points)} distinct points "
-                f"(fewer than {dimension.MIN_DIMENSION_POINTS}): its estimate means little, "
-                "and is NaN where too few to estimate"
+                f"{model} layer {layer} ({transform}): intrinsic dimension from "
+                f"{len(points)} distinct points (fewer than "
+                f"{dimension.MIN_DIMENSION_POINTS}): its estimate means little, and is NaN "
+                "where too few to estimate"
             ]
         )
     missing = [
@@ -207,7 +242,7 @@ def layer_dimension(
     if missing and len(points) >= dimension.MIN_DIMENSION_POINTS:
         warn(
             [
-                f"{model} layer {layer}: no plateau in the {' and '.join(missing)} "
+                f"{model} layer {layer} ({transform}): no plateau in the {' and '.join(missing)} "
                 f"curve{'s' if len(missing) > 1 else ''} "
                 f"(no {dimension_settings.plateau_width} consecutive scales within "
                 f"{dimension_settings.plateau_tolerance:.0%} of each other): its intrinsic "
@@ -216,16 +251,17 @@ def layer_dimension(
             ]
         )
     log.info("layer %d: plateau %s (%d distinct points)", layer, ", ".join(flat), len(points))
-    summary = layer_fields | {"transform": "none", "measures": measures}
+    summary = layer_fields | {"measures": measures}
     return LayerDimension(summary, rows)
 
 
 def _dimension_summaries(
-    sampled: SampledLayers, settings: dict[str, Any], provenance: dict[str, Any]
+    sampled: SampledLayers, settings: dict[str, Any], provenance: dict[str, Any], transform: str
 ) -> tuple[list[dict[str, Any]], pd.DataFrame]:
-    """Each layer's intrinsic dimension as a layer summary of transform ``none`` (the
-    measures table's rows ``intrinsic_dimension[twonn]`` and ``[gride]``), and every
-    layer's curves as one table."""
+    """Each layer's intrinsic dimension as a layer summary of `transform` (the measures
+    table's rows ``intrinsic_dimension[twonn]`` and ``[gride]``; under a correction with
+    its fit's record, as the measure step's summaries), and every layer's curves as one
+    table."""
     summaries, rows = [], []
     for layer, vectors in sampled.vectors.items():
         attributes = sampled.attributes[layer]
@@ -237,29 +273,57 @@ def _dimension_summaries(
             layer_output(layer, n_layers, attributes["layer_conventions"]),
             vectors,
             settings,
+            transform,
         )
-        summaries.append({**provenance, **_source(attributes), **found.summary})
+        fit = {"transform_fit": sampled.fits[layer]} if layer in sampled.fits else {}
+        summaries.append({**provenance, **_source(attributes), **fit, **found.summary})
         rows += found.curve_rows
     return summaries, pd.DataFrame(rows, columns=list(DIMENSION_CURVE_COLUMNS))
 
 
-def _sample(index: IndexFiles, settings: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, bool]:
+def _sample(
+    index: IndexFiles, settings: dict[str, Any], transform: GeometryTransform = RAW
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """The rows the geometry steps read, which of them are past their sentence's first
-    word, and whether they are a sample of the index's rows."""
-    n_rows = int(index.read_summary()["n_occurrences"])
+    word, and whether they are a sample of the index's rows. Under a correction, the
+    sample's rows outside its fitting sentences: a subset of the rows read raw, the same
+    occurrences in every model and layer."""
+    summary = index.read_summary()
+    n_rows = int(summary["n_occurrences"])
     rows = sample_rows(n_rows, settings["sample_size"], settings["seed"])
-    later = index.read_occurrences()["position"].to_numpy()[rows] > 0
-    return rows, later, len(rows) < n_rows
+    occurrences = index.read_occurrences()
+    if transform.fit is not None:
+        in_fit, _ = fitting_occurrences(transform.fit, occurrences, summary)
+        rows = rows[~in_fit[rows]]
+    later = occurrences["position"].to_numpy()[rows] > 0
+    return rows, later, settings["sample_size"] is not None and settings["sample_size"] < n_rows
 
 
-def _provenance(step: str, settings: dict[str, Any], rows: np.ndarray, *models: SampledLayers):
-    """What a geometry output records: its settings, the rows read and each model's shard."""
+def _model_provenance(sampled: SampledLayers) -> dict[str, Any]:
+    """What a geometry output records of a model: its shards, and each layer's fit of a
+    correction where there is one."""
+    source = _source(next(iter(sampled.attributes.values())))
+    if not sampled.fits:
+        return source
+    return source | {"transform_fits": {str(layer): fit for layer, fit in sampled.fits.items()}}
+
+
+def _provenance(
+    step: str,
+    settings: dict[str, Any],
+    rows: np.ndarray,
+    transform: str,
+    *models: SampledLayers,
+):
+    """What a geometry output records: its settings, the transform, the rows read and each
+    model's shard (with each layer's fit under a correction)."""
     return provenance_record(
         step=step,
         config_hash=config_hash(settings),
         seed=settings["seed"],
+        transform=transform,
         n_sampled_rows=len(rows),
-        models=[_source(next(iter(sampled.attributes.values()))) for sampled in models],
+        models=[_model_provenance(sampled) for sampled in models],
     )
 
 
@@ -275,20 +339,28 @@ def layer_geometry(
     dimension_output: PathLike,
     curves_output: PathLike,
     alignment_output: PathLike,
+    transform: GeometryTransform = RAW,
 ) -> pd.DataFrame:
     """A model's intrinsic dimension per layer (JSON: layer summaries for the measures
     table; parquet: its curves over scale, `DIMENSION_CURVE_COLUMNS`) and the alignment between its
-    layers (parquet, `ALIGNMENT_COLUMNS`), from one sample of its rows. `settings`: config
-    ``geometry`` with the measures' seed and confidence."""
-    rows, later, sampled = _sample(index, settings)
-    layers = read_sampled_layers(model, index, rows)
-    provenance = _provenance("layer_geometry", settings, rows, layers)
-    summaries, curves = _dimension_summaries(layers, settings, provenance)
+    layers (parquet, `ALIGNMENT_COLUMNS`), from one sample of its rows, as stored or under
+    a correction (`GeometryTransform`). `settings`: config ``geometry`` with the measures'
+    seed and confidence."""
+    rows, later, sampled = _sample(index, settings, transform)
+    layers = read_sampled_layers(model, index, rows, transform)
+    provenance = _provenance("layer_geometry", settings, rows, transform.name, layers)
+    summaries, curves = _dimension_summaries(layers, settings, provenance, transform.name)
     write_json(dimension_output, {"layers": summaries})
     write_parquet(curves, curves_output, provenance)
     log.info("alignment between %d layers on %d rows", len(layers.vectors), len(rows))
     table = alignment_between(
-        (model.name, layers), None, later, sampled, settings["seed"], _alignment(settings)
+        (model.name, layers),
+        None,
+        later,
+        sampled,
+        settings["seed"],
+        _alignment(settings),
+        transform.name,
     )
     write_parquet(table, alignment_output, provenance)
     return table
@@ -300,11 +372,13 @@ def alignment_between_models(
     index: IndexFiles,
     settings: dict[str, Any],
     output: PathLike,
+    transform: GeometryTransform = RAW,
 ) -> pd.DataFrame:
     """The alignment between every layer of `left` and every layer of `right` on the same sampled
-    occurrences (parquet, `ALIGNMENT_COLUMNS`)."""
-    rows, later, sampled = _sample(index, settings)
-    layers = [read_sampled_layers(model, index, rows) for model in (left, right)]
+    occurrences (parquet, `ALIGNMENT_COLUMNS`), each model as stored or under its own fit of
+    a correction (`GeometryTransform`)."""
+    rows, later, sampled = _sample(index, settings, transform)
+    layers = [read_sampled_layers(model, index, rows, transform) for model in (left, right)]
     log.info("alignment between %s and %s on %d rows", left.name, right.name, len(rows))
     table = alignment_between(
         (left.name, layers[0]),
@@ -313,9 +387,18 @@ def alignment_between_models(
         sampled,
         settings["seed"],
         _alignment(settings),
+        transform.name,
     )
-    write_parquet(table, output, _provenance("alignment_between_models", settings, rows, *layers))
+    provenance = _provenance("alignment_between_models", settings, rows, transform.name, *layers)
+    write_parquet(table, output, provenance)
     return table
+
+
+def _by_transform(table: pd.DataFrame) -> pd.DataFrame:
+    """`table`'s rows grouped by transform, in the order of `transforms.TRANSFORMS`, each
+    group in its order."""
+    rank = table["transform"].map({name: place for place, name in enumerate(TRANSFORMS)})
+    return table.iloc[np.argsort(rank.to_numpy(), kind="stable")].reset_index(drop=True)
 
 
 def alignment_table(
@@ -326,8 +409,9 @@ def alignment_table(
     provenance gathering theirs."""
     order = ["model_a", "model_b", "occurrences", "layer_a", "layer_b"]
     table, provenance = gather_parquet(paths, "alignment_table", order)
+    table = _by_transform(table)
     write_tsv(table, output, provenance)
-    write_tsv(best_matching_layers(table), best_layers_output, provenance)
+    write_tsv(_by_transform(best_matching_layers(table)), best_layers_output, provenance)
     return table
 
 
@@ -335,5 +419,6 @@ def dimension_scales_table(paths: Sequence[PathLike], output: PathLike) -> pd.Da
     """Every model's intrinsic-dimension curves as one TSV, its provenance gathering theirs."""
     order = ["model", "estimator", "layer", "radius"]
     table, provenance = gather_parquet(paths, "dimension_scales_table", order)
+    table = _by_transform(table)
     write_tsv(table, output, provenance)
     return table

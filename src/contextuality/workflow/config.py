@@ -192,14 +192,22 @@ def _measured_transforms(config: dict[str, Any], schema: dict[str, Any]) -> list
 
 def _unmeasured_transforms(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     """Problems of figures.transforms, static.transforms and degeneration.transforms naming
-    a transform that measures.transforms (or its default) does not measure."""
+    a transform that measures.transforms (or its default) does not measure, and of
+    geometry.transforms without none (what its figures draw). The geometry's corrections
+    are its own: it fits them itself, on the same split."""
     measured = _measured_transforms(config, schema)
-    return [
+    problems = [
         f"{section}.transforms: '{transform}' is not in measures.transforms ({', '.join(measured)})"
         for section in ("figures", "static", "degeneration")
         for transform in (config.get(section) or {}).get("transforms", [])
         if transform not in measured
     ]
+    if "none" not in (config.get("geometry") or {}).get("transforms", ["none"]):
+        problems.append(
+            "geometry.transforms: must include none, the stored vectors that the geometry "
+            "figures draw and the corrections are compared with"
+        )
+    return problems
 
 
 def _unstreamable(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
@@ -341,12 +349,13 @@ def transform_fit_settings(config: dict[str, Any], transform: str) -> dict[str, 
 
 
 def geometry_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """The geometry steps' settings: config ``geometry`` (but ``activate`` and
-    ``alignment_between_models``, which choose jobs), with the measures' seed and confidence."""
+    """The geometry steps' settings: config ``geometry`` (but ``activate``,
+    ``alignment_between_models`` and ``transforms``, which choose jobs), with the measures'
+    seed and confidence."""
     geometry = {
         key: value
         for key, value in config["geometry"].items()
-        if key not in ("activate", "alignment_between_models")
+        if key not in ("activate", "alignment_between_models", "transforms")
     }
     return {
         **geometry,
@@ -361,6 +370,11 @@ def geometry_models(config: dict[str, Any]) -> list[str]:
     if not config.get("geometry", {}).get("activate", True):
         return []
     return streamed_models(config, streamed=False)
+
+
+def geometry_transforms(config: dict[str, Any]) -> list[str]:
+    """The transforms the geometry is computed under (``geometry.transforms``)."""
+    return list(config.get("geometry", {}).get("transforms", ["none"]))
 
 
 def degeneration_transforms(config: dict[str, Any]) -> list[str]:

@@ -23,6 +23,7 @@ from contextuality.workflow.config import (
     extraction_partitions,
     figure_transforms,
     geometry_models,
+    geometry_transforms,
     is_streamed,
     model_files,
     model_layers,
@@ -214,24 +215,39 @@ def alignment_model_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def alignment_files(config: dict[str, Any]) -> list[str]:
-    """Every alignment table the alignment table gathers: each stored model's between its layers,
-    then each pair of `alignment_model_pairs`."""
+    """Every alignment table the alignment table gathers, under each geometry transform:
+    each stored model's between its layers, then each pair of `alignment_model_pairs`."""
     stored = geometry_models(config)
     pairs = alignment_model_pairs(config)
-    return [f"results/geometry/{model}/alignment.parquet" for model in stored] + [
-        f"results/geometry/alignment_between_models/{left}~{right}.parquet" for left, right in pairs
+    return [
+        path
+        for transform in geometry_transforms(config)
+        for path in [f"results/geometry/{model}/{transform}/alignment.parquet" for model in stored]
+        + [
+            f"results/geometry/alignment_between_models/{transform}/{left}~{right}.parquet"
+            for left, right in pairs
+        ]
     ]
 
 
 def dimension_files(config: dict[str, Any]) -> list[str]:
-    """Each stored model's intrinsic dimension file (layer summaries)."""
-    return [f"results/geometry/{model}/dimension.json" for model in geometry_models(config)]
+    """Each stored model's intrinsic dimension file (layer summaries), under each geometry
+    transform."""
+    return _geometry_files(config, "dimension.json")
 
 
 def dimension_curve_files(config: dict[str, Any]) -> list[str]:
-    """Each stored model's intrinsic-dimension curves over scale."""
+    """Each stored model's intrinsic-dimension curves over scale, under each geometry
+    transform."""
+    return _geometry_files(config, "dimension_scales.parquet")
+
+
+def _geometry_files(config: dict[str, Any], name: str) -> list[str]:
+    """File `name` of each stored model's layer geometry under each geometry transform."""
     return [
-        f"results/geometry/{model}/dimension_scales.parquet" for model in geometry_models(config)
+        f"results/geometry/{model}/{transform}/{name}"
+        for transform in geometry_transforms(config)
+        for model in geometry_models(config)
     ]
 
 
@@ -350,10 +366,16 @@ def census_tables(config: dict[str, Any]) -> list[str]:
 
 def geometry_figure_names(config: dict[str, Any]) -> list[str]:
     """The geometry figures (`figures.specs.GEOMETRY_FIGURES`), the position profiles only
-    where the degeneration analysis runs: it writes their table (`positions_table`)."""
+    where the degeneration analysis runs (it writes their table, `positions_table`) and the
+    corrections' figure only where the geometry runs under one."""
     from contextuality.figures.specs import GEOMETRY_FIGURES
 
-    return [name for name in GEOMETRY_FIGURES if name != "positions" or positions_table(config)]
+    left_out = set()
+    if not positions_table(config):
+        left_out.add("positions")
+    if len(geometry_transforms(config)) < 2:
+        left_out.add("geometry_transforms")
+    return [name for name in GEOMETRY_FIGURES if name not in left_out]
 
 
 def ablation_alignment(config: dict[str, Any]) -> list[str]:
