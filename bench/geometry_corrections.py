@@ -1,13 +1,18 @@
 """The geometry raw and under the outlier corrections (standardize, drop_rogue), as a results file.
 
+``center`` runs beside them as the control: it moves no point relative to another, so its
+intrinsic dimension, CKA and Procrustes distance are the raw vectors' on the rows every
+correction is measured on (the sample less its fitting sentences), and what a correction
+changes beyond ``center`` is the correction's, not the smaller sample's.
+
 Runs the workflow on MiniLM, SmolLM2-135M and Gemma-3-270M (config/families.yaml's
 models, installed and assembled as its header says, Gemma's file under the work directory;
-the Lee corpus) with ``geometry.transforms: [none, standardize, drop_rogue]``, the paper's measures
-raw only, and writes ``bench/results/geometry-corrections.md``: per model and layer the
-intrinsic dimension (TwoNN) and the linear CKA and mutual k-NN with the previous stored
-layer under each transform, with their nulls, and each decoder layer's best match in
-MiniLM under each; beside it the run's tables (``geometry-corrections-{measures,alignment,
-best_layers}.tsv``) and its figure (``geometry-corrections.png``).
+the Lee corpus) with ``geometry.transforms: [none, center, standardize, drop_rogue]``, the
+paper's measures raw only, and writes ``bench/results/geometry-corrections.md``: per model
+and layer the intrinsic dimension (TwoNN) and the linear CKA and mutual k-NN with the
+previous stored layer under each transform, with their nulls; beside it the run's tables
+(``geometry-corrections-{measures,alignment}.tsv``) and its figure
+(``geometry-corrections.png``).
 
     python bench/geometry_corrections.py
 """
@@ -27,7 +32,7 @@ from workdir import run_workflow, write_report
 REPO = Path(__file__).resolve().parents[1]
 NAME = "geometry-corrections"
 MODELS = ("minilm", "smollm2", "gemma3")
-TRANSFORMS = ["none", "standardize", "drop_rogue"]
+TRANSFORMS = ["none", "center", "standardize", "drop_rogue"]
 
 
 def study_config() -> dict:
@@ -40,7 +45,9 @@ def study_config() -> dict:
         "models": {name: families["models"][name] for name in MODELS},
         "measures": {"transforms": ["none"], "leave_out": []},
         "degeneration": {"transforms": []},
-        "geometry": {"activate": True, "transforms": TRANSFORMS},
+        # Within each model: the alignment between models under four transforms takes
+        # an hour more on 2 cores (the workflow computes it where this is true).
+        "geometry": {"activate": True, "transforms": TRANSFORMS, "alignment_between_models": False},
         "figures": {"relative_layers": True},
     }
 
@@ -75,9 +82,8 @@ def _by_layer(measures: pd.DataFrame, alignment: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([dimension, neighbours], axis=1).reset_index()
 
 
-def _sections(measures: pd.DataFrame, alignment: pd.DataFrame, best: pd.DataFrame) -> list[str]:
-    """The report's tables: each model's layers under each transform, then SmolLM2's best
-    matches in MiniLM under each."""
+def _sections(measures: pd.DataFrame, alignment: pd.DataFrame) -> list[str]:
+    """The report's tables: each model's layers under each transform."""
     table = _by_layer(measures, alignment)
     table["transform"] = pd.Categorical(table["transform"], TRANSFORMS, ordered=True)
     table = table.sort_values(["model", "layer", "transform"])
@@ -85,20 +91,6 @@ def _sections(measures: pd.DataFrame, alignment: pd.DataFrame, best: pd.DataFram
     for model, rows in table.groupby("model", sort=False):
         body = rows.drop(columns="model").to_markdown(index=False, floatfmt=".3f")
         sections.append(f"### {model}\n\n{body}")
-    for decoder in MODELS[1:]:
-        chosen = best[
-            (best["model"] == decoder)
-            & (best["other_model"] == MODELS[0])
-            & (best["occurrences"] == "position>0")
-            & best["measure"].isin(["cka", "cka_debiased", "mutual_knn"])
-        ]
-        wide = chosen.pivot_table(
-            index=["layer", "measure"], columns="transform", values="best_layer"
-        ).reindex(columns=TRANSFORMS)
-        sections.append(
-            f"## {decoder}'s best-matching {MODELS[0]} layer under each transform "
-            "(occurrences past the first word)\n\n" + wide.reset_index().to_markdown(index=False)
-        )
     return sections
 
 
@@ -115,13 +107,11 @@ def main() -> None:
     measures = pd.read_csv(tables / "measures.tsv", sep="\t")
     dimension = measures[measures["measure"].str.startswith("intrinsic_dimension")]
     dimension.to_csv(args.out / f"{NAME}-measures.tsv", sep="\t", index=False)
-    for table in ("alignment", "best_layers"):
-        shutil.copyfile(tables / f"{table}.tsv", args.out / f"{NAME}-{table}.tsv")
+    shutil.copyfile(tables / "alignment.tsv", args.out / f"{NAME}-alignment.tsv")
     shutil.copyfile(
         args.workdir / "results/figures/geometry_transforms.png", args.out / f"{NAME}.png"
     )
     alignment = pd.read_csv(tables / "alignment.tsv", sep="\t")
-    best = pd.read_csv(tables / "best_layers.tsv", sep="\t")
     header = [
         "# The geometry raw and under the outlier corrections: MiniLM, SmolLM2, Gemma-3",
         f"Written by `bench/geometry_corrections.py` ({time.strftime('%Y-%m-%d')}; the "
@@ -129,10 +119,10 @@ def main() -> None:
         "extracted reused). Each correction is fitted on each layer's held-out sentences "
         "(a fifth) and measured on the sampled occurrences of the others; `none` on the whole "
         f"sample (column `rows`). Tables beside this file: `{NAME}-measures.tsv` (intrinsic "
-        f"dimension), `{NAME}-alignment.tsv`, `{NAME}-best_layers.tsv`; figure `{NAME}.png`. "
+        f"dimension), `{NAME}-alignment.tsv`; figure `{NAME}.png`. "
         "Definitions: docs/instruments.md.",
     ]
-    write_report(args.out / f"{NAME}.md", header + _sections(measures, alignment, best))
+    write_report(args.out / f"{NAME}.md", header + _sections(measures, alignment))
 
 
 if __name__ == "__main__":

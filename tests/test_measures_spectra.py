@@ -108,6 +108,28 @@ def test_alpha_req_needs_ten_ranks():
     assert np.isfinite(spectra.alpha_req(np.arange(15, 0, -1.0)))
 
 
+def test_alpha_req_leaves_out_a_null_direction_that_rounding_fills():
+    """Rows on a hyperplane (a layer normalization's output) stored as float16 have a null
+    direction whose variance is rounding alone, and differs as one value rounds otherwise:
+    above `rounding_floor` of the rows' mean square are the real directions only, and
+    α-ReQ over them is that of the spectrum without the null one, whichever the rounding."""
+    rng = np.random.default_rng(8)
+    rows = rng.normal(size=(4000, 40)) * np.linspace(2.0, 0.3, 40)
+    rows -= rows.mean(axis=1, keepdims=True)  # every row on the hyperplane Σ x_j = 0
+    found = []
+    for nudge in (0.0, 1e-3):
+        stored = (rows + nudge * (rng.random(rows.shape) < 0.05)).astype(np.float16)
+        vectors = stored.astype(np.float64)
+        centered = vectors - vectors.mean(axis=0)
+        eigenvalues = np.linalg.eigvalsh(centered.T @ centered / len(vectors))[::-1]
+        floor = spectra.rounding_floor(float(np.mean(vectors**2)))
+        assert (eigenvalues > floor).sum() == 39 and 0 < eigenvalues[-1] < floor
+        found.append(spectra.alpha_req(eigenvalues, floor=floor))
+        assert found[-1] == pytest.approx(spectra.alpha_req(eigenvalues[:-1]), abs=1e-12)
+        assert spectra.alpha_req(eigenvalues) > found[-1] + 0.05  # the null's log drags it
+    assert found[0] == pytest.approx(found[1], abs=0.01)
+
+
 def test_a_layer_s_spectrum_rows_from_its_occurrences():
     """The measure step's rows: dataset entropy of the sentences' mean vectors, prompt
     entropy and curvature averaged over the sentences that have them (their words in

@@ -34,12 +34,16 @@ def _shapes(layer: LayerInputs) -> spectra.SentenceShapes:
 
 
 def spectrum(layer: LayerInputs) -> dict[str, SummaryRow]:
-    """``dataset_entropy`` (of the sentences' mean vectors) and ``alpha_req``."""
+    """``dataset_entropy`` (of the sentences' mean vectors) and ``alpha_req`` (over the
+    directions above storage rounding, `spectra.rounding_floor`)."""
     means = _shapes(layer).means
     eigenvalues = layer.spread().eigenvalues
+    vectors = layer.rows.vectors
+    mean_square = np.einsum("ij,ij->", vectors, vectors, dtype=np.float64) / vectors.size
+    floor = spectra.rounding_floor(float(mean_square))
     return {
         "dataset_entropy": {"raw": spectra.dataset_entropy(means), "n": len(means)},
-        "alpha_req": {"raw": spectra.alpha_req(eigenvalues), "n": layer.n_valid},
+        "alpha_req": {"raw": spectra.alpha_req(eigenvalues, floor=floor), "n": layer.n_valid},
     }
 
 
