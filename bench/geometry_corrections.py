@@ -53,29 +53,29 @@ def study_config() -> dict:
 
 
 def _by_layer(measures: pd.DataFrame, alignment: pd.DataFrame) -> pd.DataFrame:
-    """Per model, layer and transform: TwoNN's intrinsic dimension, and linear CKA and mutual
-    k-NN with the previous stored layer (every sampled occurrence) with their nulls."""
+    """Per model, layer and transform: TwoNN's intrinsic dimension, linear CKA with the
+    previous stored layer on every sampled occurrence, and linear CKA and mutual k-NN with
+    it past each sentence's first word, with their nulls (and the rows that counts)."""
     dimension = measures[measures["measure"] == "intrinsic_dimension[twonn]"]
     dimension = dimension.set_index(["model", "layer", "transform"])["raw"].rename("ID twonn")
-    within = alignment[
-        (alignment["model_a"] == alignment["model_b"]) & (alignment["occurrences"] == "all")
-    ]
+    within = alignment[alignment["model_a"] == alignment["model_b"]]
     rows = []
     for (model, transform), group in within.groupby(["model_a", "transform"]):
         layers = sorted(group["layer_a"].unique())
-        indexed = group.set_index(["layer_a", "layer_b"])
+        indexed = group.set_index(["occurrences", "layer_a", "layer_b"])
         for previous, layer in zip(layers, layers[1:], strict=False):
-            found = indexed.loc[(previous, layer)]
+            every, later = (indexed.loc[(kind, previous, layer)] for kind in ("all", "position>0"))
             rows.append(
                 {
                     "model": model,
                     "layer": layer,
                     "transform": transform,
-                    "CKA prev": found["cka"],
-                    "null": found["null_cka"],
-                    "mutual k-NN prev": found["mutual_knn"],
-                    "null k-NN": found["null_mutual_knn"],
-                    "rows": found["n_rows"],
+                    "CKA prev (all)": every["cka"],
+                    "CKA prev": later["cka"],
+                    "null": later["null_cka"],
+                    "mutual k-NN prev": later["mutual_knn"],
+                    "null k-NN": later["null_mutual_knn"],
+                    "rows": later["n_rows"],
                 }
             )
     neighbours = pd.DataFrame(rows).set_index(["model", "layer", "transform"])
@@ -118,8 +118,10 @@ def main() -> None:
         f"workflow run took {minutes:.0f} min on {args.cores} cores, shards already "
         "extracted reused). Each correction is fitted on each layer's held-out sentences "
         "(a fifth) and measured on the sampled occurrences of the others; `none` on the whole "
-        f"sample (column `rows`). Tables beside this file: `{NAME}-measures.tsv` (intrinsic "
-        f"dimension), `{NAME}-alignment.tsv`; figure `{NAME}.png`. "
+        "sample (column `rows`: those past the first word). `center` moves no point relative "
+        "to another: its values are the raw vectors' on the corrections' rows. Tables beside "
+        f"this file: `{NAME}-measures.tsv` (intrinsic dimension), `{NAME}-alignment.tsv`; "
+        f"figure `{NAME}.png`. "
         "Definitions: docs/instruments.md.",
     ]
     write_report(args.out / f"{NAME}.md", header + _sections(measures, alignment))

@@ -462,3 +462,39 @@ def test_the_standardized_measures_quoted_in_the_instruments_page():
             _instrument(model, "selfsim", layer, "standardize", "adjusted") for layer in layers
         ]
         assert f"{min(selfsim):.3f} to {max(selfsim):.3f} ({name})" in page
+
+
+def test_the_geometry_under_the_corrections_quoted_in_instruments():
+    """docs/instruments.md's CKA between consecutive layers past the first words and
+    intrinsic dimensions under each correction, on bench/results/geometry-corrections-*.tsv."""
+    page = _page("instruments.md")
+    alignment = pd.read_csv(ROOT / "bench/results/geometry-corrections-alignment.tsv", sep="\t")
+    later = alignment[alignment["occurrences"] == "position>0"]
+    cka = later.set_index(["model_a", "model_b", "transform", "layer_a", "layer_b"])["cka"]
+    for transform, quoted in (
+        ("center", "0.041"),
+        ("drop_rogue", "0.882"),
+        ("standardize", "0.617"),
+    ):
+        assert f"{cka['smollm2', 'smollm2', transform, 9, 12]:.3f}" == quoted
+        assert quoted in page
+    assert f"{cka['smollm2', 'smollm2', 'drop_rogue', 0, 3]:.3f}" == "0.708" and "0.708" in page
+    raw, centred = (
+        _adjacent(
+            later[(later["model_a"] == "smollm2") & (later["transform"] == name)].set_index(
+                ["layer_a", "layer_b"]
+            )["cka"]
+        )
+        for name in ("none", "center")
+    )
+    assert f"{(raw - centred).abs().max():.3f}" == "0.023"  # the smaller sample alone
+    measures = pd.read_csv(ROOT / "bench/results/geometry-corrections-measures.tsv", sep="\t")
+    twonn = measures[measures["measure"] == "intrinsic_dimension[twonn]"]
+    dimension = twonn.set_index(["model", "transform", "layer"])["raw"]
+    assert f"{dimension['smollm2', 'none', 24]:.2f}, {dimension['smollm2', 'center', 24]:.2f}" == (
+        "11.45, 14.52"
+    )
+    assert "11.45 on the whole sample, 14.52 on four fifths of it" in page
+    assert (
+        f"{dimension['minilm', 'standardize', 4]:.2f}" == "10.73" and "10.73 against 9.46" in page
+    )

@@ -69,14 +69,16 @@ CORRECTION_PANELS = (
 )
 
 
-def _with_previous_layer(table: pd.DataFrame, model: str, transform: str) -> pd.DataFrame:
-    """The alignment rows (every occurrence) of each stored layer of `model` under
+def _with_previous_layer(
+    table: pd.DataFrame, model: str, transform: str, occurrences: str = "position>0"
+) -> pd.DataFrame:
+    """The alignment rows (on `occurrences`) of each stored layer of `model` under
     `transform` with the stored layer before it, by layer (``layer_b``)."""
     rows = table[
         (table["model_a"] == model)
         & (table["model_b"] == model)
         & (table["transform"] == transform)
-        & (table["occurrences"] == "all")
+        & (table["occurrences"] == occurrences)
     ]
     layers = sorted(rows["layer_a"].unique())
     pairs = set(zip(layers, layers[1:], strict=False))
@@ -92,9 +94,10 @@ def plot_geometry_transforms(
 ) -> None:
     """Per stored model (a row of panels), one line per transform (`CORRECTION_PANELS`):
     the intrinsic dimension (TwoNN, its plateau's range shaded), and linear CKA and mutual
-    k-NN between each layer and the stored layer before it, each with its permutation
-    null dotted. Under a correction, values come from the sentences it was not fitted on;
-    raw, from the whole sample."""
+    k-NN between each layer and the stored layer before it on the occurrences past each
+    sentence's first word (a decoder's first-token rows, of huge norm, are all that CKA
+    sees of every occurrence), each with its permutation null dotted. Under a correction,
+    values come from the sentences it was not fitted on; raw, from the whole sample."""
     present = set(alignment["transform"]) | set(measures["transform"])
     transforms = [name for name in TRANSFORMS if name in present]
     models = sorted(set(alignment["model_a"]) & set(alignment["model_b"]))
