@@ -51,16 +51,19 @@ from contextuality.workflow.config import (
     transforms_without_degeneration,
     word_sample_size,
 )
+from contextuality.workflow.geometry_paths import (
+    alignment_files,
+    alignment_model_pairs,
+    dimension_curve_files,
+    dimension_files,
+    pair_shards,
+)
 from contextuality.workflow.paths import (
     PART_PATTERN,
     WORD_INDEX,
     ablation_alignment,
-    alignment_files,
-    alignment_model_pairs,
     benchmark_files,
     corpus_inputs,
-    dimension_curve_files,
-    dimension_files,
     every_layer_output,
     extraction_inputs,
     extraction_log,
@@ -78,7 +81,6 @@ from contextuality.workflow.paths import (
     layer_shards,
     measure_memory_mb,
     model_shards,
-    pair_shards,
     paper_figure_names,
     parse_part,
     part_label,

@@ -14,11 +14,13 @@ from contextuality.workflow.config import (
     model_names,
     streamed_models,
 )
-from contextuality.workflow.paths import (
+from contextuality.workflow.geometry_paths import (
     alignment_files,
-    census_tables,
     dimension_curve_files,
     dimension_files,
+)
+from contextuality.workflow.paths import (
+    census_tables,
     every_layer_output,
     extraction_metas,
     figure_paths,

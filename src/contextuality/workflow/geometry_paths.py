@@ -1,0 +1,80 @@
+"""The paths of the geometry jobs: each stored model's layer geometry and the alignment
+between pairs of models, under each transform of ``geometry.transforms``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextuality.workflow.config import geometry_models, geometry_transforms
+from contextuality.workflow.paths import index_directory, model_shards
+from contextuality.workflow.sweeps import sweeps
+
+
+def pair_shards(config: dict[str, Any], left: str, right: str) -> dict[str, list[str]]:
+    """Both models' `model_shards`, named ``a_layer_<L>`` and ``b_layer_<L>``."""
+    return {
+        f"{side}_{name}": shards
+        for side, model in (("a", left), ("b", right))
+        for name, shards in model_shards(config, model).items()
+    }
+
+
+def alignment_model_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """The pairs of stored models whose layers the alignment measures compare (config
+    ``geometry.alignment_between_models``): each pair, in config order, whose rows are the same
+    occurrences (the same index), but of two checkpoints of one sweep only consecutive
+    ones (how far each training interval moves the layers)."""
+    if not config["geometry"]["alignment_between_models"]:
+        return []
+    models = geometry_models(config)
+    checkpoints = sweeps(config)
+    sweep_of = {model: base for base, members in checkpoints.items() for model in members}
+    consecutive = {
+        pair
+        for members in checkpoints.values()
+        for pair in zip(list(members), list(members)[1:], strict=False)
+    }
+    return [
+        (left, right)
+        for position, left in enumerate(models)
+        for right in models[position + 1 :]
+        if index_directory(config, left) == index_directory(config, right)
+        and (sweep_of.get(left, left) != sweep_of.get(right, right) or (left, right) in consecutive)
+    ]
+
+
+def alignment_files(config: dict[str, Any]) -> list[str]:
+    """Every alignment table the alignment table gathers, under each geometry transform:
+    each stored model's between its layers, then each pair of `alignment_model_pairs`."""
+    stored = geometry_models(config)
+    pairs = alignment_model_pairs(config)
+    return [
+        path
+        for transform in geometry_transforms(config)
+        for path in [f"results/geometry/{model}/{transform}/alignment.parquet" for model in stored]
+        + [
+            f"results/geometry/alignment_between_models/{transform}/{left}~{right}.parquet"
+            for left, right in pairs
+        ]
+    ]
+
+
+def dimension_files(config: dict[str, Any]) -> list[str]:
+    """Each stored model's intrinsic dimension file (layer summaries), under each geometry
+    transform."""
+    return _geometry_files(config, "dimension.json")
+
+
+def dimension_curve_files(config: dict[str, Any]) -> list[str]:
+    """Each stored model's intrinsic-dimension curves over scale, under each geometry
+    transform."""
+    return _geometry_files(config, "dimension_scales.parquet")
+
+
+def _geometry_files(config: dict[str, Any], name: str) -> list[str]:
+    """File `name` of each stored model's layer geometry under each geometry transform."""
+    return [
+        f"results/geometry/{model}/{transform}/{name}"
+        for transform in geometry_transforms(config)
+        for model in geometry_models(config)
+    ]
