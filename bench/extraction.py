@@ -1,36 +1,45 @@
-"""Extraction throughput against its two bounds: the model's forward pass and the disk.
+"""Extraction throughput against its bounds: the bare model's forward pass and the disk.
 
-For each model, on the same corpus and device, in one run:
+For each model, on one corpus and device, in one run, on the same padded batches (the
+extraction's own: its segments, budget and planner; `forward_bounds`):
 
-1. forward only: hidden states of every layer, length-sorted token-budget batches, nothing
-   pooled or copied (the compute bound), in subword tokens/s;
-2. write only: the bytes a full extraction writes (n_words × layers × dim float16) pushed
-   through the shard writer, in MB/s, converted to the tokens/s it allows (the disk bound);
-3. full extraction (`contextuality.extraction.run.extract` into shards), in tokens/s;
+1. the bare model: weights in the forward dtype, the fastest attention the installed
+   transformers offers, all hidden states, inputs already on the device, nothing copied;
+2. the project's forward pass alone (`forward.layer_states`), and on CUDA how it went from
+   what it was to what it is, one change at a time;
+3. the full extraction (`extraction.run.extract`) into shards, flushed to the disk;
+4. the disk: the same bytes written plainly with fsync (the bound), and through HDF5's own
+   checksum filter;
 
-and the ratio full / min(forward, write). Results go to bench/results/extraction-<device>.json
-and .md. Models: real MiniLM and SmolLM2 (shipped by packages) and random-init BERT/GPT-2
-shapes (speed does not depend on the weights), with WordPiece / byte-level BPE tokenizers;
-ELMo files in the published layout with random weights
-(`contextuality.backends.elmo.synthetic`): the tests' tiny file (tiny-elmo) and the small
-and original releases' sizes (elmo-small, elmo-original); a ``-carried`` suffix runs one
-with ``lstm_states: carried``.
+in subword tokens/s (the batches' real tokens), each the second of two passes (the first
+given too), and the ratios forward / bare and full / min(bare, disk). On CUDA a fresh
+process also times the first pass over the batches with and without cuDNN's attention
+(``--cold``: what a new job pays for new shapes of input). Results go to
+bench/results/extraction-<device>[-label].json and .md. Models: real MiniLM and SmolLM2
+(shipped by packages) and random-init BERT/GPT-2 shapes (speed does not depend on the
+weights); ELMo files in the published layout with random weights (tiny-elmo, elmo-small,
+elmo-original; ``-carried`` runs one with ``lstm_states: carried``), without a bare row.
 
     python bench/extraction.py --device cpu --models tiny-bert minilm --tokens 40000
     python bench/extraction.py --device cpu --models smollm2 --tokens 4000 --label decoder
     python bench/extraction.py --device cpu --corpus lee --models tiny-elmo --label elmo
-    python bench/extraction.py --device cuda --models bert-base gpt2 --tokens 800000
+    python bench/extraction.py --device cuda --models bert-base gpt2 --tokens 400000
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import platform
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+import forward_bounds
 import numpy as np
 import torch
 
@@ -48,7 +57,7 @@ from contextuality.corpus.sentences import (
     sts_sentences,
 )
 from contextuality.corpus.words import split_words
-from contextuality.extraction.forward import autocast, model_batches, pad_batch
+from contextuality.extraction.forward import forward_dtype
 from contextuality.extraction.partitions import plan_extraction
 from contextuality.extraction.run import extract
 from contextuality.extraction.units import sentence_units
@@ -113,46 +122,21 @@ def _random_init_model(kind: str, directory: Path, corpus: list[str]) -> Path:
     return directory
 
 
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def forward_only(loaded: LoadedModel, corpus: list[str]) -> dict[str, float]:
-    """Tokens/s of the model's forward pass with all hidden states, nothing else."""
-    device = next(loaded.model.parameters()).device
-    encoded = sentence_units(loaded, corpus).encode(0, len(corpus))
-    lengths = np.array([len(item.input_ids) for item in encoded])
-    batches = model_batches(loaded, lengths, token_budget(loaded.spec, device.type))
-    if loaded.sequential:  # ELMo with carried states starts from zero states
-        loaded.model.reset_states()
-    pad_id = loaded.encoder.pad_token_id
-    padded = []
-    for batch in batches:
-        ids, mask = pad_batch([encoded[item] for item in batch], pad_id)
-        padded.append((torch.from_numpy(ids), torch.from_numpy(mask)))
-    with torch.inference_mode(), autocast(device, loaded.spec.cuda_dtype):
-        ids, mask = padded[0]
-        loaded.model(input_ids=ids.to(device), attention_mask=mask.to(device))  # warm-up
-        _synchronize(device)
-        started = time.perf_counter()
-        for ids, mask in padded:
-            loaded.model(
-                input_ids=ids.to(device, non_blocking=True),
-                attention_mask=mask.to(device, non_blocking=True),
-                output_hidden_states=True,
-            )
-        _synchronize(device)
-    seconds = time.perf_counter() - started
-    return {
-        "tokens": int(lengths.sum()),
-        "seconds": seconds,
-        "tokens_per_s": lengths.sum() / seconds,
-    }
-
-
-def write_only(n_words: int, n_layers: int, dim: int, directory: Path) -> dict[str, float]:
-    """MB/s of writing n_words × dim float16 rows to n_layers shards, in 16k-word segments."""
+def disk_bounds(n_bytes: int, n_layers: int, dim: int, directory: Path) -> dict[str, float]:
+    """The disk's rate for an extraction's bytes: `n_bytes` written plainly, in 64 MiB
+    blocks, with fsync (the bound), and the same bytes as float16 rows through the shard
+    writer with HDF5's own checksum filter (the CPU's path, flushed to the disk the same
+    way), in MB/s."""
+    block = np.random.default_rng(0).integers(0, 255, 64 * 2**20, dtype=np.uint8)
+    path = directory / "plain.bin"
+    started = time.perf_counter()
+    with path.open("wb", buffering=0) as stream:
+        for first in range(0, n_bytes, len(block)):
+            stream.write(block[: min(len(block), n_bytes - first)].data)
+        os.fsync(stream.fileno())
+    plain = n_bytes / (time.perf_counter() - started) / 1e6
+    path.unlink()
+    n_words = n_bytes // (n_layers * dim * 2)
     segment_words = 16_384
     segment = (
         np.random.default_rng(0).standard_normal((n_layers, segment_words, dim)).astype(np.float16)
@@ -161,27 +145,23 @@ def write_only(n_words: int, n_layers: int, dim: int, directory: Path) -> dict[s
     started = time.perf_counter()
     with ShardSetWriter(paths, n_words, dim, "float16", {}) as writer:
         for first in range(0, n_words, segment_words):
-            rows = min(segment_words, n_words - first)
-            writer.write(first, segment[:, :rows])
+            writer.write(first, segment[:, : min(segment_words, n_words - first)])
         writer.commit({})
-    seconds = time.perf_counter() - started
+    filtered = n_words * n_layers * dim * 2 / (time.perf_counter() - started) / 1e6
     for path in paths.values():
         path.unlink()
-    megabytes = n_words * n_layers * dim * 2 / 1e6
-    return {"megabytes": megabytes, "seconds": seconds, "mb_per_s": megabytes / seconds}
+    return {"megabytes": n_bytes / 1e6, "plain_mb_per_s": plain, "hdf5_filter_mb_per_s": filtered}
 
 
-def full_extraction(loaded: LoadedModel, corpus: list[str], directory: Path) -> dict[str, float]:
-    """Tokens/s of contextuality's extraction, every layer written."""
-    layers = tuple(range(loaded.n_layers + 1))
-    paths = {layer: directory / f"layer_{layer}.h5" for layer in layers}
-    units = sentence_units(loaded, corpus)
-    plan = plan_extraction(loaded, units.counts, layers)
+def full_extraction(loaded: LoadedModel, units, plan, directory: Path) -> dict[str, float]:
+    """contextuality's extraction of `plan` into shards (flushed to the disk at commit)."""
+    paths = {layer: directory / f"layer_{layer}.h5" for layer in plan.layers}
 
     def open_sink(dtype: str) -> ShardSetWriter:
         return ShardSetWriter(paths, plan.n_rows, loaded.hidden_size, dtype, {"model": "bench"})
 
     report = extract(loaded, units, plan, open_sink, progress=False)
+    written = sum(path.stat().st_size for path in paths.values())
     for path in paths.values():
         path.unlink()
     return {
@@ -189,6 +169,7 @@ def full_extraction(loaded: LoadedModel, corpus: list[str], directory: Path) -> 
         "words": report.n_occurrences,
         "seconds": report.seconds,
         "tokens_per_s": report.tokens_per_second,
+        "bytes_written": written,
     }
 
 
@@ -215,29 +196,54 @@ def _spec(name: str, corpus: list[str], budget: int | None, work: Path) -> Model
 
 
 def bench_model(name: str, corpus: list[str], device: str, budget: int | None, work: Path) -> dict:
+    """Every bound and rate of one model on `corpus`: the bare model, the project's forward
+    pass (and, on CUDA, its changes one at a time), the full extraction into shards, and
+    the disk, plain and through HDF5's filter."""
     spec = _spec(name, corpus, budget, work)
     loaded = backends.load_model(spec, device)
-    if device.startswith("cuda"):
+    on = next(loaded.model.parameters()).device
+    if on.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    budget = token_budget(spec, next(loaded.model.parameters()).device.type)
-    forward = forward_only(loaded, corpus)
-    full = full_extraction(loaded, corpus, work)
-    n_layers = loaded.n_layers + 1
-    write = write_only(full["words"], n_layers, loaded.hidden_size, work)
-    bytes_per_token = full["words"] * n_layers * loaded.hidden_size * 2 / full["tokens"]
-    write_bound = write["mb_per_s"] * 1e6 / bytes_per_token
-    bound = min(forward["tokens_per_s"], write_bound)
+    budget = token_budget(spec, on.type)
+    units = sentence_units(loaded, corpus)
+    layers = tuple(range(loaded.n_layers + 1))
+    plan = plan_extraction(loaded, units.counts, layers)
+    batches = forward_bounds.plan_padded(loaded, units, plan.segments, budget)
+    dtype = forward_dtype(on, spec)
+    transformer = spec.loader == "transformers"
+    project = forward_bounds.project_forward(loaded, batches, layers)
+    bare = forward_bounds.bare_forward(loaded, batches, dtype) if transformer else None
+    factors = []
+    if transformer:
+        autocast_model = backends.load_model(dataclasses.replace(spec, autocast=True), device)
+        factors = forward_bounds.factor_rows(loaded, autocast_model, units, plan, budget)
+        del autocast_model
+    full = full_extraction(loaded, units, plan, work)
+    n_bytes = full["words"] * len(layers) * loaded.hidden_size * 2
+    disk = disk_bounds(n_bytes, len(layers), loaded.hidden_size, work)
+    bytes_per_token = n_bytes / full["tokens"]
+    disk_tokens_per_s = disk["plain_mb_per_s"] * 1e6 / bytes_per_token
+    forward_bound = bare["tokens_per_s"] if bare else project["tokens_per_s"]
     return {
         "model": name,
-        "layers": n_layers,
+        "source": spec.source if name in ("minilm", "smollm2") else "random init",
+        "layers": len(layers),
         "hidden_size": loaded.hidden_size,
+        "parameters": loaded.n_parameters,
         "token_budget": budget,
-        "forward_only": forward,
-        "write_only": {**write, "tokens_per_s_bound": write_bound},
+        "segment_words": plan.segment_words,
+        "batches": len(batches.padded),
+        "padding": batches.padded_tokens / batches.tokens,
+        "forward_dtype": dtype,
+        "bare": bare,
+        "project_forward": project,
+        "factors": factors,
         "full_extraction": full,
-        "ratio_to_bound": full["tokens_per_s"] / bound,
+        "disk": {**disk, "tokens_per_s_bound": disk_tokens_per_s},
+        "forward_to_bare": project["tokens_per_s"] / forward_bound,
+        "full_to_bound": full["tokens_per_s"] / min(forward_bound, disk_tokens_per_s),
         "peak_gpu_memory_gib": (
-            torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else None
+            torch.cuda.max_memory_allocated() / 2**30 if on.type == "cuda" else None
         ),
     }
 
@@ -252,28 +258,84 @@ def _cpu_name() -> str:
     return platform.processor() or "cpu"
 
 
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}"
+
+
 def _markdown(result: dict) -> str:
+    """The results as tables: bounds and rates per model, then each model's changes and
+    cold passes."""
     lines = [
         f"# Extraction benchmark: {result['device_name']}",
         "",
-        f"contextuality {result['package_version']}, torch {result['torch']}, "
-        f"{result['corpus_sentences']} sentences ({result['corpus']} corpus), "
-        f"{result['threads']} CPU threads, forward pass in {result['forward_dtype']}.",
+        f"contextuality {result['package_version']}, torch {result['torch']}, transformers "
+        f"{result['transformers']}, {result['corpus_sentences']:,} sentences "
+        f"({result['corpus']} corpus), {result['threads']} CPU threads. Tokens/s of real "
+        "subword tokens, each the second of two passes over the same padded batches; the "
+        "disk bound is the same bytes written plainly with fsync.",
         "",
-        "| model | layers×dim | token budget | forward only (tok/s) "
-        "| write bound (tok/s; MB/s) | full extraction (tok/s) | full / min(bounds) |",
-        "|---|---|---|---|---|---|---|",
+        "| model | layers×dim | dtype | batches (budget; padding) | bare forward (attention) "
+        "| forward only | forward / bare | full extraction | disk bound (tok/s; MB/s) "
+        "| HDF5 filter (MB/s) | full / min(bare, disk) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in result["models"]:
+        bare = row["bare"]
+        bare_cell = "–" if bare is None else f"{_rate(bare['tokens_per_s'])} ({bare['fastest']})"
+        disk = row["disk"]
         lines.append(
-            f"| {row['model']} | {row['layers']}×{row['hidden_size']} "
-            f"| {row['token_budget']:,} "
-            f"| {row['forward_only']['tokens_per_s']:,.0f} "
-            f"| {row['write_only']['tokens_per_s_bound']:,.0f}; "
-            f"{row['write_only']['mb_per_s']:,.0f} "
-            f"| {row['full_extraction']['tokens_per_s']:,.0f} | {row['ratio_to_bound']:.0%} |"
+            f"| {row['model']} | {row['layers']}×{row['hidden_size']} | {row['forward_dtype']} "
+            f"| {row['batches']} ({row['token_budget']:,}; {row['padding']:.2f}×) "
+            f"| {bare_cell} | {_rate(row['project_forward']['tokens_per_s'])} "
+            f"| {row['forward_to_bare']:.2f} | {_rate(row['full_extraction']['tokens_per_s'])} "
+            f"| {_rate(disk['tokens_per_s_bound'])}; {disk['plain_mb_per_s']:,.0f} "
+            f"| {disk['hdf5_filter_mb_per_s']:,.0f} | {row['full_to_bound']:.2f} |"
         )
+    for row in result["models"]:
+        if row["bare"] is not None:
+            lines += ["", f"{row['model']}, the bare model by attention (first pass; second):", ""]
+            lines += [
+                f"- {name}: {_rate(rate['first_pass_tokens_per_s'])}; "
+                f"{_rate(rate['tokens_per_s'])} tok/s"
+                for name, rate in row["bare"]["by_attention"].items()
+            ]
+        if row["factors"]:
+            lines += [
+                "",
+                f"{row['model']}, the forward pass one change at a time (each row adds its "
+                "change to the row above):",
+                "",
+                "| change | batches | padding | first pass (tok/s) | tok/s | / bare |",
+                "|---|---|---|---|---|---|",
+            ]
+            lines += [
+                f"| {factor['change']} | {factor['batches']} | {factor['padding']:.2f}× "
+                f"| {_rate(factor['first_pass_tokens_per_s'])} | {_rate(factor['tokens_per_s'])} "
+                f"| {factor['tokens_per_s'] / row['bare']['tokens_per_s']:.2f} |"
+                for factor in row["factors"]
+            ]
+        for cold in row.get("cold", []):
+            kernels = "with" if cold["cudnn"] else "without"
+            lines.append(
+                f"\n{row['model']}, a fresh process {kernels} cuDNN's attention: first pass "
+                f"{_rate(cold['first_pass_tokens_per_s'])}, second "
+                f"{_rate(cold['tokens_per_s'])} tok/s ({cold['batches']} batches)."
+            )
     return "\n".join(lines) + "\n"
+
+
+def cold_rows(
+    name: str, device: str, arguments: argparse.Namespace, corpus_file: Path, work: Path
+) -> list:
+    """The first pass in fresh processes, with and without cuDNN's attention."""
+    rows = []
+    for cudnn in (True, False):
+        command = [sys.executable, __file__, "--cold", "--models", name, "--device", device]
+        command += ["--corpus", str(corpus_file), "--tokens", str(arguments.tokens)]
+        command += ["--work", str(work)] + (["--cudnn"] if cudnn else [])
+        finished = subprocess.run(command, capture_output=True, text=True, check=True)
+        rows.append(json.loads(finished.stdout.strip().splitlines()[-1]))
+    return rows
 
 
 def main() -> None:
@@ -296,25 +358,42 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--label", default="", help="suffix of the results files' names")
+    parser.add_argument("--work", type=Path, help="where shards are written (default: a temp dir)")
+    parser.add_argument(
+        "--cold-models", nargs="*", help="random-init models timed cold (default: the first)"
+    )
+    parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--cudnn", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = args.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    device_name = (
-        torch.cuda.get_device_name(0)
-        if device.startswith("cuda")
-        else platform.processor() or "cpu"
-    )
     corpus_name = args.corpus
     if corpus_name == "auto":
         corpus_name = "sts" if STS_MIRROR.is_dir() else "lee"
     corpus = load_corpus(args.tokens, corpus_name)
+    if args.cold:  # one model's first pass in this fresh process (`cold_rows`)
+        work = args.work / args.models[0]
+        spec = ModelSpec(name=args.models[0], source=str(work))
+        loaded = backends.load_model(spec, device)
+        units = sentence_units(loaded, corpus)
+        plan = plan_extraction(loaded, units.counts, tuple(range(loaded.n_layers + 1)))
+        budget = token_budget(spec, torch.device(device).type)
+        print(json.dumps(forward_bounds.cold_pass(loaded, units, plan, budget, args.cudnn)))
+        return
+    import transformers
+
+    device_name = torch.cuda.get_device_name(0) if device.startswith("cuda") else _cpu_name()
     rows = []
-    with tempfile.TemporaryDirectory() as work:
+    with tempfile.TemporaryDirectory(dir=args.work) as scratch:
+        work = Path(scratch)
         for name in args.models:
             for budget in args.token_budget:
-                rows.append(bench_model(name, corpus, device, budget, Path(work)))
+                rows.append(bench_model(name, corpus, device, budget, work))
+                cold = args.cold_models if args.cold_models is not None else args.models[:1]
+                if name in cold and not name.startswith(("minilm", "smollm2", "tiny-elmo", "elmo")):
+                    rows[-1]["cold"] = cold_rows(name, device, args, Path(corpus_name), work)
                 print(json.dumps(rows[-1]), flush=True)
     result = {
         "device": device,
@@ -322,8 +401,8 @@ def main() -> None:
         "threads": args.threads,
         "package_version": __version__,
         "torch": torch.__version__,
+        "transformers": transformers.__version__,
         "corpus": Path(corpus_name).name,
-        "forward_dtype": "float16 autocast" if device.startswith("cuda") else "float32",
         "corpus_sentences": len(corpus),
         "models": rows,
     }

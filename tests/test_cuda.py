@@ -1,4 +1,4 @@
-"""Extraction on a GPU against the CPU: the same vectors within each autocast dtype's
+"""Extraction on a GPU against the CPU: the same vectors within each forward dtype's
 tolerance, the precision and storage recorded, a float16 overflow run again in float32, and
 a batch too large for the device split. Every test is marked ``cuda``.
 
@@ -14,11 +14,13 @@ of order 1, far above every bound.
 
 - float32: 1e-5. Only the order of summation differs (unit roundoff 6e-8), through two
   blocks of 32 dimensions.
-- float16: 2e-2. Its unit roundoff is 2^-11 ≈ 4.9e-4, and autocast rounds the inputs and
-  outputs of each matrix product (layer norms and softmax run in float32). Under CPU
-  autocast on this corpus the median row is off by about that and the worst by 4e-3
-  (ELMo, whose recurrence carries the rounding along the sentence): a margin of five for
-  the GPU's kernels, which round in other places.
+- float16: 2e-2. Its unit roundoff is 2^-11 ≈ 4.9e-4. A transformer's weights are held
+  in float16 on the GPU and every operation rounds to it (layer norms and softmax
+  accumulate in float32 inside their kernels); ELMo runs under autocast, which rounds the
+  inputs and outputs of each matrix product. Under CPU autocast on this corpus the median
+  row is off by about that and the worst by 4e-3 (ELMo, whose recurrence carries the
+  rounding along the sentence): a margin of five for the GPU's kernels, which round in
+  other places.
 - bfloat16: 5e-2. Its unit roundoff is 2^-8 ≈ 3.9e-3, eight times float16's; the worst
   row under CPU autocast was 1.5e-2 (ELMo again), so a margin of three.
 - ELMo's character convolutions run in TF32 under float32 on CUDA (PyTorch's default for
@@ -28,6 +30,7 @@ of order 1, far above every bound.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
@@ -82,7 +85,7 @@ SENTENCES = [
     LONG + " The fox jumps.",
 ]
 SMALL_BATCHES = 256  # tokens: a few padded batches of mixed lengths
-GPU_ONLY_AUTOCAST = "autocast runs on CUDA only: a CPU forward pass is float32 throughout"
+GPU_ONLY_AUTOCAST = "half-precision passes run on CUDA only: a CPU forward pass is float32"
 
 
 def _available(device: str) -> bool:
@@ -180,8 +183,18 @@ def on_cpu(specs) -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def on_device(specs, device) -> dict[str, object]:
-    return {name: load_model(spec, str(device)) for name, spec in specs.items()}
+def on_device(specs, device):
+    """The model `name` loaded on the device for a forward pass in `dtype` (a transformer's
+    weights are held in it there), each loaded once."""
+    loaded = {}
+
+    def model(name: str, dtype: str = "float16"):
+        if (name, dtype) not in loaded:
+            spec = dataclasses.replace(specs[name], cuda_dtype=dtype)
+            loaded[name, dtype] = load_model(spec, str(device))
+        return loaded[name, dtype]
+
+    return model
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +208,7 @@ def expected(on_cpu) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("name", ["bert", "gpt2", "elmo"])
 def test_vectors_on_the_device_are_the_cpu_s(name, dtype, on_device, expected, device):
-    report, vectors = _extract(on_device[name], token_budget=SMALL_BATCHES, cuda_dtype=dtype)
+    report, vectors = _extract(on_device(name, dtype), token_budget=SMALL_BATCHES)
     assert report.n_batches > 2  # of padded inputs
     assert report.batches_rerun_in_float32 == 0
     assert _relative_error(vectors, expected[name]) <= _tolerance(name, dtype, device)
@@ -203,12 +216,15 @@ def test_vectors_on_the_device_are_the_cpu_s(name, dtype, on_device, expected, d
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_the_report_records_the_device_and_the_precision(dtype, on_device, device):
-    loaded = on_device["bert"]
-    report, _ = _extract(loaded, cuda_dtype=dtype, storage_dtype="auto")
+    loaded = on_device("bert", dtype)
+    report, _ = _extract(loaded, storage_dtype="auto")
     recorded = report.as_dict()
     assert recorded["device"] == str(next(loaded.model.parameters()).device)
     assert recorded["device"].split(":")[0] == device.type
-    assert recorded["autocast_dtype"] == (dtype if device.type == "cuda" else "float32")
+    assert recorded["forward_dtype"] == (dtype if device.type == "cuda" else "float32")
+    assert recorded["autocast"] is False
+    on_gpu = dtype if device.type == "cuda" else "float32"
+    assert str(next(loaded.model.parameters()).dtype) == f"torch.{on_gpu}"
     assert recorded["storage_dtype"] == "float16"
     assert recorded["stored_float32_after_overflow"] is False
     assert recorded["batches_rerun_in_float32"] == 0
@@ -224,19 +240,35 @@ def _scaled(spec: ModelSpec, device: torch.device, parameter: str, factor: float
 
 # Scaled by 1e6, the first block's feed-forward layer makes values of about 1e5 from every
 # token: beyond float16's 65,504, so every float16 pass overflows, while in float32 the next
-# layer norm brings them back to the usual scale.
+# layer norm brings them back to the usual scale. Its weights (|w| up to 0.1) would not fit
+# float16 scaled so, so this runs under autocast, the weights kept in float32.
 OVERFLOWING = "encoder.layer.0.intermediate.dense.weight"
+# Scaled by 3e4, the first attention block's layer norm (weights about 1 ± 0.6) stays
+# within float16 and gives values up to about 1e5 from every token; in float32 the block's
+# output norm brings them back. Weights held in float16 overflow there.
+OVERFLOWING_NORM = "encoder.layer.0.attention.output.LayerNorm.weight"
 
 
-def test_a_float16_overflow_is_run_again_in_float32(specs, device):
+@pytest.mark.parametrize(
+    ("autocast", "parameter", "factor"),
+    [(True, OVERFLOWING, 1e6), (False, OVERFLOWING_NORM, 3e4)],
+)
+def test_a_float16_overflow_is_run_again_in_float32(specs, device, autocast, parameter, factor):
+    """Under autocast, and with the weights held in float16 (widened to float32 for the
+    batch run again, then back to their float16 values, bit for bit)."""
     if device.type != "cuda":
         pytest.skip(GPU_ONLY_AUTOCAST)
-    _, expected = _extract(_scaled(specs["bert"], torch.device("cpu"), OVERFLOWING, 1e6))
-    report, vectors = _extract(_scaled(specs["bert"], device, OVERFLOWING, 1e6))
-    assert report.autocast_dtype == "float16"
+    spec = dataclasses.replace(specs["bert"], autocast=autocast)
+    _, expected = _extract(_scaled(spec, torch.device("cpu"), parameter, factor))
+    loaded = _scaled(spec, device, parameter, factor)
+    held = {name: value.clone() for name, value in loaded.model.state_dict().items()}
+    report, vectors = _extract(loaded)
+    assert report.forward_dtype == "float16" and report.autocast is autocast
     assert report.batches_rerun_in_float32 > 0
     assert report.as_dict()["batches_rerun_in_float32"] == report.batches_rerun_in_float32
     assert _relative_error(vectors, expected) <= TOLERANCE["float16"]
+    for name, value in loaded.model.state_dict().items():
+        assert value.dtype == held[name].dtype and torch.equal(value, held[name])
 
 
 # Scaled by 1e5, the last block's layer norm gives the last layer values beyond float16's
@@ -245,9 +277,10 @@ LAST_NORM = "encoder.layer.1.output.LayerNorm.weight"
 
 
 def test_values_beyond_float16_are_stored_as_float32_and_recorded(specs, device):
-    _, expected = _extract(_scaled(specs["bert"], torch.device("cpu"), LAST_NORM, 1e5))
-    loaded = _scaled(specs["bert"], device, LAST_NORM, 1e5)
-    report, vectors = _extract(loaded, storage_dtype="auto", cuda_dtype="float32")
+    spec = dataclasses.replace(specs["bert"], cuda_dtype="float32")
+    _, expected = _extract(_scaled(spec, torch.device("cpu"), LAST_NORM, 1e5))
+    loaded = _scaled(spec, device, LAST_NORM, 1e5)
+    report, vectors = _extract(loaded, storage_dtype="auto")
     assert vectors.dtype == np.float32 and np.nanmax(np.abs(vectors)) > FLOAT16_MAX
     recorded = report.as_dict()
     assert recorded["storage_dtype"] == "float32"
@@ -264,9 +297,9 @@ def test_a_batch_too_large_for_the_device_is_split(on_device, device):
             "needs a CUDA device's memory to run out; on the CPU "
             "test_extraction_robustness.py simulates it"
         )
-    loaded = on_device["bert"]
+    loaded = on_device("bert", "float32")
     sentences = SENTENCES * 250
-    _, expected = _extract(loaded, sentences, token_budget=4096, cuda_dtype="float32")
+    _, expected = _extract(loaded, sentences, token_budget=4096)
     torch.cuda.empty_cache()
     # The memory fraction is set per device index; "cuda" alone names the current one.
     index = torch.cuda.current_device() if device.index is None else device.index
@@ -274,8 +307,35 @@ def test_a_batch_too_large_for_the_device_is_split(on_device, device):
     capped = (torch.cuda.memory_reserved(index) + 64 * 2**20) / total
     torch.cuda.set_per_process_memory_fraction(capped, index)
     try:
-        report, vectors = _extract(loaded, sentences, token_budget=2**24, cuda_dtype="float32")
+        report, vectors = _extract(loaded, sentences, token_budget=2**24)
     finally:
         torch.cuda.set_per_process_memory_fraction(1.0, index)
     assert report.out_of_memory_retries >= 1 and report.n_batches > 1
     assert _relative_error(vectors, expected) <= TOLERANCE["float32"]
+
+
+def test_shards_written_from_the_device_are_verified_on_reading(on_device, device, tmp_path):
+    """Segments of 3,000 words, assembled on the device and checksummed there, written into
+    shards of 8,192-row chunks (whole chunks past HDF5's filter where a GPU computed their
+    checksums): every shard reads back, HDF5 verifying each chunk, with the vectors of an
+    extraction into memory."""
+    from contextuality.storage.shards import ShardSetWriter, load_shard
+
+    loaded = with_spec(on_device("bert", "float32"), segment_words=3000)
+    sentences = SENTENCES * 60
+    units = sentence_units(loaded, sentences)
+    layers = tuple(range(loaded.n_layers + 1))
+    plan = plan_extraction(loaded, units.counts, layers, 0, 1)
+    assert len(plan.segments) > 3 and plan.n_rows > 2 * 8192
+    paths = {layer: tmp_path / f"layer_{layer}.h5" for layer in layers}
+
+    def open_sink(dtype: str) -> ShardSetWriter:
+        return ShardSetWriter(paths, plan.n_rows, loaded.hidden_size, dtype, {"model": "m"})
+
+    extract(loaded, units, plan, open_sink, progress=False)
+    _, expected = _extract(loaded, sentences, storage_dtype="float16")
+    for position, layer in enumerate(layers):
+        vectors, _ = load_shard(paths[layer], None, plan.n_rows)
+        # the same batches; a GPU's pooling adds in any order, so a last bit may differ
+        stored = expected[position].astype(np.float32)
+        assert _relative_error(vectors[None], stored[None]) <= 2**-10

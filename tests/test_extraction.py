@@ -7,6 +7,7 @@ the extraction code: each sentence is tokenized on its own, run through the mode
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from contextuality.backends.hf import encode_running_text, load_tokenizer
 from contextuality.corpus.index import IndexFiles, IndexSettings
 from contextuality.corpus.words import split_words, word_spans
 from contextuality.errors import InputDataError, ModelLoadError, NumericOverflowError
-from contextuality.extraction import forward as forward_module
+from contextuality.extraction import segments as segments_module
 from contextuality.extraction.forward import plan_batches, pool_subwords
 from contextuality.extraction.units import align_to_words, encode_inputs, sentence_units
 from contextuality.storage.shards import load_shard, shard_attributes
@@ -220,12 +221,47 @@ def test_plan_batches_properties(budget):
         _check_plan(rng.integers(1, 40, size=size), budget)
 
 
+def _plan_cost(lengths, batches, batch_cost):
+    return sum(int(lengths[batch].max()) * len(batch) + batch_cost for batch in batches)
+
+
+def _least_cost(sorted_lengths, budget, batch_cost):
+    """The least cost of any cut of the sorted lengths into runs within the budget, by
+    trying every cut (2^(n-1) of them)."""
+    n, best = len(sorted_lengths), np.inf
+    for cuts in itertools.product((False, True), repeat=n - 1):
+        ends = [i + 1 for i, cut in enumerate(cuts) if cut] + [n]
+        starts, cost = [0, *ends[:-1]], 0
+        for start, end in zip(starts, ends, strict=True):
+            longest = int(sorted_lengths[start])
+            if longest * (end - start) > budget and end - start > 1:
+                break
+            cost += longest * (end - start) + batch_cost
+        else:
+            best = min(best, cost)
+    return best
+
+
+@pytest.mark.parametrize("batch_cost", [0, 3, 50])
+def test_plan_batches_pads_least_of_all_cuts(batch_cost):
+    rng = np.random.default_rng(batch_cost)
+    for _ in range(30):
+        lengths = rng.integers(1, 12, size=int(rng.integers(1, 10)))
+        budget = int(rng.integers(5, 40))
+        batches = plan_batches(lengths, budget, batch_cost)
+        _check_plan(lengths, budget)
+        ordered = np.sort(lengths)[::-1]
+        assert _plan_cost(lengths, batches, batch_cost) == _least_cost(ordered, budget, batch_cost)
+
+
 def test_plan_batches_examples():
     lengths = np.array([3, 20, 4, 4, 2])
-    batches = _check_plan(lengths, 10)
-    assert [batch.tolist() for batch in batches] == [[1], [2, 3], [0, 4]]
-    # a budget that fits everything gives one batch
-    assert [b.tolist() for b in plan_batches(lengths, 100)] == [[1, 2, 3, 0, 4]]
+    _check_plan(lengths, 10)
+    # a batch costs less than its padding ([0] and [4] apart: 3 + 2 + 2·1), or more
+    assert [b.tolist() for b in plan_batches(lengths, 10, batch_cost=1)] == [[1], [2, 3], [0], [4]]
+    assert [b.tolist() for b in plan_batches(lengths, 10, batch_cost=2)] == [[1], [2, 3], [0, 4]]
+    # where a batch costs more than any padding, one batch takes everything the budget fits
+    assert [b.tolist() for b in plan_batches(lengths, 100, batch_cost=1000)] == [[1, 2, 3, 0, 4]]
     # ties keep their original order (stable sort)
     assert [b.tolist() for b in plan_batches(np.array([5, 5, 5]), 10)] == [[0, 1], [2]]
 
@@ -274,27 +310,26 @@ def test_pool_subwords_half_precision_and_no_tokens():
 
 
 def test_rows_placed_in_a_float16_segment_are_rounded_as_numpy_rounds_them():
-    """place_rows rounds a batch to float16 with torch: to the bit numpy's rounding, for
-    subnormals, halfway ties and values near float16's largest."""
+    """A batch's rows are rounded to float16 by torch (`segments.pooled_batch`), to the bit
+    numpy's rounding, for subnormals, halfway ties and values near float16's largest, and
+    placed at their rows of the segment (`segments.Segment`), the others NaN."""
     rng = np.random.default_rng(4)
     wide = rng.choice([-1.0, 1.0], 4_000) * 2.0 ** rng.uniform(-26, 15.9, 4_000)
     ties = (1 + (2 * np.arange(200) + 1) * 2.0**-11) * 2.0 ** rng.integers(-14, 15, 200)
     values = np.concatenate([wide, ties, [65_503.0, -6.0e-8, 0.0, 1.0, 2.0, 3.0]])
     values = values.astype(np.float32)
-    host = torch.from_numpy(values.reshape(2, -1, 3))
-    n_rows = host.shape[1]
+    pooled = torch.from_numpy(values.reshape(2, -1, 3))
+    n_rows = pooled.shape[1]
     rows = np.arange(n_rows) * 2 + 1  # every other row of the segment
-    positions = np.arange(n_rows)  # the inputs it came from: not read by place_rows
-    non_finite = torch.zeros(n_rows, dtype=torch.bool)
-    batch = forward_module.InFlight(
-        positions, "float32", rows, host, host.abs().max(), non_finite, None
-    )
-    segment = np.zeros((2, 2 * n_rows + 1, 3), dtype=np.float16)
-    filled = np.zeros(2 * n_rows + 1, dtype=bool)
-    forward_module.place_rows(batch, segment, filled, "tiny-bert")
-    expected = host.numpy().astype(np.float16)
-    assert np.array_equal(segment[:, rows].view(np.uint16), expected.view(np.uint16))
-    assert filled[rows].all() and not filled[rows - 1].any()
+    positions = np.arange(n_rows)  # the inputs it came from: not read by the placement
+    reached = torch.ones(n_rows, dtype=torch.bool)
+    batch = segments_module.pooled_batch(positions, "float32", pooled, reached, rows, "float16")
+    segment = segments_module.Segment(2, 2 * n_rows + 1, 3, "float16", torch.device("cpu"))
+    segment.place(batch, "tiny-bert")
+    segment.finish()
+    expected = pooled.numpy().astype(np.float16)
+    assert np.array_equal(segment.host[:, rows].view(np.uint16), expected.view(np.uint16))
+    assert np.isnan(segment.host[:, rows - 1]).all() and np.isnan(segment.host[:, -1]).all()
 
 
 # --------------------------------------------------------------------------------------
@@ -453,7 +488,7 @@ def test_extract_model_end_to_end(tiny_bert_dir, corpus_index, tmp_path):
     assert written["n_sentences"] == summary["n_sentences"] == 4
     assert written["storage_dtype"] == "float16"
     assert written["stored_float32_after_overflow"] is False
-    assert written["device"] == "cpu" and written["autocast_dtype"] == "float32"
+    assert written["device"] == "cpu" and written["forward_dtype"] == "float32"
     assert written["batches_rerun_in_float32"] == 0
     assert written["layers"] == [0, 1, 2]
     assert written["hidden_size"] == 32
@@ -525,7 +560,7 @@ def test_extract_model_overflow(tiny_bert_dir, corpus_index, tmp_path, monkeypat
 
     sentences, index = corpus_index
     summary = read_json(index.summary)
-    monkeypatch.setattr(forward_module, "FLOAT16_MAX", 1e-3)
+    monkeypatch.setattr(segments_module, "FLOAT16_MAX", 1e-3)
     paths = _shard_paths(tmp_path / "f16", (0, 2))
     settings = {"source": str(tiny_bert_dir), "layers": [2, 0], "storage_dtype": "float16"}
     with pytest.raises(NumericOverflowError, match="float32") as caught:

@@ -208,7 +208,7 @@ def test_a_batch_that_overflows_its_autocast_is_run_again_in_float32(
     with caplog.at_level("WARNING", logger=run_module.log.name):
         report, vectors = extract_every_layer(bert, SENTENCES, tmp_path / "f16", **small_batches)
     np.testing.assert_array_equal(vectors, expected)
-    assert report.autocast_dtype == "float16" and plain_report.autocast_dtype == "float32"
+    assert report.forward_dtype == "float16" and plain_report.forward_dtype == "float32"
     assert report.batches_rerun_in_float32 == 2 and plain_report.batches_rerun_in_float32 == 0
     assert device.dtypes.count("float32") == 2
     assert report.n_batches == plain_report.n_batches == device.dtypes.count("float16") > 2
@@ -218,8 +218,8 @@ def test_a_batch_that_overflows_its_autocast_is_run_again_in_float32(
         record.getMessage() for record in caplog.records if "run again" in record.getMessage()
     ]
     assert reruns == [
-        f"model tiny-bert: 2 of {report.n_batches} batches gave ±inf or NaN under float16 "
-        "autocast and were run again in float32; set models.tiny-bert.cuda_dtype to "
+        f"model tiny-bert: 2 of {report.n_batches} batches gave ±inf or NaN in float16 "
+        "and were run again in float32; set models.tiny-bert.cuda_dtype to "
         "bfloat16 or float32 to run every batch so"
     ]
 

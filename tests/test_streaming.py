@@ -61,7 +61,6 @@ def _stream(
     copies=None,
     n_blocks=5,
     name="state",
-    threads=1,
 ):
     """Feed `layers` (layer -> (N, d) vectors) through an accumulator in `n_blocks` blocks;
     returns {layer: loaded state}."""
@@ -84,7 +83,6 @@ def _stream(
         settings,
         indexed=index.vocab["indexed"].to_numpy(),
         sentence_copies=copies,
-        threads=threads,
     ) as accumulator:
         for start, end in _blocks(sentence_id, n_blocks):
             accumulator.write(start, stacked[:, start:end])
@@ -275,7 +273,7 @@ def test_missing_rows_are_skipped_as_in_a_shard(tmp_path, corpus):
 def test_two_layers_and_static_vectors(tmp_path, corpus):
     index, vectors, _ = corpus
     second = np.tanh(vectors[:, ::-1]) * 3
-    states = _stream(tmp_path, index, {4: vectors, 9: second}, threads=2)
+    states = _stream(tmp_path, index, {4: vectors, 9: second})
     one_thread = _stream(tmp_path, index, {4: vectors, 9: second}, name="one")
     for layer, state in states.items():
         np.testing.assert_array_equal(
@@ -643,7 +641,7 @@ def test_a_streamed_model_in_the_workflow_measures_as_its_shards(tmp_path, tiny_
     assert (tmp_path / "results/static/streamed/none/pc1/layer_2.txt").is_file()
 
 
-def test_streaming_is_refused_with_corrections_partitions_or_a_reference(tmp_path):
+def test_streaming_is_refused_with_corrections_or_a_reference_and_allowed_in_parts(tmp_path):
     from test_workflow import SNAKEFILE
 
     from contextuality.errors import ConfigError
@@ -658,8 +656,7 @@ def test_streaming_is_refused_with_corrections_partitions_or_a_reference(tmp_pat
         check_config(base, schema)  # the default transforms include a correction
     streaming = {**base, "measures": {"transforms": ["none"]}}
     check_config(streaming, schema)
-    with pytest.raises(ConfigError, match="extraction.partitions"):
-        check_config({**streaming, "extraction": {"partitions": 2}}, schema)
+    check_config({**streaming, "extraction": {"partitions": 2}}, schema)
     with pytest.raises(ConfigError, match="reference.models.m"):
         check_config({**streaming, "reference": {"models": {"m": "bert"}}}, schema)
     with pytest.raises(ConfigError, match="word_sample_size"):

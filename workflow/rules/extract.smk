@@ -45,3 +45,27 @@ rule download_elmo:
         checksums=config["elmo"]["checksums"],
     script:
         "../scripts/download_elmo.py"
+
+
+# A streamed model extracted in parts: its parts' state files merged into the one job's.
+for model in ctx.merged_streams(config):
+
+    rule:
+        name:
+            f"merge_stream_{model}"
+        input:
+            **ctx.stream_merge_inputs(config, model),
+        output:
+            **ctx.stream_merge_outputs(config, model),
+        log:
+            f"logs/stream/{model}/merge.log",
+        benchmark:
+            f"benchmarks/stream/{model}/merge.tsv"
+        conda:
+            "../envs/contextuality.yaml"
+        resources:
+            mem_mb=16000,
+        params:
+            layers=ctx.model_layers(config, model),
+        script:
+            "../scripts/merge_stream.py"

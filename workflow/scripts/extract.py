@@ -19,10 +19,11 @@ def extract() -> None:
         "outputs": outputs,
         "threads": snakemake.threads,
     }
+    part = parse_part(snakemake.wildcards.get("part"))
     if snakemake.params.streaming is None:
-        steps.extract(**common, part=parse_part(snakemake.wildcards.get("part")))
+        steps.extract(**common, part=part)
     else:
-        steps.stream(**common, **snakemake.params.streaming)
+        steps.stream(**common, **snakemake.params.streaming, part=part)
 
 
 run_step(snakemake.log[0], extract, threads=snakemake.threads)

@@ -43,6 +43,7 @@ OPTIONAL_SETTINGS = {
     "device_map": None,
     "segment_words": None,
     "ablation": None,
+    "autocast": False,
 }
 ABLATION_TARGETS = ("massive", "first_token")
 ABLATION_VALUES = ("zero", "mean")
@@ -130,6 +131,7 @@ class ModelSpec:
     device_map: str | None = None
     segment_words: int | None = None
     ablation: Ablation | None = None
+    autocast: bool = False
 
     @classmethod
     def from_config(cls, name: str, section: dict[str, Any]) -> ModelSpec:
@@ -163,9 +165,11 @@ class ModelSpec:
 
 
 # Padded subwords per forward batch when a model sets no token_budget: a GPU is fastest
-# with large batches; on CPU, 2,048 runs MiniLM a fifth faster than 8,192 (its activations
-# stay in cache; bench/results/extraction-cpu-budget.md).
-DEFAULT_TOKEN_BUDGET = {"cuda": 8192, "cpu": 2048}
+# with large batches (BERT-base and GPT-2 shapes on an H100: 1.1-1.3 times the tokens/s
+# of 8,192 at 32,768, fewer at 131,072, which pads more; bench/results/extraction-cuda-*);
+# on CPU, 2,048 runs MiniLM a fifth faster than 8,192 (its activations stay in cache;
+# bench/results/extraction-cpu-budget.md).
+DEFAULT_TOKEN_BUDGET = {"cuda": 32768, "cpu": 2048}
 
 
 def resolved_device(requested: str) -> str:
@@ -176,6 +180,16 @@ def resolved_device(requested: str) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def weights_dtype_on(spec: ModelSpec, device_type: str) -> str:
+    """The dtype a model's weights are held in on a device of `device_type`: on a GPU its
+    ``cuda_dtype``, so that every operation of the forward pass runs in it as the bare
+    model runs (unless ``autocast: true``, which keeps ``weights_dtype`` and autocasts the
+    matrix products); elsewhere ``weights_dtype``."""
+    if device_type == "cuda" and not spec.autocast:
+        return spec.cuda_dtype
+    return spec.weights_dtype
 
 
 def token_budget(spec: ModelSpec, device_type: str) -> int:
@@ -288,6 +302,8 @@ class LoadedModel:
     sequential: whether the model must see the sentences one at a time in corpus order,
         each continuing from the state the previous one left (``model.reset_states()``
         starts a pass): ELMo with ``lstm_states: carried``.
+    holds_forward_dtype: whether the weights are held in the forward pass's dtype
+        (`weights_dtype_on`), so that the pass runs without autocast.
     """
 
     spec: ModelSpec
@@ -304,6 +320,7 @@ class LoadedModel:
     file_checksums: dict[str, str] | None = None
     sequential: bool = False
     blocks: tuple[Any, str] | None = None
+    holds_forward_dtype: bool = False
 
     @property
     def n_parameters(self) -> int | None:

@@ -26,6 +26,7 @@ from contextuality.backends.base import (
     is_local,
     model_location,
     only_blocks_up_to,
+    weights_dtype_on,
 )
 from contextuality.errors import ConfigError, ModelLoadError
 from contextuality.provenance import sha256_file
@@ -314,17 +315,23 @@ def _max_length(spec: ModelSpec, config: Any, tokenizer: Any) -> int:
 def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
     """Load tokenizer and model (eval mode) and read their limits.
 
-    The weights are loaded as ``weights_dtype`` (bfloat16 halves a large model's memory)
-    and placed on `device`, or, with ``device_map`` (``auto``, ``balanced``,
-    ``sequential``: accelerate's placements), spread over the GPUs and CPU memory, layers
-    that fit no GPU offloaded to the CPU; inputs then go to the first layer's device.
+    The weights are loaded in the dtype they are held in on the device (`weights_dtype_on`:
+    on a GPU the forward pass's ``cuda_dtype``, read straight into it, so that no float32
+    copy is made; elsewhere ``weights_dtype``) and placed on `device`, or, with
+    ``device_map`` (``auto``, ``balanced``, ``sequential``: accelerate's placements),
+    spread over the GPUs and CPU memory, layers that fit no GPU offloaded to the CPU;
+    inputs then go to the first layer's device.
     """
     import torch
     from safetensors import SafetensorError
     from transformers import AutoModel
 
     tokenizer = load_tokenizer(spec)
-    options = {"dtype": getattr(torch, spec.weights_dtype), **_pretrained_options(spec)}
+    on_gpu = torch.device(device).type == "cuda" or (
+        spec.device_map is not None and torch.cuda.is_available()
+    )
+    held_in = weights_dtype_on(spec, "cuda" if on_gpu else torch.device(device).type)
+    options = {"dtype": getattr(torch, held_in), **_pretrained_options(spec)}
     if spec.device_map is not None:
         _require_accelerate(spec)
         options["device_map"] = spec.device_map
@@ -356,6 +363,7 @@ def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
         final_norm=final_norm,
         returns_after_final_norm=final_norm is not None and returns_after(model, final_norm[1]),
         blocks=find_blocks(model, n_layers),
+        holds_forward_dtype=on_gpu and not spec.autocast,
     )
 
 

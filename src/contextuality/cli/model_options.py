@@ -24,9 +24,9 @@ MODEL_OPTION_HELP = {
     "max_length": "subwords per input (default: the model's window)",
     "long_sentences": "sentences longer than max_length: truncate, or read in windows",
     "window_overlap": "subwords shared by consecutive windows (default: a quarter)",
-    "token_budget": "padded subwords per forward batch (default: 8192 on a GPU, 2048 on CPU)",
+    "token_budget": "padded subwords per forward batch (default: 32768 on a GPU, 2048 on CPU)",
     "storage_dtype": "shard dtype: auto is float16, float32 where a value overflows it",
-    "cuda_dtype": "autocast precision of the forward pass on a GPU (float32: none)",
+    "cuda_dtype": "precision of the forward pass on a GPU, the weights held in it",
     "device": "auto, cpu, cuda or cuda:N",
     "trust_remote_code": "let the model's own code from the hub run",
     "lstm_states": "ELMo: per_sentence (zero states) or carried from sentence to sentence",
@@ -34,6 +34,7 @@ MODEL_OPTION_HELP = {
     "device_map": "accelerate's placement over GPUs and CPU: auto, balanced or sequential",
     "segment_words": "words per extraction segment, the span batches are planned in",
     "ablation": 'Sun et al.\'s intervention, as JSON: \'{"block": 12, "value": "mean"}\'',
+    "autocast": "on a GPU, weights in weights_dtype, matrix products autocast to cuda_dtype",
 }
 
 

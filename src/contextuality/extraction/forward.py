@@ -1,49 +1,72 @@
-"""One padded batch through the model: batching, autocast, pooling and the copy to host.
+"""One padded batch through the model: batching, precision, attention and pooling.
 
-Inputs are sorted by length and packed into batches whose padded size stays within a token
-budget (`plan_batches`). On CUDA the forward pass runs under float16 (or bfloat16)
-autocast (`forward_dtype`); a batch's subword vectors are pooled into word vectors on the
-device (`pool_subwords`) and copied to pinned host memory once, asynchronously
-(`start_copy`), while the next batch runs; `wait_for_copy` then says which rows came back
-±inf or NaN and `place_rows` checks the range and places them. The forward pass stops
-after the last block a requested layer needs, where the model's blocks can be cut short.
+Inputs are sorted by length and cut into batches whose padded size stays within a token
+budget, padding as little as a batch's cost allows (`plan_batches`). On CUDA the weights
+are held in the forward pass's dtype and every operation runs in it (`precision`; under
+``autocast: true`` the matrix products alone), attention by torch's kernels other than
+cuDNN's (`attention_kernels`). A batch's subword vectors are pooled into word vectors on
+the device (`pool_subwords`); `segments` checks them and places them in their segment.
+The forward pass stops after the last block a requested layer needs, where the model's
+blocks can be cut short.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from contextuality.backends.base import LoadedModel, ModelSpec, only_blocks_up_to
-from contextuality.errors import NonFiniteValueError, NumericOverflowError
 from contextuality.extraction.units import EncodedSentence
 
 FLOAT16_MAX = 65504.0
+# What starting a batch costs, in padded tokens' worth, as a share of the token budget:
+# the planner pads less where a batch costs less than 1/16 of the budget's tokens.
+BATCH_COST_SHARE = 16
+# The attention kernels a CUDA forward pass may use (torch.nn.attention.SDPBackend names),
+# in torch's order. cuDNN's is left out: it builds a plan for every new shape of input,
+# tens of milliseconds each, and length-sorted batches are nearly all of new shapes
+# (bench/results/extraction-cuda-*: the first pass over a corpus's batches).
+CUDA_ATTENTION_KERNELS = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
 
 
-def plan_batches(lengths: np.ndarray, token_budget: int) -> list[np.ndarray]:
+def plan_batches(
+    lengths: np.ndarray, token_budget: int, batch_cost: int | None = None
+) -> list[np.ndarray]:
     """Group items into batches of similar length, longest first.
 
-    Each batch's padded size (its longest item × its item count) is at most
-    `token_budget`, except that an item longer than the budget is batched alone.
-    Returns arrays of item positions; every item appears exactly once.
+    Each batch is a run of the items sorted by length, longest first, whose padded size
+    (its longest item × its item count) is at most `token_budget`, except that an item
+    longer than the budget is batched alone. Of all such plans it is the one of least
+    padded tokens plus `batch_cost` per batch (default: budget / `BATCH_COST_SHARE`, at
+    least 1; of plans that cost the same, the one whose earlier batches are fuller), found
+    by dynamic programming over the sorted items: cost(j) = min over i of cost(i) +
+    length_i × (j − i) + batch_cost. Returns arrays of item positions; every item appears
+    exactly once.
     """
-    order = np.argsort(-np.asarray(lengths), kind="stable")
-    batches, current, longest = [], [], 0
-    for item in order:
-        length = int(lengths[item])
-        if current and max(longest, length) * (len(current) + 1) > token_budget:
-            batches.append(np.asarray(current))
-            current, longest = [], 0
-        current.append(item)
-        longest = max(longest, length)
-    if current:
-        batches.append(np.asarray(current))
-    return batches
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if batch_cost is None:
+        batch_cost = max(1, token_budget // BATCH_COST_SHARE)
+    order = np.argsort(-lengths, kind="stable")
+    longest = lengths[order]
+    n = len(order)
+    cost = np.full(n + 1, np.inf)
+    cost[0] = 0.0
+    start = np.zeros(n + 1, dtype=np.int64)
+    for first in range(n):
+        room = max(1, token_budget // max(1, int(longest[first])))
+        ends = np.arange(first + 1, min(n, first + room) + 1)
+        candidate = cost[first] + longest[first] * (ends - first) + batch_cost
+        better = candidate <= cost[ends]  # ties: the later start, the earlier batches full
+        cost[ends[better]] = candidate[better]
+        start[ends[better]] = first
+    ends = [n]
+    while ends[-1] > 0:
+        ends.append(int(start[ends[-1]]))
+    ends.reverse()
+    return [order[a:b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
 
 
 def model_batches(loaded: LoadedModel, lengths: np.ndarray, token_budget: int) -> list[np.ndarray]:
@@ -153,7 +176,8 @@ def layer_states(
     last = blocks_to_run(loaded, layers)
     with (
         torch.inference_mode(),
-        autocast(device, dtype),
+        precision(loaded, device, dtype),
+        attention_kernels(device),
         only_blocks_up_to(loaded.blocks if last < loaded.n_layers else None, last),
         _final_norm_input(loaded, cut_short=last < loaded.n_layers) as before_norm,
     ):
@@ -231,17 +255,84 @@ def _final_norm_input(
 
 def forward_dtype(device: Any, spec: ModelSpec) -> str:
     """The precision a forward pass on `device` (a torch device) runs in: the model's
-    ``cuda_dtype`` autocast on CUDA, float32 elsewhere."""
+    ``cuda_dtype`` on CUDA, float32 elsewhere."""
     return spec.cuda_dtype if device.type == "cuda" else "float32"
 
 
-def autocast(device: Any, dtype: str) -> Any:
-    """Mixed-precision context for a forward pass on `device`: on CUDA, autocast to
-    `dtype` (float16, bfloat16; float32: none); elsewhere none."""
+@contextlib.contextmanager
+def precision(loaded: LoadedModel, device: Any, dtype: str) -> Iterator[None]:
+    """A forward pass in `dtype` on `device`: on CUDA, with weights held in it
+    (`LoadedModel.holds_forward_dtype`), as they are, or widened to float32 for the pass
+    where `dtype` is float32 (a batch run again after it overflowed; the weights are
+    their float16 or bfloat16 values, exactly, in float32 arithmetic), or else under
+    torch's autocast to `dtype` (float32: none). Elsewhere as the weights are."""
     import torch
 
-    enabled = device.type == "cuda" and dtype != "float32"
-    return torch.autocast(device.type, dtype=getattr(torch, dtype), enabled=enabled)
+    if device.type != "cuda":
+        yield
+        return
+    if not loaded.holds_forward_dtype:
+        enabled = dtype != "float32"
+        with torch.autocast(device.type, dtype=getattr(torch, dtype), enabled=enabled):
+            yield
+        return
+    held = str(loaded.model.dtype).removeprefix("torch.")
+    if held == dtype:
+        yield
+    elif dtype == "float32":
+        with widened(loaded.model):
+            yield
+    else:
+        raise ValueError(
+            f"model {loaded.spec.name}: its weights are held in {held}, and a forward pass "
+            f"in {dtype} needs them loaded in it (cuda_dtype: {dtype})"
+        )
+
+
+@contextlib.contextmanager
+def widened(model: Any) -> Iterator[None]:
+    """Within the block, every floating parameter and buffer of `model` in float32; after
+    it, each back in its own dtype (exactly: float16 and bfloat16 values are float32
+    values)."""
+    import torch
+
+    tensors = [
+        (store, name, tensor.dtype)
+        for module in model.modules()
+        for store in (module._parameters, module._buffers)
+        for name, tensor in store.items()
+        if tensor is not None and tensor.is_floating_point() and tensor.dtype != torch.float32
+    ]
+    try:
+        with torch.no_grad():
+            for store, name, _ in tensors:
+                _replace(store, name, store[name].float())
+        yield
+    finally:
+        with torch.no_grad():
+            for store, name, dtype in tensors:
+                _replace(store, name, store[name].to(dtype))
+
+
+def _replace(store: dict[str, Any], name: str, values: Any) -> None:
+    """Put `values` in a module's parameter or buffer `name`, a parameter staying one."""
+    import torch
+
+    current = store[name]
+    if isinstance(current, torch.nn.Parameter):
+        current.data = values
+    else:
+        store[name] = values
+
+
+def attention_kernels(device: Any) -> Any:
+    """On CUDA, scaled dot-product attention restricted to `CUDA_ATTENTION_KERNELS`; a
+    context that changes nothing elsewhere."""
+    if device.type != "cuda":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([getattr(SDPBackend, name) for name in CUDA_ATTENTION_KERNELS])
 
 
 def first_non_finite_weight(model: Any) -> str | None:
@@ -269,8 +360,8 @@ def non_finite_cause(spec: ModelSpec, model: Any, device: str, dtype: str) -> st
         return f"its weights hold ±inf or NaN (first in {damaged}): check its files"
     if dtype != "float32":
         return (
-            f"the forward pass overflowed its {dtype} autocast: set "
-            f"models.{spec.name}.cuda_dtype to {wider_dtypes(dtype)}"
+            f"the forward pass overflowed {dtype}: set models.{spec.name}.cuda_dtype to "
+            f"{wider_dtypes(dtype)}"
         )
     advice = "check the weights (a damaged or wrongly converted checkpoint?)"
     if spec.weights_dtype != "float32":
@@ -279,78 +370,3 @@ def non_finite_cause(spec: ModelSpec, model: Any, device: str, dtype: str) -> st
         f"its weights, all finite, produce them in {spec.weights_dtype} on {device} "
         f"without autocast: {advice}"
     )
-
-
-@dataclass
-class InFlight:
-    """A batch whose pooled vectors are on their way to host memory: the segment's inputs
-    it holds (`positions`), the autocast dtype its forward pass ran in, the segment rows of
-    its vectors, and what `start_copy` returned."""
-
-    positions: np.ndarray
-    dtype: str
-    rows: np.ndarray
-    host: Any
-    peak: Any
-    non_finite: Any
-    copied: Any
-
-
-def start_copy(pooled: Any, reached: Any, storage_dtype: str) -> tuple[Any, Any, Any, Any]:
-    """Start the one device→host copy of a batch (pinned memory, asynchronous on CUDA).
-
-    Returns the host tensor, the largest finite |value| and the mask of reached rows with a
-    non-finite value in some layer (both still on the device, so the checks do not wait for
-    the GPU), and a CUDA event marking the copy's end (or None).
-    """
-    import torch
-
-    # Two reductions and no temporary the size of the batch: a row's largest |value| is
-    # NaN or inf exactly when the row holds a non-finite value (unreached rows are NaN).
-    row_peak = torch.maximum(pooled.amax(dim=2).amax(dim=0), pooled.amin(dim=2).amin(dim=0).neg())
-    non_finite = ~torch.isfinite(row_peak) & reached
-    peak = torch.where(reached & ~non_finite, row_peak, 0.0).amax()
-    values = pooled.to(getattr(torch, storage_dtype))
-    if values.device.type != "cuda":
-        return values, peak, non_finite, None
-    host = torch.empty(values.shape, dtype=values.dtype, pin_memory=True)
-    host.copy_(values, non_blocking=True)
-    copied = torch.cuda.Event()
-    copied.record()
-    return host, peak, non_finite, copied
-
-
-def wait_for_copy(batch: InFlight) -> np.ndarray:
-    """Wait for a batch's copy to host; the mask of its rows (``batch.rows``) that some
-    subword reached and that hold ±inf or NaN in some layer."""
-    if batch.copied is not None:
-        batch.copied.synchronize()
-    return batch.non_finite.cpu().numpy()
-
-
-def non_finite_error(
-    batch: InFlight, non_finite: np.ndarray, first_row: int, loaded: LoadedModel
-) -> NonFiniteValueError:
-    """The error for a batch whose rows in `non_finite` are ±inf or NaN, naming the first
-    (first_row: occurrence id of the segment's first row) and `non_finite_cause`."""
-    device = next(loaded.model.parameters()).device.type
-    return NonFiniteValueError(
-        f"model {loaded.spec.name}: {int(non_finite.sum())} vectors are ±inf or NaN after "
-        f"the forward pass (first at occurrence {first_row + batch.rows[non_finite][0]}); "
-        + non_finite_cause(loaded.spec, loaded.model, device, batch.dtype)
-    )
-
-
-def place_rows(batch: InFlight, segment: np.ndarray, filled: np.ndarray, name: str) -> None:
-    """Place a copied batch's rows in `segment` (n_layers, rows, dim), marking them in
-    `filled`; for a float16 `segment`, values beyond its range are a NumericOverflowError
-    (name: the model's, for the message)."""
-    peak = float(batch.peak)
-    if segment.dtype == np.float16 and peak >= FLOAT16_MAX:
-        raise NumericOverflowError(f"model {name}: |value| {peak:.4g} does not fit float16")
-    # Rounded to float16 by torch (vectorized; the same rounding, to the bit, as numpy's),
-    # not element by element in the scatter below: 4 ms a batch of 2,048 tokens, not 16.
-    host = (batch.host.half() if segment.dtype == np.float16 else batch.host).numpy()
-    for layer in range(len(segment)):  # a layer at a time: faster than one 3-D scatter
-        segment[layer, batch.rows] = host[layer]
-    filled[batch.rows] = True

@@ -29,9 +29,11 @@ class ExtractionReport:
     partitioned extraction, which part and which rows
     (`partitions.ExtractionPlan.part_attributes`); its keys are written beside the others,
     and nothing when the extraction is whole.
-    ``autocast_dtype``: the precision the forward passes ran in (the model's ``cuda_dtype``
-    on CUDA, float32 elsewhere); ``batches_rerun_in_float32``: the batches whose float16 or
-    bfloat16 pass gave ±inf or NaN and were run again in float32, whose vectors were kept.
+    ``forward_dtype``: the precision the forward passes ran in (the model's ``cuda_dtype``
+    on CUDA, float32 elsewhere); ``autocast``: whether it was torch's autocast over weights
+    kept in ``weights_dtype`` (else the weights were held in it);
+    ``batches_rerun_in_float32``: the batches whose float16 or bfloat16 pass gave ±inf or
+    NaN and were run again in float32, whose vectors were kept.
     ``storage_dtype``: what the vectors are stored as; ``stored_float32_after_overflow``:
     whether, with ``storage_dtype: auto``, a value beyond float16's range made the whole
     extraction run again into float32. ``ablation``: for an ablated model, its block and
@@ -58,7 +60,8 @@ class ExtractionReport:
     storage_dtype: str = "float16"
     stored_float32_after_overflow: bool = False
     device: str = "cpu"
-    autocast_dtype: str = "float32"
+    forward_dtype: str = "float32"
+    autocast: bool = False
     batches_rerun_in_float32: int = 0
     seconds: float = 0.0
     shard_bytes: int = 0
@@ -138,3 +141,42 @@ def _counted(count: int, noun: str) -> str:
 
 def _examples(rows: list[int], words: Sequence[str]) -> str:
     return ", ".join(f"{str(words[row])!r} (occurrence {row:,})" for row in rows)
+
+
+# What the parts of a partitioned extraction each count, and what says which part it was.
+_ADDED = (
+    "n_sentences",
+    "n_occurrences",
+    "n_subword_tokens",
+    "n_batches",
+    "sentences_truncated",
+    "words_truncated",
+    "words_without_tokens",
+    "sentences_windowed",
+    "out_of_memory_retries",
+    "non_finite_vectors",
+    "subwords_spanning_words",
+    "words_sharing_subwords",
+    "subwords_outside_words",
+    "batches_rerun_in_float32",
+    "seconds",
+    "shard_bytes",
+)
+_PART = ("part", "n_parts", "first_row", "n_rows_total", "first_sentence", "end_sentence")
+
+
+def merged_meta(metas: list[dict[str, Any]]) -> dict[str, Any]:
+    """The meta.json of an extraction run in parts, from each part's (in order): their
+    counts and seconds added (``tokens_per_second`` over all of them: the rate of one GPU),
+    their first examples and warnings in turn, what says which part left out and
+    ``merged_parts`` recording how many there were."""
+    merged = {key: value for key, value in metas[0].items() if key not in _PART}
+    for key in _ADDED:
+        merged[key] = sum(meta[key] for meta in metas)
+    for key in ("truncated_examples", "untokenized_examples"):
+        merged[key] = [row for meta in metas for row in meta[key]][:N_EXAMPLES]
+    merged["warnings"] = [text for meta in metas for text in meta["warnings"]]
+    seconds = merged["seconds"]
+    merged["tokens_per_second"] = round(merged["n_subword_tokens"] / seconds, 1) if seconds else 0.0
+    merged["merged_parts"] = len(metas)
+    return merged

@@ -3,14 +3,16 @@
 Sentences run in contiguous segments (`partitions.plan_extraction`), so memory is
 bounded whatever the corpus size. A segment's inputs are planned into token-budget
 batches (`forward.plan_batches`; the budget halved and the rest replanned on CUDA
-out-of-memory), each batch's pooled vectors land in the segment's array (a batch that
-overflows its float16 or bfloat16 autocast is run again in float32), and the finished
-segment goes to the *sink*, the object that keeps the vectors: shards
-(`storage.shards.ShardSetWriter`) or running sums (`streaming.accumulate`), written by a
-thread of its own so that the model does not wait for the disk. On a GPU the next
-segment's inputs are built on a helper thread while the model runs; on the CPU, whose
-cores the forward pass takes, in turn. Row i of what the sink receives is occurrence i of
-the index, less the job's first row.
+out-of-memory), each batch's pooled vectors land in the segment's buffer on the device
+the model runs on (`segments.Segment`; a batch that overflows float16 or bfloat16 is run
+again in float32), and the finished segment goes to the *sink*, the object that keeps
+the vectors: shards (`storage.shards.ShardSetWriter`) or running sums
+(`streaming.accumulate`), written by a thread of its own so that the model does not wait
+for the disk. From a GPU a segment leaves in one copy to pinned host memory
+(`segments.HostCopies`), after the sink's own work on the device (``on_device``), unless
+the sink takes device tensors. On a GPU the next segment's inputs are built on a helper
+thread while the model runs; on the CPU, whose cores the forward pass takes, in turn. Row
+i of what the sink receives is occurrence i of the index, less the job's first row.
 """
 
 from __future__ import annotations
@@ -31,21 +33,25 @@ from contextuality.backends.base import LoadedModel, token_budget
 from contextuality.errors import DeviceMemoryError, NumericOverflowError
 from contextuality.extraction.ablation import ablated
 from contextuality.extraction.forward import (
-    InFlight,
     blocks_to_run,
     first_non_finite_weight,
     forward_batch,
     forward_dtype,
     model_batches,
-    non_finite_error,
-    place_rows,
     plan_batches,
-    start_copy,
-    wait_for_copy,
     wider_dtypes,
 )
 from contextuality.extraction.partitions import ExtractionPlan
 from contextuality.extraction.report import ExtractionReport, count_coverage
+from contextuality.extraction.segments import (
+    Handoff,
+    HostCopies,
+    PooledBatch,
+    Segment,
+    non_finite_error,
+    non_finite_rows,
+    pooled_batch,
+)
 from contextuality.extraction.units import EncodedSentence, SentenceUnits
 
 log = logging.getLogger(__name__)
@@ -57,7 +63,14 @@ class Sink(Protocol):
     ``commit`` records final attributes and puts the outputs in place; ``abort`` removes
     what was written. Leaving its context aborts whatever was not committed.
     dtype: what the vectors are stored as, and so handed over as (float16 or float32);
-    bytes_to_write: what it will store on disk (0 for one that keeps sums)."""
+    bytes_to_write: what it will store on disk (0 for one that keeps sums).
+
+    Optional, for a model on a GPU: ``on_device(first_row, vectors)``, given the segment
+    as a device tensor before it is copied to the host, returns a tensor that ``write``
+    then receives as host values, its third argument (a shard writer's chunk checksums);
+    ``takes_device_tensors = True``: ``write`` receives the device tensor itself (a sink
+    that sums on the GPU).
+    """
 
     layers: list[int]
     dtype: str
@@ -75,7 +88,9 @@ class Sink(Protocol):
 
 
 class _BackgroundWriter:
-    """Hands segments to a sink on a separate thread, so the model never waits for disk.
+    """Hands segments (`segments.Handoff`) to a sink on a separate thread, so the model
+    never waits for disk: each once its copy from the device is done, its memory freed
+    after it is written.
 
     At most one segment waits in the queue; an error in the thread is raised on the next
     call from the main thread.
@@ -90,19 +105,30 @@ class _BackgroundWriter:
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
-            if self._error is None:
-                try:
-                    self._writer.write(*item)
-                except BaseException as error:  # re-raised in the main thread
-                    self._error = error
+            try:
+                if self._error is None:
+                    self._write(item)
+            except BaseException as error:  # re-raised in the main thread
+                self._error = error
+            finally:
+                if item.release is not None:
+                    item.release()
+
+    def _write(self, item: Handoff) -> None:
+        if item.ready is not None:
+            item.ready.synchronize()
+        if item.prepared is None:
+            self._writer.write(item.first_row, item.vectors)
+        else:
+            self._writer.write(item.first_row, item.vectors, item.prepared)
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
             raise self._error
 
-    def write(self, first_row: int, vectors: np.ndarray) -> None:
+    def write(self, item: Handoff) -> None:
         self._raise_if_failed()
-        self._queue.put((first_row, vectors))
+        self._queue.put(item)
 
     def close(self) -> None:
         """Wait for every queued segment to be written."""
@@ -158,32 +184,32 @@ def _run_segment(
     encoded: list[EncodedSentence],
     layers: tuple[int, ...],
     first_rows: np.ndarray,
-    vectors: np.ndarray,
+    segment: Segment,
     first_row: int,
     report: ExtractionReport,
 ) -> None:
-    """Run one segment's inputs in token-budget batches, in ``report.autocast_dtype``, and
-    fill `vectors` (n_layers, rows, dim) with their pooled vectors; each batch's copy to
-    host overlaps the next batch's forward pass (`_finished` may run one again, in turn).
-    Rows that no subword reached are NaN."""
+    """Run one segment's inputs in token-budget batches, in ``report.forward_dtype``, and
+    place their pooled vectors in `segment`; each batch's checks are read while the next
+    batch runs (`_finished` may run one again, in turn). Rows that no subword reached are
+    NaN."""
     import torch
 
     device = next(loaded.model.parameters()).device
-    filled = np.zeros(vectors.shape[1], dtype=bool)
     lengths = np.array([len(sentence.input_ids) for sentence in encoded])
     name = loaded.spec.name
+    stored = str(segment.values.dtype).removeprefix("torch.")
 
-    def launch(positions: np.ndarray, dtype: str) -> InFlight:
+    def launch(positions: np.ndarray, dtype: str) -> PooledBatch:
         inputs = [encoded[i] for i in positions]
         pooled, reached, rows = forward_batch(loaded, inputs, layers, first_rows, dtype)
-        return InFlight(positions, dtype, rows, *start_copy(pooled, reached, str(vectors.dtype)))
+        return pooled_batch(positions, dtype, pooled, reached, rows, stored)
 
     def replan(error: BaseException, batch: np.ndarray, rest: list[np.ndarray]) -> list:
         return _replan_after_out_of_memory(error, batch, rest, lengths, report, device, name)
 
-    def finish(batch: InFlight) -> None:
+    def finish(batch: PooledBatch) -> None:
         for done in _finished(batch, launch, replan, loaded, first_row, report):
-            place_rows(done, vectors, filled, name)
+            segment.place(done, name)
             report.n_batches += 1
             report.n_subword_tokens += int(lengths[done.positions].sum())
 
@@ -192,7 +218,7 @@ def _run_segment(
     while planned:
         batch = planned.pop(0)
         try:
-            in_flight = launch(batch, report.autocast_dtype)
+            in_flight = launch(batch, report.forward_dtype)
         except torch.OutOfMemoryError as error:
             planned = replan(error, batch, planned)
             continue
@@ -201,24 +227,24 @@ def _run_segment(
         pending = in_flight
     if pending is not None:
         finish(pending)
-    vectors[:, ~filled] = np.nan
+    segment.finish()
 
 
 def _finished(
-    batch: InFlight,
-    launch: Callable[[np.ndarray, str], InFlight],
+    batch: PooledBatch,
+    launch: Callable[[np.ndarray, str], PooledBatch],
     replan: Callable[..., list[np.ndarray]],
     loaded: LoadedModel,
     first_row: int,
     report: ExtractionReport,
-) -> list[InFlight]:
-    """Wait for a batch's copy to host and return the batches whose vectors to keep: the
-    batch itself if its reached rows are finite; else, where it ran under float16 or
-    bfloat16 autocast, the model's weights are finite and no state carries from one input
-    to the next (not ``sequential``: those states have moved on), its inputs run again in
-    float32, counted in `report`. Otherwise, or where they are still ±inf or NaN, a
-    NonFiniteValueError naming the cause."""
-    non_finite = wait_for_copy(batch)
+) -> list[PooledBatch]:
+    """Wait for a batch's checks and return the batches whose vectors to keep: the batch
+    itself if its reached rows are finite; else, where it ran in float16 or bfloat16, the
+    model's weights are finite and no state carries from one input to the next (not
+    ``sequential``: those states have moved on), its inputs run again in float32, counted
+    in `report`. Otherwise, or where they are still ±inf or NaN, a NonFiniteValueError
+    naming the cause."""
+    non_finite = non_finite_rows(batch)
     if not non_finite.any():
         return [batch]
     rerun = batch.dtype != "float32" and not loaded.sequential
@@ -234,11 +260,11 @@ def _finished(
 
 def _run_in_float32(
     positions: np.ndarray,
-    launch: Callable[[np.ndarray, str], InFlight],
+    launch: Callable[[np.ndarray, str], PooledBatch],
     replan: Callable[..., list[np.ndarray]],
-) -> list[InFlight]:
-    """The inputs at `positions` run without autocast: as one batch, or, where that runs
-    out of device memory, in the smaller batches `replan` makes."""
+) -> list[PooledBatch]:
+    """The inputs at `positions` run in float32: as one batch, or, where that runs out of
+    device memory, in the smaller batches `replan` makes."""
     import torch
 
     try:
@@ -276,7 +302,8 @@ def run_extraction(
             n_occurrences=plan.n_rows,
             device=str(device),
             token_budget=token_budget(loaded.spec, device.type),
-            autocast_dtype=forward_dtype(device, loaded.spec),
+            forward_dtype=forward_dtype(device, loaded.spec),
+            autocast=device.type == "cuda" and not loaded.holds_forward_dtype,
             shard_bytes=sink.bytes_to_write,
             blocks_run=blocks_to_run(loaded, plan.layers),
             subwords_spanning_words=units.subwords_spanning_words,
@@ -294,17 +321,17 @@ def run_extraction(
 
 
 def _warn_about_reruns(report: ExtractionReport, name: str) -> None:
-    """One warning for all the batches that overflowed their autocast and ran again."""
+    """One warning for all the batches that overflowed their dtype and ran again."""
     if report.batches_rerun_in_float32:
         log.warning(
-            "model %s: %d of %d batches gave ±inf or NaN under %s autocast and were run "
-            "again in float32; set models.%s.cuda_dtype to %s to run every batch so",
+            "model %s: %d of %d batches gave ±inf or NaN in %s and were run again in "
+            "float32; set models.%s.cuda_dtype to %s to run every batch so",
             name,
             report.batches_rerun_in_float32,
             report.n_batches,
-            report.autocast_dtype,
+            report.forward_dtype,
             name,
-            wider_dtypes(report.autocast_dtype),
+            wider_dtypes(report.forward_dtype),
         )
 
 
@@ -347,10 +374,12 @@ def _run_segments(
     progress: bool,
 ) -> None:
     """Run every segment of `plan` in order and hand its vectors to `sink`, through a
-    writer thread."""
+    writer thread (`_handoff` says how they leave the device)."""
     from tqdm.auto import tqdm
 
+    device = next(loaded.model.parameters()).device
     writer = _BackgroundWriter(sink)
+    copies = HostCopies() if device.type == "cuda" else None
     tokenizing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
     bar = tqdm(total=plan.n_rows, unit="word", desc=loaded.spec.name, disable=not progress)
     try:
@@ -358,18 +387,29 @@ def _run_segments(
         for (start, end), encoded in zip(plan.segments, encodings, strict=True):
             count_coverage(encoded, plan.row_offsets[start:end], report)
             first_row = int(plan.row_offsets[start])
-            vectors = np.empty(
-                (len(plan.layers), int(plan.row_offsets[end]) - first_row, loaded.hidden_size),
-                sink.dtype,
-            )
+            n_rows = int(plan.row_offsets[end]) - first_row
+            segment = Segment(len(plan.layers), n_rows, loaded.hidden_size, sink.dtype, device)
             first_rows = plan.row_offsets[start:end] - first_row
-            _run_segment(loaded, encoded, plan.layers, first_rows, vectors, first_row, report)
-            writer.write(first_row - plan.first_row, vectors)
-            bar.update(vectors.shape[1])
+            _run_segment(loaded, encoded, plan.layers, first_rows, segment, first_row, report)
+            writer.write(_handoff(segment, first_row - plan.first_row, sink, copies))
+            bar.update(n_rows)
     finally:
         bar.close()
         tokenizing.shutdown(cancel_futures=True)
         writer.close()
+
+
+def _handoff(segment: Segment, first_row: int, sink: Sink, copies: HostCopies | None) -> Handoff:
+    """A finished segment as the sink takes it: the CPU's array as it is; from a GPU, the
+    device tensor for a sink that takes those, else a copy in pinned host memory, with
+    what the sink's ``on_device`` made of the tensor first."""
+    if copies is None:
+        return Handoff(first_row, segment.host)
+    if getattr(sink, "takes_device_tensors", False):
+        return Handoff(first_row, segment.values)
+    on_device = getattr(sink, "on_device", None)
+    prepared = None if on_device is None else on_device(first_row, segment.values)
+    return copies.copy(first_row, segment.values, prepared)
 
 
 def _log_part(plan: ExtractionPlan, name: str) -> None:

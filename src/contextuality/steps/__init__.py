@@ -22,6 +22,7 @@ from contextuality.steps.extract import (
     LayerOutputs,
     download_elmo,
     extract,
+    merge_stream,
     special_tokens,
     stream,
 )
@@ -107,6 +108,7 @@ __all__ = [
     "limited_threads",
     "measure_layer",
     "measure_streamed_layer",
+    "merge_stream",
     "massive_activations_table",
     "measures_table",
     "occurrence_index",

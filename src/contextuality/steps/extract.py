@@ -24,14 +24,14 @@ from contextuality.corpus.index import IndexFiles
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError, warn
 from contextuality.extraction.partitions import ExtractionPlan, plan_extraction
-from contextuality.extraction.report import ExtractionReport, coverage_warnings
+from contextuality.extraction.report import ExtractionReport, coverage_warnings, merged_meta
 from contextuality.extraction.run import Sink, collector_paused
 from contextuality.extraction.run import extract as run_extract
 from contextuality.extraction.special_tokens import special_token_batches
 from contextuality.extraction.units import SentenceUnits, sentence_units, units_matching_index
 from contextuality.measures.positions import SpecialTokenProfile
 from contextuality.measures.settings import MeasureSettings
-from contextuality.provenance import config_hash, provenance_record, write_json
+from contextuality.provenance import config_hash, provenance_record, read_json, write_json
 from contextuality.storage.shards import ShardSetWriter
 from contextuality.tables import write_parquet
 
@@ -198,23 +198,27 @@ def stream(
     outputs: LayerOutputs,
     measures: dict[str, Any] | None = None,
     word_sample_size: int | None = None,
+    part: tuple[int, int] = (0, 1),
     threads: int = 1,
     progress: bool = True,
 ) -> dict[str, Any]:
     """`extract` without shards: the same forward pass feeds a
     `streaming.accumulate.StreamingAccumulator`, which writes one state file per layer
-    (the measure_streamed_layer and static_vectors steps read them).
+    (the measure_streamed_layer and static_vectors steps read them), its sums on the GPU
+    where the model runs on one.
 
     measures: config ``measures`` (its seed, baseline sample size and replicates fix the
     MEV baseline's samples); word_sample_size: occurrences kept per indexed word for MEV
     and the static vectors (None: `StreamingSettings`' default). Segments are stored as
     the model's ``storage_dtype`` says (float16 by default) before they are summed, so the
-    measures equal those of shards.
+    measures equal those of shards. part: (K, N), sum only part K (0-based) of N, the rows
+    `extract` would write for it, into state files that `merge_stream` merges.
     """
     from contextuality.streaming.accumulate import StreamingAccumulator
     from contextuality.streaming.state import StreamingSettings
 
-    job = _prepare(name, settings, sentences_path, index, outputs.files, (0, 1), threads)
+    job = _prepare(name, settings, sentences_path, index, outputs.files, part, threads)
+    plan = job.plan
     indexed = index.read_vocab().sort_values("word_id")["indexed"].to_numpy()
     stream_settings = StreamingSettings.from_measures(
         MeasureSettings(**(measures or {})), word_sample_size
@@ -226,16 +230,32 @@ def stream(
             job.occurrences["word_id"].to_numpy(),
             job.occurrences["sentence_id"].to_numpy(),
             job.loaded.hidden_size,
-            {**job.attributes, "dtype": dtype},
+            {**job.attributes, "dtype": dtype, **plan.part_attributes()},
             stream_settings,
             indexed=indexed,
             sentence_copies=job.sentence_copies,
             dtype=dtype,
-            threads=threads,
+            device=str(next(job.loaded.model.parameters()).device),
+            rows=(plan.first_row, plan.first_row + plan.n_rows) if plan.partitioned else None,
         )
 
-    report = run_extract(job.loaded, job.units, job.plan, open_sink, progress)
+    report = run_extract(job.loaded, job.units, plan, open_sink, progress)
     return _write_meta(job, report, outputs.meta)
+
+
+def merge_stream(
+    part_files: dict[int, list[PathLike]], part_metas: list[PathLike], outputs: LayerOutputs
+) -> dict[str, Any]:
+    """A streamed model extracted in parts (`stream` with ``part``): each layer's part
+    state files merged into one (`streaming.merge.merge_parts`: the one job's state, bit
+    for bit where the forward pass is deterministic) and their meta.json files into one
+    (`report.merged_meta`)."""
+    from contextuality.streaming.merge import merge_parts
+
+    merge_parts(part_files, outputs.files)
+    meta = merged_meta([read_json(path) for path in part_metas])
+    write_json(outputs.meta, meta)
+    return meta
 
 
 def _model_source(

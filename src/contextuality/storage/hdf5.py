@@ -237,6 +237,15 @@ def _close(handle: h5py.File) -> None:
         raise
 
 
+def synced(path: Path) -> None:
+    """Flush a file's (or a directory's entries') data from the page cache to the disk."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
 class LayerFiles:
     """One HDF5 file per layer, written under temporary names and moved into place together
     by `commit`, all or none; `abort` deletes them. ``files[layer]`` is the open file of a
@@ -280,16 +289,20 @@ class LayerFiles:
             raise
 
     def commit(self, attributes: dict[str, Any]) -> None:
-        """Record final attributes and mark every file complete, close them all, then move
-        them all into place (`_move_into_place`). On any failure nothing is moved and every
-        temporary file is deleted."""
+        """Record final attributes and mark every file complete, close them all and flush
+        them to the disk (`synced`), then move them all into place (`_move_into_place`):
+        a file under its final name is whole, even after a crash of the machine. On any
+        failure nothing is moved and every temporary file is deleted."""
         try:
             for handle in self.files.values():
                 handle.attrs.update(encode_attributes({**attributes, "complete": True}))
                 seal_attributes(handle)
             while self.files:
-                _close(self.files.pop(next(iter(self.files))))
+                layer = next(iter(self.files))
+                _close(self.files.pop(layer))
+                synced(self._partial[layer])
             self._move_into_place()
+            synced(self.directory)
         except BaseException as error:
             self.abort()
             raise_if_disk_full(error, self.directory)

@@ -26,6 +26,7 @@ import numpy as np
 from contextuality.errors import ShardMismatchError, StorageError
 from contextuality.measures.rows import row_chunks
 from contextuality.provenance import config_hash
+from contextuality.storage.checksums import CHECKSUM_BYTES, fletcher32
 from contextuality.storage.hdf5 import (
     REBUILD,
     LayerFiles,
@@ -52,6 +53,11 @@ class ShardSetWriter:
     shard is created under a temporary name (`hdf5.LayerFiles`); `commit` marks every shard
     complete and renames them all into place, `abort` (or leaving the ``with`` statement on
     an error) deletes them. A full disk met while writing is a StorageError.
+
+    Where the vectors are on a GPU, the extraction first asks `on_device` for the
+    checksums of the segment's whole chunks, computed there (`checksums.fletcher32`), and
+    `write` then puts those chunks in the files as they are; the chunks a segment shares
+    with its neighbours, and the dataset's last, go through HDF5's filter as before.
     """
 
     def __init__(
@@ -72,7 +78,8 @@ class ShardSetWriter:
 
         self._files = LayerFiles(paths, attributes, check_space, chunk_cache=0)
         self._datasets: dict[int, h5py.Dataset] = {}
-        rows = chunk_rows(n_rows, dim, self.dtype)
+        self.n_rows = n_rows
+        self.chunk_rows = rows = chunk_rows(n_rows, dim, self.dtype)
         try:
             for layer, handle in self._files.files.items():
                 self._datasets[layer] = handle.create_dataset(
@@ -87,15 +94,63 @@ class ShardSetWriter:
             raise_if_disk_full(error, self._files.directory)
             raise
 
-    def write(self, first_row: int, vectors: np.ndarray) -> None:
-        """Write rows ``first_row:first_row+n`` of every layer; vectors is (n_layers, n, dim)."""
+    def whole_chunks(self, first_row: int, n: int) -> tuple[int, int]:
+        """The chunks [k0, k1) that rows ``first_row:first_row+n`` fill entirely, the
+        dataset's last chunk left out where it is partly beyond the dataset (HDF5 stores
+        it whole, padded)."""
+        end = first_row + n
+        full_end = end if end < self.n_rows else self.n_rows - self.n_rows % self.chunk_rows
+        first = -(-first_row // self.chunk_rows)
+        return first, max(first, full_end // self.chunk_rows)
+
+    def on_device(self, first_row: int, vectors: Any) -> Any:
+        """The fletcher32 checksums of the whole chunks of a segment's rows
+        ``first_row:first_row+n`` (vectors: (n_layers, n, dim) torch tensor, stored dtype),
+        computed where the tensor is: (n_layers, k1 − k0) int64, for `write`."""
+        first, end = self.whole_chunks(first_row, vectors.shape[1])
+        start = first * self.chunk_rows - first_row
+        rows = vectors[:, start : start + (end - first) * self.chunk_rows]
+        chunks = rows.reshape(len(self.layers) * (end - first), self.chunk_rows * rows.shape[2])
+        return fletcher32(chunks).reshape(len(self.layers), end - first)
+
+    def write(self, first_row: int, vectors: np.ndarray, checksums: Any = None) -> None:
+        """Write rows ``first_row:first_row+n`` of every layer; vectors is (n_layers, n, dim).
+        checksums: what `on_device` gave for these rows, or None; with them, the whole
+        chunks are written as they are, each followed by its checksum."""
         end = first_row + vectors.shape[1]
+        first, last = self.whole_chunks(first_row, vectors.shape[1])
+        if checksums is None or last == first:
+            first = last = None
         try:
             for position, layer in enumerate(self.layers):
-                self._datasets[layer][first_row:end] = vectors[position]
+                dataset = self._datasets[layer]
+                if first is None:
+                    dataset[first_row:end] = vectors[position]
+                    continue
+                start, stop = first * self.chunk_rows, last * self.chunk_rows
+                if start > first_row:
+                    dataset[first_row:start] = vectors[position, : start - first_row]
+                whole = vectors[position, start - first_row : stop - first_row]
+                self._write_whole_chunks(dataset, first, whole, checksums[position])
+                if end > stop:
+                    dataset[stop:end] = vectors[position, stop - first_row :]
         except OSError as error:
             raise_if_disk_full(error, self._files.directory)
             raise
+
+    def _write_whole_chunks(
+        self, dataset: h5py.Dataset, first: int, rows: np.ndarray, checksums: np.ndarray
+    ) -> None:
+        """Write chunks first, first+1, ... of `dataset` from `rows` (whole chunks in order),
+        each as its bytes followed by its checksum, past HDF5's filter."""
+        n_chunks = len(checksums)
+        chunk_bytes = rows.nbytes // n_chunks
+        staged = np.empty((n_chunks, chunk_bytes + CHECKSUM_BYTES), dtype=np.uint8)
+        staged[:, :chunk_bytes] = rows.reshape(n_chunks, -1).view(np.uint8)
+        staged[:, chunk_bytes:] = np.asarray(checksums, "<u4").view(np.uint8).reshape(-1, 4)
+        for position in range(n_chunks):
+            offset = ((first + position) * self.chunk_rows, 0)
+            dataset.id.write_direct_chunk(offset, staged[position])
 
     def commit(self, attributes: dict[str, Any]) -> None:
         """Record final attributes, mark complete, close and move every shard into place:

@@ -5,8 +5,11 @@ A `StreamingAccumulator` takes the place of the shards' writer in the extraction
 in float64, and the rows of two seeded samples drawn from the occurrence index before the
 forward pass: at most ``word_sample_size`` occurrences per indexed word (for MEV and the
 static vectors; every occurrence of a word that has no more), and the MEV baseline's
-samples, drawn exactly as `analysis.measure_layer` draws them from a shard. State: O(words
-× d) per layer in memory; the kept rows go straight to the layer's state file as they
+samples, drawn exactly as `analysis.measure_layer` draws them from a shard. The sums are
+torch tensors on the accumulator's device: where the model runs on a GPU, on the GPU, the
+segments taken as the extraction assembled them there (``takes_device_tensors``), so
+that only the final state and the sampled rows reach the host. State: O(words × d) per
+layer in device memory; the kept rows go straight to the layer's state file as they
 arrive.
 """
 
@@ -14,13 +17,12 @@ from __future__ import annotations
 
 import logging
 import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import h5py
 import numpy as np
 
-from contextuality.measures.rows import group_sizes, rows_with_vectors, run_starts
+from contextuality.measures.rows import group_sizes, run_starts
 from contextuality.random_streams import generator
 from contextuality.storage.hdf5 import (
     LayerFiles,
@@ -29,7 +31,8 @@ from contextuality.storage.hdf5 import (
     record_digests,
 )
 from contextuality.storage.shards import check_free_space
-from contextuality.streaming.state import FORMAT, LayerSums, StreamingSettings
+from contextuality.streaming.state import FORMAT, StreamingSettings
+from contextuality.streaming.sums import DeviceLayerSums, RowIndex
 
 log = logging.getLogger(__name__)
 
@@ -63,21 +66,6 @@ def baseline_sample_draws(n_rows: int, settings: StreamingSettings) -> list[np.n
     ]
 
 
-def _group_sums(
-    group: np.ndarray, n_groups: int, rows: np.ndarray, columns: np.ndarray | None = None
-) -> np.ndarray:
-    """(n_groups, d) float64 sums: ``rows[columns[i]]`` (``rows[i]`` without `columns`) added
-    into group ``group[i]``, as a sparse group-indicator matrix times the rows (several times
-    faster than ``np.add.reduceat``, and no reordered copy of the rows is made)."""
-    from scipy import sparse
-
-    columns = np.arange(len(group)) if columns is None else columns
-    indicator = sparse.csr_matrix(
-        (np.ones(len(group)), (group, columns)), shape=(n_groups, len(rows))
-    )
-    return np.asarray(indicator @ rows)
-
-
 class StreamingAccumulator:
     """An extraction's sink (`extraction.run.Sink`: ``write``, ``commit``, ``abort``, a
     context manager that aborts on leaving) whose files hold running sums and sampled rows
@@ -90,8 +78,11 @@ class StreamingAccumulator:
     (by sentence_id; default once), for the words' ``n_with_repeats``.
     attributes: provenance recorded in every state file (as in a shard's).
     dtype: what the vectors are stored as before they are summed (float16 by default), so
-    that the measures equal those of shards. threads: layers summed at once (numpy releases
-    the GIL for the arithmetic).
+    that the measures equal those of shards. device: where the sums are kept and added
+    (a torch device; on CUDA, ``write`` takes the segments as device tensors).
+    rows: the index rows [first, end) this accumulator sums (one part of a partitioned
+    extraction, `merge.merge_parts`; default all), written from row 0 on: the part's
+    own rows, of the whole index's samples those that fall among them.
 
     Segments must come in row order, each holding whole sentences; rows that are NaN or all
     zero (no vector) are skipped, as `rows.rows_with_vectors` skips them in a shard.
@@ -110,11 +101,15 @@ class StreamingAccumulator:
         indexed: np.ndarray | None = None,
         sentence_copies: np.ndarray | None = None,
         dtype: str = "float16",
-        threads: int = 1,
+        device: str = "cpu",
+        rows: tuple[int, int] | None = None,
     ) -> None:
+        import torch
+
         self.layers = list(paths)
         self.dtype = str(np.dtype(dtype))
-        self._threads, self._pool = threads, None
+        self.device = torch.device(device)
+        self.takes_device_tensors = self.device.type == "cuda"
         self._word_id = np.asarray(word_id, dtype=np.int64)
         self._sentence_id = np.asarray(sentence_id, dtype=np.int64)
         if len(self._word_id) != len(self._sentence_id):
@@ -122,9 +117,10 @@ class StreamingAccumulator:
         if np.any(np.diff(self._sentence_id) < 0):
             raise ValueError("the occurrence index's rows must be sorted by sentence")
         self.n_rows, self.dim, self.settings = len(self._word_id), int(dim), settings
+        self.first_row, self.end_row = rows if rows is not None else (0, self.n_rows)
         indexed = self._track_words(indexed)
         n_sentences = int(self._sentence_id.max(initial=-1)) + 1
-        self._copies = (
+        copies = (
             np.ones(n_sentences, dtype=np.int64)
             if sentence_copies is None
             else np.asarray(sentence_copies, dtype=np.int64)
@@ -133,17 +129,25 @@ class StreamingAccumulator:
             self._word_id, indexed, settings.word_sample_size, settings.seed
         )
         baseline_rows = np.unique(np.concatenate(baseline_sample_draws(self.n_rows, settings)))
-        self.kept_rows = np.union1d(word_rows, baseline_rows).astype(np.int64)
-        self._in_word_sample = np.isin(self.kept_rows, word_rows)
-        self._sums = {
-            layer: LayerSums.empty(len(self.word_ids), n_sentences, self.dim)
-            for layer in self.layers
-        }
-        self._next_row = 0
+        kept = np.union1d(word_rows, baseline_rows).astype(np.int64)
+        kept = kept[(kept >= self.first_row) & (kept < self.end_row)]
+        self.kept_rows, self._in_word_sample = kept, np.isin(kept, word_rows)
+        self.index = RowIndex(
+            slot=torch.as_tensor(self._slot[self._word_id], device=self.device),
+            sentence=torch.as_tensor(self._sentence_id, device=self.device),
+            copies=torch.as_tensor(copies, device=self.device),
+            n_words=len(self.word_ids),
+            n_sentences=n_sentences,
+            dim=self.dim,
+        )
+        self._sums = {layer: DeviceLayerSums(self.index) for layer in self.layers}
+        self._next_row = self.first_row
+        self._buffer = None
         log.info(
-            "streaming %d layers: %.3g GB of sums in memory, %.3g GB of %d sampled rows on disk",
+            "streaming %d layers on %s: %.3g GB of sums, %.3g GB of %d sampled rows on disk",
             len(self.layers),
-            len(self.layers) * len(self.word_ids) * self.dim * 16 / 1e9,
+            self.device,
+            len(self.layers) * len(self.word_ids) * self.dim * 32 / 1e9,
             len(self.layers) * len(self.kept_rows) * self.dim * 4 / 1e9,
             len(self.kept_rows),
         )
@@ -162,10 +166,10 @@ class StreamingAccumulator:
 
     def state_bytes(self) -> int:
         """Bytes the state files take: per layer, the kept rows (float32) and the sums
-        (float64 per tracked word and dimension, twice; a few per sentence)."""
-        n_sentences = len(self._copies)
-        per_layer = len(self.kept_rows) * self.dim * 4 + 2 * len(self.word_ids) * self.dim * 8
-        return len(self.layers) * (per_layer + n_sentences * 16)
+        (two float64 per tracked word and dimension, each also as two int64 limbs; a few
+        per sentence)."""
+        per_layer = len(self.kept_rows) * self.dim * 4 + 6 * len(self.word_ids) * self.dim * 8
+        return len(self.layers) * (per_layer + self.index.n_sentences * 16)
 
     def _open_files(self, paths: dict[int, str | os.PathLike], attributes: dict[str, Any]) -> None:
         """Create every layer's state file under its temporary name, with the kept rows,
@@ -175,160 +179,92 @@ class StreamingAccumulator:
         def check_space(directory: os.PathLike) -> None:
             check_free_space(directory, self.state_bytes(), name, None, what="state files")
 
-        self._files = LayerFiles(
-            paths,
-            {
-                **attributes,
-                "format": FORMAT,
-                "n_rows": self.n_rows,
-                "dim": self.dim,
-                "streaming": self.settings.as_dict(),
-            },
-            check_space,
-        )
+        recorded = state_attributes(attributes, self.n_rows, self.dim, self.settings)
+        if (self.first_row, self.end_row) != (0, self.n_rows):
+            recorded["part_rows"] = self.end_row - self.first_row  # merge.check_parts
+        self._files = LayerFiles(paths, recorded, check_space)
         self._kept: dict[int, h5py.Dataset] = {}
         try:
             for layer, handle in self._files.files.items():
-                handle.create_dataset("kept_rows", data=self.kept_rows)
-                handle.create_dataset("in_word_sample", data=self._in_word_sample)
-                self._kept[layer] = handle.create_dataset(
-                    "kept_vectors",
-                    shape=(len(self.kept_rows), self.dim),
-                    dtype=np.float32,
-                    chunks=(max(1, min(len(self.kept_rows), 4096)), self.dim)
-                    if len(self.kept_rows)
-                    else None,
+                self._kept[layer] = create_kept_datasets(
+                    handle, self.kept_rows, self._in_word_sample, self.dim
                 )
         except BaseException:
             self.abort()
             raise
 
-    def write(self, first_row: int, vectors: np.ndarray) -> None:
-        """Add rows ``first_row:first_row+n`` of every layer; vectors is (n_layers, n, dim)
-        and
-        holds whole sentences, the rows following the previous segment's."""
-        n = vectors.shape[1]
-        if vectors.shape != (len(self.layers), n, self.dim):
+    def _check_segment(self, first_row: int, shape: tuple[int, ...]) -> int:
+        """Refuse (ValueError) a segment of another shape, out of order, past the rows or
+        splitting a sentence (`first_row`: of the index); its end row."""
+        n = shape[1]
+        if tuple(shape) != (len(self.layers), n, self.dim):
             raise ValueError(
-                f"a segment of shape {vectors.shape}, expected ({len(self.layers)}, n, d)"
+                f"a segment of shape {tuple(shape)}, expected ({len(self.layers)}, n, d)"
             )
         if first_row != self._next_row:
             raise ValueError(f"a segment starts at row {first_row}, expected {self._next_row}")
         end = first_row + n
-        if end > self.n_rows:
-            raise ValueError(f"a segment ends at row {end}, past the index's {self.n_rows} rows")
+        if end > self.end_row:
+            raise ValueError(f"a segment ends at row {end}, past the rows' end {self.end_row}")
         sentence_id = self._sentence_id
         if n and (
             (first_row > 0 and sentence_id[first_row - 1] == sentence_id[first_row])
             or (end < self.n_rows and sentence_id[end - 1] == sentence_id[end])
         ):
             raise ValueError(f"rows {first_row}:{end} split a sentence between two segments")
+        return end
+
+    def write(self, first_row: int, vectors: Any) -> None:
+        """Add rows ``first_row:first_row+n`` of every layer (counted from the accumulator's
+        first row); vectors is (n_layers, n, dim), a numpy array or a torch tensor (on the
+        accumulator's device, or moved there), and holds whole sentences, the rows following
+        the previous segment's."""
+        import torch
+
+        first_row += self.first_row
+        end = self._check_segment(first_row, tuple(vectors.shape))
+        vectors = torch.as_tensor(vectors).to(self.device)
         low, high = np.searchsorted(self.kept_rows, [first_row, end])
-        kept = self.kept_rows[low:high] - first_row
+        if high > low:
+            kept = torch.as_tensor(self.kept_rows[low:high] - first_row, device=self.device)
+            sampled = vectors[:, kept].to(torch.float32).cpu().numpy()
+            for position, layer in enumerate(self.layers):
+                self._kept[layer][low:high] = sampled[position]
         for position, layer in enumerate(self.layers):
-            if high > low:
-                self._kept[layer][low:high] = np.asarray(vectors[position, kept], dtype=np.float32)
-        jobs = [
-            (self._sums[layer], vectors[position], first_row)
-            for position, layer in enumerate(self.layers)
-        ]
-        if self._threads > 1 and len(jobs) > 1:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(
-                    min(self._threads, len(jobs)), thread_name_prefix="stream"
-                )
-            list(self._pool.map(lambda job: self._add(*job), jobs))
-        else:
-            for job in jobs:
-                self._add(*job)
+            both, valid = self._unit_rows(vectors[position])
+            self._sums[layer].add(both, valid, first_row)
         self._next_row = end
 
-    def _add(self, sums: LayerSums, rows: np.ndarray, first_row: int) -> None:
-        valid = np.flatnonzero(rows_with_vectors(rows))
-        if len(valid) == 0:
-            return
-        # [f | u] side by side in float64, so that each group sum is one product
-        both = np.empty((len(valid), 2 * self.dim))
-        vectors, unit = both[:, : self.dim], both[:, self.dim :]
-        vectors[:] = rows if len(valid) == len(rows) else rows[valid]
-        norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
-        np.divide(vectors, norms[:, None], out=unit)
-        sentence = self._sentence_id[first_row + valid]
-        # sentences: the layer's sums and each sentence's IntraSim
-        starts = run_starts(sentence)
-        sizes = group_sizes(starts, len(valid))
-        sentence_sums = _group_sums(np.repeat(np.arange(len(starts)), sizes), len(starts), both)
-        vector_sums, unit_sums = sentence_sums[:, : self.dim], sentence_sums[:, self.dim :]
-        sums.unit_sum += unit_sums.sum(axis=0)
-        sums.sentence_square_by_dimension += np.sum(unit_sums**2, axis=0)
-        sums.n += len(valid)
-        sums.same_sentence_pairs += int(np.sum(sizes**2))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            intrasim = np.einsum("ij,ij->i", unit_sums, vector_sums) / (
-                sizes * np.sqrt(np.einsum("ij,ij->i", vector_sums, vector_sums))
-            )
-        sums.sentence_intrasim[sentence[starts]] = intrasim
-        sums.sentence_n[sentence[starts]] = sizes
-        # words: rows of tracked words by (word, sentence), rows kept in order within each
-        slot = self._slot[self._word_id[first_row + valid]]
-        chosen = np.flatnonzero(slot >= 0)
-        if len(chosen) == 0:
-            return
-        order = chosen[np.argsort(slot[chosen], kind="stable")]
-        word_starts = run_starts(slot[order])
-        context_starts = run_starts(slot[order], sentence[order])
-        context_sizes = group_sizes(context_starts, len(order))
-        context_of = np.repeat(np.arange(len(context_starts)), context_sizes)
-        context_sums = _group_sums(context_of, len(context_starts), both, order)
-        context_word = np.searchsorted(word_starts, context_starts, side="right") - 1
-        word_sums = _group_sums(context_word, len(word_starts), context_sums)
-        slots = slot[order][word_starts]
-        sums.word_vector_sum[slots] += word_sums[:, : self.dim]
-        sums.word_unit_sum[slots] += word_sums[:, self.dim :]
-        sums.word_context_square[slots] += np.bincount(
-            context_word,
-            weights=np.sum(context_sums[:, self.dim :] ** 2, axis=1),
-            minlength=len(slots),
-        )
-        sums.word_context_pairs[slots] += np.bincount(
-            context_word, weights=context_sizes**2, minlength=len(slots)
-        ).astype(np.int64)
-        sums.word_n[slots] += group_sizes(word_starts, len(order))
-        sums.word_n_with_repeats[slots] += np.add.reduceat(
-            self._copies[sentence[order]], word_starts
-        )
+    def _unit_rows(self, rows: Any) -> tuple[Any, Any]:
+        """A layer's rows (n, d) as float64 [f | u] (n, 2d), u = f/‖f‖, in a buffer kept
+        from one segment to the next (a fresh one, zeroed page by page by the system, cost
+        more than the sums), and which rows count: norm finite and positive (the row
+        finite, not all zero)."""
+        import torch
+
+        n, d = rows.shape
+        if self._buffer is None or self._buffer.shape[0] < n:
+            self._buffer = torch.empty((n, 2 * d), dtype=torch.float64, device=self.device)
+        both = self._buffer[:n]
+        both[:, :d].copy_(rows.to(torch.float32) if rows.dtype == torch.float16 else rows)
+        norms = torch.linalg.vector_norm(both[:, :d], dim=1)
+        torch.div(both[:, :d], norms[:, None], out=both[:, d:])
+        return both, torch.isfinite(norms) & (norms > 0)
 
     def commit(self, attributes: dict[str, Any]) -> None:
         """Write every layer's sums with final `attributes`, mark the files complete, close
         and move each into place. Refused (ValueError) before every row was written."""
-        if self._next_row != self.n_rows:
-            raise ValueError(f"commit after {self._next_row} of {self.n_rows} rows")
+        if self._next_row != self.end_row:
+            raise ValueError(
+                f"commit after row {self._next_row} of rows {self.first_row}:{self.end_row}"
+            )
+        part = (self.first_row, self.end_row) != (0, self.n_rows)
         for layer in self.layers:
-            handle = self._files.files[layer]
-            sums = self._sums[layer]
-            handle.create_dataset("word_id", data=self.word_ids)
-            for name in (
-                "word_unit_sum",
-                "word_vector_sum",
-                "word_context_square",
-                "word_n",
-                "word_context_pairs",
-                "word_n_with_repeats",
-                "unit_sum",
-                "sentence_square_by_dimension",
-                "sentence_n",
-                "sentence_intrasim",
-            ):
-                handle.create_dataset(name, data=getattr(sums, name))
-            counts = {"n_valid": sums.n, "same_sentence_pairs": sums.same_sentence_pairs}
-            handle.attrs.update(encode_attributes(counts))
-            record_digests(handle)
-        self._stop_threads()
+            write_sums(self._files.files[layer], self.word_ids, self._sums[layer], limbs=part)
         self._files.commit(attributes)
 
     def abort(self) -> None:
         """Close and delete every state file not yet committed."""
-        self._stop_threads()
         self._files.abort()
 
     def __enter__(self) -> StreamingAccumulator:
@@ -339,7 +275,43 @@ class StreamingAccumulator:
         if value is not None:
             raise_if_disk_full(value, self._files.directory)
 
-    def _stop_threads(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+
+def state_attributes(
+    attributes: dict[str, Any], n_rows: int, dim: int, settings: StreamingSettings
+) -> dict[str, Any]:
+    """A state file's attributes: the provenance, its format, the index's rows, the width
+    and the streaming settings."""
+    return {
+        **attributes,
+        "format": FORMAT,
+        "n_rows": n_rows,
+        "dim": dim,
+        "streaming": settings.as_dict(),
+    }
+
+
+def create_kept_datasets(
+    handle: h5py.File, kept_rows: np.ndarray, in_word_sample: np.ndarray, dim: int
+) -> h5py.Dataset:
+    """A state file's sampled rows (``kept_rows``, ``in_word_sample``) and the float32
+    ``kept_vectors`` dataset that their vectors go into, returned."""
+    handle.create_dataset("kept_rows", data=kept_rows)
+    handle.create_dataset("in_word_sample", data=in_word_sample)
+    return handle.create_dataset(
+        "kept_vectors",
+        shape=(len(kept_rows), dim),
+        dtype=np.float32,
+        chunks=(max(1, min(len(kept_rows), 4096)), dim) if len(kept_rows) else None,
+    )
+
+
+def write_sums(
+    handle: h5py.File, word_ids: np.ndarray, sums: DeviceLayerSums, limbs: bool = False
+) -> None:
+    """A layer's sums into its state file, with their counts and every dataset's digest
+    (with `limbs`, each exact sum's two limbs too: a part's file, to merge)."""
+    handle.create_dataset("word_id", data=word_ids)
+    for name, values in sums.arrays(limbs).items():
+        handle.create_dataset(name, data=values)
+    handle.attrs.update(encode_attributes(sums.totals_attributes()))
+    record_digests(handle)

@@ -212,8 +212,8 @@ def _unmeasured_transforms(config: dict[str, Any], schema: dict[str, Any]) -> li
 
 def _unstreamable(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     """Problems of a streamed model (``models.<name>.streaming``): its vectors are never
-    stored, so it is measured under transform none alone, in one job, and has no
-    published-results comparison (those need every vector)."""
+    stored, so it is measured under transform none alone and has no published-results
+    comparison (those need every vector)."""
     streamed = streamed_models(config)
     if not streamed:
         return []
@@ -223,10 +223,6 @@ def _unstreamable(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
         problems.append(
             f"measures.transforms: {transforms}, but {', '.join(streamed)} stream (their "
             "vectors are not stored to be corrected); set it to [none]"
-        )
-    if int((config.get("extraction") or {}).get("partitions", 1)) > 1:
-        problems.append(
-            f"extraction.partitions: streamed models ({', '.join(streamed)}) run in one job"
         )
     for model in (config.get("reference") or {}).get("models") or {}:
         if model in streamed:

@@ -91,14 +91,13 @@ def parse_part(label: str | None) -> tuple[int, int]:
 
 
 def _extraction_directory(config: dict[str, Any], model: str, part: str = "{part}") -> str:
-    """Where `model`'s extraction writes: results/streaming/<model> for a streamed model,
-    results/embeddings/<model>, or for a partitioned model the directory of part `part`
-    (a label, or the {part} wildcard)."""
-    if is_streamed(config, model):
-        return f"results/streaming/{model}"
+    """Where `model`'s extraction writes: results/embeddings/<model> (a streamed model's
+    results/streaming/<model>), or for a partitioned model the directory of part `part`
+    (a label, or the {part} wildcard) inside it."""
+    kind = "streaming" if is_streamed(config, model) else "embeddings"
     if extraction_partitions(config, model) == 1:
-        return f"results/embeddings/{model}"
-    return f"results/embeddings/{model}/part_{part}"
+        return f"results/{kind}/{model}"
+    return f"results/{kind}/{model}/part_{part}"
 
 
 def _layer_file(config: dict[str, Any], model: str, layer: int | str) -> str:
@@ -139,21 +138,54 @@ def extraction_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
 def extraction_log(config: dict[str, Any], model: str, kind: str = "logs") -> str:
     """The extraction rule's log (`kind` ``logs``) or benchmark (``benchmarks``) file."""
     extension = "log" if kind == "logs" else "tsv"
-    if is_streamed(config, model):
-        return f"{kind}/stream/{model}.{extension}"
+    step = "stream" if is_streamed(config, model) else "extract"
     if extraction_partitions(config, model) == 1:
-        return f"{kind}/extract/{model}.{extension}"
-    return f"{kind}/extract/{model}/part_{{part}}.{extension}"
+        return f"{kind}/{step}/{model}.{extension}"
+    return f"{kind}/{step}/{model}/part_{{part}}.{extension}"
 
 
-def _part_directories(config: dict[str, Any], model: str) -> list[str]:
-    """Every directory `model`'s extraction writes: one, or one per part."""
+def _part_directories(config: dict[str, Any], model: str, merged: bool = True) -> list[str]:
+    """Every directory `model`'s extraction writes: one, or one per part; for a streamed
+    model the one its parts are merged into, unless not `merged`."""
     n_parts = extraction_partitions(config, model)
-    if n_parts == 1 or is_streamed(config, model):
+    if merged and is_streamed(config, model):
+        return [f"results/streaming/{model}"]
+    if n_parts == 1:
         return [_extraction_directory(config, model)]
     return [
         _extraction_directory(config, model, part_label(part, n_parts)) for part in range(n_parts)
     ]
+
+
+def merged_streams(config: dict[str, Any]) -> list[str]:
+    """The streamed models extracted in parts, whose parts a merge rule merges."""
+    return [model for model in streamed_models(config) if extraction_partitions(config, model) > 1]
+
+
+def stream_merge_inputs(config: dict[str, Any], model: str) -> dict[str, list[str]]:
+    """What the merge rule of partitioned streamed model `model` reads: each layer's part
+    state files in order (``layer_<L>``) and the parts' meta.json files (``metas``)."""
+    directories = _part_directories(config, model, merged=False)
+    inputs = {
+        f"layer_{layer}": [
+            f"{directory}/{_layer_file(config, model, layer)}" for directory in directories
+        ]
+        for layer in model_layers(config, model)
+    }
+    return {**inputs, "metas": [f"{directory}/meta.json" for directory in directories]}
+
+
+def stream_merge_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
+    """The merged state files of partitioned streamed model `model` (``layers``) and its
+    meta.json, where a one-job extraction writes them."""
+    directory = f"results/streaming/{model}"
+    return {
+        "layers": [
+            f"{directory}/{_layer_file(config, model, layer)}"
+            for layer in model_layers(config, model)
+        ],
+        "meta": f"{directory}/meta.json",
+    }
 
 
 def extraction_metas(config: dict[str, Any], model: str) -> list[str]:

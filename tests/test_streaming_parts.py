@@ -1,0 +1,199 @@
+"""A streamed layer summed in parts and merged (`streaming.merge`) against one job: the
+same state file, dataset for dataset and bit for bit, the samples included; parts of
+another extraction, a part missing or twice refused in one line. And the exact sums
+under them (`streaming.exact`): the same bits whatever the grouping of their terms."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+from contextuality.corpus.index import IndexSettings, build_occurrence_index
+from contextuality.errors import ShardMismatchError
+from contextuality.provenance import read_json
+from contextuality.streaming.accumulate import StreamingAccumulator
+from contextuality.streaming.exact import ExactSum
+from contextuality.streaming.merge import merge_parts
+from contextuality.streaming.state import StreamingSettings, load_state
+
+SETTINGS = StreamingSettings(
+    word_sample_size=4, seed=5, baseline_sample_size=50, sample_replicates=3
+)
+DIM = 6
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    """An occurrence index of 240 random sentences, float16 vectors of 3 layers for it
+    (some rows without a vector), and 8 segments ending at sentence boundaries."""
+    rng = np.random.default_rng(21)
+    vocabulary = [f"w{i}" for i in range(40)] + ["the", "of"]
+    weights = 1.0 / np.arange(1, len(vocabulary) + 1)
+    units = [
+        list(rng.choice(vocabulary, size=rng.integers(1, 10), p=weights / weights.sum()))
+        for _ in range(240)
+    ]
+    index = build_occurrence_index(units, IndexSettings(min_contexts=3))
+    vectors = (rng.normal(size=(3, len(index.occurrences), DIM)) + 0.5).astype(np.float16)
+    vectors[:, 17] = np.nan
+    sentence_id = index.occurrences["sentence_id"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, sentence_id[1:] != sentence_id[:-1]])
+    cuts = [0, *starts[np.linspace(0, len(starts), 9).astype(int)[1:-1]].tolist(), len(sentence_id)]
+    return index, vectors, list(zip(cuts[:-1], cuts[1:], strict=True))
+
+
+def _accumulate(directory, index, vectors, segments, rows=None, part=None, model="m"):
+    """Sum `segments` (of the index's rows) into state files under `directory`; `rows`
+    and `part` (K, N) make it part K of N, recording what the stream step records."""
+    occurrences = index.occurrences
+    paths = {layer: directory / f"layer_{layer}.state.h5" for layer in range(len(vectors))}
+    attributes = {"model": model, "index_checksum": "i"}
+    if part is not None:
+        attributes |= {"part": part[0], "n_parts": part[1], "first_row": rows[0]}
+        attributes |= {"n_rows_total": len(occurrences)}
+    with StreamingAccumulator(
+        paths,
+        occurrences["word_id"].to_numpy(),
+        occurrences["sentence_id"].to_numpy(),
+        DIM,
+        attributes,
+        SETTINGS,
+        indexed=index.vocab["indexed"].to_numpy(),
+        rows=rows,
+    ) as accumulator:
+        offset = 0 if rows is None else rows[0]
+        for start, end in segments:
+            accumulator.write(start - offset, vectors[:, start:end])
+        accumulator.commit({"n_missing": 0})
+    return paths
+
+
+def _parts(tmp_path, index, vectors, segments, groups):
+    """One state file set per group of consecutive segments (a part), in order."""
+    found = []
+    for number, group in enumerate(groups):
+        chosen = [segments[k] for k in group]
+        rows = (chosen[0][0], chosen[-1][1])
+        directory = tmp_path / f"part_{number}-of-{len(groups)}"
+        found.append(_accumulate(directory, index, vectors, chosen, rows, (number, len(groups))))
+    return found
+
+
+def _datasets(path) -> dict[str, np.ndarray]:
+    with h5py.File(path) as handle:
+        return {name: handle[name][()] for name in handle}
+
+
+@pytest.mark.parametrize("groups", [[[0, 1, 2], [3], [4, 5, 6, 7]], [[0], [1, 2, 3, 4, 5, 6, 7]]])
+def test_parts_merged_are_the_one_job_bit_for_bit(tmp_path, corpus, groups):
+    index, vectors, segments = corpus
+    whole = _accumulate(tmp_path / "whole", index, vectors, segments)
+    parts = _parts(tmp_path, index, vectors, segments, groups)
+    merged = {layer: tmp_path / "merged" / f"layer_{layer}.state.h5" for layer in whole}
+    merge_parts({layer: [part[layer] for part in parts] for layer in whole}, merged)
+    for layer, path in whole.items():
+        expected, found = _datasets(path), _datasets(merged[layer])
+        assert found.keys() == expected.keys()
+        for name, values in expected.items():
+            assert values.dtype == found[name].dtype
+            assert values.tobytes() == found[name].tobytes(), (layer, name)
+        one, other = load_state(path, "i", len(vectors[0])), load_state(merged[layer], "i")
+        ignored = {"created_utc"}
+        assert {k: v for k, v in one.attributes.items() if k not in ignored} == {
+            k: v for k, v in other.attributes.items() if k not in ignored
+        }
+    # a part's own files hold only its rows' samples, and the limbs the merge adds
+    part_rows = [load_state(part[0], "i").kept_rows for part in parts]
+    assert np.array_equal(np.concatenate(part_rows), load_state(whole[0], "i").kept_rows)
+    assert "words_hi" in _datasets(parts[0][0]) and "words_hi" not in _datasets(whole[0])
+
+
+def test_a_part_missing_twice_or_of_another_extraction_is_refused(tmp_path, corpus):
+    index, vectors, segments = corpus
+    parts = _parts(tmp_path, index, vectors, segments, [[0, 1], [2, 3, 4], [5, 6, 7]])
+
+    def merge(chosen, name):
+        outputs = {layer: tmp_path / name / f"layer_{layer}.state.h5" for layer in range(3)}
+        merge_parts({layer: [part[layer] for part in chosen] for layer in range(3)}, outputs)
+        return outputs
+
+    cases = {
+        "missing": ([parts[0], parts[2]], r"\[0, 2\], not 0 to 2 .*part 1 missing"),
+        "twice": ([parts[0], parts[1], parts[1]], r"\[0, 1, 1\].*part 1 twice"),
+        "order": ([parts[1], parts[0], parts[2]], r"\[1, 0, 2\], not 0 to 2 once each in order"),
+    }
+    for name, (chosen, message) in cases.items():
+        with pytest.raises(ShardMismatchError, match=message) as caught:
+            merge(chosen, name)
+        assert "\n" not in str(caught.value)
+        assert not (tmp_path / name).exists() or not list((tmp_path / name).iterdir())
+    rows = (segments[2][0], segments[4][1])
+    other = _accumulate(tmp_path / "other", index, vectors, segments[2:5], rows, (1, 3), "m2")
+    with pytest.raises(ShardMismatchError, match="a part of another extraction .*model differs"):
+        merge([parts[0], other, parts[2]], "other-model")
+
+
+def test_exact_sums_are_the_same_bits_whatever_the_grouping():
+    rng = np.random.default_rng(0)
+    terms = torch.as_tensor(rng.normal(scale=10.0 ** rng.uniform(-6, 6, (300, 1)), size=(300, 5)))
+    one = ExactSum((5,), "cpu")
+    for row in terms:
+        one.add(row)
+    halves = [ExactSum((5,), "cpu"), ExactSum((5,), "cpu")]
+    for position, row in enumerate(terms):
+        halves[position >= 117].add(row)
+    halves[0].merge(halves[1])
+    assert one.value().numpy().tobytes() == halves[0].value().numpy().tobytes()
+    exact = np.array([float(sum(map(_fraction, column))) for column in terms.numpy().T])
+    np.testing.assert_array_equal(one.value().numpy(), exact)  # the sum rounded once
+    rows = ExactSum((4, 5), "cpu")
+    rows.add(terms[:2], torch.tensor([3, 1]))
+    assert rows.value()[[3, 1]].numpy().tobytes() == terms[:2].numpy().tobytes()
+    with pytest.raises(OverflowError, match="2\\^43"):
+        ExactSum((1,), "cpu").add(torch.tensor([2.0**44]))
+
+
+def _fraction(value: float) -> Fraction:
+    """`value` truncated to a multiple of 2^-70, exactly."""
+    return Fraction(math.floor(Fraction(value) * 2**70), 2**70)
+
+
+@pytest.mark.workflow
+def test_a_streamed_model_in_parts_is_the_one_job_in_the_workflow(tmp_path, tiny_bert_dir):
+    """``extraction.partitions: 3`` with a streamed model: three stream jobs and a merge
+    job write the state files one job writes, bit for bit, and the same tables; the merged
+    meta.json counts every part's rows."""
+    from test_workflow import _config, _snakemake, _write_config, _write_corpus
+
+    runs = {}
+    for parts in (1, 3):
+        directory = tmp_path / f"parts-{parts}"
+        directory.mkdir()
+        corpus = directory / "corpus.txt"
+        _write_corpus(corpus)
+        model = {"source": str(tiny_bert_dir), "layers": [0, 2], "segment_words": 40}
+        config = _config(corpus, {"streamed": {**model, "streaming": True}})
+        config["measures"]["transforms"] = ["none"]
+        config["extraction"] = {"partitions": parts}
+        _write_config(directory, config)
+        result = _snakemake(directory, "all")
+        assert result.returncode == 0, result.stderr[-3000:]
+        runs[parts] = directory
+    state = "results/streaming/streamed/layer_2.state.h5"
+    assert (runs[3] / "results/streaming/streamed/part_2-of-3/layer_2.state.h5").is_file()
+    expected, found = _datasets(runs[1] / state), _datasets(runs[3] / state)
+    assert expected.keys() == found.keys()
+    assert all(expected[name].tobytes() == found[name].tobytes() for name in expected)
+    tables = [
+        (run / "results/tables/measures.tsv").read_text().splitlines() for run in runs.values()
+    ]
+    assert tables[0] == tables[1]
+    metas = [read_json(run / "results/streaming/streamed/meta.json") for run in runs.values()]
+    assert metas[1]["merged_parts"] == 3 and "part" not in metas[1]
+    for key in ("n_occurrences", "n_sentences", "n_subword_tokens"):
+        assert metas[0][key] == metas[1][key]
