@@ -7,18 +7,20 @@ extraction's own: its segments, budget and planner; `forward_bounds`):
    transformers offers, all hidden states, inputs already on the device, nothing copied;
 2. the project's forward pass alone (`forward.layer_states`), and on CUDA how it went from
    what it was to what it is, one change at a time;
-3. the full extraction (`extraction.run.extract`) into shards, flushed to the disk;
+3. the full extraction (`extraction.run.extract`) into shards, flushed to the disk, and
+   the streamed one (running sums on the model's device, no shard);
 4. the disk: the same bytes written plainly with fsync (the bound), and through HDF5's own
    checksum filter;
 
 in subword tokens/s (the batches' real tokens), each the second of two passes (the first
-given too), and the ratios forward / bare and full / min(bare, disk). On CUDA a fresh
-process also times the first pass over the batches with and without cuDNN's attention
-(``--cold``: what a new job pays for new shapes of input). Results go to
-bench/results/extraction-<device>[-label].json and .md. Models: real MiniLM and SmolLM2
-(shipped by packages) and random-init BERT/GPT-2 shapes (speed does not depend on the
-weights); ELMo files in the published layout with random weights (tiny-elmo, elmo-small,
-elmo-original; ``-carried`` runs one with ``lstm_states: carried``), without a bare row.
+given too), and the ratios forward / bare, full / min(bare, disk) and streamed / forward.
+A fresh process also times the first pass over the batches with and without cuDNN's
+attention (``--cold``: what a new job pays for new shapes of input; on a CPU the same code
+runs). Results go to bench/results/extraction-<device>[-label].json and .md. Models:
+real MiniLM and SmolLM2 (shipped by packages) and random-init BERT/GPT-2 shapes (speed
+does not depend on the weights); ELMo files in the published layout with random weights
+(tiny-elmo, elmo-small, elmo-original; ``-carried`` runs one with ``lstm_states:
+carried``), without a bare row.
 
     python bench/extraction.py --device cpu --models tiny-bert minilm --tokens 40000
     python bench/extraction.py --device cpu --models smollm2 --tokens 4000 --label decoder
@@ -56,13 +58,15 @@ from contextuality.corpus.sentences import (
     read_text_corpus,
     sts_sentences,
 )
-from contextuality.corpus.words import split_words
+from contextuality.corpus.words import split_words, word_spans
 from contextuality.extraction.forward import forward_dtype
 from contextuality.extraction.partitions import plan_extraction
 from contextuality.extraction.run import extract
 from contextuality.extraction.units import sentence_units
 from contextuality.fetch import resolve_data_path
 from contextuality.storage.shards import ShardSetWriter
+from contextuality.streaming.accumulate import StreamingAccumulator
+from contextuality.streaming.state import StreamingSettings
 
 import random_models
 
@@ -122,11 +126,13 @@ def _random_init_model(kind: str, directory: Path, corpus: list[str]) -> Path:
     return directory
 
 
-def disk_bounds(n_bytes: int, n_layers: int, dim: int, directory: Path) -> dict[str, float]:
+def disk_bounds(
+    n_bytes: int, n_layers: int, dim: int, directory: Path, filtered: bool = True
+) -> dict[str, float]:
     """The disk's rate for an extraction's bytes: `n_bytes` written plainly, in 64 MiB
-    blocks, with fsync (the bound), and the same bytes as float16 rows through the shard
-    writer with HDF5's own checksum filter (the CPU's path, flushed to the disk the same
-    way), in MB/s."""
+    blocks, with fsync (the bound), and (`filtered`) the same bytes as float16 rows
+    through the shard writer with HDF5's own checksum filter (the CPU's path, flushed to
+    the disk the same way), in MB/s."""
     block = np.random.default_rng(0).integers(0, 255, 64 * 2**20, dtype=np.uint8)
     path = directory / "plain.bin"
     started = time.perf_counter()
@@ -136,6 +142,8 @@ def disk_bounds(n_bytes: int, n_layers: int, dim: int, directory: Path) -> dict[
         os.fsync(stream.fileno())
     plain = n_bytes / (time.perf_counter() - started) / 1e6
     path.unlink()
+    if not filtered:
+        return {"megabytes": n_bytes / 1e6, "plain_mb_per_s": plain}
     n_words = n_bytes // (n_layers * dim * 2)
     segment_words = 16_384
     segment = (
@@ -171,6 +179,36 @@ def full_extraction(loaded: LoadedModel, units, plan, directory: Path) -> dict[s
         "tokens_per_s": report.tokens_per_second,
         "bytes_written": written,
     }
+
+
+def streamed_extraction(
+    loaded: LoadedModel, units, plan, corpus: list[str], directory: Path
+) -> dict[str, float]:
+    """contextuality's streamed extraction of `plan`: the same forward pass into running
+    sums on the model's device (`streaming.accumulate`), words numbered as they come."""
+    spans = word_spans(corpus)
+    vocabulary: dict[str, int] = {}
+    word_id = np.array(
+        [
+            vocabulary.setdefault(sentence[start:end], len(vocabulary))
+            for sentence, sentence_spans in zip(corpus, spans, strict=True)
+            for start, end in sentence_spans
+        ]
+    )
+    sentence_id = np.repeat(np.arange(len(corpus)), units.counts)
+    paths = {layer: directory / f"layer_{layer}.state.h5" for layer in plan.layers}
+    device = str(next(loaded.model.parameters()).device)
+
+    def open_sink(dtype: str) -> StreamingAccumulator:
+        return StreamingAccumulator(
+            paths, word_id, sentence_id, loaded.hidden_size, {"model": "bench"},
+            StreamingSettings(), dtype=dtype, device=device,
+        )  # fmt: skip
+
+    report = extract(loaded, units, plan, open_sink, progress=False)
+    for path in paths.values():
+        path.unlink()
+    return {"seconds": report.seconds, "tokens_per_s": report.tokens_per_second}
 
 
 def _spec(name: str, corpus: list[str], budget: int | None, work: Path) -> ModelSpec:
@@ -212,6 +250,7 @@ def bench_model(name: str, corpus: list[str], device: str, budget: int | None, w
     dtype = forward_dtype(on, spec)
     transformer = spec.loader == "transformers"
     project = forward_bounds.project_forward(loaded, batches, layers)
+    profile = forward_bounds.profile_table(loaded, batches, layers)
     bare = forward_bounds.bare_forward(loaded, batches, dtype) if transformer else None
     factors = []
     if transformer:
@@ -219,6 +258,7 @@ def bench_model(name: str, corpus: list[str], device: str, budget: int | None, w
         factors = forward_bounds.factor_rows(loaded, autocast_model, units, plan, budget)
         del autocast_model
     full = full_extraction(loaded, units, plan, work)
+    streamed = streamed_extraction(loaded, units, plan, corpus, work)
     n_bytes = full["words"] * len(layers) * loaded.hidden_size * 2
     disk = disk_bounds(n_bytes, len(layers), loaded.hidden_size, work)
     bytes_per_token = n_bytes / full["tokens"]
@@ -239,9 +279,12 @@ def bench_model(name: str, corpus: list[str], device: str, budget: int | None, w
         "project_forward": project,
         "factors": factors,
         "full_extraction": full,
+        "streamed": streamed,
         "disk": {**disk, "tokens_per_s_bound": disk_tokens_per_s},
         "forward_to_bare": project["tokens_per_s"] / forward_bound,
+        "streamed_to_forward": streamed["tokens_per_s"] / project["tokens_per_s"],
         "full_to_bound": full["tokens_per_s"] / min(forward_bound, disk_tokens_per_s),
+        "profile": profile,
         "peak_gpu_memory_gib": (
             torch.cuda.max_memory_allocated() / 2**30 if on.type == "cuda" else None
         ),
@@ -276,8 +319,8 @@ def _markdown(result: dict) -> str:
         "",
         "| model | layers×dim | dtype | batches (budget; padding) | bare forward (attention) "
         "| forward only | forward / bare | full extraction | disk bound (tok/s; MB/s) "
-        "| HDF5 filter (MB/s) | full / min(bare, disk) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| HDF5 filter (MB/s) | full / min(bare, disk) | streamed | streamed / forward |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in result["models"]:
         bare = row["bare"]
@@ -289,7 +332,8 @@ def _markdown(result: dict) -> str:
             f"| {bare_cell} | {_rate(row['project_forward']['tokens_per_s'])} "
             f"| {row['forward_to_bare']:.2f} | {_rate(row['full_extraction']['tokens_per_s'])} "
             f"| {_rate(disk['tokens_per_s_bound'])}; {disk['plain_mb_per_s']:,.0f} "
-            f"| {disk['hdf5_filter_mb_per_s']:,.0f} | {row['full_to_bound']:.2f} |"
+            f"| {disk['hdf5_filter_mb_per_s']:,.0f} | {row['full_to_bound']:.2f} "
+            f"| {_rate(row['streamed']['tokens_per_s'])} | {row['streamed_to_forward']:.2f} |"
         )
     for row in result["models"]:
         if row["bare"] is not None:

@@ -227,3 +227,21 @@ def cold_pass(
     with attention_kernels(kernels):
         rate = project_forward(loaded, batches, plan.layers)
     return {"cudnn": cudnn, "batches": len(batches.padded), **rate}
+
+
+def profile_table(
+    loaded: LoadedModel, batches: Batches, layers: tuple[int, ...], rows: int = 15
+) -> str:
+    """Where the project's forward pass spends its time on a few of `batches`: torch's
+    profile of the operators, by time on the GPU (on a CPU, by its own time)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    device = next(loaded.model.parameters()).device
+    dtype = forward_dtype(device, loaded.spec)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as profiler:
+        for ids, mask in batches.padded[:3]:
+            layer_states(loaded, ids, mask, layers, dtype)
+        synchronize(device)
+    order = "cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    return profiler.key_averages().table(sort_by=order, row_limit=rows, max_name_column_width=60)

@@ -14,8 +14,8 @@ and their shards take, stored as float16 with one row per word occurrence (every
 
 with words = tokens / (tokens per word), the ratio measured over the same corpus. Results
 go to bench/results/scaling-cpu.md; the worked estimate of a 10⁹-token study of a 7B model on
-a GPU cluster (docs/scale.md), from the GPU benchmark's rates where one is committed, to
-bench/results/scaling-study.md.
+a GPU cluster (docs/scale.md), every rate from the committed 7B-shaped GPU run
+(bench/results/large-model-cuda-*.json), to bench/results/scaling-study.md.
 
     python bench/scaling.py
 """
@@ -65,7 +65,8 @@ def measured_rates() -> list[dict]:
             if model["model"] not in MEASURED:
                 continue
             architecture = MEASURED[model["model"]]
-            forward = model["forward_only"]["tokens_per_s"]
+            # "forward_only": files written before bench/extraction.py measured the bare model
+            forward = (model.get("project_forward") or model["forward_only"])["tokens_per_s"]
             full = model["full_extraction"]
             rows.append(
                 {
@@ -140,92 +141,93 @@ def report(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# The worked study of docs/scale.md: 10⁹ tokens through a 7B decoder, every hidden state.
+# The worked study of docs/scale.md: 10⁹ tokens through a 7B decoder.
 STUDY_TOKENS = 1e9
 STUDY_MODEL = PREDICTED[-1]
 STUDY_PARTITIONS = (1, 8, 32)  # extraction.partitions: GPU jobs run at once on the cluster
-# Until a GPU run is committed (bench/results/extraction-cuda-*.json), the GPU's arithmetic
-# rate is an assumption: a third of an H100's dense bfloat16 peak (989 TFLOP/s).
-ASSUMED_GPU_FLOP_PER_S = 330e12
 # Streaming keeps, per layer, two float64 sums of d per indexed word and a float32 sample
 # of at most word_sample_size occurrences per word; the words indexed are the corpus's.
 STUDY_INDEXED_WORDS = 100_000
 STUDY_SAMPLE_SIZES = (100, 1000)
-GPT2_SHAPED_NON_EMBEDDING = 85.0e6  # bench/extraction.py's bert-base and gpt2
 MEASURE_PEAK_RATIO = 1.5  # a measure job's peak memory / its float32 layer
 
 
-def gpu_rates() -> tuple[float, float, str]:
-    """The GPU's arithmetic rate (FLOP/s: the best forward-only rate of the GPU benchmark's
-    base-size models, × 2 × non-embedding parameters: a floor for a larger model's rate)
-    and its disk's write rate (bytes/s), with where they come from; the assumption and this
-    machine's disk while no GPU run is committed."""
-    runs = sorted(RESULTS.glob("extraction-cuda-*.json"))
-    if runs:
-        result = json.loads(runs[-1].read_text())
-        forward = max(row["forward_only"]["tokens_per_s"] for row in result["models"])
-        write = min(row["write_only"]["mb_per_s"] for row in result["models"]) * 1e6
-        source = (
-            f"measured: `{runs[-1].name}`, the faster base-size model's forward pass; a 7B "
-            "model's larger matrices run nearer the GPU's peak, so its hours are an upper bound"
-        )
-        return 2 * GPT2_SHAPED_NON_EMBEDDING * forward, write, source
-    cpu = json.loads((RESULTS / "extraction-cpu.json").read_text())
-    write = min(row["write_only"]["mb_per_s"] for row in cpu["models"]) * 1e6
-    source = (
-        f"assumed: {ASSUMED_GPU_FLOP_PER_S / 1e12:.0f} TFLOP/s (no GPU run committed yet); "
-        "disk: `extraction-cpu.json`"
-    )
-    return ASSUMED_GPU_FLOP_PER_S, write, source
+def seven_b_run() -> tuple[dict, str]:
+    """The committed 7B-shaped GPU run (bench/gpu/large_model.py, as the acceptance run's
+    stage d writes it) and its file's name; SystemExit where none is committed."""
+    for path in sorted(RESULTS.glob("large-model-cuda-*.json")):
+        run = json.loads(path.read_text())
+        if "project_forward" in run and run["non_embedding_parameters"] > 6e9:
+            return run, path.name
+    raise SystemExit("no 7B-shaped GPU run in bench/results (bench/gpu/run.sh, stage d)")
 
 
-def study(tokens_per_word: float) -> str:
-    """The worked estimate: GPU-hours, shard bytes and time to write them, stored against
-    streamed, for `STUDY_TOKENS` through `STUDY_MODEL` on a cluster."""
-    flop_per_s, write_per_s, source = gpu_rates()
+def study() -> str:
+    """The worked estimate, every rate from the committed 7B-shaped run: GPU-hours of the
+    forward pass, of the extraction of every fourth layer (measured) and of every layer
+    (the measured pass at the measured disk's pace), the shards' bytes, and streamed."""
+    run, source = seven_b_run()
     model = STUDY_MODEL
-    gpu_seconds = STUDY_TOKENS * 2 * model.non_embedding_parameters / flop_per_s
+    tokens_per_word = run["tokens"] / run["words"]
     words = STUDY_TOKENS / tokens_per_word
+    forward = run["project_forward"]["tokens_per_s"]
+    measured_layers = len(run["layers_extracted"])
+    selected = run["extraction"]["tokens_per_s"]
+    streamed = run["streamed"]["tokens_per_s"]
+    disk = run["disk"]["plain_mb_per_s"] * 1e6
     states = model.layers + 1
-    shards = words * states * model.hidden_size * 2
-    write_seconds = shards / write_per_s
+    every_layer = words * states * model.hidden_size * 2
+    some_layers = words * measured_layers * model.hidden_size * 2
+    hours = {
+        "forward": STUDY_TOKENS / forward / 3600,
+        "selected": STUDY_TOKENS / selected / 3600,
+        "every": max(STUDY_TOKENS / forward, every_layer / disk) / 3600,
+        "streamed": STUDY_TOKENS / streamed / 3600,
+    }
     lines = [
-        f"# Worked estimate: {STUDY_TOKENS:.0e} tokens through {model.name}, every hidden state",
+        f"# Worked estimate: {STUDY_TOKENS:.0e} tokens through {model.name}",
         "",
-        f"Written by `bench/scaling.py`. GPU rate {flop_per_s / 1e12:,.0f} TFLOP/s, disk "
-        f"{write_per_s / 1e9:.2f} GB/s ({source}); {tokens_per_word:.2f} tokens per word "
-        "(measured).",
+        f"Written by `bench/scaling.py` from `{source}`: a random-init {model.name} shape in "
+        f"bfloat16 on one {run['device_name']}, {run['tokens']:,} tokens "
+        f"({tokens_per_word:.2f} tokens per word).",
         "",
-        f"- forward passes: {gpu_seconds / 3600:,.0f} GPU-hours "
-        f"({STUDY_TOKENS:.0e} × 2 × {model.non_embedding_parameters:.3g} FLOP / rate);",
-        f"- shards (float16, {states} × {model.hidden_size} per word, {words:.3g} words): "
-        f"{_bytes(shards)}, {write_seconds / 3600:,.0f} hours of writing at that disk rate;",
+        f"- forward pass: {forward:,.0f} tokens/s "
+        f"({run['project_forward']['utilisation']:.0%} of the card's dense peak), so "
+        f"{hours['forward']:,.1f} GPU-hours;",
+        f"- every fourth layer stored ({measured_layers} of {states} states): "
+        f"{selected:,.0f} tokens/s measured, {hours['selected']:,.1f} GPU-hours, "
+        f"{_bytes(some_layers)} of shards;",
+        f"- every layer stored: {_bytes(every_layer)} of shards, which the node's disk "
+        f"({disk / 1e9:.2f} GB/s, measured) takes {every_layer / disk / 3600:,.1f} hours to "
+        f"write: {hours['every']:,.1f} hours, the disk's pace;",
+        f"- streamed (no shard): {streamed:,.0f} tokens/s measured, {hours['streamed']:,.1f} "
+        "GPU-hours;",
         f"- a measure job holds its layer as float32, {MEASURE_PEAK_RATIO} × that at its peak "
         "(`measure-memory-cpu.md`): "
         f"{_bytes(words * model.hidden_size * 4 * MEASURE_PEAK_RATIO)} per layer, beyond any "
-        "node's memory: at this size, measure while extracting (streamed), or sample the "
-        "corpus.",
+        "node's memory: at this size, stream, or sample the corpus.",
         "",
-        "| GPU jobs at once (`extraction.partitions`) | wall time, stored | wall time, streamed "
-        "| shards per job |",
+        "| GPU jobs at once (`extraction.partitions`) | every fourth layer stored "
+        "| every layer stored | streamed |",
         "|---|---|---|---|",
     ]
     for parts in STUDY_PARTITIONS:
-        stored = max(gpu_seconds, write_seconds) / parts
-        streamed = _duration(gpu_seconds) if parts == 1 else "(a streamed model runs as one job)"
-        lines.append(f"| {parts} | {_duration(stored)} | {streamed} | {_bytes(shards / parts)} |")
+        cells = [_duration(hours[key] * 3600 / parts) for key in ("selected", "every", "streamed")]
+        lines.append(f"| {parts} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "Streamed (`models.<name>.streaming`), no shard is written; each layer's state, held "
-        "in memory while the model runs, has two float64 sums per indexed word and a float32 "
-        f"sample of at most word_sample_size occurrences per word (for {STUDY_INDEXED_WORDS:,} "
-        "indexed words, all of them frequent enough to fill it):",
+        "Each partitioned job writes its own part (a stored model's shards on its node's "
+        "disk; a streamed model's state, merged by one job at the end). Streamed, each "
+        "layer's state, held in GPU memory while the model runs, has two float64 sums per "
+        "indexed word (each kept exactly as two int64 limbs) and a float32 sample of at most "
+        f"word_sample_size occurrences per word (for {STUDY_INDEXED_WORDS:,} indexed words, "
+        "all of them frequent enough to fill it):",
         "",
         "| word_sample_size | state per layer | all layers |",
         "|---|---|---|",
     ]
     for sample in STUDY_SAMPLE_SIZES:
-        per_layer = STUDY_INDEXED_WORDS * model.hidden_size * (2 * 8 + sample * 4)
+        per_layer = STUDY_INDEXED_WORDS * model.hidden_size * (2 * 16 + sample * 4)
         lines.append(f"| {sample:,} | {_bytes(per_layer)} | {_bytes(per_layer * states)} |")
     return "\n".join(lines) + "\n"
 
@@ -235,8 +237,7 @@ def main() -> None:
     text = report(rows)
     (RESULTS / "scaling-cpu.md").write_text(text)
     print(text)
-    tokens_per_word = sum(row["tokens_per_word"] for row in rows) / len(rows)
-    text = study(tokens_per_word)
+    text = study()
     (RESULTS / "scaling-study.md").write_text(text)
     print(text)
 

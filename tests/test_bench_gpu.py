@@ -104,6 +104,17 @@ def test_comparison_refuses_missing_rows_other_counts_and_one_sided_nan():
     assert compare.compare_table("measures.tsv", missing_value, expected, "cuda").failures
 
 
+def test_an_intrinsic_dimension_s_distinct_points_may_differ_by_a_fifth_of_a_percent():
+    """On a GPU only, and only an intrinsic dimension's count of distinct points."""
+    expected = _measures([0.5, 10.0], n=10_000)
+    close = _measures([0.5, 10.0], n=10_015)
+    failures = compare.compare_table("measures.tsv", close, expected, "cuda").failures
+    assert failures == ["m/none/0/selfsim n: 10015 ≠ 10000"]
+    assert len(compare.compare_table("measures.tsv", close, expected, "cpu").failures) == 2
+    far = compare.compare_table("measures.tsv", _measures([0.5, 10.0], 10_025), expected, "cuda")
+    assert len(far.failures) == 2
+
+
 def test_a_run_of_other_models_voids_the_comparison(tmp_path):
     (tmp_path / compare.FINGERPRINTS).write_text(json.dumps({"models": {"bert": "a"}}))
     report = compare.compare_run(tmp_path, tmp_path, {"bert": "b"}, "cuda")

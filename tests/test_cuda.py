@@ -289,9 +289,10 @@ def test_values_beyond_float16_are_stored_as_float32_and_recorded(specs, device)
 
 
 def test_a_batch_too_large_for_the_device_is_split(on_device, device):
-    """With the process's GPU memory capped at 64 MiB above what it holds, one batch of
-    every input (8,000 inputs padded to 64 tokens, hundreds of MiB of activations) runs out;
-    the budget is halved until batches fit, and the vectors are those of small batches."""
+    """With the process's GPU memory capped at 128 MiB above what it holds (room for the
+    segment's vectors, assembled on the device), one batch of every input (8,000 inputs
+    padded to 64 tokens, gigabytes of activations) runs out; the budget is halved until
+    batches fit, and the vectors are those of small batches."""
     if device.type != "cuda":
         pytest.skip(
             "needs a CUDA device's memory to run out; on the CPU "
@@ -304,7 +305,7 @@ def test_a_batch_too_large_for_the_device_is_split(on_device, device):
     # The memory fraction is set per device index; "cuda" alone names the current one.
     index = torch.cuda.current_device() if device.index is None else device.index
     total = torch.cuda.get_device_properties(index).total_memory
-    capped = (torch.cuda.memory_reserved(index) + 64 * 2**20) / total
+    capped = (torch.cuda.memory_reserved(index) + 128 * 2**20) / total
     torch.cuda.set_per_process_memory_fraction(capped, index)
     try:
         report, vectors = _extract(loaded, sentences, token_budget=2**24)
@@ -339,3 +340,71 @@ def test_shards_written_from_the_device_are_verified_on_reading(on_device, devic
         # the same batches; a GPU's pooling adds in any order, so a last bit may differ
         stored = expected[position].astype(np.float32)
         assert _relative_error(vectors[None], stored[None]) <= 2**-10
+
+
+def _stream_into(loaded, sentences, vectors, device_name, directory):
+    """`vectors` (layers, rows, dim; None: extracted here) summed by an accumulator on
+    `device_name`, in the extraction's segments of 3,000 words; its states by layer."""
+    from contextuality.corpus.words import word_spans
+    from contextuality.streaming.accumulate import StreamingAccumulator
+    from contextuality.streaming.state import StreamingSettings, load_state
+
+    units = sentence_units(loaded, sentences)
+    layers = tuple(range(loaded.n_layers + 1))
+    plan = plan_extraction(loaded, units.counts, layers, 0, 1)
+    vocabulary: dict[str, int] = {}
+    word_id = np.array(
+        [
+            vocabulary.setdefault(sentence[start:end], len(vocabulary))
+            for sentence, spans in zip(sentences, word_spans(sentences), strict=True)
+            for start, end in spans
+        ]
+    )
+    sentence_id = np.repeat(np.arange(len(sentences)), units.counts)
+    paths = {layer: directory / f"layer_{layer}.state.h5" for layer in layers}
+
+    def open_sink(dtype: str) -> StreamingAccumulator:
+        return StreamingAccumulator(
+            paths, word_id, sentence_id, loaded.hidden_size, {"model": "m"},
+            StreamingSettings(word_sample_size=50), dtype=dtype, device=device_name,
+        )  # fmt: skip
+
+    if vectors is None:
+        extract(loaded, units, plan, open_sink, progress=False)
+    else:
+        with open_sink("float16") as sink:
+            for start, end in plan.segments:
+                first, last = int(plan.row_offsets[start]), int(plan.row_offsets[end])
+                part = torch.as_tensor(vectors[:, first:last], device=device_name)
+                sink.write(first, part if device_name != "cpu" else part.numpy())
+            sink.commit({"n_missing": 0})
+    return {layer: load_state(path) for layer, path in paths.items()}
+
+
+def _assert_states_close(found, expected, rtol):
+    for layer, state in expected.items():
+        other = found[layer]
+        assert np.array_equal(other.kept_rows, state.kept_rows)
+        assert other.attributes["n_valid"] == state.attributes["n_valid"]
+        for name in ("word_n", "word_context_pairs", "word_n_with_repeats", "sentence_n"):
+            assert np.array_equal(getattr(other.sums, name), getattr(state.sums, name))
+        for name in ("word_unit_sum", "word_vector_sum", "word_context_square", "unit_sum"):
+            np.testing.assert_allclose(
+                getattr(other.sums, name), getattr(state.sums, name), rtol=rtol, atol=rtol
+            )
+
+
+def test_streamed_sums_on_the_device_are_the_cpu_s(on_device, device, tmp_path):
+    """The same float16 segments summed on the device and on the CPU (float64, exact sums:
+    only the order of a segment's own additions differs): equal to 1e-9; and the device's
+    own streamed extraction (sums on the GPU, segments never copied to the host) against
+    the CPU's sums of the vectors the device extracts into memory, equal to what float16
+    rounding of a pooling summed in another order allows."""
+    loaded = with_spec(on_device("bert", "float32"), segment_words=3000)
+    sentences = SENTENCES * 40
+    _, vectors = _extract(loaded, sentences, storage_dtype="float16")
+    on_cpu = _stream_into(loaded, sentences, vectors, "cpu", tmp_path / "cpu")
+    here = _stream_into(loaded, sentences, vectors, str(device), tmp_path / "device")
+    _assert_states_close(here, on_cpu, rtol=1e-9)
+    streamed = _stream_into(loaded, sentences, None, str(device), tmp_path / "streamed")
+    _assert_states_close(streamed, on_cpu, rtol=2e-3)

@@ -64,6 +64,12 @@ SCALE_MEASURES = (
     "median_norm",
 )
 CPU_TOLERANCE = (1e-4, 1e-4)
+# On a GPU, the distinct points an intrinsic dimension is measured on (its row's ``n``) may
+# differ by this share: with the weights held in float16, every token's embedding rounds,
+# and the mean of two byte tokens in one order (``no``) and in the other (``on``) at the
+# same place, equal in float32, come out a few float16 steps apart: 6 more distinct points
+# of 8,003 (bench/gpu/expected/perturbation.md).
+DISTINCT_POINTS_SHARE = 0.002
 FINGERPRINTS = "fingerprints.json"
 
 
@@ -167,7 +173,7 @@ def compare_table(
             if pd.isna(want) and pd.isna(have):
                 continue
             if column in counts:
-                if want != have:
+                if want != have and not _distinct_points_close(name, row, column, device):
                     result.failures.append(f"{where} {column}: {have} ≠ {want}")
                 continue
             kind = family(name, str(row.get("measure", "")), column)
@@ -182,6 +188,17 @@ def compare_table(
             if share > 1:
                 result.failures.append(f"{where} {column}: {have} against {want}")
     return result
+
+
+def _distinct_points_close(name: str, row: pd.Series, column: str, device: str) -> bool:
+    """Whether a row's count is an intrinsic dimension's distinct points on a GPU, within
+    `DISTINCT_POINTS_SHARE` of the CPU's."""
+    measure = str(row.get("measure", ""))
+    if device == "cpu" or name != "measures.tsv" or column != "n":
+        return False
+    if not measure.startswith("intrinsic_dimension"):
+        return False
+    return abs(float(row["n_got"]) - float(row["n"])) <= DISTINCT_POINTS_SHARE * float(row["n"])
 
 
 def compare_run(tables: Path, expected: Path, fingerprints: dict[str, str], device: str) -> Report:

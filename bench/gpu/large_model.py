@@ -1,18 +1,33 @@
-"""A large decoder through the large-model path: random-init weights in bfloat16, loaded with
-``weights_dtype: bfloat16``, ``cuda_dtype: bfloat16`` and ``device_map: auto``, every hidden
-state of a few thousand tokens extracted into shards; peak GPU memory recorded.
+"""A 7B decoder through the project: a random-init Llama-2-7B shape in bfloat16, every
+fourth hidden state of 200,000 tokens extracted, against the bare model and the disk.
 
-    python bench/gpu/large_model.py --device cuda --out large-model.json   # ~1.5 B parameters
+    python bench/gpu/large_model.py --device cuda --out large-model.json   # Llama-2-7B shape
     python bench/gpu/large_model.py --device cpu --out large-model.json    # tiny, same path
 
-The model is a Llama (the shape of most open decoders) built on the device in bfloat16
-and saved with ``save_pretrained``, so that it loads exactly as a downloaded one would.
-Speed does not depend on the weights' values.
+The model is a LlamaModel of Llama-2-7B's sizes (32 blocks of 4,096, MLP 11,008, 32 heads,
+a 32,000-entry vocabulary; 6.74 B parameters, 6.61 B without the embeddings), built on
+the device in bfloat16 and saved with ``save_pretrained``, so that it loads exactly as a
+downloaded one would (``cuda_dtype: bfloat16``, its weights held in it on the GPU); the
+tokenizer is a byte-level BPE trained on the corpus. Speed does not depend on the weights'
+values. On the same padded batches (the extraction's own; `forward_bounds`), in one run:
+
+- the bare model: all hidden states, inputs on the device, with torch's attention
+  kernels (cuDNN's first) and without cuDNN's, the faster the bound;
+- the project's forward pass (`forward.layer_states`);
+- the extraction of layers 0, 4, ..., 32 into shards, flushed to the disk, and streamed
+  (their sums on the GPU, no shard);
+- the disk: the same bytes written plainly with fsync;
+
+each rate the second of two passes (the bare model without cuDNN shares the project's
+first), in tokens/s and as model FLOP utilisation, 2 × non-embedding parameters × tokens/s
+÷ the card's dense 16-bit peak (`DENSE_PEAK`; on a CPU a float32 matrix product's
+measured rate stands in), with peak GPU memory and the bytes written.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import sys
@@ -20,61 +35,200 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
+import forward_bounds  # noqa: E402
+
 from contextuality.backends import load_model, model_spec  # noqa: E402
+from contextuality.backends.base import token_budget  # noqa: E402
 from contextuality.extraction.partitions import plan_extraction  # noqa: E402
 from contextuality.extraction.run import extract  # noqa: E402
 from contextuality.extraction.units import sentence_units  # noqa: E402
-from contextuality.storage.shards import ShardSetWriter, load_shard  # noqa: E402
+from contextuality.storage.shards import ShardSetWriter  # noqa: E402
 
 import random_models  # noqa: E402
-from extraction import load_corpus  # noqa: E402
+from extraction import disk_bounds, load_corpus, streamed_extraction  # noqa: E402
 
-# Llama shapes: about 1.5 B parameters (24 blocks of 2,048, MLP 8,192), and a tiny one.
 SIZES = {
     "cuda": {
-        "hidden_size": 2048,
-        "intermediate_size": 8192,
-        "num_hidden_layers": 24,
-        "num_attention_heads": 16,
-        "num_key_value_heads": 8,
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "vocab_size": 32000,
     },
     "cpu": {
         "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "num_key_value_heads": 1,
+        "intermediate_size": 176,
+        "num_hidden_layers": 8,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "vocab_size": 32000,
     },
 }
-WORDS = {"cuda": 3000, "cpu": 500}
+WORDS = {"cuda": 165_000, "cpu": 2_000}  # about 200,000 tokens on the GPU
+LAYER_STEP = 4
+# Dense 16-bit tensor-core peaks (NVIDIA's data sheets, without sparsity), FLOP/s.
+DENSE_PEAK = {"H100": 989.4e12, "H200": 989.4e12, "A100": 312e12}
 
 
-def build(directory: Path, sentences: list[str], device: str) -> int:
+def build(directory: Path, sentences: list[str], device: str) -> tuple[int, int]:
     """Save a random-init bfloat16 LlamaModel of the device's size with a byte-level BPE
-    trained on `sentences`; its parameter count."""
+    trained on `sentences`; its parameters, all and without the embeddings."""
     from transformers import LlamaConfig, LlamaModel
 
     tokenizer = random_models.trained_byte_level_tokenizer(sentences, 16_000)
     tokenizer.save_pretrained(directory)
     end = tokenizer.convert_tokens_to_ids(random_models.END_OF_TEXT)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer), bos_token_id=end, eos_token_id=end, **SIZES[device]
-    )
+    config = LlamaConfig(bos_token_id=end, eos_token_id=end, **SIZES[device])
     torch.manual_seed(0)
-    with torch.device(device):
-        model = LlamaModel(config).to(torch.bfloat16)
+    kept = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device(device):
+            model = LlamaModel(config)
+    finally:
+        torch.set_default_dtype(kept)
     parameters = sum(parameter.numel() for parameter in model.parameters())
+    embedding = model.embed_tokens.weight.numel()
     model.save_pretrained(directory)
     del model
     if device == "cuda":
         torch.cuda.empty_cache()
-    return parameters
+    return parameters, parameters - embedding
+
+
+def dense_peak(device: str) -> tuple[float, str]:
+    """The FLOP/s that utilisation is counted against, and what it is."""
+    if device == "cuda":
+        name = torch.cuda.get_device_name(0)
+        for card, peak in DENSE_PEAK.items():
+            if card in name:
+                return peak, f"{card} dense bfloat16 peak (data sheet)"
+    size = 2048
+    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
+    forward_bounds.synchronize(torch.device(device))
+    started = time.perf_counter()
+    for _ in range(5):
+        a @ b
+    forward_bounds.synchronize(torch.device(device))
+    rate = 5 * 2 * size**3 / (time.perf_counter() - started)
+    return rate, "a float32 matrix product's measured rate"
+
+
+def bare_passes(loaded, batches: forward_bounds.Batches) -> dict:
+    """The loaded model called bare on the batches already on the device, all hidden
+    states returned: without cuDNN's attention (its first pass shares the kernels the
+    project's passes just used, so it is timed once) and with torch's own choice."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    device = next(loaded.model.parameters()).device
+    inputs = [
+        (torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device))
+        for ids, mask in batches.padded
+    ]
+
+    def run(pair) -> None:
+        loaded.model(input_ids=pair[0], attention_mask=pair[1], output_hidden_states=True)
+
+    rows = {}
+    for name, kernels in (
+        ("sdpa-no-cudnn", forward_bounds.ALL_KERNELS[1:]),
+        ("sdpa", forward_bounds.ALL_KERNELS),
+    ):
+        context = (
+            sdpa_kernel([getattr(SDPBackend, kernel) for kernel in kernels])
+            if device.type == "cuda"
+            else contextlib.nullcontext()
+        )
+        with torch.inference_mode(), context:
+            rows[name] = forward_bounds.two_passes(run, inputs, batches.tokens, device)
+    best = max(rows, key=lambda name: rows[name]["tokens_per_s"])
+    return {"by_attention": rows, "fastest": best, "tokens_per_s": rows[best]["tokens_per_s"]}
+
+
+def measure(device: str, corpus: Path, work: Path) -> dict:
+    """Build, load and measure the model (see the module docstring)."""
+    sentences = corpus.read_text(encoding="utf-8").splitlines()
+    started = time.perf_counter()
+    parameters, non_embedding = build(work / "model", sentences, device)
+    built = time.perf_counter() - started
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    settings = {
+        "source": str(work / "model"),
+        "weights_dtype": "bfloat16",
+        "cuda_dtype": "bfloat16",
+        "device": device,
+        "layers": list(range(0, SIZES[device]["num_hidden_layers"] + 1, LAYER_STEP)),
+    }
+    started = time.perf_counter()
+    loaded = load_model(model_spec("large", settings), device)
+    loaded_seconds = time.perf_counter() - started
+    chosen = load_corpus(WORDS[device], str(corpus))
+    units = sentence_units(loaded, chosen)
+    plan = plan_extraction(loaded, units.counts, tuple(settings["layers"]))
+    budget = token_budget(loaded.spec, device)
+    batches = forward_bounds.plan_padded(loaded, units, plan.segments, budget)
+    project = forward_bounds.project_forward(loaded, batches, plan.layers)
+    profile = forward_bounds.profile_table(loaded, batches, plan.layers)
+    bare = bare_passes(loaded, batches)
+    paths = {layer: work / f"layer_{layer}.h5" for layer in plan.layers}
+
+    def open_sink(dtype: str) -> ShardSetWriter:
+        return ShardSetWriter(paths, plan.n_rows, loaded.hidden_size, dtype, {"model": "large"})
+
+    report = extract(loaded, units, plan, open_sink, progress=False)
+    written = sum(path.stat().st_size for path in paths.values())
+    for path in paths.values():
+        path.unlink()
+    streamed = streamed_extraction(loaded, units, plan, chosen, work)
+    n_bytes = plan.n_rows * len(plan.layers) * loaded.hidden_size * 2
+    disk = disk_bounds(n_bytes, len(plan.layers), loaded.hidden_size, work, filtered=False)
+    disk_tokens_per_s = disk["plain_mb_per_s"] * 1e6 / (n_bytes / report.n_subword_tokens)
+    peak, peak_of = dense_peak(device)
+
+    def utilisation(tokens_per_s: float) -> float:
+        return 2 * non_embedding * tokens_per_s / peak
+
+    return {
+        "device": device,
+        "device_name": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
+        "parameters": parameters,
+        "non_embedding_parameters": non_embedding,
+        "layers_extracted": list(plan.layers),
+        "hidden_size": loaded.hidden_size,
+        "weights_dtype": str(next(loaded.model.parameters()).dtype).removeprefix("torch."),
+        "build_seconds": round(built, 1),
+        "load_seconds": round(loaded_seconds, 1),
+        "token_budget": budget,
+        "batches": len(batches.padded),
+        "padding": batches.padded_tokens / batches.tokens,
+        "words": report.n_occurrences,
+        "tokens": report.n_subword_tokens,
+        "peak_flop_per_s": peak,
+        "peak_of": peak_of,
+        "bare": {**bare, "utilisation": utilisation(bare["tokens_per_s"])},
+        "project_forward": {**project, "utilisation": utilisation(project["tokens_per_s"])},
+        "extraction": {
+            "tokens_per_s": report.tokens_per_second,
+            "utilisation": utilisation(report.tokens_per_second),
+            "bytes_written": written,
+            "report": report.as_dict(),
+        },
+        "streamed": {**streamed, "utilisation": utilisation(streamed["tokens_per_s"])},
+        "disk": {**disk, "tokens_per_s_bound": disk_tokens_per_s},
+        "forward_to_bare": project["tokens_per_s"] / bare["tokens_per_s"],
+        "streamed_to_forward": streamed["tokens_per_s"] / project["tokens_per_s"],
+        "extraction_to_bound": report.tokens_per_second
+        / min(bare["tokens_per_s"], disk_tokens_per_s),
+        **peak_memory(device),
+        "profile": profile,
+    }
 
 
 def peak_memory(device: str) -> dict[str, float | str]:
@@ -93,63 +247,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="the result's JSON file")
     parser.add_argument("--corpus", type=Path, default=HERE / "travel" / "corpus.txt")
     arguments = parser.parse_args()
-    device = arguments.device
-    sentences = arguments.corpus.read_text(encoding="utf-8").splitlines()
-    with tempfile.TemporaryDirectory(prefix="large-model-") as scratch:
-        work = Path(scratch)
-        started = time.perf_counter()
-        parameters = build(work / "model", sentences, device)
-        built = time.perf_counter() - started
-        if device == "cuda":
-            torch.cuda.reset_peak_memory_stats()
-        settings = {
-            "source": str(work / "model"),
-            "weights_dtype": "bfloat16",
-            "cuda_dtype": "bfloat16",
-            "device_map": "auto",
-            "device": device,
-        }
-        started = time.perf_counter()
-        loaded = load_model(model_spec("large", settings), device)
-        loaded_seconds = time.perf_counter() - started
-        chosen = load_corpus(WORDS[device], str(arguments.corpus))
-        units = sentence_units(loaded, chosen)
-        layers = tuple(range(loaded.n_layers + 1))
-        plan = plan_extraction(loaded, units.counts, layers)
-        paths = {layer: work / f"layer_{layer}.h5" for layer in layers}
-
-        def open_sink(dtype: str) -> ShardSetWriter:
-            return ShardSetWriter(
-                paths, plan.n_rows, loaded.hidden_size, dtype, {"index_checksum": "i"}
-            )
-
-        report = extract(loaded, units, plan, open_sink, progress=False)
-        finite = all(
-            bool(np.isfinite(load_shard(paths[layer], "i", plan.n_rows)[0]).all())
-            for layer in layers
-        )
-    devices = sorted({str(parameter.device) for parameter in loaded.model.parameters()})
-    result = {
-        "device": device,
-        "device_name": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
-        "parameters": parameters,
-        "layers": len(layers),
-        "hidden_size": loaded.hidden_size,
-        "weights_dtype": str(next(loaded.model.parameters()).dtype).removeprefix("torch."),
-        "placed_on": devices,
-        "build_seconds": round(built, 1),
-        "load_seconds": round(loaded_seconds, 1),
-        "words": report.n_occurrences,
-        "tokens": report.n_subword_tokens,
-        "tokens_per_s": report.tokens_per_second,
-        "extraction": report.as_dict(),
-        "all_vectors_finite": finite,
-        **peak_memory(device),
-    }
+    with tempfile.TemporaryDirectory(prefix="large-model-", dir=Path.cwd()) as scratch:
+        result = measure(arguments.device, arguments.corpus, Path(scratch))
     arguments.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({key: value for key, value in result.items() if key != "extraction"}))
-    if not finite:
-        raise SystemExit("non-finite vectors in a shard")
+    print(json.dumps({k: v for k, v in result.items() if k not in ("extraction", "profile")}))
 
 
 if __name__ == "__main__":

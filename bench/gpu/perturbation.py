@@ -1,12 +1,13 @@
 """How far half-precision arithmetic moves the acceptance tables, measured on the CPU.
 
-A GPU runs the forward pass under float16 autocast: matrix products take float16 inputs
-(11 significant bits), layer norms and softmax stay in float32. No GPU is needed to bound
-what that does downstream: the acceptance workflow runs here with float32 weights, then
-with ``weights_dtype: float16`` and ``bfloat16`` (every operation in that precision, so
-more rounding than autocast), and every value of the half-precision runs' tables is
-compared with the float32 run's by the families of `compare.TOLERANCES`. The results go
-to bench/gpu/expected/perturbation.md; the GPU tolerances must cover the float16 run's.
+A GPU runs the forward pass with the weights held in ``cuda_dtype``, float16 by default
+(11 significant bits): every operation rounds to it, layer norms and softmax accumulating
+in float32 inside their kernels. No GPU is needed to bound what that does downstream: the
+acceptance workflow runs here with float32 weights, then with ``weights_dtype: float16``
+and ``bfloat16`` (every operation in that precision), and every value of the
+half-precision runs' tables is compared with the float32 run's by the families of
+`compare.TOLERANCES`. The results go to bench/gpu/expected/perturbation.md; the GPU
+tolerances must cover the float16 run's.
 
     python bench/gpu/perturbation.py
 """
@@ -67,11 +68,10 @@ def main() -> None:
         "# Half-precision weights against float32 on the CPU: the acceptance tables",
         "",
         "Written by `bench/gpu/perturbation.py`: the acceptance workflow with float32 weights,",
-        "then with float16 and with bfloat16 weights (every operation in that precision,",
-        "layer norms and softmax included: more rounding than a GPU's autocast, which keeps",
-        "those in float32). For each family of values, the one closest to the GPU tolerance",
-        "of `bench/gpu/compare.py` (as a share of it), its difference and where it is; then",
-        "any value outside.",
+        "then with float16 and with bfloat16 weights (every operation in that precision, as",
+        "a GPU runs it with its weights held in `cuda_dtype`). For each family of values, the",
+        "one closest to the GPU tolerance of `bench/gpu/compare.py` (as a share of it), its",
+        "difference and where it is; then any value outside.",
         "",
         *sections,
     ]

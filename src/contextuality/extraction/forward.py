@@ -39,34 +39,61 @@ def plan_batches(
 
     Each batch is a run of the items sorted by length, longest first, whose padded size
     (its longest item × its item count) is at most `token_budget`, except that an item
-    longer than the budget is batched alone. Of all such plans it is the one of least
-    padded tokens plus `batch_cost` per batch (default: budget / `BATCH_COST_SHARE`, at
-    least 1; of plans that cost the same, the one whose earlier batches are fuller), found
-    by dynamic programming over the sorted items: cost(j) = min over i of cost(i) +
-    length_i × (j − i) + batch_cost. Returns arrays of item positions; every item appears
-    exactly once.
+    longer than the budget is batched alone. Of all such plans it is one of least padded
+    tokens plus `batch_cost` per batch (default: budget / `BATCH_COST_SHARE`, at least 1),
+    found by dynamic programming: cost(j) = min over i of cost(i) + length_i × (j − i) +
+    batch_cost, over the places a batch can end in some best plan (`_batch_ends`).
+    Returns arrays of item positions; every item appears exactly once.
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     if batch_cost is None:
         batch_cost = max(1, token_budget // BATCH_COST_SHARE)
     order = np.argsort(-lengths, kind="stable")
     longest = lengths[order]
-    n = len(order)
-    cost = np.full(n + 1, np.inf)
+    if not len(order):
+        return []
+    room = np.maximum(1, token_budget // np.maximum(1, longest))
+    ends = _batch_ends(longest, room)
+    cost = np.full(len(ends), np.inf)
     cost[0] = 0.0
-    start = np.zeros(n + 1, dtype=np.int64)
-    for first in range(n):
-        room = max(1, token_budget // max(1, int(longest[first])))
-        ends = np.arange(first + 1, min(n, first + room) + 1)
-        candidate = cost[first] + longest[first] * (ends - first) + batch_cost
-        better = candidate <= cost[ends]  # ties: the later start, the earlier batches full
-        cost[ends[better]] = candidate[better]
-        start[ends[better]] = first
-    ends = [n]
-    while ends[-1] > 0:
-        ends.append(int(start[ends[-1]]))
-    ends.reverse()
-    return [order[a:b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
+    previous = np.zeros(len(ends), dtype=np.int64)
+    for k, first in enumerate(ends[:-1]):
+        reachable = np.arange(k + 1, np.searchsorted(ends, first + room[first], side="right"))
+        candidate = cost[k] + longest[first] * (ends[reachable] - first) + batch_cost
+        better = candidate < cost[reachable]
+        cost[reachable[better]] = candidate[better]
+        previous[reachable[better]] = k
+    chosen = [len(ends) - 1]
+    while chosen[-1] > 0:
+        chosen.append(int(previous[chosen[-1]]))
+    cuts = ends[chosen[::-1]]
+    return [order[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+
+
+def _batch_ends(longest: np.ndarray, room: np.ndarray) -> np.ndarray:
+    """The positions (of the items sorted longest first) where a batch can end in some
+    best plan, 0 and the end included: where the length changes, and the starts of full
+    batches (room[i] items from item i) that end at one of those, in chains.
+
+    Where a batch ends inside a run of equal lengths and the next batch has room, moving
+    the batch's last item into the next one costs nothing or saves (the next batch keeps
+    its longest item; this one loses an item of its own longest length or more). So some
+    best plan ends every batch where the length changes, or just before a full batch,
+    which ends there or just before another full batch. A full batch [e, e + room[e])
+    ending at a given place starts at one place at most (e + room[e] increases with e).
+    """
+    n = len(longest)
+    full_end = np.arange(n) + room
+    changes = np.flatnonzero(np.r_[longest[1:] != longest[:-1], True]) + 1
+    ends = {0, *changes.tolist()}
+    for end in changes.tolist():
+        while True:
+            start = int(np.searchsorted(full_end, end))
+            if start >= n or full_end[start] != end or start in ends:
+                break
+            ends.add(start)
+            end = start
+    return np.array(sorted(ends), dtype=np.int64)
 
 
 def model_batches(loaded: LoadedModel, lengths: np.ndarray, token_budget: int) -> list[np.ndarray]:
