@@ -178,6 +178,7 @@ def full_extraction(loaded: LoadedModel, units, plan, directory: Path) -> dict[s
         "seconds": report.seconds,
         "tokens_per_s": report.tokens_per_second,
         "bytes_written": written,
+        "report": report.as_dict(),
     }
 
 

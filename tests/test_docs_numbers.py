@@ -498,3 +498,63 @@ def test_the_geometry_under_the_corrections_quoted_in_instruments():
     assert (
         f"{dimension['minilm', 'standardize', 4]:.2f}" == "10.73" and "10.73 against 9.46" in page
     )
+
+
+def test_the_scale_page_quotes_the_worked_estimate_and_the_diagnosis_as_committed():
+    """docs/scale.md's worked estimate is bench/results/scaling-study.md's, which
+    bench/scaling.py writes from the committed 7B rates; its diagnosis quotes
+    bench/results/forward-profile-cuda-h100.jsonl and batch-padding-sts.md."""
+    import json
+
+    page = _page("scale.md")
+    study = " ".join((ROOT / "bench/results/scaling-study.md").read_text().split())
+    for quoted in (
+        "30,753 tokens/s",
+        "40% of an H100's dense bfloat16 peak, so 9.0 GPU-hours",
+        "59.5 TB of shards): 11.1 hours",
+        "218.2 TB of shards",
+        "takes 40.6 hours to write",
+        "| 32 | 20.8 min | 1.3 h | 16.9 min |",
+        "19.8 TB per layer",
+        "| 100 | 176.9 GB |",
+        "| 1,000 | 1.7 TB |",
+        "1.24 subword tokens per word",
+        "1.49 GB/s",
+    ):
+        assert quoted in study, quoted
+    for quoted in (
+        "30,753 tokens/s on one H100, 40 % of its dense bfloat16 peak",
+        "1.49 GB/s written with fsync",
+        "the forward passes take 9.0 GPU-hours",
+        "59.5 TB of shards and 11.1 hours",
+        "218.2 TB and 40.6 hours",
+        "20.8 minutes and 1.3 hours",
+        "9.0 GPU-hours, or 16.9 minutes",
+        "19.8 TB per layer",
+        "176.9 GB per layer at 100 and 1.7 TB at 1,000",
+    ):
+        assert quoted in page, quoted
+    records = [
+        json.loads(line)
+        for line in (ROOT / "bench/results/forward-profile-cuda-h100.jsonl").read_text().split("\n")
+        if line
+    ]
+    bert = {
+        (row["budget"], key): row[key]["tok_s"]
+        for row in records
+        if row.get("model") == "bert-base" and "budget" in row and row.get("attn") != "eager"
+        for key in ("project_fp32w_autocast", "fp16w")
+        if key in row
+    }
+    assert bert[8192, "project_fp32w_autocast"] == [107389, 997286]
+    assert "107,389 against 997,286 tok/s at 8,192-token batches" in page
+    assert bert[32768, "project_fp32w_autocast"][1] == 1203074
+    assert sorted(bert[32768, "fp16w"]) == [1310204, 1508504]
+    assert "1,203,074 tok/s against 1,310,204-1,508,504" in page
+    disk = [row for row in records if "plain_fsync_mb_s" in row][0]
+    assert (disk["plain_fsync_mb_s"], disk["hdf5_mb_s"]) == (1493, 890)
+    assert "890 MB/s where the disk took 1,493 MB/s" in page
+    padding = (ROOT / "bench/results/batch-padding-sts.md").read_text()
+    assert "| 16,384 | 32,768 | 55 (2.15×)" in padding and "padded STS's sentences 2.15" in page
+    assert "| 65,536 | 32,768 | 29 (1.46×) | 53 (1.13×)" in padding
+    assert "1.13 times at 32,768 tokens in 65,536-word segments" in page

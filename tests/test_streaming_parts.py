@@ -197,3 +197,39 @@ def test_a_streamed_model_in_parts_is_the_one_job_in_the_workflow(tmp_path, tiny
     assert metas[1]["merged_parts"] == 3 and "part" not in metas[1]
     for key in ("n_occurrences", "n_sentences", "n_subword_tokens"):
         assert metas[0][key] == metas[1][key]
+
+
+def test_stream_in_parts_and_merge_commands(tiny_bert_dir, tmp_path, capsys):
+    """'stream --parts 2 --part K' twice, then 'merge-stream': the one 'stream' job's state
+    files, dataset for dataset, and the same measures; a part missing is one line."""
+    from test_streaming import MODEL_SENTENCES
+
+    from contextuality.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(MODEL_SENTENCES * 3) + "\n")
+    sentences, index = tmp_path / "sentences.parquet", tmp_path / "index"
+    assert main(["sentences", "--text", str(corpus), "-o", str(sentences)]) == 0
+    assert main(["index", str(sentences), "-o", str(index), "--min-contexts", "2"]) == 0
+    model = [str(tiny_bert_dir), "--sentences", str(sentences), "--index", str(index)]
+    stream = ["stream", *model, "--layers", "0", "2", "--device", "cpu", "--segment-words", "20"]
+    assert main([*stream, "-o", str(tmp_path / "whole")]) == 0
+    for part in (0, 1):
+        out = tmp_path / f"part{part}"
+        assert main([*stream, "--parts", "2", "--part", str(part), "-o", str(out)]) == 0
+        assert not (out / "layer_2.json").exists()  # measured once merged
+    merged = tmp_path / "merged"
+    parts = [str(tmp_path / "part0"), str(tmp_path / "part1")]
+    assert main(["merge-stream", *parts, "--index", str(index), "-o", str(merged)]) == 0
+    for layer in (0, 2):
+        expected = _datasets(tmp_path / "whole" / f"layer_{layer}.state.h5")
+        found = _datasets(merged / f"layer_{layer}.state.h5")
+        assert all(expected[name].tobytes() == found[name].tobytes() for name in expected)
+        one = read_json(tmp_path / "whole" / f"layer_{layer}.json")["measures"]
+        other = read_json(merged / f"layer_{layer}.json")["measures"]
+        assert one == other
+    assert read_json(merged / "meta.json")["merged_parts"] == 2
+    capsys.readouterr()
+    code = main(["merge-stream", parts[1], "--index", str(index), "-o", str(tmp_path / "bad")])
+    error = capsys.readouterr().err.strip()
+    assert code != 0 and "part 0 missing" in error and "\n" not in error

@@ -45,12 +45,15 @@ import forward_bounds  # noqa: E402
 from contextuality.backends import load_model, model_spec  # noqa: E402
 from contextuality.backends.base import token_budget  # noqa: E402
 from contextuality.extraction.partitions import plan_extraction  # noqa: E402
-from contextuality.extraction.run import extract  # noqa: E402
 from contextuality.extraction.units import sentence_units  # noqa: E402
-from contextuality.storage.shards import ShardSetWriter  # noqa: E402
 
 import random_models  # noqa: E402
-from extraction import disk_bounds, load_corpus, streamed_extraction  # noqa: E402
+from extraction import (  # noqa: E402
+    disk_bounds,
+    full_extraction,
+    load_corpus,
+    streamed_extraction,
+)
 
 SIZES = {
     "cuda": {
@@ -177,19 +180,11 @@ def measure(device: str, corpus: Path, work: Path) -> dict:
     project = forward_bounds.project_forward(loaded, batches, plan.layers)
     profile = forward_bounds.profile_table(loaded, batches, plan.layers)
     bare = bare_passes(loaded, batches)
-    paths = {layer: work / f"layer_{layer}.h5" for layer in plan.layers}
-
-    def open_sink(dtype: str) -> ShardSetWriter:
-        return ShardSetWriter(paths, plan.n_rows, loaded.hidden_size, dtype, {"model": "large"})
-
-    report = extract(loaded, units, plan, open_sink, progress=False)
-    written = sum(path.stat().st_size for path in paths.values())
-    for path in paths.values():
-        path.unlink()
+    full = full_extraction(loaded, units, plan, work)
     streamed = streamed_extraction(loaded, units, plan, chosen, work)
     n_bytes = plan.n_rows * len(plan.layers) * loaded.hidden_size * 2
     disk = disk_bounds(n_bytes, len(plan.layers), loaded.hidden_size, work, filtered=False)
-    disk_tokens_per_s = disk["plain_mb_per_s"] * 1e6 / (n_bytes / report.n_subword_tokens)
+    disk_tokens_per_s = disk["plain_mb_per_s"] * 1e6 / (n_bytes / full["tokens"])
     peak, peak_of = dense_peak(device)
 
     def utilisation(tokens_per_s: float) -> float:
@@ -208,24 +203,18 @@ def measure(device: str, corpus: Path, work: Path) -> dict:
         "token_budget": budget,
         "batches": len(batches.padded),
         "padding": batches.padded_tokens / batches.tokens,
-        "words": report.n_occurrences,
-        "tokens": report.n_subword_tokens,
+        "words": full["words"],
+        "tokens": full["tokens"],
         "peak_flop_per_s": peak,
         "peak_of": peak_of,
         "bare": {**bare, "utilisation": utilisation(bare["tokens_per_s"])},
         "project_forward": {**project, "utilisation": utilisation(project["tokens_per_s"])},
-        "extraction": {
-            "tokens_per_s": report.tokens_per_second,
-            "utilisation": utilisation(report.tokens_per_second),
-            "bytes_written": written,
-            "report": report.as_dict(),
-        },
+        "extraction": {**full, "utilisation": utilisation(full["tokens_per_s"])},
         "streamed": {**streamed, "utilisation": utilisation(streamed["tokens_per_s"])},
         "disk": {**disk, "tokens_per_s_bound": disk_tokens_per_s},
         "forward_to_bare": project["tokens_per_s"] / bare["tokens_per_s"],
         "streamed_to_forward": streamed["tokens_per_s"] / project["tokens_per_s"],
-        "extraction_to_bound": report.tokens_per_second
-        / min(bare["tokens_per_s"], disk_tokens_per_s),
+        "extraction_to_bound": full["tokens_per_s"] / min(bare["tokens_per_s"], disk_tokens_per_s),
         **peak_memory(device),
         "profile": profile,
     }

@@ -8,6 +8,8 @@ contextuality measure-layer emb/layer_3.h5 --sentences sentences.parquet --index
 contextuality extract ... --parts 3 --part 0 -o emb/part0   # one of 3 jobs; 'measure-layer'
 contextuality measure-layer emb/part*/layer_3.h5 ...        # gathers the parts' rows
 contextuality stream bert-base-cased --sentences sentences.parquet --index index/ -o stream/
+contextuality stream ... --parts 3 --part 0 -o stream/part0   # one of 3 jobs, then:
+contextuality merge-stream stream/part* --sentences ... --index index/ -o stream/
 contextuality measures-table measures/*.json -o measures.tsv
 contextuality layer-geometry emb/layer_*.h5 --index index/ -o geometry/bert
 contextuality figure measures.tsv --name fig2_selfsim -o fig2.png fig2.pdf
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -124,11 +127,36 @@ def _stream(args: argparse.Namespace) -> None:
         outputs,
         measures,
         word_sample_size=args.word_sample_size,
+        part=(args.part, args.parts),
         threads=args.threads,
     )
+    if args.parts == 1:  # a part is measured once merged ('merge-stream')
+        _measure_states(outputs, index, measures, args.output)
+
+
+def _measure_states(
+    outputs: steps.LayerOutputs, index: IndexFiles, measures: dict[str, Any], output: str
+) -> None:
+    """Each streamed layer's measures beside its state file."""
     for layer, state in outputs.files.items():
-        prefix = Path(args.output) / f"layer_{layer}"
+        prefix = Path(output) / f"layer_{layer}"
         steps.measure_streamed_layer(state, index, measures, measure_outputs(prefix))
+
+
+def _merge_stream(args: argparse.Namespace) -> None:
+    parts = [Path(directory) for directory in args.parts]
+    found = (re.fullmatch(r"layer_(\d+)\.state\.h5", path.name) for path in parts[0].iterdir())
+    layers = sorted(int(match[1]) for match in found if match)
+    if not layers:
+        raise ConfigError(f"{parts[0]}: no layer_<L>.state.h5 of a part of 'stream --parts'")
+    outputs = _layer_outputs(args.output, layers, ".state.h5")
+    steps.merge_stream(
+        {layer: [part / f"layer_{layer}.state.h5" for part in parts] for layer in layers},
+        [part / "meta.json" for part in parts],
+        outputs,
+    )
+    measures = {"baseline_sample_size": args.baseline_sample_size, "seed": args.seed}
+    _measure_states(outputs, IndexFiles.in_directory(args.index), measures, args.output)
 
 
 def _summarize(args: argparse.Namespace) -> None:
@@ -259,24 +287,29 @@ def _add_corpus_commands(commands: Any) -> None:
     command.set_defaults(run=_index)
 
 
-def _add_model_commands(commands: Any) -> None:
-    """The commands that run a model: 'extract', 'stream' and 'download-elmo'."""
-    command = commands.add_parser("extract", help="write one HDF5 shard per layer of a model")
-    add_model_arguments(command)
+def _add_part_arguments(command: argparse.ArgumentParser, gathered: str) -> None:
+    """--parts N and --part K: run part K of N, cut by sentences as the workflow cuts."""
     command.add_argument(
         "--parts",
         type=int,
         default=1,
         metavar="N",
-        help="split the extraction into N parts by sentences, each run alone with --part",
+        help="split the job into N parts by sentences, each run alone with --part",
     )
     command.add_argument(
         "--part",
         type=int,
         default=0,
         metavar="K",
-        help="with --parts: extract part K (0 to N-1) alone; 'measure-layer' gathers the parts",
+        help=f"with --parts: run part K (0 to N-1) alone; {gathered}",
     )
+
+
+def _add_model_commands(commands: Any) -> None:
+    """The commands that run a model: 'extract', 'stream' and 'download-elmo'."""
+    command = commands.add_parser("extract", help="write one HDF5 shard per layer of a model")
+    add_model_arguments(command)
+    _add_part_arguments(command, "'measure-layer' gathers the parts")
     command.set_defaults(run=_extract)
 
     command = commands.add_parser(
@@ -292,7 +325,19 @@ def _add_model_commands(commands: Any) -> None:
         help="occurrences kept per word for MEV",
     )
     add_sampling_arguments(command)
+    _add_part_arguments(command, "'merge-stream' merges the parts, then measures")
     command.set_defaults(run=_stream)
+
+    command = commands.add_parser(
+        "merge-stream",
+        help="merge the parts of 'stream --parts' into one state file per layer, bit for bit "
+        "the one job's, and measure it",
+    )
+    command.add_argument("parts", nargs="+", help="every part's output directory, in order")
+    command.add_argument("--index", required=True, help="directory written by 'occurrence-index'")
+    add_sampling_arguments(command)
+    command.add_argument("-o", "--output", required=True, help="directory to write into")
+    command.set_defaults(run=_merge_stream)
 
     command = commands.add_parser(
         "download-elmo", help="fetch a published ELMo into resources/elmo/<release>/"

@@ -21,8 +21,9 @@ from contextuality.errors import ConfigError
 SEGMENT_WORDS = 16_384  # at least this many units per segment
 SEGMENT_BYTES = 256 * 2**20  # of float16 vectors, for the default size of a segment
 # On a GPU, batches of 32,768 tokens: STS's sentences pad 1.13 times in segments of
-# 65,536 words against 1.26 in 16,384 (`forward.plan_batches`), and a segment lives in GPU
-# memory and in two pinned host buffers, so at most 4 GiB of vectors.
+# 65,536 words against 1.27 in 16,384 (`forward.plan_batches`;
+# bench/results/batch-padding-sts.md), and a segment lives in GPU memory and in two pinned
+# host buffers, so at most 4 GiB of vectors.
 GPU_SEGMENT_WORDS = 65_536
 GPU_SEGMENT_BYTES = 4 * 2**30
 
