@@ -558,3 +558,40 @@ def test_the_scale_page_quotes_the_worked_estimate_and_the_diagnosis_as_committe
     assert "| 16,384 | 32,768 | 55 (2.15×)" in padding and "padded STS's sentences 2.15" in page
     assert "| 65,536 | 32,768 | 29 (1.46×) | 53 (1.13×)" in padding
     assert "1.13 times at 32,768 tokens in 65,536-word segments" in page
+
+
+def test_the_scale_page_quotes_the_half_precision_perturbation_as_committed():
+    """docs/scale.md's account of what float16 and bfloat16 arithmetic move in the
+    acceptance tables is bench/gpu/expected/perturbation.md's."""
+    page = _page("scale.md")
+    table = (ROOT / "bench/gpu/expected/perturbation.md").read_text()
+    float16, bfloat16 = table.split("## bfloat16 weights")
+    for quoted, row in (
+        ("intrinsic dimension by 39 %", "| intrinsic_dimension | 39% |"),
+        (
+            "a neighbour dot product by 11 %",
+            "| scale | 11% | 3.61e-05 | gpt2/none/1/static/11–56 knn_dot",
+        ),
+        (
+            "mutual k-NN by 7 %",
+            "| neighbours | 7% | 0.000689 | bert/1/bert/2/position>0 mutual_knn",
+        ),
+        ("cosines by 3 %", "| measures.tsv | cosine | 3% |"),
+        ("α-ReQ by 0 %", "| measures.tsv | scale | 0% | 9.72e-05 | bert/none/2/alpha_req raw"),
+    ):
+        assert quoted in page and row in float16, quoted
+    assert "| outside |" not in float16
+    assert "8,009 distinct points against 8,003" in page
+    alpha = float(bfloat16.split("| scale | 894% | ")[1].split(" |")[0])
+    reference = float(bfloat16.split("alpha_req raw: 1.147169747 against ")[1].split(" |")[0])
+    assert round(100 * alpha / reference) == 18 and "α-ReQ moved by up to 18 %" in page
+    assert "| neighbours | 141% | 0.0141 |" in bfloat16 and "CKNNA by 0.014" in page
+
+
+def test_the_scale_page_quotes_the_default_run_after_the_gpu_changes():
+    page = _page("scale.md")
+    timed = (ROOT / "bench/results/default-run-cpu2-after-gpu-forward.md").read_text()
+    assert "Wall time of each run: 61.8 s, 60.0 s." in timed
+    assert "revision 93eabbd's default run: 58.3 s, 59.6 s." in timed
+    assert "| extract | 1 | 26.1 s |" in timed
+    assert "took 60.0 and 61.8 s against 58.3 and 59.6 s" in page and "job 26.1 s" in page
