@@ -200,8 +200,10 @@ def stage_large_model(device: str, out: Path) -> tuple[bool, str]:
         return False, "see large-model.log"
     (out / "large-model.log").unlink()
     values = json.loads(result.read_text())
+    size = values["parameters"]
+    size = f"{size / 1e9:.2f} B" if size >= 1e8 else f"{size / 1e6:.2f} M"
     return True, (
-        f"{values['parameters'] / 1e9:.3g} B parameters, {values['tokens']:,} tokens: bare "
+        f"{size} parameters, {values['tokens']:,} tokens: bare "
         f"{values['bare']['tokens_per_s']:,.0f} tok/s ({values['bare']['utilisation']:.0%} of "
         f"peak), forward {values['forward_to_bare']:.2f} of bare, extraction of "
         f"{len(values['layers_extracted'])} layers {values['extraction_to_bound']:.2f} of "
