@@ -6,7 +6,7 @@ of that revision's default, so that both are timed in the same minutes), and rep
 wall time of each run, the job-seconds of each rule from Snakemake's benchmark files, and
 what one measure job's
 step costs with BLAS using every core against the one thread its job is given
-(`workflow.run_step`), and with the passes over the layer cut into chunks of each size
+(`process.run_step`), and with the passes over the layer cut into chunks of each size
 (`rows.row_chunks`); and what the garbage collector costs the extraction job, with the
 package's handling of it (`extraction.run.collector_paused`, `gc.freeze` at the end of
 `run_step`) and without. Run it on an otherwise idle machine:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import h5py
 import pandas as pd
+import torch
 
 from contextuality.backends.elmo.release import RELEASES
 from contextuality.backends.elmo.synthetic import write_random_files
@@ -196,6 +197,21 @@ def _wrong_inputs_exit_with_one_line(tmp_path, shards, index, sentences, summari
         "-o",
         "refused.svgz",
     ]
+    layers = [str(shards / "layer_0.h5"), str(shards / "layer_2.h5")]
+    geometry = ["geometry", *layers, "--index", str(index)]
+    commands["geometry.alignment.k must be at least 1"] = [*geometry, "--neighbours", "0"]
+    table = read_tsv(tmp_path / "measures.tsv")  # a measures table without the census rows
+    lean_table = tmp_path / "lean.tsv"
+    write_tsv(table[table["measure"] != "massive_activations"], lean_table, {"step": "lean"})
+    commands["has no row of massive_activations under transform none"] = [
+        "figure",
+        str(lean_table),
+        "--name",
+        "massive_activations",
+    ]
+    if not torch.cuda.is_available():
+        refused = "cuda asked for, but torch sees no GPU here; use auto"
+        commands[f"geometry.alignment.device: {refused}"] = [*geometry, "--device", "cuda"]
     for message, command in commands.items():
         if command[0] != "measure" and "-o" not in command:
             suffix = ".png" if command[0] == "figure" else ""
@@ -206,6 +222,17 @@ def _wrong_inputs_exit_with_one_line(tmp_path, shards, index, sentences, summari
     assert not list(tmp_path.glob("refused*"))
     figure = tmp_path / "from_summaries.png"  # layer summaries are what a figure takes too
     assert main(["figure", *summaries, "--name", "fig2_selfsim", "-o", str(figure)]) == 0
+    # the options in the order --help prints them: -o before the table, which it gives back
+    later = tmp_path / "table_last.png"
+    arguments = [
+        "figure",
+        "--name",
+        "fig2_selfsim",
+        "-o",
+        str(later),
+        str(tmp_path / "measures.tsv"),
+    ]
+    assert main(arguments) == 0 and later.stat().st_size > 0
 
 
 def test_bad_input_exits_with_a_message(tmp_path, capsys):
@@ -258,7 +285,7 @@ def test_every_model_setting_is_an_option_with_help():
     import argparse
 
     from contextuality.backends.base import ModelSpec
-    from contextuality.cli import build_parser
+    from contextuality.cli.commands import build_parser
     from contextuality.cli.model_options import MODEL_OPTION_HELP, model_options
 
     assert set(MODEL_OPTION_HELP) == set(ModelSpec.__dataclass_fields__) - {"name", "source"}

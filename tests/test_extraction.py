@@ -698,7 +698,7 @@ def _run_step_log(tmp_path, monkeypatch, step) -> str:
     """Run `step` as a Snakemake script does (`run_step`); return its log."""
     import sys
 
-    from contextuality.workflow import run_step
+    from contextuality.process import run_step
 
     monkeypatch.setattr(sys, "stderr", sys.stderr)  # run_step points stderr at the log
     log = tmp_path / "job.log"

@@ -220,3 +220,20 @@ def test_an_ablated_model_runs_through_the_workflow_beside_its_model(tmp_path, t
     same = alignment[(alignment["model_a"] != alignment["model_b"])]
     same = same[(same["layer_a"] == 0) & (same["layer_b"] == 0) & (same["occurrences"] == "all")]
     assert same["cka"].iloc[0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_an_ablation_that_replaces_nothing_is_refused_before_anything_is_written(gpt2, tmp_path):
+    """A random GPT-2 has no massive activation: ablating them replaces nothing, and the
+    model would be the one without the ablation. Refused, naming the setting, before any
+    shard is committed."""
+    with pytest.raises(ConfigError, match=r"models.tiny-gpt2.ablation: no massive .* at block 1"):
+        _extract(gpt2, tmp_path / "none", Ablation(1, "massive", "zero"))
+    assert not [path for path in (tmp_path / "none").iterdir() if path.suffix == ".h5"]
+
+
+def test_an_ablation_after_every_layer_extracted_is_refused(tmp_path):
+    section = {"source": "s", "layers": [0, 2, 3], "ablation": {"block": 5, "value": "zero"}}
+    with pytest.raises(ConfigError, match=r"ablation.block: 5, after the last layer extracted"):
+        model_spec("m", section)
+    assert model_spec("m", {**section, "layers": [0, 5]}).ablation.block == 5
+    assert model_spec("m", {**section, "layers": None}).layers is None

@@ -15,8 +15,8 @@ from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec
 from contextuality.corpus.index import IndexFiles, IndexSettings
 from contextuality.extraction.report import ExtractionReport, coverage_warnings
+from contextuality.process import run_step
 from contextuality.provenance import read_json
-from contextuality.workflow import run_step
 
 from extraction import extract_every_layer
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from contextuality.cli import build_parser
+from contextuality.cli.commands import build_parser
 from contextuality.corpus.index import IndexSettings
 from contextuality.errors import ConfigError
 from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE

@@ -294,7 +294,7 @@ def test_a_step_runs_with_its_job_s_threads_for_blas():
     program = """
 import json
 from threadpoolctl import threadpool_info
-from contextuality.workflow import run_step
+from contextuality.process import run_step
 
 def blas_threads():
     return sorted(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
@@ -321,7 +321,7 @@ print(json.dumps(seen))
 @pytest.mark.parametrize(
     ("fault", "said"),
     [
-        (MemoryError(), "error: out of memory: the job needs more than"),
+        (MemoryError(), "error: out of memory: it needs more than it was given"),
         (
             OSError(errno.ENOSPC, "No space left on device", "x.parquet"),
             "the disk is full (writing x.parquet)",
@@ -331,7 +331,7 @@ print(json.dumps(seen))
 def test_a_job_out_of_memory_or_disk_ends_with_one_line(tmp_path, monkeypatch, capfd, fault, said):
     """Out of memory or disk in any step: one line saying what ran out, in the job's log,
     or on the console where the log cannot be written (a full disk: /dev/full)."""
-    from contextuality.workflow import run_step
+    from contextuality.process import run_step
 
     def step():
         raise fault
@@ -883,7 +883,8 @@ def test_unloadable_model_fails_its_job_with_a_message(tmp_path, tiny_bert_dir):
 @pytest.mark.workflow
 def test_a_config_in_which_every_model_streams_runs_to_the_end(tmp_path, tiny_bert_dir):
     """Streamed models have no degeneration tables (those need every vector), so a config
-    of streamed models alone builds everything else and no empty degeneration table."""
+    of streamed models alone builds everything else, and no empty degeneration table or
+    figure whose every line a streamed layer lacks (Figure 4)."""
     corpus = tmp_path / "corpus.txt"
     _write_corpus(corpus)
     config = _config(corpus, {"m": {"source": str(tiny_bert_dir), "streaming": True}})
@@ -894,6 +895,8 @@ def test_a_config_in_which_every_model_streams_runs_to_the_end(tmp_path, tiny_be
     table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
     assert set(table["model"]) == {"m"} and sorted(table["layer"].unique()) == [0, 1, 2]
     assert not (tmp_path / "results/tables/degeneration.tsv").exists()
+    figures = {path.stem for path in (tmp_path / "results/figures").glob("*.png")}
+    assert "fig2_selfsim" in figures and "fig4_mev" not in figures
     assert _planned_jobs(tmp_path) == {}
 
 

@@ -295,6 +295,11 @@ def main() -> None:
         if not torch.cuda.is_available():
             raise SystemExit("--device cuda: torch sees no CUDA device on this machine")
     out = arguments.out
+    if out.exists() and not out.is_dir():
+        raise SystemExit(f"error: --out {out} is a file, not a directory")
+    unknown = sorted(set(arguments.stages) - set("abcd"))
+    if unknown or not arguments.stages:
+        raise SystemExit(f"error: --stages {arguments.stages!r}: stages are letters of abcd")
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     stages = []

@@ -17,15 +17,26 @@ cd "$(dirname "$0")/../.."
 device=cuda
 out=bench/gpu/out
 stages=abcd
+usage="usage: bash bench/gpu/run.sh [--cpu] [--out DIR] [--stages abcd]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) device=cpu ;;
-    --out) out="$2"; shift ;;
-    --stages) stages="$2"; shift ;;
-    *) echo "usage: bash bench/gpu/run.sh [--cpu] [--out DIR] [--stages abcd]" >&2; exit 2 ;;
+    --out|--stages)
+      if [ $# -lt 2 ] || [ -z "$2" ]; then echo "error: $1 needs a value; $usage" >&2; exit 2; fi
+      if [ "$1" = --out ]; then out="$2"; else stages="$2"; fi
+      shift ;;
+    *) echo "error: unknown option $1; $usage" >&2; exit 2 ;;
   esac
   shift
 done
+if ! [[ "$stages" =~ ^[abcd]+$ ]]; then
+  echo "error: --stages $stages: stages are letters of abcd (a CUDA tests, b extraction benchmark, c workflow, d 7B model)" >&2
+  exit 2
+fi
+if [ -e "$out" ] && [ ! -d "$out" ]; then
+  echo "error: --out $out is a file, not a directory" >&2
+  exit 2
+fi
 python=${PYTHON:-python3}
 started=$SECONDS
 mkdir -p "$out"

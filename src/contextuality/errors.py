@@ -81,7 +81,7 @@ def check_number(
 
 def warn(messages: list[str]) -> None:
     """Log each message as a warning and, where stderr is a workflow job's log file
-    (`workflow.run_step`), also print it on the console (the process's own stderr), which
+    (`process.run_step`), also print it on the console (the process's own stderr), which
     Snakemake shows: a dropped word must not hide in a log file."""
     for message in messages:
         log.warning(message)

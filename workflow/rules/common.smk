@@ -15,7 +15,11 @@ ctx.plan_config(
     workflow.configfiles,
 )
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
-ctx.check_planned_inputs(config)
+ctx.check_planned_inputs(config, dry_run=workflow.output_settings.dryrun)
+
+
+onstart:
+    ctx.check_run_devices(config, local_run=workflow.local_exec)
 
 
 wildcard_constraints:

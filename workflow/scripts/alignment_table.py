@@ -1,13 +1,13 @@
 """Snakemake adapter: every alignment table gathered into results/tables/alignment.tsv,
 and each layer's best-matching layer of every other model."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.alignment_table(
-        snakemake.input, snakemake.output.table, snakemake.output.best_layers
-    ),
-    threads=snakemake.threads,
-)
+
+def alignment_table() -> None:
+    from contextuality import steps
+
+    steps.alignment_table(snakemake.input, snakemake.output.table, snakemake.output.best_layers)
+
+
+run_job(snakemake, alignment_table)

@@ -1,16 +1,18 @@
 """Snakemake adapter: one of the paper's models beside its published results."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.compare_reference(
+
+def compare_reference() -> None:
+    from contextuality import steps
+
+    steps.compare_reference(
         snakemake.input.published,
         snakemake.input.summaries,
         snakemake.input.words,
         snakemake.output.table,
         [snakemake.output.png, snakemake.output.pdf],
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, compare_reference)

@@ -1,12 +1,12 @@
 """Snakemake adapter: each layer's most and least context-specific words of one model."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.context_specific_words(
-        snakemake.input, snakemake.output.table, snakemake.params.top
-    ),
-    threads=snakemake.threads,
-)
+
+def context_specific_words() -> None:
+    from contextuality import steps
+
+    steps.context_specific_words(snakemake.input, snakemake.output.table, snakemake.params.top)
+
+
+run_job(snakemake, context_specific_words)

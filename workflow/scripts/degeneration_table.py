@@ -1,11 +1,12 @@
 """Snakemake adapter: every analysed layer's degeneration by frequency bin, and its
 position profile with each model's special tokens, each in one table."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
 
 def gather():
+    from contextuality import steps
+
     steps.degeneration_table(list(snakemake.input.bins), snakemake.output.table)
     steps.positions_table(
         list(snakemake.input.positions),
@@ -14,4 +15,4 @@ def gather():
     )
 
 
-run_step(snakemake.log[0], gather, threads=snakemake.threads)
+run_job(snakemake, gather)

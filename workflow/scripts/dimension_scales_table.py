@@ -1,11 +1,13 @@
 """Snakemake adapter: every model's intrinsic-dimension curves gathered into
 results/tables/dimension_scales.tsv."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.dimension_scales_table(snakemake.input, snakemake.output.table),
-    threads=snakemake.threads,
-)
+
+def dimension_scales_table() -> None:
+    from contextuality import steps
+
+    steps.dimension_scales_table(snakemake.input, snakemake.output.table)
+
+
+run_job(snakemake, dimension_scales_table)

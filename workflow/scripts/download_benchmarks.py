@@ -1,12 +1,12 @@
 """Snakemake adapter: fetch the word-benchmark files (mirror or their public origins)."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.download_benchmarks(
-        snakemake.output, "resources/benchmarks", snakemake.params.mirror
-    ),
-    threads=snakemake.threads,
-)
+
+def download_benchmarks() -> None:
+    from contextuality import steps
+
+    steps.download_benchmarks(snakemake.output, "resources/benchmarks", snakemake.params.mirror)
+
+
+run_job(snakemake, download_benchmarks)

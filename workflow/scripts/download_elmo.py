@@ -2,16 +2,18 @@
 
 from pathlib import Path
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.download_elmo(
+
+def download_elmo() -> None:
+    from contextuality import steps
+
+    steps.download_elmo(
         snakemake.wildcards.release,
         Path(snakemake.output.options).parent,
         snakemake.params.mirror,
         snakemake.params.checksums,
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, download_elmo)

@@ -1,14 +1,16 @@
 """Snakemake adapter: fetch one published result file of the paper (mirror or GitHub)."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.download_reference(
+
+def download_reference() -> None:
+    from contextuality import steps
+
+    steps.download_reference(
         f"{snakemake.wildcards.published}/{snakemake.wildcards.file}",
         snakemake.output[0],
         snakemake.params.mirror,
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, download_reference)

@@ -1,12 +1,12 @@
 """Snakemake adapter: fetch one STS archive (mirror directory or network)."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.download_sts(
-        int(snakemake.wildcards.year), snakemake.output[0], snakemake.params.mirror
-    ),
-    threads=snakemake.threads,
-)
+
+def download_sts() -> None:
+    from contextuality import steps
+
+    steps.download_sts(int(snakemake.wildcards.year), snakemake.output[0], snakemake.params.mirror)
+
+
+run_job(snakemake, download_sts)

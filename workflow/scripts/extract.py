@@ -1,12 +1,14 @@
 """Snakemake adapter: one model's layers in a single forward pass, into shards (part
 {part} of them, for a partitioned model) or, for a streamed model, into state files."""
 
-from contextuality import steps
-from contextuality.corpus.index import IndexFiles
-from contextuality.workflow import parse_part, run_step
+from contextuality.process import run_job
 
 
 def extract() -> None:
+    from contextuality import steps
+    from contextuality.corpus.index import IndexFiles
+    from contextuality.workflow import parse_part
+
     outputs = steps.LayerOutputs(
         dict(zip(snakemake.params.layers, snakemake.output.layers, strict=True)),
         snakemake.output.meta,
@@ -26,4 +28,4 @@ def extract() -> None:
         steps.stream(**common, **snakemake.params.streaming, part=part)
 
 
-run_step(snakemake.log[0], extract, threads=snakemake.threads)
+run_job(snakemake, extract)

@@ -1,15 +1,17 @@
 """Snakemake adapter: a family of model sizes' measures against parameter count."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.family_figure(
+
+def family_figure() -> None:
+    from contextuality import steps
+
+    steps.family_figure(
         snakemake.input.summaries,
         snakemake.input.metas,
         [snakemake.output.png, snakemake.output.pdf],
         snakemake.wildcards.family,
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, family_figure)

@@ -1,15 +1,17 @@
 """Snakemake adapter: the paper's figures under one transform, from its layer summaries."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.figures(
+
+def figures() -> None:
+    from contextuality import steps
+
+    steps.figures(
         list(snakemake.input),
         list(snakemake.output),
         transform=snakemake.params.transform,
         relative_layers=snakemake.params.relative_layers,
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, figures)

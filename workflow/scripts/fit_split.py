@@ -1,15 +1,17 @@
 """Snakemake adapter: the held-out sentences that every correction is fitted on."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.fit_split(
+
+def fit_split() -> None:
+    from contextuality import steps
+
+    steps.fit_split(
         snakemake.input[0],
         snakemake.params.fit_fraction,
         snakemake.params.seed,
         snakemake.output.split,
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, fit_split)

@@ -1,14 +1,15 @@
 """Snakemake adapter: a model's intrinsic dimension per layer (and its curves over scale)
 and the alignment between its layers."""
 
-from contextuality import steps
-from contextuality.corpus.index import IndexFiles
-from contextuality.measures.layers import TransformFit
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.layer_geometry(
+
+def layer_geometry() -> None:
+    from contextuality import steps
+    from contextuality.corpus.index import IndexFiles
+    from contextuality.measures.layers import TransformFit
+
+    steps.layer_geometry(
         steps.ModelLayers.of_inputs(
             snakemake.wildcards.model, snakemake.input, snakemake.params.model_settings
         ),
@@ -21,6 +22,7 @@ run_step(
             snakemake.wildcards.transform,
             TransformFit.of(snakemake.input.get("split"), snakemake.params.transform_fit),
         ),
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, layer_geometry)

@@ -1,11 +1,13 @@
 """Snakemake adapter: every layer summary's census of massive activations into
 results/tables/massive_activations.tsv."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.massive_activations_table(list(snakemake.input), snakemake.output.table),
-    threads=snakemake.threads,
-)
+
+def massive_activations_table() -> None:
+    from contextuality import steps
+
+    steps.massive_activations_table(list(snakemake.input), snakemake.output.table)
+
+
+run_job(snakemake, massive_activations_table)

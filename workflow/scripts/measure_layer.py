@@ -1,14 +1,15 @@
 """Snakemake adapter: all measures of one (model, transform, layer) from its shards."""
 
-from contextuality import steps
-from contextuality.corpus.index import IndexFiles
-from contextuality.measures.layers import TransformFit
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-degeneration = snakemake.params.degeneration
-run_step(
-    snakemake.log[0],
-    lambda: steps.measure_layer(
+
+def measure_layer() -> None:
+    from contextuality import steps
+    from contextuality.corpus.index import IndexFiles
+    from contextuality.measures.layers import TransformFit
+
+    degeneration = snakemake.params.degeneration
+    steps.measure_layer(
         snakemake.input.shard,
         snakemake.input.sentences,
         IndexFiles.of(snakemake.input),
@@ -29,6 +30,7 @@ run_step(
             snakemake.output.degeneration_cone,
             snakemake.output.degeneration_positions,
         ),
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, measure_layer)

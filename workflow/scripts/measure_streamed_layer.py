@@ -1,12 +1,13 @@
 """Snakemake adapter: the measures of one streamed (model, layer) from its state file."""
 
-from contextuality import steps
-from contextuality.corpus.index import IndexFiles
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.measure_streamed_layer(
+
+def measure_streamed_layer() -> None:
+    from contextuality import steps
+    from contextuality.corpus.index import IndexFiles
+
+    steps.measure_streamed_layer(
         snakemake.input.state,
         IndexFiles.of(snakemake.input),
         snakemake.params.settings,
@@ -15,6 +16,7 @@ run_step(
         ),
         model_settings=snakemake.params.model_settings,
         layer=int(snakemake.wildcards.layer),
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, measure_streamed_layer)

@@ -1,13 +1,15 @@
 """Snakemake adapter: gather the layer summaries and the intrinsic dimensions into
 results/tables/measures.tsv."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.measures_table(
+
+def measures_table() -> None:
+    from contextuality import steps
+
+    steps.measures_table(
         snakemake.input.summaries, snakemake.output.table, snakemake.input.dimensions
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, measures_table)

@@ -1,10 +1,11 @@
 """Snakemake adapter: a streamed model's parts merged into its state files and meta.json."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
 
 def merge_stream() -> None:
+    from contextuality import steps
+
     layers = snakemake.params.layers
     steps.merge_stream(
         {layer: list(snakemake.input[f"layer_{layer}"]) for layer in layers},
@@ -15,4 +16,4 @@ def merge_stream() -> None:
     )
 
 
-run_step(snakemake.log[0], merge_stream)
+run_job(snakemake, merge_stream)

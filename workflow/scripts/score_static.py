@@ -1,20 +1,23 @@
 """Snakemake adapter: score one static embedding file on the word benchmarks, under each
 configured protocol."""
 
-from contextuality import steps
-from contextuality.workflow import run_step, static_labels
+from contextuality.process import run_job
 
-protocols = snakemake.params.protocols
-embedding = snakemake.wildcards.embedding
-run_step(
-    snakemake.log[0],
-    lambda: steps.score_static_protocols(
+
+def score_static() -> None:
+    from contextuality import steps
+    from contextuality.workflow import static_labels
+
+    protocols = snakemake.params.protocols
+    embedding = snakemake.wildcards.embedding
+    steps.score_static_protocols(
         snakemake.input.vectors,
         "resources/benchmarks",
         snakemake.params.settings,
         {protocol: static_labels(embedding, protocol) for protocol in protocols},
         dict(zip(protocols, snakemake.output.tables, strict=True)),
         snakemake.input.vocab,
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, score_static)

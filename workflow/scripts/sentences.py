@@ -1,10 +1,12 @@
 """Snakemake adapter: build the sentence table from the configured corpus."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.sentences(snakemake.params.corpus, snakemake.input, snakemake.output[0]),
-    threads=snakemake.threads,
-)
+
+def sentences() -> None:
+    from contextuality import steps
+
+    steps.sentences(snakemake.params.corpus, snakemake.input, snakemake.output[0])
+
+
+run_job(snakemake, sentences)

@@ -1,13 +1,14 @@
 """Snakemake adapter: one stored model's special tokens, measured on a sample of
 sentences, into results/degeneration/{model}/special_tokens.parquet."""
 
-from contextuality import steps
-from contextuality.corpus.index import IndexFiles
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.special_tokens(
+
+def special_tokens() -> None:
+    from contextuality import steps
+    from contextuality.corpus.index import IndexFiles
+
+    steps.special_tokens(
         snakemake.wildcards.model,
         snakemake.params.settings,
         snakemake.input.sentences,
@@ -15,6 +16,7 @@ run_step(
         snakemake.output[0],
         threads=snakemake.threads,
         **snakemake.params.special,
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, special_tokens)

@@ -1,13 +1,14 @@
 """Snakemake adapter: static vectors of one (model, transform, method, layer)."""
 
-from contextuality import steps
-from contextuality.corpus.index import IndexFiles
-from contextuality.measures.layers import TransformFit
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.static_vectors(
+
+def static_vectors() -> None:
+    from contextuality import steps
+    from contextuality.corpus.index import IndexFiles
+    from contextuality.measures.layers import TransformFit
+
+    steps.static_vectors(
         IndexFiles.of(snakemake.input),
         snakemake.wildcards.method,
         snakemake.output.vectors,
@@ -16,6 +17,7 @@ run_step(
         transform=snakemake.wildcards.transform,
         layer=int(snakemake.wildcards.layer),
         transform_fit=TransformFit.of(snakemake.input.get("split"), snakemake.params.transform_fit),
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, static_vectors)

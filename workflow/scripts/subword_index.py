@@ -1,17 +1,19 @@
 """Snakemake adapter: build the occurrence index of one tokenizer's subwords."""
 
-from contextuality import steps
-from contextuality.corpus.index import IndexFiles, IndexSettings
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.subword_index(
+
+def subword_index() -> None:
+    from contextuality import steps
+    from contextuality.corpus.index import IndexFiles, IndexSettings
+
+    steps.subword_index(
         snakemake.input[0],
         snakemake.wildcards.tokenizer,
         snakemake.params.tokenizer,
         IndexSettings(**snakemake.params.index),
         IndexFiles.of(snakemake.output),
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, subword_index)

@@ -1,15 +1,17 @@
 """Snakemake adapter: a checkpoint sweep's measures against training step."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.sweep_figure(
+
+def sweep_figure() -> None:
+    from contextuality import steps
+
+    steps.sweep_figure(
         snakemake.input,
         snakemake.params.steps,
         [snakemake.output.png, snakemake.output.pdf],
         snakemake.wildcards.sweep,
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, sweep_figure)

@@ -1,14 +1,16 @@
 """Snakemake adapter: adjusted SelfSim and the cosine baseline under each correction."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.transforms_figure(
+
+def transforms_figure() -> None:
+    from contextuality import steps
+
+    steps.transforms_figure(
         list(snakemake.input),
         [snakemake.output.png, snakemake.output.pdf],
         relative_layers=snakemake.params.relative_layers,
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, transforms_figure)

@@ -1,12 +1,14 @@
 """Snakemake adapter: gather static-embedding scores into Table 1 and its heatmap."""
 
-from contextuality import steps
-from contextuality.workflow import run_step
+from contextuality.process import run_job
 
-run_step(
-    snakemake.log[0],
-    lambda: steps.word_benchmarks_table(
+
+def word_benchmarks_table() -> None:
+    from contextuality import steps
+
+    steps.word_benchmarks_table(
         snakemake.input, snakemake.output.table, [snakemake.output.png, snakemake.output.pdf]
-    ),
-    threads=snakemake.threads,
-)
+    )
+
+
+run_job(snakemake, word_benchmarks_table)

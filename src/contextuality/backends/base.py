@@ -149,7 +149,28 @@ class ModelSpec:
                 raise ConfigError(f"model {name}: {key} must be one of {choices}")
         if values.get("ablation") is not None:
             values["ablation"] = Ablation.from_config(name, values["ablation"])
-        return cls(name=name, **values)
+        spec = cls(name=name, **values)
+        spec.check_effective()
+        return spec
+
+    def check_effective(self) -> None:
+        """Refuse (ConfigError naming the key) settings that could not take effect: an
+        ablation after every layer extracted (the forward pass stops at the last one, so
+        nothing extracted would change), or windows that overlap by their whole length."""
+        ablation = self.ablation
+        if ablation is not None and self.layers is not None and ablation.block > max(self.layers):
+            raise ConfigError(
+                f"models.{self.name}.ablation.block: {ablation.block}, after the last layer "
+                f"extracted ({max(self.layers)}), so no layer would change; extract a layer "
+                f"from {ablation.block} on (models.{self.name}.layers)"
+            )
+        overlap, length = self.window_overlap, self.max_length
+        if self.long_sentences == "window" and None not in (overlap, length) and overlap >= length:
+            raise ConfigError(
+                f"models.{self.name}.window_overlap: {overlap} is not below max_length "
+                f"{length}, so consecutive windows could not move on; set it below the "
+                "window's content (max_length less the special tokens)"
+            )
 
     def common_settings(self) -> dict[str, Any]:
         """Every setting that changes the extracted vectors, defaults filled in, less the
@@ -172,14 +193,25 @@ class ModelSpec:
 DEFAULT_TOKEN_BUDGET = {"cuda": 32768, "cpu": 2048}
 
 
-def resolved_device(requested: str) -> str:
+def resolved_device(requested: str, setting: str = "device") -> str:
     """The torch device a ``device`` setting names: ``auto`` is a GPU when torch sees one,
-    else the CPU; any other value (``cpu``, ``cuda``, ``cuda:N``) as given."""
-    if requested != "auto":
-        return requested
+    else the CPU; any other value (``cpu``, ``cuda``, ``cuda:N``) as given, where there is
+    one: a GPU asked for where torch sees none (or not that many) is a ConfigError naming
+    the `setting`."""
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested.startswith("cuda"):
+        index = int(requested.partition(":")[2] or 0)
+        visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if index >= visible:
+            seen = f"{visible} GPUs" if visible else "no GPU"
+            raise ConfigError(
+                f"{setting}: {requested} asked for, but torch sees {seen} here; use auto "
+                "(a GPU where there is one) or cpu"
+            )
+    return requested
 
 
 def weights_dtype_on(spec: ModelSpec, device_type: str) -> str:

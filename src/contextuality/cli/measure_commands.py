@@ -13,6 +13,7 @@ from contextuality.corpus.index import IndexFiles
 from contextuality.measures.layers import TransformFit
 from contextuality.measures.settings import MeasureSettings
 from contextuality.measures.transforms import TRANSFORMS, TransformSettings
+from contextuality.process import limited_threads
 
 
 def measure_outputs(prefix: str | Path) -> steps.MeasureOutputs:
@@ -37,7 +38,7 @@ def _measure(args: argparse.Namespace) -> None:
                 for part in ("words", "bins", "cone", "positions")
             ),
         )
-    with steps.limited_threads(args.threads):
+    with limited_threads(args.threads):
         steps.measure_layer(
             args.shard,
             args.sentences,

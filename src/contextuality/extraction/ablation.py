@@ -169,12 +169,47 @@ def calibrate(loaded: LoadedModel, inputs: list[Any], budget: int, dtype: str) -
     return hook
 
 
+@dataclass
+class AblationRun:
+    """An ablation in place during an extraction: what meta.json keeps of it (`record`:
+    the calibration, and after the run how many targets were replaced) and its hook."""
+
+    record: dict[str, Any]
+    hook: AblationHook
+
+    def check_replaced(self) -> None:
+        """Refuse (ConfigError) an extraction in which the ablation replaced nothing: its
+        model would be the one without it, and a reader would conclude the ablation
+        changes nothing. Called before the extraction's outputs are committed."""
+        if not self.hook.replaced:
+            ablation = self.hook.ablation
+            raise ConfigError(
+                f"models.{self.record['model']}.ablation: no {ablation.target} activation at "
+                f"block {ablation.block} in any sentence, so nothing was ablated and the "
+                "model is the one without the ablation; choose another block or target"
+            )
+
+
+def check_block_extracted(loaded: LoadedModel, layers: list[int]) -> None:
+    """Refuse (ConfigError) an ablation of a block after the last of `layers` extracted:
+    no layer extracted would change (a spec made without the config's checks too)."""
+    ablation = loaded.spec.ablation
+    if ablation is None:
+        return
+    loaded.spec.check_effective()
+    if max(layers) < ablation.block <= loaded.n_layers:
+        raise ConfigError(
+            f"models.{loaded.spec.name}.ablation.block: {ablation.block}, after the last "
+            f"layer extracted ({max(layers)}), so no layer would change"
+        )
+
+
 @contextlib.contextmanager
-def ablated(loaded: LoadedModel, units: SentenceUnits) -> Iterator[dict[str, Any] | None]:
+def ablated(loaded: LoadedModel, units: SentenceUnits) -> Iterator[AblationRun | None]:
     """`loaded` with its ablation in place while inside (as it is without one), calibrated
-    on the first ``calibration_sentences`` sentences of `units`; yields the record meta.json
-    keeps (the calibration, and after the run how many targets were replaced), filled in
-    when the block exits, and warns where some had no calibrated mean."""
+    on the first ``calibration_sentences`` sentences of `units`; yields the `AblationRun`,
+    whose record is filled in when the block exits, and warns where some targets had no
+    calibrated mean."""
     ablation = loaded.spec.ablation
     if ablation is None:
         yield None
@@ -185,10 +220,12 @@ def ablated(loaded: LoadedModel, units: SentenceUnits) -> Iterator[dict[str, Any
     hook = calibrate(
         loaded, inputs, token_budget(loaded.spec, device.type), forward_dtype(device, loaded.spec)
     )
-    record: dict[str, Any] = {"block": ablation.block, "target": ablation.target}
+    run = AblationRun({"block": ablation.block, "target": ablation.target}, hook)
+    run.record["model"] = loaded.spec.name
     with hooked(loaded, hook):
-        yield record
-    record |= hook.calibration | {
+        yield run
+    del run.record["model"]
+    run.record |= hook.calibration | {
         "replaced": hook.replaced,
         "replaced_without_mean": hook.replaced_without_mean,
     }

@@ -31,7 +31,7 @@ import numpy as np
 
 from contextuality.backends.base import LoadedModel, token_budget
 from contextuality.errors import DeviceMemoryError, NumericOverflowError
-from contextuality.extraction.ablation import ablated
+from contextuality.extraction.ablation import ablated, check_block_extracted
 from contextuality.extraction.forward import (
     blocks_to_run,
     first_non_finite_weight,
@@ -280,8 +280,10 @@ def run_extraction(
     plan: ExtractionPlan,
     sink: Sink,
     progress: bool = True,
+    before_commit: Callable[[], None] | None = None,
 ) -> ExtractionReport:
-    """Extract `plan`'s layers for every unit of its sentences into `sink`, and commit it.
+    """Extract `plan`'s layers for every unit of its sentences into `sink`, and commit it
+    (after `before_commit`, which may refuse the extraction).
 
     Rows follow sentence order then unit order, the order of the occurrence index built
     from the same sentences (see `units.sentence_units`). Values beyond float16's range
@@ -316,6 +318,8 @@ def run_extraction(
         _warn_about_reruns(report, loaded.spec.name)
         report.storage_dtype = sink.dtype
         report.seconds = time.perf_counter() - started
+        if before_commit is not None:
+            before_commit()
         sink.commit({"n_missing": report.words_truncated + report.words_without_tokens})
     return report
 
@@ -453,10 +457,13 @@ def extract(
     ``auto``, float16 first and, if a value overflows it, the whole job again into a fresh
     float32 sink (logged, and recorded as ``stored_float32_after_overflow``); with
     ``float16``, an overflow is a NumericOverflowError naming the setting. A model with an
-    ablation runs with it in place (`ablation.ablated`), recorded in the report."""
+    ablation runs with it in place (`ablation.ablated`), recorded in the report; one that
+    replaced nothing is refused before anything is committed."""
+    check_block_extracted(loaded, list(plan.layers))
     with ablated(loaded, units) as ablation:
-        report = _extract_as_stored(loaded, units, plan, open_sink, progress)
-    report.ablation = ablation
+        check = None if ablation is None else ablation.check_replaced
+        report = _extract_as_stored(loaded, units, plan, open_sink, progress, check)
+    report.ablation = None if ablation is None else ablation.record
     return report
 
 
@@ -466,19 +473,25 @@ def _extract_as_stored(
     plan: ExtractionPlan,
     open_sink: Callable[[str], Sink],
     progress: bool,
+    before_commit: Callable[[], None] | None,
 ) -> ExtractionReport:
     """`extract`'s choice of the storage dtype."""
     spec = loaded.spec
     if spec.storage_dtype == "auto":
         try:
-            return run_extraction(loaded, units, plan, open_sink("float16"), progress)
+            return run_extraction(
+                loaded, units, plan, open_sink("float16"), progress, before_commit
+            )
         except NumericOverflowError as error:
             log.warning("%s; storing model %s as float32 instead", error, spec.name)
-            report = run_extraction(loaded, units, plan, open_sink("float32"), progress)
+            report = run_extraction(
+                loaded, units, plan, open_sink("float32"), progress, before_commit
+            )
             report.stored_float32_after_overflow = True
             return report
     try:
-        return run_extraction(loaded, units, plan, open_sink(spec.storage_dtype), progress)
+        sink = open_sink(spec.storage_dtype)
+        return run_extraction(loaded, units, plan, sink, progress, before_commit)
     except NumericOverflowError as error:
         raise NumericOverflowError(
             f"{error}; set models.{spec.name}.storage_dtype: float32 (or auto)"

@@ -145,7 +145,10 @@ def window_starts(n_subwords: int, length: int, overlap: int) -> list[int]:
         return [0]
     step = length - overlap
     if step < 1:
-        raise ConfigError(f"window overlap {overlap} leaves no step in a window of {length}")
+        raise ConfigError(
+            f"window_overlap: {overlap} leaves no step in a window of {length} content "
+            f"subwords (max_length less the special tokens); set it below {length}"
+        )
     return [*range(0, n_subwords - length, step), n_subwords - length]
 
 
@@ -249,8 +252,21 @@ class SentenceUnits:
 def _units(
     loaded: LoadedModel, encodings: list[RunningTextEncoding], alignments: list[Alignment]
 ) -> SentenceUnits:
-    """`SentenceUnits` of encoded and aligned sentences, encoded for `loaded`'s settings."""
+    """`SentenceUnits` of encoded and aligned sentences, encoded for `loaded`'s settings;
+    windows that could not move on are refused here, before any forward pass."""
     spec = loaded.spec
+    if spec.long_sentences == "window" and spec.window_overlap is not None and encodings:
+        bos = 1 if spec.add_bos else 0
+        room = min(
+            loaded.max_length - bos - len(encoding.prefix) - len(encoding.suffix)
+            for encoding in encodings
+        )
+        if spec.window_overlap >= room:
+            raise ConfigError(
+                f"models.{spec.name}.window_overlap: {spec.window_overlap} leaves no step in "
+                f"a window of {room} content subwords (max_length {loaded.max_length} less "
+                f"the special tokens); set it below {room}"
+            )
     return SentenceUnits(
         counts=np.array([alignment.n_units for alignment in alignments], dtype=np.int64),
         encode=lambda start, end: encode_inputs(

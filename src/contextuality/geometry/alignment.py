@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from contextuality.backends.base import resolved_device
+from contextuality.errors import check_integer, warn
 from contextuality.geometry.linear_cka import CrossProducts
 from contextuality.geometry.neighbours import cknna, cosine_neighbours, mutual_knn
 from contextuality.measures.rows import rows_with_vectors
@@ -57,9 +58,12 @@ class AlignmentSettings:
     k: int = 10
     device: str = "auto"
 
+    def __post_init__(self) -> None:
+        check_integer("geometry.alignment", "k", self.k, 1)
+
     def search_device(self) -> str:
         """The device the neighbours are searched on, ``auto`` resolved."""
-        return resolved_device(self.device)
+        return resolved_device(self.device, "geometry.alignment.device")
 
 
 # Which occurrences CKA is computed on: every one, and those past each sentence's first word
@@ -280,6 +284,15 @@ def alignment_between(
         for rows in (kept, kept_later)
     ]
     names = (left[0], left[0] if right is None else right[0])
+    for occurrences, rows in zip(ALIGNMENT_OCCURRENCES, (kept, kept_later), strict=True):
+        if len(rows) <= alignment.k:
+            warn(
+                [
+                    f"{' and '.join(dict.fromkeys(names))} ({occurrences} occurrences): "
+                    f"geometry.alignment.k = {alignment.k} is not below the {len(rows)} rows "
+                    "with a vector, so their mutual k-NN and CKNNA are NaN; set it lower"
+                ]
+            )
     layers = (list(left[1].vectors), list(paired.vectors))
     chosen = zip(
         ALIGNMENT_OCCURRENCES,

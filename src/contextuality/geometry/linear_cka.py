@@ -28,6 +28,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from contextuality.errors import InputDataError
+
 
 class CrossProducts:
     """Centered cross-products Σ(x − μ)(y − ν)ᵀ between the layers of two sets (`left` and
@@ -134,7 +136,11 @@ class CrossProducts:
         """The centered cross-products (Σleft widths × Σright widths), the widths, and each
         side's centered self-products (one width × width matrix per layer)."""
         if self.n_rows < 2:
-            raise ValueError("CKA needs at least two rows")
+            raise InputDataError(
+                f"CKA needs 2 or more occurrences with a vector in every layer compared, "
+                f"{self.n_rows} here: the extraction gave hardly any word a vector (its "
+                "warnings say why: sentences beyond the model's length?)"
+            )
         means = [sums / self.n_rows for sums in self._sums]
         cross = self._cross - self.n_rows * np.outer(*means)
         if self._self is None:

@@ -8,9 +8,6 @@ and the reference comparison are imported by the steps that use them, so that a 
 job does not pay for loading matplotlib and scipy.stats.
 """
 
-import contextlib
-from collections.abc import Iterator
-
 from contextuality.steps.corpus import (
     download_sts,
     fit_split,
@@ -64,22 +61,6 @@ from contextuality.steps.static import (
     word_benchmarks_table,
 )
 
-
-@contextlib.contextmanager
-def limited_threads(threads: int | None) -> Iterator[None]:
-    """Run the block with the BLAS and OpenMP pools limited to `threads` (None: left as
-    they are). A workflow job runs its step so (`workflow.run_step`), and so does the
-    command line's measure-layer: on small matrices one thread is faster even alone, and
-    jobs side by side would otherwise each start a thread per core (a MiniLM layer's
-    measures: 3.53 s with a thread per core, 2.34 s with one, on 2 cores;
-    bench/results/default-run-cpu2.md)."""
-    import scipy.linalg  # noqa: F401 (loads SciPy's own BLAS, so that the limit covers it)
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=threads):
-        yield
-
-
 __all__ = [
     "DegenerationOutputs",
     "LayerOutputs",
@@ -105,7 +86,6 @@ __all__ = [
     "fit_split",
     "geometry_figures",
     "layer_geometry",
-    "limited_threads",
     "measure_layer",
     "measure_streamed_layer",
     "merge_stream",

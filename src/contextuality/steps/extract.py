@@ -104,7 +104,7 @@ def _prepare(
     sentences = sentence_table["text"].tolist()
     index_summary = index.read_summary()
     layers = _checked_layers(spec, layer_files)
-    loaded = backends.load_model(spec, resolved_device(spec.device))
+    loaded = backends.load_model(spec, resolved_device(spec.device, f"models.{name}.device"))
     occurrences = index.read_occurrences()
     counts = np.bincount(occurrences["sentence_id"].to_numpy(), minlength=len(sentences))
     plan = plan_extraction(loaded, counts, layers, *part)
@@ -296,7 +296,7 @@ def special_tokens(
     index_summary = index.read_summary()
     sentences = index.read_sentences(sentences_path)["text"].tolist()
     layers = selected_layers(spec, backends.count_hidden_layers(spec))
-    loaded = backends.load_model(spec, resolved_device(spec.device))
+    loaded = backends.load_model(spec, resolved_device(spec.device, f"models.{name}.device"))
     rng = random_streams.generator(seed, "special_token_sentences")
     chosen = np.sort(rng.choice(len(sentences), min(sample_size, len(sentences)), replace=False))
     texts = [sentences[position] for position in chosen]

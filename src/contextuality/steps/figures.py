@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from contextuality.errors import InputDataError
+from contextuality.errors import ConfigError, InputDataError
 from contextuality.measures.summary import (
     check_measures_table,
     measures_table,
@@ -89,6 +89,14 @@ def _draw(
 
     table, described = _measures(source)
     for name, paths in by_name.items():
+        measures = [series.measure for series in FIGURES[name].series]
+        drawn = table[(table["transform"] == transform) & table["measure"].isin(measures)]
+        if drawn.empty:
+            raise ConfigError(
+                f"figure {name}: {described} has no row of {', '.join(measures)} under "
+                f"transform {transform} (left out by measures.leave_out, or not measured); "
+                "nothing to draw"
+            )
         plot_figure(
             table,
             FIGURES[name],

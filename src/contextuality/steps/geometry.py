@@ -345,7 +345,10 @@ def layer_geometry(
     table; parquet: its curves over scale, `DIMENSION_CURVE_COLUMNS`) and the alignment between its
     layers (parquet, `ALIGNMENT_COLUMNS`), from one sample of its rows, as stored or under
     a correction (`GeometryTransform`). `settings`: config ``geometry`` with the measures'
-    seed and confidence."""
+    seed and confidence. Its alignment settings (neighbours, device) are checked first,
+    before anything is read or written."""
+    alignment = _alignment(settings)
+    alignment.search_device()
     rows, later, sampled = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
     provenance = _provenance("layer_geometry", settings, rows, transform.name, layers)
@@ -359,7 +362,7 @@ def layer_geometry(
         later,
         sampled,
         settings["seed"],
-        _alignment(settings),
+        alignment,
         transform.name,
     )
     write_parquet(table, alignment_output, provenance)
@@ -377,6 +380,8 @@ def alignment_between_models(
     """The alignment between every layer of `left` and every layer of `right` on the same sampled
     occurrences (parquet, `ALIGNMENT_COLUMNS`), each model as stored or under its own fit of
     a correction (`GeometryTransform`)."""
+    alignment = _alignment(settings)
+    alignment.search_device()
     rows, later, sampled = _sample(index, settings, transform)
     layers = [read_sampled_layers(model, index, rows, transform) for model in (left, right)]
     log.info("alignment between %s and %s on %d rows", left.name, right.name, len(rows))
@@ -386,7 +391,7 @@ def alignment_between_models(
         later,
         sampled,
         settings["seed"],
-        _alignment(settings),
+        alignment,
         transform.name,
     )
     provenance = _provenance("alignment_between_models", settings, rows, transform.name, *layers)

@@ -350,3 +350,42 @@ class LayerFiles:
             with contextlib.suppress(OSError):
                 partial.unlink(missing_ok=True)
         self._partial.clear()
+
+
+CHUNKS_DIGEST = "chunks_sha256"
+
+
+def chunks_digest(dataset: h5py.Dataset) -> str:
+    """SHA-256 of each stored chunk's place and of the fletcher32 checksum HDF5 stored with
+    it, read from the file (four bytes a chunk): it changes wherever a chunk's data does,
+    rows rewritten in place through h5py included, since h5py computes the new chunk's
+    checksum as it writes. Recorded when the file is written (`record_chunks_digest`),
+    compared when its rows are read (`check_chunks_digest`)."""
+    digest = hashlib.sha256()
+    chunks: list[tuple[tuple[int, ...], int, int]] = []
+    dataset.id.chunk_iter(
+        lambda info: chunks.append((info.chunk_offset, info.byte_offset, info.size))
+    )
+    descriptor = dataset.file.id.get_vfd_handle()
+    for offset, byte_offset, size in sorted(chunks):
+        stored = os.pread(descriptor, 4, byte_offset + size - 4)
+        digest.update(np.asarray(offset, dtype="<i8").tobytes() + stored)
+    return digest.hexdigest()
+
+
+def record_chunks_digest(dataset: h5py.Dataset) -> None:
+    """Store `chunks_digest` of a dataset written whole, as its attribute, once its
+    chunks are on the file (flushed)."""
+    dataset.file.flush()
+    dataset.attrs[CHUNKS_DIGEST] = chunks_digest(dataset)
+
+
+def check_chunks_digest(dataset: h5py.Dataset) -> None:
+    """Refuse (ShardMismatchError) a dataset whose chunks' checksums are not those recorded
+    when it was written: rows rewritten since. Datasets written before the record pass."""
+    recorded = dataset.attrs.get(CHUNKS_DIGEST)
+    if recorded is not None and recorded != chunks_digest(dataset):
+        raise ShardMismatchError(
+            f"{dataset.file.filename}: its rows were rewritten after it was written (the "
+            f"checksums of its chunks are not those recorded then); {REBUILD}"
+        )

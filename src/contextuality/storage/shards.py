@@ -31,12 +31,14 @@ from contextuality.storage.hdf5 import (
     REBUILD,
     LayerFiles,
     check_attributes,
+    check_chunks_digest,
     damage_refused,
     open_to_read,
     raise_if_disk_full,
     read_attributes,
     read_checked,
     reading,
+    record_chunks_digest,
 )
 
 DATASET = "vectors"
@@ -153,8 +155,15 @@ class ShardSetWriter:
             dataset.id.write_direct_chunk(offset, staged[position])
 
     def commit(self, attributes: dict[str, Any]) -> None:
-        """Record final attributes, mark complete, close and move every shard into place:
-        all of them, or none (`hdf5.LayerFiles.commit`)."""
+        """Record each shard's chunks' checksums (`hdf5.record_chunks_digest`) and the final
+        attributes, mark complete, close and move every shard into place: all of them, or
+        none (`hdf5.LayerFiles.commit`)."""
+        try:
+            for dataset in self._datasets.values():
+                record_chunks_digest(dataset)
+        except BaseException:
+            self.abort()
+            raise
         self._files.commit(attributes)
 
     def abort(self) -> None:
@@ -252,6 +261,7 @@ def load_shard(
             raise ShardMismatchError(
                 f"{path}: {dataset.shape[0]} rows, but the occurrence index has {n_rows}"
             )
+        check_chunks_digest(dataset)
         vectors = _allocate(dataset.shape, dataset.dtype, dtype, rows, convert)
         (missing,) = _read_rows(
             vectors, [(0, dataset)], rows, None if convert is None else convert[0]
@@ -289,6 +299,7 @@ def _checked_part(
     check_attributes(path, attributes, index_checksum, expected)
     if DATASET not in handle or len(handle[DATASET].shape) != 2:
         raise ShardMismatchError(f"{path}: no two-dimensional '{DATASET}' dataset")
+    check_chunks_digest(handle[DATASET])
     missing = [
         key for key in ("part", "n_parts", "first_row", "n_rows_total") if key not in attributes
     ]

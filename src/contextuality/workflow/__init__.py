@@ -1,22 +1,16 @@
-"""What workflow/rules/*.smk call: the config's slices, the paths and targets, and how a
-rule's script runs its step.
+"""What workflow/rules/*.smk call: the config's slices, the paths and targets, the checks
+made while the workflow plans.
 
-Kept here (not in the .smk files) so that they are unit-tested without Snakemake. Every
-Snakemake script imports `run_step` from here, so the plotting and benchmark modules are
-imported only by the steps that need them.
+Kept here (not in the .smk files) so that they are unit-tested without Snakemake. How a
+Snakemake script runs its step is `contextuality.process.run_job`.
 """
 
 from __future__ import annotations
 
-import errno
-import gc
-import logging
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from contextuality import __version__
 from contextuality.corpus.index import IndexFiles, IndexSettings, check_min_contexts
 from contextuality.errors import ConfigError, ContextualityError, InputDataError
 from contextuality.workflow.config import (
@@ -98,6 +92,7 @@ from contextuality.workflow.paths import (
     sweep_summaries,
     wildcard_constraints,
 )
+from contextuality.workflow.study import check_devices, check_indexes, check_sentence_table
 from contextuality.workflow.sweeps import expand_sweeps, sweeps
 from contextuality.workflow.targets import final_outputs, intermediate_outputs
 
@@ -163,9 +158,9 @@ __all__ = [
     "positions_table",
     "plan_config",
     "check_planned_inputs",
+    "check_run_devices",
     "published_files",
     "alignment_model_pairs",
-    "run_step",
     "static_labels",
     "static_score_paths",
     "static_settings",
@@ -184,19 +179,46 @@ __all__ = [
 ]
 
 
-def check_planned_inputs(config: dict[str, Any]) -> None:
+def check_planned_inputs(config: dict[str, Any], dry_run: bool = False) -> None:
     """End the run in one line, before any job removes a good output, where what the
     config asks of the data cannot be met: a text corpus that is not where
     ``corpus.text.path`` says (named with the path looked for and a close match; in
     Snakemake's input function it would fail inside Snakemake's frames), or a
-    ``min_contexts`` no word of the index at hand reaches (`index.check_min_contexts`)."""
+    ``min_contexts`` no word of the index at hand reaches (`index.check_min_contexts`), or
+    a sentence table or an occurrence index another study made
+    (`study.check_sentence_table`, `study.check_indexes`). A dry run
+    (`dry_run`) also warns of a GPU asked for where there is none: whether the jobs will
+    run here is known only once the run starts (`check_run_devices`)."""
     try:
         if config["corpus"]["source"] == "text":
             try:
                 corpus_inputs(config)
             except InputDataError as error:
                 raise ConfigError(f"corpus.text.path: {error}") from error
+        check_sentence_table(config)
+        check_indexes()
+        if dry_run:
+            try:
+                check_devices(config)
+            except ConfigError as error:
+                print(
+                    f"WARNING: {error}; a run whose jobs run here will refuse it (a "
+                    "cluster's jobs each check their own node)",
+                    file=sys.stderr,
+                )
         check_min_contexts(IndexFiles.of(index_files(config)), IndexSettings(**config["index"]))
+    except ContextualityError as error:
+        sys.exit(f"error: {error}")
+
+
+def check_run_devices(config: dict[str, Any], local_run: bool) -> None:
+    """For a run whose jobs run here (`local_run`: Snakemake's ``workflow.local_exec``, known
+    once the run starts), end it in one line before any job removes an output where a GPU
+    is asked for that torch does not see (`study.check_devices`)."""
+    if not local_run:
+        return
+    try:
+        check_devices(config)
     except ContextualityError as error:
         sys.exit(f"error: {error}")
 
@@ -220,59 +242,3 @@ def plan_config(
         expand_sweeps(config)
     except ContextualityError as error:
         sys.exit(f"error: {error}")
-
-
-def _fail(message: str) -> None:
-    """End a job with `message` on one line: in its log, or on the console where the log
-    cannot be written (a full disk), never a traceback or Python's "lost sys.stderr"."""
-    try:
-        print(f"error: {message}", file=sys.stderr, flush=True)
-    except OSError:
-        sys.stderr = sys.__stderr__
-        print(f"error: {message}", file=sys.stderr, flush=True)
-    sys.exit(1)
-
-
-def run_step(
-    log_path: str | Path | None, step: Callable[[], Any], threads: int | None = None
-) -> None:
-    """Run a step from a Snakemake script with its log file as stderr and logging target,
-    and its BLAS and OpenMP pools limited to the job's `threads`.
-
-    Limiting the pools (`steps.limited_threads`) keeps jobs that Snakemake runs side by
-    side from each starting a thread per core. A ContextualityError (bad input, unloadable
-    model, mismatched shard), running out of memory or a full disk ends the job with one
-    line saying what was wrong or ran out, and exit status 1, instead of a traceback
-    (`_fail`). After the step, the process's objects are frozen out of the garbage
-    collector (`gc.freeze`), as the job ends next.
-    """
-    from contextuality.steps import limited_threads
-
-    if log_path is not None:
-        sys.stderr = open(log_path, "w", buffering=1)  # noqa: SIM115 (kept open for the job)
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
-    )
-    logging.getLogger(__name__).info("contextuality %s", __version__)
-    try:
-        with limited_threads(threads):
-            step()
-    except ContextualityError as error:
-        _fail(str(error))
-    except MemoryError:
-        _fail(
-            "out of memory: the job needs more than the machine or its scheduler gave it; "
-            "give it more (a profile's mem_mb, a larger machine) or run fewer jobs at once "
-            "(--cores, --resources mem_mb=...)"
-        )
-    except OSError as error:
-        if error.errno != errno.ENOSPC:
-            raise
-        _fail(
-            f"the disk is full (writing {error.filename or 'an output'}); no output was kept: "
-            "free space and rerun"
-        )
-    # The job's process ends next: leave what it holds out of the garbage collector's passes
-    # at interpreter exit: 0.2 s, not 1.0, from an extraction's end to its exit
-    # (bench/results/default-run-cpu2.md).
-    gc.freeze()

@@ -87,6 +87,7 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
     problems += _ablation_problems(config)
     problems += _unmeasured_transforms(config, schema)
     problems += _unstreamable(config, schema)
+    problems += _neighbour_problems(config, schema)
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
 
@@ -208,6 +209,24 @@ def _unmeasured_transforms(config: dict[str, Any], schema: dict[str, Any]) -> li
             "figures draw and the corrections are compared with"
         )
     return problems
+
+
+def _neighbour_problems(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """geometry.alignment.k at or above geometry.sample_size (or its default): no
+    occurrence would have that many neighbours, and every mutual k-NN and CKNNA would be
+    NaN."""
+    geometry_schema = schema["properties"]["geometry"]["properties"]
+    geometry = config.get("geometry") or {}
+    sample = geometry.get("sample_size", geometry_schema["sample_size"]["default"])
+    default_k = geometry_schema["alignment"]["properties"]["k"]["default"]
+    k = (geometry.get("alignment") or {}).get("k", default_k)
+    if sample is None or not isinstance(k, int) or not isinstance(sample, int) or k < sample:
+        return []
+    return [
+        f"geometry.alignment.k: {k} is not below geometry.sample_size {sample}, so no "
+        "occurrence has that many neighbours and every mutual k-NN and CKNNA would be NaN; "
+        "set it lower"
+    ]
 
 
 def _unstreamable(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:

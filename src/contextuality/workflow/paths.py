@@ -307,11 +307,14 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
 
 def paper_figure_names(config: dict[str, Any]) -> list[str]:
     """The figures of the measures (`figures.specs.FIGURES`) that have a measure to draw:
-    not those whose every series ``measures.leave_out`` leaves out."""
+    not those whose every series ``measures.leave_out`` leaves out, nor, where every model
+    streams, those whose every series a streamed layer lacks (`registry.not_streamed`)."""
     from contextuality.figures.specs import FIGURES
-    from contextuality.measures.registry import left_out_rows
+    from contextuality.measures.registry import left_out_rows, not_streamed
 
-    left_out = left_out_rows(config["measures"].get("leave_out", ()))
+    left_out = set(left_out_rows(config["measures"].get("leave_out", ())))
+    if not streamed_models(config, streamed=False):
+        left_out |= set(not_streamed())
     return [
         name
         for name, spec in FIGURES.items()

@@ -27,6 +27,7 @@ from contextuality.workflow.paths import (
     index_files,
     layer_shards,
     special_token_files,
+    static_score_paths,
 )
 from contextuality.workflow.sweeps import sweeps
 
@@ -63,7 +64,25 @@ def intermediate_outputs(config: dict[str, Any]) -> list[str]:
 
 def final_outputs(config: dict[str, Any]) -> list[str]:
     """Everything ``snakemake`` builds by default: the tables, figures and summaries, and
-    every `intermediate_outputs` file."""
+    every `intermediate_outputs` file, each TSV table with its provenance sidecar (a lost
+    sidecar is rebuilt, as a lost table is: Snakemake runs a job for a missing output only
+    where some target names it)."""
+    outputs = _tables_figures_and_summaries(config)
+    if geometry_models(config):
+        outputs.append("results/tables/best_layers.tsv")
+    if config.get("static", {}).get("activate", False):
+        scores = static_score_paths(config)
+        vectors = [path.removesuffix(".scores.tsv").rsplit(".", 1)[0] + ".txt" for path in scores]
+        built = sorted({path for path in vectors if not path.startswith("results/static/compare/")})
+        outputs += scores + built + [f"{path}.json" for path in built]
+    sidecars = [
+        path[: -len(".tsv")] + ".provenance.json" for path in outputs if path.endswith(".tsv")
+    ]
+    return outputs + sidecars
+
+
+def _tables_figures_and_summaries(config: dict[str, Any]) -> list[str]:
+    """`final_outputs` without the sidecars."""
     return [
         "results/corpus/sentences.parquet",
         "results/corpus/index.json",
