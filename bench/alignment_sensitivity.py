@@ -27,8 +27,8 @@ import pandas as pd
 
 from contextuality.geometry.alignment import sample_rows
 from contextuality.geometry.neighbours import Neighbours, cosine_neighbours, mutual_knn
-from contextuality.measures.rows import rows_with_vectors
 from contextuality.random_streams import generator
+from contextuality.rows import rows_with_vectors
 
 from workdir import REPO, write_report
 

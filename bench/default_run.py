@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from contextuality.measures import rows as row_passes
+from contextuality import rows as row_passes
 from contextuality.workflow import measure_settings, model_settings
 
 from workdir import REPO, benchmark_seconds, run_workflow, write_report
@@ -66,7 +66,7 @@ import json, resource, sys, tempfile, time
 from threadpoolctl import threadpool_limits
 import scipy.linalg
 from contextuality import steps
-from contextuality.measures import rows
+from contextuality import rows
 from contextuality.corpus.index import IndexFiles
 
 directory, limit, chunk_mib = sys.argv[1:4]

@@ -19,7 +19,7 @@ import numpy as np
 
 from contextuality import __version__
 from contextuality.measures import equations
-from contextuality.measures.rows import unit_rows
+from contextuality.rows import unit_rows
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WORDS_PER_SENTENCE = 12

@@ -5,6 +5,7 @@ and the config schema's choices equal to the package's own lists."""
 from __future__ import annotations
 
 import ast
+import re
 import tomllib
 from pathlib import Path
 
@@ -158,7 +159,7 @@ def _layer_names(contract: dict) -> set[str]:
     ("contract", "container"),
     [
         ("The stages, in the order of the workflow", "contextuality"),
-        ("The measures, from a layer's analysis down to the rows", "contextuality.measures"),
+        ("The measures, from a layer's analysis down to the settings", "contextuality.measures"),
     ],
 )
 def test_the_layers_contracts_place_every_module(contract, container):
@@ -184,30 +185,18 @@ def test_no_step_imports_another():
 
 def test_the_equations_contract_forbids_every_other_stage():
     """The equations, the shares of variance, the row passes and the CKA's cross-products
-    take numpy, scipy and the errors alone: every other package and loose module is
-    forbidden them (the measures' own order is the measures' layers contract)."""
+    take numpy, scipy, the errors and the row passes alone: every other package and loose
+    module is forbidden them (the measures' own order is the measures' layers contract)."""
     forbidden = set(
         _contracts()["The equations take numpy, scipy and the errors alone"]["forbidden_modules"]
     )
     expected = {
         f"contextuality.{module}"
         for module in TOP_LEVEL
-        if module not in ("measures", "geometry", "errors")
+        if module not in ("measures", "geometry", "errors", "rows")
     }
     assert expected <= forbidden, sorted(expected - forbidden)
     assert {"pandas", "torch", "h5py", "matplotlib", "sklearn"} <= forbidden
-
-
-def test_storage_knows_no_measure_but_the_rows():
-    forbidden = set(
-        _contracts()["Storage knows no measures but the chunks of rows"]["forbidden_modules"]
-    )
-    expected = {
-        f"contextuality.measures.{module}"
-        for module in _submodules("contextuality.measures")
-        if module != "rows"
-    }
-    assert forbidden == expected, sorted(forbidden ^ expected)
 
 
 def _schema() -> dict:
@@ -229,9 +218,9 @@ def test_the_schema_s_choices_are_the_package_s_own():
     from contextuality.corpus.index import COUNT_RULES
     from contextuality.corpus.sentences import CORPUS_SOURCES, STS_YEARS
     from contextuality.corpus.words import WORD_TOKENIZERS
-    from contextuality.measures.reference import MODELS
     from contextuality.measures.static import METHODS
-    from contextuality.measures.transforms import TRANSFORMS
+    from contextuality.reference import MODELS
+    from contextuality.transforms.fitting import TRANSFORMS
 
     model = ("models", "additionalProperties", "properties")
     expected = {
@@ -248,13 +237,15 @@ def test_the_schema_s_choices_are_the_package_s_own():
         (*model, "cuda_dtype"): base.CUDA_DTYPES,
         (*model, "lstm_states"): base.LSTM_STATES,
         (*model, "weights_dtype"): base.WEIGHTS_DTYPES,
+        (*model, "ablation", "properties", "target"): base.ABLATION_TARGETS,
+        (*model, "ablation", "properties", "value"): base.ABLATION_VALUES,
         ("static", "properties", "methods"): METHODS,
         ("static", "properties", "benchmarks"): tuple(BENCHMARKS),
         ("static", "properties", "protocols"): PROTOCOLS,
         ("static", "properties", "oov"): OOV_POLICIES,
         ("reference", "properties", "models", "additionalProperties"): MODELS,
     }
-    for section in ("measures", "degeneration", "static", "figures"):
+    for section in ("measures", "degeneration", "static", "figures", "geometry"):
         expected[(section, "properties", "transforms")] = TRANSFORMS
     for path, choices in expected.items():
         assert _enum(*path) == list(choices), path
@@ -278,3 +269,123 @@ def test_a_measure_job_loads_no_plotting_model_or_statistics_library():
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     ).stdout.split()
     assert not [name for name in loaded if name.startswith(HEAVY_FOR_A_MEASURE_JOB)]
+
+
+def _module_map() -> set[str]:
+    """The modules docs/architecture.md's module map names, as dotted names: a line at
+    indentation 2 opens a package (``name/``) or names loose modules, at 4 a module or a
+    subpackage of it; deeper lines continue the entry above them."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    block = text.split("```")[1].splitlines()[2:]
+    named, package, entry = set(), "contextuality", "contextuality"
+    for line in block:
+        indent = len(line) - len(line.lstrip())
+        first = line.split()[0] if line.strip() else ""
+        if indent == 2:
+            package = entry = "contextuality" + (f".{first[:-1]}" if first.endswith("/") else "")
+        elif indent == 4:
+            entry = f"{package}.{first[:-1]}" if first.endswith("/") else package
+        named.add(entry)
+        named |= {f"{entry}.{name}" for name in re.findall(r"(\w+)\.py", line)}
+    return {name.removesuffix(".__init__") for name in named}
+
+
+def test_the_module_map_names_every_module_where_it_is():
+    """docs/architecture.md's map of src/contextuality/ names every package and module,
+    each under its own package: a module added, moved or renamed must be placed there."""
+    expected = {name for name in MODULES if name != "contextuality"}
+    found = _module_map()
+    assert expected <= found, sorted(expected - found)
+    assert found - {"contextuality"} <= expected, sorted(found - expected - {"contextuality"})
+
+
+def test_each_rule_s_steps_live_in_the_steps_module_named_as_its_rule_file():
+    """A rule of workflow/rules/X.smk runs a script whose steps (``steps.f(...)``) are
+    defined in steps/X.py: the rules and the code they run are found by the same name."""
+    misplaced = []
+    for rules in sorted((ROOT / "workflow" / "rules").glob("*.smk")):
+        scripts = re.findall(r'"\.\./scripts/(\w+)\.py"', rules.read_text())
+        module = PACKAGE / "steps" / f"{rules.stem}.py"
+        if not scripts:
+            continue
+        defined = {
+            node.name
+            for node in ast.parse(module.read_text()).body
+            if isinstance(node, ast.FunctionDef)
+        }
+        for script in scripts:
+            text = (ROOT / "workflow" / "scripts" / f"{script}.py").read_text()
+            called = set(re.findall(r"\bsteps\.([a-z_]\w*)\(", text))
+            assert called, script
+            misplaced += [
+                f"{rules.name}: {script}.py calls steps.{name}" for name in called - defined
+            ]
+    assert not misplaced, misplaced
+
+
+def _names_table() -> list[dict[str, list[str]]]:
+    """docs/architecture.md's table of names: per row, the backticked names of each column."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text.split("## Names", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("| *")]
+    header = ["name", "what", "config", "rule", "library", "output"]
+    return [
+        {
+            column: re.findall(r"`([^`]+)`", cell)
+            for column, cell in zip(header, line.strip("|").split(" | "), strict=True)
+        }
+        for line in lines
+    ]
+
+
+def _schema_key(path: str) -> bool:
+    """Whether dotted config `path` (``<m>`` for any model) is a key of the schema."""
+    node = _schema()
+    for part in path.split("."):
+        if part.startswith("<"):
+            node = node.get("additionalProperties") or next(
+                iter(node.get("patternProperties", {}).values()), None
+            )
+        else:
+            node = node.get("properties", {}).get(part)
+        if node is None:
+            return False
+    return True
+
+
+def test_the_table_of_names_names_what_exists():
+    """Each row of the table of names: its config keys are the schema's, its rules the
+    workflow's, its library names importable from the package."""
+    import importlib
+    import subprocess
+    import sys
+
+    listed = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--list-rules"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rules = listed.stdout.split()  # the default config's: extract_<m> for each of its models
+    missing = []
+    for row in _names_table():
+        missing += [key for key in row["config"] if not _schema_key(key)]
+        named_rules = [name.split("<")[0] for name in row["rule"] if not name.startswith("{")]
+        missing += [
+            name  # extract_<m>: a rule named by its prefix
+            for name in named_rules
+            if not any(
+                rule == name or (name.endswith("_") and rule.startswith(name)) for rule in rules
+            )
+        ]
+        for name in row["library"]:
+            module, _, attribute = f"contextuality.{name}", "", ""
+            while module not in MODULES:
+                module, _, last = module.rpartition(".")
+                attribute = f"{last}.{attribute}".rstrip(".")
+            found = importlib.import_module(module)
+            for part in filter(None, attribute.split(".")):
+                found = getattr(found, part, None)
+            missing += [name] if found is None else []
+    assert not missing, missing

@@ -111,7 +111,7 @@ def test_positions_knn_and_sweep_colour_layers_alike(drawn):
             for measure, _, _ in sweeps.SERIES_PANELS
         ]
     )
-    sweeps.plot_series(measures, sweeps.Series("sweep", "step", {"m0": 0, "m10": 10}), [])
+    sweeps.plot_series(measures, sweeps.ModelSeries("sweep", "step", {"m0": 0, "m10": 10}), [])
     positions, knn, sweep = drawn
     panels = [*positions.axes, *knn.axes, *sweep.axes[: len(sweeps.SERIES_PANELS)]]
     for panel in panels:

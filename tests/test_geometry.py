@@ -14,10 +14,16 @@ from contextuality import steps
 from contextuality.corpus.index import IndexFiles, index_checksum
 from contextuality.geometry import dimension, linear_cka
 from contextuality.geometry.alignment import sample_rows
+from contextuality.geometry.settings import GeometrySettings
 from contextuality.provenance import read_json, write_json
 from contextuality.steps.geometry import DIMENSION_CURVE_COLUMNS, ModelLayers, layer_dimension
 from contextuality.storage.shards import ShardSetWriter
 from contextuality.tables import read_provenance, write_parquet
+
+
+def typed(settings: dict) -> GeometrySettings:
+    """The geometry steps' typed settings from a test's dict."""
+    return GeometrySettings.from_config(settings)
 
 
 def kernel_cka(x: np.ndarray, y: np.ndarray) -> float:
@@ -263,7 +269,14 @@ def test_duplicates_are_removed_before_the_estimators_see_them():
     points = on_subspace(300, 3, 10, seed=1)
     repeated = np.concatenate([points, points[:200], points[:50]])
     assert np.array_equal(dimension.neighbourhoods(repeated, 8).points, points)
-    settings = {"seed": 0, "confidence": 0.95, "intrinsic_dimension": {"min_points": 50}}
+    settings = typed(
+        {
+            "seed": 0,
+            "confidence": 0.95,
+            "sample_size": None,
+            "intrinsic_dimension": {"min_points": 50},
+        }
+    )
     with_repeats = layer_dimension("m", 1, 2, "block 1", repeated, settings)
     alone = layer_dimension("m", 1, 2, "block 1", points, settings)
     assert with_repeats.summary == alone.summary
@@ -282,7 +295,14 @@ def test_rows_an_ulp_apart_in_float16_are_one_point_as_exact_repeats_are():
     np.testing.assert_array_equal(kept, points.astype(np.float64))
     apart = points[:40] * np.float16(1.01)  # 1 % off: other points, not rounding
     assert len(dimension.neighbourhoods(np.concatenate([points, apart]), 8).points) == 340
-    settings = {"seed": 0, "confidence": 0.95, "intrinsic_dimension": {"min_points": 50}}
+    settings = typed(
+        {
+            "seed": 0,
+            "confidence": 0.95,
+            "sample_size": None,
+            "intrinsic_dimension": {"min_points": 50},
+        }
+    )
     exact = layer_dimension("m", 1, 2, "block 1", np.concatenate([points, points[:40]]), settings)
     rounded = layer_dimension("m", 1, 2, "block 1", repeated, settings)
     assert rounded.summary == exact.summary
@@ -297,6 +317,29 @@ def test_dimension_settings_refuse_what_cannot_be_estimated():
         dimension.DimensionSettings(plateau_tolerance=0)
     with pytest.raises(ConfigError, match="range_max"):
         dimension.DimensionSettings(range_max=1)
+
+
+def test_the_geometry_settings_are_the_workflow_s_typed_and_checked():
+    """The workflow's geometry settings make a typed record whose `config` is what the
+    outputs hash; a key it does not know or one without a default here is refused, and a
+    nested setting is checked as it is made."""
+    import yaml
+    from test_workflow import REPO, _with_defaults
+
+    from contextuality import workflow
+    from contextuality.errors import ConfigError
+
+    config = _with_defaults(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    found = workflow.geometry_settings(config)
+    settings = GeometrySettings.from_config(found)
+    assert settings.config == found and settings.seed == config["measures"]["seed"]
+    assert settings.alignment.k == config["geometry"]["alignment"]["k"]
+    with pytest.raises(ConfigError, match="unknown transforms"):
+        GeometrySettings.from_config(found | {"transforms": ["none"]})
+    with pytest.raises(ConfigError, match="missing sample_size"):
+        GeometrySettings.from_config({key: found[key] for key in ("seed", "confidence")})
+    with pytest.raises(ConfigError, match="geometry.alignment.k"):
+        GeometrySettings.from_config(found | {"alignment": {"k": 0}})
 
 
 N_ROWS, WIDTH = 400, 6
@@ -375,7 +418,7 @@ def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
     table = steps.layer_geometry(
         model_a,
         index,
-        settings,
+        typed(settings),
         tmp_path / "dimension.json",
         curves_path,
         tmp_path / "alignment.parquet",
@@ -415,7 +458,7 @@ def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
 def test_alignment_between_models_is_on_the_same_occurrences(stored, tmp_path):
     model_a, model_b, index, settings, _ = stored
     table = steps.alignment_between_models(
-        model_a, model_b, index, settings, tmp_path / "ab.parquet"
+        model_a, model_b, index, typed(settings), tmp_path / "ab.parquet"
     )
     found = table.set_index(["occurrences", "layer_a", "layer_b"])
     for occurrences in ("all", "position>0"):
@@ -428,7 +471,7 @@ def test_alignment_between_models_is_on_the_same_occurrences(stored, tmp_path):
         assert copy["null_mutual_knn"] < 0.2 and copy["null_procrustes"] > 1.0
     assert set(table["k"]) == {10}
     whole = steps.alignment_between_models(
-        model_a, model_b, index, settings | {"sample_size": None}, tmp_path / "all.parquet"
+        model_a, model_b, index, typed(settings | {"sample_size": None}), tmp_path / "all.parquet"
     )
     every = whole[whole["occurrences"] == "all"]
     assert set(every["n_rows"]) == {N_ROWS - 1} and not whole["sampled"].any()
@@ -451,7 +494,7 @@ def test_every_cka_comes_with_its_debiased_form_and_a_permutation_null(stored, t
     both forms on rows paired at random, seeded: the same seed gives the same null, and
     the debiased null sits near 0 where the biased null does not."""
     model_a, model_b, index, settings, (first, second, _) = stored
-    table = steps.layer_geometry(model_a, index, settings, *outputs(tmp_path, "first"))
+    table = steps.layer_geometry(model_a, index, typed(settings), *outputs(tmp_path, "first"))
     rows = sample_rows(N_ROWS, 300, 0)
     kept = rows[rows != 17]
     read = [layer.astype(np.float16).astype(np.float64)[kept] for layer in (first, second)]
@@ -463,10 +506,10 @@ def test_every_cka_comes_with_its_debiased_form_and_a_permutation_null(stored, t
     assert (every["null_cka"] < every["cka"]).all()
     assert (every["null_cka_debiased"].abs() < 0.02).all()
     assert every.loc[(0, 0), "null_cka"] > 0.001  # the biased null of a layer with itself
-    again = steps.layer_geometry(model_a, index, settings, *outputs(tmp_path, "again"))
+    again = steps.layer_geometry(model_a, index, typed(settings), *outputs(tmp_path, "again"))
     pd.testing.assert_frame_equal(again, table)
     other = steps.layer_geometry(
-        model_a, index, settings | {"seed": 1}, *outputs(tmp_path, "other")
+        model_a, index, typed(settings | {"seed": 1}), *outputs(tmp_path, "other")
     )
     assert not np.allclose(other["null_cka"], table["null_cka"])
 
@@ -487,7 +530,7 @@ def test_a_model_extracted_otherwise_is_refused(stored, tmp_path):
     model_a, _, index, settings, _ = stored
     changed = ModelLayers("a", model_a.shards, {"source": "test/a", "pooling": "first"})
     with pytest.raises(Exception, match="pooling|model_id"):
-        steps.layer_geometry(changed, index, settings, *outputs(tmp_path, "changed"))
+        steps.layer_geometry(changed, index, typed(settings), *outputs(tmp_path, "changed"))
     assert not (tmp_path / "changed.dimension.json").exists()
 
 
@@ -499,7 +542,7 @@ def test_a_shard_of_another_layer_is_refused(stored, tmp_path):
     model_a, _, index, settings, _ = stored
     swapped = ModelLayers("a", {0: model_a.shards[1], 1: model_a.shards[1]}, model_a.settings)
     with pytest.raises(ShardMismatchError, match="holds layer 1, not layer 0"):
-        steps.layer_geometry(swapped, index, settings, *outputs(tmp_path, "swapped"))
+        steps.layer_geometry(swapped, index, typed(settings), *outputs(tmp_path, "swapped"))
     assert not (tmp_path / "swapped.dimension.json").exists()
 
 
@@ -511,18 +554,18 @@ def test_an_intrinsic_dimension_from_few_points_or_no_plateau_is_said_out_loud(
     model_a, _, index, settings, _ = stored
     written = outputs(tmp_path, "few")
     with caplog.at_level("WARNING"):
-        steps.layer_geometry(model_a, index, settings, *written)
+        steps.layer_geometry(model_a, index, typed(settings), *written)
     assert "intrinsic dimension from" not in caplog.text
     few = settings | {"sample_size": 40}
     with caplog.at_level("WARNING"):
-        steps.layer_geometry(model_a, index, few, *written)
+        steps.layer_geometry(model_a, index, typed(few), *written)
     expected = "a layer 0 (none): intrinsic dimension from 40 distinct points (fewer than "
     assert expected in caplog.text
     assert f"{MIN_DIMENSION_POINTS})" in caplog.text
     caplog.clear()
     strict = settings | {"intrinsic_dimension": {"min_points": 50, "plateau_tolerance": 1e-9}}
     with caplog.at_level("WARNING"):
-        steps.layer_geometry(model_a, index, strict, *written)
+        steps.layer_geometry(model_a, index, typed(strict), *written)
     assert "a layer 0 (none): no plateau in the twonn and gride curves" in caplog.text
     measures = read_json(written[0])["layers"][0]["measures"]["intrinsic_dimension[gride]"]
     assert measures["raw"] is None and measures["scale"] == "no plateau"

@@ -8,16 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import ortho_group
-from test_geometry import N_ROWS, WIDTH, kernel_cka, outputs, write_model
+from test_geometry import N_ROWS, WIDTH, kernel_cka, outputs, typed, write_model
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles, index_checksum
 from contextuality.geometry.alignment import sample_rows
-from contextuality.measures.layers import TransformFit, load_layer
-from contextuality.measures.transforms import TransformSettings, fit_transform
 from contextuality.provenance import provenance_record, read_json, write_json
 from contextuality.steps.geometry import DIMENSION_CURVE_COLUMNS, GeometryTransform
 from contextuality.tables import read_provenance, write_parquet
+from contextuality.transforms.fitting import TransformSettings, fit_transform
+from contextuality.transforms.layers import TransformFit, load_layer
 
 N_SENTENCES = N_ROWS // 10
 FIT_SETTINGS = {"rogue_dimensions": 2, "seed": 0}
@@ -90,7 +90,7 @@ def test_a_corrected_geometry_is_the_stored_layers_corrected_on_the_held_out_row
     model_a, _, index, settings, fit, layers, in_fit = corrected
     written = outputs(tmp_path, name)
     table = steps.layer_geometry(
-        model_a, index, settings, *written, transform=GeometryTransform(name, fit)
+        model_a, index, typed(settings), *written, transform=GeometryTransform(name, fit)
     )
     rows = _measured_rows(in_fit)
     read = [_corrected(name, layers["a"][layer], in_fit, rows) for layer in (0, 1)]
@@ -124,7 +124,7 @@ def test_centring_leaves_linear_cka_as_it_is_and_dropping_rogue_dimensions_does_
     model_a, _, index, settings, fit, layers, in_fit = corrected
     tables = {
         name: steps.layer_geometry(
-            model_a, index, settings, *outputs(tmp_path, name), GeometryTransform(name, fit)
+            model_a, index, typed(settings), *outputs(tmp_path, name), GeometryTransform(name, fit)
         )
         for name in ("center", "drop_rogue")
     }
@@ -150,7 +150,9 @@ def test_alignment_between_models_under_a_correction_fits_each_model_its_own(cor
     model_a, model_b, index, settings, fit, _, in_fit = corrected
     transform = GeometryTransform("center", fit)
     path = tmp_path / "ab.center.parquet"
-    table = steps.alignment_between_models(model_a, model_b, index, settings, path, transform)
+    table = steps.alignment_between_models(
+        model_a, model_b, index, typed(settings), path, transform
+    )
     copy = table.set_index(["occurrences", "layer_a", "layer_b"]).loc[("all", 1, 0)]
     assert copy["cka"] == pytest.approx(1.0, abs=1e-3)  # a rotated, scaled copy, centred
     assert copy["procrustes"] == pytest.approx(0.0, abs=0.05)
@@ -158,7 +160,7 @@ def test_alignment_between_models_under_a_correction_fits_each_model_its_own(cor
     fits = [model["transform_fits"]["0"] for model in read_provenance(path)["models"]]
     assert fits[0]["n_fit"] == fits[1]["n_fit"] and fits[0]["name"] == "center"
     raw_path = tmp_path / "ab.none.parquet"
-    steps.alignment_between_models(model_a, model_b, index, settings, raw_path)
+    steps.alignment_between_models(model_a, model_b, index, typed(settings), raw_path)
     gathered = steps.alignment_table(
         [path, raw_path], tmp_path / "alignment.tsv", tmp_path / "best_layers.tsv"
     )
@@ -175,7 +177,7 @@ def test_the_measures_and_curves_tables_keep_each_transform_s_rows(corrected, tm
     for name in ("none", "drop_rogue"):
         files[name] = outputs(tmp_path, name)
         transform = GeometryTransform(name, None if name == "none" else fit)
-        steps.layer_geometry(model_a, index, settings, *files[name], transform=transform)
+        steps.layer_geometry(model_a, index, typed(settings), *files[name], transform=transform)
     measures = steps.measures_table(
         [], tmp_path / "measures.tsv", [files["drop_rogue"][0], files["none"][0]]
     )

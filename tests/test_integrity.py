@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from contextuality.errors import ContextualityError
-from contextuality.measures.static import write_word2vec_text
 from contextuality.provenance import read_json, write_json
 from contextuality.steps.static import score_static
 from contextuality.storage.shards import ShardSetWriter, load_shard
+from contextuality.storage.word_vectors import write_word2vec_text
 from contextuality.streaming.accumulate import StreamingAccumulator
 from contextuality.streaming.state import StreamingSettings, load_state
 from contextuality.tables import (

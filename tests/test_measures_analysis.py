@@ -15,7 +15,7 @@ from contextuality.measures.analysis import (
 )
 from contextuality.measures.components import explained_variance_first_component
 from contextuality.measures.occurrences import word_class
-from contextuality.measures.rows import unit_rows
+from contextuality.rows import unit_rows
 
 SENTENCES = [
     "a b c a",

@@ -23,7 +23,7 @@ from contextuality.measures.degeneration import (
     rank_bins,
     word_degeneration,
 )
-from contextuality.measures.rows import SelectedRows
+from contextuality.rows import SelectedRows
 
 
 def _layer(word_id: np.ndarray, indexed: np.ndarray | None = None):

@@ -23,7 +23,7 @@ from contextuality.measures.equations import (
     intra_similarity,
     self_similarity,
 )
-from contextuality.measures.rows import group_sizes, unit_rows
+from contextuality.rows import group_sizes, unit_rows
 
 # --------------------------------------------------------------------------------------
 # Helpers and brute-force references
@@ -218,7 +218,7 @@ def test_measures_agree_across_chunk_boundaries_and_orders(monkeypatch):
     rows through a permutation (`order`) equals reading the permuted copy."""
     import contextuality.measures.components as components
     import contextuality.measures.equations as measures
-    import contextuality.measures.rows as rows
+    import contextuality.rows as rows
 
     d = 5
     monkeypatch.setattr(rows, "_CHUNK_BYTES", 3 * 8 * d)
@@ -273,7 +273,7 @@ def test_complete_group_sums_yield_each_group_once_in_order(monkeypatch, chunk_r
     """Groups longer than a chunk, shorter than one and ending on its edge: every group's
     sum comes once, in order, equal to summing its rows; unit scaling applies per row of
     the array, through `order`, and `with_unit` gives the raw and the unit sums side by side."""
-    import contextuality.measures.rows as row_helpers
+    import contextuality.rows as row_helpers
 
     monkeypatch.setattr(row_helpers, "_CHUNK_BYTES", chunk_rows * 8 * 4)
     rng = np.random.default_rng(43)
@@ -297,7 +297,7 @@ def test_complete_group_sums_yield_each_group_once_in_order(monkeypatch, chunk_r
 def test_keep_rows_moves_rows_up_in_place(monkeypatch):
     """keep_rows equals boolean indexing, writes into the array it was given (no second
     copy of the layer) and, with every row kept, returns that array itself."""
-    import contextuality.measures.rows as rows
+    import contextuality.rows as rows
 
     monkeypatch.setattr(rows, "_CHUNK_BYTES", 2 * 8 * 3)
     rng = np.random.default_rng(42)

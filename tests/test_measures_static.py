@@ -15,8 +15,8 @@ from contextuality.measures.static import (
     first_principal_direction,
     principal_directions_per_group,
     static_vectors,
-    write_word2vec_text,
 )
+from contextuality.storage.word_vectors import write_word2vec_text
 
 SENTENCES = ["a b c a", "b c d", "a c e", "a b", "c d e", "b e c"]
 

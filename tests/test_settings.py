@@ -17,8 +17,8 @@ from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE
 from contextuality.geometry.dimension import DimensionSettings
 from contextuality.measures.degeneration import DegenerationSettings
 from contextuality.measures.settings import MeasureSettings
-from contextuality.measures.transforms import TransformSettings
 from contextuality.streaming.state import StreamingSettings
+from contextuality.transforms.fitting import TransformSettings
 from contextuality.workflow import config as workflow_config
 
 SCHEMA = yaml.safe_load(

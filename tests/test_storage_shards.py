@@ -59,7 +59,7 @@ def test_write_commit_and_load(tmp_path):
 def test_reading_chosen_rows_through_a_function_equals_doing_it_in_memory(tmp_path, monkeypatch):
     """`rows` and `convert` read a subset, mapped, slice by slice (slices of 3 rows here):
     the same as indexing and mapping the whole layer, without holding it."""
-    import contextuality.measures.rows as rows_module
+    import contextuality.rows as rows_module
 
     monkeypatch.setattr(rows_module, "_CHUNK_BYTES", 3 * 8 * 4)
     path = tmp_path / "l0.h5"

@@ -15,8 +15,8 @@ from contextuality.corpus.index import IndexSettings, build_occurrence_index
 from contextuality.errors import ShardMismatchError
 from contextuality.measures import equations, registry
 from contextuality.measures.analysis import MeasureSettings, measure_layer
-from contextuality.measures.rows import group_sizes, run_starts
 from contextuality.measures.static import static_vectors
+from contextuality.rows import group_sizes, run_starts
 from contextuality.streaming.accumulate import StreamingAccumulator, word_sample_rows
 from contextuality.streaming.measure import measure_streamed_layer, static_vectors_from_state
 from contextuality.streaming.state import StreamingSettings, load_state

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 STREAMS = {
-    # Which sentences each correction is fitted on (`transforms.fit_split`).
+    # Which sentences each correction is fitted on (`fitting.fit_split`).
     "fit_split": (),
     # The MEV baseline's occurrence samples (`equations.explained_variance_baseline`),
     # drawn alike from a shard and from a streamed layer's kept rows.

@@ -156,3 +156,29 @@ rule ablation_figure:
         block=get_ablation_block,
     script:
         "../scripts/ablation_figure.py"
+
+
+rule geometry_figures:
+    input:
+        dimensions=ctx.dimension_files(config),
+        dimension_scales="results/tables/dimension_scales.tsv",
+        alignment="results/tables/alignment.tsv",
+        positions=ctx.positions_table(config),
+    output:
+        *[
+            report(
+                f"results/figures/{name}.png",
+                caption=f"../report/figures/{name}.rst",
+                category="Geometry",
+                labels={"figure": name},
+            )
+            for name in ctx.geometry_figure_names(config)
+        ],
+        expand("results/figures/{name}.pdf", name=ctx.geometry_figure_names(config)),
+    log:
+        "logs/figures/geometry.log",
+    priority: 2
+    conda:
+        "../envs/contextuality.yaml"
+    script:
+        "../scripts/geometry_figures.py"

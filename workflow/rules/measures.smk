@@ -133,32 +133,6 @@ rule context_specific_words:
         "../scripts/context_specific_words.py"
 
 
-# The special tokens of a stored model ([CLS], [SEP], <bos>), which no word pools: rows
-# of their own in the position profile, from a forward pass over a sample of sentences.
-rule special_tokens:
-    input:
-        unpack(get_special_token_inputs),
-    output:
-        "results/degeneration/{model}/special_tokens.parquet",
-    log:
-        "logs/special_tokens/{model}.log",
-    benchmark:
-        "benchmarks/special_tokens/{model}.tsv"
-    wildcard_constraints:
-        model=ctx.pattern(ctx.streamed_models(config, streamed=False)),
-    conda:
-        "../envs/contextuality.yaml"
-    threads: 2
-    resources:
-        mem_mb=16000,
-        gpu=get_model_gpus,
-    params:
-        settings=get_model_settings,
-        special=ctx.special_token_settings(config),
-    script:
-        "../scripts/special_tokens.py"
-
-
 # The frequency bins and the position profiles of every analysed layer, in one job.
 rule degeneration_table:
     input:

@@ -7,7 +7,8 @@ from contextuality.process import run_job
 def alignment_between_models() -> None:
     from contextuality import steps
     from contextuality.corpus.index import IndexFiles
-    from contextuality.measures.layers import TransformFit
+    from contextuality.geometry.settings import GeometrySettings
+    from contextuality.transforms.layers import TransformFit
 
     models = {
         side: steps.ModelLayers.of_inputs(
@@ -22,7 +23,7 @@ def alignment_between_models() -> None:
         models["a"],
         models["b"],
         IndexFiles.of(snakemake.input),
-        snakemake.params.settings,
+        GeometrySettings.from_config(snakemake.params.settings),
         snakemake.output[0],
         steps.GeometryTransform(
             snakemake.wildcards.transform,

@@ -7,14 +7,15 @@ from contextuality.process import run_job
 def layer_geometry() -> None:
     from contextuality import steps
     from contextuality.corpus.index import IndexFiles
-    from contextuality.measures.layers import TransformFit
+    from contextuality.geometry.settings import GeometrySettings
+    from contextuality.transforms.layers import TransformFit
 
     steps.layer_geometry(
         steps.ModelLayers.of_inputs(
             snakemake.wildcards.model, snakemake.input, snakemake.params.model_settings
         ),
         IndexFiles.of(snakemake.input),
-        snakemake.params.settings,
+        GeometrySettings.from_config(snakemake.params.settings),
         snakemake.output.dimension,
         snakemake.output.curves,
         snakemake.output.alignment,

@@ -6,7 +6,7 @@ from contextuality.process import run_job
 def measure_layer() -> None:
     from contextuality import steps
     from contextuality.corpus.index import IndexFiles
-    from contextuality.measures.layers import TransformFit
+    from contextuality.transforms.layers import TransformFit
 
     degeneration = snakemake.params.degeneration
     steps.measure_layer(

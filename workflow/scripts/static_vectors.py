@@ -6,7 +6,7 @@ from contextuality.process import run_job
 def static_vectors() -> None:
     from contextuality import steps
     from contextuality.corpus.index import IndexFiles
-    from contextuality.measures.layers import TransformFit
+    from contextuality.transforms.layers import TransformFit
 
     steps.static_vectors(
         IndexFiles.of(snakemake.input),

@@ -13,6 +13,7 @@ from contextuality.corpus.index import IndexFiles
 from contextuality.errors import ConfigError
 from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE, AlignmentSettings
 from contextuality.geometry.dimension import DimensionSettings
+from contextuality.geometry.settings import GeometrySettings
 from contextuality.measures.settings import MeasureSettings
 from contextuality.storage.shards import shard_attributes
 
@@ -37,13 +38,15 @@ def _model(shards: list[str]) -> steps.ModelLayers:
 
 
 def _geometry(args: argparse.Namespace) -> None:
-    settings = {
-        "sample_size": args.sample_size or None,
-        "seed": args.seed,
-        "confidence": MeasureSettings.confidence,
-        "intrinsic_dimension": {name: getattr(args, name) for name in _DIMENSION_OPTIONS},
-        "alignment": {"k": args.neighbours, "device": args.device},
-    }
+    settings = GeometrySettings.from_config(
+        {
+            "sample_size": args.sample_size or None,
+            "seed": args.seed,
+            "confidence": MeasureSettings.confidence,
+            "intrinsic_dimension": {name: getattr(args, name) for name in _DIMENSION_OPTIONS},
+            "alignment": {"k": args.neighbours, "device": args.device},
+        }
+    )
     if args.transform != "none" and not args.sentences:
         raise ConfigError(f"geometry --transform {args.transform} needs --sentences (its split)")
     index = IndexFiles.in_directory(args.index)

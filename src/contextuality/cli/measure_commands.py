@@ -10,10 +10,10 @@ from typing import Any
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles
-from contextuality.measures.layers import TransformFit
 from contextuality.measures.settings import MeasureSettings
-from contextuality.measures.transforms import TRANSFORMS, TransformSettings
 from contextuality.process import limited_threads
+from contextuality.transforms.fitting import TRANSFORMS, TransformSettings
+from contextuality.transforms.layers import TransformFit
 
 
 def measure_outputs(prefix: str | Path) -> steps.MeasureOutputs:

@@ -23,7 +23,7 @@ from contextuality.extraction.units import EncodedSentence
 
 
 @dataclass(frozen=True)
-class LayerRows:
+class BatchLayerRows:
     """One layer's rows of one batch: the word vectors (n_words, dim) float32 and their
     sentence (numbered as encoded), and the special-token vectors (n_special, dim) with
     their sentence, kind and position in their input."""
@@ -86,8 +86,8 @@ def sentence_batches(inputs: list[EncodedSentence], token_budget: int) -> list[l
 
 def special_token_batches(
     loaded: LoadedModel, inputs: list[EncodedSentence], layers: tuple[int, ...], token_budget: int
-) -> Iterator[list[LayerRows]]:
-    """Per batch of `inputs` (`sentence_batches`), each layer's `LayerRows`: the words that
+) -> Iterator[list[BatchLayerRows]]:
+    """Per batch of `inputs` (`sentence_batches`), each layer's `BatchLayerRows`: the words that
     some subword reached, and the special tokens (`special_positions`). Nothing where the
     inputs hold no special token: no forward pass is run for rows that would not be used.
     """
@@ -119,7 +119,7 @@ def special_token_batches(
         sentence = np.array([batch[item].sentence for item in items], dtype=np.int64)
         chosen = (torch.from_numpy(items), torch.from_numpy(tokens))
         yield [
-            LayerRows(
+            BatchLayerRows(
                 layer=layer,
                 words=pooled[position][reached],
                 word_sentence=row_sentence[rows[reached]],

@@ -16,7 +16,7 @@ from contextuality.figures.paper import (
     plt,
     save_figure,
 )
-from contextuality.measures.transforms import TRANSFORMS
+from contextuality.transforms.fitting import TRANSFORMS
 
 
 def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:

@@ -22,8 +22,8 @@ from contextuality import __version__  # noqa: E402
 from contextuality.benchmarks import BENCHMARKS  # noqa: E402
 from contextuality.figures.specs import FigureSpec  # noqa: E402
 from contextuality.measures.ranks import spearman_interval  # noqa: E402
-from contextuality.measures.transforms import TRANSFORMS  # noqa: E402
 from contextuality.provenance import atomic_path  # noqa: E402
+from contextuality.transforms.fitting import TRANSFORMS  # noqa: E402
 
 # Confidence of the closed-form interval of a Spearman ρ (`FigureSpec.spearman`).
 SPEARMAN_LEVEL = 0.95

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Series:
+class MeasureLine:
     """One measure drawn as a line per model, with a line style and a legend suffix."""
 
     measure: str
@@ -25,7 +25,7 @@ class FigureSpec:
     column: str
     title: str
     ylabel: str
-    series: tuple[Series, ...]
+    series: tuple[MeasureLine, ...]
     spearman: bool = False
 
 
@@ -38,8 +38,8 @@ FIGURES = {
             "Figure 1. Anisotropy",
             "mean cosine of random words",
             (
-                Series("anisotropy", "-", " exact"),
-                Series("anisotropy[paper]", "--", " paper's estimator"),
+                MeasureLine("anisotropy", "-", " exact"),
+                MeasureLine("anisotropy[paper]", "--", " paper's estimator"),
             ),
         ),
         FigureSpec(
@@ -48,8 +48,8 @@ FIGURES = {
             "Figure 2. Self-similarity",
             "adjusted SelfSim",
             (
-                Series("selfsim", "-", " exact"),
-                Series("selfsim[paper]", "--", " paper's estimator"),
+                MeasureLine("selfsim", "-", " exact"),
+                MeasureLine("selfsim[paper]", "--", " paper's estimator"),
             ),
         ),
         FigureSpec(
@@ -58,8 +58,8 @@ FIGURES = {
             "Figure 3. Intra-sentence similarity",
             "adjusted IntraSim",
             (
-                Series("intrasim", "-", " exact"),
-                Series("intrasim[paper]", "--", " paper's estimator"),
+                MeasureLine("intrasim", "-", " exact"),
+                MeasureLine("intrasim[paper]", "--", " paper's estimator"),
             ),
         ),
         FigureSpec(
@@ -67,14 +67,17 @@ FIGURES = {
             "adjusted",
             "Figure 4. MEV, the paper's estimator",
             "adjusted TruncatedSVD variance ratio",
-            (Series("mev[truncated_svd]"),),
+            (MeasureLine("mev[truncated_svd]"),),
         ),
         FigureSpec(
             "mev_definition3",
             "adjusted",
             "MEV as Definition 3 defines it (σ₁²/Σσ²)",
             "adjusted MEV",
-            (Series("mev", "-", " uncentered"), Series("mev_centered", "--", " centered")),
+            (
+                MeasureLine("mev", "-", " uncentered"),
+                MeasureLine("mev_centered", "--", " centered"),
+            ),
         ),
         FigureSpec(
             "selfsim_word_classes",
@@ -82,8 +85,8 @@ FIGURES = {
             "Self-similarity of stopwords and content words",
             "adjusted SelfSim",
             (
-                Series("selfsim[content]", "-", " content"),
-                Series("selfsim[stopword]", "--", " stopwords"),
+                MeasureLine("selfsim[content]", "-", " content"),
+                MeasureLine("selfsim[stopword]", "--", " stopwords"),
             ),
         ),
         FigureSpec(
@@ -91,7 +94,7 @@ FIGURES = {
             "raw",
             "Self-similarity against word frequency",
             "Spearman ρ(SelfSim, count)",
-            (Series("selfsim~frequency"),),
+            (MeasureLine("selfsim~frequency"),),
             spearman=True,
         ),
         FigureSpec(
@@ -100,8 +103,8 @@ FIGURES = {
             "Matrix entropy of the corpus and within sentences",
             "matrix entropy (nats)",
             (
-                Series("dataset_entropy", "-", " dataset (sentence means)"),
-                Series("prompt_entropy", "--", " within a sentence"),
+                MeasureLine("dataset_entropy", "-", " dataset (sentence means)"),
+                MeasureLine("prompt_entropy", "--", " within a sentence"),
             ),
         ),
         FigureSpec(
@@ -109,21 +112,21 @@ FIGURES = {
             "raw",
             "Decay of the eigenspectrum (α-ReQ)",
             "α, ranks 6 to 100",
-            (Series("alpha_req"),),
+            (MeasureLine("alpha_req"),),
         ),
         FigureSpec(
             "massive_activations",
             "raw",
             "Massive activations",
             "share of occurrences with one",
-            (Series("massive_activations"),),
+            (MeasureLine("massive_activations"),),
         ),
         FigureSpec(
             "curvature",
             "raw",
             "Curvature of each sentence's trajectory",
             "mean angle between steps (rad)",
-            (Series("curvature"),),
+            (MeasureLine("curvature"),),
         ),
     )
 }
@@ -138,8 +141,8 @@ DIMENSION_FIGURE = FigureSpec(
     "Intrinsic dimension of the occurrence vectors",
     "intrinsic dimension",
     (
-        Series("intrinsic_dimension[twonn]", "-", " TwoNN"),
-        Series("intrinsic_dimension[gride]", "--", " GRIDE"),
+        MeasureLine("intrinsic_dimension[twonn]", "-", " TwoNN"),
+        MeasureLine("intrinsic_dimension[gride]", "--", " GRIDE"),
     ),
 )
 

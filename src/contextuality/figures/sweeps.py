@@ -26,7 +26,7 @@ DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 @dataclass(frozen=True)
-class Series:
+class ModelSeries:
     """A series of models: `x` maps each model to its x value (training step, parameter
     count), drawn on a symmetric log axis; `by_depth` draws relative depths, not layers."""
 
@@ -53,7 +53,7 @@ def _lines(rows: pd.DataFrame, by_depth: bool) -> pd.DataFrame:
 
 
 def plot_series(
-    table: pd.DataFrame, series: Series, outputs: list[str | os.PathLike], source: str = ""
+    table: pd.DataFrame, series: ModelSeries, outputs: list[str | os.PathLike], source: str = ""
 ) -> None:
     """The models of `series` from the measures `table` under transform ``none``: a panel
     per `SERIES_PANELS` measure against x, one line per layer or depth from light (the

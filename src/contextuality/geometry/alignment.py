@@ -21,8 +21,8 @@ from contextuality.backends.base import resolved_device
 from contextuality.errors import check_integer, warn
 from contextuality.geometry.linear_cka import CrossProducts
 from contextuality.geometry.neighbours import cknna, cosine_neighbours, mutual_knn
-from contextuality.measures.rows import rows_with_vectors
 from contextuality.random_streams import generator
+from contextuality.rows import rows_with_vectors
 
 # Rows multiplied at a time for CKA: (rows × every layer's width) float32, a few MiB.
 CKA_CHUNK_ROWS = 1024

@@ -38,10 +38,10 @@ from contextuality.measures.occurrences import (
 )
 from contextuality.measures.positions import position_profile
 from contextuality.measures.record import LayerInputs, SummaryRow
-from contextuality.measures.rows import run_starts
 from contextuality.measures.settings import MeasureSettings
 from contextuality.measures.summary import Baseline
 from contextuality.random_streams import generator
+from contextuality.rows import run_starts
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextuality.measures.rows import group_sizes, groups_by_size
+from contextuality.rows import group_sizes, groups_by_size
 
 
 def explained_variance_first_component(matrix: np.ndarray, centered: bool = False) -> float:

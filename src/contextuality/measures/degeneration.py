@@ -25,7 +25,8 @@ import pandas as pd
 
 from contextuality.errors import ConfigError
 from contextuality.measures.ranks import spearman_correlation
-from contextuality.measures.rows import (
+from contextuality.random_streams import generator
+from contextuality.rows import (
     SelectedRows,
     group_sizes,
     group_sums,
@@ -34,7 +35,6 @@ from contextuality.measures.rows import (
     rows_with_vectors,
     run_starts,
 )
-from contextuality.random_streams import generator
 
 BERT_FLOW_RANK_EDGES = (100, 500, 5000, 10000)
 BERT_FLOW_VOCABULARY = 30522

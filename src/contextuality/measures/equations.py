@@ -2,7 +2,7 @@
 
 The equations alone, as pure functions over numpy arrays. Inputs are occurrence vectors f
 (rows) of one layer, grouped into contiguous runs (all occurrences of a word, or all words
-of a sentence) described by ``starts`` (see `contextuality.measures.rows`, whose chunked passes
+of a sentence) described by ``starts`` (see `contextuality.rows`, whose chunked passes
 they use). Accumulation is in float64 whatever the input dtype.
 
 Notation: u = f / ‖f‖ is a unit vector; a *context* is a sentence. The shares of variance
@@ -22,7 +22,7 @@ from contextuality.measures.components import (
     top_component_share,
     truncated_svd_variance_ratio,
 )
-from contextuality.measures.rows import (
+from contextuality.rows import (
     complete_group_sums,
     group_sizes,
     run_starts,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from contextuality.measures.equations import SentenceSums, sentence_sums
-from contextuality.measures.rows import row_chunks
+from contextuality.rows import row_chunks
 
 
 @dataclass(frozen=True)

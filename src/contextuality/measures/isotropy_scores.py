@@ -17,9 +17,9 @@ import numpy as np
 
 from contextuality.measures import isotropy
 from contextuality.measures.record import LayerInputs, SummaryRow
-from contextuality.measures.rows import row_chunks
 from contextuality.measures.summary import sampled_summary
 from contextuality.random_streams import generator
+from contextuality.rows import row_chunks
 
 ROGUE_DIMENSIONS = 3
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from contextuality.measures import equations
 from contextuality.measures.occurrences import sentence_table, word_table
 from contextuality.measures.record import LayerInputs, SummaryRow
-from contextuality.measures.rows import run_starts
 from contextuality.measures.summary import Baseline, mean_summary
+from contextuality.rows import run_starts
 
 
 def without_first_words(layer: LayerInputs) -> dict[str, SummaryRow]:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from contextuality.measures import components, equations
-from contextuality.measures.rows import (
+from contextuality.rows import (
     group_sizes,
     keep_rows,
     rows_with_vectors,

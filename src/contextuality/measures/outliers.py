@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextuality.measures.rows import row_chunks
+from contextuality.rows import row_chunks
 
 # The two thresholds of a massive activation: an absolute magnitude and a multiple of the
 # layer's median magnitude (Sun et al. 2024).

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from contextuality.measures import equations
-from contextuality.measures.rows import row_norms, run_starts
+from contextuality.rows import row_norms, run_starts
 
 # First position of each bucket; the last bucket is open.
 POSITION_EDGES = (0, 1, 2, 4, 8, 16, 32)

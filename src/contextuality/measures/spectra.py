@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contextuality.measures.rows import groups_by_size
+from contextuality.rows import groups_by_size
 
 # The ranks α-ReQ is fitted over (reptrix's default, 1-based) and the fewest it fits.
 ALPHA_REQ_RANKS = (6, 100)

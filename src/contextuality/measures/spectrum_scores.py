@@ -16,8 +16,8 @@ import numpy as np
 
 from contextuality.measures import spectra
 from contextuality.measures.record import LayerInputs, SummaryRow
-from contextuality.measures.rows import run_starts
 from contextuality.measures.summary import bootstrap_means, interval
+from contextuality.rows import run_starts
 
 
 def _shapes(layer: LayerInputs) -> spectra.SentenceShapes:

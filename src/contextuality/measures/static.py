@@ -8,21 +8,15 @@ static vectors are derived from it:
   the sign arbitrary, and the paper's code kept it so, which flips cosines between words.
 - ``mean``: the mean of the word's occurrence vectors.
 
-Vectors are written in word2vec text format (readable by gensim's KeyedVectors) with a
-JSON sidecar of provenance.
+They are written in word2vec's text format by `contextuality.storage.word_vectors`.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
-from contextuality.measures.rows import group_sizes, groups_by_size
-from contextuality.tables import write_text_with_sidecar
+from contextuality.rows import group_sizes, groups_by_size
 
 METHODS = ("pc1", "mean")
 
@@ -39,7 +33,7 @@ def principal_directions_per_group(vectors: np.ndarray, starts: np.ndarray) -> n
 
     Groups of equal size n ≤ d are solved in one batched eigen-decomposition of their n×n
     Gram matrices (v₁ = Xᵀu₁ / ‖Xᵀu₁‖ for the top eigenvector u₁ of XXᵀ; see
-    `contextuality.measures.rows.groups_by_size`).
+    `contextuality.rows.groups_by_size`).
     """
     starts = np.asarray(starts, dtype=np.int64)
     sizes = group_sizes(starts, len(vectors))
@@ -84,15 +78,3 @@ def static_vectors(
         result = sums / group_sizes(starts, len(rows))[:, None]
     words = vocab["word"].to_numpy()[ordered[starts]].tolist()
     return words, result.astype(np.float32)
-
-
-def write_word2vec_text(
-    path: str | os.PathLike, words: list[str], matrix: np.ndarray, provenance: dict[str, Any]
-) -> None:
-    """word2vec text format (``n d`` header, then ``word v1 … vd``), its provenance and
-    digest in ``<path>.json`` (`tables.write_text_with_sidecar`)."""
-    lines = [f"{len(words)} {matrix.shape[1]}\n"]
-    for word, row in zip(words, matrix, strict=True):
-        lines.append(word + " " + " ".join(f"{value:.6g}" for value in row) + "\n")
-    sidecar = Path(f"{path}.json")
-    write_text_with_sidecar(path, "".join(lines), {**provenance, "n_words": len(words)}, sidecar)

@@ -24,9 +24,9 @@ from contextuality.corpus.index import (
 )
 from contextuality.corpus.words import tokenize_sentences
 from contextuality.errors import InputDataError, warn
-from contextuality.measures import transforms
 from contextuality.provenance import config_hash, provenance_record
 from contextuality.tables import read_parquet, write_parquet
+from contextuality.transforms import fitting
 
 PathLike = str | os.PathLike
 log = logging.getLogger(__name__)
@@ -153,7 +153,7 @@ def fit_split(
     """The sentences every correction is fitted on: a table of sentence_id and ``fit``
     (True: held out for fitting, never measured under a correction), seeded."""
     texts = read_parquet(sentences_path)["text"].tolist()
-    fit = transforms.fit_split(len(texts), fit_fraction, seed)
+    fit = fitting.fit_split(len(texts), fit_fraction, seed)
     split = pd.DataFrame({"sentence_id": range(len(texts)), "fit": fit})
     provenance = provenance_record(
         step="fit_split",

@@ -1,5 +1,6 @@
 """The steps of workflow/rules/extract.smk: one model's forward pass over the corpus, into
-shards (`extract`) or into running sums (`stream`), and the ELMo download."""
+shards (`extract`) or into running sums (`stream`), the states of the model's special
+tokens (`special_tokens`), and the ELMo download."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The steps of workflow/rules/figures.smk: the paper's figures, the comparison of
-corrections and the degeneration figures."""
+transforms, the degeneration figures, the geometry figures and those of an ablation, a
+checkpoint sweep and a model family."""
 
 from __future__ import annotations
 
@@ -238,10 +239,10 @@ def sweep_figure(
 ) -> None:
     """The figure of checkpoint sweep `name` (`figures.sweeps.plot_series`) from its
     checkpoints' layer summaries (transform ``none``); `steps`: model → training step."""
-    from contextuality.figures.sweeps import Series, plot_series
+    from contextuality.figures.sweeps import ModelSeries, plot_series
 
     table, described = _measures(summary_paths)
-    series = Series(f"Checkpoint sweep: {name}", "training step", steps)
+    series = ModelSeries(f"Checkpoint sweep: {name}", "training step", steps)
     plot_series(table, series, list(outputs), source=described)
 
 
@@ -253,7 +254,7 @@ def family_figure(
 ) -> None:
     """The figure of model family `name` against parameter count (`figures.sweeps`), from its
     models' layer summaries (transform ``none``) and their extractions' meta.json."""
-    from contextuality.figures.sweeps import Series, plot_series
+    from contextuality.figures.sweeps import ModelSeries, plot_series
 
     sizes = {}
     for path in meta_paths:
@@ -266,5 +267,5 @@ def family_figure(
             "re-extract them"
         )
     table, described = _measures(summary_paths)
-    series = Series(f"Model family: {name}", "parameters", sizes, by_depth=True)
+    series = ModelSeries(f"Model family: {name}", "parameters", sizes, by_depth=True)
     plot_series(table, series, list(outputs), source=described)

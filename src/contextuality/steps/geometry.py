@@ -1,6 +1,6 @@
 """The steps of workflow/rules/geometry.smk: a model's layer geometry (intrinsic dimension
 per layer, the alignment between its layers), the alignment between two models, and the
-table gathering them.
+tables gathering them (their figures: `steps.figures.geometry_figures`).
 
 Every model's shards are rows of the same occurrence index, so one seeded sample of rows
 (config ``geometry.sample_size``; every row when null) is the same occurrences in every
@@ -25,19 +25,19 @@ from contextuality.corpus.index import IndexFiles
 from contextuality.errors import warn
 from contextuality.geometry import dimension
 from contextuality.geometry.alignment import (
-    AlignmentSettings,
     SampledLayers,
     alignment_between,
     best_matching_layers,
     sample_rows,
 )
-from contextuality.measures.layers import TransformFit, fit_correction, fitting_occurrences
-from contextuality.measures.rows import rows_with_vectors
-from contextuality.measures.transforms import TRANSFORMS
+from contextuality.geometry.settings import GeometrySettings
 from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.random_streams import generator
+from contextuality.rows import rows_with_vectors
 from contextuality.storage.shards import expected_extraction, load_shards
 from contextuality.tables import gather_parquet, write_parquet, write_tsv
+from contextuality.transforms.fitting import TRANSFORMS
+from contextuality.transforms.layers import TransformFit, fit_correction, fitting_occurrences
 
 PathLike = str | os.PathLike
 
@@ -72,7 +72,7 @@ class ModelLayers:
 @dataclass(frozen=True)
 class GeometryTransform:
     """The vectors a geometry step reads: as stored (``none``), or under a correction
-    (`transforms.TRANSFORMS`) fitted as `fit` says on the held-out sentences of each layer
+    (`fitting.TRANSFORMS`) fitted as `fit` says on the held-out sentences of each layer
     (the measure step's fit of that layer, `layers.fit_correction`), the sample then
     restricted to the other sentences."""
 
@@ -197,18 +197,18 @@ def layer_dimension(
     n_layers: int,
     layer_output_name: str,
     vectors: np.ndarray,
-    settings: dict[str, Any],
+    settings: GeometrySettings,
     transform: str = "none",
 ) -> LayerDimension:
     """Both intrinsic-dimension curves of one layer's sampled `vectors` (rows without a
     vector skipped, repeats removed: `dimension.neighbourhoods`) and the value on each
     plateau, warning where the points are few or a curve has no plateau."""
-    dimension_settings = dimension.DimensionSettings(**settings["intrinsic_dimension"])
+    dimension_settings = settings.intrinsic_dimension
     neighbours = dimension.neighbourhoods(
         np.asarray(vectors[rows_with_vectors(vectors)]), dimension_settings.range_max
     )
-    rng = generator(settings["seed"], "dimension_samples")  # the same cuts for every layer
-    curves = dimension.dimension_curves(neighbours, dimension_settings, settings["confidence"], rng)
+    rng = generator(settings.seed, "dimension_samples")  # the same cuts for every layer
+    curves = dimension.dimension_curves(neighbours, dimension_settings, settings.confidence, rng)
     points = neighbours.points
     layer_fields = {
         "model": model,
@@ -256,7 +256,7 @@ def layer_dimension(
 
 
 def _dimension_summaries(
-    sampled: SampledLayers, settings: dict[str, Any], provenance: dict[str, Any], transform: str
+    sampled: SampledLayers, settings: GeometrySettings, provenance: dict[str, Any], transform: str
 ) -> tuple[list[dict[str, Any]], pd.DataFrame]:
     """Each layer's intrinsic dimension as a layer summary of `transform` (the measures
     table's rows ``intrinsic_dimension[twonn]`` and ``[gride]``; under a correction with
@@ -282,7 +282,7 @@ def _dimension_summaries(
 
 
 def _sample(
-    index: IndexFiles, settings: dict[str, Any], transform: GeometryTransform = RAW
+    index: IndexFiles, settings: GeometrySettings, transform: GeometryTransform = RAW
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """The rows the geometry steps read, which of them are past their sentence's first
     word, and whether they are a sample of the index's rows. Under a correction, the
@@ -290,13 +290,13 @@ def _sample(
     occurrences in every model and layer."""
     summary = index.read_summary()
     n_rows = int(summary["n_occurrences"])
-    rows = sample_rows(n_rows, settings["sample_size"], settings["seed"])
+    rows = sample_rows(n_rows, settings.sample_size, settings.seed)
     occurrences = index.read_occurrences()
     if transform.fit is not None:
         in_fit, _ = fitting_occurrences(transform.fit, occurrences, summary)
         rows = rows[~in_fit[rows]]
     later = occurrences["position"].to_numpy()[rows] > 0
-    return rows, later, settings["sample_size"] is not None and settings["sample_size"] < n_rows
+    return rows, later, settings.sample_size is not None and settings.sample_size < n_rows
 
 
 def _model_provenance(sampled: SampledLayers) -> dict[str, Any]:
@@ -310,7 +310,7 @@ def _model_provenance(sampled: SampledLayers) -> dict[str, Any]:
 
 def _provenance(
     step: str,
-    settings: dict[str, Any],
+    settings: GeometrySettings,
     rows: np.ndarray,
     transform: str,
     *models: SampledLayers,
@@ -319,23 +319,18 @@ def _provenance(
     model's shard (with each layer's fit under a correction)."""
     return provenance_record(
         step=step,
-        config_hash=config_hash(settings),
-        seed=settings["seed"],
+        config_hash=config_hash(settings.config),
+        seed=settings.seed,
         transform=transform,
         n_sampled_rows=len(rows),
         models=[_model_provenance(sampled) for sampled in models],
     )
 
 
-def _alignment(settings: dict[str, Any]) -> AlignmentSettings:
-    """Config ``geometry.alignment`` (its defaults where absent)."""
-    return AlignmentSettings(**settings.get("alignment", {}))
-
-
 def layer_geometry(
     model: ModelLayers,
     index: IndexFiles,
-    settings: dict[str, Any],
+    settings: GeometrySettings,
     dimension_output: PathLike,
     curves_output: PathLike,
     alignment_output: PathLike,
@@ -344,11 +339,9 @@ def layer_geometry(
     """A model's intrinsic dimension per layer (JSON: layer summaries for the measures
     table; parquet: its curves over scale, `DIMENSION_CURVE_COLUMNS`) and the alignment between its
     layers (parquet, `ALIGNMENT_COLUMNS`), from one sample of its rows, as stored or under
-    a correction (`GeometryTransform`). `settings`: config ``geometry`` with the measures'
-    seed and confidence. Its alignment settings (neighbours, device) are checked first,
-    before anything is read or written."""
-    alignment = _alignment(settings)
-    alignment.search_device()
+    a correction (`GeometryTransform`). The alignment's device is checked first, before
+    anything is read or written."""
+    settings.alignment.search_device()
     rows, later, sampled = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
     provenance = _provenance("layer_geometry", settings, rows, transform.name, layers)
@@ -361,8 +354,8 @@ def layer_geometry(
         None,
         later,
         sampled,
-        settings["seed"],
-        alignment,
+        settings.seed,
+        settings.alignment,
         transform.name,
     )
     write_parquet(table, alignment_output, provenance)
@@ -373,15 +366,14 @@ def alignment_between_models(
     left: ModelLayers,
     right: ModelLayers,
     index: IndexFiles,
-    settings: dict[str, Any],
+    settings: GeometrySettings,
     output: PathLike,
     transform: GeometryTransform = RAW,
 ) -> pd.DataFrame:
     """The alignment between every layer of `left` and every layer of `right` on the same sampled
     occurrences (parquet, `ALIGNMENT_COLUMNS`), each model as stored or under its own fit of
     a correction (`GeometryTransform`)."""
-    alignment = _alignment(settings)
-    alignment.search_device()
+    settings.alignment.search_device()
     rows, later, sampled = _sample(index, settings, transform)
     layers = [read_sampled_layers(model, index, rows, transform) for model in (left, right)]
     log.info("alignment between %s and %s on %d rows", left.name, right.name, len(rows))
@@ -390,8 +382,8 @@ def alignment_between_models(
         (right.name, layers[1]),
         later,
         sampled,
-        settings["seed"],
-        alignment,
+        settings.seed,
+        settings.alignment,
         transform.name,
     )
     provenance = _provenance("alignment_between_models", settings, rows, transform.name, *layers)
@@ -400,7 +392,7 @@ def alignment_between_models(
 
 
 def _by_transform(table: pd.DataFrame) -> pd.DataFrame:
-    """`table`'s rows grouped by transform, in the order of `transforms.TRANSFORMS`, each
+    """`table`'s rows grouped by transform, in the order of `fitting.TRANSFORMS`, each
     group in its order."""
     rank = table["transform"].map({name: place for place, name in enumerate(TRANSFORMS)})
     return table.iloc[np.argsort(rank.to_numpy(), kind="stable")].reset_index(drop=True)

@@ -15,7 +15,6 @@ from contextuality.backends.base import layer_output
 from contextuality.corpus.index import IndexFiles
 from contextuality.errors import ConfigError, warn
 from contextuality.measures import analysis, degeneration, registry, summary
-from contextuality.measures.layers import TransformFit, load_layer
 from contextuality.measures.settings import MeasureSettings
 from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.storage.shards import expected_extraction
@@ -25,6 +24,7 @@ from contextuality.tables import (
     write_parquet,
     write_tsv,
 )
+from contextuality.transforms.layers import TransformFit, load_layer
 
 PathLike = str | os.PathLike
 

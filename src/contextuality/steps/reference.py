@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from contextuality.measures import reference, summary
+from contextuality import reference
+from contextuality.measures import summary
 from contextuality.provenance import provenance_record, sha256_file
 from contextuality.tables import read_parquet_with_provenance, write_tsv
 

@@ -11,11 +11,10 @@ from typing import Any
 import pandas as pd
 
 from contextuality.corpus.index import IndexFiles
-from contextuality.measures.layers import TransformFit, load_layer
 from contextuality.measures.static import static_vectors as layer_static_vectors
-from contextuality.measures.static import write_word2vec_text
 from contextuality.provenance import provenance_record, sha256_file
 from contextuality.storage.shards import expected_extraction
+from contextuality.storage.word_vectors import write_word2vec_text
 from contextuality.tables import (
     check_against_sidecar,
     read_parquet,
@@ -23,6 +22,7 @@ from contextuality.tables import (
     read_tsv_provenance,
     write_tsv,
 )
+from contextuality.transforms.layers import TransformFit, load_layer
 
 PathLike = str | os.PathLike
 

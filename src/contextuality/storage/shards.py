@@ -24,8 +24,8 @@ import h5py
 import numpy as np
 
 from contextuality.errors import ShardMismatchError, StorageError
-from contextuality.measures.rows import row_chunks
 from contextuality.provenance import config_hash
+from contextuality.rows import row_chunks
 from contextuality.storage.checksums import CHECKSUM_BYTES, fletcher32
 from contextuality.storage.hdf5 import (
     REBUILD,

@@ -22,8 +22,8 @@ from typing import Any
 import h5py
 import numpy as np
 
-from contextuality.measures.rows import group_sizes, run_starts
 from contextuality.random_streams import generator
+from contextuality.rows import group_sizes, run_starts
 from contextuality.storage.hdf5 import (
     LayerFiles,
     encode_attributes,

@@ -14,10 +14,10 @@ from contextuality.measures import analysis, components, equations, registry
 from contextuality.measures.analysis import LayerMeasures
 from contextuality.measures.occurrences import word_rows
 from contextuality.measures.record import LayerInputs
-from contextuality.measures.rows import group_sizes, rows_with_vectors, run_starts
 from contextuality.measures.settings import MeasureSettings
 from contextuality.measures.summary import Baseline
 from contextuality.random_streams import generator
+from contextuality.rows import group_sizes, rows_with_vectors, run_starts
 from contextuality.streaming.state import LayerSums, StreamingState
 
 

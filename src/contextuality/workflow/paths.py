@@ -355,7 +355,7 @@ def positions_table(config: dict[str, Any]) -> list[str]:
 
 def published_files(published: str) -> list[str]:
     """Where the workflow keeps the published files of one of the paper's models."""
-    from contextuality.measures.reference import FILES
+    from contextuality.reference import FILES
 
     return [f"resources/reference/ethayarajh2019/{published}/{file}" for file in FILES]
 
@@ -444,8 +444,8 @@ def wildcard_constraints(config: dict[str, Any]) -> dict[str, str]:
     """The pattern of every wildcard of the rules, from the config and from the package's
     own lists of choices, so that no list is typed twice."""
     from contextuality.backends.elmo.release import RELEASES
-    from contextuality.measures.reference import MODELS
     from contextuality.measures.static import METHODS
+    from contextuality.reference import MODELS
 
     static = config.get("static") or {}
     layer_embedding = "/".join(

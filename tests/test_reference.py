@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from contextuality import reference
 from contextuality.errors import InputDataError
-from contextuality.measures import reference
 
 
 @pytest.fixture()

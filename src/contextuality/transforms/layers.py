@@ -1,8 +1,8 @@
 """A layer's vectors as the measures read them: as stored, or corrected on held-out sentences.
 
 Under transform ``none`` a layer is every occurrence's stored vector. Under a correction
-(`transforms`), the correction is fitted on the occurrences of the held-out sentences of
-a split (`transforms.fit_split`) and the other sentences' occurrences are measured,
+(`fitting`), the correction is fitted on the occurrences of the held-out sentences of
+a split (`fitting.fit_split`) and the other sentences' occurrences are measured,
 corrected: the fitting sentences are never measured, so a correction cannot remove what it
 was fitted on.
 """
@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from contextuality.errors import InputDataError
-from contextuality.measures.rows import rows_with_vectors
-from contextuality.measures.transforms import FittedTransform, TransformSettings, fit_transform
 from contextuality.provenance import sha256_file
+from contextuality.rows import rows_with_vectors
 from contextuality.storage.shards import load_shards
 from contextuality.tables import read_parquet_with_provenance
+from contextuality.transforms.fitting import FittedTransform, TransformSettings, fit_transform
 
 PathLike = str | os.PathLike
 
@@ -33,7 +33,7 @@ PathLike = str | os.PathLike
 class TransformFit:
     """How a transform other than ``none`` is fitted: on the sentences marked ``fit`` in
     the `split` table (the fit_split step's), with `settings` (config
-    ``measures.transform_fit`` and the seed, as `transforms.TransformSettings` takes them)."""
+    ``measures.transform_fit`` and the seed, as `fitting.TransformSettings` takes them)."""
 
     split: Path
     settings: dict[str, Any]

@@ -40,8 +40,8 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from contextuality.errors import ConfigError, NonFiniteValueError, check_integer, check_number
-from contextuality.measures.rows import row_chunks, rows_with_vectors
 from contextuality.random_streams import generator
+from contextuality.rows import row_chunks, rows_with_vectors
 
 TRANSFORMS = ("none", "center", "standardize", "abtt", "whiten", "drop_rogue")
 

@@ -14,9 +14,9 @@ import json
 import numpy as np
 import pytest
 
+from contextuality import rows as rows_module
 from contextuality.errors import ConfigError, NonFiniteValueError
-from contextuality.measures import rows as rows_module
-from contextuality.measures.transforms import (
+from contextuality.transforms.fitting import (
     TRANSFORMS,
     TransformSettings,
     corrected_occurrences,

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from contextuality.errors import InputDataError
-from contextuality.measures.layers import TransformFit, load_layer
-from contextuality.measures.transforms import TRANSFORMS, TransformSettings, corrected_occurrences
 from contextuality.provenance import provenance_record, sha256_file
 from contextuality.storage.shards import ShardSetWriter
 from contextuality.tables import write_parquet
+from contextuality.transforms.fitting import TRANSFORMS, TransformSettings, corrected_occurrences
+from contextuality.transforms.layers import TransformFit, load_layer
 
 N_SENTENCES, WORDS, DIM = 60, 5, 12
 
