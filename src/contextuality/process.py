@@ -24,9 +24,10 @@ from contextuality.errors import ContextualityError
 # What bounds a job's or a command's memory, by workflow rule (``extract_<model>``,
 # ``stream_<model>`` and ``merge_stream_<model>`` by their prefix, ``{model}`` filled in) or
 # command: what an out-of-memory message tells the user to lower or to give more memory to.
+_LAYER_ROWS = "the layer's rows × width, read whole from its shards"
 _ROWS = (
-    "the layer's rows × width, read whole from its shards (the corpus's size; a scheduler "
-    "is asked for 3 × the shards' size + 500 MB, doubled on each --retries attempt)"
+    f"{_LAYER_ROWS} (the corpus's size; a scheduler is asked for 3 × the shards' size + "
+    "500 MB, doubled on each --retries attempt)"
 )
 MEMORY_BOUNDS = {
     "extract_": "models.{model}.token_budget (padded subwords per forward batch), "
@@ -46,8 +47,8 @@ MEMORY_BOUNDS = {
     "extract": "--token-budget (padded subwords per forward batch), --segment-words (words "
     "held before they are written) and --weights-dtype",
     "stream": "--token-budget (padded subwords per forward batch) and --word-sample-size",
-    "measure-layer": "the layer's rows × width, read whole from its shards",
-    "static-vectors": "the layer's rows × width, read whole from its shards",
+    "measure-layer": _LAYER_ROWS,
+    "static-vectors": _LAYER_ROWS,
     "layer-geometry": "--sample-size (rows × the sum of the layers' widths × 2 bytes)",
 }
 

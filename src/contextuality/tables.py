@@ -107,9 +107,20 @@ def read_provenance(path: str | os.PathLike) -> dict[str, Any]:
     return _provenance_of(_read_checked(path))
 
 
+def read_footer_provenance(path: str | os.PathLike) -> dict[str, Any]:
+    """The provenance record of a Parquet file from its footer alone ({} if none), its
+    content unchecked: for a look while the workflow plans, with no table read."""
+    return _provenance_in(pq.read_schema(path).metadata)
+
+
 def _provenance_of(table: pa.Table) -> dict[str, Any]:
     """The provenance record in a table's schema metadata ({} if none)."""
-    raw = (table.schema.metadata or {}).get(PROVENANCE_KEY)
+    return _provenance_in(table.schema.metadata)
+
+
+def _provenance_in(metadata: dict[bytes, bytes] | None) -> dict[str, Any]:
+    """The provenance record in Parquet schema `metadata` ({} if none)."""
+    raw = (metadata or {}).get(PROVENANCE_KEY)
     return json.loads(raw) if raw else {}
 
 

@@ -171,9 +171,11 @@ def calibrate(loaded: LoadedModel, inputs: list[Any], budget: int, dtype: str) -
 
 @dataclass
 class AblationRun:
-    """An ablation in place during an extraction: what meta.json keeps of it (`record`:
-    the calibration, and after the run how many targets were replaced) and its hook."""
+    """An ablation in place during an extraction of `model`: what meta.json keeps of it
+    (`record`: the calibration, and after the run how many targets were replaced) and its
+    hook."""
 
+    model: str
     record: dict[str, Any]
     hook: AblationHook
 
@@ -184,7 +186,7 @@ class AblationRun:
         if not self.hook.replaced:
             ablation = self.hook.ablation
             raise ConfigError(
-                f"models.{self.record['model']}.ablation: no {ablation.target} activation at "
+                f"models.{self.model}.ablation: no {ablation.target} activation at "
                 f"block {ablation.block} in any sentence, so nothing was ablated and the "
                 "model is the one without the ablation; choose another block or target"
             )
@@ -192,12 +194,11 @@ class AblationRun:
 
 def check_block_extracted(loaded: LoadedModel, layers: list[int]) -> None:
     """Refuse (ConfigError) an ablation of a block after the last of `layers` extracted:
-    no layer extracted would change (a spec made without the config's checks too)."""
+    no layer extracted would change (`ModelSpec.check_effective` refuses it from a config's
+    layers; this, from the layers a spec made without a config resolves to). A block past
+    the model's last is `calibrate`'s to refuse."""
     ablation = loaded.spec.ablation
-    if ablation is None:
-        return
-    loaded.spec.check_effective()
-    if max(layers) < ablation.block <= loaded.n_layers:
+    if ablation is not None and max(layers) < ablation.block <= loaded.n_layers:
         raise ConfigError(
             f"models.{loaded.spec.name}.ablation.block: {ablation.block}, after the last "
             f"layer extracted ({max(layers)}), so no layer would change"
@@ -220,11 +221,9 @@ def ablated(loaded: LoadedModel, units: SentenceUnits) -> Iterator[AblationRun |
     hook = calibrate(
         loaded, inputs, token_budget(loaded.spec, device.type), forward_dtype(device, loaded.spec)
     )
-    run = AblationRun({"block": ablation.block, "target": ablation.target}, hook)
-    run.record["model"] = loaded.spec.name
+    run = AblationRun(loaded.spec.name, {"block": ablation.block, "target": ablation.target}, hook)
     with hooked(loaded, hook):
         yield run
-    del run.record["model"]
     run.record |= hook.calibration | {
         "replaced": hook.replaced,
         "replaced_without_mean": hook.replaced_without_mean,

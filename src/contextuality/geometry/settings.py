@@ -11,7 +11,8 @@ from contextuality.errors import ConfigError
 from contextuality.geometry.alignment import AlignmentSettings
 from contextuality.geometry.dimension import DimensionSettings
 
-_KEYS = ("seed", "confidence", "sample_size", "intrinsic_dimension", "alignment")
+_REQUIRED = ("seed", "confidence", "sample_size")
+_NESTED = ("intrinsic_dimension", "alignment")
 
 
 @dataclass(frozen=True)
@@ -32,16 +33,12 @@ class GeometrySettings:
         """From the geometry steps' settings dict, refusing a key it does not know and
         naming one it lacks (seed, confidence and sample_size have no default here: the
         schema holds theirs)."""
-        unknown = sorted(set(settings) - set(_KEYS))
-        missing = [key for key in _KEYS[:3] if key not in settings]
-        if unknown or missing:
-            raise ConfigError(
-                "geometry settings: "
-                + "; ".join(
-                    ([f"unknown {', '.join(unknown)}"] if unknown else [])
-                    + ([f"missing {', '.join(missing)}"] if missing else [])
-                )
-            )
+        unknown = sorted(set(settings) - {*_REQUIRED, *_NESTED})
+        missing = [key for key in _REQUIRED if key not in settings]
+        problems = [f"unknown {', '.join(unknown)}"] if unknown else []
+        problems += [f"missing {', '.join(missing)}"] if missing else []
+        if problems:
+            raise ConfigError(f"geometry settings: {'; '.join(problems)}")
         return cls(
             seed=settings["seed"],
             confidence=settings["confidence"],

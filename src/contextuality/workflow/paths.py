@@ -369,27 +369,33 @@ def benchmark_files(config: dict[str, Any]) -> list[str]:
     return [f"resources/benchmarks/{path}" for path in files]
 
 
-def static_score_paths(config: dict[str, Any]) -> list[str]:
-    """Score tables of every static embedding under every configured protocol: each model,
-    transform, method and layer (``results/static/<model>/<transform>/<method>/layer_<L>``),
-    and each comparison embedding named in config (``results/static/compare/<name>``)."""
+def static_embeddings(config: dict[str, Any], compared: bool = True) -> list[str]:
+    """Every static embedding this run builds: each model, transform, method and layer
+    (``<model>/<transform>/<method>/layer_<L>``), and, where `compared`, each comparison
+    embedding named in config (``compare/<name>``)."""
     static = config["static"]
-    embeddings = [
+    built = [
         f"{model}/{transform}/{method}/layer_{layer}"
         for model in model_names(config)
         for transform in static["transforms"]
         for method in static["methods"]
         for layer in model_layers(config, model)
-    ] + [f"compare/{name}" for name in static["compare"]]
+    ]
+    return built + ([f"compare/{name}" for name in static["compare"]] if compared else [])
+
+
+def static_score_paths(config: dict[str, Any]) -> list[str]:
+    """Score tables of every static embedding (`static_embeddings`) under every configured
+    protocol (``results/static/<embedding>.<protocol>.scores.tsv``)."""
     return [
         f"results/static/{embedding}.{protocol}.scores.tsv"
-        for protocol in static["protocols"]
-        for embedding in embeddings
+        for protocol in config["static"]["protocols"]
+        for embedding in static_embeddings(config)
     ]
 
 
 def static_vectors_file(config: dict[str, Any], embedding: str) -> str:
-    """The word2vec text file of static embedding `embedding` (`static_score_paths`): one
+    """The word2vec text file of static embedding `embedding` (`static_embeddings`): one
     this run builds, or a comparison embedding's file from config."""
     if embedding.startswith("compare/"):
         return config["static"]["compare"][embedding.removeprefix("compare/")]

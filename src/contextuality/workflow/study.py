@@ -18,14 +18,13 @@ and each would refuse it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from contextuality.backends.base import resolved_device
 from contextuality.errors import InputDataError
 from contextuality.provenance import config_hash, read_json
-from contextuality.tables import PROVENANCE_KEY
+from contextuality.tables import read_footer_provenance
 
 SENTENCES = Path("results/corpus/sentences.parquet")
 WORD_INDEX_SUMMARY = Path("results/corpus/index.json")
@@ -37,7 +36,7 @@ def check_sentence_table(config: dict[str, Any]) -> None:
     word index at hand was built from. Reads only the table's metadata."""
     if not SENTENCES.is_file():
         return
-    recorded = _parquet_provenance(SENTENCES)
+    recorded = read_footer_provenance(SENTENCES)
     expected = config_hash(config["corpus"])
     if recorded.get("config_hash") == expected:
         return
@@ -65,7 +64,7 @@ def check_indexes(sentences: Path = SENTENCES, corpus: Path = WORD_INDEX_SUMMARY
     An older one is rebuilt by Snakemake before anything reads it."""
     if not sentences.is_file():
         return
-    table = _parquet_provenance(sentences).get("corpus_checksum")
+    table = read_footer_provenance(sentences).get("corpus_checksum")
     for summary in sorted(corpus.glob("**/index.json")):
         built_from = read_json(summary).get("corpus_checksum")
         if built_from == table or summary.stat().st_mtime < sentences.stat().st_mtime:
@@ -76,14 +75,6 @@ def check_indexes(sentences: Path = SENTENCES, corpus: Path = WORD_INDEX_SUMMARY
             "move its directory away (or delete it) and the run rebuilds it from this "
             "study's sentences"
         )
-
-
-def _parquet_provenance(path: Path) -> dict[str, Any]:
-    """A Parquet file's provenance record from its footer alone ({} if none)."""
-    import pyarrow.parquet as pq
-
-    raw = (pq.read_schema(path).metadata or {}).get(PROVENANCE_KEY)
-    return json.loads(raw) if raw else {}
 
 
 def check_devices(config: dict[str, Any]) -> None:

@@ -27,7 +27,9 @@ from contextuality.workflow.paths import (
     index_files,
     layer_shards,
     special_token_files,
+    static_embeddings,
     static_score_paths,
+    static_vectors_file,
 )
 from contextuality.workflow.sweeps import sweeps
 
@@ -71,10 +73,8 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
     if geometry_models(config):
         outputs.append("results/tables/best_layers.tsv")
     if config.get("static", {}).get("activate", False):
-        scores = static_score_paths(config)
-        vectors = [path.removesuffix(".scores.tsv").rsplit(".", 1)[0] + ".txt" for path in scores]
-        built = sorted({path for path in vectors if not path.startswith("results/static/compare/")})
-        outputs += scores + built + [f"{path}.json" for path in built]
+        built = [static_vectors_file(config, name) for name in static_embeddings(config, False)]
+        outputs += static_score_paths(config) + built + [f"{path}.json" for path in built]
     sidecars = [
         path[: -len(".tsv")] + ".provenance.json" for path in outputs if path.endswith(".tsv")
     ]
