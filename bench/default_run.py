@@ -68,9 +68,10 @@ import scipy.linalg
 from contextuality import steps
 from contextuality import rows
 from contextuality.corpus.index import IndexFiles
+from contextuality.measures.settings import MeasureSettings
 
 directory, limit, chunk_mib = sys.argv[1:4]
-settings = json.loads(sys.argv[4])
+settings = MeasureSettings(**json.loads(sys.argv[4]))
 rows._CHUNK_BYTES = int(float(chunk_mib) * 2**20)
 out = tempfile.mkdtemp()
 outputs = steps.MeasureOutputs(f"{out}/w.parquet", f"{out}/s.parquet", f"{out}/s.json")

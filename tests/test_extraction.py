@@ -32,6 +32,7 @@ from contextuality.errors import InputDataError, ModelLoadError, NumericOverflow
 from contextuality.extraction import segments as segments_module
 from contextuality.extraction.forward import plan_batches, pool_subwords
 from contextuality.extraction.units import align_to_words, encode_inputs, sentence_units
+from contextuality.measures.settings import MeasureSettings
 from contextuality.storage.shards import load_shard, shard_attributes
 
 from extraction import extract_into_shards, with_spec
@@ -768,7 +769,7 @@ def test_a_sentence_table_changed_after_indexing_is_refused(
             paths[1],
             sentences,
             index,
-            {"baseline_sample_size": 10},
+            MeasureSettings(baseline_sample_size=10),
             steps.MeasureOutputs(
                 tmp_path / "w.parquet", tmp_path / "s.parquet", tmp_path / "m.json"
             ),

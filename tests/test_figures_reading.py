@@ -264,7 +264,7 @@ def test_transform_panels_name_their_measure_and_draw_intervals(drawn):
     paper.plot_transforms(pd.DataFrame(rows).assign(relative_layer=lambda t: t["layer"] / 2), [])
     selfsim, anisotropy = drawn[0].axes
     assert selfsim.get_ylabel() == "adjusted SelfSim"
-    assert anisotropy.get_ylabel() == "cosine baseline (anisotropy)"
+    assert anisotropy.get_ylabel() == "anisotropy (mean cosine)"
     bands = [collection.get_paths()[0].vertices[:, 1] for collection in selfsim.collections]
     assert len(bands) == 2  # one per transform
     for band, shift in zip(bands, (0.0, 0.3), strict=True):

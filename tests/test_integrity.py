@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from contextuality.benchmarks import ScoringSettings
 from contextuality.errors import ContextualityError
 from contextuality.provenance import read_json, write_json
 from contextuality.steps.static import score_static
@@ -166,7 +167,7 @@ def test_damaged_static_vectors_are_refused_before_scoring(tmp_path):
     path.write_bytes(path.read_bytes().replace(b"w3 ", b"w4 ", 1))
     labels = {"model": "m", "method": "pc1", "layer": 3, "source": "x", "protocol": "all"}
     with pytest.raises(ContextualityError, match="damaged"):
-        score_static(path, tmp_path, {"benchmarks": []}, labels, tmp_path / "s.tsv")
+        score_static(path, tmp_path, ScoringSettings(benchmarks=()), labels, tmp_path / "s.tsv")
 
 
 def test_a_damaged_shard_is_refused_or_read_identical(tmp_path):

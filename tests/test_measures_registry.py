@@ -166,49 +166,29 @@ def test_figures_draw_registered_rows():
             assert series.measure in rows, (spec.name, series.measure)
 
 
-def docs_table() -> str:
-    """The docs' list of measures, as docs/measures.md must hold it."""
-    lines = [
-        "| rows | what it is | value | baseline | interval | streamed | step | optional |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for record in registry.MEASURES:
-        rows = ", ".join(f"`{row}`" for row in record.rows)
-        family = f"`{record.family}`" if record.family else "none"
-        streamed = "yes" if record.streamed else "no"
-        value = "sampled" if record.sampled else "exact"
-        optional = "yes" if record.optional else "no"
-        lines.append(
-            f"| {rows} | {record.caption} | {value} | {family} | {record.interval} "
-            f"| {streamed} | `{record.step}` | {optional} |"
-        )
-    return "\n".join(lines)
-
-
 def test_the_docs_list_every_measure_as_the_registry_does():
     text = (DOCS / "measures.md").read_text()
     start = text.index("| rows | what it is |")
     table = text[start:].split("\n\n")[0].strip()
-    assert table == docs_table(), "regenerate the table with docs_table() of this file"
+    assert table == registry.docs_table(), "regenerate the table with registry.docs_table()"
     # and every row name the docs quote in backticks with a bracket is registered
     quoted = set(re.findall(r"`([a-z_]+\[[^`\]]+\])`", table))
     assert quoted <= set(registry.row_names())
 
 
 def test_the_worked_example_of_docs_architecture_adds_a_measure(monkeypatch):
-    """The three pieces docs/architecture.md shows (module, record, test) run as written,
-    and the new row leaves every other number as it was."""
+    """The two pieces docs/architecture.md shows (the module with its record, the test)
+    run as written, and the new row leaves every other number as it was."""
     import types
 
     text = (DOCS / "architecture.md").read_text()
-    example = text[text.index("### Worked example") :]
-    module_code, record_code, test_code = re.findall(r"```python\n(.*?)```", example, re.S)
+    example = text[text.index("### Worked example: a measure") :].split("\n### ")[0]
+    module_code, test_code = re.findall(r"```python\n(.*?)```", example, re.S)
     norms = types.ModuleType("norms")
     exec(module_code, norms.__dict__)
-    record = eval(record_code, {"Measure": Measure, "norms": norms})
     index, vectors = _layer()
     before = measure_layer(vectors.copy(), index.occurrences, index.vocab, SETTINGS)
-    monkeypatch.setattr(registry, "MEASURES", (*registry.MEASURES, record))
+    monkeypatch.setattr(registry, "MEASURES", (*registry.MEASURES, *norms.MEASURES))
     namespace = {"measure_layer": measure_layer, "MeasureSettings": MeasureSettings}
     exec(test_code, {**namespace, "np": np, "pytest": pytest}, namespace)
     namespace["test_norm_is_the_mean_row_length"]((vectors, index.occurrences, index.vocab))
@@ -258,3 +238,16 @@ def test_each_row_of_the_measures_table_names_its_interval():
     assert table["scale"]["intrinsic_dimension[twonn]"] == "n=2,500–10,000"
     assert table["interval"]["anisotropy"] == "none"
     assert table["interval"]["intrinsic_dimension[gride]"] == "none"  # no finite interval
+
+
+def test_each_row_has_the_axis_label_its_record_gives():
+    """A figure's axis names a row as its record does, ``adjusted`` before it for the
+    adjusted value; a row no record writes has none, and a record's labels match its rows."""
+    assert registry.axis_label("selfsim", "adjusted") == "adjusted SelfSim"
+    assert registry.axis_label("anisotropy[paper]") == "anisotropy, the paper's estimator"
+    labels = [registry.axis_label(row) for row in registry.row_names()]
+    assert len(labels) == len(set(labels)), "two rows that a reader cannot tell apart"
+    with pytest.raises(KeyError, match="no measure writes the row nothing"):
+        registry.axis_label("nothing")
+    with pytest.raises(ValueError, match="a label for each row"):
+        Measure("x", ("x", "y"), "X.", labels=("x",), compute=lambda layer: {})

@@ -1,19 +1,24 @@
-"""Every setting is declared once: the settings classes, the command line and the workflow's
-fallbacks have the schema's defaults, and every settings class refuses what the schema
-refuses, naming the setting."""
+"""Every setting is declared once, in the schema: the settings classes take their defaults
+from it and write none of their own, the command line and the workflow's fallbacks have
+them, the workflow checks a config with them filled in, and every settings class refuses
+what the schema refuses, naming the setting."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
+import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
+from contextuality.benchmarks import ScoringSettings
 from contextuality.cli.commands import build_parser
 from contextuality.corpus.index import IndexSettings
 from contextuality.errors import ConfigError
-from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE
+from contextuality.geometry.alignment import AlignmentSettings
 from contextuality.geometry.dimension import DimensionSettings
 from contextuality.measures.degeneration import DegenerationSettings
 from contextuality.measures.settings import MeasureSettings
@@ -50,16 +55,43 @@ CLASSES = {
 
 
 @pytest.mark.parametrize("settings_class", CLASSES, ids=lambda cls: cls.__name__)
-def test_settings_classes_have_the_schema_s_fields_and_defaults(settings_class):
+def test_settings_classes_have_the_schema_s_fields(settings_class):
     path, elsewhere, choosing = CLASSES[settings_class]
     properties = _section(*path)
     fields = {field.name: field for field in dataclasses.fields(settings_class)}
     assert set(fields) - set(elsewhere) == set(properties) - choosing
-    instance = settings_class()
-    for name in set(fields) - set(elsewhere):
-        default = properties[name]["default"]
-        value = getattr(instance, name)
-        assert (list(value) if isinstance(value, tuple) else value) == default, name
+
+
+# Every settings class of the package, and the module that holds it.
+EVERY_SETTINGS_CLASS = (*CLASSES, StreamingSettings, AlignmentSettings, ScoringSettings)
+
+
+@pytest.mark.parametrize("settings_class", EVERY_SETTINGS_CLASS, ids=lambda cls: cls.__name__)
+def test_settings_classes_write_no_default_of_their_own(settings_class):
+    """Each field's default is read from the schema (`schema.default`), never written out:
+    a default changed in the schema changes the class, the command line and the workflow."""
+    source = textwrap.dedent(inspect.getsource(settings_class))
+    body = ast.parse(source).body[0].body
+    for statement in body:
+        if isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            called = {
+                node.func.id
+                for node in ast.walk(statement.value)
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            }
+            assert "default" in called, (settings_class.__name__, ast.unparse(statement))
+
+
+def test_a_default_changed_in_the_schema_changes_the_settings(monkeypatch):
+    from contextuality import schema
+
+    changed = schema.schema()
+    changed["properties"]["measures"]["properties"]["seed"]["default"] = 7
+    monkeypatch.setattr(schema, "_schema", lambda: changed)
+    assert schema.default("measures", "seed") == 7
+    assert schema.setting({"measures": {}}, "measures", "seed") == 7
+    assert schema.setting({"measures": {"seed": 3}}, "measures", "seed") == 3
+    assert schema.with_defaults({})["measures"]["seed"] == 7
 
 
 def _outside(spec: dict) -> list[object]:
@@ -101,6 +133,17 @@ def test_every_bounded_setting_is_checked():
     assert {settings_class for settings_class, _, _ in BOUNDED} == set(CLASSES)
 
 
+def test_the_scoring_settings_are_config_static_s_and_refuse_what_it_refuses():
+    static = _section("static")
+    fields = {field.name for field in dataclasses.fields(ScoringSettings)}
+    assert fields <= set(static)
+    assert ScoringSettings(benchmarks=["men"]).benchmarks == ("men",)
+    with pytest.raises(ConfigError, match="static.benchmarks: unknown simlex"):
+        ScoringSettings(benchmarks=["simlex"])
+    with pytest.raises(ConfigError, match="static.oov must be one of"):
+        ScoringSettings(oov="zero")
+
+
 def test_the_seed_may_not_be_negative():
     assert _section("measures")["seed"]["minimum"] == 0
     with pytest.raises(ConfigError, match="measures.seed"):
@@ -129,7 +172,7 @@ def test_the_measure_step_refuses_a_measure_it_cannot_leave_out_before_reading(t
             tmp_path / "layer_0.h5",
             tmp_path / "sentences.parquet",
             IndexFiles.in_directory(tmp_path),
-            {"leave_out": ["anisotropy"]},
+            MeasureSettings(leave_out=["anisotropy"]),
             outputs,
         )
 
@@ -153,7 +196,20 @@ def test_the_workflow_s_fallbacks_are_the_schema_s_defaults():
     assert workflow_config.figure_transforms({}) == _section("figures")["transforms"]["default"]
     special = workflow_config.special_token_settings({"measures": {"seed": 0}})
     assert special["sample_size"] == _section("degeneration")["special_token_sentences"]["default"]
-    assert _section("geometry")["sample_size"]["default"] == GEOMETRY_SAMPLE_SIZE
+
+
+def test_the_workflow_checks_and_plans_a_config_with_the_schema_s_defaults(tiny_bert_dir):
+    """A config that leaves a section out is checked with its defaults (alignment.k 10
+    against a sample of 10 rows) and planned with them filled in, before any check."""
+    from contextuality import workflow
+
+    models = {"m": {"source": str(tiny_bert_dir)}}
+    with pytest.raises(ConfigError, match="geometry.alignment.k: 10 is not below"):
+        workflow_config.check_config({"models": models, "geometry": {"sample_size": 10}})
+    config = {"models": models}
+    workflow.plan_config(config, [], workflow_config.SCHEMA_PATH)
+    assert config["extraction"]["partitions"] == 1
+    assert config["geometry"]["alignment"] == {"k": 10, "device": "auto"}
 
 
 def _defaults(*argv: str) -> dict:

@@ -450,11 +450,9 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
     )
     steps.occurrence_index(sentences, IndexSettings(min_contexts=2), index)
     model = {"source": str(tiny_bert_dir), "device": "cpu", "gpus": 0, "layers": [1, 2]}
-    measure_settings = {
-        "baseline_sample_size": 50,
-        "bootstrap_resamples": 20,
-        "sample_replicates": 3,
-    }
+    measure_settings = MeasureSettings(
+        baseline_sample_size=50, bootstrap_resamples=20, sample_replicates=3
+    )
     shard_paths = {layer: tmp_path / "emb" / f"layer_{layer}.h5" for layer in (1, 2)}
     state_paths = {layer: tmp_path / "stream" / f"layer_{layer}.state.h5" for layer in (2, 1)}
     steps.extract(

@@ -36,6 +36,7 @@ from contextuality.figures.specs import (
 )
 from contextuality.measures import registry
 from contextuality.provenance import sha256_file
+from contextuality.schema import with_defaults
 from contextuality.tables import read_tsv_provenance
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,24 +93,8 @@ def _write_config(directory: Path, config: dict) -> None:
 
 
 def _with_defaults(config: dict) -> dict:
-    """`config` as the workflow plans it: every default of the schema filled in, as
-    Snakemake's ``validate(..., set_default=True)`` fills them."""
-    import jsonschema
-
-    def filled(validator, properties, instance, schema):
-        for name, subschema in properties.items():
-            if isinstance(instance, dict) and "default" in subschema:
-                instance.setdefault(name, copy.deepcopy(subschema["default"]))
-        yield from jsonschema.Draft202012Validator.VALIDATORS["properties"](
-            validator, properties, instance, schema
-        )
-
-    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
-    config = copy.deepcopy(config)
-    jsonschema.validators.extend(jsonschema.Draft202012Validator, {"properties": filled})(
-        schema
-    ).validate(config)
-    return config
+    """`config` as the workflow plans it: every default of the schema filled in."""
+    return with_defaults(copy.deepcopy(config))
 
 
 def _planned_jobs(directory: Path, *arguments: str) -> dict[str, int]:

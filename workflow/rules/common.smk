@@ -6,6 +6,7 @@ from contextuality.figures.specs import (
     DEGENERATION_FIGURES,
     FAMILY_FIGURE,
     SWEEP_FIGURE,
+    figure_caption,
 )
 
 ctx.plan_config(

@@ -12,7 +12,7 @@ for transform in ctx.figure_transforms(config):
             *[
                 report(
                     f"{ctx.figures_directory(transform)}/{name}.png",
-                    caption=f"../report/figures/{name}.rst",
+                    caption=figure_caption(name),
                     category="Paper figures",
                     subcategory=f"transform {transform}",
                     labels={"figure": name, "transform": transform},

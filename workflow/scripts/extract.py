@@ -7,6 +7,7 @@ from contextuality.process import run_job
 def extract() -> None:
     from contextuality import steps
     from contextuality.corpus.index import IndexFiles
+    from contextuality.measures.settings import MeasureSettings
     from contextuality.workflow import parse_part
 
     outputs = steps.LayerOutputs(
@@ -25,7 +26,13 @@ def extract() -> None:
     if snakemake.params.streaming is None:
         steps.extract(**common, part=part)
     else:
-        steps.stream(**common, **snakemake.params.streaming, part=part)
+        streaming = snakemake.params.streaming
+        steps.stream(
+            **common,
+            measures=MeasureSettings(**streaming["measures"]),
+            word_sample_size=streaming["word_sample_size"],
+            part=part,
+        )
 
 
 run_job(snakemake, extract)

@@ -6,14 +6,17 @@ from contextuality.process import run_job
 def measure_layer() -> None:
     from contextuality import steps
     from contextuality.corpus.index import IndexFiles
+    from contextuality.measures.degeneration import DegenerationSettings
+    from contextuality.measures.settings import MeasureSettings
     from contextuality.transforms.layers import TransformFit
 
+    settings = MeasureSettings(**snakemake.params.settings)
     degeneration = snakemake.params.degeneration
     steps.measure_layer(
         snakemake.input.shard,
         snakemake.input.sentences,
         IndexFiles.of(snakemake.input),
-        snakemake.params.settings,
+        settings,
         steps.MeasureOutputs(
             snakemake.output.words, snakemake.output.sentences, snakemake.output.summary
         ),
@@ -24,7 +27,7 @@ def measure_layer() -> None:
         degeneration_outputs=None
         if degeneration is None
         else steps.DegenerationOutputs(
-            degeneration,
+            DegenerationSettings(**degeneration, seed=settings.seed),
             snakemake.output.degeneration_words,
             snakemake.output.degeneration_bins,
             snakemake.output.degeneration_cone,

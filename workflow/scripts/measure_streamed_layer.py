@@ -6,11 +6,12 @@ from contextuality.process import run_job
 def measure_streamed_layer() -> None:
     from contextuality import steps
     from contextuality.corpus.index import IndexFiles
+    from contextuality.measures.settings import MeasureSettings
 
     steps.measure_streamed_layer(
         snakemake.input.state,
         IndexFiles.of(snakemake.input),
-        snakemake.params.settings,
+        MeasureSettings(**snakemake.params.settings),
         steps.MeasureOutputs(
             snakemake.output.words, snakemake.output.sentences, snakemake.output.summary
         ),

@@ -6,6 +6,7 @@ from contextuality.process import run_job
 
 def score_static() -> None:
     from contextuality import steps
+    from contextuality.benchmarks import ScoringSettings
     from contextuality.workflow import static_labels
 
     protocols = snakemake.params.protocols
@@ -13,7 +14,7 @@ def score_static() -> None:
     steps.score_static_protocols(
         snakemake.input.vectors,
         "resources/benchmarks",
-        snakemake.params.settings,
+        ScoringSettings(**snakemake.params.settings),
         {protocol: static_labels(embedding, protocol) for protocol in protocols},
         dict(zip(protocols, snakemake.output.tables, strict=True)),
         snakemake.input.vocab,

@@ -62,6 +62,7 @@ from contextuality.benchmarks.readers import (
 from contextuality.benchmarks.registry import (
     BENCHMARKS,
     BenchmarkSpec,
+    ScoringSettings,
     score_benchmark,
     score_benchmarks,
 )
@@ -105,6 +106,7 @@ __all__ = [
     "OovPolicy",
     "Score",
     "ScoringProtocol",
+    "ScoringSettings",
     "WordVectors",
     "cluster_purity",
     "fetch_benchmark_file",

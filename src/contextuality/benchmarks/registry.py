@@ -29,12 +29,15 @@ from contextuality.benchmarks.scorers import (
 )
 from contextuality.benchmarks.sources import source_url
 from contextuality.benchmarks.vectors import (
+    OOV_POLICIES,
     OovPolicy,
     ScoringProtocol,
     WordVectors,
     check_protocol,
     paper_vectors,
 )
+from contextuality.errors import ConfigError
+from contextuality.schema import default
 
 Reader = Callable[[Path], pd.DataFrame]
 Scorer = Callable[[pd.DataFrame, WordVectors, bool, OovPolicy], Score]
@@ -171,6 +174,27 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
         _categorization("ap", "AP", "categorization/ap.csv"),
     )
 }
+
+
+@dataclass(frozen=True)
+class ScoringSettings:
+    """How the static vectors are scored (config ``static``, less what chooses jobs): the
+    benchmarks, whether their words are lowercased, and what an out-of-vocabulary word
+    gets (`OOV_POLICIES`); checked when made."""
+
+    benchmarks: tuple[str, ...] = tuple(default("static", "benchmarks"))
+    lowercase: bool = default("static", "lowercase")
+    oov: str = default("static", "oov")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "benchmarks", tuple(self.benchmarks))  # a YAML list
+        unknown = [name for name in self.benchmarks if name not in BENCHMARKS]
+        if unknown:
+            raise ConfigError(
+                f"static.benchmarks: unknown {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}"
+            )
+        if self.oov not in OOV_POLICIES:
+            raise ConfigError(f"static.oov must be one of {OOV_POLICIES}, not {self.oov!r}")
 
 
 def _spec_of(name: str) -> BenchmarkSpec:

@@ -28,7 +28,7 @@ from typing import Any
 
 from contextuality import __version__, backends, steps
 from contextuality.backends.elmo.release import RELEASE_DIRECTORY, RELEASES
-from contextuality.benchmarks import BENCHMARKS, PROTOCOLS
+from contextuality.benchmarks import BENCHMARKS, OOV_POLICIES, PROTOCOLS, ScoringSettings
 from contextuality.cli.geometry_commands import add_geometry_command
 from contextuality.cli.measure_commands import (
     add_measure_layer_command,
@@ -42,7 +42,9 @@ from contextuality.corpus.sentences import STS_YEARS
 from contextuality.corpus.words import WORD_TOKENIZERS
 from contextuality.errors import ConfigError
 from contextuality.figures.specs import DEGENERATION_FIGURES, FIGURES
+from contextuality.measures.settings import MeasureSettings
 from contextuality.measures.static import METHODS
+from contextuality.schema import default
 from contextuality.streaming.state import StreamingSettings
 
 
@@ -115,7 +117,7 @@ def _extract(args: argparse.Namespace) -> None:
 def _stream(args: argparse.Namespace) -> None:
     name, section, layers = _model_section(args)
     index = IndexFiles.in_directory(args.index)
-    measures = {"baseline_sample_size": args.baseline_sample_size, "seed": args.seed}
+    measures = MeasureSettings(baseline_sample_size=args.baseline_sample_size, seed=args.seed)
     outputs = _layer_outputs(args.output, layers, ".state.h5")
     steps.stream(
         name,
@@ -133,7 +135,7 @@ def _stream(args: argparse.Namespace) -> None:
 
 
 def _measure_states(
-    outputs: steps.LayerOutputs, index: IndexFiles, measures: dict[str, Any], output: str
+    outputs: steps.LayerOutputs, index: IndexFiles, measures: MeasureSettings, output: str
 ) -> None:
     """Each streamed layer's measures beside its state file."""
     for layer, state in outputs.files.items():
@@ -153,7 +155,7 @@ def _merge_stream(args: argparse.Namespace) -> None:
         [part / "meta.json" for part in parts],
         outputs,
     )
-    measures = {"baseline_sample_size": args.baseline_sample_size, "seed": args.seed}
+    measures = MeasureSettings(baseline_sample_size=args.baseline_sample_size, seed=args.seed)
     _measure_states(outputs, IndexFiles.in_directory(args.index), measures, args.output)
 
 
@@ -220,7 +222,7 @@ def _static(args: argparse.Namespace) -> None:
 
 
 def _score(args: argparse.Namespace) -> None:
-    settings = {"benchmarks": args.benchmarks, "lowercase": not args.keep_case, "oov": args.oov}
+    settings = ScoringSettings(args.benchmarks, lowercase=not args.keep_case, oov=args.oov)
     labels = {
         "source": "cli",
         "model": Path(args.vectors).stem,
@@ -390,15 +392,15 @@ def _add_measure_commands(commands: Any) -> None:
     )
     command.add_argument(
         "--oov",
-        choices=("mean", "skip"),
-        default="mean",
+        choices=OOV_POLICIES,
+        default=default("static", "oov"),
         help="a word without a vector: the mean vector, or skip its pairs",
     )
     command.add_argument("--keep-case", action="store_true", help="do not lowercase words")
     command.add_argument(
         "--protocol",
         choices=PROTOCOLS,
-        default="standard",
+        default=default("static", "protocols")[0],
         help="standard scoring, or as the paper's authors ran the benchmarks",
     )
     command.add_argument(

@@ -10,6 +10,7 @@ from typing import Any
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles
+from contextuality.measures.degeneration import DegenerationSettings
 from contextuality.measures.settings import MeasureSettings
 from contextuality.process import limited_threads
 from contextuality.transforms.fitting import TRANSFORMS, TransformSettings
@@ -25,14 +26,14 @@ def measure_outputs(prefix: str | Path) -> steps.MeasureOutputs:
 
 def _measure(args: argparse.Namespace) -> None:
     # The settings are checked before anything is read or written.
-    MeasureSettings(baseline_sample_size=args.baseline_sample_size, seed=args.seed)
+    settings = MeasureSettings(baseline_sample_size=args.baseline_sample_size, seed=args.seed)
     TransformSettings(fit_fraction=args.fit_fraction, seed=args.seed)
     prefix = args.output
     transform_fit = fitted_on_split(args, prefix)
     degeneration = None
     if args.degeneration:
         degeneration = steps.DegenerationOutputs(
-            {},
+            DegenerationSettings(seed=args.seed),
             *(
                 f"{prefix}.degeneration.{part}.parquet"
                 for part in ("words", "bins", "cone", "positions")
@@ -43,7 +44,7 @@ def _measure(args: argparse.Namespace) -> None:
             args.shard,
             args.sentences,
             IndexFiles.in_directory(args.index),
-            {"baseline_sample_size": args.baseline_sample_size, "seed": args.seed},
+            settings,
             measure_outputs(prefix),
             transform=args.transform,
             transform_fit=transform_fit,

@@ -24,6 +24,7 @@ import pandas as pd
 from contextuality.corpus.words import WORD_TOKENIZERS, is_punctuation
 from contextuality.errors import ConfigError, InputDataError, check_integer
 from contextuality.provenance import read_json, write_json
+from contextuality.schema import default
 from contextuality.tables import read_parquet, read_parquet_with_provenance, write_parquet
 
 COUNT_RULES = ("contexts", "occurrences")
@@ -46,11 +47,11 @@ class IndexSettings:
     sentences included) against ``min_contexts``.
     """
 
-    min_contexts: int = 5
-    lowercase: bool = False
-    tokenizer: str = "regex"
-    exclude_punctuation: bool = False
-    count_by: str = "contexts"
+    min_contexts: int = default("index", "min_contexts")
+    lowercase: bool = default("index", "lowercase")
+    tokenizer: str = default("index", "tokenizer")
+    exclude_punctuation: bool = default("index", "exclude_punctuation")
+    count_by: str = default("index", "count_by")
 
     def __post_init__(self) -> None:
         check_integer("index", "min_contexts", self.min_contexts, 1)

@@ -9,12 +9,17 @@ import os
 import pandas as pd
 
 from contextuality.figures.paper import plt, save_figure
+from contextuality.geometry.alignment_catalogue import alignment_measure
+from contextuality.measures.registry import axis_label
 
 # The measures drawn from the measures table: (measure, column, axis label).
-MEASURE_PANELS = (
-    ("anisotropy", "raw", "anisotropy (mean cosine)"),
-    ("selfsim", "adjusted", "adjusted SelfSim"),
-    ("intrinsic_dimension[twonn]", "raw", "intrinsic dimension (TwoNN)"),
+MEASURE_PANELS = tuple(
+    (row, column, axis_label(row, column))
+    for row, column in (
+        ("anisotropy", "raw"),
+        ("selfsim", "adjusted"),
+        ("intrinsic_dimension[twonn]", "raw"),
+    )
 )
 
 
@@ -61,8 +66,8 @@ def plot_ablation(
     if pair is not None:
         panel = axes[-1]
         for column, style, label in (
-            ("cka", "-", "linear CKA"),
-            ("cka_debiased", "--", "debiased CKA"),
+            ("cka", "-", alignment_measure("cka").label),
+            ("cka_debiased", "--", alignment_measure("cka_debiased").label),
             ("null_cka", ":", "null (rows paired at random)"),
         ):
             panel.plot(pair["layer_a"], pair[column], style, marker="o", markersize=3, label=label)

@@ -11,15 +11,11 @@ import numpy as np
 import pandas as pd
 
 from contextuality.figures.paper import label_cells, plt, save_figure
+from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 
-# The measures drawn, with their label and colour range (Procrustes is a distance in
-# radians, drawn with its scale reversed so that brighter is closer everywhere).
-PANELS = (
-    ("cka_debiased", "debiased CKA", (0.0, 1.0)),
-    ("mutual_knn", "mutual k-NN", (0.0, 1.0)),
-    ("cknna", "CKNNA", (0.0, 1.0)),
-    ("procrustes", "Procrustes distance (rad)", (0.0, np.pi / 2)),
-)
+# The measures drawn, each over its record's range (a distance drawn with its scale
+# reversed, so that brighter is closer everywhere).
+PANELS = tuple(record for record in ALIGNMENT_MEASURES if record.panel)
 
 
 def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:
@@ -39,10 +35,15 @@ def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source
     )
     for row_axes, (left, right) in zip(axes, pairs, strict=True):
         rows = every[(every["model_a"] == left) & (every["model_b"] == right)]
-        for panel, (measure, label, limits) in zip(row_axes, PANELS, strict=True):
+        for panel, record in zip(row_axes, PANELS, strict=True):
+            measure, label, limits, distance = (
+                record.name,
+                record.label,
+                record.limits,
+                record.distance,
+            )
             grid = rows.pivot(index="layer_a", columns="layer_b", values=measure)
             values = grid.to_numpy(dtype=float)
-            distance = measure == "procrustes"
             panel.imshow(
                 values,
                 vmin=limits[0],

@@ -16,6 +16,8 @@ from contextuality.figures.paper import (
     plt,
     save_figure,
 )
+from contextuality.geometry.alignment_catalogue import alignment_measure
+from contextuality.measures.registry import axis_label
 from contextuality.transforms.fitting import TRANSFORMS
 
 
@@ -63,9 +65,11 @@ def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str 
 # The panels of the corrections figure: (source, column, axis label); ``dimension`` rows
 # come from the measures table, the others are a layer's alignment with the previous one.
 CORRECTION_PANELS = (
-    ("dimension", "intrinsic_dimension[twonn]", "intrinsic dimension (TwoNN)"),
-    ("alignment", "cka", "linear CKA with the previous layer"),
-    ("alignment", "mutual_knn", "mutual k-NN with the previous layer"),
+    ("dimension", "intrinsic_dimension[twonn]", axis_label("intrinsic_dimension[twonn]")),
+    *(
+        ("alignment", name, f"{alignment_measure(name).label} with the previous layer")
+        for name in ("cka", "mutual_knn")
+    ),
 )
 
 
@@ -187,7 +191,7 @@ def plot_positions(table: pd.DataFrame, outputs: list[str | os.PathLike], source
                 if tokens:
                     panel.axvline(len(profile) - 0.25, color="grey", linestyle=":", lw=0.8)
         log_scale_if_wide(panels[0], of_model["mean_norm"], "mean L2 norm")
-        panels[1].set_ylabel("anisotropy (mean cosine)")
+        panels[1].set_ylabel(axis_label("anisotropy"))
         for panel in panels:
             label = "position of the word in its sentence"
             panel.set_xlabel(f"{label}; special tokens" if tokens else label)

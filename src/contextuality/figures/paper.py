@@ -22,6 +22,7 @@ from contextuality import __version__  # noqa: E402
 from contextuality.benchmarks import BENCHMARKS  # noqa: E402
 from contextuality.figures.specs import FigureSpec  # noqa: E402
 from contextuality.measures.ranks import spearman_interval  # noqa: E402
+from contextuality.measures.registry import axis_label  # noqa: E402
 from contextuality.provenance import atomic_path  # noqa: E402
 from contextuality.transforms.fitting import TRANSFORMS  # noqa: E402
 
@@ -76,9 +77,9 @@ def plot_figure(
     save_figure(figure, outputs, source)
 
 
-TRANSFORM_PANELS = (
-    ("selfsim", "adjusted", "adjusted SelfSim"),
-    ("anisotropy", "raw", "cosine baseline (anisotropy)"),
+TRANSFORM_PANELS = tuple(
+    (row, column, axis_label(row, column))
+    for row, column in (("selfsim", "adjusted"), ("anisotropy", "raw"))
 )
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contextuality.measures.record import Measure
+from contextuality.measures.registry import MEASURES, axis_label
+
 
 @dataclass(frozen=True)
 class MeasureLine:
@@ -46,7 +49,7 @@ FIGURES = {
             "fig2_selfsim",
             "adjusted",
             "Figure 2. Self-similarity",
-            "adjusted SelfSim",
+            axis_label("selfsim", "adjusted"),
             (
                 MeasureLine("selfsim", "-", " exact"),
                 MeasureLine("selfsim[paper]", "--", " paper's estimator"),
@@ -56,7 +59,7 @@ FIGURES = {
             "fig3_intrasim",
             "adjusted",
             "Figure 3. Intra-sentence similarity",
-            "adjusted IntraSim",
+            axis_label("intrasim", "adjusted"),
             (
                 MeasureLine("intrasim", "-", " exact"),
                 MeasureLine("intrasim[paper]", "--", " paper's estimator"),
@@ -73,7 +76,7 @@ FIGURES = {
             "mev_definition3",
             "adjusted",
             "MEV as Definition 3 defines it (σ₁²/Σσ²)",
-            "adjusted MEV",
+            axis_label("mev", "adjusted"),
             (
                 MeasureLine("mev", "-", " uncentered"),
                 MeasureLine("mev_centered", "--", " centered"),
@@ -83,7 +86,7 @@ FIGURES = {
             "selfsim_word_classes",
             "adjusted",
             "Self-similarity of stopwords and content words",
-            "adjusted SelfSim",
+            axis_label("selfsim", "adjusted"),
             (
                 MeasureLine("selfsim[content]", "-", " content"),
                 MeasureLine("selfsim[stopword]", "--", " stopwords"),
@@ -93,7 +96,7 @@ FIGURES = {
             "selfsim_frequency",
             "raw",
             "Self-similarity against word frequency",
-            "Spearman ρ(SelfSim, count)",
+            axis_label("selfsim~frequency"),
             (MeasureLine("selfsim~frequency"),),
             spearman=True,
         ),
@@ -130,6 +133,33 @@ FIGURES = {
         ),
     )
 }
+
+
+def record_figure(record: Measure) -> FigureSpec:
+    """The figure a measure's record declares (`record.MeasureFigure`): each of its rows
+    against layer, named by the row where it has several."""
+    figure = record.figure
+    several = len(record.rows) > 1
+    lines = tuple(MeasureLine(row, "-", f" {row}" if several else "") for row in record.rows)
+    return FigureSpec(figure.name, figure.column, figure.title, figure.ylabel, lines)
+
+
+# The figures the measures' records declare, drawn as the figures above; their caption
+# in the report is `RECORD_FIGURE_CAPTION`, as they have no file of their own.
+RECORD_FIGURES = {
+    record.figure.name: record_figure(record) for record in MEASURES if record.figure is not None
+}
+if set(RECORD_FIGURES) & set(FIGURES):
+    raise ValueError(f"figures named twice: {sorted(set(RECORD_FIGURES) & set(FIGURES))}")
+FIGURES.update(RECORD_FIGURES)
+RECORD_FIGURE_CAPTION = "measure"
+
+
+def figure_caption(name: str) -> str:
+    """The report's caption file of figure `name`, relative to workflow/rules/: its own,
+    or that of every figure a record declares."""
+    return f"../report/figures/{RECORD_FIGURE_CAPTION if name in RECORD_FIGURES else name}.rst"
+
 
 # The degeneration figures of one model and transform (`contextuality.figures.degeneration`).
 DEGENERATION_FIGURES = ("norm_by_rank", "knn_by_bin", "cone")

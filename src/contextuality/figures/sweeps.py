@@ -13,13 +13,17 @@ import numpy as np
 import pandas as pd
 
 from contextuality.figures.paper import label_cells, layer_colours, plt, save_figure
+from contextuality.measures.registry import axis_label
 
 # (measure, column of the measures table, axis label) of each line panel.
-SERIES_PANELS = (
-    ("anisotropy", "raw", "anisotropy (mean cosine)"),
-    ("selfsim", "adjusted", "adjusted SelfSim"),
-    ("intrasim", "adjusted", "adjusted IntraSim"),
-    ("mev", "adjusted", "adjusted MEV"),
+SERIES_PANELS = tuple(
+    (row, column, axis_label(row, column))
+    for row, column in (
+        ("anisotropy", "raw"),
+        ("selfsim", "adjusted"),
+        ("intrasim", "adjusted"),
+        ("mev", "adjusted"),
+    )
 )
 # The fractions of a model's depth a family's lines follow.
 DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)

@@ -19,13 +19,17 @@ import pandas as pd
 
 from contextuality.backends.base import resolved_device
 from contextuality.errors import check_integer, warn
+from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 from contextuality.geometry.linear_cka import CrossProducts
-from contextuality.geometry.neighbours import cknna, cosine_neighbours, mutual_knn
+from contextuality.geometry.neighbours import cosine_neighbours
 from contextuality.random_streams import generator
 from contextuality.rows import rows_with_vectors
+from contextuality.schema import default
 
 # Rows multiplied at a time for CKA: (rows × every layer's width) float32, a few MiB.
 CKA_CHUNK_ROWS = 1024
+# The alignment table: the two layers and their rows, then each alignment measure of the
+# catalogue (`alignment_catalogue`) and its null, then the rows it rests on.
 ALIGNMENT_COLUMNS = [
     "model_a",
     "layer_a",
@@ -33,16 +37,8 @@ ALIGNMENT_COLUMNS = [
     "layer_b",
     "transform",
     "occurrences",
-    "cka",
-    "cka_debiased",
-    "procrustes",
-    "mutual_knn",
-    "cknna",
-    "null_cka",
-    "null_cka_debiased",
-    "null_procrustes",
-    "null_mutual_knn",
-    "null_cknna",
+    *(record.name for record in ALIGNMENT_MEASURES),
+    *(f"null_{record.name}" for record in ALIGNMENT_MEASURES),
     "k",
     "n_rows",
     "sampled",
@@ -55,8 +51,8 @@ class AlignmentSettings:
     are searched: ``auto`` (a GPU when torch sees one), ``cpu``, ``cuda`` or ``cuda:N``
     (config ``geometry.alignment``)."""
 
-    k: int = 10
-    device: str = "auto"
+    k: int = default("geometry", "alignment", "k")
+    device: str = default("geometry", "alignment", "device")
 
     def __post_init__(self) -> None:
         check_integer("geometry.alignment", "k", self.k, 1)
@@ -82,7 +78,7 @@ class SampledLayers:
 
 
 # Occurrences the geometry steps read by default (config ``geometry.sample_size``).
-GEOMETRY_SAMPLE_SIZE = 10_000
+GEOMETRY_SAMPLE_SIZE = default("geometry", "sample_size")
 
 
 def sample_rows(n_rows: int, sample_size: int | None, seed: int) -> np.ndarray:
@@ -161,15 +157,18 @@ def split_products(
 
 @dataclass(frozen=True)
 class NeighbourAlignment:
-    """Mutual k-NN and CKNNA between every left layer (rows) and every right layer
-    (columns), and both with the right side's rows paired at random (the null); `k` the
-    neighbours each row has (NaN throughout where the rows are too few for k)."""
+    """Each alignment measure computed from neighbours (`AlignmentMeasure.of_neighbours`)
+    between every left layer (rows) and every right layer (columns): `values` by name, and
+    `nulls`, the same with the right side's rows paired at random; `k` the neighbours each
+    row has (NaN throughout where the rows are too few for k)."""
 
-    mutual_knn: np.ndarray
-    cknna: np.ndarray
-    null_mutual_knn: np.ndarray
-    null_cknna: np.ndarray
+    values: dict[str, np.ndarray]
+    nulls: dict[str, np.ndarray]
     k: int
+
+
+# The alignment measures computed from each layer's nearest neighbours.
+NEIGHBOUR_MEASURES = tuple(record for record in ALIGNMENT_MEASURES if record.of_neighbours)
 
 
 def neighbour_alignment(
@@ -186,8 +185,8 @@ def neighbour_alignment(
     from `random`, so it needs no second search (`Neighbours.paired`)."""
     shape = (len(left.vectors), len(left.vectors if right is None else right.vectors))
     if len(rows) <= k:
-        nothing = np.full(shape, np.nan)
-        return NeighbourAlignment(nothing, nothing, nothing, nothing, k)
+        nothing = {record.name: np.full(shape, np.nan) for record in NEIGHBOUR_MEASURES}
+        return NeighbourAlignment(nothing, nothing, k)
     found = [cosine_neighbours(vectors[rows], k, device) for vectors in left.vectors.values()]
     others = (
         found
@@ -197,16 +196,15 @@ def neighbour_alignment(
     pairing = random.permutation(len(rows))
     shuffled = [other.paired(pairing) for other in others]
 
-    def grid(measure, right_side):
-        return np.array([[measure(one, two) for two in right_side] for one in found])
+    def grids(right_side) -> dict[str, np.ndarray]:
+        return {
+            record.name: np.array(
+                [[record.of_neighbours(one, two) for two in right_side] for one in found]
+            )
+            for record in NEIGHBOUR_MEASURES
+        }
 
-    return NeighbourAlignment(
-        grid(mutual_knn, others),
-        grid(cknna, others),
-        grid(mutual_knn, shuffled),
-        grid(cknna, shuffled),
-        k,
-    )
+    return NeighbourAlignment(grids(others), grids(shuffled), k)
 
 
 def alignment_frame(
@@ -219,10 +217,18 @@ def alignment_frame(
     sampled: bool,
     transform: str = "none",
 ) -> pd.DataFrame:
-    """Every alignment measure of `products` and `neighbours`, and of the randomly paired
-    `null`, between every pair of layers of vectors under `transform`, as rows of
-    `ALIGNMENT_COLUMNS`."""
+    """Every alignment measure of the catalogue, from `products` or `neighbours`, and its
+    null (of the randomly paired `null`), between every pair of layers of vectors under
+    `transform`, as rows of `ALIGNMENT_COLUMNS`."""
     left, right = np.meshgrid(layers[0], layers[1], indexing="ij")
+    values, nulls = {}, {}
+    for record in ALIGNMENT_MEASURES:
+        if record.of_products is not None:
+            values[record.name] = record.of_products(products)
+            nulls[record.name] = record.of_products(null)
+        else:
+            values[record.name] = neighbours.values[record.name]
+            nulls[record.name] = neighbours.nulls[record.name]
     return pd.DataFrame(
         {
             "model_a": names[0],
@@ -231,16 +237,8 @@ def alignment_frame(
             "layer_b": right.ravel(),
             "transform": transform,
             "occurrences": occurrences,
-            "cka": products.cka().ravel(),
-            "cka_debiased": products.debiased_cka().ravel(),
-            "procrustes": products.procrustes().ravel(),
-            "mutual_knn": neighbours.mutual_knn.ravel(),
-            "cknna": neighbours.cknna.ravel(),
-            "null_cka": null.cka().ravel(),
-            "null_cka_debiased": null.debiased_cka().ravel(),
-            "null_procrustes": null.procrustes().ravel(),
-            "null_mutual_knn": neighbours.null_mutual_knn.ravel(),
-            "null_cknna": neighbours.null_cknna.ravel(),
+            **{name: grid.ravel() for name, grid in values.items()},
+            **{f"null_{name}": grid.ravel() for name, grid in nulls.items()},
             "k": neighbours.k,
             "n_rows": products.n_rows,
             "sampled": sampled,
@@ -321,16 +319,14 @@ BEST_LAYER_COLUMNS = [
     "depth",
     "best_depth",
 ]
-# What each measure's best match maximises (Procrustes is a distance: it is minimised).
-ALIGNMENT_MEASURES = ("cka", "cka_debiased", "procrustes", "mutual_knn", "cknna")
 
 
 def best_matching_layers(table: pd.DataFrame) -> pd.DataFrame:
     """For every pair of different models in an alignment table (`ALIGNMENT_COLUMNS`), each
-    layer of either model and its best-matching layer of the other by each measure (the
-    most similar; the nearest by Procrustes), with the value, its null and both layers'
-    relative depths (layer / the model's deepest layer in the table), as rows of
-    `BEST_LAYER_COLUMNS`."""
+    layer of either model and its best-matching layer of the other by each measure of the
+    catalogue (the most similar; the nearest by a distance), with the value, its null and
+    both layers' relative depths (layer / the model's deepest layer in the table), as rows
+    of `BEST_LAYER_COLUMNS`."""
     deepest = (
         pd.concat(
             [
@@ -347,11 +343,12 @@ def best_matching_layers(table: pd.DataFrame) -> pd.DataFrame:
     for side, other in sides:
         keys = [f"model_{side}", f"layer_{side}", f"model_{other}", "transform", "occurrences"]
         for (model, layer, other_model, transform, occurrences), group in between.groupby(keys):
-            for measure in ALIGNMENT_MEASURES:
+            for record in ALIGNMENT_MEASURES:
+                measure = record.name
                 values = group[measure].to_numpy(dtype=float)
                 if np.isnan(values).all():
                     continue
-                best = np.nanargmin(values) if measure == "procrustes" else np.nanargmax(values)
+                best = np.nanargmin(values) if record.distance else np.nanargmax(values)
                 chosen = group.iloc[best]
                 best_layer = int(chosen[f"layer_{other}"])
                 rows.append(

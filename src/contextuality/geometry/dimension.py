@@ -35,6 +35,7 @@ from statistics import NormalDist
 import numpy as np
 
 from contextuality.errors import ConfigError, check_integer
+from contextuality.schema import default
 
 ESTIMATORS = ("twonn", "gride")
 
@@ -47,14 +48,18 @@ SCALE_INTERVALS = {"twonn": "subset spread", "gride": "likelihood"}
 MIN_DIMENSION_POINTS = 100
 
 
+# The schema's section of these settings.
+_SECTION = ("geometry", "intrinsic_dimension")
+
+
 @dataclass(frozen=True)
 class DimensionSettings:
     """How the intrinsic dimension is estimated (config ``geometry.intrinsic_dimension``)."""
 
-    range_max: int = 64
-    min_points: int = 100
-    plateau_width: int = 3
-    plateau_tolerance: float = 0.1
+    range_max: int = default(*_SECTION, "range_max")
+    min_points: int = default(*_SECTION, "min_points")
+    plateau_width: int = default(*_SECTION, "plateau_width")
+    plateau_tolerance: float = default(*_SECTION, "plateau_tolerance")
 
     def __post_init__(self) -> None:
         section = "geometry.intrinsic_dimension"

@@ -35,9 +35,7 @@ from contextuality.rows import (
     rows_with_vectors,
     run_starts,
 )
-
-BERT_FLOW_RANK_EDGES = (100, 500, 5000, 10000)
-BERT_FLOW_VOCABULARY = 30522
+from contextuality.schema import default
 
 _CHUNK_BYTES = 64 * 2**20
 _GRAM_CHUNK_ROWS = 8192  # float32 sums within a chunk, float64 across chunks
@@ -94,12 +92,12 @@ class DegenerationSettings:
     cone_points: occurrences sampled for the cone projection. seed: of both samples.
     """
 
-    rank_edges: tuple[int, ...] = BERT_FLOW_RANK_EDGES
-    reference_vocabulary: int | None = BERT_FLOW_VOCABULARY
-    neighbours: int = 3
-    occurrence_queries: int = 500
-    cone_points: int = 3000
-    seed: int = 0
+    rank_edges: tuple[int, ...] = tuple(default("degeneration", "rank_edges"))
+    reference_vocabulary: int | None = default("degeneration", "reference_vocabulary")
+    neighbours: int = default("degeneration", "neighbours")
+    occurrence_queries: int = default("degeneration", "occurrence_queries")
+    cone_points: int = default("degeneration", "cone_points")
+    seed: int = default("measures", "seed")
 
     def __post_init__(self) -> None:
         if not isinstance(self.rank_edges, list | tuple):

@@ -3,7 +3,7 @@
 A measure writes one or more rows of a layer's summary (and of ``measures.tsv``). Its
 record says which rows, what they are (baseline family, the kind of interval), whether a
 streamed layer has them, and how to compute them from a layer's `LayerInputs`; the
-registry (`contextuality.measures.registry`) lists every record, and the analysis, the
+registry (`contextuality.measures.registry`) finds every record, and the analysis, the
 streamed layers, the figures' checks and the docs' list of measures follow from it.
 """
 
@@ -84,6 +84,19 @@ class LayerInputs:
 
 
 @dataclass(frozen=True)
+class MeasureFigure:
+    """A figure of a measure's own: each of its rows against layer, a line per model.
+
+    name: the figure's file name (``results/figures/<name>.png``); title; ylabel: its y
+    axis; column: the summary column drawn (``raw`` or ``adjusted``)."""
+
+    name: str
+    title: str
+    ylabel: str
+    column: str = "raw"
+
+
+@dataclass(frozen=True)
 class Measure:
     """One measure: the summary rows it writes and how they are computed.
 
@@ -103,6 +116,12 @@ class Measure:
     needs_positions: computed only where the position profile is (a layer whose
     degeneration is analysed), after every other measure, as it may drop rows in place.
     optional: one that ``measures.leave_out`` may name (no other step reads its rows).
+    paper: one of the paper's measures (Ethayarajh 2019, §3.2 and §4.1), as defined or as
+    its code estimated them; the registry lists them first.
+    figure: a figure of its own (`MeasureFigure`), drawn under every transform of
+    ``figures.transforms`` (the figures of several measures are `figures.specs`').
+    labels: what a figure's axis calls each row, in the order of `rows` (none: the rows'
+    names); ``adjusted`` is put before it where the adjusted value is drawn.
     """
 
     name: str
@@ -117,6 +136,9 @@ class Measure:
     compute: Callable[[LayerInputs], dict[str, SummaryRow]] | None = None
     needs_positions: bool = False
     optional: bool = False
+    paper: bool = False
+    figure: MeasureFigure | None = None
+    labels: tuple[str, ...] = ()
 
     @property
     def sampled(self) -> bool:
@@ -132,5 +154,7 @@ class Measure:
             raise ValueError(f"{self.name}: interval must be one of {INTERVALS}")
         if self.step not in STEPS:
             raise ValueError(f"{self.name}: step must be one of {STEPS}")
+        if self.labels and len(self.labels) != len(self.rows):
+            raise ValueError(f"{self.name}: a label for each row, or none")
         if (self.compute is None) != (self.step != "measure_layer"):
             raise ValueError(f"{self.name}: a compute function iff the measure step computes it")

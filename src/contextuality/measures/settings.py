@@ -1,7 +1,7 @@
 """The measure step's settings (config section ``measures``), checked when made.
 
-Every default here equals the workflow schema's (`tests/test_settings.py` compares them
-default by default), so the command line, the library and the workflow measure alike.
+Every default is the schema's (`contextuality.schema`), so the command line, the library
+and the workflow measure alike.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from contextuality.errors import check_integer, check_number
+from contextuality.schema import default
 
 
 @dataclass(frozen=True)
@@ -16,15 +17,15 @@ class MeasureSettings:
     """Settings of the measure step (config section ``measures``, less the transforms,
     the corrections' fitting and ``top_words``, which choose jobs and tables)."""
 
-    baseline_sample_size: int = 1000
-    seed: int = 0
-    bootstrap_resamples: int = 200
-    sample_replicates: int = 50
-    confidence: float = 0.95
-    isoscore_shrinkage: float = 0.2
-    isotropy_samples: int = 20
+    baseline_sample_size: int = default("measures", "baseline_sample_size")
+    seed: int = default("measures", "seed")
+    bootstrap_resamples: int = default("measures", "bootstrap_resamples")
+    sample_replicates: int = default("measures", "sample_replicates")
+    confidence: float = default("measures", "confidence")
+    isoscore_shrinkage: float = default("measures", "isoscore_shrinkage")
+    isotropy_samples: int = default("measures", "isotropy_samples")
     # Optional measures not computed (`registry.OPTIONAL`): their rows and figures are absent.
-    leave_out: tuple[str, ...] = ()
+    leave_out: tuple[str, ...] = tuple(default("measures", "leave_out"))
 
     def __post_init__(self) -> None:
         # Its names are checked against the registry (`registry.check_left_out`), above.

@@ -197,7 +197,7 @@ def stream(
     sentences_path: PathLike,
     index: IndexFiles,
     outputs: LayerOutputs,
-    measures: dict[str, Any] | None = None,
+    measures: MeasureSettings | None = None,
     word_sample_size: int | None = None,
     part: tuple[int, int] = (0, 1),
     threads: int = 1,
@@ -208,12 +208,13 @@ def stream(
     (the measure_streamed_layer and static_vectors steps read them), its sums on the GPU
     where the model runs on one.
 
-    measures: config ``measures`` (its seed, baseline sample size and replicates fix the
-    MEV baseline's samples); word_sample_size: occurrences kept per indexed word for MEV
-    and the static vectors (None: `StreamingSettings`' default). Segments are stored as
-    the model's ``storage_dtype`` says (float16 by default) before they are summed, so the
-    measures equal those of shards. part: (K, N), sum only part K (0-based) of N, the rows
-    `extract` would write for it, into state files that `merge_stream` merges.
+    measures: the measures' settings (their seed, baseline sample size and replicates fix
+    the MEV baseline's samples; None: the defaults); word_sample_size: occurrences kept per
+    indexed word for MEV and the static vectors (None: `StreamingSettings`' default).
+    Segments are stored as the model's ``storage_dtype`` says (float16 by default) before
+    they are summed, so the measures equal those of shards. part: (K, N), sum only part K
+    (0-based) of N, the rows `extract` would write for it, into state files that
+    `merge_stream` merges.
     """
     from contextuality.streaming.accumulate import StreamingAccumulator
     from contextuality.streaming.state import StreamingSettings
@@ -222,7 +223,7 @@ def stream(
     plan = job.plan
     indexed = index.read_vocab().sort_values("word_id")["indexed"].to_numpy()
     stream_settings = StreamingSettings.from_measures(
-        MeasureSettings(**(measures or {})), word_sample_size
+        measures or MeasureSettings(), word_sample_size
     )
 
     def open_sink(dtype: str) -> Sink:

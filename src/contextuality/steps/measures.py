@@ -56,10 +56,9 @@ class MeasureOutputs:
 @dataclasses.dataclass(frozen=True)
 class DegenerationOutputs:
     """Where a measure job writes its layer's degeneration analysis and position profile,
-    and the analysis's settings (config section ``degeneration``; the seed is the
-    measures' seed)."""
+    and the analysis's settings (config section ``degeneration``, the seed the measures')."""
 
-    settings: dict[str, Any]
+    settings: degeneration.DegenerationSettings
     words: PathLike
     bins: PathLike
     cone: PathLike
@@ -67,11 +66,11 @@ class DegenerationOutputs:
 
 
 def _write_degeneration(
-    layer: Any, vocab: pd.DataFrame, outputs: DegenerationOutputs, seed: int, provenance: dict
+    layer: Any, vocab: pd.DataFrame, outputs: DegenerationOutputs, provenance: dict
 ) -> dict[str, dict[str, float]]:
     """The degeneration analysis of `layer` (`layers.Layer`), written; returns its frequency
     correlations as summary measures."""
-    settings = degeneration.DegenerationSettings(**outputs.settings, seed=seed)
+    settings = outputs.settings
     found = degeneration.layer_degeneration(layer.vectors, layer.occurrences, vocab, settings)
     labels = {key: provenance[key] for key in ("model", "transform", "layer")}
     provenance = {**provenance, "degeneration": dataclasses.asdict(settings)}
@@ -85,7 +84,7 @@ def _write_degeneration(
 
 
 def _layer_provenance(
-    attributes: dict[str, Any], transform: str, settings: dict[str, Any], **fields: Any
+    attributes: dict[str, Any], transform: str, settings: MeasureSettings, **fields: Any
 ) -> dict[str, Any]:
     """What a layer's measures record: the model, layer and index of the shard or state
     file measured (its `attributes`), the transform and the settings' hash."""
@@ -101,7 +100,7 @@ def _layer_provenance(
         corpus_checksum=attributes["corpus_checksum"],
         index_checksum=attributes["index_checksum"],
         shard_config_hash=attributes["config_hash"],
-        config_hash=config_hash(settings),
+        config_hash=config_hash(dataclasses.asdict(settings)),
         **fields,
     )
 
@@ -110,7 +109,7 @@ def measure_layer(
     shards: PathLike | Sequence[PathLike],
     sentences_path: PathLike,
     index: IndexFiles,
-    settings: dict[str, Any],
+    settings: MeasureSettings,
     outputs: MeasureOutputs,
     transform: str = "none",
     model_settings: dict[str, Any] | None = None,
@@ -130,8 +129,7 @@ def measure_layer(
     ``none`` is fitted as `transform_fit` says
     (`layers.load_layer`) and measured on the other sentences.
     """
-    measure_settings = MeasureSettings(**settings)  # checked before any data is read
-    registry.check_left_out(measure_settings.leave_out)
+    registry.check_left_out(settings.leave_out)  # before any data is read
     sentence_table = index.read_sentences(sentences_path)
     index_summary = index.read_summary()
     vocab = index.read_vocab()
@@ -153,16 +151,14 @@ def measure_layer(
     correlations = {}
     if degeneration_outputs is not None:
         log.info("degeneration: norms and neighbours by frequency")
-        correlations = _write_degeneration(
-            layer, vocab, degeneration_outputs, measure_settings.seed, provenance
-        )
+        correlations = _write_degeneration(layer, vocab, degeneration_outputs, provenance)
     log.info("SelfSim, IntraSim, MEV, baselines and their intervals")
     # Last, as it drops the rows without a vector in place (the layer is held once).
     measured = analysis.measure_layer(
         layer.vectors,
         layer.occurrences,
         vocab,
-        measure_settings,
+        settings,
         sentence_table["n_copies"].to_numpy(),
         overwrite=True,
         positions=degeneration_outputs is not None,
@@ -180,7 +176,7 @@ def measure_layer(
 def measure_streamed_layer(
     state_path: PathLike,
     index: IndexFiles,
-    settings: dict[str, Any],
+    settings: MeasureSettings,
     outputs: MeasureOutputs,
     model_settings: dict[str, Any] | None = None,
     layer: int | None = None,
@@ -191,13 +187,12 @@ def measure_streamed_layer(
     from contextuality.streaming.measure import measure_streamed_layer as measure_state
     from contextuality.streaming.state import load_state
 
-    measure_settings = MeasureSettings(**settings)  # checked before any data is read
-    registry.check_left_out(measure_settings.leave_out)
+    registry.check_left_out(settings.leave_out)  # before any data is read
     index_summary = index.read_summary()
     occurrences = index.read_occurrences()
     expected = expected_extraction(model_settings, layer)
     state = load_state(state_path, index_summary["index_checksum"], len(occurrences), expected)
-    measured = measure_state(state, occurrences, index.read_vocab(), measure_settings)
+    measured = measure_state(state, occurrences, index.read_vocab(), settings)
     provenance = _layer_provenance(
         state.attributes,
         "none",

@@ -3,10 +3,11 @@ on the word benchmarks of the paper's Table 1."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -14,6 +15,9 @@ from contextuality.corpus.index import IndexFiles
 from contextuality.measures.static import static_vectors as layer_static_vectors
 from contextuality.provenance import provenance_record, sha256_file
 from contextuality.storage.shards import expected_extraction
+
+if TYPE_CHECKING:  # the benchmarks are imported where a job scores
+    from contextuality.benchmarks import ScoringSettings
 from contextuality.storage.word_vectors import write_word2vec_text
 from contextuality.tables import (
     check_against_sidecar,
@@ -109,14 +113,14 @@ def static_vectors(
 def score_static(
     vectors_path: PathLike,
     data_root: PathLike,
-    settings: dict[str, Any],
+    settings: ScoringSettings,
     labels: dict[str, Any],
     output: PathLike,
     vocab_path: PathLike | None = None,
 ) -> pd.DataFrame:
     """Score one static embedding file on the configured word benchmarks.
 
-    settings: config ``static`` (benchmarks, lowercase, oov). labels: what the vectors are
+    settings: which benchmarks, how their words are matched. labels: what the vectors are
     (model, method, layer, source, protocol), repeated on every row of the output table.
     Under the ``paper`` protocol the vectors are trimmed to `benchmarks.shared_vocabulary`
     of the word index's vocabulary at `vocab_path`. The table's provenance goes beside it.
@@ -133,21 +137,21 @@ def score_static(
     table = benchmarks.score_benchmarks(
         vectors,
         data_root,
-        settings["benchmarks"],
-        settings["lowercase"],
-        settings["oov"],
+        settings.benchmarks,
+        settings.lowercase,
+        settings.oov,
         protocol=protocol,
         shared_vocabulary=shared,
     )
     for position, (key, value) in enumerate(labels.items()):
         table.insert(position, key, value)
     files = dict.fromkeys(
-        f for name in settings["benchmarks"] for f in benchmarks.BENCHMARKS[name].files
+        f for name in settings.benchmarks for f in benchmarks.BENCHMARKS[name].files
     )
     provenance = provenance_record(
         step="score_static",
         **labels,
-        settings=settings,
+        settings=dataclasses.asdict(settings),
         vectors=str(vectors_path),
         vectors_sha256=sha256_file(vectors_path),
         vectors_provenance=vectors_provenance,
@@ -161,7 +165,7 @@ def score_static(
 def score_static_protocols(
     vectors_path: PathLike,
     data_root: PathLike,
-    settings: dict[str, Any],
+    settings: ScoringSettings,
     labels: dict[str, dict[str, Any]],
     outputs: dict[str, PathLike],
     vocab_path: PathLike | None = None,

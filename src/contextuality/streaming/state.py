@@ -28,6 +28,7 @@ import numpy as np
 
 from contextuality.errors import ShardMismatchError, check_integer
 from contextuality.measures.settings import MeasureSettings
+from contextuality.schema import ANY_MODEL, default
 from contextuality.storage.hdf5 import (
     check_attributes,
     read_attributes,
@@ -49,10 +50,10 @@ class StreamingSettings:
     (`random_streams`).
     """
 
-    word_sample_size: int = 1000
-    seed: int = 0
-    baseline_sample_size: int = 1000
-    sample_replicates: int = 50
+    word_sample_size: int = default("models", ANY_MODEL, "streaming", 1, "word_sample_size")
+    seed: int = default("measures", "seed")
+    baseline_sample_size: int = default("measures", "baseline_sample_size")
+    sample_replicates: int = default("measures", "sample_replicates")
 
     def __post_init__(self) -> None:
         check_integer("models.<model>.streaming", "word_sample_size", self.word_sample_size, 1)

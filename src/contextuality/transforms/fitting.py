@@ -42,6 +42,7 @@ from numpy.typing import DTypeLike
 from contextuality.errors import ConfigError, NonFiniteValueError, check_integer, check_number
 from contextuality.random_streams import generator
 from contextuality.rows import row_chunks, rows_with_vectors
+from contextuality.schema import default
 
 TRANSFORMS = ("none", "center", "standardize", "abtt", "whiten", "drop_rogue")
 
@@ -49,16 +50,23 @@ _EIGENVALUE_FLOOR = 1e-12  # relative to the largest eigenvalue: float64 eigh's 
 _ROUNDING_MARGIN = 10.0  # a kept direction has ≥ 10× the variance rounding adds along it
 
 
+# The schema's section of the corrections' fitting (config ``measures.transform_fit``).
+_FIT = ("measures", "transform_fit")
+
+
 @dataclass(frozen=True)
 class TransformSettings:
     """Settings of the corrections (config section measures.transform_fit, with measures.seed)."""
 
-    fit_fraction: float = 0.2  # share of sentences held out to fit corrections (0 < f < 1)
-    abtt_directions: int | None = None  # D for abtt; None: max(1, round(d / 100))
-    whiten_dimensions: int | None = None  # k for whiten; None: keep all d
-    rogue_dimensions: int = 3  # k for drop_rogue
-    fit_without_first_words: bool = False  # fit on the held-out sentences' later words only
-    seed: int = 0
+    # share of sentences held out to fit corrections (0 < f < 1)
+    fit_fraction: float = default(*_FIT, "fit_fraction")
+    # D for abtt; None: max(1, round(d / 100))
+    abtt_directions: int | None = default(*_FIT, "abtt_directions")
+    whiten_dimensions: int | None = default(*_FIT, "whiten_dimensions")  # k; None: all d
+    rogue_dimensions: int = default(*_FIT, "rogue_dimensions")  # k for drop_rogue
+    # fit on the held-out sentences' later words only
+    fit_without_first_words: bool = default(*_FIT, "fit_without_first_words")
+    seed: int = default("measures", "seed")
 
     def __post_init__(self) -> None:
         check_number(

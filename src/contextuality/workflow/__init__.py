@@ -13,6 +13,7 @@ from typing import Any
 
 from contextuality.corpus.index import IndexFiles, IndexSettings, check_min_contexts
 from contextuality.errors import ConfigError, ContextualityError, InputDataError
+from contextuality.schema import with_defaults
 from contextuality.workflow.config import (
     TOKENIZER_SETTINGS,
     ablated_models,
@@ -231,13 +232,14 @@ def plan_config(
 ) -> None:
     """Make the Snakefile's `config` the one planned, in place: `every_configfile` free of
     keys given twice (`refuse_duplicate_keys`), the models of the last of `configfiles`
-    (``--configfile``) that names models (`keep_models_named_by`), checked
-    (`check_config`), sweeps expanded. A ConfigError ends the run with its message alone,
-    exit status 1, without the traceback frames Snakemake prints around an exception in a
-    Snakefile."""
+    (``--configfile``) that names models (`keep_models_named_by`), the schema's defaults
+    filled in (`schema.with_defaults`), checked (`check_config`), sweeps expanded. A
+    ConfigError ends the run with its message alone, exit status 1, without the traceback
+    frames Snakemake prints around an exception in a Snakefile."""
     try:
         refuse_duplicate_keys(list(every_configfile))
         keep_models_named_by(config, configfiles)
+        with_defaults(config)  # what check_config and every slice read: the schema's defaults
         check_config(config, schema_path)
         expand_sweeps(config)
     except ContextualityError as error:

@@ -15,6 +15,7 @@ from typing import Any
 from contextuality import backends
 from contextuality.backends.base import ModelSpec, tokenizer_key
 from contextuality.errors import ConfigError
+from contextuality.schema import ANY_MODEL, SCHEMA_PATH, default, setting, with_defaults
 from contextuality.workflow.sweeps import expand_sweeps
 
 # The settings a subword index depends on: the tokenizer's, not the model's others.
@@ -40,7 +41,7 @@ def _did_you_mean(error: Any) -> str:
     return f"; did you mean {', '.join(close)}?" if close else ""
 
 
-def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
+def check_config(config: dict[str, Any], schema_path: str | Path = SCHEMA_PATH) -> None:
     """Raise ConfigError listing every problem of the config as ``<key path>: <problem>``:
     schema violations (a sweep's included, before it is expanded); then, of the models as
     planned (sweeps expanded), keys that name a model the config does not have, and
@@ -67,7 +68,7 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
     ]
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
-    config = copy.deepcopy(config)
+    config = with_defaults(copy.deepcopy(config))
     expand_sweeps(config)  # the models as planned: each checkpoint of a sweep is one
     models = config.get("models") or {}
     reference = config.get("reference") or {}
@@ -85,9 +86,9 @@ def check_config(config: dict[str, Any], schema_path: str | Path) -> None:
         ]
     problems += _model_problems(models)
     problems += _ablation_problems(config)
-    problems += _unmeasured_transforms(config, schema)
-    problems += _unstreamable(config, schema)
-    problems += _neighbour_problems(config, schema)
+    problems += _unmeasured_transforms(config)
+    problems += _unstreamable(config)
+    problems += _neighbour_problems(config)
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
 
@@ -109,13 +110,13 @@ def _model_problems(models: dict[str, Any]) -> list[str]:
 def _ablation_problems(config: dict[str, Any]) -> list[str]:
     """An ablation to a calibrated mean in a partitioned extraction: each part would
     calibrate on its own first sentences, and its parts would not be one model."""
-    partitions = int((config.get("extraction") or {}).get("partitions", 1))
+    partitions = int(config["extraction"]["partitions"])
     if partitions <= 1:
         return []
     problems = []
     for name, section in (config.get("models") or {}).items():
         ablation = section.get("ablation") if isinstance(section, dict) else None
-        if ablation and ablation.get("value", "mean") == "mean":
+        if ablation and ablation["value"] == "mean":
             problems.append(
                 f"models.{name}.ablation: value mean needs one extraction job "
                 f"(extraction.partitions is {partitions}); use value: zero or partitions: 1"
@@ -186,24 +187,19 @@ def keep_models_named_by(config: dict[str, Any], configfiles: list[str | Path]) 
         config["models"] = {name: config["models"][name] for name in named}
 
 
-def _measured_transforms(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
-    default = schema["properties"]["measures"]["properties"]["transforms"]["default"]
-    return list((config.get("measures") or {}).get("transforms", default))
-
-
-def _unmeasured_transforms(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+def _unmeasured_transforms(config: dict[str, Any]) -> list[str]:
     """Problems of figures.transforms, static.transforms and degeneration.transforms naming
     a transform that measures.transforms (or its default) does not measure, and of
     geometry.transforms without none (what its figures draw). The geometry's corrections
     are its own: it fits them itself, on the same split."""
-    measured = _measured_transforms(config, schema)
+    measured = config["measures"]["transforms"]
     problems = [
         f"{section}.transforms: '{transform}' is not in measures.transforms ({', '.join(measured)})"
         for section in ("figures", "static", "degeneration")
-        for transform in (config.get(section) or {}).get("transforms", [])
+        for transform in config[section]["transforms"]
         if transform not in measured
     ]
-    if "none" not in (config.get("geometry") or {}).get("transforms", ["none"]):
+    if "none" not in config["geometry"]["transforms"]:
         problems.append(
             "geometry.transforms: must include none, the stored vectors that the geometry "
             "figures draw and the corrections are compared with"
@@ -211,15 +207,11 @@ def _unmeasured_transforms(config: dict[str, Any], schema: dict[str, Any]) -> li
     return problems
 
 
-def _neighbour_problems(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+def _neighbour_problems(config: dict[str, Any]) -> list[str]:
     """geometry.alignment.k at or above geometry.sample_size (or its default): no
     occurrence would have that many neighbours, and every mutual k-NN and CKNNA would be
     NaN."""
-    geometry_schema = schema["properties"]["geometry"]["properties"]
-    geometry = config.get("geometry") or {}
-    sample = geometry.get("sample_size", geometry_schema["sample_size"]["default"])
-    default_k = geometry_schema["alignment"]["properties"]["k"]["default"]
-    k = (geometry.get("alignment") or {}).get("k", default_k)
+    sample, k = config["geometry"]["sample_size"], config["geometry"]["alignment"]["k"]
     if sample is None or not isinstance(k, int) or not isinstance(sample, int) or k < sample:
         return []
     return [
@@ -229,7 +221,7 @@ def _neighbour_problems(config: dict[str, Any], schema: dict[str, Any]) -> list[
     ]
 
 
-def _unstreamable(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+def _unstreamable(config: dict[str, Any]) -> list[str]:
     """Problems of a streamed model (``models.<name>.streaming``): its vectors are never
     stored, so it is measured under transform none alone and has no published-results
     comparison (those need every vector)."""
@@ -237,7 +229,7 @@ def _unstreamable(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     if not streamed:
         return []
     problems = []
-    transforms = _measured_transforms(config, schema)
+    transforms = list(config["measures"]["transforms"])
     if transforms != ["none"]:
         problems.append(
             f"measures.transforms: {transforms}, but {', '.join(streamed)} stream (their "
@@ -303,7 +295,10 @@ def model_gpus(config: dict[str, Any], model: str) -> int:
 def word_sample_size(config: dict[str, Any], model: str) -> int:
     """Occurrences kept per indexed word of a streamed model, for MEV and static vectors."""
     streaming = config["models"][model].get("streaming")
-    return int(streaming.get("word_sample_size", 1000)) if isinstance(streaming, dict) else 1000
+    chosen = streaming.get("word_sample_size") if isinstance(streaming, dict) else None
+    if chosen is None:
+        return default("models", ANY_MODEL, "streaming", 1, "word_sample_size")
+    return int(chosen)
 
 
 def streaming_settings(config: dict[str, Any], model: str) -> dict[str, Any] | None:
@@ -320,7 +315,7 @@ def streaming_settings(config: dict[str, Any], model: str) -> dict[str, Any] | N
 def extraction_partitions(config: dict[str, Any], model: str) -> int:
     """How many jobs extract `model`: ``extraction.partitions`` (default 1), except 1 for a
     model that must read the corpus as one sequence (ELMo with ``lstm_states: carried``)."""
-    partitions = int((config.get("extraction") or {}).get("partitions", 1))
+    partitions = int(setting(config, "extraction", "partitions"))
     if partitions < 1:
         raise ConfigError(f"extraction.partitions must be at least 1, not {partitions}")
     return 1 if backends.reads_corpus_in_order(model_spec(config, model)) else partitions
@@ -382,19 +377,19 @@ def geometry_settings(config: dict[str, Any]) -> dict[str, Any]:
 def geometry_models(config: dict[str, Any]) -> list[str]:
     """The stored models whose geometry (intrinsic dimension, CKA) is computed: every one,
     unless config ``geometry.activate`` is false."""
-    if not config.get("geometry", {}).get("activate", True):
+    if not setting(config, "geometry", "activate"):
         return []
     return streamed_models(config, streamed=False)
 
 
 def geometry_transforms(config: dict[str, Any]) -> list[str]:
     """The transforms the geometry is computed under (``geometry.transforms``)."""
-    return list(config.get("geometry", {}).get("transforms", ["none"]))
+    return list(setting(config, "geometry", "transforms"))
 
 
 def degeneration_transforms(config: dict[str, Any]) -> list[str]:
     """The transforms whose measure jobs also compute the degeneration analysis."""
-    return list(config.get("degeneration", {}).get("transforms", ["none"]))
+    return list(setting(config, "degeneration", "transforms"))
 
 
 def degeneration_settings(config: dict[str, Any]) -> dict[str, Any]:
@@ -417,7 +412,7 @@ def special_token_settings(config: dict[str, Any]) -> dict[str, Any]:
 def special_token_sentences(config: dict[str, Any]) -> int:
     """Sentences the special tokens are measured on (config
     ``degeneration.special_token_sentences``; 0: none)."""
-    return config.get("degeneration", {}).get("special_token_sentences", 1000)
+    return setting(config, "degeneration", "special_token_sentences")
 
 
 def transforms_without_degeneration(config: dict[str, Any]) -> list[str]:
@@ -431,7 +426,7 @@ def transforms_without_degeneration(config: dict[str, Any]) -> list[str]:
 
 def figure_transforms(config: dict[str, Any]) -> list[str]:
     """The transforms the paper's figures are drawn under (``figures.transforms``)."""
-    return list(config.get("figures", {}).get("transforms", ["none"]))
+    return list(setting(config, "figures", "transforms"))
 
 
 def static_settings(config: dict[str, Any]) -> dict[str, Any]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from contextuality.measures import equations
 from contextuality.measures.occurrences import sentence_table, word_table
-from contextuality.measures.record import LayerInputs, SummaryRow
+from contextuality.measures.record import LayerInputs, Measure, SummaryRow
 from contextuality.measures.summary import Baseline, mean_summary
 from contextuality.rows import run_starts
 
 
-def without_first_words(layer: LayerInputs) -> dict[str, SummaryRow]:
+def measures_past_first_word(layer: LayerInputs) -> dict[str, SummaryRow]:
     """``selfsim[position>0]``, ``intrasim[position>0]`` and ``anisotropy[position>0]``.
     With ``layer.overwrite`` the first words' rows are dropped in place."""
     later = layer.rows.kept(layer.rows.position > 0, layer.overwrite)
@@ -31,3 +31,19 @@ def without_first_words(layer: LayerInputs) -> dict[str, SummaryRow]:
     }
     rows["anisotropy[position>0]"] = {"raw": baseline.value, "n": len(later.vectors)}
     return rows
+
+
+MEASURES: tuple[Measure, ...] = (
+    Measure(
+        "position>0",
+        ("selfsim[position>0]", "intrasim[position>0]", "anisotropy[position>0]"),
+        "SelfSim, IntraSim and the anisotropy baseline over the words past each sentence's first.",
+        family="cosine",
+        interval="bootstrap",
+        compute=measures_past_first_word,
+        needs_positions=True,
+        labels=tuple(
+            f"{measure} past the first word" for measure in ("SelfSim", "IntraSim", "anisotropy")
+        ),
+    ),
+)

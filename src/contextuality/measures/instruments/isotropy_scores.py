@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from contextuality.measures import isotropy
-from contextuality.measures.record import LayerInputs, SummaryRow
+from contextuality.measures.record import LayerInputs, Measure, SummaryRow
 from contextuality.measures.summary import sampled_summary
 from contextuality.random_streams import generator
 from contextuality.rows import row_chunks
@@ -87,3 +87,34 @@ def rogue_shares(layer: LayerInputs) -> dict[str, SummaryRow]:
         }
         for k in range(1, ROGUE_DIMENSIONS + 1)
     }
+
+
+MEASURES: tuple[Measure, ...] = (
+    Measure(
+        "isotropy",
+        ("isoscore", "effective_rank", "partition_ratio"),
+        "IsoScore, the effective rank of the centered occurrences, and the partition-function "
+        "ratio I(W), exactly.",
+        compute=exact_scores,
+        labels=("IsoScore", "effective rank", "partition ratio I(W)"),
+    ),
+    Measure(
+        "isoscore*",
+        ("isoscore*",),
+        "IsoScore* on seeded samples of occurrences, each covariance shrunk toward the layer's.",
+        interval="sample spread",
+        compute=isoscore_star,
+        labels=("IsoScore*",),
+    ),
+    Measure(
+        "rogue_share",
+        tuple(f"rogue_share[{k}]" for k in range(1, ROGUE_DIMENSIONS + 1)),
+        "Share of the exact anisotropy baseline owed to the top k dimensions (named in "
+        "`dimensions`).",
+        streamed=True,
+        compute=rogue_shares,
+        labels=tuple(
+            f"share of anisotropy in the top {k} dimensions" for k in range(1, ROGUE_DIMENSIONS + 1)
+        ),
+    ),
+)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from contextuality.measures import outliers
-from contextuality.measures.record import LayerInputs, SummaryRow
+from contextuality.measures.record import LayerInputs, Measure, SummaryRow
 
 # Words named per dimension in the census.
 CENSUS_WORDS = 3
@@ -64,3 +64,17 @@ def massive(layer: LayerInputs) -> dict[str, SummaryRow]:
             "census": census,
         }
     }
+
+
+MEASURES: tuple[Measure, ...] = (
+    Measure(
+        "massive_activations",
+        ("massive_activations",),
+        "Share of occurrences with a massive activation (|a| above 100 and 1,000 times the "
+        "layer's median |a|, Sun et al. 2024); the dimensions in `dimensions`, a census in "
+        "massive_activations.tsv.",
+        compute=massive,
+        optional=True,
+        labels=("share of occurrences with a massive activation",),
+    ),
+)

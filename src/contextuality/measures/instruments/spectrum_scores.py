@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from contextuality.measures import spectra
-from contextuality.measures.record import LayerInputs, SummaryRow
+from contextuality.measures.record import LayerInputs, Measure, SummaryRow
 from contextuality.measures.summary import bootstrap_means, interval
 from contextuality.rows import run_starts
 
@@ -65,3 +65,27 @@ def sentence_shapes(layer: LayerInputs) -> dict[str, SummaryRow]:
             "interval": "bootstrap",
         }
     return found
+
+
+MEASURES: tuple[Measure, ...] = (
+    Measure(
+        "spectrum",
+        ("dataset_entropy", "alpha_req"),
+        "Matrix entropy (nats) of the sentences' mean occurrence vectors, centered and "
+        "normalised (Skean et al. 2025), and α-ReQ, the power-law decay of the covariance "
+        "eigenvalues over ranks 6 to 100.",
+        compute=spectrum,
+        optional=True,
+        labels=("dataset entropy (nats)", "α-ReQ"),
+    ),
+    Measure(
+        "sentence_shape",
+        ("prompt_entropy", "curvature"),
+        "Mean over sentences of the matrix entropy of a sentence's occurrences and of the "
+        "curvature of their trajectory (mean angle in radians between consecutive steps).",
+        interval="bootstrap",
+        compute=sentence_shapes,
+        optional=True,
+        labels=("prompt entropy (nats)", "curvature (rad)"),
+    ),
+)

@@ -1,0 +1,40 @@
+"""What an alignment measure is (`AlignmentMeasure`): the record that the alignment table,
+its best-matching layers, the figures and the docs' list of alignment measures read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from contextuality.geometry.linear_cka import CrossProducts
+from contextuality.geometry.neighbours import Neighbours
+
+
+@dataclass(frozen=True)
+class AlignmentMeasure:
+    """One measure of how alike two layers' rows are, on the same occurrences.
+
+    name: its column in the alignment table (its null's is ``null_<name>``).
+    label: what the figures and the docs call it; caption: what it is, in one sentence.
+    distance: smaller is closer (its best match is the smallest; its colour scale reversed).
+    limits: the range of its values, the figures' colour scale.
+    of_products: its value for every pair of layers (left layers × right layers) from their
+    cross-products over the rows, or
+    of_neighbours: its value for two layers from each one's nearest neighbours (k per row).
+    panel: drawn as a panel of the alignment figure.
+    """
+
+    name: str
+    label: str
+    caption: str
+    distance: bool = False
+    limits: tuple[float, float] = (0.0, 1.0)
+    of_products: Callable[[CrossProducts], np.ndarray] | None = None
+    of_neighbours: Callable[[Neighbours, Neighbours], float] | None = None
+    panel: bool = True
+
+    def __post_init__(self) -> None:
+        if (self.of_products is None) == (self.of_neighbours is None):
+            raise ValueError(f"{self.name}: computed from cross-products or from neighbours")
