@@ -105,6 +105,9 @@ from contextuality.geometry import alignment_catalogue
 from contextuality.geometry.neighbours import cosine_neighbours, mutual_knn
 from contextuality.geometry.alignment_instruments.neighbour_jaccard import neighbour_jaccard
 from contextuality.measures import registry
+from contextuality.schema import with_defaults
+from contextuality.workflow import measures_in_run
+import yaml
 
 namespace = dict(np=np, cosine_neighbours=cosine_neighbours, mutual_knn=mutual_knn,
                  neighbour_jaccard=neighbour_jaccard)
@@ -115,6 +118,8 @@ print(json.dumps({
     "alignment_docs": alignment_catalogue.docs_table(),
     "panels": [record.name for record in alignment.PANELS],
     "figures": sorted(specs.FIGURES),
+    "in_run": [measure["rows"] for measure in measures_in_run(
+        with_defaults(yaml.safe_load(open("config/config.yaml"))))],
 }))
 """
 
@@ -184,3 +189,13 @@ def test_a_measure_and_an_alignment_measure_added_as_the_docs_show_reach_every_o
     assert "| `norm` | Mean L2 norm of the occurrence vectors." in found["measures_docs"]
     assert "| `neighbour_jaccard` |" in found["alignment_docs"]
     assert "neighbour_jaccard" in found["panels"] and "norm" in found["figures"]
+    listed = {row for rows in found["in_run"] for row in rows.split(", ")}
+    assert listed == set(measures["measure"]), "the report lists the rows the table holds"
+    report = subprocess.run(
+        [*command, "--directory", str(study), "--report", "report.html"],
+        capture_output=True,
+        text=True,
+        env=environment,
+    )
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert "Mean L2 norm of the occurrence vectors." in (study / "report.html").read_text()

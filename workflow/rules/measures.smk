@@ -90,6 +90,9 @@ rule measures_table:
         "logs/tables/measures.log",
     conda:
         "../envs/contextuality.yaml"
+    params:
+        # What the report's caption lists: the measures whose rows the table holds.
+        measures=ctx.measures_in_run(config),
     script:
         "../scripts/measures_table.py"
 

@@ -95,7 +95,7 @@ from contextuality.workflow.paths import (
 )
 from contextuality.workflow.study import check_devices, check_indexes, check_sentence_table
 from contextuality.workflow.sweeps import expand_sweeps, sweeps
-from contextuality.workflow.targets import final_outputs, intermediate_outputs
+from contextuality.workflow.targets import final_outputs, intermediate_outputs, measures_in_run
 
 __all__ = [
     "PART_PATTERN",
@@ -143,6 +143,7 @@ __all__ = [
     "layer_outputs",
     "layer_shards",
     "measure_memory_mb",
+    "measures_in_run",
     "measure_settings",
     "merged_streams",
     "model_files",

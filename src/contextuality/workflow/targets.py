@@ -136,3 +136,29 @@ def _tables_figures_and_summaries(config: dict[str, Any]) -> list[str]:
             )
         ],
     ]
+
+
+def measures_in_run(config: dict[str, Any]) -> list[dict[str, str]]:
+    """The measures whose rows this run's measures table holds, each its rows and its
+    record's caption (the report's caption of the table lists them): none that
+    ``measures.leave_out`` leaves out, none that no model of the run has (a streamed
+    layer's, the geometry's, the degeneration's and those past the first word where
+    those do not run)."""
+    from contextuality.measures.registry import MEASURES
+
+    left_out = set(config["measures"]["leave_out"])
+    stored = bool(streamed_models(config, streamed=False))
+    analysed = stored and bool(degeneration_transforms(config))
+    present = {
+        "measure_layer": True,
+        "degeneration": analysed,
+        "layer_geometry": bool(geometry_models(config)),
+    }
+    return [
+        {"rows": ", ".join(record.rows), "caption": record.caption}
+        for record in MEASURES
+        if record.name not in left_out
+        and present[record.step]
+        and (stored or record.streamed)
+        and (analysed or not record.needs_positions)
+    ]
