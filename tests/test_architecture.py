@@ -216,7 +216,7 @@ def test_the_schema_s_choices_are_the_package_s_own():
     from contextuality.backends import base
     from contextuality.benchmarks import BENCHMARKS, OOV_POLICIES, PROTOCOLS
     from contextuality.corpus.index import COUNT_RULES
-    from contextuality.corpus.sentences import CORPUS_SOURCES, STS_YEARS
+    from contextuality.corpus.settings import CORPUS_SOURCES, STS_YEARS
     from contextuality.corpus.words import WORD_TOKENIZERS
     from contextuality.measures.static import METHODS
     from contextuality.reference import MODELS

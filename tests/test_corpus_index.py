@@ -413,14 +413,12 @@ def test_paper_units_reproduce_the_published_vocabulary(shared_data, tmp_path):
     import pandas as pd
 
     from contextuality.corpus.sentences import sts_archive_name
+    from contextuality.corpus.settings import CorpusSettings, StsSource
     from contextuality.steps import sentences
     from contextuality.tables import read_parquet
 
     years = [2012, 2013, 2014, 2015, 2016]
-    settings = {
-        "source": "sts",
-        "sts": {"years": years, "verify_checksums": True, "scored_only": True},
-    }
+    settings = CorpusSettings(source="sts", sts=StsSource(years, scored_only=True))
     archives = [shared_data / "sts" / sts_archive_name(year) for year in years]
     sentences(settings, archives, tmp_path / "sentences.parquet")
     table = read_parquet(tmp_path / "sentences.parquet")

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from contextuality.corpus.sentences import (
-    STS_YEARS,
     SourcedSentence,
     build_sentence_table,
     corpus_file_labels,
@@ -34,6 +33,7 @@ from contextuality.corpus.sentences import (
     sts_sentences,
     text_corpus_files,
 )
+from contextuality.corpus.settings import STS_YEARS, CorpusSettings
 from contextuality.errors import InputDataError
 from contextuality.fetch import resolve_data_path
 
@@ -151,11 +151,13 @@ def test_scored_only_sentence_table_counts(tmp_path):
     from contextuality.tables import read_parquet
 
     archives = [STS_DIR / sts_archive_name(year) for year in STS_YEARS]
-    settings = {
-        "source": "sts",
-        "name": "sts",
-        "sts": {"years": list(STS_YEARS), "verify_checksums": True, "scored_only": True},
-    }
+    settings = CorpusSettings.from_config(
+        {
+            "source": "sts",
+            "name": "sts",
+            "sts": {"years": list(STS_YEARS), "verify_checksums": True, "scored_only": True},
+        }
+    )
     sentences(settings, archives, tmp_path / "sentences.parquet")
     table = read_parquet(tmp_path / "sentences.parquet")
     assert table["n_copies"].sum() == 2 * sum(STS_SCORED_PAIRS.values()) == 25088
@@ -559,8 +561,10 @@ def test_a_directory_of_text_files_is_one_corpus(tmp_path):
     assert labels == ["a.txt", "b/two.txt", "c/d/three.txt"]
     (tmp_path / "all.txt").write_text("".join(texts[label] for label in labels))
     settings = {"source": "text", "text": {"split_sentences": False}}
-    steps.sentences(settings, files, tmp_path / "many.parquet")
-    steps.sentences(settings, [tmp_path / "all.txt"], tmp_path / "one.parquet")
+    steps.sentences(CorpusSettings.from_config(settings), files, tmp_path / "many.parquet")
+    steps.sentences(
+        CorpusSettings.from_config(settings), [tmp_path / "all.txt"], tmp_path / "one.parquet"
+    )
     many, one = (pd.read_parquet(tmp_path / f"{name}.parquet") for name in ("many", "one"))
     pd.testing.assert_series_equal(many["text"], one["text"])
     assert read_text_corpus(files[1], label=labels[1])[1].origin == "b/two.txt:2"

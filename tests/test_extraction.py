@@ -27,6 +27,7 @@ from contextuality.backends import (
 from contextuality.backends.base import DEFAULT_TOKEN_BUDGET, ModelSpec, token_budget
 from contextuality.backends.hf import encode_running_text, load_tokenizer
 from contextuality.corpus.index import IndexFiles, IndexSettings
+from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import split_words, word_spans
 from contextuality.errors import InputDataError, ModelLoadError, NumericOverflowError
 from contextuality.extraction import segments as segments_module
@@ -452,7 +453,7 @@ def corpus_index(tmp_path):
         "text": {"path": str(text), "split_sentences": False},
     }
     sentences = tmp_path / "sentences.parquet"
-    steps.sentences(settings, [text], sentences)
+    steps.sentences(CorpusSettings.from_config(settings), [text], sentences)
     index = IndexFiles(
         tmp_path / "occ.parquet", tmp_path / "vocab.parquet", tmp_path / "index.json"
     )

@@ -14,6 +14,7 @@ from contextuality import steps
 from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec
 from contextuality.corpus.index import IndexFiles, IndexSettings
+from contextuality.corpus.settings import CorpusSettings
 from contextuality.extraction.report import ExtractionReport, coverage_warnings
 from contextuality.process import run_step
 from contextuality.provenance import read_json
@@ -73,7 +74,7 @@ def index(tmp_path) -> IndexFiles:
     text = tmp_path / "corpus.txt"
     text.write_text("\n".join(SENTENCES) + "\n")
     corpus = {"source": "text", "name": "t", "text": {"path": str(text), "split_sentences": False}}
-    steps.sentences(corpus, [text], tmp_path / "sentences.parquet")
+    steps.sentences(CorpusSettings.from_config(corpus), [text], tmp_path / "sentences.parquet")
     files = IndexFiles(tmp_path / "occ.parquet", tmp_path / "vocab.parquet", tmp_path / "i.json")
     steps.occurrence_index(tmp_path / "sentences.parquet", IndexSettings(min_contexts=1), files)
     return files

@@ -19,6 +19,7 @@ from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec, tokenizer_key
 from contextuality.backends.hf import RunningTextEncoder, encode_running_text, load_tokenizer
 from contextuality.corpus.index import IndexFiles, IndexSettings
+from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import tokenize_sentences, word_spans
 from contextuality.errors import InputDataError, NonFiniteValueError
 from contextuality.extraction.units import sentence_units
@@ -164,7 +165,7 @@ def sentence_table(tmp_path):
         "text": {"path": str(text), "split_sentences": False},
     }
     path = tmp_path / "sentences.parquet"
-    steps.sentences(settings, [text], path)
+    steps.sentences(CorpusSettings.from_config(settings), [text], path)
     return path
 
 

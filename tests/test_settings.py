@@ -17,6 +17,7 @@ import yaml
 from contextuality.benchmarks import ScoringSettings
 from contextuality.cli.commands import build_parser
 from contextuality.corpus.index import IndexSettings
+from contextuality.corpus.settings import CorpusSettings, StsSource, TextSource
 from contextuality.errors import ConfigError
 from contextuality.geometry.alignment import AlignmentSettings
 from contextuality.geometry.dimension import DimensionSettings
@@ -63,7 +64,15 @@ def test_settings_classes_have_the_schema_s_fields(settings_class):
 
 
 # Every settings class of the package, and the module that holds it.
-EVERY_SETTINGS_CLASS = (*CLASSES, StreamingSettings, AlignmentSettings, ScoringSettings)
+EVERY_SETTINGS_CLASS = (
+    *CLASSES,
+    StreamingSettings,
+    AlignmentSettings,
+    ScoringSettings,
+    CorpusSettings,
+    TextSource,
+    StsSource,
+)
 
 
 @pytest.mark.parametrize("settings_class", EVERY_SETTINGS_CLASS, ids=lambda cls: cls.__name__)
@@ -72,6 +81,7 @@ def test_settings_classes_write_no_default_of_their_own(settings_class):
     a default changed in the schema changes the class, the command line and the workflow."""
     source = textwrap.dedent(inspect.getsource(settings_class))
     body = ast.parse(source).body[0].body
+    classes = {cls.__name__ for cls in EVERY_SETTINGS_CLASS}
     for statement in body:
         if isinstance(statement, ast.AnnAssign) and statement.value is not None:
             called = {
@@ -79,7 +89,17 @@ def test_settings_classes_write_no_default_of_their_own(settings_class):
                 for node in ast.walk(statement.value)
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             }
-            assert "default" in called, (settings_class.__name__, ast.unparse(statement))
+            made = {  # field(default_factory=<another settings class>): its own defaults
+                keyword.value.id
+                for node in ast.walk(statement.value)
+                if isinstance(node, ast.Call)
+                for keyword in node.keywords
+                if keyword.arg == "default_factory" and isinstance(keyword.value, ast.Name)
+            }
+            assert "default" in called or made <= classes and made, (
+                settings_class.__name__,
+                ast.unparse(statement),
+            )
 
 
 def test_a_default_changed_in_the_schema_changes_the_settings(monkeypatch):
@@ -131,6 +151,30 @@ def test_settings_classes_refuse_what_the_schema_refuses(settings_class, name, v
 def test_every_bounded_setting_is_checked():
     """Each class has a bounded setting to refuse (the list above is not empty by accident)."""
     assert {settings_class for settings_class, _, _ in BOUNDED} == set(CLASSES)
+
+
+def test_the_corpus_settings_are_config_corpus_s_and_refuse_what_it_refuses():
+    for settings_class, path in (
+        (CorpusSettings, ("corpus",)),
+        (TextSource, ("corpus", "text")),
+        (StsSource, ("corpus", "sts")),
+    ):
+        fields = {field.name for field in dataclasses.fields(settings_class)}
+        assert fields == set(_section(*path)), settings_class.__name__
+    config = {"source": "sts", "sts": {"years": [2012], "scored_only": True}}
+    settings = CorpusSettings.from_config(config)
+    assert settings.sts.years == (2012,) and settings.text == TextSource()
+    assert settings.as_config()["sts"] == {**_defaults_of("corpus", "sts"), **config["sts"]}
+    with pytest.raises(ConfigError, match="corpus.sts.years"):
+        StsSource(years=[2011])
+    with pytest.raises(ConfigError, match="corpus.source must be one of"):
+        CorpusSettings(source="web")
+    with pytest.raises(ConfigError, match="corpus.max_sentences"):
+        CorpusSettings(max_sentences=0)
+
+
+def _defaults_of(*path: str) -> dict:
+    return {name: spec["default"] for name, spec in _section(*path).items()}
 
 
 def test_the_scoring_settings_are_config_static_s_and_refuse_what_it_refuses():

@@ -13,6 +13,7 @@ import pytest
 from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec
 from contextuality.corpus.index import IndexFiles, IndexSettings
+from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import word_spans
 from contextuality.extraction.special_tokens import sentence_batches, special_token_batches
 from contextuality.extraction.units import sentence_units
@@ -174,7 +175,7 @@ def corpus(tmp_path):
     read = {"path": str(text), "split_sentences": False}
     settings = {"source": "text", "name": "t", "text": read}
     sentences = tmp_path / "sentences.parquet"
-    steps.sentences(settings, [text], sentences)
+    steps.sentences(CorpusSettings.from_config(settings), [text], sentences)
     names = ("occ.parquet", "vocab.parquet", "index.json")
     index = IndexFiles(*(tmp_path / name for name in names))
     steps.occurrence_index(sentences, IndexSettings(min_contexts=1), index)

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from contextuality.corpus.index import IndexSettings, build_occurrence_index
+from contextuality.corpus.settings import CorpusSettings
 from contextuality.errors import ShardMismatchError
 from contextuality.measures import equations, registry
 from contextuality.measures.analysis import MeasureSettings, measure_layer
@@ -444,7 +445,7 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
         "text": {"path": str(text), "split_sentences": False},
     }
     sentences = tmp_path / "sentences.parquet"
-    steps.sentences(corpus_settings, [text], sentences)
+    steps.sentences(CorpusSettings.from_config(corpus_settings), [text], sentences)
     index = IndexFiles(
         tmp_path / "occ.parquet", tmp_path / "vocab.parquet", tmp_path / "index.json"
     )

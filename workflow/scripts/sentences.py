@@ -5,8 +5,10 @@ from contextuality.process import run_job
 
 def sentences() -> None:
     from contextuality import steps
+    from contextuality.corpus.settings import CorpusSettings
 
-    steps.sentences(snakemake.params.corpus, snakemake.input, snakemake.output[0])
+    settings = CorpusSettings.from_config(snakemake.params.corpus)
+    steps.sentences(settings, snakemake.input, snakemake.output[0])
 
 
 run_job(snakemake, sentences)

@@ -38,7 +38,7 @@ from contextuality.cli.measure_commands import (
 from contextuality.cli.model_options import add_model_arguments, model_options
 from contextuality.corpus import sentences as corpus_io
 from contextuality.corpus.index import COUNT_RULES, IndexFiles, IndexSettings
-from contextuality.corpus.sentences import STS_YEARS
+from contextuality.corpus.settings import STS_YEARS, CorpusSettings, StsSource, TextSource
 from contextuality.corpus.words import WORD_TOKENIZERS
 from contextuality.errors import ConfigError
 from contextuality.figures.specs import DEGENERATION_FIGURES, FIGURES
@@ -50,22 +50,20 @@ from contextuality.streaming.state import StreamingSettings
 
 def _sentences(args: argparse.Namespace) -> None:
     if args.sts:
-        settings = {
-            "source": "sts",
-            "name": "sts",
-            "sts": {
-                "years": args.years,
-                "verify_checksums": not args.no_verify,
-                "scored_only": args.scored_only,
-            },
-        }
+        settings = CorpusSettings(
+            "sts",
+            "sts",
+            sts=StsSource(
+                args.years, verify_checksums=not args.no_verify, scored_only=args.scored_only
+            ),
+        )
         sources = [Path(args.sts) / f"STS{year}-en-test.zip" for year in args.years]
     else:
-        settings = {
-            "source": "text",
-            "name": Path(args.text).stem,
-            "text": {"split_sentences": args.split_sentences},
-        }
+        settings = CorpusSettings(
+            Path(args.text).stem,
+            "text",
+            text=TextSource(args.text, args.pattern, args.split_sentences),
+        )
         sources = corpus_io.text_corpus_files(args.text, args.pattern)
     steps.sentences(settings, sources, args.output)
 
@@ -246,7 +244,9 @@ def _add_corpus_commands(commands: Any) -> None:
     source.add_argument("--text", help="UTF-8 text file, or a directory of them")
     source.add_argument("--sts", help="directory holding STS<year>-en-test.zip archives")
     command.add_argument(
-        "--pattern", default="**/*.txt", help="files of a --text directory (glob; ** any depth)"
+        "--pattern",
+        default=default("corpus", "text", "pattern"),
+        help="files of a --text directory (glob; ** any depth)",
     )
     command.add_argument(
         "--years", type=int, nargs="+", default=list(STS_YEARS), help="STS years to read"

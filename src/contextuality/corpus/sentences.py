@@ -15,18 +15,16 @@ import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
+from contextuality.corpus.settings import CorpusSettings
 from contextuality.errors import InputDataError
 from contextuality.fetch import fetch_file, packaged_checksums
 from contextuality.provenance import sha256_bytes, sha256_file
 
 log = logging.getLogger(__name__)
 
-CORPUS_SOURCES = ("text", "sts")
-STS_YEARS = (2012, 2013, 2014, 2015, 2016)
 STS_URLS = {
     2012: "http://ixa2.si.ehu.es/stswiki/images/4/40/STS2012-en-test.zip",
     2013: "http://ixa2.si.ehu.es/stswiki/images/2/2f/STS2013-en-test.zip",
@@ -329,28 +327,28 @@ def build_sentence_table(sentences: Iterable[SourcedSentence]) -> pd.DataFrame:
 
 
 def read_corpus(
-    settings: dict[str, Any], sources: Sequence[str | Path]
+    settings: CorpusSettings, sources: Sequence[str | Path]
 ) -> tuple[list[SourcedSentence], dict[str, str]]:
-    """Every sentence of the configured corpus (``settings`` = config ``corpus``), in order,
-    and the SHA-256 of each input read (by STS archive member, or by file label).
+    """Every sentence of the configured corpus, in order, and the SHA-256 of each input
+    read (by STS archive member, or by file label).
 
-    sources: the STS archives in ``settings["sts"]["years"]`` order (with ``scored_only``,
+    sources: the STS archives in ``settings.sts.years`` order (with ``scored_only``,
     only the pairs with a gold score are kept), or the text files
     (`text_corpus_files`), read in the order given.
     """
     sentences, checksums = [], {}
-    if settings["source"] == "sts":
-        sts = settings["sts"]
-        for year, archive in zip(sts["years"], sources, strict=True):
-            pairs, member_checksums = read_sts_archive(archive, year, sts["verify_checksums"])
-            if sts.get("scored_only", False):
+    if settings.source == "sts":
+        sts = settings.sts
+        for year, archive in zip(sts.years, sources, strict=True):
+            pairs, member_checksums = read_sts_archive(archive, year, sts.verify_checksums)
+            if sts.scored_only:
                 scored = [pair for pair in pairs if pair.gold is not None]
                 log.info("STS %d: %d of %d pairs have a gold score", year, len(scored), len(pairs))
                 pairs = scored
             sentences.extend(sts_sentences(pairs))
             checksums.update(member_checksums)
         return sentences, checksums
-    one_per_line = not settings["text"]["split_sentences"]
+    one_per_line = not settings.text.split_sentences
     for path, label in zip(sources, corpus_file_labels(sources), strict=True):
         sentences.extend(read_text_corpus(path, one_per_line, label))
         checksums[label] = sha256_file(path)

@@ -22,6 +22,7 @@ from contextuality.corpus.index import (
     corpus_checksum,
     index_checksum,
 )
+from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import tokenize_sentences
 from contextuality.errors import InputDataError, warn
 from contextuality.provenance import config_hash, provenance_record
@@ -37,22 +38,22 @@ def download_sts(year: int, destination: PathLike, mirror: PathLike | None) -> N
     corpus_io.fetch_sts_archive(year, destination, mirror)
 
 
-def sentences(settings: dict[str, Any], sources: Sequence[PathLike], output: PathLike) -> None:
-    """The sentence table of the configured corpus (``settings`` = config ``corpus``; its
-    `sources` as `sentences.read_corpus` takes them). With ``max_sentences``, the first
-    that many sentences read, and a WARNING on the console saying how many were left out."""
+def sentences(settings: CorpusSettings, sources: Sequence[PathLike], output: PathLike) -> None:
+    """The sentence table of the configured corpus (its `sources` as
+    `sentences.read_corpus` takes them). With ``max_sentences``, the first that many
+    sentences read, and a WARNING on the console saying how many were left out."""
     read, checksums = corpus_io.read_corpus(settings, sources)
-    limit = settings.get("max_sentences")
+    limit = settings.max_sentences
     if limit is not None and len(read) > limit:
         warn([f"corpus.max_sentences: kept the first {limit} of {len(read)} sentences read"])
         read = read[:limit]
     table = corpus_io.build_sentence_table(read)
     provenance = provenance_record(
         step="sentences",
-        corpus=settings.get("name", settings["source"]),
+        corpus=settings.name,
         input_checksums=checksums,
         corpus_checksum=corpus_checksum(table["text"].tolist()),
-        config_hash=config_hash(settings),
+        config_hash=config_hash(settings.as_config()),
         n_sentences=len(table),
     )
     write_parquet(table, output, provenance)
