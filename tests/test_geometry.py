@@ -138,18 +138,6 @@ def test_debiased_cka_of_unrelated_rows_is_near_zero_where_the_biased_form_is_no
     assert debiased == pytest.approx(debiased_kernel_cka(x, y), abs=1e-6)
 
 
-def test_debiased_cka_on_the_sum_of_two_sets_of_rows_is_that_of_all_rows(layers):
-    """`plus` adds the norm sums too: the first 25 rows and the other 35 give all 60."""
-    shift = (np.concatenate([layer.mean(axis=0) for layer in layers]),)
-    first = linear_cka.CrossProducts([4, 6, 3], None, shift)
-    rest = first.sibling()
-    first.add([layer[:25] for layer in layers])
-    rest.add([layer[25:] for layer in layers])
-    np.testing.assert_allclose(
-        first.plus(rest).debiased_cka(), _products(layers).debiased_cka(), atol=1e-6
-    )
-
-
 def on_subspace(n: int, intrinsic: int, ambient: int, seed: int) -> np.ndarray:
     """`n` points uniform in a unit cube of `intrinsic` dimensions, rotated into `ambient`."""
     rng = np.random.default_rng(seed)
@@ -569,20 +557,3 @@ def test_an_intrinsic_dimension_from_few_points_or_no_plateau_is_said_out_loud(
     assert "a layer 0 (none): no plateau in the twonn and gride curves" in caplog.text
     measures = read_json(written[0])["layers"][0]["measures"]["intrinsic_dimension[gride]"]
     assert measures["raw"] is None and measures["scale"] == "no plateau"
-
-
-def test_products_of_two_sets_of_rows_add_up_to_those_of_all(layers):
-    shift = (np.concatenate([layer.mean(axis=0) for layer in layers]),)
-    some = linear_cka.CrossProducts([4, 6, 3], None, shift)
-    others = some.sibling()
-    for products, rows in ((some, slice(0, 25)), (others, slice(25, 60))):
-        products.add([layer[rows] for layer in layers])
-    together = some.plus(others)
-    assert together.n_rows == 60
-    np.testing.assert_allclose(
-        together.cka(), linear_cka.linear_cka(chunked(layers), [4, 6, 3]), atol=1e-6
-    )
-    stranger = linear_cka.CrossProducts([4, 6, 3], None)
-    stranger.add([layer[:5] for layer in layers])
-    with pytest.raises(ValueError, match="sibling"):
-        some.plus(stranger)

@@ -25,15 +25,15 @@ def _products(left: np.ndarray, right: np.ndarray) -> CrossProducts:
 
 def test_similarity_repository_reference_values():
     """similarity-repository's reference values on np.random.seed(0), X and Y uniform
-    30 × 25: linear CKA, unbiased CKA and the angular Procrustes distance, to the float32
-    precision of the cross-products (`linear_cka`)."""
+    30 × 25: linear CKA, unbiased CKA and the angular Procrustes distance, to the 12 digits
+    the reference gives (the cross-products are float64, `linear_cka`)."""
     np.random.seed(0)  # noqa: NPY002 (the reference's own generator)
     left = np.random.rand(30, 25)  # noqa: NPY002
     right = np.random.rand(30, 25)  # noqa: NPY002
     products = _products(left, right)
-    assert products.cka()[0, 0] == pytest.approx(0.489342739104415, abs=2e-8)
-    assert products.debiased_cka()[0, 0] == pytest.approx(0.0235986985806, abs=2e-8)
-    assert products.procrustes()[0, 0] == pytest.approx(0.762981579934, abs=2e-8)
+    assert products.cka()[0, 0] == pytest.approx(0.489342739104415, abs=1e-12)
+    assert products.debiased_cka()[0, 0] == pytest.approx(0.0235986985806, abs=1e-12)
+    assert products.procrustes()[0, 0] == pytest.approx(0.762981579934, abs=1e-12)
 
 
 def test_procrustes_of_a_rotated_scaled_shifted_copy_is_zero():
@@ -187,3 +187,34 @@ def test_neighbours_of_different_shapes_are_refused():
         mutual_knn(small, large)
     with pytest.raises(ValueError, match="same k"):
         cknna(small, large)
+
+
+def test_cka_past_the_first_word_keeps_its_precision_beside_a_massive_activation():
+    """First words carrying a massive dimension (10⁴, as a decoder's first token does) move
+    the mean of every row far from that of the rows past them: CKA of those rows still
+    agrees with float64 to 1e-7, each set of rows shifted by its own mean."""
+    from test_geometry import debiased_kernel_cka
+
+    from contextuality.geometry.alignment import SampledLayers, alignment_between
+
+    rng = np.random.default_rng(11)
+    n, first = 400, np.arange(400) % 5 == 0
+    base = rng.normal(size=(n, 6))
+    layers = {
+        layer: base @ rng.normal(size=(6, 8)) + rng.normal(scale=0.3, size=(n, 8))
+        for layer in range(3)
+    }
+    for vectors in layers.values():
+        vectors[first, 0] = 1e4
+    sampled = SampledLayers({k: v.astype(np.float32) for k, v in layers.items()}, {})
+    table = alignment_between(("m", sampled), None, ~first, sampled=False, seed=0)
+    past = table[table["occurrences"] == "position>0"]
+    rows = [v.astype(np.float32).astype(np.float64)[~first] for v in layers.values()]
+    centered = [x - x.mean(axis=0) for x in rows]
+    for a, b, cka, debiased in past[["layer_a", "layer_b", "cka", "cka_debiased"]].itertuples(
+        index=False
+    ):
+        x, y = centered[a], centered[b]
+        expected = np.sum((y.T @ x) ** 2) / np.sqrt(np.sum((x.T @ x) ** 2) * np.sum((y.T @ y) ** 2))
+        assert cka == pytest.approx(expected, abs=1e-7), (a, b)
+        assert debiased == pytest.approx(debiased_kernel_cka(x, y), abs=1e-7), (a, b)

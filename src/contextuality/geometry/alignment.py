@@ -2,7 +2,8 @@
 occurrences: the sampled rows (`sample_rows`, `SampledLayers`) and the rows with a vector in
 every layer; linear CKA, its debiased form and the angular Procrustes distance from the
 cross-products (`linear_cka.CrossProducts`) of every occurrence and of those past each
-sentence's first word, from one pass over chunks of rows; mutual k-NN and CKNNA from each
+sentence's first word, each set of rows shifted by its own mean (`layer_products`); mutual
+k-NN and CKNNA from each
 layer's nearest neighbours (`neighbours`). Every value comes with a permutation null: the
 same measure with the right side's rows paired at random with the left's (seeded), what
 it gives for no relation. Then each layer's best-matching layer of another model
@@ -26,7 +27,7 @@ from contextuality.random_streams import generator
 from contextuality.rows import rows_with_vectors
 from contextuality.schema import default
 
-# Rows multiplied at a time for CKA: (rows × every layer's width) float32, a few MiB.
+# Rows multiplied at a time for CKA: (rows × every layer's width) float64, a few MiB.
 CKA_CHUNK_ROWS = 1024
 # The alignment table: the two layers and their rows, then each alignment measure of the
 # catalogue (`alignment_catalogue`) and its null, then the rows it rests on.
@@ -125,34 +126,29 @@ def random_pairing(rows: np.ndarray, n_rows: int, random: np.random.Generator) -
     return pairing
 
 
-def split_products(
+def layer_products(
     left: SampledLayers,
     right: SampledLayers | None,
-    kept: np.ndarray,
-    later: np.ndarray,
+    rows: np.ndarray,
     pairing: np.ndarray | None = None,
-) -> tuple[CrossProducts, CrossProducts]:
-    """The cross-products of the kept rows past their sentence's first word (`later`, a
-    mask of the sampled rows) and of the kept first words, from one pass, both shifted by
-    the kept rows' mean so that they add up to those of every kept row; `pairing` as
-    `row_chunks_of_layers` takes it."""
+) -> CrossProducts:
+    """The cross-products of the sampled `rows` of every layer of `left` and `right` (of
+    `left` itself when None; `pairing` as `row_chunks_of_layers` takes it), shifted by the
+    mean of those rows themselves, so that their products keep their precision however far
+    a massive activation on other rows (a decoder's first token) puts the mean of every
+    row."""
     sides = [left] if right is None else [left, right]
     shift = tuple(
         np.concatenate(
-            [vectors[kept].mean(axis=0, dtype=np.float64) for vectors in side.vectors.values()]
+            [vectors[rows].mean(axis=0, dtype=np.float64) for vectors in side.vectors.values()]
         )
         for side in sides
     )
     widths = [[vectors.shape[1] for vectors in side.vectors.values()] for side in sides]
-    past = CrossProducts(widths[0], None if right is None else widths[1], shift)
-    first = past.sibling()
-    for left_chunk, right_chunk, rows in row_chunks_of_layers(left, right, kept, pairing):
-        for products, chosen in ((past, later[rows]), (first, ~later[rows])):
-            products.add(
-                [part[chosen] for part in left_chunk],
-                None if right_chunk is None else [part[chosen] for part in right_chunk],
-            )
-    return past, first
+    products = CrossProducts(widths[0], None if right is None else widths[1], shift)
+    for left_chunk, right_chunk, _ in row_chunks_of_layers(left, right, rows, pairing):
+        products.add(left_chunk, right_chunk)
+    return products
 
 
 @dataclass(frozen=True)
@@ -266,15 +262,13 @@ def alignment_between(
     other = None if right is None else right[1]
     paired = other or left[1]  # the right side's layers, shuffled against the left for the null
     kept = rows_in_every_layer(left[1], *([] if other is None else [other]))
-    past, first = split_products(left[1], other, kept, later)
-    random = generator(seed, "cka_null")
     kept_later = kept[later[kept]]
-    null_parts = split_products(
-        left[1], paired, kept, later, random_pairing(kept, len(later), random)
-    )
-    null_past, _ = split_products(
-        left[1], paired, kept_later, later, random_pairing(kept_later, len(later), random)
-    )
+    products = [layer_products(left[1], other, rows) for rows in (kept, kept_later)]
+    random = generator(seed, "cka_null")
+    nulls = [
+        layer_products(left[1], paired, rows, random_pairing(rows, len(later), random))
+        for rows in (kept, kept_later)
+    ]
     neighbour_random = generator(seed, "alignment_null")
     device = alignment.search_device()
     neighbours = [
@@ -292,16 +286,10 @@ def alignment_between(
                 ]
             )
     layers = (list(left[1].vectors), list(paired.vectors))
-    chosen = zip(
-        ALIGNMENT_OCCURRENCES,
-        (past.plus(first), past),
-        (null_parts[0].plus(null_parts[1]), null_past),
-        neighbours,
-        strict=True,
-    )
+    chosen = zip(ALIGNMENT_OCCURRENCES, products, nulls, neighbours, strict=True)
     frames = [
-        alignment_frame(products, null, found, names, layers, occurrences, sampled, transform)
-        for occurrences, products, null, found in chosen
+        alignment_frame(found, null, near, names, layers, occurrences, sampled, transform)
+        for occurrences, found, null, near in chosen
     ]
     return pd.concat(frames, ignore_index=True)
 

@@ -17,9 +17,10 @@ Both are computed from feature-space sums accumulated over chunks of rows (the
 cross-products, and the rows' squared norms against each other and against the features):
 O(n·p·q) time, never an n × n matrix.
 
-Rows are shifted (by default by the first chunk's mean; both estimators ignore a shift) in
-their own precision, at least float32, before they are multiplied in float32, so a large
-common mean (decoders' vectors sit far from the origin) does not cancel catastrophically.
+Rows are shifted (by default by the first chunk's mean; both estimators ignore a shift)
+and multiplied in float64, so a large common mean (decoders' vectors sit far from the
+origin) does not cancel catastrophically; the alignment shifts each set of rows by its own
+mean (`alignment.layer_products`).
 """
 
 from __future__ import annotations
@@ -56,21 +57,15 @@ class CrossProducts:
 
     def add(self, left: Sequence[np.ndarray], right: Sequence[np.ndarray] | None = None) -> None:
         """Add a chunk of rows: one (rows × width) array per layer of each set (`right`
-        None for one set), shifted in at least float32, multiplied in float32 and
-        accumulated in float64."""
+        None for one set), shifted, multiplied and accumulated in float64 (float32 products
+        of 10⁴-sized activations lose CKA's seventh digit)."""
         if not len(left[0]):
             return
         sets = [left] if self.same else [left, right]
-        stacked = [
-            np.concatenate(arrays, axis=1, dtype=np.result_type(*arrays, np.float32))
-            for arrays in sets
-        ]
+        stacked = [np.concatenate(arrays, axis=1, dtype=np.float64) for arrays in sets]
         if self._shift is None:
             self._shift = tuple(part.mean(axis=0) for part in stacked)
-        stacked = [
-            (part - shift).astype(np.float32, copy=False)
-            for part, shift in zip(stacked, self._shift, strict=True)
-        ]
+        stacked = [part - shift for part, shift in zip(stacked, self._shift, strict=True)]
         stacked_left, stacked_right = stacked[0], stacked[-1]
         self.n_rows += len(stacked_left)
         self._sums[0] += stacked_left.sum(axis=0, dtype=np.float64)
@@ -81,30 +76,6 @@ class CrossProducts:
             for part, products, widths in zip(stacked, self._self, self.widths, strict=True):
                 for index, block in enumerate(_blocks(part, widths)):
                     products[index] += block.T @ block
-
-    def sibling(self) -> CrossProducts:
-        """Empty products of the same layers and the same shift, for other rows whose
-        products are to be added to these (`plus`); the shift must be set (given, or
-        after a first `add`)."""
-        if self._shift is None:
-            raise ValueError("a sibling shares the shift of products that have rows")
-        return CrossProducts(self.widths[0], None if self.same else self.widths[1], self._shift)
-
-    def plus(self, other: CrossProducts) -> CrossProducts:
-        """The products of the rows of both `self` and its `sibling` `other`."""
-        if other._shift is not self._shift:
-            raise ValueError("only the products of a sibling, shifted alike, add up")
-        total = other.sibling()
-        total.n_rows = self.n_rows + other.n_rows
-        total._sums = [mine + theirs for mine, theirs in zip(self._sums, other._sums, strict=True)]
-        total._cross = self._cross + other._cross
-        total._norms = self._norms.plus(other._norms)
-        if self._self is not None:
-            total._self = tuple(
-                [mine + theirs for mine, theirs in zip(side, other_side, strict=True)]
-                for side, other_side in zip(self._self, other._self, strict=True)
-            )
-        return total
 
     def cka(self) -> np.ndarray:
         """CKA between every left layer (rows) and every right layer (columns)."""
@@ -219,7 +190,7 @@ class _NormSums:
     def add(
         self, parts: tuple[np.ndarray, np.ndarray], widths: tuple[Sequence[int], Sequence[int]]
     ) -> None:
-        """Add a chunk: the (rows × Σwidths) shifted float32 rows of each set (one array
+        """Add a chunk: the (rows × Σwidths) shifted float64 rows of each set (one array
         twice when both sets are the same layers)."""
         squared = [np.add.reduceat(parts[0].astype(np.float64) ** 2, _starts(widths[0]), axis=1)]
         if parts[1] is parts[0]:
@@ -242,16 +213,6 @@ class _NormSums:
     def features(self, side: int, other: int, layer: int) -> np.ndarray:
         """Σ_rows x d for every feature x of `side` against layer `layer` of side `other`."""
         return self._features[side, other][:, layer]
-
-    def plus(self, other: _NormSums) -> _NormSums:
-        """The sums of both sets of rows."""
-        total = object.__new__(_NormSums)
-        total.total = [mine + theirs for mine, theirs in zip(self.total, other.total, strict=True)]
-        total._between = {key: value + other._between[key] for key, value in self._between.items()}
-        total._features = {
-            key: value + other._features[key] for key, value in self._features.items()
-        }
-        return total
 
 
 def _starts(widths: Sequence[int]) -> np.ndarray:

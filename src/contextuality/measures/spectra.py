@@ -11,9 +11,11 @@ computed from the d × d matrix ZᵀZ where the rows outnumber the dimensions (t
 nonzero eigenvalues). Their code also clamps the Gram matrix's negative entries to 0 before
 its eigenvalues; that is not the matrix the definition names, and it is not done here.
 
-α-ReQ (Agrawal et al., NeurIPS 2022, as reptrix computes it): the slope α of
+α-ReQ (Agrawal et al., NeurIPS 2022, fitted as reptrix fits it): the slope α of
 log(λ_i / Σλ) against −log i over ranks i = 6 … 100 of the covariance eigenvalues, by least
 squares weighted 1/i: a flat spectrum has α near 0, a fast-decaying one α above 1.
+reptrix's `get_alpha` starts at rank 11 unless given another range, so its default call
+gives another α on the same spectrum.
 
 Curvature (Skean et al.): a sentence's rows in order, normalised as above, their
 consecutive differences v_k = x_k − x_{k−1}, and the mean over k of
@@ -28,7 +30,8 @@ import numpy as np
 
 from contextuality.rows import groups_by_size
 
-# The ranks α-ReQ is fitted over (reptrix's default, 1-based) and the fewest it fits.
+# The ranks α-ReQ is fitted over (1-based; reptrix 0.1.0's `get_alpha` fits 11 to 100 by
+# default) and the fewest it fits.
 ALPHA_REQ_RANKS = (6, 100)
 ALPHA_REQ_MIN_RANKS = 10
 # A direction with less variance than this many times what float16 storage's rounding adds
