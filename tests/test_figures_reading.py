@@ -14,7 +14,7 @@ import pytest
 
 from contextuality import steps
 from contextuality.errors import InputDataError
-from contextuality.figures import degeneration, geometry, paper, sweeps
+from contextuality.figures import alignment, degeneration, geometry, paper, sweeps
 from contextuality.figures.specs import FIGURES
 from contextuality.measures.degeneration import DegenerationSettings, bins_table, rank_bins
 from contextuality.measures.ranks import spearman_correlation, spearman_interval
@@ -25,7 +25,7 @@ from contextuality.tables import write_parquet
 def drawn(monkeypatch):
     """Figures as drawn, kept open to be read: each module's `save_figure` records them."""
     kept = []
-    for module in (paper, geometry, degeneration, sweeps):
+    for module in (paper, geometry, degeneration, sweeps, alignment):
         monkeypatch.setattr(
             module, "save_figure", lambda figure, outputs, source: kept.append(figure)
         )
@@ -392,3 +392,37 @@ def test_positions_draw_the_special_tokens_beside_the_words(drawn):
     assert drawn_norms == [50.0, 50.0, 51.0, 51.0, 52.0, 52.0]
     assert norm_panel.get_yscale() == "log"  # 1 to 52: a factor above 20
     assert anisotropy_panel.get_xticklabels()[3].get_text() == "[CLS]"
+
+
+def test_the_alignment_figure_outlines_each_best_match_and_scales_each_panel(drawn):
+    """Between two models, each row's best match is outlined (the largest similarity, the
+    smallest distance) and its value stays written; every panel has its colour bar, a
+    distance's saying its scale runs the other way."""
+    from contextuality.geometry.alignment import ALIGNMENT_COLUMNS
+    from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
+
+    rng = np.random.default_rng(2)
+    rows = []
+    for layer_a in range(3):
+        for layer_b in range(4):
+            row = {"model_a": "a", "layer_a": layer_a, "model_b": "b", "layer_b": layer_b}
+            row |= {"transform": "none", "occurrences": "all", "k": 10, "n_rows": 9}
+            for record in ALIGNMENT_MEASURES:
+                row[record.name] = rng.uniform(*record.limits)
+                row[f"null_{record.name}"] = 0.0
+            rows.append(row)
+    table = pd.DataFrame(rows, columns=ALIGNMENT_COLUMNS)
+    alignment.plot_alignment(table, [])
+    (figure,) = drawn
+    panels = [axes for axes in figure.axes if axes.get_label() != "<colorbar>"]
+    bars = [axes for axes in figure.axes if axes.get_label() == "<colorbar>"]
+    assert len(panels) == len(bars) == len(alignment.PANELS)
+    for panel, bar, record in zip(panels, bars, alignment.PANELS, strict=True):
+        grid = table.pivot(index="layer_a", columns="layer_b", values=record.name).to_numpy()
+        best = grid.argmin(axis=1) if record.distance else grid.argmax(axis=1)
+        outlined = sorted(
+            (round(patch.get_y() + 0.5), round(patch.get_x() + 0.5)) for patch in panel.patches
+        )
+        assert outlined == list(enumerate(best)), record.name
+        assert len(panel.texts) == grid.size  # every value still written
+        assert ("reversed" in bar.get_ylabel()) == record.distance, record.name

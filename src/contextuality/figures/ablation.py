@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from contextuality.figures.paper import plt, save_figure
 from contextuality.geometry.alignment_catalogue import alignment_measure
@@ -34,9 +35,9 @@ def plot_ablation(
 ) -> None:
     """One panel per measure of `MEASURE_PANELS` that both models have (transform
     ``none``), `base` solid and `ablated` dashed by layer from the ablated block on (before
-    it the two are the same), and, where `alignment` holds the
-    pair, linear and debiased CKA between each layer of one and the same layer of the other
-    with their nulls; a dotted line at the ablated `block`."""
+    it the two are the same), and, where `alignment` holds the pair, linear and debiased
+    CKA and mutual k-NN between each layer of one and the same layer of the other, with
+    CKA's null; a dotted line at the ablated `block`."""
     rows = measures[(measures["transform"] == "none") & measures["model"].isin([base, ablated])]
     panels = [
         panel
@@ -68,14 +69,17 @@ def plot_ablation(
         for column, style, label in (
             ("cka", "-", alignment_measure("cka").label),
             ("cka_debiased", "--", alignment_measure("cka_debiased").label),
-            ("null_cka", ":", "null (rows paired at random)"),
+            ("mutual_knn", "-.", alignment_measure("mutual_knn").label),
+            ("null_cka", ":", "CKA's null (rows paired at random)"),
         ):
             panel.plot(pair["layer_a"], pair[column], style, marker="o", markersize=3, label=label)
-        panel.set_ylabel(f"CKA of layer L of both ({int(pair['n_rows'].iloc[0]):,} rows)")
+        rows = int(pair["n_rows"].iloc[0])
+        panel.set_ylabel(f"alignment of layer L of both ({rows:,} rows)")
         panel.set_ylim(-0.05, 1.05)
     for panel in axes:
         panel.axvline(block, color="grey", linestyle=":", linewidth=1)
         panel.set_xlabel("layer")
+        panel.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers
         panel.grid(alpha=0.3)
         panel.legend(fontsize=7)
     figure.suptitle(f"{ablated}: {base} with block {block}'s output ablated", fontsize=10)

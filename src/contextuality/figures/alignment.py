@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 import pandas as pd
+from matplotlib.patches import Rectangle
 
 from contextuality.figures.paper import label_cells, plt, save_figure
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
@@ -21,9 +22,9 @@ PANELS = tuple(record for record in ALIGNMENT_MEASURES if record.panel)
 def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:
     """Heatmaps of `table` (`geometry.alignment.ALIGNMENT_COLUMNS`, occurrences ``all``):
     a row of panels per pair of models, one panel per measure of `PANELS`, the first
-    model's layers down and the second's across, values written in the cells when few;
-    between two models a dot marks each row's best match (the largest similarity, the
-    smallest distance)."""
+    model's layers down and the second's across, values written in the cells when few, a
+    colour bar beside each; between two models an outline marks each row's best match
+    (the largest similarity, the smallest distance)."""
     every = table[table["occurrences"] == "all"]
     pairs = list(dict.fromkeys(zip(every["model_a"], every["model_b"], strict=True)))
     figure, axes = plt.subplots(
@@ -44,13 +45,17 @@ def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source
             )
             grid = rows.pivot(index="layer_a", columns="layer_b", values=measure)
             values = grid.to_numpy(dtype=float)
-            panel.imshow(
+            image = panel.imshow(
                 values,
                 vmin=limits[0],
                 vmax=limits[1],
                 cmap="viridis_r" if distance else "viridis",
                 origin="lower",
             )
+            scale = figure.colorbar(image, ax=panel, shrink=0.8)
+            closer = "reversed scale: brighter is closer" if distance else "brighter is closer"
+            scale.set_label(f"{label} ({closer})", fontsize=7)
+            scale.ax.tick_params(labelsize=6)
             panel.set_xticks(range(grid.shape[1]), grid.columns, fontsize=7)
             panel.set_yticks(range(grid.shape[0]), grid.index, fontsize=7)
             panel.set_xlabel(f"{right} layer", fontsize=8)
@@ -61,11 +66,16 @@ def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source
             label_cells(panel, values, bright, limit=100, reversed_map=distance)
             if left != right and np.isfinite(values).any(axis=1).all():
                 best = np.nanargmin(values, axis=1) if distance else np.nanargmax(values, axis=1)
-                panel.plot(best, np.arange(len(best)), "o", color="red", markersize=3.5)
+                for row, column in enumerate(best):  # outlined, its value left readable
+                    panel.add_patch(
+                        Rectangle(
+                            (column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red", lw=1.2
+                        )
+                    )
     k = int(every["k"].iloc[0]) if len(every) else 0
     figure.suptitle(
         f"Alignment between layers on the same occurrences (k = {k}); "
-        "dots: each row's best-matching layer",
+        "outlined: each row's best-matching layer",
         fontsize=10,
     )
     save_figure(figure, outputs, source)

@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from contextuality.figures.paper import (
     label_cells,
@@ -135,6 +136,7 @@ def plot_geometry_transforms(
             panel.set_title(f"{model}: {label}", fontsize=9)
             panel.set_ylabel(label)
             panel.set_xlabel("layer")
+            panel.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers
             panel.grid(alpha=0.3)
         panels[-1].legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))
     figure.suptitle(
