@@ -8,6 +8,7 @@ from __future__ import annotations
 from statistics import NormalDist
 
 import matplotlib.colors
+import matplotlib.text
 import numpy as np
 import pandas as pd
 import pytest
@@ -426,3 +427,69 @@ def test_the_alignment_figure_outlines_each_best_match_and_scales_each_panel(dra
         assert outlined == list(enumerate(best)), record.name
         assert len(panel.texts) == grid.size  # every value still written
         assert ("reversed" in bar.get_ylabel()) == record.distance, record.name
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_every_figure_of_the_measures_keeps_its_text_on_the_canvas(drawn, name):
+    """Each measures figure drawn from a small table of two models: its title, axis labels,
+    tick labels and legend lie inside the figure, none cut at an edge."""
+    spec = FIGURES[name]
+    rows = [
+        {
+            "model": model,
+            "transform": "none",
+            "layer": layer,
+            "n_layers": 6,
+            "relative_layer": layer / 6,
+            "measure": series.measure,
+            spec.column: 0.1 * layer + shift,
+            "n": 50,
+        }
+        for model, shift in (("smollm2-zeroed", 0.0), ("gemma3", 0.2))
+        for layer in range(7)
+        for series in spec.series
+    ]
+    paper.plot_figure(pd.DataFrame(rows), spec, [])
+    (figure,) = drawn
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    canvas = figure.bbox
+    texts = [text for axes in figure.axes for text in axes.findobj(matplotlib.text.Text)]
+    texts += list(figure.texts)
+    for text in texts:
+        if not text.get_visible() or not text.get_text():
+            continue
+        box = text.get_window_extent(renderer)
+        inside = (
+            box.x0 >= canvas.x0 - 1
+            and box.x1 <= canvas.x1 + 1
+            and box.y0 >= canvas.y0 - 1
+            and box.y1 <= canvas.y1 + 1
+        )
+        assert inside, (name, text.get_text())
+
+
+def test_a_line_is_broken_where_its_model_lacks_layers_and_a_model_without_values_is_named(
+    drawn,
+):
+    """A model measured at fewer layers than another of its depth (an ablated one) is not
+    drawn across the layers it lacks; one whose every value is NaN draws no line and is
+    named as having none, not listed in the legend."""
+    rows = [
+        {"model": model, "transform": "none", "layer": layer, "n_layers": 12}
+        | {"measure": "anisotropy", "raw": value, "relative_layer": layer / 12, "n": 9}
+        for model, layers, value in (
+            ("base", range(0, 13, 3), 0.5),
+            ("ablated", (0, 9, 12), 0.4),
+            ("empty", range(0, 13, 3), np.nan),
+        )
+        for layer in layers
+    ]
+    paper.plot_figure(pd.DataFrame(rows), FIGURES["fig1_anisotropy"], [])
+    (figure,) = drawn
+    (axes,) = figure.axes
+    lines = {line.get_label(): line for line in axes.get_lines()}
+    ablated = lines["ablated exact"].get_ydata()
+    assert np.isnan(ablated).sum() == 1 and list(np.isfinite(ablated)) == [1, 0, 1, 1]
+    assert not any(label.startswith("empty") for label in lines)
+    assert any(text.get_text() == "no value: empty" for text in axes.texts)

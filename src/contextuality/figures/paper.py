@@ -50,13 +50,18 @@ def plot_figure(
     x_column = "relative_layer" if relative_layers else "layer"
     figure, axes = plt.subplots(figsize=(5.0, 3.6), layout="constrained")
     colors = {model: f"C{k}" for k, model in enumerate(sorted(rows["model"].unique()))}
+    valueless = set(colors)
     for series in spec.series:
         selected = rows[rows["measure"] == series.measure]
         for model, group in selected.groupby("model", sort=True):
             group = group.sort_values("layer")
+            if group[spec.column].isna().all():
+                continue
+            valueless.discard(model)
+            line = with_gaps(group, [x_column, spec.column], _layers_of_depth(rows, group))
             axes.plot(
-                group[x_column],
-                group[spec.column],
+                line[x_column],
+                line[spec.column],
                 series.linestyle,
                 color=colors[model],
                 marker="o",
@@ -74,7 +79,42 @@ def plot_figure(
         axes.set_xticks(sorted(rows["layer"].unique()))
     axes.grid(alpha=0.3)
     axes.legend(frameon=False)
+    if valueless:  # named, not left as a legend entry with nothing drawn
+        axes.text(
+            0.01,
+            0.01,
+            f"no value: {', '.join(sorted(valueless))}",
+            transform=axes.transAxes,
+            fontsize=7,
+            color="0.4",
+        )
     save_figure(figure, outputs, source)
+
+
+def _layers_of_depth(rows: pd.DataFrame, group: pd.DataFrame) -> np.ndarray:
+    """The layers that the models of `group`'s depth have in `rows` (of every model where
+    the table does not say a depth)."""
+    if "n_layers" not in rows:
+        return rows["layer"].unique()
+    return rows.loc[rows["n_layers"] == group["n_layers"].iloc[0], "layer"].unique()
+
+
+def with_gaps(group: pd.DataFrame, columns: list[str], layers: np.ndarray) -> pd.DataFrame:
+    """`columns` of one model's rows in layer order, with a NaN row between two of its
+    layers where `layers` (those other models of its depth have) holds one between them (a
+    model measured at fewer layers, as an ablated one from its block on), so that its line
+    is broken there rather than drawn across layers it has no value for."""
+    own = group["layer"].to_numpy()
+    chosen = group[columns].reset_index(drop=True)
+    gaps = [
+        index
+        for index, (low, high) in enumerate(zip(own, own[1:], strict=False))
+        if np.any((layers > low) & (layers < high))
+    ]
+    if not gaps:
+        return chosen
+    blank = pd.DataFrame(np.nan, index=np.array(gaps) + 0.5, columns=columns)
+    return pd.concat([chosen, blank]).sort_index()
 
 
 TRANSFORM_PANELS = tuple(
