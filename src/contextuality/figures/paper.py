@@ -71,14 +71,24 @@ def plot_figure(
             if spec.spearman:
                 low, high = spearman_interval(group[spec.column], group["n"], SPEARMAN_LEVEL)
                 group = group.assign(**{f"{spec.column}_low": low, f"{spec.column}_high": high})
-            _band(axes, group, x_column, spec.column, colors[model])
+            bounds = [f"{spec.column}_low", f"{spec.column}_high"]
+            if set(bounds) <= set(group) and group[bounds[0]].notna().all():
+                band = with_gaps(group, [x_column, *bounds], _layers_of_depth(rows, group))
+                axes.fill_between(
+                    band[x_column], band[bounds[0]], band[bounds[1]], color=colors[model], alpha=0.2
+                )
     axes.set_xlabel("layer / number of layers" if relative_layers else "layer")
     axes.set_ylabel(spec.ylabel)
     axes.set_title(spec.title)
     if not relative_layers and len(rows):
         axes.set_xticks(sorted(rows["layer"].unique()))
     axes.grid(alpha=0.3)
-    axes.legend(frameon=False)
+    entries = len(axes.get_legend_handles_labels()[1])
+    if entries > LEGEND_INSIDE:  # beside the plot, not over half of it, in a wider figure
+        figure.set_size_inches(8.0, 3.6)
+        axes.legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    else:
+        axes.legend(frameon=False)
     if valueless:  # named, not left as a legend entry with nothing drawn
         axes.text(
             0.01,
@@ -89,6 +99,10 @@ def plot_figure(
             color="0.4",
         )
     save_figure(figure, outputs, source)
+
+
+# Legend entries a figure of the measures holds inside its axes; more go beside them.
+LEGEND_INSIDE = 4
 
 
 def _layers_of_depth(rows: pd.DataFrame, group: pd.DataFrame) -> np.ndarray:
@@ -116,6 +130,10 @@ def with_gaps(group: pd.DataFrame, columns: list[str], layers: np.ndarray) -> pd
     blank = pd.DataFrame(np.nan, index=np.array(gaps) + 0.5, columns=columns)
     return pd.concat([chosen, blank]).sort_index()
 
+
+# Each transform's marker, so that lines that coincide (a correction that changes nothing
+# at a layer) stay told apart; `none`'s is drawn open and larger, on top.
+TRANSFORM_MARKERS = ("o", "s", "^", "D", "v", "P")
 
 TRANSFORM_PANELS = tuple(
     (row, column, axis_label(row, column))
@@ -161,9 +179,11 @@ def plot_transforms(
                 panel.plot(
                     group[x_column],
                     group[column],
-                    "o-",
+                    f"{TRANSFORM_MARKERS[k % len(TRANSFORM_MARKERS)]}-",
                     color=f"C{k}",
-                    markersize=3,
+                    markersize=6 if transform == "none" else 3,
+                    markerfacecolor="none" if transform == "none" else f"C{k}",
+                    zorder=3 if transform == "none" else 2,  # never hidden under a correction
                     label=transform,
                 )
                 _band(panel, group, x_column, column, f"C{k}")
