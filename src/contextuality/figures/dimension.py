@@ -12,8 +12,11 @@ from contextuality.figures.paper import layer_colours, plt, save_figure
 
 # Each estimator's panel: its title and the x axis of its scales (`dimension.SCALE_UNITS`).
 _PANELS = {
-    "twonn": ("TwoNN, on 1, 2, 4, … random subsets", "points per subset (fewer: larger scale)"),
-    "gride": ("GRIDE, ratio of the 2k-th to the k-th neighbour", "neighbour order k"),
+    "twonn": (
+        "TwoNN, on 1, 2, 4, … random subsets",
+        "points per subset, log scale (fewer: larger scale)",
+    ),
+    "gride": ("GRIDE, ratio of the 2k-th to the k-th neighbour", "neighbour order k, log scale"),
 }
 
 

@@ -82,7 +82,7 @@ def plot_series(
             panel.set_xscale("symlog", linthresh=positive[0])
         panel.set_xticks(ticks, [f"{value:,}" for value in ticks])
         panel.tick_params(axis="x", labelrotation=45)
-        panel.set_xlabel(series.x_label)
+        panel.set_xlabel(f"{series.x_label} (log scale)" if positive else series.x_label)
         panel.set_ylabel(label)
         panel.grid(alpha=0.3)
     axes[0].legend(frameon=False, fontsize=7)
