@@ -304,15 +304,33 @@ BEST_LAYER_COLUMNS = [
     "best_layer",
     "value",
     "null",
+    "margin",
+    "best_null",
     "depth",
     "best_depth",
 ]
 
 
+def _choice_against_others(
+    values: np.ndarray, nulls: np.ndarray, distance: bool
+) -> tuple[float, float]:
+    """What a best match is worth among the candidates: its margin over the second best
+    (≥ 0, NaN with one candidate) and the best of the candidates' nulls, the value that
+    choosing the best among that many layers gives where nothing is related."""
+    closer = -values if distance else values
+    ranked = np.sort(closer[np.isfinite(closer)])[::-1]
+    margin = float(ranked[0] - ranked[1]) if len(ranked) > 1 else float("nan")
+    finite = nulls[np.isfinite(nulls)]
+    if not len(finite):
+        return margin, float("nan")
+    return margin, float(finite.min() if distance else finite.max())
+
+
 def best_matching_layers(table: pd.DataFrame) -> pd.DataFrame:
     """For every pair of different models in an alignment table (`ALIGNMENT_COLUMNS`), each
     layer of either model and its best-matching layer of the other by each measure of the
-    catalogue (the most similar; the nearest by a distance), with the value, its null and
+    catalogue (the most similar; the nearest by a distance), with the value, its null, its
+    margin over the second best and the best of the nulls (`_choice_against_others`), and
     both layers' relative depths (layer / the model's deepest layer in the table), as rows
     of `BEST_LAYER_COLUMNS`."""
     deepest = (
@@ -337,6 +355,9 @@ def best_matching_layers(table: pd.DataFrame) -> pd.DataFrame:
                 if np.isnan(values).all():
                     continue
                 best = np.nanargmin(values) if record.distance else np.nanargmax(values)
+                margin, best_null = _choice_against_others(
+                    values, group[f"null_{measure}"].to_numpy(dtype=float), record.distance
+                )
                 chosen = group.iloc[best]
                 best_layer = int(chosen[f"layer_{other}"])
                 rows.append(
@@ -350,6 +371,8 @@ def best_matching_layers(table: pd.DataFrame) -> pd.DataFrame:
                         "best_layer": best_layer,
                         "value": chosen[measure],
                         "null": chosen[f"null_{measure}"],
+                        "margin": margin,
+                        "best_null": best_null,
                         "depth": layer / max(deepest[model], 1),
                         "best_depth": best_layer / max(deepest[other_model], 1),
                     }
