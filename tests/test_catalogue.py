@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-from test_workflow import SNAKEFILE, _config, _write_corpus
+from test_workflow import _config, _snakemake, _write_config, _write_corpus
 
 from contextuality.discovery import discover
 from contextuality.geometry import alignment_catalogue
@@ -147,16 +146,9 @@ def test_a_measure_and_an_alignment_measure_added_as_the_docs_show_reach_every_o
     config = _config(study / "corpus.txt", {"a": model, "b": model})
     config["measures"]["transforms"] = ["none"]
     config["geometry"] = {"activate": True, "alignment_between_models": True}
-    (study / "config").mkdir()
-    (study / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    _write_config(study, config)
     environment = {**os.environ, "PYTHONPATH": str(source)}
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE)]
-    run = subprocess.run(
-        [*command, "--directory", str(study), "--cores", "2"],
-        capture_output=True,
-        text=True,
-        env=environment,
-    )
+    run = _snakemake(study, environment=environment)
     assert run.returncode == 0, run.stderr[-3000:]
 
     measures = pd.read_csv(study / "results/tables/measures.tsv", sep="\t")
@@ -191,11 +183,6 @@ def test_a_measure_and_an_alignment_measure_added_as_the_docs_show_reach_every_o
     assert "neighbour_jaccard" in found["panels"] and "norm" in found["figures"]
     listed = {row for rows in found["in_run"] for row in rows.split(", ")}
     assert listed == set(measures["measure"]), "the report lists the rows the table holds"
-    report = subprocess.run(
-        [*command, "--directory", str(study), "--report", "report.html"],
-        capture_output=True,
-        text=True,
-        env=environment,
-    )
+    report = _snakemake(study, "--report", "report.html", environment=environment)
     assert report.returncode == 0, report.stderr[-3000:]
     assert "Mean L2 norm of the occurrence vectors." in (study / "report.html").read_text()

@@ -73,7 +73,11 @@ def _config(corpus: Path, models: dict) -> dict:
     }
 
 
-def _snakemake(directory: Path, *arguments: str) -> subprocess.CompletedProcess:
+def _snakemake(
+    directory: Path, *arguments: str, environment: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Snakemake on the workflow in `directory`, 2 cores, with `environment` (None: this
+    process's)."""
     command = [
         sys.executable,
         "-m",
@@ -86,7 +90,7 @@ def _snakemake(directory: Path, *arguments: str) -> subprocess.CompletedProcess:
         "2",
         *arguments,
     ]
-    return subprocess.run(command, capture_output=True, text=True)
+    return subprocess.run(command, capture_output=True, text=True, env=environment)
 
 
 def _write_config(directory: Path, config: dict) -> None:

@@ -9,18 +9,12 @@ import os
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from contextuality.figures.paper import plt, save_figure
+from contextuality.figures.paper import labelled_panels, plt, save_figure
 from contextuality.geometry.alignment_catalogue import alignment_measure
-from contextuality.measures.registry import axis_label
 
 # The measures drawn from the measures table: (measure, column, axis label).
-MEASURE_PANELS = tuple(
-    (row, column, axis_label(row, column))
-    for row, column in (
-        ("anisotropy", "raw"),
-        ("selfsim", "adjusted"),
-        ("intrinsic_dimension[twonn]", "raw"),
-    )
+MEASURE_PANELS = labelled_panels(
+    ("anisotropy", "raw"), ("selfsim", "adjusted"), ("intrinsic_dimension[twonn]", "raw")
 )
 
 

@@ -65,7 +65,7 @@ def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source
             bright = limits[0] + (0.4 if distance else 0.6) * (limits[1] - limits[0])
             label_cells(panel, values, bright, limit=100, reversed_map=distance)
             if left != right and np.isfinite(values).any(axis=1).all():
-                best = np.nanargmin(values, axis=1) if distance else np.nanargmax(values, axis=1)
+                best = record.closest(values, axis=1)
                 for row, column in enumerate(best):  # outlined, its value left readable
                     panel.add_patch(
                         Rectangle(

@@ -58,7 +58,8 @@ def plot_figure(
             if group[spec.column].isna().all():
                 continue
             valueless.discard(model)
-            line = with_gaps(group, [x_column, spec.column], _layers_of_depth(rows, group))
+            layers = _layers_of_depth(rows, group)
+            line = with_gaps(group, [x_column, spec.column], layers)
             axes.plot(
                 line[x_column],
                 line[spec.column],
@@ -71,12 +72,7 @@ def plot_figure(
             if spec.spearman:
                 low, high = spearman_interval(group[spec.column], group["n"], SPEARMAN_LEVEL)
                 group = group.assign(**{f"{spec.column}_low": low, f"{spec.column}_high": high})
-            bounds = [f"{spec.column}_low", f"{spec.column}_high"]
-            if set(bounds) <= set(group) and group[bounds[0]].notna().all():
-                band = with_gaps(group, [x_column, *bounds], _layers_of_depth(rows, group))
-                axes.fill_between(
-                    band[x_column], band[bounds[0]], band[bounds[1]], color=colors[model], alpha=0.2
-                )
+            _band(axes, group, x_column, spec.column, colors[model], layers)
     axes.set_xlabel("layer / number of layers" if relative_layers else "layer")
     axes.set_ylabel(spec.ylabel)
     axes.set_title(spec.title)
@@ -135,18 +131,31 @@ def with_gaps(group: pd.DataFrame, columns: list[str], layers: np.ndarray) -> pd
 # at a layer) stay told apart; `none`'s is drawn open and larger, on top.
 TRANSFORM_MARKERS = ("o", "s", "^", "D", "v", "P")
 
-TRANSFORM_PANELS = tuple(
-    (row, column, axis_label(row, column))
-    for row, column in (("selfsim", "adjusted"), ("anisotropy", "raw"))
-)
+
+def labelled_panels(*panels: tuple[str, str]) -> tuple[tuple[str, str, str], ...]:
+    """(summary row, column drawn, its axis label) for each (row, column) of `panels`,
+    the label its measure's record gives (`registry.axis_label`)."""
+    return tuple((row, column, axis_label(row, column)) for row, column in panels)
 
 
-def _band(panel: Any, group: pd.DataFrame, x_column: str, column: str, colour: str) -> None:
+TRANSFORM_PANELS = labelled_panels(("selfsim", "adjusted"), ("anisotropy", "raw"))
+
+
+def _band(
+    panel: Any,
+    group: pd.DataFrame,
+    x_column: str,
+    column: str,
+    colour: str,
+    layers: np.ndarray | None = None,
+) -> None:
     """A band from `column`'s ``_low`` to its ``_high`` values of `group` against
-    `x_column`, where every row has them (none for a value without an interval)."""
+    `x_column`, where every row has them (none for a value without an interval), broken
+    where its line is (`with_gaps` of `layers`, when given)."""
     low, high = f"{column}_low", f"{column}_high"
     if low in group and len(group) and group[low].notna().all():
-        panel.fill_between(group[x_column], group[low], group[high], color=colour, alpha=0.2)
+        band = group if layers is None else with_gaps(group, [x_column, low, high], layers)
+        panel.fill_between(band[x_column], band[low], band[high], color=colour, alpha=0.2)
 
 
 def plot_transforms(

@@ -12,18 +12,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from contextuality.figures.paper import label_cells, layer_colours, plt, save_figure
-from contextuality.measures.registry import axis_label
+from contextuality.figures.paper import (
+    label_cells,
+    labelled_panels,
+    layer_colours,
+    plt,
+    save_figure,
+)
 
 # (measure, column of the measures table, axis label) of each line panel.
-SERIES_PANELS = tuple(
-    (row, column, axis_label(row, column))
-    for row, column in (
-        ("anisotropy", "raw"),
-        ("selfsim", "adjusted"),
-        ("intrasim", "adjusted"),
-        ("mev", "adjusted"),
-    )
+SERIES_PANELS = labelled_panels(
+    ("anisotropy", "raw"), ("selfsim", "adjusted"), ("intrasim", "adjusted"), ("mev", "adjusted")
 )
 # The fractions of a model's depth a family's lines follow.
 DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)

@@ -3,11 +3,10 @@ occurrences: the sampled rows (`sample_rows`, `SampledLayers`) and the rows with
 every layer; linear CKA, its debiased form and the angular Procrustes distance from the
 cross-products (`linear_cka.CrossProducts`) of every occurrence and of those past each
 sentence's first word, each set of rows shifted by its own mean (`layer_products`); mutual
-k-NN and CKNNA from each
-layer's nearest neighbours (`neighbours`). Every value comes with a permutation null: the
-same measure with the right side's rows paired at random with the left's (seeded), what
-it gives for no relation. Then each layer's best-matching layer of another model
-(`best_matching_layers`)."""
+k-NN and CKNNA from each layer's nearest neighbours (`neighbours`). Every value comes with
+a permutation null: the same measure with the right side's rows paired at random with the
+left's (seeded), what it gives for no relation. Then each layer's best-matching layer of
+another model (`best_matching_layers`)."""
 
 from __future__ import annotations
 
@@ -105,16 +104,15 @@ def row_chunks_of_layers(
     right: SampledLayers | None,
     kept: np.ndarray,
     pairing: np.ndarray | None = None,
-) -> Iterator[tuple[list[np.ndarray], list[np.ndarray] | None, np.ndarray]]:
+) -> Iterator[tuple[list[np.ndarray], list[np.ndarray] | None]]:
     """The kept rows of every layer of `left` (and `right`, row ``pairing[r]`` beside row r
-    of `left` where a pairing is given), a chunk of rows at a time, with the chunk's rows."""
+    of `left` where a pairing is given), a chunk of rows at a time."""
     for start in range(0, len(kept), CKA_CHUNK_ROWS):
         rows = kept[start : start + CKA_CHUNK_ROWS]
         right_rows = rows if pairing is None else pairing[rows]
         yield (
             [vectors[rows] for vectors in left.vectors.values()],
             None if right is None else [vectors[right_rows] for vectors in right.vectors.values()],
-            rows,
         )
 
 
@@ -146,7 +144,7 @@ def layer_products(
     )
     widths = [[vectors.shape[1] for vectors in side.vectors.values()] for side in sides]
     products = CrossProducts(widths[0], None if right is None else widths[1], shift)
-    for left_chunk, right_chunk, _ in row_chunks_of_layers(left, right, rows, pairing):
+    for left_chunk, right_chunk in row_chunks_of_layers(left, right, rows, pairing):
         products.add(left_chunk, right_chunk)
     return products
 
@@ -354,7 +352,7 @@ def best_matching_layers(table: pd.DataFrame) -> pd.DataFrame:
                 values = group[measure].to_numpy(dtype=float)
                 if np.isnan(values).all():
                     continue
-                best = np.nanargmin(values) if record.distance else np.nanargmax(values)
+                best = record.closest(values)
                 margin, best_null = _choice_against_others(
                     values, group[f"null_{measure}"].to_numpy(dtype=float), record.distance
                 )

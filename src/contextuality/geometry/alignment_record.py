@@ -38,3 +38,8 @@ class AlignmentMeasure:
     def __post_init__(self) -> None:
         if (self.of_products is None) == (self.of_neighbours is None):
             raise ValueError(f"{self.name}: computed from cross-products or from neighbours")
+
+    def closest(self, values: np.ndarray, axis: int | None = None) -> np.ndarray:
+        """Where `values` are closest along `axis` (NaN skipped): the largest similarity,
+        the smallest distance."""
+        return np.nanargmin(values, axis=axis) if self.distance else np.nanargmax(values, axis=axis)

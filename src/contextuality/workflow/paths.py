@@ -305,20 +305,27 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
     return [f"{name}.{extension}" for name in names for extension in extensions]
 
 
-def paper_figure_names(config: dict[str, Any]) -> list[str]:
-    """The figures of the measures (`figures.specs.FIGURES`) that have a measure to draw:
-    not those whose every series ``measures.leave_out`` leaves out, nor, where every model
-    streams, those whose every series a streamed layer lacks (`registry.not_streamed`)."""
-    from contextuality.figures.specs import FIGURES
+def absent_rows(config: dict[str, Any]) -> set[str]:
+    """The summary rows no layer of the run has: those ``measures.leave_out`` leaves out
+    and, where every model streams, those a streamed layer lacks (`registry.not_streamed`)."""
     from contextuality.measures.registry import left_out_rows, not_streamed
 
-    left_out = set(left_out_rows(config["measures"].get("leave_out", ())))
+    absent = set(left_out_rows(config["measures"].get("leave_out", ())))
     if not streamed_models(config, streamed=False):
-        left_out |= set(not_streamed())
+        absent |= set(not_streamed())
+    return absent
+
+
+def paper_figure_names(config: dict[str, Any]) -> list[str]:
+    """The figures of the measures (`figures.specs.FIGURES`) that have a measure to draw:
+    not those whose every series is an absent row (`absent_rows`)."""
+    from contextuality.figures.specs import FIGURES
+
+    absent = absent_rows(config)
     return [
         name
         for name, spec in FIGURES.items()
-        if any(series.measure not in left_out for series in spec.series)
+        if any(series.measure not in absent for series in spec.series)
     ]
 
 

@@ -20,6 +20,7 @@ from contextuality.workflow.geometry_paths import (
     dimension_files,
 )
 from contextuality.workflow.paths import (
+    absent_rows,
     census_tables,
     every_layer_output,
     extraction_metas,
@@ -140,13 +141,13 @@ def _tables_figures_and_summaries(config: dict[str, Any]) -> list[str]:
 
 def measures_in_run(config: dict[str, Any]) -> list[dict[str, str]]:
     """The measures whose rows this run's measures table holds, each its rows and its
-    record's caption (the report's caption of the table lists them): none that
-    ``measures.leave_out`` leaves out, none that no model of the run has (a streamed
-    layer's, the geometry's, the degeneration's and those past the first word where
-    those do not run)."""
+    record's caption (the report's caption of the table lists them): none whose rows are
+    absent (`paths.absent_rows`: left out, or lacked where every model streams), none
+    whose step does not run (the geometry, the degeneration and the rows past the first
+    word, which need it)."""
     from contextuality.measures.registry import MEASURES
 
-    left_out = set(config["measures"]["leave_out"])
+    absent = absent_rows(config)
     stored = bool(streamed_models(config, streamed=False))
     analysed = stored and bool(degeneration_transforms(config))
     present = {
@@ -157,8 +158,7 @@ def measures_in_run(config: dict[str, Any]) -> list[dict[str, str]]:
     return [
         {"rows": ", ".join(record.rows), "caption": record.caption}
         for record in MEASURES
-        if record.name not in left_out
+        if not set(record.rows) <= absent
         and present[record.step]
-        and (stored or record.streamed)
         and (analysed or not record.needs_positions)
     ]
