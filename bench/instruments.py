@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from contextuality.geometry.alignment import BEST_LAYER_COLUMNS
+from contextuality.geometry.best_layers import BEST_LAYER_COLUMNS
 
 from workdir import run_workflow, write_report
 

@@ -209,3 +209,27 @@ def test_a_relative_directory_is_a_local_model_and_a_typo_in_one_is_refused(
         backends.check_planned_layers(typo)
     hub = backends.model_spec("b", {"source": "org/name", "layers": [0]})
     assert not is_local(hub) and source_problem(hub) is None
+
+
+def test_random_weights_are_the_architecture_initialised_again_from_their_seed(tiny_gpt2_dir):
+    """``random_weights_seed``: the same config and tokenizer, transformers' initialisation
+    of the weights, the same for the same seed and other for another; ELMo refuses it."""
+    import torch
+
+    def parameters(section: dict) -> list[torch.Tensor]:
+        loaded = backends.load_model(backends.model_spec("tiny", section))
+        seed = section.get("random_weights_seed")
+        assert (loaded.revision == f"random initialisation, seed {seed}") == (seed is not None)
+        return [tensor.detach().clone() for tensor in loaded.model.parameters()]
+
+    source = {"source": str(tiny_gpt2_dir)}
+    trained = parameters(source)
+    first, again = (parameters({**source, "random_weights_seed": 3}) for _ in range(2))
+    other = parameters({**source, "random_weights_seed": 4})
+    assert [tensor.shape for tensor in first] == [tensor.shape for tensor in trained]
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    weights = [index for index, tensor in enumerate(first) if tensor.dim() == 2]
+    assert not any(torch.equal(first[index], trained[index]) for index in weights)
+    assert not any(torch.equal(first[index], other[index]) for index in weights)
+    with pytest.raises(ConfigError, match="random_weights_seed cannot be set for loader: elmo"):
+        backends.model_spec("elmo", {"source": "x", "loader": "elmo", "random_weights_seed": 1})

@@ -75,11 +75,12 @@ def test_the_docs_list_every_alignment_measure_as_the_catalogue_does():
     )
 
 
-def test_the_alignment_table_has_each_measure_and_its_null():
+def test_the_alignment_table_has_each_measure_its_interval_and_its_calibration():
     names = [record.name for record in alignment_catalogue.ALIGNMENT_MEASURES]
     assert names == ["cka", "cka_debiased", "procrustes", "mutual_knn", "cknna"]
-    measured = ALIGNMENT_COLUMNS[6 : 6 + 2 * len(names)]
-    assert measured == [*names, *(f"null_{name}" for name in names)]
+    measured = ALIGNMENT_COLUMNS[6 : 6 + 8 * len(names)]
+    kinds = ["{}", "{}_low", "{}_high", "bias_{}", "null_{}", "threshold_{}", "p_{}"]
+    assert measured == [kind.format(name) for name in names for kind in [*kinds, "calibrated_{}"]]
     with pytest.raises(ValueError, match="cross-products or from neighbours"):
         alignment_catalogue.AlignmentMeasure("x", "x", "X.")
 

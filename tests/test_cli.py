@@ -84,7 +84,9 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir, capsys):
     arguments = ["geometry", *layers, "--index", str(index), "--min-points", "20"]
     assert main([*arguments, "--range-max", "8", "-o", str(geometry)]) == 0
     cka = pd.read_parquet(f"{geometry}.alignment.parquet")
-    assert len(cka) == 2 * 4 and set(cka["model_a"]) == {"tiny"}  # all, position>0
+    assert set(cka["model_a"]) == {"tiny"}
+    assert set(cka["model_b"]) == {"tiny", "word_identity", "word_position"}
+    assert len(cka) == 2 * 4 + 2 + 2  # all and position>0 within; all with each baseline
     dimensions = json.loads(Path(f"{geometry}.dimension.json").read_text())["layers"]
     assert [layer["layer"] for layer in dimensions] == [0, 2]
     curves = pd.read_parquet(f"{geometry}.dimension_scales.parquet")
@@ -310,6 +312,7 @@ def test_every_model_setting_is_an_option_with_help():
         "weights_dtype": "bfloat16",
         "device_map": "auto",
         "segment_words": 100,
+        "random_weights_seed": 3,
     }
     argv = ["extract", "m", "--sentences", "s", "--index", "i", "-o", "o"]
     for setting, value in given.items():

@@ -14,7 +14,7 @@ import pytest
 
 from contextuality import steps
 from contextuality.errors import InputDataError
-from contextuality.figures import alignment, degeneration, geometry, paper, sweeps
+from contextuality.figures import alignment, best_layers, degeneration, geometry, paper, sweeps
 from contextuality.figures.specs import FIGURES
 from contextuality.measures.degeneration import DegenerationSettings, bins_table, rank_bins
 from contextuality.measures.ranks import spearman_correlation, spearman_interval
@@ -25,7 +25,7 @@ from contextuality.tables import write_parquet
 def drawn(monkeypatch):
     """Figures as drawn, kept open to be read: each module's `save_figure` records them."""
     kept = []
-    for module in (paper, geometry, degeneration, sweeps, alignment):
+    for module in (paper, geometry, degeneration, sweeps, alignment, best_layers):
         monkeypatch.setattr(
             module, "save_figure", lambda figure, outputs, source: kept.append(figure)
         )
@@ -409,7 +409,7 @@ def test_the_alignment_figure_outlines_each_best_match_and_scales_each_panel(dra
             row |= {"transform": "none", "occurrences": "all", "k": 10, "n_rows": 9}
             for record in ALIGNMENT_MEASURES:
                 row[record.name] = rng.uniform(*record.limits)
-                row[f"null_{record.name}"] = 0.0
+                row[f"null_{record.name}"] = row[f"threshold_{record.name}"] = 0.0
             rows.append(row)
     table = pd.DataFrame(rows, columns=ALIGNMENT_COLUMNS)
     alignment.plot_alignment(table, [])
@@ -426,6 +426,99 @@ def test_the_alignment_figure_outlines_each_best_match_and_scales_each_panel(dra
         assert outlined == list(enumerate(best)), record.name
         assert len(panel.texts) == grid.size  # every value still written
         assert ("reversed" in bar.get_ylabel()) == record.distance, record.name
+
+
+def test_a_model_s_heatmap_holds_its_layers_against_the_word_baselines(drawn):
+    """Within one model, the word baselines are columns after its own layers, labelled,
+    their values written, behind a white rule; no best match is outlined."""
+    from contextuality.geometry.alignment import ALIGNMENT_COLUMNS
+
+    rows = []
+    for layer_a in range(2):
+        for model_b, layers_b in (("m", range(2)), ("word_identity", [0]), ("word_position", [0])):
+            for layer_b in layers_b:
+                row = {"model_a": "m", "layer_a": layer_a, "model_b": model_b, "layer_b": layer_b}
+                row |= {"transform": "none", "occurrences": "all", "k": 10, "n_rows": 9}
+                for record in alignment.PANELS:
+                    row[record.name] = 0.3 if model_b.startswith("word") else 0.9
+                    row[f"null_{record.name}"] = row[f"threshold_{record.name}"] = 0.0
+                rows.append(row)
+    alignment.plot_alignment(pd.DataFrame(rows, columns=ALIGNMENT_COLUMNS), [])
+    (figure,) = drawn
+    panel = figure.axes[0]
+    assert [tick.get_text() for tick in panel.get_xticklabels()] == ["0", "1", "word", "word+pos"]
+    assert sorted(text.get_text() for text in panel.texts).count("0.30") == 4
+    assert not panel.patches  # nothing outlined within one model
+    assert any(line.get_xdata()[0] == 1.5 for line in panel.lines)  # the rule
+
+
+def _text_inside_the_canvas(figure) -> None:
+    """Every axes' title, labels, tick labels and legend lie inside the figure."""
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    for axes in figure.axes:
+        box = axes.get_tightbbox(renderer)
+        assert box.x0 >= -1 and box.y0 >= -1, axes.get_title()
+        assert box.x1 <= figure.bbox.x1 + 1 and box.y1 <= figure.bbox.y1 + 1, axes.get_title()
+
+
+def test_the_best_layers_figure_draws_each_match_with_its_interval_and_the_null_of_choosing(
+    drawn,
+):
+    """A panel per measure and direction; each layer's best match drawn with its interval
+    (an error bar from low to high), its layer written above it, hollow where it stays best
+    in under half the draws; the critical value of choosing drawn as a line."""
+    from contextuality.geometry.best_layers import BEST_LAYER_COLUMNS
+
+    rows = []
+    for model, other, count in (("a", "b", 3), ("b", "a", 4)):
+        for layer in range(count):
+            for record in alignment.PANELS:
+                rows.append(
+                    {
+                        "model": model,
+                        "layer": layer,
+                        "other_model": other,
+                        "transform": "none",
+                        "occurrences": "all",
+                        "measure": record.name,
+                        "best_layer": (layer + 1) % 3,
+                        "value": 0.5,
+                        "low": 0.4,
+                        "high": 0.7,
+                        "null": 0.05,
+                        "stays_best": 0.3 if layer == 0 else 0.9,
+                        "best_threshold": 0.1,
+                    }
+                )
+    table = pd.DataFrame(rows, columns=BEST_LAYER_COLUMNS)
+    word = pd.DataFrame(
+        {
+            "model_a": "a",
+            "layer_a": range(3),
+            "model_b": "word_identity",
+            "layer_b": 0,
+            "occurrences": "all",
+            **{record.name: 0.25 for record in alignment.PANELS},
+        }
+    )
+    best_layers.plot_best_layers(table, word, [])
+    (figure,) = drawn
+    assert len(figure.axes) == 2 * len(alignment.PANELS)
+    first = figure.axes[0]
+    bars = [line for line in first.collections if len(line.get_segments())]
+    spans = sorted(
+        (round(segment[0][1], 3), round(segment[1][1], 3))
+        for collection in bars
+        for segment in collection.get_segments()
+    )
+    assert spans == [(0.4, 0.7)] * 3
+    assert sorted(text.get_text() for text in first.texts) == ["0", "1", "2"]
+    hollow = [line for line in first.lines if line.get_markerfacecolor() == "white"]
+    assert len(hollow) == 1 and list(hollow[0].get_xdata()) == [0]
+    assert any(list(line.get_ydata()) == [0.1] * 3 for line in first.lines)
+    assert any(list(line.get_ydata()) == [0.25] * 3 for line in first.lines)  # word alone
+    _text_inside_the_canvas(figure)
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))

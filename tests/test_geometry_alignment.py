@@ -4,7 +4,6 @@ closed forms, brute-force references and similarity-repository's published value
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy.stats import ortho_group
 
@@ -196,7 +195,12 @@ def test_cka_past_the_first_word_keeps_its_precision_beside_a_massive_activation
     agrees with float64 to 1e-7, each set of rows shifted by its own mean."""
     from test_geometry import debiased_kernel_cka
 
-    from contextuality.geometry.alignment import SampledLayers, alignment_between
+    from contextuality.geometry.alignment import (
+        AlignmentSettings,
+        SampledLayers,
+        SampleRows,
+        alignment_between,
+    )
 
     rng = np.random.default_rng(11)
     n, first = 400, np.arange(400) % 5 == 0
@@ -208,7 +212,9 @@ def test_cka_past_the_first_word_keeps_its_precision_beside_a_massive_activation
     for vectors in layers.values():
         vectors[first, 0] = 1e4
     sampled = SampledLayers({k: v.astype(np.float32) for k, v in layers.items()}, {})
-    table = alignment_between(("m", sampled), None, ~first, sampled=False, seed=0)
+    sample = SampleRows(~first, np.arange(n), sampled=False)
+    settings = AlignmentSettings(permutations=1, bootstrap=0)
+    table = alignment_between(("m", sampled), None, sample, 0, 0.95, settings).table
     past = table[table["occurrences"] == "position>0"]
     rows = [v.astype(np.float32).astype(np.float64)[~first] for v in layers.values()]
     centered = [x - x.mean(axis=0) for x in rows]
@@ -219,32 +225,3 @@ def test_cka_past_the_first_word_keeps_its_precision_beside_a_massive_activation
         expected = np.sum((y.T @ x) ** 2) / np.sqrt(np.sum((x.T @ x) ** 2) * np.sum((y.T @ y) ** 2))
         assert cka == pytest.approx(expected, abs=1e-7), (a, b)
         assert debiased == pytest.approx(debiased_kernel_cka(x, y), abs=1e-7), (a, b)
-
-
-def test_a_best_match_carries_its_margin_and_the_best_of_its_candidates_nulls():
-    """Each layer's best match says by how much it beats the second best and what the best
-    of the candidates' nulls is (choosing among many beats one null by chance alone); a
-    distance's best is its smallest, its margin still positive."""
-    from contextuality.geometry.alignment import ALIGNMENT_COLUMNS, best_matching_layers
-    from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
-
-    values = {0: 0.9, 1: 0.7, 2: 0.2}
-    nulls = {0: 0.01, 1: 0.05, 2: 0.02}
-    rows = []
-    for layer_b, value in values.items():
-        row = {"model_a": "a", "layer_a": 0, "model_b": "b", "layer_b": layer_b}
-        row |= {"transform": "none", "occurrences": "all", "k": 10, "n_rows": 9, "sampled": 0}
-        for record in ALIGNMENT_MEASURES:
-            closer = 1 - value if record.distance else value
-            row[record.name] = closer
-            row[f"null_{record.name}"] = 1 - nulls[layer_b] if record.distance else nulls[layer_b]
-        rows.append(row)
-    best = best_matching_layers(pd.DataFrame(rows, columns=ALIGNMENT_COLUMNS))
-    from_a = best[best["model"] == "a"].set_index("measure")
-    for record in ALIGNMENT_MEASURES:
-        found = from_a.loc[record.name]
-        assert found["best_layer"] == 0
-        assert found["margin"] == pytest.approx(0.2)
-        assert found["best_null"] == pytest.approx(0.95 if record.distance else 0.05)
-    from_b = best[(best["model"] == "b") & (best["layer"] == 1)].set_index("measure")
-    assert np.isnan(from_b.loc["cka", "margin"])  # one candidate: no second best

@@ -94,7 +94,7 @@ def test_a_corrected_geometry_is_the_stored_layers_corrected_on_the_held_out_row
     )
     rows = _measured_rows(in_fit)
     read = [_corrected(name, layers["a"][layer], in_fit, rows) for layer in (0, 1)]
-    every = table[table["occurrences"] == "all"]
+    every = table[(table["occurrences"] == "all") & (table["model_b"] == "a")]
     grid = every.pivot(index="layer_a", columns="layer_b", values="cka").to_numpy()
     np.testing.assert_allclose(grid, [[kernel_cka(x, y) for y in read] for x in read], atol=1e-4)
     assert set(every["n_rows"]) == {len(rows)} and set(table["transform"]) == {name}
@@ -131,7 +131,9 @@ def test_centring_leaves_linear_cka_as_it_is_and_dropping_rogue_dimensions_does_
     rows = _measured_rows(in_fit)
     raw = [layers["a"][layer].astype(np.float16).astype(np.float64)[rows] for layer in (0, 1)]
     value = {
-        name: table.set_index(["occurrences", "layer_a", "layer_b"]).loc[("all", 0, 1), "cka"]
+        name: table.set_index(["model_b", "occurrences", "layer_a", "layer_b"]).loc[
+            ("a", "all", 0, 1), "cka"
+        ]
         for name, table in tables.items()
     }
     assert value["center"] == pytest.approx(kernel_cka(*raw), abs=1e-4)
@@ -150,9 +152,10 @@ def test_alignment_between_models_under_a_correction_fits_each_model_its_own(cor
     model_a, model_b, index, settings, fit, _, in_fit = corrected
     transform = GeometryTransform("center", fit)
     path = tmp_path / "ab.center.parquet"
+    best_path = tmp_path / "ab.center.best.parquet"
     table = steps.alignment_between_models(
-        model_a, model_b, index, typed(settings), path, transform
-    )
+        model_a, model_b, index, typed(settings), path, best_path, transform
+    ).table
     copy = table.set_index(["occurrences", "layer_a", "layer_b"]).loc[("all", 1, 0)]
     assert copy["cka"] == pytest.approx(1.0, abs=1e-3)  # a rotated, scaled copy, centred
     assert copy["procrustes"] == pytest.approx(0.0, abs=0.05)
@@ -160,9 +163,13 @@ def test_alignment_between_models_under_a_correction_fits_each_model_its_own(cor
     fits = [model["transform_fits"]["0"] for model in read_provenance(path)["models"]]
     assert fits[0]["n_fit"] == fits[1]["n_fit"] and fits[0]["name"] == "center"
     raw_path = tmp_path / "ab.none.parquet"
-    steps.alignment_between_models(model_a, model_b, index, typed(settings), raw_path)
+    raw_best = tmp_path / "ab.none.best.parquet"
+    steps.alignment_between_models(model_a, model_b, index, typed(settings), raw_path, raw_best)
     gathered = steps.alignment_table(
-        [path, raw_path], tmp_path / "alignment.tsv", tmp_path / "best_layers.tsv"
+        [path, raw_path],
+        [best_path, raw_best],
+        tmp_path / "alignment.tsv",
+        tmp_path / "best_layers.tsv",
     )
     assert list(dict.fromkeys(gathered["transform"])) == ["none", "center"]
     best = pd.read_csv(tmp_path / "best_layers.tsv", sep="\t")

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 from scipy.stats import ortho_group
 
+from contextuality.errors import ConfigError
 from contextuality.measures import spectra
+from contextuality.measures.settings import MeasureSettings
 
 
 def _circle(angles_degrees: list[float]) -> np.ndarray:
@@ -61,6 +63,20 @@ def test_curvature_of_known_trajectories():
     assert spectra.curvature(_circle([0, 90, 180, 270])) == pytest.approx(np.pi / 2)
     assert spectra.curvature(_circle([0, 120, 240])) == pytest.approx(np.pi / 3)
     assert np.isnan(spectra.curvature(_circle([0, 90])))
+
+
+def test_a_zero_step_leaves_the_sentence_out_or_counts_as_a_right_angle_of_zero():
+    """Two words sharing one vector make a zero step: left out (NaN) by default; with
+    ``zero`` (Skean et al.'s code) that angle is 0 and the others are kept."""
+    rows = _circle([0, 90, 90, 180, 270])  # the second step is zero
+    assert np.isnan(spectra.curvature(rows))
+    assert spectra.curvature(rows, "zero") == pytest.approx((0 + 0 + np.pi / 2) / 3)
+    shapes = spectra.sentence_shapes(rows, np.array([0]), "zero")
+    assert shapes.curvatures[0] == pytest.approx(spectra.curvature(rows, "zero"), abs=1e-6)
+    with pytest.raises(ConfigError, match="curvature_zero_steps must be one of"):
+        MeasureSettings(curvature_zero_steps="skip")
+    with pytest.raises(ConfigError, match="alpha_req_ranks must be two ranks"):
+        MeasureSettings(alpha_req_ranks=(100, 6))
 
 
 def test_curvature_agrees_with_a_loop_and_is_invariant():

@@ -48,3 +48,13 @@ def test_alpha_req_of_rows_is_reptrix_s_get_alpha(exponent, seed):
     found = alpha_req(spread(rows).eigenvalues)
     assert found == pytest.approx(peer, rel=1e-4)
     assert found == pytest.approx(exponent, rel=0.15)  # and it is the planted decay
+
+
+def test_alpha_req_on_ranks_11_to_100_is_reptrix_s_default_call():
+    """``measures.alpha_req_ranks: [11, 100]``: the exponent reptrix's ``get_alpha`` gives
+    called without a fit range."""
+    torch = pytest.importorskip("torch")
+    rows = _power_law_rows(4000, 160, 1.1, 5).astype(np.float32)
+    peer = reptrix_alpha.get_alpha(torch.from_numpy(rows))[0]
+    assert alpha_req(spread(rows).eigenvalues, (11, 100)) == pytest.approx(peer, rel=1e-4)
+    assert alpha_req(spread(rows).eigenvalues) != pytest.approx(peer, rel=1e-4)

@@ -18,7 +18,12 @@ from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec, resolved_device
 from contextuality.errors import ConfigError, InputDataError, ShardMismatchError
 from contextuality.extraction.units import sentence_units
-from contextuality.geometry.alignment import AlignmentSettings, SampledLayers, alignment_between
+from contextuality.geometry.alignment import (
+    AlignmentSettings,
+    SampledLayers,
+    SampleRows,
+    alignment_between,
+)
 from contextuality.geometry.linear_cka import CrossProducts
 from contextuality.storage.shards import ShardSetWriter, load_shard
 
@@ -71,7 +76,9 @@ def test_more_neighbours_than_rows_are_warned_about_with_the_count(caplog):
     layers = SampledLayers({0: rng.standard_normal((30, 4)), 1: rng.standard_normal((30, 4))}, {})
     later = np.arange(30) % 3 > 0
     with caplog.at_level(logging.WARNING):
-        table = alignment_between(("m", layers), None, later, False, 0, AlignmentSettings(k=25))
+        sample = SampleRows(later, np.arange(30), sampled=False)
+        settings = AlignmentSettings(k=25, permutations=2, bootstrap=2)
+        table = alignment_between(("m", layers), None, sample, 0, 0.95, settings).table
     warned = [record.getMessage() for record in caplog.records]
     assert any("m (position>0 occurrences): geometry.alignment.k = 25 is not below the 20" in text
                for text in warned)  # fmt: skip
@@ -80,6 +87,8 @@ def test_more_neighbours_than_rows_are_warned_about_with_the_count(caplog):
     assert table.loc[table["occurrences"] == "all", "mutual_knn"].notna().all()
     with pytest.raises(ConfigError, match="geometry.alignment.k must be at least 1"):
         AlignmentSettings(k=0)
+    with pytest.raises(ConfigError, match="geometry.alignment.permutations must be at least 1"):
+        AlignmentSettings(permutations=0)
 
 
 def test_rows_rewritten_in_place_are_refused(tmp_path):

@@ -253,7 +253,13 @@ def test_the_workflow_checks_and_plans_a_config_with_the_schema_s_defaults(tiny_
     config = {"models": models}
     workflow.plan_config(config, [], workflow_config.SCHEMA_PATH)
     assert config["extraction"]["partitions"] == 1
-    assert config["geometry"]["alignment"] == {"k": 10, "device": "auto"}
+    assert config["geometry"]["alignment"] == {
+        "k": 10,
+        "device": "auto",
+        "permutations": 20,
+        "bootstrap": 30,
+        "baselines": ["word_identity", "word_position"],
+    }
 
 
 def _defaults(*argv: str) -> dict:

@@ -393,8 +393,13 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     assert len(table) == 3 * table["measure"].nunique()
     assert {"intrinsic_dimension[gride]", "anisotropy[position>0]"} <= set(table["measure"])
     cka = pd.read_csv(tmp_path / "results/tables/alignment.tsv", sep="\t")
-    assert len(cka) == 2 * 3 * 3 and cka["cka"].between(0, 1 + 1e-9).all()
+    assert cka["cka"].between(0, 1 + 1e-9).all()
+    baselines = cka[cka["model_b"].isin(["word_identity", "word_position"])]
+    assert len(baselines) == 2 * 3 and set(baselines["occurrences"]) == {"all"}
+    cka = cka[cka["model_b"] == "bert"]
+    assert len(cka) == 2 * 3 * 3
     assert np.allclose(cka.loc[cka["layer_a"] == cka["layer_b"], "cka"], 1.0)
+    assert (cka["cka_low"] <= cka["cka_high"]).all() and (cka["bootstrap"] == 30).all()
     with_baseline = table.dropna(subset=["baseline"])
     difference = with_baseline["adjusted"] - (with_baseline["raw"] - with_baseline["baseline"])
     assert difference.abs().max() < 1e-8

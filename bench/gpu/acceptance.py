@@ -128,6 +128,7 @@ def workflow_config(corpus: Path, models: Path, device: str) -> dict:
         },
         # Fewer resamples than the defaults: the comparison needs the same draws, not many.
         "measures": {"transforms": ["none"], "sample_replicates": 5, "bootstrap_resamples": 50},
+        "geometry": {"alignment": {"permutations": 5, "bootstrap": 5}},
     }
 
 

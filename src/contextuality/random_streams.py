@@ -31,12 +31,13 @@ STREAMS = {
     "geometry_sample": (13,),
     # The samples of those rows whose intrinsic dimension is estimated.
     "dimension_samples": (14,),
-    # How CKA's permutation null pairs the sampled rows (`cka.random_pairing`).
-    "cka_null": (15,),
     # The sentences whose special tokens the special-token profile measures.
     "special_token_sentences": (17,),
-    # How the null of mutual k-NN and CKNNA pairs the rows (`alignment.neighbour_alignment`).
+    # How each permutation null of the alignment pairs the rows, one permutation for every
+    # layer and measure (`alignment.resampled_alignment`).
     "alignment_null": (18,),
+    # Which sentences each bootstrap draw of the alignment takes (`resampling.sentence_weights`).
+    "alignment_bootstrap": (19,),
 }
 
 

@@ -163,6 +163,7 @@ rule geometry_figures:
         dimensions=ctx.dimension_files(config),
         dimension_scales="results/tables/dimension_scales.tsv",
         alignment="results/tables/alignment.tsv",
+        best_layers="results/tables/best_layers.tsv",
         positions=ctx.positions_table(config),
     output:
         *[

@@ -38,7 +38,8 @@ rule alignment_between_models:
         unpack(get_pair_shards),
         unpack(get_fit_split),
     output:
-        "results/geometry/alignment_between_models/{transform}/{model_a}~{model_b}.parquet",
+        alignment="results/geometry/alignment_between_models/{transform}/{model_a}~{model_b}.parquet",
+        best_layers="results/geometry/alignment_between_models/{transform}/{model_a}~{model_b}.best_layers.parquet",
     log:
         "logs/geometry/alignment_between_models/{transform}/{model_a}~{model_b}.log",
     benchmark:
@@ -57,7 +58,8 @@ rule alignment_between_models:
 
 rule alignment_table:
     input:
-        ctx.alignment_files(config),
+        alignment=ctx.alignment_files(config),
+        best_layers=ctx.best_layer_files(config),
     output:
         table=report(
             "results/tables/alignment.tsv",

@@ -24,7 +24,8 @@ def alignment_between_models() -> None:
         models["b"],
         IndexFiles.of(snakemake.input),
         GeometrySettings.from_config(snakemake.params.settings),
-        snakemake.output[0],
+        snakemake.output.alignment,
+        snakemake.output.best_layers,
         steps.GeometryTransform(
             snakemake.wildcards.transform,
             TransformFit.of(snakemake.input.get("split"), snakemake.params.transform_fit),

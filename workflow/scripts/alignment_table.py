@@ -7,7 +7,12 @@ from contextuality.process import run_job
 def alignment_table() -> None:
     from contextuality import steps
 
-    steps.alignment_table(snakemake.input, snakemake.output.table, snakemake.output.best_layers)
+    steps.alignment_table(
+        snakemake.input.alignment,
+        snakemake.input.best_layers,
+        snakemake.output.table,
+        snakemake.output.best_layers,
+    )
 
 
 run_job(snakemake, alignment_table)

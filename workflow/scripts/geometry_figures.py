@@ -1,5 +1,5 @@
 """Snakemake adapter: the intrinsic dimension figures (by layer, over scale), the CKA heatmaps,
-the alignment figure and the position profiles."""
+the alignment figure, the best-matching layers and the position profiles."""
 
 from contextuality.process import run_job
 
@@ -11,6 +11,7 @@ def geometry_figures() -> None:
         snakemake.input.dimensions,
         snakemake.input.dimension_scales,
         snakemake.input.alignment,
+        snakemake.input.best_layers,
         snakemake.input.positions[0] if snakemake.input.positions else None,
         list(snakemake.output),
     )

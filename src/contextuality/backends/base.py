@@ -132,6 +132,7 @@ class ModelSpec:
     segment_words: int | None = None
     ablation: Ablation | None = None
     autocast: bool = False
+    random_weights_seed: int | None = None
 
     @classmethod
     def from_config(cls, name: str, section: dict[str, Any]) -> ModelSpec:

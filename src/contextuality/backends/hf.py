@@ -312,6 +312,22 @@ def _max_length(spec: ModelSpec, config: Any, tokenizer: Any) -> int:
     return int(min(known))
 
 
+def _randomly_initialised(spec: ModelSpec, options: dict[str, Any]) -> Any:
+    """The model's architecture (its config) with transformers' own initialisation of the
+    weights, seeded with ``random_weights_seed``: the untrained baseline."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    config_options = {key: value for key, value in options.items() if key != "dtype"}
+    config_options.pop("device_map", None)
+    config = AutoConfig.from_pretrained(model_location(spec), **config_options)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(spec.random_weights_seed)
+        return AutoModel.from_config(
+            config, dtype=options["dtype"], trust_remote_code=spec.trust_remote_code
+        )
+
+
 def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
     """Load tokenizer and model (eval mode) and read their limits.
 
@@ -336,7 +352,11 @@ def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
         _require_accelerate(spec)
         options["device_map"] = spec.device_map
     try:
-        model = AutoModel.from_pretrained(model_location(spec), **options)
+        model = (
+            AutoModel.from_pretrained(model_location(spec), **options)
+            if spec.random_weights_seed is None
+            else _randomly_initialised(spec, options)
+        )
     except (OSError, ValueError, SafetensorError, pickle.UnpicklingError) as error:
         raise _load_error(spec, "weights", error) from error
     model.eval()
@@ -358,7 +378,11 @@ def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
         n_layers=n_layers,
         hidden_size=int(model.config.hidden_size),
         max_length=max_length,
-        revision=resolved_revision(spec),
+        revision=(
+            resolved_revision(spec)
+            if spec.random_weights_seed is None
+            else f"random initialisation, seed {spec.random_weights_seed}"
+        ),
         file_checksums={path.name: sha256_file(path) for path in files(spec)} or None,
         final_norm=final_norm,
         returns_after_final_norm=final_norm is not None and returns_after(model, final_norm[1]),

@@ -44,7 +44,13 @@ def _geometry(args: argparse.Namespace) -> None:
             "seed": args.seed,
             "confidence": MeasureSettings.confidence,
             "intrinsic_dimension": {name: getattr(args, name) for name in _DIMENSION_OPTIONS},
-            "alignment": {"k": args.neighbours, "device": args.device},
+            "alignment": {
+                "k": args.neighbours,
+                "device": args.device,
+                "permutations": args.permutations,
+                "bootstrap": args.bootstrap,
+                "baselines": args.baselines,
+            },
         }
     )
     if args.transform != "none" and not args.sentences:
@@ -54,8 +60,9 @@ def _geometry(args: argparse.Namespace) -> None:
     transform = steps.GeometryTransform(args.transform, fitted_on_split(args, args.output))
     if args.versus:
         output = f"{args.output}.alignment.parquet"
+        best = f"{args.output}.best_layers.parquet"
         other = _model(args.versus)
-        steps.alignment_between_models(model, other, index, settings, output, transform)
+        steps.alignment_between_models(model, other, index, settings, output, best, transform)
     else:
         outputs = (
             f"{args.output}.dimension.json",
@@ -95,6 +102,25 @@ def add_geometry_command(commands: Any) -> None:
         help="where the neighbours are searched: auto, cpu, cuda or cuda:N",
     )
     command.add_argument(
+        "--permutations",
+        type=int,
+        default=AlignmentSettings.permutations,
+        help="permutations of the rows each alignment value is calibrated against",
+    )
+    command.add_argument(
+        "--bootstrap",
+        type=int,
+        default=AlignmentSettings.bootstrap,
+        help="bootstrap draws over sentences of each value's interval (0: none)",
+    )
+    command.add_argument(
+        "--baselines",
+        nargs="*",
+        default=list(AlignmentSettings.baselines),
+        help="word baselines aligned with the layers: word_identity, word_position (none: no "
+        "baseline)",
+    )
+    command.add_argument(
         "--sample-size",
         type=int,
         default=GEOMETRY_SAMPLE_SIZE,
@@ -112,6 +138,7 @@ def add_geometry_command(commands: Any) -> None:
         "-o",
         "--output",
         required=True,
-        help="prefix of <prefix>.dimension.json, .dimension_scales.parquet, .alignment.parquet",
+        help="prefix of <prefix>.dimension.json, .dimension_scales.parquet, .alignment.parquet "
+        "(with --versus: .alignment.parquet and .best_layers.parquet)",
     )
     command.set_defaults(run=_geometry)

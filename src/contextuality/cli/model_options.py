@@ -35,6 +35,7 @@ MODEL_OPTION_HELP = {
     "segment_words": "words per extraction segment, the span batches are planned in",
     "ablation": 'Sun et al.\'s intervention, as JSON: \'{"block": 12, "value": "mean"}\'',
     "autocast": "on a GPU, weights in weights_dtype, matrix products autocast to cuda_dtype",
+    "random_weights_seed": "the architecture with random weights from this seed (untrained)",
 }
 
 

@@ -1,7 +1,7 @@
 """The alignment figure: for each pair of models (a model with itself first), one heatmap
 per alignment measure between their layers on every sampled occurrence, each layer's
-best-matching layer of the other model marked, and each measure's permutation null in its
-panel's title."""
+best-matching layer of the other model marked, and each measure's permutation null and its
+critical value in its panel's title."""
 
 from __future__ import annotations
 
@@ -13,19 +13,33 @@ from matplotlib.patches import Rectangle
 
 from contextuality.figures.paper import label_cells, plt, save_figure
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
+from contextuality.geometry.baselines import BASELINES
 
 # The measures drawn, each over its record's range (a distance drawn with its scale
 # reversed, so that brighter is closer everywhere).
 PANELS = tuple(record for record in ALIGNMENT_MEASURES if record.panel)
 
 
+def _with_baselines(grid: pd.DataFrame, baselines: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """A model's grid of its layers against each other, with a column per word baseline
+    (its layers' alignment with that baseline) after its own layers."""
+    for name, label in BASELINES.items():
+        rows = baselines[baselines["model_b"] == name]
+        if len(rows):
+            grid[label] = rows.set_index("layer_a")[measure].reindex(grid.index)
+    return grid
+
+
 def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:
     """Heatmaps of `table` (`geometry.alignment.ALIGNMENT_COLUMNS`, occurrences ``all``):
     a row of panels per pair of models, one panel per measure of `PANELS`, the first
-    model's layers down and the second's across, values written in the cells when few, a
-    colour bar beside each; between two models an outline marks each row's best match
-    (the largest similarity, the smallest distance)."""
+    model's layers down and the second's across (a model against itself followed by its
+    alignment with each word baseline, `geometry.baselines`), values written in the cells
+    when few, a colour bar beside each; between two models an outline marks each row's
+    best match (the largest similarity, the smallest distance)."""
     every = table[table["occurrences"] == "all"]
+    baselines = every[every["model_b"].isin(BASELINES)]
+    every = every[~every["model_b"].isin(BASELINES)]
     pairs = list(dict.fromkeys(zip(every["model_a"], every["model_b"], strict=True)))
     figure, axes = plt.subplots(
         len(pairs),
@@ -44,6 +58,8 @@ def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source
                 record.distance,
             )
             grid = rows.pivot(index="layer_a", columns="layer_b", values=measure)
+            if left == right:
+                grid = _with_baselines(grid, baselines[baselines["model_a"] == left], measure)
             values = grid.to_numpy(dtype=float)
             image = panel.imshow(
                 values,
@@ -60,10 +76,18 @@ def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source
             panel.set_yticks(range(grid.shape[0]), grid.index, fontsize=7)
             panel.set_xlabel(f"{right} layer", fontsize=8)
             panel.set_ylabel(f"{left} layer", fontsize=8)
-            null = round(np.nanmedian(rows[f"null_{measure}"].to_numpy(dtype=float)), 3) + 0.0
-            panel.set_title(f"{left} × {right}: {label}\nnull {null:.3f}", fontsize=8)
+            null, critical = (
+                round(np.nanmedian(rows[f"{kind}_{measure}"].to_numpy(dtype=float)), 3) + 0.0
+                for kind in ("null", "threshold")
+            )
+            panel.set_title(
+                f"{left} × {right}: {label}\nnull {null:.3f}, critical value {critical:.3f}",
+                fontsize=8,
+            )
             bright = limits[0] + (0.4 if distance else 0.6) * (limits[1] - limits[0])
             label_cells(panel, values, bright, limit=100, reversed_map=distance)
+            if left == right and grid.shape[1] > len(grid.index):
+                panel.axvline(len(grid.index) - 0.5, color="white", lw=2)
             if left != right and np.isfinite(values).any(axis=1).all():
                 best = record.closest(values, axis=1)
                 for row, column in enumerate(best):  # outlined, its value left readable

@@ -182,6 +182,7 @@ GEOMETRY_FIGURES = (
     "intrinsic_dimension_scales",
     "cka",
     "alignment",
+    "best_layers",
     "geometry_transforms",
     "positions",
 )

@@ -4,32 +4,61 @@ every layer; linear CKA, its debiased form and the angular Procrustes distance f
 cross-products (`linear_cka.CrossProducts`) of every occurrence and of those past each
 sentence's first word, each set of rows shifted by its own mean (`layer_products`); mutual
 k-NN and CKNNA from each layer's nearest neighbours (`neighbours`). Every value comes with
-a permutation null: the same measure with the right side's rows paired at random with the
-left's (seeded), what it gives for no relation. Then each layer's best-matching layer of
-another model (`best_matching_layers`)."""
+an interval from a bootstrap over sentences (the percentile interval less the bootstrap's
+bias) and is calibrated against permutation nulls, the right side's rows paired at random
+with the left's (`resampling`); between two models, each layer's best-matching layer of
+the other (`best_layers`)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from contextuality.backends.base import resolved_device
-from contextuality.errors import check_integer, warn
+from contextuality.errors import ConfigError, check_integer, warn
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
+from contextuality.geometry.best_layers import best_matching_layers, empty_best_layers
 from contextuality.geometry.linear_cka import CrossProducts
-from contextuality.geometry.neighbours import cosine_neighbours
+from contextuality.geometry.neighbours import Neighbours, cosine_neighbours
+from contextuality.geometry.resampling import (
+    ResampledAlignment,
+    bootstrap_interval,
+    calibrate,
+    sentence_weights,
+)
 from contextuality.random_streams import generator
 from contextuality.rows import rows_with_vectors
 from contextuality.schema import default
 
+log = logging.getLogger(__name__)
+
+# The word baselines (`baselines.BASELINES`, which builds them from this module's layers).
+BASELINE_NAMES = ("word_identity", "word_position")
+
 # Rows multiplied at a time for CKA: (rows × every layer's width) float64, a few MiB.
 CKA_CHUNK_ROWS = 1024
-# The alignment table: the two layers and their rows, then each alignment measure of the
-# catalogue (`alignment_catalogue`) and its null, then the rows it rests on.
+# What the alignment table holds of each alignment measure of the catalogue
+# (`alignment_catalogue`): its value, its bootstrap interval and the bootstrap's bias
+# (`resampling.bootstrap_interval`), the mean of its permutation nulls, the null's
+# critical value, the permutation p-value and the calibrated score.
+MEASURE_COLUMNS = (
+    "{}",
+    "{}_low",
+    "{}_high",
+    "bias_{}",
+    "null_{}",
+    "threshold_{}",
+    "p_{}",
+    "calibrated_{}",
+)
+# The alignment table: the two layers and their rows, then each alignment measure's
+# columns, then what they rest on.
 ALIGNMENT_COLUMNS = [
     "model_a",
     "layer_a",
@@ -37,10 +66,11 @@ ALIGNMENT_COLUMNS = [
     "layer_b",
     "transform",
     "occurrences",
-    *(record.name for record in ALIGNMENT_MEASURES),
-    *(f"null_{record.name}" for record in ALIGNMENT_MEASURES),
+    *(pattern.format(record.name) for record in ALIGNMENT_MEASURES for pattern in MEASURE_COLUMNS),
     "k",
     "n_rows",
+    "permutations",
+    "bootstrap",
     "sampled",
 ]
 
@@ -48,14 +78,28 @@ ALIGNMENT_COLUMNS = [
 @dataclass(frozen=True)
 class AlignmentSettings:
     """Mutual k-NN's and CKNNA's neighbours per row (platonic-rep's default) and where they
-    are searched: ``auto`` (a GPU when torch sees one), ``cpu``, ``cuda`` or ``cuda:N``
-    (config ``geometry.alignment``)."""
+    are searched: ``auto`` (a GPU when torch sees one), ``cpu``, ``cuda`` or ``cuda:N``;
+    the permutations every value is calibrated against, the bootstrap draws of its
+    interval, and the word baselines aligned with each model (config
+    ``geometry.alignment``)."""
 
     k: int = default("geometry", "alignment", "k")
     device: str = default("geometry", "alignment", "device")
+    permutations: int = default("geometry", "alignment", "permutations")
+    bootstrap: int = default("geometry", "alignment", "bootstrap")
+    baselines: tuple[str, ...] = tuple(default("geometry", "alignment", "baselines"))
 
     def __post_init__(self) -> None:
         check_integer("geometry.alignment", "k", self.k, 1)
+        check_integer("geometry.alignment", "permutations", self.permutations, 1)
+        check_integer("geometry.alignment", "bootstrap", self.bootstrap, 0)
+        object.__setattr__(self, "baselines", tuple(self.baselines))
+        unknown = sorted(set(self.baselines) - set(BASELINE_NAMES))
+        if unknown:
+            raise ConfigError(
+                f"geometry.alignment.baselines: no baseline called {', '.join(unknown)}; "
+                f"there are {list(BASELINE_NAMES)}"
+            )
 
     def search_device(self) -> str:
         """The device the neighbours are searched on, ``auto`` resolved."""
@@ -65,6 +109,20 @@ class AlignmentSettings:
 # Which occurrences CKA is computed on: every one, and those past each sentence's first word
 # (a decoder's first-token vectors, of huge norm, otherwise dominate linear CKA).
 ALIGNMENT_OCCURRENCES = ("all", "position>0")
+
+
+@dataclass(frozen=True)
+class SampleRows:
+    """What the alignment reads of the sampled rows: which are past their sentence's first
+    word (`later`), each one's sentence (`sentences`, what a bootstrap draw resamples),
+    whether they are a sample of the index's rows (`sampled`), and each one's word and
+    position in its sentence (the word baselines, `baselines.word_baselines`)."""
+
+    later: np.ndarray
+    sentences: np.ndarray
+    sampled: bool
+    words: np.ndarray | None = None
+    positions: np.ndarray | None = None
 
 
 @dataclass
@@ -90,10 +148,13 @@ def sample_rows(n_rows: int, sample_size: int | None, seed: int) -> np.ndarray:
 
 
 def rows_in_every_layer(*models: SampledLayers) -> np.ndarray:
-    """Positions (in the sample) of the rows with a vector in every layer of `models`."""
+    """Positions (in the sample) of the rows with a vector in every layer of `models` (a
+    sparse layer, a word baseline, has one in every row)."""
     keep = None
     for sampled in models:
         for vectors in sampled.vectors.values():
+            if sparse.issparse(vectors):
+                continue
             valid = rows_with_vectors(vectors)
             keep = valid if keep is None else keep & valid
     return np.flatnonzero(keep)
@@ -102,26 +163,21 @@ def rows_in_every_layer(*models: SampledLayers) -> np.ndarray:
 def row_chunks_of_layers(
     left: SampledLayers,
     right: SampledLayers | None,
-    kept: np.ndarray,
+    rows: np.ndarray,
     pairing: np.ndarray | None = None,
-) -> Iterator[tuple[list[np.ndarray], list[np.ndarray] | None]]:
-    """The kept rows of every layer of `left` (and `right`, row ``pairing[r]`` beside row r
-    of `left` where a pairing is given), a chunk of rows at a time."""
-    for start in range(0, len(kept), CKA_CHUNK_ROWS):
-        rows = kept[start : start + CKA_CHUNK_ROWS]
-        right_rows = rows if pairing is None else pairing[rows]
+) -> Iterator[tuple[np.ndarray, list[np.ndarray], list[np.ndarray] | None]]:
+    """The positions in `rows` of a chunk, then those rows of every layer of `left` (and
+    `right`, its row ``rows[pairing[i]]`` beside the left's ``rows[i]`` where a pairing
+    is given), a chunk of rows at a time."""
+    for start in range(0, len(rows), CKA_CHUNK_ROWS):
+        positions = np.arange(start, min(start + CKA_CHUNK_ROWS, len(rows)))
+        left_rows = rows[positions]
+        right_rows = left_rows if pairing is None else rows[pairing[positions]]
         yield (
-            [vectors[rows] for vectors in left.vectors.values()],
+            positions,
+            [vectors[left_rows] for vectors in left.vectors.values()],
             None if right is None else [vectors[right_rows] for vectors in right.vectors.values()],
         )
-
-
-def random_pairing(rows: np.ndarray, n_rows: int, random: np.random.Generator) -> np.ndarray:
-    """A permutation of the `n_rows` sampled rows that pairs each of `rows` with one of
-    them drawn at random (the others with themselves)."""
-    pairing = np.arange(n_rows)
-    pairing[rows] = random.permutation(rows)
-    return pairing
 
 
 def layer_products(
@@ -129,100 +185,183 @@ def layer_products(
     right: SampledLayers | None,
     rows: np.ndarray,
     pairing: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+    precision: type[np.floating] = np.float64,
 ) -> CrossProducts:
     """The cross-products of the sampled `rows` of every layer of `left` and `right` (of
-    `left` itself when None; `pairing` as `row_chunks_of_layers` takes it), shifted by the
-    mean of those rows themselves, so that their products keep their precision however far
-    a massive activation on other rows (a decoder's first token) puts the mean of every
-    row."""
+    `left` itself when None; `pairing` as `row_chunks_of_layers` takes it), each row
+    counted `weights` times (a bootstrap draw; None: once), shifted by the mean of those
+    rows themselves, so that their products keep their precision however far a massive
+    activation on other rows (a decoder's first token) puts the mean of every row;
+    multiplied in `precision` (`CrossProducts`)."""
+    if weights is not None:
+        counted = weights > 0
+        rows, weights = rows[counted], weights[counted]
     sides = [left] if right is None else [left, right]
     shift = tuple(
-        np.concatenate(
-            [vectors[rows].mean(axis=0, dtype=np.float64) for vectors in side.vectors.values()]
-        )
+        np.concatenate([_mean(vectors[rows]) for vectors in side.vectors.values()])
         for side in sides
     )
     widths = [[vectors.shape[1] for vectors in side.vectors.values()] for side in sides]
-    products = CrossProducts(widths[0], None if right is None else widths[1], shift)
-    for left_chunk, right_chunk in row_chunks_of_layers(left, right, rows, pairing):
-        products.add(left_chunk, right_chunk)
+    products = CrossProducts(widths[0], None if right is None else widths[1], shift, precision)
+    for positions, left_chunk, right_chunk in row_chunks_of_layers(left, right, rows, pairing):
+        products.add(left_chunk, right_chunk, None if weights is None else weights[positions])
     return products
 
 
-@dataclass(frozen=True)
-class NeighbourAlignment:
-    """Each alignment measure computed from neighbours (`AlignmentMeasure.of_neighbours`)
-    between every left layer (rows) and every right layer (columns): `values` by name, and
-    `nulls`, the same with the right side's rows paired at random; `k` the neighbours each
-    row has (NaN throughout where the rows are too few for k)."""
-
-    values: dict[str, np.ndarray]
-    nulls: dict[str, np.ndarray]
-    k: int
+def _mean(rows) -> np.ndarray:
+    """The float64 mean of `rows`; zero for a sparse layer, which is not shifted."""
+    if sparse.issparse(rows):
+        return np.zeros(rows.shape[1])
+    return rows.mean(axis=0, dtype=np.float64)
 
 
 # The alignment measures computed from each layer's nearest neighbours.
 NEIGHBOUR_MEASURES = tuple(record for record in ALIGNMENT_MEASURES if record.of_neighbours)
 
 
-def neighbour_alignment(
+@dataclass(frozen=True)
+class SearchedNeighbours:
+    """Each sampled row's k nearest neighbours in every layer of the left model (`left`)
+    and of the right (`right`, the same list within one model)."""
+
+    left: list[Neighbours]
+    right: list[Neighbours]
+
+
+def search_neighbours(
+    left: SampledLayers, right: SampledLayers | None, rows: np.ndarray, k: int, device: str
+) -> SearchedNeighbours | None:
+    """Every layer's neighbours of the sampled `rows`, searched once
+    (`neighbours.cosine_neighbours`); None where the rows are too few for k."""
+    if len(rows) <= k:
+        return None
+    found = [cosine_neighbours(vectors[rows], k, device) for vectors in left.vectors.values()]
+    if right is None:
+        return SearchedNeighbours(found, found)
+    others = [cosine_neighbours(vectors[rows], k, device) for vectors in right.vectors.values()]
+    return SearchedNeighbours(found, others)
+
+
+def measure_grids(
     left: SampledLayers,
     right: SampledLayers | None,
     rows: np.ndarray,
-    k: int,
-    random: np.random.Generator,
-    device: str = "cpu",
-) -> NeighbourAlignment:
-    """`NeighbourAlignment` of the sampled `rows` (positions in the sample) of every layer
-    of `left` and `right` (of `left` itself when None), each layer's neighbours searched
-    once (`neighbours.cosine_neighbours`); the null pairs the rows by one permutation drawn
-    from `random`, so it needs no second search (`Neighbours.paired`)."""
-    shape = (len(left.vectors), len(left.vectors if right is None else right.vectors))
-    if len(rows) <= k:
-        nothing = {record.name: np.full(shape, np.nan) for record in NEIGHBOUR_MEASURES}
-        return NeighbourAlignment(nothing, nothing, k)
-    found = [cosine_neighbours(vectors[rows], k, device) for vectors in left.vectors.values()]
-    others = (
-        found
-        if right is None
-        else [cosine_neighbours(vectors[rows], k, device) for vectors in right.vectors.values()]
-    )
-    pairing = random.permutation(len(rows))
-    shuffled = [other.paired(pairing) for other in others]
-
-    def grids(right_side) -> dict[str, np.ndarray]:
-        return {
-            record.name: np.array(
-                [[record.of_neighbours(one, two) for two in right_side] for one in found]
+    searched: SearchedNeighbours | None,
+    pairing: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """Every alignment measure of the catalogue between every left layer (rows) and every
+    right layer (columns) on the sampled `rows`: as they are, with the right side's rows
+    paired by `pairing` (a permutation of positions in `rows`: a null), or each row
+    counted `weights` times (a bootstrap draw), a resample's products multiplied in
+    float32 (its spread is orders above float32's rounding once each side is shifted by
+    its own mean; the values in float64). Measures of neighbours keep the sample's
+    neighbours (`searched`; NaN where there are none): a permutation re-pairs them
+    (`Neighbours.paired`), a draw re-weights their rows."""
+    other = left if right is None and pairing is not None else right
+    resample = pairing is not None or weights is not None
+    precision = np.float32 if resample else np.float64
+    products = layer_products(left, other, rows, pairing, weights, precision)
+    count = (len(left.vectors), len(left.vectors if right is None else right.vectors))
+    grids = {}
+    for record in ALIGNMENT_MEASURES:
+        if record.of_products is not None:
+            grids[record.name] = record.of_products(products)
+        elif searched is None:
+            grids[record.name] = np.full(count, np.nan)
+        else:
+            others = searched.right
+            if pairing is not None:
+                others = [neighbours.paired(pairing) for neighbours in others]
+            grids[record.name] = np.array(
+                [
+                    [record.of_neighbours(one, two, weights) for two in others]
+                    for one in searched.left
+                ]
             )
-            for record in NEIGHBOUR_MEASURES
-        }
+    return grids
 
-    return NeighbourAlignment(grids(others), grids(shuffled), k)
+
+def _stacked(grids: list[dict[str, np.ndarray]], like: dict[str, np.ndarray]):
+    """Grids of each resample stacked by measure (resamples × …; none: 0 × …)."""
+    return {
+        name: np.stack([found[name] for found in grids]) if grids else np.empty((0, *grid.shape))
+        for name, grid in like.items()
+    }
+
+
+def resampled_alignment(
+    left: SampledLayers,
+    right: SampledLayers | None,
+    rows: np.ndarray,
+    sentences: np.ndarray,
+    alignment: AlignmentSettings,
+    randoms: tuple[np.random.Generator, np.random.Generator],
+) -> ResampledAlignment:
+    """`ResampledAlignment` of the sampled `rows` (positions in the sample; `sentences`
+    the sentence of each sampled row): the values, ``alignment.permutations`` nulls
+    (one permutation of the rows for every layer, from the first generator) and
+    ``alignment.bootstrap`` draws over sentences (`resampling.sentence_weights`, from
+    the second)."""
+    searched = search_neighbours(left, right, rows, alignment.k, alignment.search_device())
+    values = measure_grids(left, right, rows, searched)
+    permutation_random, bootstrap_random = randoms
+    nulls = []
+    for count in range(alignment.permutations):
+        pairing = permutation_random.permutation(len(rows))
+        nulls.append(measure_grids(left, right, rows, searched, pairing=pairing))
+        _progress("permutation", count, alignment.permutations)
+    draws = []
+    weights = sentence_weights(sentences[rows], alignment.bootstrap, bootstrap_random)
+    for count, counts in enumerate(weights):
+        draws.append(measure_grids(left, right, rows, searched, weights=counts))
+        _progress("bootstrap draw", count, alignment.bootstrap)
+    return ResampledAlignment(
+        values, _stacked(nulls, values), _stacked(draws, values), alignment.k, len(rows)
+    )
+
+
+def _progress(kind: str, count: int, total: int) -> None:
+    """A log line every tenth resample and at the last."""
+    if (count + 1) % 10 == 0 or count + 1 == total:
+        log.info("alignment: %s %d of %d", kind, count + 1, total)
 
 
 def alignment_frame(
-    products: CrossProducts,
-    null: CrossProducts,
-    neighbours: NeighbourAlignment,
+    found: ResampledAlignment,
     names: tuple[str, str],
     layers: tuple[list[int], list[int]],
     occurrences: str,
     sampled: bool,
+    confidence: float,
     transform: str = "none",
 ) -> pd.DataFrame:
-    """Every alignment measure of the catalogue, from `products` or `neighbours`, and its
-    null (of the randomly paired `null`), between every pair of layers of vectors under
-    `transform`, as rows of `ALIGNMENT_COLUMNS`."""
+    """Every alignment measure of the catalogue between every pair of layers of vectors
+    under `transform`, with its bootstrap interval at `confidence` (`bootstrap_interval`)
+    and its calibration
+    against its permutation nulls (`resampling.calibrate`), as rows of
+    `ALIGNMENT_COLUMNS`."""
     left, right = np.meshgrid(layers[0], layers[1], indexing="ij")
-    values, nulls = {}, {}
+    columns = {}
     for record in ALIGNMENT_MEASURES:
-        if record.of_products is not None:
-            values[record.name] = record.of_products(products)
-            nulls[record.name] = record.of_products(null)
-        else:
-            values[record.name] = neighbours.values[record.name]
-            nulls[record.name] = neighbours.nulls[record.name]
+        name = record.name
+        low, high, bias = bootstrap_interval(
+            found.draws[name], found.values[name], confidence, record.limits
+        )
+        calibration = calibrate(
+            found.values[name], found.nulls[name], confidence, record.perfect, record.distance
+        )
+        columns |= {
+            name: found.values[name],
+            f"{name}_low": low,
+            f"{name}_high": high,
+            f"bias_{name}": bias,
+            f"null_{name}": calibration.null,
+            f"threshold_{name}": calibration.threshold,
+            f"p_{name}": calibration.p_value,
+            f"calibrated_{name}": calibration.calibrated,
+        }
     return pd.DataFrame(
         {
             "model_a": names[0],
@@ -231,148 +370,67 @@ def alignment_frame(
             "layer_b": right.ravel(),
             "transform": transform,
             "occurrences": occurrences,
-            **{name: grid.ravel() for name, grid in values.items()},
-            **{f"null_{name}": grid.ravel() for name, grid in nulls.items()},
-            "k": neighbours.k,
-            "n_rows": products.n_rows,
+            **{name: grid.ravel() for name, grid in columns.items()},
+            "k": found.k,
+            "n_rows": found.n_rows,
+            "permutations": len(next(iter(found.nulls.values()))),
+            "bootstrap": len(next(iter(found.draws.values()))),
             "sampled": sampled,
         },
         columns=ALIGNMENT_COLUMNS,
     )
 
 
+@dataclass(frozen=True)
+class AlignmentResult:
+    """The alignment table (`ALIGNMENT_COLUMNS`) and, between two models, each layer's
+    best-matching layer of the other (`best_layers.BEST_LAYER_COLUMNS`; none within one
+    model)."""
+
+    table: pd.DataFrame
+    best_layers: pd.DataFrame
+
+
 def alignment_between(
     left: tuple[str, SampledLayers],
     right: tuple[str, SampledLayers] | None,
-    later: np.ndarray,
-    sampled: bool,
+    sample: SampleRows,
     seed: int,
+    confidence: float,
     alignment: AlignmentSettings = AlignmentSettings(),
     transform: str = "none",
-) -> pd.DataFrame:
-    """Every alignment measure and its permutation null between every layer of `left` and
-    every layer of `right` (of `left` itself when None), on the rows with a vector in all
-    of them: every one, and (`later`, a mask of the sampled rows) those past each
-    sentence's first word (`ALIGNMENT_OCCURRENCES`); rows labelled with the `transform`
-    their vectors are under. A null pairs each row with one drawn at random from the same
-    rows (CKA and Procrustes: `random_pairing`, stream ``cka_null``; mutual k-NN and
-    CKNNA: stream ``alignment_null``), so it keeps nothing of the rows' order."""
+    occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
+) -> AlignmentResult:
+    """Every alignment measure, its interval and its permutation null between every layer
+    of `left` and every layer of `right` (of `left` itself when None), on the rows with a
+    vector in all of them: every one, and those past each sentence's first word (those of
+    `ALIGNMENT_OCCURRENCES` named in `occurrences`); rows labelled with the `transform`
+    their vectors are under. A permutation pairs each row with one drawn at random from
+    the same rows (stream ``alignment_null``), so it keeps nothing of the rows' order; a
+    bootstrap draw resamples their sentences (stream ``alignment_bootstrap``)."""
     other = None if right is None else right[1]
-    paired = other or left[1]  # the right side's layers, shuffled against the left for the null
+    paired = other or left[1]
     kept = rows_in_every_layer(left[1], *([] if other is None else [other]))
-    kept_later = kept[later[kept]]
-    products = [layer_products(left[1], other, rows) for rows in (kept, kept_later)]
-    random = generator(seed, "cka_null")
-    nulls = [
-        layer_products(left[1], paired, rows, random_pairing(rows, len(later), random))
-        for rows in (kept, kept_later)
-    ]
-    neighbour_random = generator(seed, "alignment_null")
-    device = alignment.search_device()
-    neighbours = [
-        neighbour_alignment(left[1], other, rows, alignment.k, neighbour_random, device)
-        for rows in (kept, kept_later)
-    ]
+    subsets = {"all": kept, "position>0": kept[sample.later[kept]]}
     names = (left[0], left[0] if right is None else right[0])
-    for occurrences, rows in zip(ALIGNMENT_OCCURRENCES, (kept, kept_later), strict=True):
+    randoms = (generator(seed, "alignment_null"), generator(seed, "alignment_bootstrap"))
+    layers = (list(left[1].vectors), list(paired.vectors))
+    frames, best = [], []
+    for subset in occurrences:
+        rows = subsets[subset]
         if len(rows) <= alignment.k:
             warn(
                 [
-                    f"{' and '.join(dict.fromkeys(names))} ({occurrences} occurrences): "
+                    f"{' and '.join(dict.fromkeys(names))} ({subset} occurrences): "
                     f"geometry.alignment.k = {alignment.k} is not below the {len(rows)} rows "
                     "with a vector, so their mutual k-NN and CKNNA are NaN; set it lower"
                 ]
             )
-    layers = (list(left[1].vectors), list(paired.vectors))
-    chosen = zip(ALIGNMENT_OCCURRENCES, products, nulls, neighbours, strict=True)
-    frames = [
-        alignment_frame(found, null, near, names, layers, occurrences, sampled, transform)
-        for occurrences, found, null, near in chosen
-    ]
-    return pd.concat(frames, ignore_index=True)
-
-
-BEST_LAYER_COLUMNS = [
-    "model",
-    "layer",
-    "other_model",
-    "transform",
-    "occurrences",
-    "measure",
-    "best_layer",
-    "value",
-    "null",
-    "margin",
-    "best_null",
-    "depth",
-    "best_depth",
-]
-
-
-def _choice_against_others(
-    values: np.ndarray, nulls: np.ndarray, distance: bool
-) -> tuple[float, float]:
-    """What a best match is worth among the candidates: its margin over the second best
-    (≥ 0, NaN with one candidate) and the best of the candidates' nulls, the value that
-    choosing the best among that many layers gives where nothing is related."""
-    closer = -values if distance else values
-    ranked = np.sort(closer[np.isfinite(closer)])[::-1]
-    margin = float(ranked[0] - ranked[1]) if len(ranked) > 1 else float("nan")
-    finite = nulls[np.isfinite(nulls)]
-    if not len(finite):
-        return margin, float("nan")
-    return margin, float(finite.min() if distance else finite.max())
-
-
-def best_matching_layers(table: pd.DataFrame) -> pd.DataFrame:
-    """For every pair of different models in an alignment table (`ALIGNMENT_COLUMNS`), each
-    layer of either model and its best-matching layer of the other by each measure of the
-    catalogue (the most similar; the nearest by a distance), with the value, its null, its
-    margin over the second best and the best of the nulls (`_choice_against_others`), and
-    both layers' relative depths (layer / the model's deepest layer in the table), as rows
-    of `BEST_LAYER_COLUMNS`."""
-    deepest = (
-        pd.concat(
-            [
-                table[[f"model_{side}", f"layer_{side}"]].set_axis(["model", "layer"], axis=1)
-                for side in ("a", "b")
-            ]
+        found = resampled_alignment(left[1], other, rows, sample.sentences, alignment, randoms)
+        frames.append(
+            alignment_frame(found, names, layers, subset, sample.sampled, confidence, transform)
         )
-        .groupby("model")["layer"]
-        .max()
-    )
-    between = table[table["model_a"] != table["model_b"]]
-    sides = (("a", "b"), ("b", "a"))
-    rows = []
-    for side, other in sides:
-        keys = [f"model_{side}", f"layer_{side}", f"model_{other}", "transform", "occurrences"]
-        for (model, layer, other_model, transform, occurrences), group in between.groupby(keys):
-            for record in ALIGNMENT_MEASURES:
-                measure = record.name
-                values = group[measure].to_numpy(dtype=float)
-                if np.isnan(values).all():
-                    continue
-                best = record.closest(values)
-                margin, best_null = _choice_against_others(
-                    values, group[f"null_{measure}"].to_numpy(dtype=float), record.distance
-                )
-                chosen = group.iloc[best]
-                best_layer = int(chosen[f"layer_{other}"])
-                rows.append(
-                    {
-                        "model": model,
-                        "layer": int(layer),
-                        "other_model": other_model,
-                        "transform": transform,
-                        "occurrences": occurrences,
-                        "measure": measure,
-                        "best_layer": best_layer,
-                        "value": chosen[measure],
-                        "null": chosen[f"null_{measure}"],
-                        "margin": margin,
-                        "best_null": best_null,
-                        "depth": layer / max(deepest[model], 1),
-                        "best_depth": best_layer / max(deepest[other_model], 1),
-                    }
-                )
-    return pd.DataFrame(rows, columns=BEST_LAYER_COLUMNS)
+        if right is not None:
+            best.append(best_matching_layers(found, names, layers, subset, confidence, transform))
+    best_rows = pd.concat(best, ignore_index=True) if best else empty_best_layers()
+    return AlignmentResult(pd.concat(frames, ignore_index=True), best_rows)

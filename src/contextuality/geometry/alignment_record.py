@@ -22,7 +22,9 @@ class AlignmentMeasure:
     limits: the range of its values, the figures' colour scale.
     of_products: its value for every pair of layers (left layers × right layers) from their
     cross-products over the rows, or
-    of_neighbours: its value for two layers from each one's nearest neighbours (k per row).
+    of_neighbours: its value for two layers from each one's nearest neighbours (k per row),
+    each row counted as many times as a third argument says (a bootstrap draw's weights;
+    None: once).
     panel: drawn as a panel of the alignment figure.
     """
 
@@ -32,12 +34,18 @@ class AlignmentMeasure:
     distance: bool = False
     limits: tuple[float, float] = (0.0, 1.0)
     of_products: Callable[[CrossProducts], np.ndarray] | None = None
-    of_neighbours: Callable[[Neighbours, Neighbours], float] | None = None
+    of_neighbours: Callable[[Neighbours, Neighbours, np.ndarray | None], float] | None = None
     panel: bool = True
 
     def __post_init__(self) -> None:
         if (self.of_products is None) == (self.of_neighbours is None):
             raise ValueError(f"{self.name}: computed from cross-products or from neighbours")
+
+    @property
+    def perfect(self) -> float:
+        """Its value for two layers equal up to what it ignores: the top of its range, the
+        bottom for a distance (what calibration scales to 1)."""
+        return self.limits[0] if self.distance else self.limits[1]
 
     def closest(self, values: np.ndarray, axis: int | None = None) -> np.ndarray:
         """Where `values` are closest along `axis` (NaN skipped): the largest similarity,

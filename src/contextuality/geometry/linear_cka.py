@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from scipy import sparse
 
 from contextuality.errors import InputDataError
 
@@ -43,39 +44,56 @@ class CrossProducts:
         left_widths: Sequence[int],
         right_widths: Sequence[int] | None,
         shift: tuple[np.ndarray, ...] | None = None,
+        precision: type[np.floating] = np.float64,
     ) -> None:
         """`shift`: what to subtract from each set's stacked rows (one array each) before
-        they are multiplied; by default the first chunk's mean."""
+        they are multiplied; by default the first chunk's mean. `precision`: what the rows
+        are multiplied in (the products are summed in float64 either way); float32 halves
+        the time, for resamples whose spread is far above its rounding."""
         self.same = right_widths is None
         self.widths = (list(left_widths), list(left_widths if self.same else right_widths))
         self.n_rows = 0
         self._shift = shift
+        self._precision = precision
         self._sums = [np.zeros(sum(widths)) for widths in self.widths]
         self._cross = np.zeros(tuple(sum(widths) for widths in self.widths))
         self._self = None if self.same else tuple(_zero_blocks(widths) for widths in self.widths)
         self._norms = _NormSums(self.widths)
 
-    def add(self, left: Sequence[np.ndarray], right: Sequence[np.ndarray] | None = None) -> None:
+    def add(
+        self,
+        left: Sequence[np.ndarray],
+        right: Sequence[np.ndarray] | None = None,
+        weights: np.ndarray | None = None,
+    ) -> None:
         """Add a chunk of rows: one (rows × width) array per layer of each set (`right`
         None for one set), shifted, multiplied and accumulated in float64 (float32 products
-        of 10⁴-sized activations lose CKA's seventh digit)."""
-        if not len(left[0]):
+        of 10⁴-sized activations lose CKA's seventh digit). A layer may be a scipy sparse
+        matrix (the word baselines' 0/1 rows): its set is then sparse, multiplied as such,
+        and its shift must be zero. `weights`: how many times each
+        row counts (a bootstrap draw's multiplicities), the same sums as that many copies
+        of the row; None: once each."""
+        if not left[0].shape[0]:
             return
         sets = [left] if self.same else [left, right]
-        stacked = [np.concatenate(arrays, axis=1, dtype=np.float64) for arrays in sets]
+        stacked = [_stacked(arrays) for arrays in sets]
         if self._shift is None:
-            self._shift = tuple(part.mean(axis=0) for part in stacked)
-        stacked = [part - shift for part, shift in zip(stacked, self._shift, strict=True)]
-        stacked_left, stacked_right = stacked[0], stacked[-1]
-        self.n_rows += len(stacked_left)
-        self._sums[0] += stacked_left.sum(axis=0, dtype=np.float64)
-        self._sums[1] += stacked_right.sum(axis=0, dtype=np.float64)
-        self._cross += stacked_left.T @ stacked_right
-        self._norms.add((stacked_left, stacked_right), self.widths)
+            self._shift = tuple(_column_sums(part) / part.shape[0] for part in stacked)
+        stacked = [_shifted(part, shift) for part, shift in zip(stacked, self._shift, strict=True)]
+        counts = None if weights is None else np.asarray(weights, dtype=np.float64)[:, None]
+        counted = stacked if counts is None else [_times(part, counts) for part in stacked]
+        # Σ w x yᵀ as (√w x)ᵀ(√w y): one set's products stay a product of one array with
+        # itself, which BLAS computes in half the time.
+        rooted = stacked if counts is None else [_times(part, np.sqrt(counts)) for part in stacked]
+        self.n_rows += stacked[0].shape[0] if weights is None else int(np.sum(weights))
+        self._sums[0] += _column_sums(counted[0])
+        self._sums[1] += _column_sums(counted[-1])
+        self._cross += _product(rooted[0], rooted[-1], self._precision)
+        self._norms.add((stacked[0], stacked[-1]), self.widths, counts)
         if self._self is not None:
-            for part, products, widths in zip(stacked, self._self, self.widths, strict=True):
+            for part, products, widths in zip(rooted, self._self, self.widths, strict=True):
                 for index, block in enumerate(_blocks(part, widths)):
-                    products[index] += block.T @ block
+                    products[index] += _product(block, block, self._precision)
 
     def cka(self) -> np.ndarray:
         """CKA between every left layer (rows) and every right layer (columns)."""
@@ -92,7 +110,7 @@ class CrossProducts:
         nuclear = np.array(
             [
                 [
-                    np.linalg.svd(cross[top:bottom, start:stop], compute_uv=False).sum()
+                    _nuclear_norm(cross[top:bottom, start:stop], self._precision)
                     for start, stop in _spans(right_edges)
                 ]
                 for top, bottom in _spans(left_edges)
@@ -188,23 +206,25 @@ class _NormSums:
         }
 
     def add(
-        self, parts: tuple[np.ndarray, np.ndarray], widths: tuple[Sequence[int], Sequence[int]]
+        self,
+        parts: tuple[np.ndarray, np.ndarray],
+        widths: tuple[Sequence[int], Sequence[int]],
+        counts: np.ndarray | None = None,
     ) -> None:
         """Add a chunk: the (rows × Σwidths) shifted float64 rows of each set (one array
-        twice when both sets are the same layers)."""
-        squared = [np.add.reduceat(parts[0].astype(np.float64) ** 2, _starts(widths[0]), axis=1)]
+        twice when both sets are the same layers), each row counted `counts` times (a
+        column; None: once)."""
+        squared = [_squared_norms(parts[0], widths[0])]
         if parts[1] is parts[0]:
             squared.append(squared[0])
         else:
-            squared.append(
-                np.add.reduceat(parts[1].astype(np.float64) ** 2, _starts(widths[1]), axis=1)
-            )
+            squared.append(_squared_norms(parts[1], widths[1]))
+        counted = squared if counts is None else [side * counts for side in squared]
         for side in (0, 1):
-            self.total[side] += squared[side].sum(axis=0)
-            features = parts[side].T.astype(np.float64)
+            self.total[side] += counted[side].sum(axis=0)
             for other in (0, 1):
-                self._between[side, other] += squared[side].T @ squared[other]
-                self._features[side, other] += features @ squared[other]
+                self._between[side, other] += counted[side].T @ squared[other]
+                self._features[side, other] += np.asarray(parts[side].T @ counted[other])
 
     def between(self, side_a: int, a: int, side_b: int, b: int) -> float:
         """Σ_rows d_a d_b for layer a of side_a and layer b of side_b."""
@@ -213,6 +233,63 @@ class _NormSums:
     def features(self, side: int, other: int, layer: int) -> np.ndarray:
         """Σ_rows x d for every feature x of `side` against layer `layer` of side `other`."""
         return self._features[side, other][:, layer]
+
+
+def _nuclear_norm(block: np.ndarray, precision: type[np.floating]) -> float:
+    """The sum of `block`'s singular values: from its SVD in float64; in float32 (a
+    resample's precision) as the square roots of the eigenvalues of its smaller Gram
+    matrix, four times faster, the small values then known to about 10⁻⁸ of the largest."""
+    if precision == np.float64:
+        return float(np.linalg.svd(block, compute_uv=False).sum())
+    gram = block.T @ block if block.shape[0] >= block.shape[1] else block @ block.T
+    return float(np.sqrt(np.clip(np.linalg.eigvalsh(gram), 0, None)).sum())
+
+
+def _stacked(arrays: Sequence[np.ndarray]) -> np.ndarray | sparse.csr_matrix:
+    """A set's layers side by side in float64: sparse (CSR) where one of them is."""
+    if any(sparse.issparse(array) for array in arrays):
+        return sparse.hstack(arrays, format="csr", dtype=np.float64)
+    return np.concatenate(arrays, axis=1, dtype=np.float64)
+
+
+def _column_sums(part) -> np.ndarray:
+    """The sums of `part`'s columns, a flat float64 array (dense or sparse)."""
+    return np.asarray(part.sum(axis=0), dtype=np.float64).ravel()
+
+
+def _shifted(part, shift: np.ndarray):
+    """`part` less `shift` (a sparse set is never shifted: its shift must be zero)."""
+    if not sparse.issparse(part):
+        return part - shift
+    if np.any(shift):
+        raise ValueError("a sparse set of layers is not shifted: give it a zero shift")
+    return part
+
+
+def _times(part, counts: np.ndarray):
+    """Each row of `part` times its count (a column)."""
+    return part.multiply(counts).tocsr() if sparse.issparse(part) else part * counts
+
+
+def _product(left, right, precision: type[np.floating]) -> np.ndarray:
+    """leftᵀ right as a dense float64 array, multiplied in `precision` (sparse as given)."""
+    if sparse.issparse(left) or sparse.issparse(right):
+        found = left.T @ right
+        return found.toarray() if sparse.issparse(found) else np.asarray(found)
+    left_rows = np.ascontiguousarray(left, dtype=precision)
+    right_rows = left_rows if right is left else np.ascontiguousarray(right, dtype=precision)
+    return left_rows.T @ right_rows
+
+
+def _squared_norms(part, widths: Sequence[int]) -> np.ndarray:
+    """Each row's squared norm in each layer (rows × layers), float64."""
+    if sparse.issparse(part):
+        layer_of_column = np.repeat(np.arange(len(widths)), widths)
+        indicator = sparse.csr_matrix(
+            (np.ones(len(layer_of_column)), (np.arange(len(layer_of_column)), layer_of_column))
+        )
+        return np.asarray((part.multiply(part) @ indicator).todense())
+    return np.add.reduceat(part.astype(np.float64) ** 2, _starts(widths), axis=1)
 
 
 def _starts(widths: Sequence[int]) -> np.ndarray:
@@ -227,6 +304,10 @@ def _zero_blocks(widths: Sequence[int]) -> list[np.ndarray]:
 
 def _blocks(stacked: np.ndarray, widths: Sequence[int]) -> list[np.ndarray]:
     """The layers' columns of `stacked` (the last axis), in order."""
+    if sparse.issparse(stacked):
+        return [
+            stacked[:, low:high] for low, high in _spans(np.concatenate([[0], np.cumsum(widths)]))
+        ]
     return np.split(stacked, np.cumsum(widths)[:-1], axis=-1)
 
 

@@ -76,28 +76,40 @@ class Neighbours:
         return sparse.csr_matrix((values, (rows, self.indices.ravel())), (n, n))
 
 
-def _unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to norm 1 (float32; a zero row stays zero)."""
+def _unit_rows(vectors):
+    """Rows scaled to norm 1 (float32; a zero row stays zero); a sparse matrix stays one."""
+    if sparse.issparse(vectors):
+        rows = sparse.csr_matrix(vectors, dtype=np.float32)
+        norms = np.sqrt(np.asarray(rows.multiply(rows).sum(axis=1), dtype=np.float64)).ravel()
+        scale = sparse.diags(np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 1.0))
+        return sparse.csr_matrix(scale @ rows, dtype=np.float32)
     rows = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(rows.astype(np.float64), axis=1, keepdims=True)
     return (rows / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 
-def cosine_neighbours(vectors: np.ndarray, k: int, device: str = "cpu") -> Neighbours:
+def cosine_neighbours(vectors, k: int, device: str = "cpu") -> Neighbours:
     """Each row's `k` nearest other rows by cosine (self excluded), exactly: similarities
-    of a chunk of rows against every row in float32 (torch, on `device`), the k largest
-    chosen with ties broken by the lower row, sorted by cosine (stable)."""
+    of a chunk of rows against every row in float32 (torch, on `device`; for a scipy
+    sparse `vectors`, the word baselines' 0/1 rows, multiplied sparse and then handed to
+    torch), the k largest chosen with ties broken by the lower row, sorted by cosine
+    (stable)."""
     import torch
 
-    n = len(vectors)
+    n = vectors.shape[0]
     if not 1 <= k < n:
         raise ValueError(f"k nearest neighbours need 1 <= k < n rows (k={k}, n={n})")
-    units = torch.from_numpy(_unit_rows(vectors)).to(device)
+    units = _unit_rows(vectors)
+    dense = None if sparse.issparse(units) else torch.from_numpy(units).to(device)
     chunk = max(1, _SIMILARITIES_PER_CHUNK // n)
     indices, cosines = [], []
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
-        similarities = units[start:stop] @ units.T
+        if dense is None:
+            found = (units[start:stop] @ units.T).toarray()
+            similarities = torch.from_numpy(np.asarray(found, dtype=np.float32)).to(device)
+        else:
+            similarities = dense[start:stop] @ dense.T
         rows = torch.arange(stop - start, device=device)
         similarities[rows, rows + start] = -torch.inf
         kth = torch.topk(similarities, k, dim=1).values[:, -1:]
@@ -113,27 +125,34 @@ def cosine_neighbours(vectors: np.ndarray, k: int, device: str = "cpu") -> Neigh
     return Neighbours(np.concatenate(indices), np.concatenate(cosines))
 
 
-def mutual_knn(left: Neighbours, right: Neighbours) -> float:
+def mutual_knn(left: Neighbours, right: Neighbours, weights: np.ndarray | None = None) -> float:
     """Mean over rows of the share of a row's k nearest neighbours in `left` that are
-    also among its k nearest in `right` (the same k)."""
+    also among its k nearest in `right` (the same k); `weights`: how many times each row
+    counts in the mean (a bootstrap draw's multiplicities; None: once each)."""
     if left.indices.shape != right.indices.shape:
         raise ValueError("mutual k-NN compares neighbours of the same rows and the same k")
-    shared = left.mask.multiply(right.mask)
-    return float(shared.sum() / left.indices.size)
+    shared = np.asarray(left.mask.multiply(right.mask).sum(axis=1)).ravel()
+    return float(np.average(shared, weights=weights) / left.k)
 
 
-def hsic_unbiased(kernel: sparse.csr_matrix, other: sparse.csr_matrix) -> float:
+def hsic_unbiased(
+    kernel: sparse.csr_matrix, other: sparse.csr_matrix, weights: np.ndarray | None = None
+) -> float:
     """HSIC_u(K, L) (Song et al. 2012) of two n × n kernels, their diagonals set to zero:
-    [tr(K̃L̃) + 1ᵀK̃1 · 1ᵀL̃1 / ((n−1)(n−2)) − 2 · 1ᵀK̃L̃1 / (n−2)] / (n(n−3))."""
-    n = kernel.shape[0]
+    [tr(K̃L̃) + 1ᵀK̃1 · 1ᵀL̃1 / ((n−1)(n−2)) − 2 · 1ᵀK̃L̃1 / (n−2)] / (n(n−3)).
+    `weights` w: row i taken w_i times, its copies not paired with each other (zero
+    between them, as on the diagonal): n = Σw, tr(K̃L̃) = Σ w_i w_j K_ij L_ji,
+    1ᵀK̃1 = wᵀK̃w and 1ᵀK̃L̃1 = Σ_j w_j (K̃ᵀw)_j (L̃w)_j."""
+    counts = np.ones(kernel.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+    n = float(counts.sum())
     if n < 4:
         return float("nan")
     kernel, other = (_zero_diagonal(matrix) for matrix in (kernel, other))
-    trace = kernel.multiply(other.T).sum()
-    totals = kernel.sum() * other.sum() / ((n - 1) * (n - 2))
-    column_sums, row_sums = np.asarray(kernel.sum(axis=0)).ravel(), np.asarray(other.sum(axis=1))
-    middle = 2.0 * float(column_sums @ row_sums.ravel()) / (n - 2)  # 1ᵀK̃L̃1 = (K̃ᵀ1)·(L̃1)
-    return float((trace + totals - middle) / (n * (n - 3)))
+    trace = float(kernel.multiply(other.T).tocsr() @ counts @ counts)
+    totals = float(counts @ (kernel @ counts)) * float(counts @ (other @ counts))
+    middle = float(np.sum(counts * (kernel.T @ counts) * (other @ counts)))
+    value = trace + totals / ((n - 1) * (n - 2)) - 2.0 * middle / (n - 2)
+    return float(value / (n * (n - 3)))
 
 
 def _zero_diagonal(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
@@ -141,12 +160,18 @@ def _zero_diagonal(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
     return (matrix - sparse.diags(matrix.diagonal(), format="csr")).tocsr()
 
 
-def cknna(left: Neighbours, right: Neighbours) -> float:
+def cknna(left: Neighbours, right: Neighbours, weights: np.ndarray | None = None) -> float:
     """CKNNA: CKA of the cosine kernels on the pairs that are neighbours in both, over
-    each kernel on its own neighbour pairs (NaN where one of those is not positive)."""
+    each kernel on its own neighbour pairs (NaN where one of those is not positive);
+    `weights` as `hsic_unbiased` takes them."""
     if left.indices.shape != right.indices.shape:
         raise ValueError("CKNNA compares neighbours of the same rows and the same k")
     both = left.mask.multiply(right.mask).tocsr()
-    between = hsic_unbiased(left.kernel(both), right.kernel(both))
-    scale = left.own_hsic * right.own_hsic
+    between = hsic_unbiased(left.kernel(both), right.kernel(both), weights)
+    if weights is None:
+        scale = left.own_hsic * right.own_hsic
+    else:
+        scale = hsic_unbiased(left.own_kernel, left.own_kernel, weights) * hsic_unbiased(
+            right.own_kernel, right.own_kernel, weights
+        )
     return between / np.sqrt(scale) if scale > 0 else float("nan")

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contextuality.errors import check_integer, check_number
+from contextuality.errors import ConfigError, check_integer, check_number
 from contextuality.schema import default
+
+# What curvature does with a zero step (`spectra.curvature`): leave the sentence out, or
+# count the angle as 0 (Skean et al.'s code).
+CURVATURE_ZERO_STEPS = ("leave_out", "zero")
 
 
 @dataclass(frozen=True)
@@ -24,12 +28,26 @@ class MeasureSettings:
     confidence: float = default("measures", "confidence")
     isoscore_shrinkage: float = default("measures", "isoscore_shrinkage")
     isotropy_samples: int = default("measures", "isotropy_samples")
+    alpha_req_ranks: tuple[int, int] = tuple(default("measures", "alpha_req_ranks"))
+    curvature_zero_steps: str = default("measures", "curvature_zero_steps")
     # Optional measures not computed (`registry.OPTIONAL`): their rows and figures are absent.
     leave_out: tuple[str, ...] = tuple(default("measures", "leave_out"))
 
     def __post_init__(self) -> None:
         # Its names are checked against the registry (`registry.check_left_out`), above.
         object.__setattr__(self, "leave_out", tuple(self.leave_out))
+        object.__setattr__(self, "alpha_req_ranks", tuple(self.alpha_req_ranks))
+        first, last = self.alpha_req_ranks
+        if not 1 <= first < last:
+            raise ConfigError(
+                f"measures.alpha_req_ranks must be two ranks, the first below the last, got "
+                f"{list(self.alpha_req_ranks)}"
+            )
+        if self.curvature_zero_steps not in CURVATURE_ZERO_STEPS:
+            raise ConfigError(
+                f"measures.curvature_zero_steps must be one of {list(CURVATURE_ZERO_STEPS)}, "
+                f"got {self.curvature_zero_steps!r}"
+            )
         minimum = {
             "baseline_sample_size": 2,
             "seed": 0,

@@ -76,24 +76,27 @@ def dataset_entropy(vectors: np.ndarray) -> float:
     return matrix_entropy(normalized_rows(vectors))
 
 
-def _curvatures(unit: np.ndarray) -> np.ndarray:
-    """Mean angle between consecutive steps of normalised rows (..., n, d), n ≥ 3 (NaN
-    where a step is zero)."""
+def _curvatures(unit: np.ndarray, zero_steps: str = "leave_out") -> np.ndarray:
+    """Mean angle between consecutive steps of normalised rows (..., n, d), n ≥ 3; where a
+    step is zero, NaN (`zero_steps` ``leave_out``) or that angle 0 (``zero``, Skean et
+    al.'s ``compute_curvature``)."""
     steps = np.diff(unit, axis=-2)
     norms = np.linalg.norm(steps, axis=-1)
     products = norms[..., 1:] * norms[..., :-1]
     dots = np.abs(np.sum(steps[..., 1:, :] * steps[..., :-1, :], axis=-1))
     with np.errstate(divide="ignore", invalid="ignore"):
         angles = np.arccos(np.clip(dots / products, -1.0, 1.0))
+    if zero_steps == "zero":
+        return np.where(products > 0, angles, 0.0).mean(axis=-1)
     return np.where(np.all(products > 0, axis=-1), angles.mean(axis=-1), np.nan)
 
 
-def curvature(rows: np.ndarray) -> float:
+def curvature(rows: np.ndarray, zero_steps: str = "leave_out") -> float:
     """Mean angle (radians) between consecutive differences of `rows` (n, d) in order,
-    normalised first; NaN below 3 rows or where a difference is zero."""
+    normalised first; NaN below 3 rows; a zero difference as `_curvatures` takes it."""
     if len(rows) < 3:
         return float("nan")
-    return float(_curvatures(normalized_rows(rows)))
+    return float(_curvatures(normalized_rows(rows), zero_steps))
 
 
 @dataclass(frozen=True)
@@ -108,10 +111,12 @@ class SentenceShapes:
     means: np.ndarray
 
 
-def sentence_shapes(vectors: np.ndarray, starts: np.ndarray) -> SentenceShapes:
+def sentence_shapes(
+    vectors: np.ndarray, starts: np.ndarray, zero_steps: str = "leave_out"
+) -> SentenceShapes:
     """`SentenceShapes` of rows (n, d), the rows of sentence s ``starts[s]:starts[s + 1]``:
     the sentences of one length at a time, batched, their unit rows in float32, from one
-    read of every row."""
+    read of every row; a zero step in a curvature as `_curvatures` takes it."""
     entropies = np.full(len(starts), np.nan)
     curvatures = np.full(len(starts), np.nan)
     means = np.zeros((len(starts), vectors.shape[1]))
@@ -122,7 +127,7 @@ def sentence_shapes(vectors: np.ndarray, starts: np.ndarray) -> SentenceShapes:
                 rows = vectors[edges[sentence] : edges[sentence + 1]]
                 means[sentence] = rows.mean(axis=0, dtype=np.float64)
                 entropies[sentence] = dataset_entropy(rows) if len(rows) > 1 else np.nan
-                curvatures[sentence] = curvature(rows)
+                curvatures[sentence] = curvature(rows, zero_steps)
             continue
         means[chosen] = stacked.mean(axis=1, dtype=np.float64)
         if stacked.shape[1] < 2:
@@ -131,7 +136,7 @@ def sentence_shapes(vectors: np.ndarray, starts: np.ndarray) -> SentenceShapes:
         gram = unit @ np.swapaxes(unit, -1, -2)
         entropies[chosen] = _entropy_of(np.linalg.eigvalsh(gram))
         if stacked.shape[1] >= 3:
-            curvatures[chosen] = _curvatures(unit)
+            curvatures[chosen] = _curvatures(unit, zero_steps)
     return SentenceShapes(entropies, curvatures, means)
 
 

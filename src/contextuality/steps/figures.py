@@ -168,19 +168,22 @@ def geometry_figures(
     dimension_paths: Sequence[PathLike],
     dimension_scales_path: PathLike,
     alignment_path: PathLike,
+    best_layers_path: PathLike,
     positions_path: PathLike | None,
     outputs: Sequence[PathLike],
 ) -> None:
     """The intrinsic dimension by layer (from the geometry steps' layer summaries) and over
     scale (from its curves' table), the CKA heatmaps and the alignment figure (from the
-    alignment table) and the position
-    profiles (from their table; none without it), each as .png then .pdf, found in
-    `outputs` by name."""
+    alignment table), the best-matching layers (from their table, where `outputs` name
+    them) and the position profiles (from their table; none without it), each as .png then
+    .pdf, found in `outputs` by name."""
     from contextuality.figures.alignment import plot_alignment
+    from contextuality.figures.best_layers import plot_best_layers
     from contextuality.figures.dimension import plot_dimension_scales
     from contextuality.figures.geometry import plot_cka, plot_geometry_transforms, plot_positions
     from contextuality.figures.paper import plot_figure
     from contextuality.figures.specs import DIMENSION_FIGURE
+    from contextuality.geometry.baselines import without_baselines
 
     by_name = _by_stem(outputs)
     dimensions = measures_table(read_layer_summaries(dimension_paths))
@@ -193,9 +196,17 @@ def geometry_figures(
         by_name["intrinsic_dimension_scales"],
         source=_source(dimension_scales_path),
     )
-    alignment = read_tsv(alignment_path)
+    everything = read_tsv(alignment_path)
+    alignment = without_baselines(everything)
     plot_cka(_raw(alignment), by_name["cka"], source=_source(alignment_path))
-    plot_alignment(_raw(alignment), by_name["alignment"], source=_source(alignment_path))
+    plot_alignment(_raw(everything), by_name["alignment"], source=_source(alignment_path))
+    if "best_layers" in by_name:
+        plot_best_layers(
+            _raw(read_tsv(best_layers_path)),
+            _raw(everything),
+            by_name["best_layers"],
+            source=f"{_source(best_layers_path)}; {_source(alignment_path)}",
+        )
     if "geometry_transforms" in by_name:
         plot_geometry_transforms(
             dimensions,

@@ -25,11 +25,14 @@ from contextuality.corpus.index import IndexFiles
 from contextuality.errors import warn
 from contextuality.geometry import dimension
 from contextuality.geometry.alignment import (
+    AlignmentResult,
     SampledLayers,
+    SampleRows,
     alignment_between,
-    best_matching_layers,
     sample_rows,
 )
+from contextuality.geometry.baselines import word_baselines
+from contextuality.geometry.best_layers import empty_best_layers
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.random_streams import generator
@@ -283,11 +286,12 @@ def _dimension_summaries(
 
 def _sample(
     index: IndexFiles, settings: GeometrySettings, transform: GeometryTransform = RAW
-) -> tuple[np.ndarray, np.ndarray, bool]:
-    """The rows the geometry steps read, which of them are past their sentence's first
-    word, and whether they are a sample of the index's rows. Under a correction, the
-    sample's rows outside its fitting sentences: a subset of the rows read raw, the same
-    occurrences in every model and layer."""
+) -> tuple[np.ndarray, SampleRows]:
+    """The rows the geometry steps read and what the alignment needs of them
+    (`SampleRows`: which are past their sentence's first word, their sentences, whether
+    they are a sample of the index's rows). Under a correction, the sample's rows outside
+    its fitting sentences: a subset of the rows read raw, the same occurrences in every
+    model and layer."""
     summary = index.read_summary()
     n_rows = int(summary["n_occurrences"])
     rows = sample_rows(n_rows, settings.sample_size, settings.seed)
@@ -295,8 +299,14 @@ def _sample(
     if transform.fit is not None:
         in_fit, _ = fitting_occurrences(transform.fit, occurrences, summary)
         rows = rows[~in_fit[rows]]
-    later = occurrences["position"].to_numpy()[rows] > 0
-    return rows, later, settings.sample_size is not None and settings.sample_size < n_rows
+    positions = occurrences["position"].to_numpy()[rows]
+    return rows, SampleRows(
+        later=positions > 0,
+        sentences=occurrences["sentence_id"].to_numpy()[rows],
+        sampled=settings.sample_size is not None and settings.sample_size < n_rows,
+        words=occurrences["word_id"].to_numpy()[rows],
+        positions=positions,
+    )
 
 
 def _model_provenance(sampled: SampledLayers) -> dict[str, Any]:
@@ -337,27 +347,27 @@ def layer_geometry(
     transform: GeometryTransform = RAW,
 ) -> pd.DataFrame:
     """A model's intrinsic dimension per layer (JSON: layer summaries for the measures
-    table; parquet: its curves over scale, `DIMENSION_CURVE_COLUMNS`) and the alignment between its
-    layers (parquet, `ALIGNMENT_COLUMNS`), from one sample of its rows, as stored or under
-    a correction (`GeometryTransform`). The alignment's device is checked first, before
-    anything is read or written."""
+    table; parquet: its curves over scale, `DIMENSION_CURVE_COLUMNS`) and the alignment
+    between its layers and with each word baseline of ``geometry.alignment.baselines`` (on
+    every sampled occurrence) (parquet, `ALIGNMENT_COLUMNS`), from one sample of its rows,
+    as stored or under a correction (`GeometryTransform`). The alignment's device is
+    checked first, before anything is read or written."""
     settings.alignment.search_device()
-    rows, later, sampled = _sample(index, settings, transform)
+    rows, sample = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
     provenance = _provenance("layer_geometry", settings, rows, transform.name, layers)
     summaries, curves = _dimension_summaries(layers, settings, provenance, transform.name)
     write_json(dimension_output, {"layers": summaries})
     write_parquet(curves, curves_output, provenance)
     log.info("alignment between %d layers on %d rows", len(layers.vectors), len(rows))
-    table = alignment_between(
-        (model.name, layers),
-        None,
-        later,
-        sampled,
-        settings.seed,
-        settings.alignment,
-        transform.name,
-    )
+    arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform.name)
+    tables = [alignment_between((model.name, layers), None, *arguments).table]
+    baselines = word_baselines(sample.words, sample.positions, settings.alignment.baselines)
+    tables += [
+        alignment_between((model.name, layers), baseline, *arguments, ("all",)).table
+        for baseline in baselines.items()
+    ]
+    table = pd.concat(tables, ignore_index=True)
     write_parquet(table, alignment_output, provenance)
     return table
 
@@ -368,27 +378,30 @@ def alignment_between_models(
     index: IndexFiles,
     settings: GeometrySettings,
     output: PathLike,
+    best_layers_output: PathLike,
     transform: GeometryTransform = RAW,
-) -> pd.DataFrame:
-    """The alignment between every layer of `left` and every layer of `right` on the same sampled
-    occurrences (parquet, `ALIGNMENT_COLUMNS`), each model as stored or under its own fit of
-    a correction (`GeometryTransform`)."""
+) -> AlignmentResult:
+    """The alignment between every layer of `left` and every layer of `right` on the same
+    sampled occurrences (parquet, `ALIGNMENT_COLUMNS`) and each layer's best-matching layer
+    of the other (parquet, `BEST_LAYER_COLUMNS`), each model as stored or under its own fit
+    of a correction (`GeometryTransform`)."""
     settings.alignment.search_device()
-    rows, later, sampled = _sample(index, settings, transform)
+    rows, sample = _sample(index, settings, transform)
     layers = [read_sampled_layers(model, index, rows, transform) for model in (left, right)]
     log.info("alignment between %s and %s on %d rows", left.name, right.name, len(rows))
-    table = alignment_between(
+    found = alignment_between(
         (left.name, layers[0]),
         (right.name, layers[1]),
-        later,
-        sampled,
+        sample,
         settings.seed,
+        settings.confidence,
         settings.alignment,
         transform.name,
     )
     provenance = _provenance("alignment_between_models", settings, rows, transform.name, *layers)
-    write_parquet(table, output, provenance)
-    return table
+    write_parquet(found.table, output, provenance)
+    write_parquet(found.best_layers, best_layers_output, provenance)
+    return found
 
 
 def _by_transform(table: pd.DataFrame) -> pd.DataFrame:
@@ -399,16 +412,24 @@ def _by_transform(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def alignment_table(
-    paths: Sequence[PathLike], output: PathLike, best_layers_output: PathLike
+    paths: Sequence[PathLike],
+    best_layer_paths: Sequence[PathLike],
+    output: PathLike,
+    best_layers_output: PathLike,
 ) -> pd.DataFrame:
-    """Every alignment table (within and between models) as one TSV, and each layer's
-    best-matching layer of every other model (`alignment.best_matching_layers`), their
+    """Every alignment table (within and between models) as one TSV, and every pair of
+    models' best-matching layers (`best_layers.best_matching_layers`) as another, their
     provenance gathering theirs."""
     order = ["model_a", "model_b", "occurrences", "layer_a", "layer_b"]
     table, provenance = gather_parquet(paths, "alignment_table", order)
     table = _by_transform(table)
     write_tsv(table, output, provenance)
-    write_tsv(_by_transform(best_matching_layers(table)), best_layers_output, provenance)
+    if best_layer_paths:
+        best_order = ["model", "other_model", "occurrences", "measure", "layer"]
+        best, best_provenance = gather_parquet(best_layer_paths, "best_layers", best_order)
+    else:
+        best, best_provenance = empty_best_layers(), provenance_record(step="best_layers")
+    write_tsv(_by_transform(best), best_layers_output, best_provenance)
     return table
 
 

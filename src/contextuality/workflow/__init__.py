@@ -49,8 +49,10 @@ from contextuality.workflow.config import (
 from contextuality.workflow.geometry_paths import (
     alignment_files,
     alignment_model_pairs,
+    best_layer_files,
     dimension_curve_files,
     dimension_files,
+    geometry_figure_names,
     pair_shards,
 )
 from contextuality.workflow.paths import (
@@ -69,7 +71,6 @@ from contextuality.workflow.paths import (
     family_summaries,
     figure_paths,
     figures_directory,
-    geometry_figure_names,
     index_directory,
     index_files,
     layer_outputs,
@@ -105,6 +106,7 @@ __all__ = [
     "ablation_alignment",
     "benchmark_files",
     "alignment_files",
+    "best_layer_files",
     "check_config",
     "keep_models_named_by",
     "compared_models",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextuality.workflow.config import geometry_models, geometry_transforms
-from contextuality.workflow.paths import index_directory, model_shards
+from contextuality.workflow.paths import index_directory, model_shards, positions_table
 from contextuality.workflow.sweeps import sweeps
 
 
@@ -59,6 +59,16 @@ def alignment_files(config: dict[str, Any]) -> list[str]:
     ]
 
 
+def best_layer_files(config: dict[str, Any]) -> list[str]:
+    """Every pair of `alignment_model_pairs`' best-matching layers, under each geometry
+    transform."""
+    return [
+        f"results/geometry/alignment_between_models/{transform}/{left}~{right}.best_layers.parquet"
+        for transform in geometry_transforms(config)
+        for left, right in alignment_model_pairs(config)
+    ]
+
+
 def dimension_files(config: dict[str, Any]) -> list[str]:
     """Each stored model's intrinsic dimension file (layer summaries), under each geometry
     transform."""
@@ -78,3 +88,31 @@ def _geometry_files(config: dict[str, Any], name: str) -> list[str]:
         for transform in geometry_transforms(config)
         for model in geometry_models(config)
     ]
+
+
+def geometry_figure_names(config: dict[str, Any]) -> list[str]:
+    """The geometry figures (`figures.specs.GEOMETRY_FIGURES`), the position profiles only
+    where the degeneration analysis runs (it writes their table, `positions_table`), the
+    best-matching layers only where two models are aligned, and the corrections' figure
+    only where the geometry runs under one."""
+    from contextuality.figures.specs import GEOMETRY_FIGURES
+
+    left_out = set()
+    if not alignment_model_pairs(config):
+        left_out.add("best_layers")
+    if not positions_table(config):
+        left_out.add("positions")
+    if len(geometry_transforms(config)) < 2:
+        left_out.add("geometry_transforms")
+    return [name for name in GEOMETRY_FIGURES if name not in left_out]
+
+
+def geometry_figure_paths(
+    config: dict[str, Any], extensions: tuple[str, ...] = ("png", "pdf")
+) -> list[str]:
+    """Every geometry figure of the run (`geometry_figure_names`) in each format, where the
+    geometry runs."""
+    if not geometry_models(config):
+        return []
+    names = geometry_figure_names(config)
+    return [f"results/figures/{name}.{extension}" for name in names for extension in extensions]

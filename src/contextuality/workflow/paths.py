@@ -23,7 +23,6 @@ from contextuality.workflow.config import (
     extraction_partitions,
     figure_transforms,
     geometry_models,
-    geometry_transforms,
     is_streamed,
     model_files,
     model_layers,
@@ -300,8 +299,6 @@ def figure_paths(config: dict[str, Any], extensions: tuple[str, ...] = ("png", "
     ]
     if len(config["measures"]["transforms"]) > 1:
         names.append("results/figures/transforms")
-    if geometry_models(config):
-        names += [f"results/figures/{name}" for name in geometry_figure_names(config)]
     return [f"{name}.{extension}" for name in names for extension in extensions]
 
 
@@ -334,20 +331,6 @@ def census_tables(config: dict[str, Any]) -> list[str]:
     if "massive_activations" in config["measures"].get("leave_out", ()):
         return []
     return ["results/tables/massive_activations.tsv"]
-
-
-def geometry_figure_names(config: dict[str, Any]) -> list[str]:
-    """The geometry figures (`figures.specs.GEOMETRY_FIGURES`), the position profiles only
-    where the degeneration analysis runs (it writes their table, `positions_table`) and the
-    corrections' figure only where the geometry runs under one."""
-    from contextuality.figures.specs import GEOMETRY_FIGURES
-
-    left_out = set()
-    if not positions_table(config):
-        left_out.add("positions")
-    if len(geometry_transforms(config)) < 2:
-        left_out.add("geometry_transforms")
-    return [name for name in GEOMETRY_FIGURES if name not in left_out]
 
 
 def ablation_alignment(config: dict[str, Any]) -> list[str]:

@@ -16,8 +16,10 @@ from contextuality.workflow.config import (
 )
 from contextuality.workflow.geometry_paths import (
     alignment_files,
+    best_layer_files,
     dimension_curve_files,
     dimension_files,
+    geometry_figure_paths,
 )
 from contextuality.workflow.paths import (
     absent_rows,
@@ -60,6 +62,7 @@ def intermediate_outputs(config: dict[str, Any]) -> list[str]:
         ],
         *special_token_files(config),
         *alignment_files(config),
+        *best_layer_files(config),
         *dimension_files(config),
         *dimension_curve_files(config),
     ]
@@ -108,6 +111,7 @@ def _tables_figures_and_summaries(config: dict[str, Any]) -> list[str]:
             else []
         ),
         *figure_paths(config),
+        *geometry_figure_paths(config),
         *[
             f"results/figures/sweeps/{sweep}.{extension}"
             for sweep in sweeps(config)

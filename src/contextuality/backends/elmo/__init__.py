@@ -46,13 +46,14 @@ def check(spec: ModelSpec) -> None:
         "gguf_file": spec.gguf_file is not None,
         "trust_remote_code": spec.trust_remote_code,
         "ablation": spec.ablation is not None,
+        "random_weights_seed": spec.random_weights_seed is not None,
     }
     wrong = sorted(name for name, is_set in refused.items() if is_set)
     if wrong:
         raise ConfigError(
             f"model {spec.name}: {', '.join(wrong)} cannot be set for loader: elmo (one "
             "token per word, read as characters; no BOS token, final norm or remote code; "
-            "weights as published, on one device; no transformer blocks to ablate)"
+            "weights as published, on one device; no transformer blocks to ablate or to initialise)"
         )
 
 

@@ -28,7 +28,9 @@ def _shapes(layer: LayerInputs) -> spectra.SentenceShapes:
         rows = layer.rows
         order = np.lexsort((rows.position, rows.sentence_id))
         vectors = rows.vectors if np.all(np.diff(order) > 0) else rows.vectors[order]
-        return spectra.sentence_shapes(vectors, run_starts(rows.sentence_id[order]))
+        return spectra.sentence_shapes(
+            vectors, run_starts(rows.sentence_id[order]), layer.settings.curvature_zero_steps
+        )
 
     return layer.shared("sentence_shapes", compute)
 
@@ -43,7 +45,10 @@ def spectrum(layer: LayerInputs) -> dict[str, SummaryRow]:
     floor = spectra.rounding_floor(float(mean_square))
     return {
         "dataset_entropy": {"raw": spectra.dataset_entropy(means), "n": len(means)},
-        "alpha_req": {"raw": spectra.alpha_req(eigenvalues, floor=floor), "n": layer.n_valid},
+        "alpha_req": {
+            "raw": spectra.alpha_req(eigenvalues, layer.settings.alpha_req_ranks, floor),
+            "n": layer.n_valid,
+        },
     }
 
 
@@ -73,7 +78,7 @@ MEASURES: tuple[Measure, ...] = (
         ("dataset_entropy", "alpha_req"),
         "Matrix entropy (nats) of the sentences' mean occurrence vectors, centered and "
         "normalised (Skean et al. 2025), and α-ReQ, the power-law decay of the covariance "
-        "eigenvalues over ranks 6 to 100.",
+        "eigenvalues over ranks 6 to 100 (measures.alpha_req_ranks).",
         compute=spectrum,
         optional=True,
         labels=("dataset entropy (nats)", "α-ReQ"),

@@ -1,0 +1,241 @@
+"""What an alignment value is worth: the bootstrap over sentences (weights that are copies
+of rows), the permutation calibration (calibrated-similarity's own functions on the same
+permutations), and each best match's margin, stability and null of choosing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from contextuality.geometry.alignment import (
+    AlignmentSettings,
+    SampledLayers,
+    SampleRows,
+    alignment_between,
+)
+from contextuality.geometry.alignment_catalogue import alignment_measure
+from contextuality.geometry.best_layers import best_matching_layers
+from contextuality.geometry.linear_cka import CrossProducts
+from contextuality.geometry.neighbours import cosine_neighbours, hsic_unbiased, mutual_knn
+from contextuality.geometry.resampling import (
+    ResampledAlignment,
+    bootstrap_interval,
+    calibrate,
+    sentence_weights,
+)
+from contextuality.random_streams import generator
+
+
+def _related_layers(
+    rng: np.random.Generator, n: int, count: int, width: int, signal: np.ndarray | None = None
+) -> list[np.ndarray]:
+    """`count` layers of `n` rows that share a 4-dimensional `signal` (drawn when None),
+    each with its own noise, more in each later layer."""
+    signal = rng.normal(size=(n, 4)) if signal is None else signal
+    return [
+        signal @ rng.normal(size=(4, width)) + rng.normal(scale=0.5 + layer, size=(n, width))
+        for layer in range(count)
+    ]
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_weighted_cross_products_are_those_of_the_copied_rows(same):
+    """A bootstrap draw's weights count each row that many times: every estimator on the
+    weighted sums equals the estimator on the rows copied (a weight of 0 drops the row)."""
+    rng = np.random.default_rng(3)
+    left = _related_layers(rng, 60, 2, 5)
+    right = None if same else _related_layers(rng, 60, 3, 4)
+    weights = rng.integers(0, 4, 60)
+    copies = np.repeat(np.arange(60), weights)
+    widths = (
+        [5, 5],
+        None if same else [4, 4, 4],
+    )
+    weighted = CrossProducts(*widths)
+    weighted.add(left, right, weights)
+    copied = CrossProducts(*widths)
+    copied.add([x[copies] for x in left], None if same else [y[copies] for y in right])
+    assert weighted.n_rows == copied.n_rows == weights.sum()
+    for estimator in ("cka", "debiased_cka", "procrustes"):
+        # Procrustes of a layer with itself: arccos near 1 turns 1e-16 into 1e-8.
+        np.testing.assert_allclose(
+            getattr(weighted, estimator)(), getattr(copied, estimator)(), atol=1e-7
+        )
+
+
+def test_weighted_neighbour_measures_are_those_of_copies_never_paired_with_each_other():
+    """CKNNA's HSIC under weights equals HSIC_u of the kernels with each row copied (copies
+    are not each other's neighbours: a row's own kernel entry is 0); mutual k-NN is the
+    weighted mean of each row's share."""
+    rng = np.random.default_rng(4)
+    found = cosine_neighbours(rng.normal(size=(40, 6)), 5)
+    other = cosine_neighbours(rng.normal(size=(40, 6)), 5)
+    weights = rng.integers(0, 3, 40)
+    copies = np.repeat(np.arange(40), weights)
+    kernels = [found.own_kernel, other.own_kernel]
+    expanded = [sparse.csr_matrix(kernel.toarray()[np.ix_(copies, copies)]) for kernel in kernels]
+    assert hsic_unbiased(*kernels, weights) == pytest.approx(hsic_unbiased(*expanded), rel=1e-10)
+    shares = np.asarray(found.mask.multiply(other.mask).sum(axis=1)).ravel() / 5
+    assert mutual_knn(found, other, weights) == pytest.approx(shares[copies].mean())
+    assert mutual_knn(found, other, np.ones(40)) == pytest.approx(mutual_knn(found, other))
+
+
+def test_a_bootstrap_draw_takes_whole_sentences():
+    """Every row of a sentence counts alike; as many sentences are drawn as there are; the
+    same generator state gives the same draws."""
+    sentences = np.array([5, 5, 5, 9, 2, 2, 7, 7, 7, 7])
+    draws = list(sentence_weights(sentences, 200, np.random.default_rng(0)))
+    for counts in draws:
+        for sentence in np.unique(sentences):
+            assert len(set(counts[sentences == sentence])) == 1
+        per_sentence = {sentence: counts[sentences == sentence][0] for sentence in sentences}
+        assert sum(per_sentence.values()) == 4
+    assert np.mean([counts[3] == 0 for counts in draws]) == pytest.approx((3 / 4) ** 4, abs=0.1)
+    again = list(sentence_weights(sentences, 200, np.random.default_rng(0)))
+    assert all(np.array_equal(a, b) for a, b in zip(draws, again, strict=True))
+
+
+def test_the_interval_is_the_percentile_interval_less_the_bootstrap_s_bias():
+    low, high, bias = bootstrap_interval(np.arange(101.0)[:, None], np.array([50.0]), 0.9)
+    assert (low[0], high[0], bias[0]) == (pytest.approx(5.0), pytest.approx(95.0), 0.0)
+    low, high, bias = bootstrap_interval(np.arange(101.0)[:, None], np.array([40.0]), 0.9)
+    assert (low[0], high[0], bias[0]) == (pytest.approx(-5.0), pytest.approx(85.0), 10.0)
+    low, high, bias = bootstrap_interval(np.empty((0, 2, 3)), np.zeros((2, 3)), 0.95)
+    assert low.shape == (2, 3) and np.isnan(low).all() and np.isnan(high).all()
+
+
+def test_calibration_by_hand_and_a_distance_as_its_negative():
+    """τ is the ⌈0.95·(K+1)⌉-th smallest of the value and its K nulls; p = (1 + #null ≥ s)
+    / (K + 1); calibrated = (s − τ) / (1 − τ), clipped to [0, 1]."""
+    nulls = np.linspace(0.0, 0.38, 20)  # K = 19
+    found = calibrate(np.array(0.5), nulls[:19], 0.95, 1.0)
+    assert float(found.threshold) == pytest.approx(0.36)  # the 19th of 20: the largest null
+    assert float(found.p_value) == pytest.approx(1 / 20)
+    assert float(found.calibrated) == pytest.approx(0.14 / 0.64)
+    again = calibrate(np.array(0.3), nulls[:19], 0.95, 1.0)  # among the nulls: τ above it
+    assert float(again.threshold) == pytest.approx(0.34) and float(again.calibrated) == 0.0
+    found = calibrate(np.array([0.5, 0.1]), np.tile(np.linspace(0, 0.2, 39)[:, None], 2), 0.95, 1.0)
+    assert found.threshold[0] == pytest.approx(np.linspace(0, 0.2, 39)[37])
+    assert found.calibrated[0] == pytest.approx(
+        (0.5 - found.threshold[0]) / (1 - found.threshold[0])
+    )
+    assert found.p_value[1] == pytest.approx((1 + np.sum(np.linspace(0, 0.2, 39) >= 0.1)) / 40)
+    distance = calibrate(np.array(0.2), np.full((19, 1), 1.4)[:, 0], 0.95, 0.0, distance=True)
+    assert float(distance.calibrated) == pytest.approx((1.4 - 0.2) / 1.4)
+    assert float(distance.p_value) == pytest.approx(1 / 20)
+    assert np.isnan(calibrate(np.array(np.nan), np.zeros(5), 0.95, 1.0).calibrated)
+
+
+def _constructed(values, nulls, draws) -> ResampledAlignment:
+    names = ("cka", "cka_debiased", "procrustes", "mutual_knn", "cknna")
+    arrays = [np.asarray(part, dtype=float) for part in (values, nulls, draws)]
+    return ResampledAlignment(*({name: part for name in names} for part in arrays), k=10, n_rows=9)
+
+
+def test_a_best_match_carries_its_margin_stability_and_the_null_of_choosing():
+    """Layer 0 of model a against three layers of b: the best is b's layer 0, 0.2 ahead;
+    it stays best in 3 of 4 draws; the null of choosing is the mean of each permutation's
+    best of the row, not the chosen pair's null."""
+    values = [[0.9, 0.7, 0.2]]
+    nulls = [[[0.01, 0.05, 0.02]], [[0.03, 0.01, 0.04]]]
+    draws = [[[0.9, 0.7, 0.2]], [[0.8, 0.85, 0.2]], [[0.95, 0.6, 0.3]], [[0.9, 0.1, 0.1]]]
+    best = best_matching_layers(
+        _constructed(values, nulls, draws), ("a", "b"), ([0], [0, 1, 2]), "all", 0.5
+    )
+    row = best[(best["model"] == "a") & (best["measure"] == "cka")].iloc[0]
+    assert (row["best_layer"], row["value"]) == (0, 0.9)
+    assert row["margin"] == pytest.approx(0.2)
+    assert row["stays_best"] == pytest.approx(0.75)
+    assert row["null"] == pytest.approx(0.02)
+    assert row["best_null"] == pytest.approx(0.045)  # mean of 0.05 and 0.04
+    assert row["best_p"] == pytest.approx(1 / 3)
+    assert row["low"] <= 0.9 <= row["high"]
+    distance = best[(best["model"] == "a") & (best["measure"] == "procrustes")].iloc[0]
+    assert distance["best_layer"] == 2 and distance["margin"] == pytest.approx(0.5)
+    assert distance["best_null"] == pytest.approx(0.01)  # the smallest of each row
+    from_b = best[(best["model"] == "b") & (best["layer"] == 1) & (best["measure"] == "cka")]
+    assert np.isnan(from_b["margin"].iloc[0])  # one candidate: no second best
+
+
+def _sampled(layers: list[np.ndarray]) -> SampledLayers:
+    return SampledLayers(dict(enumerate(layer.astype(np.float32) for layer in layers)), {})
+
+
+def test_the_calibration_is_calibrated_similarity_s_on_the_same_permutations():
+    """calibrated-similarity's ``calibrate`` for each pair of layers and ``calibrate_layers``
+    (the maximum over a row) for each best match, given the permutations this package drew,
+    give the same critical values, p-values and calibrated scores."""
+    torch = pytest.importorskip("torch")
+    package = pytest.importorskip(
+        "calibrated_similarity", reason="pip install calibrated-similarity==0.1.1"
+    )
+    rng = np.random.default_rng(8)
+    n = 120
+    left, right = _related_layers(rng, n, 2, 6), _related_layers(rng, n, 3, 5)
+    sample = SampleRows(np.ones(n, bool), np.arange(n), sampled=False)
+    settings = AlignmentSettings(permutations=19, bootstrap=0)
+    found = alignment_between(
+        ("a", _sampled(left)), ("b", _sampled(right)), sample, 3, 0.95, settings
+    )
+    table = found.table[found.table["occurrences"] == "all"].set_index(["layer_a", "layer_b"])
+    as_read = [[x.astype(np.float32).astype(np.float64) for x in side] for side in (left, right)]
+
+    def cka(x, y) -> float:
+        products = CrossProducts([x.shape[1]], [y.shape[1]])
+        products.add([x.numpy()], [y.numpy()])
+        return float(products.cka()[0, 0])
+
+    def replay():
+        permutations = generator(3, "alignment_null")
+        return lambda size, device: torch.from_numpy(permutations.permutation(size))
+
+    for a, x in enumerate(as_read[0]):
+        for b, y in enumerate(as_read[1]):
+            score, p, tau = package.calibrate(
+                torch.from_numpy(x), torch.from_numpy(y), cka, K=19, perm_fn=replay()
+            )
+            row = table.loc[(a, b)]
+            assert row["threshold_cka"] == pytest.approx(float(tau), rel=1e-5)
+            assert row["p_cka"] == pytest.approx(float(p))
+            assert row["calibrated_cka"] == pytest.approx(float(score), abs=1e-5)
+        score, p, tau = package.calibrate_layers(
+            [torch.from_numpy(x)],
+            [torch.from_numpy(y) for y in as_read[1]],
+            cka,
+            K=19,
+            perm_fn=replay(),
+        )
+        best = found.best_layers.set_index(["model", "layer", "occurrences", "measure"])
+        chosen = best.loc[("a", a, "all", "cka")]
+        assert chosen["best_threshold"] == pytest.approx(float(tau), rel=1e-5)
+        assert chosen["best_p"] == pytest.approx(float(p))
+        assert chosen["best_calibrated"] == pytest.approx(float(score), abs=1e-5)
+
+
+def test_a_bootstrap_interval_holds_the_value_and_narrows_with_more_sentences():
+    """Each value lies in its interval; with four times the sentences the interval of
+    debiased CKA is about half as wide (1/√n), and a layer's best match stays best."""
+    widths = []
+    for n in (300, 1200):
+        rng = np.random.default_rng(5)
+        signal = rng.normal(size=(n, 4))
+        left, right = (_related_layers(rng, n, 2, 6, signal) for _ in range(2))
+        sample = SampleRows(np.ones(n, bool), np.arange(n) // 2, sampled=False)
+        settings = AlignmentSettings(permutations=2, bootstrap=60)
+        found = alignment_between(
+            ("a", _sampled(left)), ("b", _sampled(right)), sample, 0, 0.9, settings
+        )
+        table = found.table
+        for name in ("cka", "cka_debiased", "procrustes", "mutual_knn", "cknna"):
+            assert (table[f"{name}_low"] <= table[f"{name}_high"]).all(), name
+        inside = (table["cka_debiased_low"] <= table["cka_debiased"]) & (
+            table["cka_debiased"] <= table["cka_debiased_high"]
+        )
+        assert inside.all()
+        assert (table["bootstrap"] == 60).all() and (table["permutations"] == 2).all()
+        widths.append((table["cka_debiased_high"] - table["cka_debiased_low"]).mean())
+        stays = found.best_layers.loc[found.best_layers["measure"] == "cka", "stays_best"]
+        assert stays.between(0, 1).all()
+    assert 1.4 < widths[0] / widths[1] < 3.0
+    assert alignment_measure("procrustes").perfect == 0.0
