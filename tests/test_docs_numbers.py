@@ -684,3 +684,40 @@ def test_every_number_the_docs_quote_is_in_a_committed_file_or_marked():
         marked = _NOT_MEASURED.get(page.name, {}) | _CHECKED_BY_TESTS.get(page.name, {})
         unfound += [f"{page.name}: {n}" for n in _unfound(page.read_text(), marked, committed)]
     assert not unfound, unfound
+
+
+def test_the_alignment_uncertainty_quoted_in_the_instruments_page_is_the_full_run():
+    """docs/instruments.md quotes bench/results/alignment-full-*.tsv: interval widths and
+    bias, the word baseline, the untrained copy and its best matches' margins."""
+    page = _page("instruments.md")
+    table = pd.read_csv(ROOT / "bench/results/alignment-full-alignment.tsv", sep="\t")
+    best = pd.read_csv(ROOT / "bench/results/alignment-full-best_layers.tsv", sep="\t")
+    every = table[table["occurrences"] == "all"]
+    within = every[(every["model_a"] == "minilm") & (every["model_b"] == "minilm")]
+    width = within["cka_debiased_high"] - within["cka_debiased_low"]
+    assert f"{width.median():.4f} wide at the median and {width.max():.4f} at most" in page
+    assert f"bias of linear CKA reaches {within['bias_cka'].max():.4f}" in page
+    calibrated = table[[column for column in table if column.startswith("calibrated_")]]
+    assert (calibrated > 0).all().all()
+    word = every[(every["model_a"] == "minilm") & (every["model_b"] == "word_identity")]
+    word = word.set_index("layer_a")
+    first, last = word.loc[0], word.loc[6]
+    assert (
+        f"debiased CKA of {first['cka_debiased']:.3f} with MiniLM's embedding output and "
+        f"{last['cka_debiased']:.3f} with its last layer, and a mutual k-NN of "
+        f"{first['mutual_knn']:.3f} and {last['mutual_knn']:.3f}"
+    ) in page
+    chosen = best[
+        (best["occurrences"] == "all")
+        & (best["model"] == "minilm")
+        & (best["measure"] == "cka_debiased")
+    ].set_index("layer")
+    assert f"(debiased CKA {chosen.loc[0, 'value']:.3f} between MiniLM's" in page
+    untrained = every[
+        (every["model_a"] == "minilm-random")
+        & (every["model_b"] == "minilm-random")
+        & (every["layer_a"] != every["layer_b"])
+    ]
+    assert f"debiased CKA {untrained['cka_debiased'].min():.3f} or more" in page
+    assert chosen["margin"].max() <= 0.0013 and "0.001 or less" in page
+    assert f"as few as {chosen['stays_best'].min():.3f} of the draws" in page

@@ -72,7 +72,10 @@ def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source
             closer = "reversed scale: brighter is closer" if distance else "brighter is closer"
             scale.set_label(f"{label} ({closer})", fontsize=7)
             scale.ax.tick_params(labelsize=6)
-            panel.set_xticks(range(grid.shape[1]), grid.columns, fontsize=7)
+            with_words = grid.shape[1] > len(grid.index)  # the baselines' labels are longer
+            panel.set_xticks(
+                range(grid.shape[1]), grid.columns, fontsize=7, rotation=90 if with_words else 0
+            )
             panel.set_yticks(range(grid.shape[0]), grid.index, fontsize=7)
             panel.set_xlabel(f"{right} layer", fontsize=8)
             panel.set_ylabel(f"{left} layer", fontsize=8)

@@ -67,8 +67,8 @@ def _draw_panel(panel, found: pd.DataFrame, baselines: pd.DataFrame, names, reco
     panel.set_ylim(*record.limits)
     panel.set_xticks(layers)
     panel.set_xlabel(f"{model} layer (0: embedding output)", fontsize=8)
-    panel.set_ylabel(f"{record.label} of the best {other} layer", fontsize=8)
-    panel.set_title(f"{model} → {other}: {record.label}", fontsize=8)
+    panel.set_ylabel(record.label, fontsize=8)
+    panel.set_title(f"{model} → best {other} layer: {record.label}", fontsize=8)
     panel.grid(alpha=0.3)
 
 
