@@ -29,7 +29,7 @@ import yaml
 
 from contextuality.figures.alignment import plot_alignment
 
-from workdir import run_workflow, write_report
+from workdir import job_times, run_workflow, write_report
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -183,6 +183,10 @@ def main() -> None:
     for model, rows in profile.groupby("model", sort=False):
         body = rows.drop(columns="model").to_markdown(index=False, floatfmt=".3f")
         sections.append(f"## {model}\n\n{body}")
+    sections.append(
+        f"## Job times\n\nWall seconds on {args.cores} cores (jobs of a previous run "
+        "reused keep their first time).\n\n" + job_times(directory)
+    )
     write_report(args.out / f"geometry-{name}.md", sections)
 
 

@@ -15,6 +15,7 @@ trained on, in `bench/work/training-sweep/`, and writes:
   ``training-sweep-<model>.png`` beside it.
 
     python bench/training_sweep.py [--seeds 0 1 2] [--steps 0 2 5 ... 2000] [--cores 2]
+    python bench/training_sweep.py --redraw   # the figures again, from the tables
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
-from train_checkpoints import CHECKPOINT_STEPS  # noqa: E402
+from train_checkpoints import CHECKPOINT_STEPS, WARMUP  # noqa: E402
 
 from contextuality.figures.paper import layer_colours  # noqa: E402
 
@@ -155,6 +156,33 @@ def _symlog_steps(panel) -> None:
     panel.set_xlabel("training step (log scale; 0 = initialization)")
 
 
+def unigram_crossing(losses: pd.DataFrame) -> tuple[int, int] | None:
+    """The logged steps between which one model's held-out loss falls below the unigram
+    line for good in every seed: the last step at or above it in some seed, the first
+    step from which all seeds stay below; None if they never do."""
+    below = (losses["held_out_loss"] < losses["unigram_loss"]).groupby(losses["step"]).all()
+    steps, below = below.index.to_numpy(), below.to_numpy()
+    for index in range(1, len(steps)):
+        if below[index:].all() and not below[index - 1]:
+            return int(steps[index - 1]), int(steps[index])
+    return None
+
+
+def _mark_training(panel, losses: pd.DataFrame) -> None:
+    """The end of the learning rate's warm-up (a dotted line) and the steps between which
+    the held-out loss crosses the unigram line (a grey span), on a panel against step."""
+    panel.axvline(WARMUP, color="0.3", linestyle=":", lw=1, label=f"end of warm-up ({WARMUP})")
+    crossing = unigram_crossing(losses)
+    if crossing is not None:
+        panel.axvspan(
+            *crossing,
+            color="0.5",
+            alpha=0.15,
+            lw=0,
+            label=f"loss crosses the unigram line ({crossing[0]}–{crossing[1]})",
+        )
+
+
 def _draw_losses(losses: pd.DataFrame, path: Path) -> None:
     """Held-out loss against step, a line per seed, and the unigram line, a panel per model."""
     figure, panels = plt.subplots(1, len(KINDS), figsize=(10, 4), sharey=True)
@@ -165,22 +193,24 @@ def _draw_losses(losses: pd.DataFrame, path: Path) -> None:
         panel.axhline(
             rows["unigram_loss"].mean(), color="black", linestyle="--", label="unigram model"
         )
+        _mark_training(panel, rows)
         _symlog_steps(panel)
         panel.set_title(f"{title}: loss on the held-out Lee sentences")
-        panel.legend()
+        panel.legend(loc="lower left", fontsize="small")  # the curves fall to the right
     panels[0].set_ylabel("cross-entropy (nats per predicted token)")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
 
 
-def _draw_measures(measured: pd.DataFrame, kind: str, path: Path) -> None:
+def _draw_measures(measured: pd.DataFrame, losses: pd.DataFrame, kind: str, path: Path) -> None:
     """Each measure against step, a line per layer (the mean over seeds) in a band from the
-    lowest seed to the highest."""
+    lowest seed to the highest, with the end of warm-up and the unigram crossing marked
+    (`_mark_training`)."""
     rows = measured[measured["model"] == kind]
     layers = sorted(rows["layer"].unique())
     colours = layer_colours(len(layers))
-    figure, panels = plt.subplots(1, len(MEASURES), figsize=(14, 4))
+    figure, panels = plt.subplots(1, len(MEASURES), figsize=(16, 4), layout="constrained")
     for panel, name in zip(panels, MEASURES, strict=True):
         chosen = rows[rows["measure"] == name]
         for colour, layer in zip(colours, layers, strict=True):
@@ -188,13 +218,28 @@ def _draw_measures(measured: pd.DataFrame, kind: str, path: Path) -> None:
             low, mean, high = by_step.min(), by_step.mean(), by_step.max()
             panel.plot(mean.index, mean, color=colour, marker=".", label=f"layer {layer}")
             panel.fill_between(mean.index, low, high, color=colour, alpha=0.2, linewidth=0)
+        _mark_training(panel, losses[losses["model"] == kind])
         _symlog_steps(panel)
         panel.set_ylabel(name)
-    panels[0].legend(title="mean of 3 seeds;\nband: their range", fontsize="small")
+    handles, labels = panels[0].get_legend_handles_labels()
+    figure.legend(
+        handles,
+        labels,
+        title="mean of the seeds; band: their range",
+        fontsize="small",
+        loc="outside right center",
+        frameon=False,
+    )
     figure.suptitle(f"{KINDS[kind]}, measured on the held-out Lee sentences")
-    figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
+
+
+def _draw_figures(measured: pd.DataFrame, losses: pd.DataFrame, out: Path) -> None:
+    """The losses' figure and each model's measures' figure, in `out`."""
+    _draw_losses(losses, out / "training-sweep-losses.png")
+    for kind in KINDS:
+        _draw_measures(measured, losses, kind, out / f"training-sweep-{kind}.png")
 
 
 def main() -> None:
@@ -203,7 +248,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument(
+        "--redraw",
+        action="store_true",
+        help="draw the figures again from the tables in --out, training and measuring nothing",
+    )
     args = parser.parse_args()
+    if args.redraw:
+        measured = pd.read_csv(args.out / "training-sweep.tsv", sep="\t")
+        losses = pd.read_csv(args.out / "training-sweep-losses.tsv", sep="\t")
+        _draw_figures(measured, losses, args.out)
+        return
     checkpoints = REPO / "bench" / "work" / "checkpoints"
     _train(checkpoints, args.steps, args.seeds)
     directory = REPO / "bench" / "work" / "training-sweep"
@@ -218,7 +273,7 @@ def main() -> None:
     losses = _losses(checkpoints, args.seeds)
     measured.to_csv(args.out / "training-sweep.tsv", sep="\t", index=False)
     losses.to_csv(args.out / "training-sweep-losses.tsv", sep="\t", index=False)
-    _draw_losses(losses, args.out / "training-sweep-losses.png")
+    _draw_figures(measured, losses, args.out)
     last = json.loads(
         (
             _run(checkpoints, "gpt2", args.seeds[0]) / f"step_{max(args.steps)}" / "training.json"
@@ -246,7 +301,6 @@ def main() -> None:
         sections.append(f"{title}\n\n" + _loss_table(losses[losses["model"] == kind], args.steps))
     for kind, title in KINDS.items():
         figure = args.out / f"training-sweep-{kind}.png"
-        _draw_measures(measured, kind, figure)
         sections.append(f"## {title}\n\nFigure: `{figure.relative_to(REPO)}`.")
         for name in MEASURES:
             rows = measured[(measured["model"] == kind) & (measured["measure"] == name)]

@@ -20,16 +20,42 @@ def run_workflow(
     `extra` appended to the Snakemake command line, its output into `output` (a file; the
     console if None)."""
     (directory / "config").mkdir(parents=True, exist_ok=True)
-    (directory / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    (directory / "config" / "config.yaml").write_text(yaml.safe_dump(with_sources_found(config)))
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow/Snakefile")]
     command += ["--directory", str(directory), "--cores", str(cores), "--quiet", "rules"]
     command += list(extra)
     subprocess.run(command, check=True, stdout=output, stderr=subprocess.STDOUT if output else None)
 
 
+def with_sources_found(config: dict) -> dict:
+    """`config` with each model's relative local ``source`` (a shipped config's
+    ``./resources/...``, relative to the checkout) made absolute, since the workflow runs
+    in a directory of its own; packages and hub names are left as they are."""
+    models = {}
+    for name, model in (config.get("models") or {}).items():
+        source = str(model.get("source", ""))
+        if source.startswith(("./", "../")) and (REPO / source).exists():
+            model = model | {"source": str((REPO / source).resolve())}
+        models[name] = model
+    return config | {"models": models} if models else config
+
+
 def benchmark_seconds(path: Path) -> float:
     """Wall seconds of the job a Snakemake ``benchmark:`` file records (its first column)."""
     return float(path.read_text().splitlines()[1].split("\t")[0])
+
+
+def job_times(directory: Path) -> str:
+    """The wall seconds of a run's jobs (``benchmarks/`` of `directory`) as Markdown:
+    each extraction and geometry job, the measure jobs summed per model."""
+    rows = {}
+    for path in sorted((directory / "benchmarks").rglob("*.tsv")):
+        parts = path.relative_to(directory / "benchmarks").with_suffix("").parts
+        job = f"{parts[0]} {parts[1]} (every layer)" if parts[0] == "measures" else "/".join(parts)
+        rows[job] = rows.get(job, 0.0) + benchmark_seconds(path)
+    lines = ["| job | seconds |", "|---|---:|"]
+    lines += [f"| {job} | {seconds:.0f} |" for job, seconds in rows.items()]
+    return "\n".join(lines)
 
 
 def write_report(path: Path, sections: list[str]) -> None:

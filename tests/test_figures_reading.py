@@ -395,9 +395,11 @@ def test_positions_draw_the_special_tokens_beside_the_words(drawn):
 
 
 def test_the_alignment_figure_outlines_each_best_match_and_scales_each_panel(drawn):
-    """Between two models, each row's best match is outlined (the largest similarity, the
-    smallest distance) and its value stays written; every panel has its colour bar, a
-    distance's saying its scale runs the other way."""
+    """Every model's layers in one heatmap per measure, a block per pair: a pair computed
+    once fills both its blocks, a pair not computed stays blank (NaN, no value written);
+    in each block of two models each row's best match is outlined (the largest
+    similarity, the smallest distance) and its value stays written; every panel has its
+    colour bar, a distance's saying its scale runs the other way."""
     from contextuality.geometry.alignment import ALIGNMENT_COLUMNS
     from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 
@@ -415,17 +417,26 @@ def test_the_alignment_figure_outlines_each_best_match_and_scales_each_panel(dra
     alignment.plot_alignment(table, [])
     (figure,) = drawn
     panels = [axes for axes in figure.axes if axes.get_label() != "<colorbar>"]
+    panels = [axes for axes in panels if axes.get_visible()]
     bars = [axes for axes in figure.axes if axes.get_label() == "<colorbar>"]
     assert len(panels) == len(bars) == len(alignment.PANELS)
     for panel, bar, record in zip(panels, bars, alignment.PANELS, strict=True):
         grid = table.pivot(index="layer_a", columns="layer_b", values=record.name).to_numpy()
+        shown = panel.get_images()[0].get_array()
+        assert np.allclose(shown[:3, 3:], grid) and np.allclose(shown[3:, :3], grid.T)
+        assert shown.mask[:3, :3].all() and shown.mask[3:, 3:].all()  # not computed: blank
         best = grid.argmin(axis=1) if record.distance else grid.argmax(axis=1)
+        best_back = grid.argmin(axis=0) if record.distance else grid.argmax(axis=0)
         outlined = sorted(
             (round(patch.get_y() + 0.5), round(patch.get_x() + 0.5)) for patch in panel.patches
         )
-        assert outlined == list(enumerate(best)), record.name
-        assert len(panel.texts) == grid.size  # every value still written
+        expected = [(row, 3 + column) for row, column in enumerate(best)]
+        expected += [(3 + row, column) for row, column in enumerate(best_back)]
+        assert outlined == sorted(expected), record.name
+        assert len(panel.texts) == 2 * grid.size  # every value written, none where blank
         assert ("reversed" in bar.get_ylabel()) == record.distance, record.name
+        ticks = [tick.get_text() for tick in panel.get_yticklabels()]
+        assert ticks == ["a 0", "1", "2", "b 0", "1", "2", "3"]
 
 
 def test_a_model_s_heatmap_holds_its_layers_against_the_word_baselines(drawn):
@@ -446,10 +457,44 @@ def test_a_model_s_heatmap_holds_its_layers_against_the_word_baselines(drawn):
     alignment.plot_alignment(pd.DataFrame(rows, columns=ALIGNMENT_COLUMNS), [])
     (figure,) = drawn
     panel = figure.axes[0]
-    assert [tick.get_text() for tick in panel.get_xticklabels()] == ["0", "1", "word", "word+pos"]
+    ticks = [tick.get_text() for tick in panel.get_xticklabels()]
+    assert ticks == ["m 0", "1", "word", "word+pos"]
     assert sorted(text.get_text() for text in panel.texts).count("0.30") == 4
     assert not panel.patches  # nothing outlined within one model
     assert any(line.get_xdata()[0] == 1.5 for line in panel.lines)  # the rule
+
+
+def test_the_cka_figure_is_one_heatmap_per_set_of_occurrences_for_any_number_of_models(
+    drawn,
+):
+    """Five models (every pair computed once) make two panels, not a panel per pair:
+    every model's layers down and across, each pair's values in both its blocks."""
+    from contextuality.figures.geometry import plot_cka
+
+    models = {"a": 2, "b": 3, "c": 2, "d": 1, "e": 2}
+    names = list(models)
+    rows = []
+    for index, left in enumerate(names):
+        for right in names[index:]:
+            for layer_a in range(models[left]):
+                for layer_b in range(models[right]):
+                    for kind in ("all", "position>0"):
+                        value = 0.1 * (index + 1) + 0.01 * (layer_a + layer_b) + 0.001
+                        rows.append(
+                            {"model_a": left, "layer_a": layer_a, "model_b": right}
+                            | {"layer_b": layer_b, "occurrences": kind, "cka": value}
+                            | {"sampled": True, "n_rows": 9}
+                        )
+    table = pd.DataFrame(rows)
+    plot_cka(table, [])
+    (figure,) = drawn
+    panels = [axes for axes in figure.axes if axes.get_label() != "<colorbar>"]
+    assert len(panels) == 2
+    shown = panels[0].get_images()[0].get_array()
+    assert shown.shape == (10, 10) and not np.ma.getmaskarray(shown).any()
+    assert np.allclose(shown, shown.T)
+    assert shown[2 + 1, 0] == pytest.approx(0.1 + 0.01 + 0.001)  # b 1 × a 0, from a × b
+    _text_inside_the_canvas(figure)
 
 
 def _text_inside_the_canvas(figure) -> None:
@@ -466,8 +511,9 @@ def test_the_best_layers_figure_draws_each_match_with_its_interval_and_the_null_
     drawn,
 ):
     """A panel per measure and direction; each layer's best match drawn with its interval
-    (an error bar from low to high), its layer written above it, hollow where it stays best
-    in under half the draws; the critical value of choosing drawn as a line."""
+    (a bar from low to high), its layer written above it, hollow where it stays best
+    in under half the draws; the critical value of choosing drawn as a line. Less the
+    bootstrap's bias an interval need not hold its value (layer 2 here): still drawn."""
     from contextuality.geometry.best_layers import BEST_LAYER_COLUMNS
 
     rows = []
@@ -483,7 +529,7 @@ def test_the_best_layers_figure_draws_each_match_with_its_interval_and_the_null_
                         "occurrences": "all",
                         "measure": record.name,
                         "best_layer": (layer + 1) % 3,
-                        "value": 0.5,
+                        "value": 0.75 if layer == 2 else 0.5,
                         "low": 0.4,
                         "high": 0.7,
                         "null": 0.05,

@@ -36,6 +36,7 @@ from contextuality.figures.specs import (
     RECORD_FIGURES,
     SWEEP_FIGURE,
 )
+from contextuality.geometry.baselines import BASELINES
 from contextuality.measures import registry
 from contextuality.provenance import sha256_file
 from contextuality.schema import with_defaults
@@ -452,7 +453,8 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     figure_names |= set(DEGENERATION_FIGURES) | set(GEOMETRY_FIGURES)
     series = {SWEEP_FIGURE, FAMILY_FIGURE, ABLATION_FIGURE}  # for a sweep, family, ablation
     assert {path.stem for path in captions} == figure_names | series
-    not_drawn = {"geometry_transforms"}  # drawn where the geometry runs under a correction
+    # drawn where the geometry runs under a correction, and where two models are compared
+    not_drawn = {"geometry_transforms", "best_layers"}
     if not RECORD_FIGURES:  # the caption of a record's own figure, where a record has one
         not_drawn.add(RECORD_FIGURE_CAPTION)
     for caption in captions:  # each figure's own caption, its title in bold
@@ -717,6 +719,9 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
             assert (tmp_path / f"results/figures/{figure}.{extension}").stat().st_size > 0
     cka = pd.read_csv(tmp_path / "results/tables/alignment.tsv", sep="\t")
     between = cka[cka["model_a"] != cka["model_b"]]
+    words = between["model_b"].isin(BASELINES)  # every model against the word baselines
+    assert set(between.loc[words, "model_a"]) == {"gpt2.step0", "gpt2.step10", "bert"}
+    between = between[~words]
     assert set(zip(between["model_a"], between["model_b"], strict=True)) == {
         ("gpt2.step0", "gpt2.step10"),
         ("bert", "gpt2.step0"),  # the config file lists its models alphabetically

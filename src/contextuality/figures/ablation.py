@@ -9,7 +9,13 @@ import os
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from contextuality.figures.paper import labelled_panels, plt, save_figure
+from contextuality.figures.paper import (
+    labelled_panels,
+    layer_axis_label,
+    plt,
+    save_figure,
+    with_gaps,
+)
 from contextuality.geometry.alignment_catalogue import alignment_measure
 
 # The measures drawn from the measures table: (measure, column, axis label).
@@ -51,11 +57,13 @@ def plot_ablation(
     )
     axes = list(axes[0])
     for panel, (measure, column, label) in zip(axes, panels, strict=False):
+        measured = rows[rows["measure"] == measure]
         for model, style in ((base, "-"), (ablated, "--")):
-            line = rows[(rows["measure"] == measure) & (rows["model"] == model)]
+            line = measured[measured["model"] == model]
             if model == ablated:  # before the block the two are one model: drawn once
                 line = line[line["layer"] >= block]
-            line = line.sort_values("layer")
+            # broken at a layer the other has and this one lacks, not drawn across it
+            line = with_gaps(line.sort_values("layer"), ["layer", column], measured["layer"])
             panel.plot(line["layer"], line[column], style, marker="o", markersize=3, label=model)
         panel.set_ylabel(label)
     if pair is not None:
@@ -72,7 +80,7 @@ def plot_ablation(
         panel.set_ylim(-0.05, 1.05)
     for panel in axes:
         panel.axvline(block, color="grey", linestyle=":", linewidth=1)
-        panel.set_xlabel("layer")
+        panel.set_xlabel(layer_axis_label())
         panel.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers
         panel.grid(alpha=0.3)
         panel.legend(fontsize=7)

@@ -10,12 +10,16 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
+from contextuality.figures.blocks import draw_blocks, layer_blocks
 from contextuality.figures.paper import (
     label_cells,
+    layer_axis_label,
     layer_colours,
+    layers_of_depth,
     log_scale_if_wide,
     plt,
     save_figure,
+    with_gaps,
 )
 from contextuality.geometry.alignment_catalogue import alignment_measure
 from contextuality.measures.registry import axis_label
@@ -23,42 +27,34 @@ from contextuality.transforms.fitting import TRANSFORMS
 
 
 def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str = "") -> None:
-    """A heatmap of CKA (0 to 1) per pair of models in `table` (`steps.geometry.ALIGNMENT_COLUMNS`)
-    and per set of occurrences (a row of panels each: every occurrence, those past each
-    sentence's first word), the first model's layers down, the second's across, values
-    written in the cells when there are few enough to read."""
-    pairs = list(dict.fromkeys(zip(table["model_a"], table["model_b"], strict=True)))
+    """Linear CKA (0 to 1) of `table` (`geometry.alignment.ALIGNMENT_COLUMNS`, no word
+    baselines) as one heatmap per set of occurrences (every occurrence, those past each
+    sentence's first word), every model's layers down and across
+    (`figures.blocks.layer_blocks`), values written in the cells when there are few
+    enough to read."""
     kinds = list(dict.fromkeys(table["occurrences"]))
+    first = layer_blocks(table, "cka") if len(table) else None
+    side = max(3.8, 0.16 * (first.size if first else 0) + 1.6)
     figure, axes = plt.subplots(
-        len(kinds),
-        len(pairs),
-        figsize=(4.2 * len(pairs), 3.8 * len(kinds)),
+        1,
+        max(1, len(kinds)),
+        figsize=(side * max(1, len(kinds)) + 1.0, side),
         layout="constrained",
         squeeze=False,
     )
     image = None
-    panels = [
-        (panel, pair, kind)
-        for row, kind in zip(axes, kinds, strict=True)
-        for panel, pair in zip(row, pairs, strict=True)
-    ]
-    for panel, (left, right), kind in panels:
-        rows = table[
-            (table["model_a"] == left)
-            & (table["model_b"] == right)
-            & (table["occurrences"] == kind)
-        ]
-        grid = rows.pivot(index="layer_a", columns="layer_b", values="cka")
-        image = panel.imshow(grid.to_numpy(), vmin=0, vmax=1, cmap="viridis", origin="lower")
-        panel.set_xticks(range(grid.shape[1]), grid.columns)
-        panel.set_yticks(range(grid.shape[0]), grid.index)
-        panel.set_xlabel(f"{right} layer")
-        panel.set_ylabel(f"{left} layer")
+    for panel, kind in zip(axes[0], kinds, strict=False):
+        rows = table[table["occurrences"] == kind]
+        blocks = layer_blocks(rows, "cka")
+        image = draw_blocks(panel, blocks, (0, 1), "viridis")
         sample = "every row" if not rows["sampled"].any() else f"{rows['n_rows'].iloc[0]:,} rows"
         which = "every occurrence" if kind == "all" else "past the first word"
-        panel.set_title(f"{left} × {right}\n{which}, {sample}", fontsize=9)
-        label_cells(panel, grid.to_numpy(), bright_above=0.6, limit=196)
-    figure.colorbar(image, ax=axes.ravel().tolist(), label="linear CKA", shrink=0.9)
+        panel.set_title(f"{which}, {sample}", fontsize=9)
+        panel.set_xlabel("layer (0: embedding output)", fontsize=8)
+        panel.set_ylabel("layer (0: embedding output)", fontsize=8)
+        label_cells(panel, blocks.values, bright_above=0.6, limit=196)
+    if image is not None:
+        figure.colorbar(image, ax=axes.ravel().tolist(), label="linear CKA", shrink=0.9)
     figure.suptitle("Similarity between layers (linear CKA)")
     save_figure(figure, outputs, source)
 
@@ -123,8 +119,12 @@ def plot_geometry_transforms(
                         & (measures["measure"] == column)
                         & (measures["transform"] == transform)
                     ].sort_values("layer")
+                    if not len(line):
+                        continue
+                    columns = ["layer", "raw", *({"raw_low", "raw_high"} & set(line))]
+                    line = with_gaps(line, sorted(columns), layers_of_depth(measures, line))
                     x, y = line["layer"], line["raw"]
-                    if {"raw_low", "raw_high"} <= set(line):
+                    if "raw_low" in line:
                         panel.fill_between(
                             x, line["raw_low"], line["raw_high"], color=colour, alpha=0.15, lw=0
                         )
@@ -135,7 +135,7 @@ def plot_geometry_transforms(
                 panel.plot(x, y, "o-", color=colour, markersize=3, label=transform)
             panel.set_title(f"{model}: {label}", fontsize=9)
             panel.set_ylabel(label)
-            panel.set_xlabel("layer")
+            panel.set_xlabel(layer_axis_label())
             panel.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers
             panel.grid(alpha=0.3)
         panels[-1].legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))

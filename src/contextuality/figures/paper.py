@@ -51,29 +51,29 @@ def plot_figure(
     figure, axes = plt.subplots(figsize=(5.0, 3.6), layout="constrained")
     colors = {model: f"C{k}" for k, model in enumerate(sorted(rows["model"].unique()))}
     valueless = set(colors)
-    for series in spec.series:
+    for marker, series in zip(SERIES_MARKERS, spec.series, strict=False):
         selected = rows[rows["measure"] == series.measure]
         for model, group in selected.groupby("model", sort=True):
             group = group.sort_values("layer")
             if group[spec.column].isna().all():
                 continue
             valueless.discard(model)
-            layers = _layers_of_depth(rows, group)
+            layers = layers_of_depth(rows, group)
             line = with_gaps(group, [x_column, spec.column], layers)
             axes.plot(
                 line[x_column],
                 line[spec.column],
                 series.linestyle,
                 color=colors[model],
-                marker="o",
-                markersize=3.5,
+                marker=marker,
+                markersize=3.5 if marker == "o" else 5,
                 label=f"{model}{series.label}",
             )
             if spec.spearman:
                 low, high = spearman_interval(group[spec.column], group["n"], SPEARMAN_LEVEL)
                 group = group.assign(**{f"{spec.column}_low": low, f"{spec.column}_high": high})
             _band(axes, group, x_column, spec.column, colors[model], layers)
-    axes.set_xlabel("layer / number of layers" if relative_layers else "layer")
+    axes.set_xlabel(layer_axis_label(relative_layers))
     axes.set_ylabel(spec.ylabel)
     axes.set_title(spec.title)
     if not relative_layers and len(rows):
@@ -97,11 +97,20 @@ def plot_figure(
     save_figure(figure, outputs, source)
 
 
+def layer_axis_label(relative_layers: bool = False) -> str:
+    """The label of an axis of layers: layer 0 is the embedding output, not a block's."""
+    return f"{'layer / number of layers' if relative_layers else 'layer'} (0: embedding output)"
+
+
+# Each series' marker: a second estimator drawn over the first (the paper's beside the
+# exact one) stays visible where the two coincide.
+SERIES_MARKERS = ("o", "x", "+")
+
 # Legend entries a figure of the measures holds inside its axes; more go beside them.
 LEGEND_INSIDE = 4
 
 
-def _layers_of_depth(rows: pd.DataFrame, group: pd.DataFrame) -> np.ndarray:
+def layers_of_depth(rows: pd.DataFrame, group: pd.DataFrame) -> np.ndarray:
     """The layers that the models of `group`'s depth have in `rows` (of every model where
     the table does not say a depth)."""
     if "n_layers" not in rows:
@@ -185,9 +194,13 @@ def plot_transforms(
             chosen = table[(table["model"] == model) & (table["measure"] == measure)]
             for k, transform in enumerate(transforms):
                 group = chosen[chosen["transform"] == transform].sort_values("layer")
+                if not len(group):
+                    continue
+                layers = layers_of_depth(table, group)
+                line = with_gaps(group, [x_column, column], layers)
                 panel.plot(
-                    group[x_column],
-                    group[column],
+                    line[x_column],
+                    line[column],
                     f"{TRANSFORM_MARKERS[k % len(TRANSFORM_MARKERS)]}-",
                     color=f"C{k}",
                     markersize=6 if transform == "none" else 3,
@@ -195,11 +208,11 @@ def plot_transforms(
                     zorder=3 if transform == "none" else 2,  # never hidden under a correction
                     label=transform,
                 )
-                _band(panel, group, x_column, column, f"C{k}")
+                _band(panel, group, x_column, column, f"C{k}", layers)
             panel.axhline(0.0, color="0.5", linewidth=0.8)
             panel.set_title(f"{model}: {label}", fontsize=9)
             panel.set_ylabel(label)
-            panel.set_xlabel("layer / number of layers" if relative_layers else "layer")
+            panel.set_xlabel(layer_axis_label(relative_layers))
             panel.grid(alpha=0.3)
     axes[0][0].legend(frameon=False, title="transform")
     figure.suptitle("Corrections of the embedding space, layer by layer")
@@ -244,18 +257,29 @@ def label_cells(
     """Write each cell's value (two decimals) on a heatmap of `values` drawn on `panel`,
     in black on cells above `bright_above` (below it, for a `reversed_map`, whose bright
     end is its low values) and white on the others, when there are at most `limit` cells
-    to read."""
+    to read; a missing (NaN) cell is left blank."""
     if values.size > limit:
         return
     for (row, column), value in np.ndenumerate(values):
+        if not np.isfinite(value):
+            continue
         colour = (
             "black" if (value < bright_above if reversed_map else value > bright_above) else "white"
         )
         panel.text(column, row, f"{value:.2f}", ha="center", va="center", fontsize=6, color=colour)
 
 
+def settle_layout(figure: Any) -> None:
+    """Lay `figure` out once before its first file is drawn: constrained layout moves the
+    panels again on a later draw where square heatmaps take their room, and a file drawn
+    first would keep text cut at an edge."""
+    figure.draw_without_rendering()
+
+
 def save_figure(figure: Any, outputs: list[str | os.PathLike], source: str) -> None:
-    """Write `figure` in each output's format, with provenance in its metadata, and close it."""
+    """Write `figure` in each output's format (`settle_layout` first), with provenance in
+    its metadata, and close it."""
+    settle_layout(figure)
     for output in outputs:
         with atomic_path(output) as temporary:
             figure.savefig(
@@ -277,13 +301,15 @@ def plot_reference(comparison: pd.DataFrame, model: str, outputs: list[str | os.
         layout="constrained",
         squeeze=False,
     )
+    layers = comparison["layer"].unique()
     for panel, statistic in zip(axes[0], statistics, strict=False):
         rows = comparison[comparison["statistic"] == statistic].sort_values("layer")
-        panel.plot(rows["layer"], rows["published"], "s--", color="0.4", label="published")
-        panel.plot(rows["layer"], rows["ours"], "o-", color="C0", label="this run")
+        line = with_gaps(rows, ["layer", "published", "ours"], layers)
+        panel.plot(line["layer"], line["published"], "s--", color="0.4", label="published")
+        panel.plot(line["layer"], line["ours"], "o-", color="C0", label="this run")
         panel.set_title(statistic, fontsize=8)
         panel.set_xticks(rows["layer"].unique())
-        panel.set_xlabel("layer")
+        panel.set_xlabel(layer_axis_label())
         panel.grid(alpha=0.3)
     axes[0][0].legend(frameon=False)
     figure.suptitle(f"{model}: this run against Ethayarajh (2019)'s published values")

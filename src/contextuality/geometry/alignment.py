@@ -283,7 +283,7 @@ def measure_grids(
     return grids
 
 
-def _stacked(grids: list[dict[str, np.ndarray]], like: dict[str, np.ndarray]):
+def _by_measure(grids: list[dict[str, np.ndarray]], like: dict[str, np.ndarray]):
     """Grids of each resample stacked by measure (resamples × …; none: 0 × …)."""
     return {
         name: np.stack([found[name] for found in grids]) if grids else np.empty((0, *grid.shape))
@@ -318,7 +318,7 @@ def resampled_alignment(
         draws.append(measure_grids(left, right, rows, searched, weights=counts))
         _progress("bootstrap draw", count, alignment.bootstrap)
     return ResampledAlignment(
-        values, _stacked(nulls, values), _stacked(draws, values), alignment.k, len(rows)
+        values, _by_measure(nulls, values), _by_measure(draws, values), alignment.k, len(rows)
     )
 
 

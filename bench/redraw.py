@@ -1,0 +1,53 @@
+"""Draw a results file's alignment figures again from its committed tables, after a change
+to the figures: ``bench/results/<name>-alignment.tsv`` gives ``<name>-alignment.png`` and
+``<name>-cka.png``, and ``<name>-best_layers.tsv`` ``<name>-best_layers.png`` (each where
+the figure was there before and its table has what it draws), measuring nothing.
+
+    python bench/redraw.py instruments geometry-families
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from contextuality.figures.alignment import plot_alignment
+from contextuality.figures.best_layers import plot_best_layers
+from contextuality.figures.geometry import plot_cka
+from contextuality.geometry.baselines import without_baselines
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def redraw(results: Path, name: str) -> list[Path]:
+    """The figures of `name` drawn again from ``<results>/<name>-alignment.tsv`` (the
+    untransformed rows); the paths written."""
+    table = pd.read_csv(results / f"{name}-alignment.tsv", sep="\t", comment="#")
+    if "transform" in table:
+        table = table[table["transform"] == "none"]
+    written = [results / f"{name}-alignment.png"]
+    plot_alignment(table, written)
+    if (results / f"{name}-cka.png").is_file():
+        written.append(results / f"{name}-cka.png")
+        plot_cka(without_baselines(table), written[-1:])
+    best = results / f"{name}-best_layers.tsv"
+    if (results / f"{name}-best_layers.png").is_file() and best.is_file():
+        written.append(results / f"{name}-best_layers.png")
+        plot_best_layers(pd.read_csv(best, sep="\t", comment="#"), table, written[-1:])
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="+", help="results prefixes, e.g. instruments")
+    parser.add_argument("--results", type=Path, default=REPO / "bench" / "results")
+    args = parser.parse_args()
+    for name in args.names:
+        for path in redraw(args.results, name):
+            print(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
+
+
+if __name__ == "__main__":
+    main()
