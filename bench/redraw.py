@@ -1,9 +1,12 @@
 """Draw a results file's alignment figures again from its committed tables, after a change
 to the figures: ``bench/results/<name>-alignment.tsv`` gives ``<name>-alignment.png`` and
 ``<name>-cka.png``, and ``<name>-best_layers.tsv`` ``<name>-best_layers.png`` (each where
-the figure was there before and its table has what it draws), measuring nothing.
+the figure was there before and its table has what it draws), measuring nothing; with
+``--ablation BASE ABLATED BLOCK``, ``<name>-ablation-<ABLATED>.png`` from
+``<name>-measures.tsv`` and the alignment table (the panels of the measures it holds).
 
     python bench/redraw.py instruments geometry-families
+    python bench/redraw.py instruments --ablation smollm2 smollm2-zeroed 12
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from contextuality.figures.ablation import plot_ablation
 from contextuality.figures.alignment import plot_alignment
 from contextuality.figures.best_layers import plot_best_layers
 from contextuality.figures.geometry import plot_cka
@@ -39,13 +43,40 @@ def redraw(results: Path, name: str) -> list[Path]:
     return written
 
 
+def redraw_ablation(results: Path, name: str, base: str, ablated: str, block: int) -> Path:
+    """``<name>-ablation-<ablated>.png`` drawn again from `name`'s measures and alignment
+    tables; its path."""
+    measures = pd.read_csv(results / f"{name}-measures.tsv", sep="\t", comment="#")
+    alignment = pd.read_csv(results / f"{name}-alignment.tsv", sep="\t", comment="#")
+    if "transform" in alignment:
+        alignment = alignment[alignment["transform"] == "none"]
+    path = results / f"{name}-ablation-{ablated}.png"
+    plot_ablation(measures, alignment, base, ablated, block, [path])
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="+", help="results prefixes, e.g. instruments")
     parser.add_argument("--results", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument(
+        "--ablation",
+        nargs=3,
+        action="append",
+        default=[],
+        metavar=("BASE", "ABLATED", "BLOCK"),
+        help="draw the ablation figure of ABLATED (BASE with BLOCK's output ablated) only",
+    )
     args = parser.parse_args()
     for name in args.names:
-        for path in redraw(args.results, name):
+        if args.ablation:
+            written = [
+                redraw_ablation(args.results, name, base, ablated, int(block))
+                for base, ablated, block in args.ablation
+            ]
+        else:
+            written = redraw(args.results, name)
+        for path in written:
             print(path.relative_to(REPO) if path.is_relative_to(REPO) else path)
 
 

@@ -372,7 +372,7 @@ def test_the_figure_fits_a_page(draw, name):
 # The quantity on an axis is the layer where "layer" is its label's first word, or its
 # second after a model's name: "layer", "layer / number of layers", "smollm2 layer (…)".
 # Labels naming a value of a pair of layers are left alone: "linear CKA with the previous
-# layer" (plot_geometry_transforms), "alignment of layer L of both" (plot_ablation); so is
+# layer" (plot_geometry_transforms), "alignment at the same layer" (plot_ablation); so is
 # a panel titled "layer 3" (plot_norm_by_rank, plot_cone), a title and not an axis.
 LAYER_AXIS = re.compile(r"^(?:\S+ )?layers?\b")
 

@@ -68,15 +68,20 @@ def plot_ablation(
         panel.set_ylabel(label)
     if pair is not None:
         panel = axes[-1]
-        for column, style, label in (
-            ("cka", "-", alignment_measure("cka").label),
-            ("cka_debiased", "--", alignment_measure("cka_debiased").label),
-            ("mutual_knn", "-.", alignment_measure("mutual_knn").label),
-            ("null_cka", ":", "CKA's null (rows paired at random)"),
-        ):
-            panel.plot(pair["layer_a"], pair[column], style, marker="o", markersize=3, label=label)
+        columns = {
+            "cka": ("-", alignment_measure("cka").label),
+            "cka_debiased": ("--", alignment_measure("cka_debiased").label),
+            "mutual_knn": ("-.", alignment_measure("mutual_knn").label),
+            "null_cka": (":", "CKA's null (rows paired at random)"),
+        }
+        base_layers = measures.loc[measures["model"] == base, "layer"].unique()
+        line = with_gaps(
+            pair.rename(columns={"layer_a": "layer"}), ["layer", *columns], base_layers
+        )
+        for column, (style, label) in columns.items():
+            panel.plot(line["layer"], line[column], style, marker="o", markersize=3, label=label)
         rows = int(pair["n_rows"].iloc[0])
-        panel.set_ylabel(f"alignment of layer L of both ({rows:,} rows)")
+        panel.set_ylabel(f"alignment at the same layer ({rows:,} rows)", fontsize=9)
         panel.set_ylim(-0.05, 1.05)
     for panel in axes:
         panel.axvline(block, color="grey", linestyle=":", linewidth=1)
