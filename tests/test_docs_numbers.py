@@ -8,6 +8,7 @@ import subprocess
 from itertools import pairwise
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -442,6 +443,22 @@ def test_the_sensitivity_of_the_best_matches_quoted_in_the_instruments_page():
     assert (late == [9, 9, 9, 12, 15, 18]).all().all()
     spread = table[table["sample_size"] == 10_000].groupby(["k", "layer_a", "layer_b"])
     assert spread["mutual_knn"].std().max() == pytest.approx(0.0056, abs=5e-5)
+    # The margin of each block's best match over its second best, on the seeds' mean.
+    chosen = table[(table["sample_size"] == 10_000) & (table["k"] == 10)]
+    values = chosen.groupby(["layer_a", "layer_b"])["mutual_knn"]
+    mean, deviation = values.mean().unstack(), values.std().unstack()
+    ranked = np.sort(mean.to_numpy(), axis=1)
+    margin = pd.Series(ranked[:, -1] - ranked[:, -2], index=mean.index)
+    others = margin.drop([0, 12])
+    page = " ".join(_page("instruments.md").split())
+    assert (
+        f"the best match's margin over the second best is {others.min():.3f} to "
+        f"{others.max():.3f} for blocks 3 to 30 but block 12, where it is {margin[12]:.3f}, "
+        f"the size of one seed's standard deviation of those values "
+        f"({deviation.loc[12].max():.3f}): there Gemma-3's layers "
+        f"{mean.loc[12].nlargest(2).index.min()} and {mean.loc[12].nlargest(2).index.max()} "
+        "are tied"
+    ) in page
 
 
 def test_the_standardized_measures_quoted_in_the_instruments_page():
