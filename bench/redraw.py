@@ -25,12 +25,16 @@ from contextuality.geometry.baselines import without_baselines
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _alignment(results: Path, name: str) -> pd.DataFrame:
+    """The untransformed rows of ``<results>/<name>-alignment.tsv``."""
+    table = pd.read_csv(results / f"{name}-alignment.tsv", sep="\t", comment="#")
+    return table[table["transform"] == "none"] if "transform" in table else table
+
+
 def redraw(results: Path, name: str) -> list[Path]:
     """The figures of `name` drawn again from ``<results>/<name>-alignment.tsv`` (the
     untransformed rows); the paths written."""
-    table = pd.read_csv(results / f"{name}-alignment.tsv", sep="\t", comment="#")
-    if "transform" in table:
-        table = table[table["transform"] == "none"]
+    table = _alignment(results, name)
     written = [results / f"{name}-alignment.png"]
     plot_alignment(table, written)
     if (results / f"{name}-cka.png").is_file():
@@ -47,9 +51,7 @@ def redraw_ablation(results: Path, name: str, base: str, ablated: str, block: in
     """``<name>-ablation-<ablated>.png`` drawn again from `name`'s measures and alignment
     tables; its path."""
     measures = pd.read_csv(results / f"{name}-measures.tsv", sep="\t", comment="#")
-    alignment = pd.read_csv(results / f"{name}-alignment.tsv", sep="\t", comment="#")
-    if "transform" in alignment:
-        alignment = alignment[alignment["transform"] == "none"]
+    alignment = _alignment(results, name)
     path = results / f"{name}-ablation-{ablated}.png"
     plot_ablation(measures, alignment, base, ablated, block, [path])
     return path

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from contextuality.figures.blocks import draw_blocks, layer_blocks, outline_best
-from contextuality.figures.paper import label_cells, plt, save_figure
+from contextuality.figures.paper import label_cells, layer_axis_label, plt, save_figure
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 from contextuality.geometry.baselines import BASELINES
 
@@ -44,8 +44,8 @@ def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source
     every = table[table["occurrences"] == "all"]
     across = every[~every["model_b"].isin(BASELINES) & (every["model_a"] != every["model_b"])]
     rows_of_panels = math.ceil(len(PANELS) / PANEL_COLUMNS)
-    first = layer_blocks(every, PANELS[0].name, BASELINES)
-    side = max(3.6, 0.16 * first.values.shape[1] + 1.6)
+    grids = [layer_blocks(every, record.name, BASELINES) for record in PANELS]
+    side = max(3.6, 0.16 * grids[0].values.shape[1] + 1.6)
     figure, axes = plt.subplots(
         rows_of_panels,
         PANEL_COLUMNS,
@@ -53,8 +53,7 @@ def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source
         layout="constrained",
         squeeze=False,
     )
-    for panel, record in zip(axes.ravel(), PANELS, strict=False):
-        blocks = layer_blocks(every, record.name, BASELINES)
+    for panel, record, blocks in zip(axes.ravel(), PANELS, grids, strict=False):
         image = draw_blocks(
             panel, blocks, record.limits, "viridis_r" if record.distance else "viridis"
         )
@@ -77,8 +76,8 @@ def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source
                 title += f", critical value {critical:.3f}"
         panel.set_title(title, fontsize=8)
         then = "; then the word baselines" if blocks.extra else ""
-        panel.set_xlabel(f"layer (0: embedding output){then}", fontsize=7)
-        panel.set_ylabel("layer (0: embedding output)", fontsize=7)
+        panel.set_xlabel(f"{layer_axis_label()}{then}", fontsize=7)
+        panel.set_ylabel(layer_axis_label(), fontsize=7)
     for panel in axes.ravel()[len(PANELS) :]:
         panel.set_visible(False)
     k = int(every["k"].iloc[0]) if len(every) else 0

@@ -16,12 +16,11 @@ from matplotlib.patches import Rectangle
 @dataclass(frozen=True)
 class LayerBlocks:
     """`values`: rows = every model's layers in `models`' order, columns = the same layers
-    then one column per name of `extra` (e.g. a word baseline); `starts[m]` is the first
-    row of model m, `layers[m]` its layers in order."""
+    then one column per name of `extra` (e.g. a word baseline); `layers[m]` is model m's
+    layers in order."""
 
     models: tuple[str, ...]
     layers: dict[str, list[int]]
-    starts: dict[str, int]
     extra: tuple[str, ...]
     values: np.ndarray
 
@@ -29,6 +28,12 @@ class LayerBlocks:
     def size(self) -> int:
         """The count of layers over every model (the matrix's rows)."""
         return sum(len(layers) for layers in self.layers.values())
+
+    @property
+    def starts(self) -> dict[str, int]:
+        """The first row of each model."""
+        counts = [len(self.layers[model]) for model in self.models]
+        return dict(zip(self.models, np.cumsum([0, *counts[:-1]]).tolist(), strict=True))
 
     def labels(self) -> list[str]:
         """A tick label per row: the model's name at its first layer, the layer alone at
@@ -54,17 +59,13 @@ def layer_blocks(
         found = set(rows.loc[rows["model_a"] == model, "layer_a"])
         found |= set(rows.loc[~aside & (rows["model_b"] == model), "layer_b"])
         layers[model] = sorted(int(layer) for layer in found)
-    starts, position = {}, 0
-    for model in models:
-        starts[model] = position
-        position += len(layers[model])
+    row_of = {
+        key: row
+        for row, key in enumerate((model, layer) for model in models for layer in layers[model])
+    }
+    position = len(row_of)
     present = tuple(name for name in extra if (rows["model_b"] == name).any())
     values = np.full((position, position + len(present)), np.nan)
-    row_of = {
-        (model, layer): starts[model] + index
-        for model in models
-        for index, layer in enumerate(layers[model])
-    }
     own = rows[~aside]
     for left, layer_a, right, layer_b, value in zip(
         own["model_a"], own["layer_a"], own["model_b"], own["layer_b"], own[column], strict=True
@@ -79,7 +80,7 @@ def layer_blocks(
             named["model_a"], named["layer_a"], named[column], strict=True
         ):
             values[row_of[(left, int(layer_a))], position + offset] = value
-    return LayerBlocks(models, layers, starts, tuple(extra[name] for name in present), values)
+    return LayerBlocks(models, layers, tuple(extra[name] for name in present), values)
 
 
 def draw_blocks(panel, blocks: LayerBlocks, limits, cmap: str):
@@ -110,16 +111,16 @@ def draw_blocks(panel, blocks: LayerBlocks, limits, cmap: str):
     return image
 
 
-def outline_best(panel, blocks: LayerBlocks, closest) -> int:
+def outline_best(panel, blocks: LayerBlocks, closest) -> None:
     """Outline, in each block of two different models, each row's best match (`closest`
     of a row, NaN skipped: the largest similarity, the smallest distance); the values
-    stay readable beneath. Returns the count outlined."""
-    count = 0
+    stay readable beneath."""
+    starts = blocks.starts
     for left in blocks.models:
         for right in blocks.models:
             if left == right:
                 continue
-            top, first = blocks.starts[left], blocks.starts[right]
+            top, first = starts[left], starts[right]
             block = blocks.values[
                 top : top + len(blocks.layers[left]), first : first + len(blocks.layers[right])
             ]
@@ -137,5 +138,3 @@ def outline_best(panel, blocks: LayerBlocks, closest) -> int:
                         lw=1.0,
                     )
                 )
-                count += 1
-    return count

@@ -33,8 +33,8 @@ def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str 
     (`figures.blocks.layer_blocks`), values written in the cells when there are few
     enough to read."""
     kinds = list(dict.fromkeys(table["occurrences"]))
-    first = layer_blocks(table, "cka") if len(table) else None
-    side = max(3.8, 0.16 * (first.size if first else 0) + 1.6)
+    grids = [layer_blocks(table[table["occurrences"] == kind], "cka") for kind in kinds]
+    side = max(3.8, 0.16 * (grids[0].size if grids else 0) + 1.6)
     figure, axes = plt.subplots(
         1,
         max(1, len(kinds)),
@@ -43,21 +43,23 @@ def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str 
         squeeze=False,
     )
     image = None
-    for panel, kind in zip(axes[0], kinds, strict=False):
+    for panel, kind, blocks in zip(axes[0], kinds, grids, strict=False):
         rows = table[table["occurrences"] == kind]
-        blocks = layer_blocks(rows, "cka")
         image = draw_blocks(panel, blocks, (0, 1), "viridis")
         sample = "every row" if not rows["sampled"].any() else f"{rows['n_rows'].iloc[0]:,} rows"
         which = "every occurrence" if kind == "all" else "past the first word"
         panel.set_title(f"{which}, {sample}", fontsize=9)
-        panel.set_xlabel("layer (0: embedding output)", fontsize=8)
-        panel.set_ylabel("layer (0: embedding output)", fontsize=8)
+        panel.set_xlabel(layer_axis_label(), fontsize=8)
+        panel.set_ylabel(layer_axis_label(), fontsize=8)
         label_cells(panel, blocks.values, bright_above=0.6, limit=196)
     if image is not None:
         figure.colorbar(image, ax=axes.ravel().tolist(), label="linear CKA", shrink=0.9)
     figure.suptitle("Similarity between layers (linear CKA)")
     save_figure(figure, outputs, source)
 
+
+# A dimension line's columns: the layer, its value and, where the table has it, its interval.
+INTERVAL_COLUMNS = ("layer", "raw", "raw_low", "raw_high")
 
 # The panels of the corrections figure: (source, column, axis label); ``dimension`` rows
 # come from the measures table, the others are a layer's alignment with the previous one.
@@ -121,8 +123,10 @@ def plot_geometry_transforms(
                     ].sort_values("layer")
                     if not len(line):
                         continue
-                    columns = ["layer", "raw", *({"raw_low", "raw_high"} & set(line))]
-                    line = with_gaps(line, sorted(columns), layers_of_depth(measures, line))
+                    columns = [
+                        name for name in ("layer", "raw", "raw_low", "raw_high") if name in line
+                    ]
+                    line = with_gaps(line, columns, layers_of_depth(measures, line))
                     x, y = line["layer"], line["raw"]
                     if "raw_low" in line:
                         panel.fill_between(
