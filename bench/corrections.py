@@ -31,6 +31,18 @@ def _by_transform(table: pd.DataFrame, measure: str, column: str = "raw") -> pd.
     return wide[[name for name in TRANSFORMS if name in wide.columns]]
 
 
+def _intervals(table: pd.DataFrame, measure: str, column: str) -> pd.DataFrame:
+    """`column`'s interval of `measure` (its ``_low`` and ``_high`` columns) as text,
+    layers × transforms."""
+    rows = table[table["measure"] == measure].copy()
+    rows["interval"] = [
+        f"[{low:.4f}, {high:.4f}]"
+        for low, high in zip(rows[f"{column}_low"], rows[f"{column}_high"], strict=True)
+    ]
+    wide = rows.pivot(index="layer", columns="transform", values="interval")
+    return wide[[name for name in TRANSFORMS if name in wide.columns]]
+
+
 def _isotropy(table: pd.DataFrame, transform: str) -> pd.DataFrame:
     rows = table[table["transform"] == transform].set_index(["measure", "layer"])
 
@@ -98,6 +110,8 @@ def main() -> None:
             _markdown(_by_transform(rows, "anisotropy")),
             "## Adjusted SelfSim (exact)",
             _markdown(_by_transform(rows, "selfsim", "adjusted")),
+            "## Adjusted SelfSim: 95% interval (bootstrap over words)",
+            _markdown(_intervals(rows, "selfsim", "adjusted")),
         ]
         for transform in TRANSFORMS:
             if transform in set(rows["transform"]):

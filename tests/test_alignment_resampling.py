@@ -17,7 +17,12 @@ from contextuality.geometry.alignment import (
 from contextuality.geometry.alignment_catalogue import alignment_measure
 from contextuality.geometry.best_layers import best_matching_layers
 from contextuality.geometry.linear_cka import CrossProducts
-from contextuality.geometry.neighbours import cosine_neighbours, hsic_unbiased, mutual_knn
+from contextuality.geometry.neighbours import (
+    cknna,
+    cosine_neighbours,
+    hsic_unbiased,
+    mutual_knn,
+)
 from contextuality.geometry.resampling import (
     ResampledAlignment,
     bootstrap_interval,
@@ -79,6 +84,47 @@ def test_weighted_neighbour_measures_are_those_of_copies_never_paired_with_each_
     shares = np.asarray(found.mask.multiply(other.mask).sum(axis=1)).ravel() / 5
     assert mutual_knn(found, other, weights) == pytest.approx(shares[copies].mean())
     assert mutual_knn(found, other, np.ones(40)) == pytest.approx(mutual_knn(found, other))
+
+
+@pytest.mark.parametrize("precision", [np.float64, np.float32])
+def test_procrustes_within_one_set_is_that_of_the_set_against_a_copy(precision):
+    """Within one set of layers only the upper blocks are decomposed (the lower are their
+    transposes, a diagonal block's norm its trace): the same distances as the set against
+    a copy of itself, where every block is decomposed, and exactly 0 on the diagonal
+    (where the copy's float32 products, through arccos near 1, read up to 3e-4)."""
+    rng = np.random.default_rng(8)
+    layers = _related_layers(rng, 70, 3, 6)
+    weights = rng.integers(0, 3, 70)
+    within = CrossProducts([6, 6, 6], None, precision=precision)
+    within.add(layers, None, weights)
+    against = CrossProducts([6, 6, 6], [6, 6, 6], precision=precision)
+    against.add(layers, [layer.copy() for layer in layers], weights)
+    found, decomposed = within.procrustes(), against.procrustes()
+    apart = ~np.eye(3, dtype=bool)
+    np.testing.assert_allclose(found[apart], decomposed[apart], atol=1e-7)
+    np.testing.assert_array_equal(np.diag(found), 0.0)
+    np.testing.assert_array_equal(found, found.T)
+
+
+def test_cknna_under_each_draw_scales_by_that_draw_s_own_hsic():
+    """CKNNA keeps a layer's weighted own HSIC for the last draw it was asked for: a
+    second draw (even in the same array, changed in place) gets its own, as fresh
+    neighbours do."""
+    rng = np.random.default_rng(9)
+    vectors = [rng.normal(size=(50, 5)) for _ in range(2)]
+    kept = [cosine_neighbours(layer, 4) for layer in vectors]
+    weights = rng.integers(0, 3, 50)
+    for _ in range(2):
+        fresh = [cosine_neighbours(layer, 4) for layer in vectors]
+        scale = np.sqrt(
+            np.prod([hsic_unbiased(one.own_kernel, one.own_kernel, weights) for one in fresh])
+        )
+        both = fresh[0].mask.multiply(fresh[1].mask).tocsr()
+        expected = hsic_unbiased(fresh[0].kernel(both), fresh[1].kernel(both), weights) / scale
+        assert cknna(*kept, weights) == pytest.approx(expected, rel=1e-12)
+        assert cknna(*kept, weights) == pytest.approx(cknna(*fresh, weights), rel=1e-12)
+        weights[:] = rng.integers(0, 3, 50)
+    assert cknna(*kept) == pytest.approx(cknna(*kept, np.ones(50)), rel=1e-12)
 
 
 def test_a_bootstrap_draw_takes_whole_sentences():

@@ -103,19 +103,21 @@ class CrossProducts:
         """The angular orthogonal-Procrustes distance (Williams et al. 2021) between every
         left layer (rows) and every right layer (columns), in radians: arccos ‖XᵀY‖_* of the
         centered layers X, Y scaled to Frobenius norm 1 (0 for representations equal up to
-        a rotation and a scale, π/2 at most); NaN where a layer has no variance."""
+        a rotation and a scale, π/2 at most); NaN where a layer has no variance. Within one
+        set the cross-products are symmetric: block (b, a) is block (a, b) transposed, of
+        the same singular values, and a diagonal block XᵀX has its trace for norm."""
         cross, widths, self_products = self._centered()
         scales = [np.array([np.trace(block) for block in products]) for products in self_products]
         left_edges, right_edges = (np.concatenate([[0], np.cumsum(side)]) for side in widths)
-        nuclear = np.array(
-            [
-                [
-                    _nuclear_norm(cross[top:bottom, start:stop], self._precision)
-                    for start, stop in _spans(right_edges)
-                ]
-                for top, bottom in _spans(left_edges)
-            ]
-        )
+        nuclear = np.empty((len(widths[0]), len(widths[1])))
+        for a, (top, bottom) in enumerate(_spans(left_edges)):
+            for b, (start, stop) in enumerate(_spans(right_edges)):
+                if self.same and b < a:
+                    nuclear[a, b] = nuclear[b, a]
+                elif self.same and b == a:
+                    nuclear[a, b] = scales[0][a]
+                else:
+                    nuclear[a, b] = _nuclear_norm(cross[top:bottom, start:stop], self._precision)
         norms = np.sqrt(np.outer(*scales))
         with np.errstate(divide="ignore", invalid="ignore"):
             similarity = np.where(norms > 0, nuclear / norms, np.nan)

@@ -22,7 +22,7 @@ self-similarity is not positive), which moves CKNNA by up to 1e-6 / HSIC (docs/g
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -39,6 +39,8 @@ class Neighbours:
 
     indices: np.ndarray
     cosines: np.ndarray
+    # The last bootstrap draw's weights and own_hsic under them (`own_hsic_weighted`).
+    _last_draw: list = field(default_factory=list, init=False, repr=False, compare=False)
 
     @property
     def k(self) -> int:
@@ -65,6 +67,17 @@ class Neighbours:
     def own_hsic(self) -> float:
         """HSIC_u of the kernel on the neighbour pairs with itself (CKNNA's scale)."""
         return hsic_unbiased(self.own_kernel, self.own_kernel)
+
+    def own_hsic_weighted(self, weights: np.ndarray | None) -> float:
+        """`own_hsic` with row i counted ``weights[i]`` times (a bootstrap draw); the last
+        draw's value is kept, since every pair of layers in a draw asks for it."""
+        if weights is None:
+            return self.own_hsic
+        if self._last_draw and np.array_equal(self._last_draw[0], weights):
+            return self._last_draw[1]
+        value = hsic_unbiased(self.own_kernel, self.own_kernel, weights)
+        self._last_draw[:] = [np.array(weights), value]
+        return value
 
     def kernel(self, mask: sparse.csr_matrix) -> sparse.csr_matrix:
         """The cosine kernel on the pairs of `mask` (a 0/1 matrix of these pairs or fewer)."""
@@ -168,10 +181,5 @@ def cknna(left: Neighbours, right: Neighbours, weights: np.ndarray | None = None
         raise ValueError("CKNNA compares neighbours of the same rows and the same k")
     both = left.mask.multiply(right.mask).tocsr()
     between = hsic_unbiased(left.kernel(both), right.kernel(both), weights)
-    if weights is None:
-        scale = left.own_hsic * right.own_hsic
-    else:
-        scale = hsic_unbiased(left.own_kernel, left.own_kernel, weights) * hsic_unbiased(
-            right.own_kernel, right.own_kernel, weights
-        )
+    scale = left.own_hsic_weighted(weights) * right.own_hsic_weighted(weights)
     return between / np.sqrt(scale) if scale > 0 else float("nan")
