@@ -11,7 +11,10 @@ models; beside it, the run's tables its norms and alignment come from, which the
 quote (``geometry-<config>-positions.tsv``, ``geometry-<config>-alignment.tsv``,
 ``geometry-<config>-best_layers.tsv``). ``--alignment-only`` runs the workflow only as far
 as the alignment tables (the extraction and the geometry jobs, none of the measure jobs)
-and writes those tables and the alignment figure (drawn from them) alone.
+and writes those tables and the alignment figure (drawn from them) alone;
+``--no-alignment`` runs it as far as the measures and position tables (every geometry job
+but the alignment between models) and writes the report without its CKA columns, the
+intrinsic dimension and position figures drawn from those tables.
 
     python bench/geometry.py config/decoder.yaml
 """
@@ -28,10 +31,20 @@ import pandas as pd
 import yaml
 
 from contextuality.figures.alignment import plot_alignment
+from contextuality.figures.geometry import plot_positions
+from contextuality.figures.paper import plot_figure
+from contextuality.figures.specs import DIMENSION_FIGURE
+from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE
 
 from workdir import job_times, run_workflow, write_report
 
 REPO = Path(__file__).resolve().parents[1]
+# The targets of a run without the alignment between models.
+WITHOUT_ALIGNMENT = [
+    "results/tables/measures.tsv",
+    "results/tables/positions.tsv",
+    "results/figures/fig1_anisotropy.png",
+]
 
 
 def _configured(config: dict, without_first_words: bool) -> dict:
@@ -117,6 +130,12 @@ def main() -> None:
         help="fit the centering on every held-out word only (one run, not two)",
     )
     parser.add_argument(
+        "--no-alignment",
+        dest="alignment",
+        action="store_false",
+        help="run as far as the measures and position tables, without the alignment table",
+    )
+    parser.add_argument(
         "--alignment-only",
         action="store_true",
         help="run as far as the alignment tables only and write those tables alone",
@@ -137,7 +156,8 @@ def main() -> None:
     for without_first_words in settings:  # the default last: the other outputs are its
         saved = directory / f"measures.fit_without_first_words={without_first_words}.tsv"
         if not (args.reuse and saved.is_file()):
-            run_workflow(directory, _configured(config, without_first_words), args.cores)
+            targets = [] if args.alignment else ["--", *WITHOUT_ALIGNMENT]
+            run_workflow(directory, _configured(config, without_first_words), args.cores, targets)
             shutil.copyfile(directory / "results/tables/measures.tsv", saved)
         centered[without_first_words] = pd.read_csv(saved, sep="\t")
     table = centered[False]
@@ -160,25 +180,37 @@ def main() -> None:
             centered[True], "center", "anisotropy[position>0]"
         )
     positions = _kept(directory, args.out, name, "positions")
-    cka = _kept(directory, args.out, name, "alignment")
-    _kept(directory, args.out, name, "best_layers")
-    profile = pd.concat([pd.DataFrame(columns), _norms(positions), _neighbour_cka(cka)], axis=1)
-    profile = profile.rename_axis(["model", "layer"]).reset_index()
-    figures = ("cka", "alignment", "positions", "intrinsic_dimension", "fig1_anisotropy")
-    _copy_figures(directory, args.out, name, figures)
-    samples = cka["n_rows"].iloc[0]
+    parts = [pd.DataFrame(columns), _norms(positions)]
+    figures = ("positions", "intrinsic_dimension", "fig1_anisotropy")
+    tables = [f"`geometry-{name}-positions.tsv`"]
+    if args.alignment:
+        cka = _kept(directory, args.out, name, "alignment")
+        _kept(directory, args.out, name, "best_layers")
+        parts.append(_neighbour_cka(cka))
+        figures += ("cka", "alignment")
+        tables += [f"`geometry-{name}-alignment.tsv`", f"`geometry-{name}-best_layers.tsv`"]
+        _copy_figures(directory, args.out, name, figures)
+    else:
+        _copy_figures(directory, args.out, name, ("fig1_anisotropy",))
+        out = args.out / f"geometry-{name}"
+        plot_figure(table, DIMENSION_FIGURE, [f"{out}-intrinsic_dimension.png"])
+        plot_positions(positions, [f"{out}-positions.png"])
+    profile = pd.concat(parts, axis=1).rename_axis(["model", "layer"]).reset_index()
+    samples = config.get("geometry", {}).get("sample_size", GEOMETRY_SAMPLE_SIZE)
     sections = [
         f"# Layer geometry and position effects: `{args.config}`",
         f"Written by `bench/geometry.py` ({time.strftime('%Y-%m-%d')}). Intrinsic dimension: "
-        "the mean of the seeded samples' estimates (config `geometry.intrinsic_dimension`). "
+        "the value on the plateau of each estimator's curve over scale, none where the curve "
+        "has no plateau (config `geometry.intrinsic_dimension`). "
         "Anisotropy: the exact mean cosine of occurrences in different sentences, of every "
         "occurrence and of those past each sentence's first word (`[position>0]`); centered: "
         "the mean of the held-out sentences' words removed (all of them, or without each "
         "sentence's first word, `measures.transform_fit.fit_without_first_words`). Norms: the "
         "first words' mean L2 norm, and the median of the other position buckets' means. "
-        f"CKA: linear, on {samples:,} sampled occurrences. Figures beside this file: "
-        f"`geometry-{name}-*.png`; the run's tables: `geometry-{name}-positions.tsv`, "
-        f"`geometry-{name}-alignment.tsv`, `geometry-{name}-best_layers.tsv`.",
+        f"Geometry on {samples:,} sampled occurrences"
+        + (", CKA linear" if args.alignment else ", the alignment between models not run")
+        + f". Figures beside this file: `geometry-{name}-{{{','.join(figures)}}}.png`; the "
+        f"run's tables: {', '.join(tables)}.",
     ]
     for model, rows in profile.groupby("model", sort=False):
         body = rows.drop(columns="model").to_markdown(index=False, floatfmt=".3f")
