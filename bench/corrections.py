@@ -39,8 +39,7 @@ def _intervals(table: pd.DataFrame, measure: str, column: str) -> pd.DataFrame:
         f"[{low:.4f}, {high:.4f}]"
         for low, high in zip(rows[f"{column}_low"], rows[f"{column}_high"], strict=True)
     ]
-    wide = rows.pivot(index="layer", columns="transform", values="interval")
-    return wide[[name for name in TRANSFORMS if name in wide.columns]]
+    return _by_transform(rows, measure, "interval")
 
 
 def _isotropy(table: pd.DataFrame, transform: str) -> pd.DataFrame:
