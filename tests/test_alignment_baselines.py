@@ -36,6 +36,33 @@ def test_sparse_rows_give_the_values_of_the_same_rows_dense():
         word_baselines(words, positions, ("word_frequency",))
 
 
+def test_chunks_that_touch_few_words_add_up_to_the_dense_products():
+    """Rows sorted by word, added 16 at a time: each chunk touches a few of the words'
+    columns, the others untouched (only the touched ones are added to); the values are
+    those of the same chunks dense, with the sparse set on either side."""
+    rng = np.random.default_rng(1)
+    words = np.sort(rng.integers(0, 30, 120))
+    positions = rng.integers(0, 8, 120)
+    layer = rng.normal(size=(120, 6)) + np.eye(30)[words] @ rng.normal(size=(30, 6))
+    weights = rng.integers(0, 3, 120)
+    for baseline in word_baselines(words, positions).values():
+        rows = baseline.vectors[0]
+        found = []
+        for right in (rows, rows.toarray()):
+            for sides in ((layer, right), (right, layer)):
+                widths = [side.shape[1] for side in sides]
+                shift = tuple(
+                    np.zeros(side.shape[1]) if side is right else side.mean(axis=0)
+                    for side in sides
+                )
+                products = CrossProducts([widths[0]], [widths[1]], shift)
+                for start in range(0, 120, 16):
+                    chunk = slice(start, start + 16)
+                    products.add([sides[0][chunk]], [sides[1][chunk]], weights[chunk])
+                found.append([products.cka(), products.debiased_cka(), products.procrustes()])
+        np.testing.assert_allclose(np.array(found[:2]), np.array(found[2:]), atol=1e-12)
+
+
 def test_a_layer_that_knows_only_the_word_agrees_with_word_identity():
     """Each word's occurrences share one vector: their nearest neighbours are the other
     occurrences of their word in that layer and in the one-hot baseline alike (mutual

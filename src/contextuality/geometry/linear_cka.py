@@ -88,12 +88,12 @@ class CrossProducts:
         self.n_rows += stacked[0].shape[0] if weights is None else int(np.sum(weights))
         self._sums[0] += _column_sums(counted[0])
         self._sums[1] += _column_sums(counted[-1])
-        self._cross += _product(rooted[0], rooted[-1], self._precision)
+        _add_product(self._cross, rooted[0], rooted[-1], self._precision)
         self._norms.add((stacked[0], stacked[-1]), self.widths, counts)
         if self._self is not None:
             for part, products, widths in zip(rooted, self._self, self.widths, strict=True):
                 for index, block in enumerate(_blocks(part, widths)):
-                    products[index] += _product(block, block, self._precision)
+                    _add_product(products[index], block, block, self._precision)
 
     def cka(self) -> np.ndarray:
         """CKA between every left layer (rows) and every right layer (columns)."""
@@ -273,11 +273,39 @@ def _times(part, counts: np.ndarray):
     return part.multiply(counts).tocsr() if sparse.issparse(part) else part * counts
 
 
+def _add_product(total: np.ndarray, left, right, precision: type[np.floating]) -> None:
+    """Add leftᵀ right to `total` in place, multiplied in `precision` (sparse as given).
+    Where a side is sparse (a word baseline's one-hot rows), only its columns that the
+    chunk's rows touch are added to: a chunk of 1,024 rows touches at most 1,024 of a
+    vocabulary's thousands of columns, and adding each chunk's whole (features × vocabulary)
+    product took more time than the products themselves."""
+    if not (sparse.issparse(left) or sparse.issparse(right)):
+        total += _product(left, right, precision)
+        return
+    touched = [_touched_columns(side) for side in (left, right)]
+    chosen = [
+        side if columns is None else side[:, columns]
+        for side, columns in zip((left, right), touched, strict=True)
+    ]
+    found = chosen[0].T @ chosen[1]
+    found = found.toarray() if sparse.issparse(found) else np.asarray(found)
+    rows, columns = (slice(None) if index is None else index for index in touched)
+    if isinstance(rows, slice) or isinstance(columns, slice):
+        total[rows, columns] += found
+    else:
+        total[np.ix_(rows, columns)] += found
+
+
+def _touched_columns(part) -> np.ndarray | None:
+    """The columns of a sparse `part` that hold a nonzero, in order; None for a dense one
+    (every column)."""
+    if not sparse.issparse(part):
+        return None
+    return np.unique(sparse.csr_matrix(part).indices)
+
+
 def _product(left, right, precision: type[np.floating]) -> np.ndarray:
-    """leftᵀ right as a dense float64 array, multiplied in `precision` (sparse as given)."""
-    if sparse.issparse(left) or sparse.issparse(right):
-        found = left.T @ right
-        return found.toarray() if sparse.issparse(found) else np.asarray(found)
+    """leftᵀ right of two dense arrays as a float64 array, multiplied in `precision`."""
     left_rows = np.ascontiguousarray(left, dtype=precision)
     right_rows = left_rows if right is left else np.ascontiguousarray(right, dtype=precision)
     return left_rows.T @ right_rows
