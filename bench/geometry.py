@@ -14,7 +14,12 @@ as the alignment tables (the extraction and the geometry jobs, none of the measu
 and writes those tables and the alignment figure (drawn from them) alone;
 ``--no-alignment`` runs it as far as the measures and position tables (every geometry job
 but the alignment between models) and writes the report without its CKA columns, the
-intrinsic dimension and position figures drawn from those tables.
+intrinsic dimension and position figures drawn from those tables; ``--between-models`` runs
+only the extraction and the alignment between every pair of models, then aligns each
+model's layers with the word baselines (no other layer geometry: not the alignment within a
+model) and writes ``geometry-<config>-between.tsv``, ``geometry-<config>-best_layers.tsv``
+and the alignment and best-layers figures drawn from them, with the jobs' times
+(``geometry-<config>-between.md``).
 
     python bench/geometry.py config/decoder.yaml
 """
@@ -30,11 +35,19 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from contextuality import steps
+from contextuality.corpus.index import IndexFiles
 from contextuality.figures.alignment import plot_alignment
+from contextuality.figures.best_layers import plot_best_layers
 from contextuality.figures.geometry import plot_positions
 from contextuality.figures.paper import plot_figure
 from contextuality.figures.specs import DIMENSION_FIGURE
 from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE
+from contextuality.geometry.settings import GeometrySettings
+from contextuality.schema import with_defaults
+from contextuality.workflow.config import geometry_models, geometry_settings, model_settings
+from contextuality.workflow.geometry_paths import alignment_model_pairs
+from contextuality.workflow.paths import index_directory, model_shards
 
 from workdir import job_times, run_workflow, write_report
 
@@ -66,8 +79,9 @@ def _value(table: pd.DataFrame, transform: str, measure: str, column: str = "raw
 
 def _norms(positions: pd.DataFrame) -> pd.DataFrame:
     """Per (model, layer) under ``none``: the first words' mean norm, and the median of
-    the other buckets' mean norms."""
-    rows = positions[positions["transform"] == "none"]
+    the other buckets' mean norms (the special tokens' rows, a position of their own, left
+    out)."""
+    rows = positions[(positions["transform"] == "none") & (positions["kind"] == "word position")]
     first = rows[rows["first_position"] == 0].set_index(["model", "layer"])["mean_norm"]
     later = rows[rows["first_position"] > 0].groupby(["model", "layer"])["mean_norm"].median()
     return pd.DataFrame({"first word norm": first, "later words norm": later})
@@ -107,6 +121,70 @@ def _kept(directory: Path, out: Path, name: str, table: str) -> pd.DataFrame:
     return pd.read_csv(kept, sep="\t")
 
 
+def _between_models(config: dict, directory: Path, out: Path, name: str, cores: int) -> None:
+    """Run the alignment between every pair of models alone, and write its tables, figures
+    and job times (module docstring, ``--between-models``)."""
+    pairs = alignment_model_pairs(with_defaults(copy.deepcopy(config)))
+    stems = [f"results/geometry/alignment_between_models/none/{a}~{b}" for a, b in pairs]
+    alignment_files = [f"{stem}.parquet" for stem in stems]
+    best_files = [f"{stem}.best_layers.parquet" for stem in stems]
+    # One pair at a time on every core: jobs of one thread side by side leave a core idle
+    # once fewer pairs than cores are left.
+    threads = ["--set-threads", f"alignment_between_models={cores}"]
+    run_workflow(directory, config, cores, [*threads, "--", *alignment_files, *best_files])
+    tables = directory / "results" / "tables"
+    steps.alignment_table(
+        [directory / path for path in alignment_files],
+        [directory / path for path in best_files],
+        tables / "alignment_between.tsv",
+        tables / "best_layers.tsv",
+    )
+    started = time.perf_counter()
+    baselines = _word_baselines(with_defaults(copy.deepcopy(config)), directory)
+    baseline_seconds = time.perf_counter() - started
+    alignment = pd.concat(
+        [pd.read_csv(tables / "alignment_between.tsv", sep="\t"), baselines], ignore_index=True
+    )
+    alignment.to_csv(out / f"geometry-{name}-between.tsv", sep="\t", index=False)
+    best = _kept(directory, out, name, "best_layers")
+    plot_alignment(alignment, [out / f"geometry-{name}-between-alignment.png"])
+    plot_best_layers(best, alignment, [out / f"geometry-{name}-between-best_layers.png"])
+    settings = with_defaults(copy.deepcopy(config))["geometry"]["alignment"]
+    write_report(
+        out / f"geometry-{name}-between.md",
+        [
+            f"# The alignment between models: `{name}`",
+            f"Written by `bench/geometry.py --between-models` ({time.strftime('%Y-%m-%d')}): "
+            f"every alignment measure between every layer of each pair of models on the same "
+            f"{config.get('geometry', {}).get('sample_size', GEOMETRY_SAMPLE_SIZE):,} sampled "
+            f"occurrences, with its interval from {settings['bootstrap']} bootstrap draws over "
+            f"sentences and {settings['permutations']} permutations (k = {settings['k']}); "
+            f"tables `geometry-{name}-between.tsv` and `geometry-{name}-best_layers.tsv`, "
+            f"figures `geometry-{name}-between-{{alignment,best_layers}}.png`.",
+            f"## Job times\n\nWall seconds on {cores} cores (jobs of a previous run reused "
+            "keep their first time).\n\n"
+            + job_times(directory)
+            + f"\n| word baselines (every model, this run) | {baseline_seconds:.0f} |",
+        ],
+    )
+
+
+def _word_baselines(config: dict, directory: Path) -> pd.DataFrame:
+    """Every stored model's layers aligned with the word baselines on the same sampled
+    rows (`steps.baseline_alignment`), from the shards of the run in `directory`."""
+    settings = GeometrySettings.from_config(geometry_settings(config))
+    tables = []
+    for model in geometry_models(config):
+        shards = {
+            name: [directory / path for path in paths]
+            for name, paths in model_shards(config, model).items()
+        }
+        layers = steps.ModelLayers.of_inputs(model, shards, model_settings(config, model))
+        index = IndexFiles.in_directory(directory / index_directory(config, model))
+        tables.append(steps.baseline_alignment(layers, index, settings))
+    return pd.concat(tables, ignore_index=True)
+
+
 def _copy_figures(directory: Path, out: Path, name: str, figures: tuple[str, ...]) -> None:
     """Each of the run's ``results/figures/<figure>.png`` as ``geometry-<name>-<figure>.png``."""
     for figure in figures:
@@ -136,6 +214,11 @@ def main() -> None:
         help="run as far as the measures and position tables, without the alignment table",
     )
     parser.add_argument(
+        "--between-models",
+        action="store_true",
+        help="run the alignment between every pair of models alone and write its tables",
+    )
+    parser.add_argument(
         "--alignment-only",
         action="store_true",
         help="run as far as the alignment tables only and write those tables alone",
@@ -144,6 +227,9 @@ def main() -> None:
     name = args.config.stem
     directory = REPO / "bench" / "work" / f"geometry-{name}"
     config = yaml.safe_load(args.config.read_text())
+    if args.between_models:
+        _between_models(_configured(config, False), directory, args.out, name, args.cores)
+        return
     if args.alignment_only:
         targets = ["results/tables/alignment.tsv", "results/tables/best_layers.tsv"]
         run_workflow(directory, _configured(config, False), args.cores, ["--", *targets])

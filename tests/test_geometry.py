@@ -493,6 +493,19 @@ def test_alignment_between_models_is_on_the_same_occurrences(stored, tmp_path):
         assert best.loc[("b", 0, measure), "best_depth"] == 1.0
 
 
+def test_the_word_baselines_alone_are_the_rows_the_layer_geometry_writes(stored, tmp_path):
+    """`steps.baseline_alignment` (a study of the alignment between models alone) gives
+    the word baselines' rows of `steps.layer_geometry`, to the last bit, on the same
+    sample."""
+    model_a, _, index, settings, _ = stored
+    whole = steps.layer_geometry(model_a, index, typed(settings), *outputs(tmp_path, "whole"))
+    alone = steps.baseline_alignment(model_a, index, typed(settings))
+    expected = whole[whole["model_b"] != "a"].reset_index(drop=True)
+    assert set(alone["model_b"]) == {"word_identity", "word_position"}
+    assert set(alone["occurrences"]) == {"all"}
+    pd.testing.assert_frame_equal(alone, expected)
+
+
 def test_every_cka_comes_with_its_debiased_form_and_a_permutation_null(stored, tmp_path):
     """The debiased values are those of the n × n estimator on the same rows; the null is
     both forms on rows paired at random, seeded: the same seed gives the same null, and

@@ -38,6 +38,7 @@ from contextuality.steps.geometry import (
     ModelLayers,
     alignment_between_models,
     alignment_table,
+    baseline_alignment,
     dimension_scales_table,
     layer_geometry,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "ablation_figure",
     "alignment_between_models",
     "alignment_table",
+    "baseline_alignment",
     "compare_reference",
     "context_specific_words",
     "degeneration_figures",

@@ -362,14 +362,44 @@ def layer_geometry(
     log.info("alignment between %d layers on %d rows", len(layers.vectors), len(rows))
     arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform.name)
     tables = [alignment_between((model.name, layers), None, *arguments).table]
-    baselines = word_baselines(sample.words, sample.positions, settings.alignment.baselines)
-    tables += [
-        alignment_between((model.name, layers), baseline, *arguments, ("all",)).table
-        for baseline in baselines.items()
-    ]
+    tables += _with_baselines(model.name, layers, sample, settings, transform.name)
     table = pd.concat(tables, ignore_index=True)
     write_parquet(table, alignment_output, provenance)
     return table
+
+
+def _with_baselines(
+    name: str,
+    layers: SampledLayers,
+    sample: SampleRows,
+    settings: GeometrySettings,
+    transform: str,
+) -> list[pd.DataFrame]:
+    """The alignment tables between every layer of a model and each word baseline of
+    ``geometry.alignment.baselines``, on every sampled occurrence."""
+    arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
+    baselines = word_baselines(sample.words, sample.positions, settings.alignment.baselines)
+    return [
+        alignment_between((name, layers), baseline, *arguments, ("all",)).table
+        for baseline in baselines.items()
+    ]
+
+
+def baseline_alignment(
+    model: ModelLayers,
+    index: IndexFiles,
+    settings: GeometrySettings,
+    transform: GeometryTransform = RAW,
+) -> pd.DataFrame:
+    """The alignment between every layer of `model` and each word baseline alone
+    (`ALIGNMENT_COLUMNS`), as `layer_geometry` writes it beside the alignment between the
+    layers: the baselines of a study of the alignment between models alone
+    (`bench/geometry.py --between-models`)."""
+    rows, sample = _sample(index, settings, transform)
+    layers = read_sampled_layers(model, index, rows, transform)
+    log.info("alignment of %d layers with the word baselines", len(layers.vectors))
+    tables = _with_baselines(model.name, layers, sample, settings, transform.name)
+    return pd.concat(tables, ignore_index=True)
 
 
 def alignment_between_models(
