@@ -49,7 +49,7 @@ from contextuality.workflow.config import geometry_models, geometry_settings, mo
 from contextuality.workflow.geometry_paths import alignment_model_pairs
 from contextuality.workflow.paths import index_directory, model_shards
 
-from workdir import job_times, run_workflow, write_report
+from workdir import job_times, run_workflow, with_sources_found, write_report
 
 REPO = Path(__file__).resolve().parents[1]
 # The targets of a run without the alignment between models.
@@ -140,7 +140,7 @@ def _between_models(config: dict, directory: Path, out: Path, name: str, cores: 
         tables / "best_layers.tsv",
     )
     started = time.perf_counter()
-    baselines = _word_baselines(with_defaults(copy.deepcopy(config)), directory)
+    baselines = _word_baselines(with_defaults(with_sources_found(config)), directory)
     baseline_seconds = time.perf_counter() - started
     alignment = pd.concat(
         [pd.read_csv(tables / "alignment_between.tsv", sep="\t"), baselines], ignore_index=True
@@ -158,7 +158,9 @@ def _between_models(config: dict, directory: Path, out: Path, name: str, cores: 
             f"every alignment measure between every layer of each pair of models on the same "
             f"{config.get('geometry', {}).get('sample_size', GEOMETRY_SAMPLE_SIZE):,} sampled "
             f"occurrences, with its interval from {settings['bootstrap']} bootstrap draws over "
-            f"sentences and {settings['permutations']} permutations (k = {settings['k']}); "
+            f"sentences and {settings['permutations']} permutations (k = {settings['k']}), "
+            "and each model's layers against the word baselines (rows of `model_b` "
+            f"{' and '.join(settings['baselines'])}, on every occurrence); "
             f"tables `geometry-{name}-between.tsv` and `geometry-{name}-best_layers.tsv`, "
             f"figures `geometry-{name}-between-{{alignment,best_layers}}.png`.",
             f"## Job times\n\nWall seconds on {cores} cores (jobs of a previous run reused "
@@ -171,7 +173,8 @@ def _between_models(config: dict, directory: Path, out: Path, name: str, cores: 
 
 def _word_baselines(config: dict, directory: Path) -> pd.DataFrame:
     """Every stored model's layers aligned with the word baselines on the same sampled
-    rows (`steps.baseline_alignment`), from the shards of the run in `directory`."""
+    rows (`steps.baseline_alignment`), from the shards of the run in `directory` (`config`
+    as that run was given it: local sources made absolute, defaults filled)."""
     settings = GeometrySettings.from_config(geometry_settings(config))
     tables = []
     for model in geometry_models(config):

@@ -24,14 +24,21 @@ def _cka(config: str, model_a: str, model_b: str, occurrences: str) -> pd.Series
     """Linear CKA by (layer of `model_a`, layer of `model_b`) in a geometry run's committed
     table (`bench/results/geometry-<config>-alignment.tsv`), whichever side the table puts each
     model on."""
-    table = pd.read_csv(ROOT / f"bench/results/geometry-{config}-alignment.tsv", sep="\t")
+    return _pair(f"geometry-{config}-alignment", model_a, model_b, occurrences)["cka"]
+
+
+def _pair(table_name: str, model_a: str, model_b: str, occurrences: str) -> pd.DataFrame:
+    """The rows of a committed alignment table (`bench/results/<table_name>.tsv`) between
+    `model_a` and `model_b` by (layer of `model_a`, layer of `model_b`), whichever side the
+    table puts each model on."""
+    table = pd.read_csv(ROOT / f"bench/results/{table_name}.tsv", sep="\t")
     table = table[table["occurrences"] == occurrences]
     forward = table[(table["model_a"] == model_a) & (table["model_b"] == model_b)]
     backward = table[(table["model_a"] == model_b) & (table["model_b"] == model_a)]
     backward = backward.rename(columns={"layer_a": "layer_b", "layer_b": "layer_a"})
     both = pd.concat([forward, backward]).drop_duplicates(["layer_a", "layer_b"])
-    assert not both.empty, (config, model_a, model_b, occurrences)
-    return both.set_index(["layer_a", "layer_b"])["cka"].sort_index()
+    assert not both.empty, (table_name, model_a, model_b, occurrences)
+    return both.set_index(["layer_a", "layer_b"]).sort_index()
 
 
 def _adjacent(grid: pd.Series) -> pd.Series:
@@ -136,31 +143,118 @@ def test_smollm2_layer_cka_quoted_in_the_geometry_page_is_the_decoder_run():
 
 def test_the_cka_between_families_quoted_in_the_families_page_is_the_families_run():
     """docs/families.md: past the first words, the embedding layers and MiniLM's layer 1
-    against the other models' embeddings (each pair of models' best), Gemma-3's blocks
-    against MiniLM's layers, and SmolLM2's last blocks' best match, on
-    bench/results/geometry-families-alignment.tsv."""
+    against the other models' embeddings (each pair of models' best) with their intervals,
+    Gemma-3's blocks against MiniLM's layers, SmolLM2's last layer and the width of its sink
+    blocks' intervals, on bench/results/geometry-families-between.tsv."""
+    page = _page("families.md")
     models = {"minilm": "MiniLM", "smollm2": "SmolLM2", "gemma3": "Gemma-3"}
-    grids = {(a, b): _cka("families", a, b, "position>0") for a in models for b in models if a != b}
+    between = "geometry-families-between"
+    grids = {(a, b): _pair(between, a, b, "position>0") for a in models for b in models if a != b}
+
+    def with_interval(row: pd.Series, measure: str = "cka", places: int = 2) -> str:
+        low, high = row[f"{measure}_low"], row[f"{measure}_high"]
+        return f"{row[measure]:.{places}f} ({low:.{places}f}–{high:.{places}f})"
+
     embeddings = [
-        f"of {models[b]} and {models[a]} {grids[(a, b)][(0, 0)]:.2f}"
+        f"of {models[b]} and {models[a]} {with_interval(grids[(a, b)].loc[(0, 0)])}"
         for a, b in (("gemma3", "smollm2"), ("gemma3", "minilm"), ("smollm2", "minilm"))
     ]
-    layer_1 = [grids[("minilm", other)][(1, 0)] for other in ("gemma3", "smollm2")]
-    for pair, grid in grids.items():
-        assert max(grid.idxmax()) <= 1, pair  # the embedding layers, or MiniLM's layer 1
-    gemma = grids[("gemma3", "minilm")].drop(index=0, level="layer_a")
-    last = [
-        max(_best_match(grids[("smollm2", other)])[block] for other in ("minilm", "gemma3"))
-        for block in (24, 27, 30)
+    layer_1 = [
+        with_interval(grids[("minilm", other)].loc[(1, 0)]) for other in ("gemma3", "smollm2")
     ]
+    for pair, grid in grids.items():
+        assert max(grid["cka"].idxmax()) <= 1, pair  # the embedding layers, or MiniLM's layer 1
+    gemma = grids[("gemma3", "minilm")].drop(index=0, level="layer_a")
+    gemma_width = (gemma["cka_high"] - gemma["cka_low"]).max()
+    last = grids[("smollm2", "gemma3")].loc[(30, 18)]
+    assert grids[("smollm2", "gemma3")].loc[30]["cka"].idxmax() == 18
     quoted = (
-        f"(the embedding layers {', '.join(embeddings)}; "
-        f"MiniLM's layer 1 a little more, {layer_1[0]:.2f} and {layer_1[1]:.2f}); deeper, "
-        f"Gemma-3's blocks are {gemma.min():.2f} to {gemma.max():.2f} from MiniLM's layers, "
-        f"and SmolLM2's last blocks (24 to 30) at most {min(last):.2f} to {max(last):.2f} "
-        "from any layer of the other two"
+        f"(the embedding layers {', '.join(embeddings)}; MiniLM's layer 1 a little more, "
+        f"{layer_1[0]} and {layer_1[1]}); deeper, Gemma-3's blocks are {gemma['cka'].min():.2f} "
+        f"to {gemma['cka'].max():.2f} from MiniLM's layers, each interval at most "
+        f"{gemma_width:.3f} wide, and after the final norms SmolLM2's layer 30 is "
+        f"{with_interval(last)} from Gemma-3's last"
     )
-    assert quoted in _page("families.md")
+    assert quoted in page
+    smollm2 = pd.concat([grids[("smollm2", other)] for other in ("minilm", "gemma3")])
+    blocks = smollm2.index.get_level_values("layer_a")
+    sink = smollm2[(blocks >= 12) & (blocks <= 27)]
+    others = pd.concat([smollm2[(blocks < 12) | (blocks > 27)], grids[("minilm", "gemma3")]])
+    width = sink["cka_high"] - sink["cka_low"]
+    assert f"intervals are {width.min():.3f} to {width.max():.3f} wide" in page
+    widest = grids[("smollm2", "minilm")].loc[(18, 3)]
+    assert f"(block 18 against MiniLM's layer 3: {with_interval(widest)})" in page
+    assert f"at most {(others['cka_high'] - others['cka_low']).max():.3f}" in page
+    knn = (sink["mutual_knn_high"] - sink["mutual_knn_low"]).max()
+    assert f"mutual k-NN's on the same rows at most {knn:.3f}" in page
+    census = _instruments("massive_activations").set_index(["model", "transform", "layer"])
+    sink_row = census.loc[("smollm2", "none", 12)].set_index("dimension").loc[507]
+    later = sink_row["n_occurrences"] * (1 - sink_row["share_first_word"])
+    assert round(later) == 10 and "on ten occurrences past a first" in page
+    assert f"({sink_row['n_occurrences']:,} at block 12, " in page
+
+
+def test_the_word_baselines_of_the_families_quoted_in_the_families_page():
+    """docs/families.md: the embedding layers against each other and against the word type
+    on every occurrence, SmolLM2's sink blocks against word and position, and the earlier
+    table's distance from this one, on bench/results/geometry-families-between.tsv."""
+    page = _page("families.md")
+    table = pd.read_csv(ROOT / "bench/results/geometry-families-between.tsv", sep="\t")
+    every = table[table["occurrences"] == "all"]
+
+    def value(model_a: str, layer: int, model_b: str, layer_b: int, measure: str) -> str:
+        rows = every[(every["model_a"] == model_a) & (every["model_b"] == model_b)]
+        row = rows.set_index(["layer_a", "layer_b"]).loc[(layer, layer_b)]
+        return f"{row[measure]:.3f} ({row[f'{measure}_low']:.3f}–{row[f'{measure}_high']:.3f})"
+
+    words = [value(model, 0, "word_identity", 0, "mutual_knn") for model in ("smollm2", "gemma3")]
+    quoted = (
+        f"embedding layers share {value('smollm2', 0, 'gemma3', 0, 'mutual_knn')} of their ten "
+        f"nearest neighbours, and each shares {words[0]} and {words[1]} with the one-hot word type"
+    )
+    assert quoted in page
+    assert (
+        f"the two agree {value('smollm2', 0, 'gemma3', 0, 'cka')}, each "
+        f"{value('smollm2', 0, 'word_identity', 0, 'cka')} and "
+        f"{value('gemma3', 0, 'word_identity', 0, 'cka')} with the word type"
+    ) in page
+    baselines = every[every["model_a"] == "smollm2"].set_index(["model_b", "layer_a"])
+    sink = list(range(12, 28, 3))
+    position = baselines.loc["word_position"].loc[sink, "cka_debiased"]
+    word = baselines.loc["word_identity"].loc[sink, "cka_debiased"]
+    best = pd.read_csv(ROOT / "bench/results/geometry-families-best_layers.tsv", sep="\t")
+    best = best[(best["occurrences"] == "all") & (best["measure"] == "cka_debiased")]
+    best = best[(best["model"] == "smollm2") & best["layer"].isin(sink)]
+    matches = best.groupby("other_model")["value"]
+    assert (position.min() > matches.max()).all()
+    assert (
+        f"reach a debiased CKA of {position.mean():.3f} (the word alone {word.mean():.3f}), "
+        f"above their best match in Gemma-3 ({matches.mean()['gemma3']:.3f}) or MiniLM "
+        f"({matches.mean()['minilm']:.3f})"
+    ) in page
+    assert position.max() - position.min() < 1e-3 and word.max() - word.min() < 1e-3
+    earlier = pd.read_csv(ROOT / "bench/results/geometry-families-alignment.tsv", sep="\t")
+    flipped = earlier.rename(
+        columns={
+            "model_a": "model_b",
+            "model_b": "model_a",
+            "layer_a": "layer_b",
+            "layer_b": "layer_a",
+        }
+    )
+    keys = ["model_a", "layer_a", "model_b", "layer_b", "occurrences"]
+    both = table.merge(pd.concat([earlier, flipped]).drop_duplicates(keys), on=keys)
+    assert len(both) == len(table[~table["model_b"].str.startswith("word_")])
+    apart = {
+        measure: (both[f"{measure}_x"] - both[f"{measure}_y"]).abs()
+        for measure in ("cka", "cka_debiased", "procrustes", "mutual_knn", "cknna")
+    }
+    later = both["occurrences"] == "position>0"
+    assert max(apart[m].max() for m in ("cka", "cka_debiased", "procrustes")) < 1.3e-5
+    assert max(apart[m][later].max() for m in ("mutual_knn", "cknna")) < 1e-4
+    assert max(apart[m].max() for m in ("mutual_knn", "cknna")) < 0.0026
+    assert "within 1.3e-5 for CKA and Procrustes" in page
+    assert "within 1e-4 past the first words and 0.0026 on every occurrence" in page
 
 
 def _sweep(measure: str) -> pd.DataFrame:
@@ -746,3 +840,45 @@ def test_the_alignment_uncertainty_quoted_in_the_instruments_page_is_the_full_ru
     assert f"debiased CKA {untrained['cka_debiased'].min():.3f} or more" in page
     assert f"margins over the second best are {chosen['margin'].max():.4f} or less" in page
     assert f"as few as {chosen['stays_best'].min():.3f} of the draws" in page
+
+
+def test_the_best_matches_with_their_draws_quoted_in_the_instruments_page():
+    """docs/instruments.md: SmolLM2's matches in Gemma-3 and MiniLM with their margins,
+    the share of draws they stay best and the null of choosing, on
+    bench/results/geometry-families-best_layers.tsv (the families' rerun with intervals)."""
+    page = _page("instruments.md")
+    best = pd.read_csv(ROOT / "bench/results/geometry-families-best_layers.tsv", sep="\t")
+    keys = ["model", "other_model", "measure", "layer"]
+    best = best[best["occurrences"] == "all"].set_index(keys).sort_index()
+    knn = best.loc[("smollm2", "gemma3", "mutual_knn")]
+    quoted = {3: 6, 6: 6, 9: 6, 12: 6, 15: 9, 18: 9, 21: 9, 24: 12, 27: 15, 30: 18}
+    assert knn["best_layer"].to_dict() == {0: 0, **quoted}
+    assert (knn["stays_best"] == 1).all()
+    assert (knn["value"] > 10 * knn["best_threshold"]).all()
+    assert f"block 12's too (margin {knn.loc[12, 'margin']:.4f})" in page
+    assert f"(critical value at most {knn['best_threshold'].max():.4f})" in page
+    sink = list(range(12, 28, 3))
+    debiased = best.loc[("smollm2", "gemma3", "cka_debiased")]
+    assert (debiased.loc[sink, "best_layer"] == 0).all()
+    assert debiased.loc[sink, "stays_best"].nunique() == 1
+    shares = f"{debiased.loc[12, 'stays_best']:.3f} of the draws"
+    margins = f"(margins {_span(debiased.loc[sink, 'margin'], 4)})"
+    assert f"stay at Gemma-3's layer 0 in {shares} {margins}" in page
+    procrustes = best.loc[("smollm2", "gemma3", "procrustes")]
+    assert (procrustes.loc[12:24, "best_layer"] == 3).all()
+    assert procrustes.loc[27, "best_layer"] == 15
+    assert (
+        f"blocks 12 to 24 at layer 3 in {_span(procrustes.loc[12:24, 'stays_best'])} and "
+        f"block 27 at layer 15 in {procrustes.loc[27, 'stays_best']:.3f} "
+        f"(margin {procrustes.loc[27, 'margin']:.4f})"
+    ) in page
+    ends = [0, 3, 6, 9, 30]
+    for measure in ("cka", "cka_debiased", "procrustes"):
+        assert (best.loc[("smollm2", "gemma3", measure)].loc[ends, "stays_best"] == 1).all()
+    minilm = best.loc[("smollm2", "minilm", "mutual_knn")].loc[12]
+    row = _pair("geometry-families-between", "smollm2", "minilm", "all").loc[12, "mutual_knn"]
+    assert minilm["best_layer"] == 2 and row.drop(index=2).idxmax() == 3
+    assert (
+        f"(layer 2 over layer 3, margin {minilm['margin']:.4f}) stays in "
+        f"{minilm['stays_best']:.3f} of the draws"
+    ) in page
