@@ -289,11 +289,11 @@ def _add_product(total: np.ndarray, left, right, precision: type[np.floating]) -
     ]
     found = chosen[0].T @ chosen[1]
     found = found.toarray() if sparse.issparse(found) else np.asarray(found)
-    rows, columns = (slice(None) if index is None else index for index in touched)
-    if isinstance(rows, slice) or isinstance(columns, slice):
-        total[rows, columns] += found
-    else:
-        total[np.ix_(rows, columns)] += found
+    every = [
+        np.arange(side.shape[1]) if index is None else index
+        for side, index in zip((left, right), touched, strict=True)
+    ]
+    total[np.ix_(*every)] += found
 
 
 def _touched_columns(part) -> np.ndarray | None:
