@@ -46,7 +46,7 @@ from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.schema import with_defaults
 from contextuality.workflow.config import geometry_models, geometry_settings, model_settings
-from contextuality.workflow.geometry_paths import alignment_model_pairs
+from contextuality.workflow.geometry_paths import best_layer_files
 from contextuality.workflow.paths import index_directory, model_shards
 
 from workdir import job_times, run_workflow, with_sources_found, write_report
@@ -124,10 +124,10 @@ def _kept(directory: Path, out: Path, name: str, table: str) -> pd.DataFrame:
 def _between_models(config: dict, directory: Path, out: Path, name: str, cores: int) -> None:
     """Run the alignment between every pair of models alone, and write its tables, figures
     and job times (module docstring, ``--between-models``)."""
-    pairs = alignment_model_pairs(with_defaults(copy.deepcopy(config)))
-    stems = [f"results/geometry/alignment_between_models/none/{a}~{b}" for a, b in pairs]
-    alignment_files = [f"{stem}.parquet" for stem in stems]
-    best_files = [f"{stem}.best_layers.parquet" for stem in stems]
+    # As the run is given it: local sources made absolute, defaults filled.
+    filled = with_defaults(with_sources_found(copy.deepcopy(config)))
+    best_files = best_layer_files(filled)
+    alignment_files = [path.replace(".best_layers.parquet", ".parquet") for path in best_files]
     # One pair at a time on every core: jobs of one thread side by side leave a core idle
     # once fewer pairs than cores are left.
     threads = ["--set-threads", f"alignment_between_models={cores}"]
@@ -140,7 +140,7 @@ def _between_models(config: dict, directory: Path, out: Path, name: str, cores: 
         tables / "best_layers.tsv",
     )
     started = time.perf_counter()
-    baselines = _word_baselines(with_defaults(with_sources_found(config)), directory)
+    baselines = _word_baselines(filled, directory)
     baseline_seconds = time.perf_counter() - started
     alignment = pd.concat(
         [pd.read_csv(tables / "alignment_between.tsv", sep="\t"), baselines], ignore_index=True
@@ -149,14 +149,14 @@ def _between_models(config: dict, directory: Path, out: Path, name: str, cores: 
     best = _kept(directory, out, name, "best_layers")
     plot_alignment(alignment, [out / f"geometry-{name}-between-alignment.png"])
     plot_best_layers(best, alignment, [out / f"geometry-{name}-between-best_layers.png"])
-    settings = with_defaults(copy.deepcopy(config))["geometry"]["alignment"]
+    settings = filled["geometry"]["alignment"]
     write_report(
         out / f"geometry-{name}-between.md",
         [
             f"# The alignment between models: `{name}`",
             f"Written by `bench/geometry.py --between-models` ({time.strftime('%Y-%m-%d')}): "
             f"every alignment measure between every layer of each pair of models on the same "
-            f"{config.get('geometry', {}).get('sample_size', GEOMETRY_SAMPLE_SIZE):,} sampled "
+            f"{filled['geometry']['sample_size']:,} sampled "
             f"occurrences, with its interval from {settings['bootstrap']} bootstrap draws over "
             f"sentences and {settings['permutations']} permutations (k = {settings['k']}), "
             "and each model's layers against the word baselines (rows of `model_b` "
@@ -174,7 +174,7 @@ def _between_models(config: dict, directory: Path, out: Path, name: str, cores: 
 def _word_baselines(config: dict, directory: Path) -> pd.DataFrame:
     """Every stored model's layers aligned with the word baselines on the same sampled
     rows (`steps.baseline_alignment`), from the shards of the run in `directory` (`config`
-    as that run was given it: local sources made absolute, defaults filled)."""
+    as that run was given it, defaults filled)."""
     settings = GeometrySettings.from_config(geometry_settings(config))
     tables = []
     for model in geometry_models(config):
