@@ -41,6 +41,12 @@ def _pair(table_name: str, model_a: str, model_b: str, occurrences: str) -> pd.D
     return both.set_index(["layer_a", "layer_b"]).sort_index()
 
 
+def _with_interval(row: pd.Series, measure: str = "cka", places: int = 3) -> str:
+    """A row's value of `measure` with its interval, as the docs write it: 0.123 (0.120–0.126)."""
+    low, high = row[f"{measure}_low"], row[f"{measure}_high"]
+    return f"{row[measure]:.{places}f} ({low:.{places}f}–{high:.{places}f})"
+
+
 def _adjacent(grid: pd.Series) -> pd.Series:
     """Within one model: each layer's CKA with the previous layer measured, by layer."""
     layers = sorted(grid.index.get_level_values(0).unique())
@@ -151,9 +157,8 @@ def test_the_cka_between_families_quoted_in_the_families_page_is_the_families_ru
     between = "geometry-families-between"
     grids = {(a, b): _pair(between, a, b, "position>0") for a in models for b in models if a != b}
 
-    def with_interval(row: pd.Series, measure: str = "cka", places: int = 2) -> str:
-        low, high = row[f"{measure}_low"], row[f"{measure}_high"]
-        return f"{row[measure]:.{places}f} ({low:.{places}f}–{high:.{places}f})"
+    def with_interval(row: pd.Series) -> str:
+        return _with_interval(row, places=2)
 
     embeddings = [
         f"of {models[b]} and {models[a]} {with_interval(grids[(a, b)].loc[(0, 0)])}"
@@ -199,13 +204,12 @@ def test_the_word_baselines_of_the_families_quoted_in_the_families_page():
     on every occurrence, SmolLM2's sink blocks against word and position, and the earlier
     table's distance from this one, on bench/results/geometry-families-between.tsv."""
     page = _page("families.md")
-    table = pd.read_csv(ROOT / "bench/results/geometry-families-between.tsv", sep="\t")
-    every = table[table["occurrences"] == "all"]
+    between = "geometry-families-between"
 
     def value(model_a: str, layer: int, model_b: str, layer_b: int, measure: str) -> str:
-        rows = every[(every["model_a"] == model_a) & (every["model_b"] == model_b)]
-        row = rows.set_index(["layer_a", "layer_b"]).loc[(layer, layer_b)]
-        return f"{row[measure]:.3f} ({row[f'{measure}_low']:.3f}–{row[f'{measure}_high']:.3f})"
+        return _with_interval(
+            _pair(between, model_a, model_b, "all").loc[(layer, layer_b)], measure
+        )
 
     words = [value(model, 0, "word_identity", 0, "mutual_knn") for model in ("smollm2", "gemma3")]
     quoted = (
@@ -218,10 +222,11 @@ def test_the_word_baselines_of_the_families_quoted_in_the_families_page():
         f"{value('smollm2', 0, 'word_identity', 0, 'cka')} and "
         f"{value('gemma3', 0, 'word_identity', 0, 'cka')} with the word type"
     ) in page
-    baselines = every[every["model_a"] == "smollm2"].set_index(["model_b", "layer_a"])
     sink = list(range(12, 28, 3))
-    position = baselines.loc["word_position"].loc[sink, "cka_debiased"]
-    word = baselines.loc["word_identity"].loc[sink, "cka_debiased"]
+    position, word = (
+        _pair(between, "smollm2", baseline, "all").loc[(sink, 0), "cka_debiased"]
+        for baseline in ("word_position", "word_identity")
+    )
     best = pd.read_csv(ROOT / "bench/results/geometry-families-best_layers.tsv", sep="\t")
     best = best[(best["occurrences"] == "all") & (best["measure"] == "cka_debiased")]
     best = best[(best["model"] == "smollm2") & best["layer"].isin(sink)]
@@ -233,26 +238,21 @@ def test_the_word_baselines_of_the_families_quoted_in_the_families_page():
         f"({matches.mean()['minilm']:.3f})"
     ) in page
     assert position.max() - position.min() < 1e-3 and word.max() - word.min() < 1e-3
-    earlier = pd.read_csv(ROOT / "bench/results/geometry-families-alignment.tsv", sep="\t")
-    flipped = earlier.rename(
-        columns={
-            "model_a": "model_b",
-            "model_b": "model_a",
-            "layer_a": "layer_b",
-            "layer_b": "layer_a",
-        }
-    )
-    keys = ["model_a", "layer_a", "model_b", "layer_b", "occurrences"]
-    both = table.merge(pd.concat([earlier, flipped]).drop_duplicates(keys), on=keys)
-    assert len(both) == len(table[~table["model_b"].str.startswith("word_")])
-    apart = {
-        measure: (both[f"{measure}_x"] - both[f"{measure}_y"]).abs()
-        for measure in ("cka", "cka_debiased", "procrustes", "mutual_knn", "cknna")
-    }
-    later = both["occurrences"] == "position>0"
-    assert max(apart[m].max() for m in ("cka", "cka_debiased", "procrustes")) < 1.3e-5
-    assert max(apart[m][later].max() for m in ("mutual_knn", "cknna")) < 1e-4
-    assert max(apart[m].max() for m in ("mutual_knn", "cknna")) < 0.0026
+    pairs = [("minilm", "smollm2"), ("minilm", "gemma3"), ("smollm2", "gemma3")]
+    apart = {}
+    for occurrences in ("all", "position>0"):
+        now, before = (
+            pd.concat([_pair(name, a, b, occurrences) for a, b in pairs])
+            for name in (between, "geometry-families-alignment")
+        )
+        assert now.index.equals(before.index)
+        measures = ["cka", "cka_debiased", "procrustes", "mutual_knn", "cknna"]
+        difference = np.abs(now[measures].to_numpy() - before[measures].to_numpy())
+        apart[occurrences] = pd.Series(difference.max(axis=0), index=measures)
+    every = pd.concat(apart.values(), axis=1).max(axis=1)
+    assert every[["cka", "cka_debiased", "procrustes"]].max() < 1.3e-5
+    assert apart["position>0"][["mutual_knn", "cknna"]].max() < 1e-4
+    assert every[["mutual_knn", "cknna"]].max() < 0.0026
     assert "within 1.3e-5 for CKA and Procrustes" in page
     assert "within 1e-4 past the first words and 0.0026 on every occurrence" in page
 
@@ -814,13 +814,10 @@ def test_the_alignment_uncertainty_quoted_in_the_instruments_page_is_the_full_ru
     word = word.set_index("layer_a")
     first, last = word.loc[0], word.loc[6]
 
-    def with_interval(row: pd.Series, measure: str) -> str:
-        return f"{row[measure]:.3f} ({row[f'{measure}_low']:.3f}–{row[f'{measure}_high']:.3f})"
-
     assert (
-        f"debiased CKA of {with_interval(first, 'cka_debiased')} with MiniLM's embedding "
-        f"output and {with_interval(last, 'cka_debiased')} with its last layer, and a mutual "
-        f"k-NN of {with_interval(first, 'mutual_knn')} and {with_interval(last, 'mutual_knn')}"
+        f"debiased CKA of {_with_interval(first, 'cka_debiased')} with MiniLM's embedding "
+        f"output and {_with_interval(last, 'cka_debiased')} with its last layer, and a mutual "
+        f"k-NN of {_with_interval(first, 'mutual_knn')} and {_with_interval(last, 'mutual_knn')}"
     ) in page
     chosen = best[
         (best["occurrences"] == "all")
