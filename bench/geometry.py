@@ -19,7 +19,12 @@ only the extraction and the alignment between every pair of models, then aligns 
 model's layers with the word baselines (no other layer geometry: not the alignment within a
 model) and writes ``geometry-<config>-between.tsv``, ``geometry-<config>-best_layers.tsv``
 and the alignment and best-layers figures drawn from them, with the jobs' times
-(``geometry-<config>-between.md``).
+(``geometry-<config>-between.md``); ``--within-models`` runs only the extraction, then
+aligns each model's layers with each other and with the word baselines
+(`steps.layer_alignment`: `layer_geometry`'s alignment table, without the intrinsic
+dimension) and writes ``geometry-<config>-within.tsv``, its figure and times
+(``geometry-<config>-within.md``); with ``--untrained SEED`` each model has its untrained
+twin beside it (``<model>-untrained``: its architecture with ``random_weights_seed``).
 
     python bench/geometry.py config/decoder.yaml
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import shutil
 import time
 from pathlib import Path
@@ -44,6 +50,7 @@ from contextuality.figures.paper import plot_figure
 from contextuality.figures.specs import DIMENSION_FIGURE
 from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE
 from contextuality.geometry.settings import GeometrySettings
+from contextuality.provenance import atomic_path
 from contextuality.schema import with_defaults
 from contextuality.workflow.config import geometry_models, geometry_settings, model_settings
 from contextuality.workflow.geometry_paths import best_layer_files
@@ -171,21 +178,109 @@ def _between_models(config: dict, directory: Path, out: Path, name: str, cores: 
     )
 
 
+def _stored(config: dict, directory: Path, model: str) -> tuple[steps.ModelLayers, IndexFiles]:
+    """`model`'s layers and index as the run in `directory` stored them (`config` as that
+    run was given it, defaults filled)."""
+    shards = {
+        name: [directory / path for path in paths]
+        for name, paths in model_shards(config, model).items()
+    }
+    layers = steps.ModelLayers.of_inputs(model, shards, model_settings(config, model))
+    return layers, IndexFiles.in_directory(directory / index_directory(config, model))
+
+
 def _word_baselines(config: dict, directory: Path) -> pd.DataFrame:
     """Every stored model's layers aligned with the word baselines on the same sampled
-    rows (`steps.baseline_alignment`), from the shards of the run in `directory` (`config`
-    as that run was given it, defaults filled)."""
+    rows (`steps.baseline_alignment`), from the shards of the run in `directory`."""
     settings = GeometrySettings.from_config(geometry_settings(config))
-    tables = []
-    for model in geometry_models(config):
-        shards = {
-            name: [directory / path for path in paths]
-            for name, paths in model_shards(config, model).items()
-        }
-        layers = steps.ModelLayers.of_inputs(model, shards, model_settings(config, model))
-        index = IndexFiles.in_directory(directory / index_directory(config, model))
-        tables.append(steps.baseline_alignment(layers, index, settings))
+    tables = [
+        steps.baseline_alignment(*_stored(config, directory, model), settings)
+        for model in geometry_models(config)
+    ]
     return pd.concat(tables, ignore_index=True)
+
+
+def _with_untrained(config: dict, seed: int) -> dict:
+    """`config` with each model's untrained twin after it: ``<model>-untrained``, the same
+    entry with ``random_weights_seed: seed``."""
+    models = {}
+    for name, model in config["models"].items():
+        models[name] = model
+        models[f"{name}-untrained"] = model | {"random_weights_seed": seed}
+    return config | {"models": models}
+
+
+def _kept_within(
+    config: dict, directory: Path, model: str, settings: GeometrySettings
+) -> tuple[pd.DataFrame, float]:
+    """`model`'s alignment within itself (`steps.layer_alignment`) and its wall seconds,
+    kept in `directory`'s ``within/`` as each model is done, so that a run stopped midway
+    resumes with the next model (delete ``within/`` after changing the shards)."""
+    kept = directory / "within" / f"{model}.tsv"
+    if kept.is_file():
+        table = pd.read_csv(kept, sep="\t")
+        return table, float(json.loads(kept.with_suffix(".json").read_text())["seconds"])
+    started = time.perf_counter()
+    table = steps.layer_alignment(*_stored(config, directory, model), settings)
+    seconds = time.perf_counter() - started
+    kept.parent.mkdir(exist_ok=True)
+    with atomic_path(kept.with_suffix(".json")) as path:
+        path.write_text(json.dumps({"seconds": seconds}))
+    with atomic_path(kept) as path:
+        table.to_csv(path, sep="\t", index=False)
+    return table, seconds
+
+
+def _within_models(config: dict, directory: Path, out: Path, name: str, cores: int) -> None:
+    """Extract every model, align each model's layers with each other and with the word
+    baselines, and write the table, its figure and the times (module docstring,
+    ``--within-models``)."""
+    filled = with_defaults(with_sources_found(copy.deepcopy(config)))
+    models = geometry_models(filled)
+    shards = [
+        path for model in models for paths in model_shards(filled, model).values() for path in paths
+    ]
+    run_workflow(directory, config, cores, ["--", *shards])
+    settings = GeometrySettings.from_config(geometry_settings(filled))
+    tables, seconds = [], {}
+    for model in models:
+        table, seconds[model] = _kept_within(filled, directory, model, settings)
+        tables.append(table)
+    alignment = pd.concat(tables, ignore_index=True)
+    alignment.to_csv(out / f"geometry-{name}-within.tsv", sep="\t", index=False)
+    plot_alignment(alignment, [out / f"geometry-{name}-within-alignment.png"])
+    alignment_settings = filled["geometry"]["alignment"]
+    untrained = [model for model in models if model.endswith("-untrained")]
+    write_report(
+        out / f"geometry-{name}-within.md",
+        [
+            f"# The alignment within each model: `{name}`",
+            f"Written by `bench/geometry.py --within-models` ({time.strftime('%Y-%m-%d')}): "
+            "every alignment measure between every two layers of each model, and between "
+            "each layer and the word baselines (rows of `model_b` "
+            f"{' and '.join(alignment_settings['baselines'])}), on the same "
+            f"{filled['geometry']['sample_size']:,} sampled occurrences, with its interval "
+            f"from {alignment_settings['bootstrap']} bootstrap draws over sentences and "
+            f"{alignment_settings['permutations']} permutations "
+            f"(k = {alignment_settings['k']})"
+            + (
+                f"; the untrained twins ({', '.join(f'`{m}`' for m in untrained)}) are each "
+                "model's architecture with transformers' random initialisation "
+                f"(`random_weights_seed: {filled['models'][untrained[0]]['random_weights_seed']}`)"
+                if untrained
+                else ""
+            )
+            + f". Table `geometry-{name}-within.tsv`, figure "
+            f"`geometry-{name}-within-alignment.png`.",
+            f"## Job times\n\nWall seconds on {cores} cores (jobs of a previous run reused "
+            "keep their first time).\n\n"
+            + job_times(directory)
+            + "".join(
+                f"\n| alignment within {model} (this run) | {value:.0f} |"
+                for model, value in seconds.items()
+            ),
+        ],
+    )
 
 
 def _copy_figures(directory: Path, out: Path, name: str, figures: tuple[str, ...]) -> None:
@@ -222,6 +317,23 @@ def main() -> None:
         help="run the alignment between every pair of models alone and write its tables",
     )
     parser.add_argument(
+        "--within-models",
+        action="store_true",
+        help="extract, then align each model's layers with each other and the word baselines",
+    )
+    parser.add_argument(
+        "--untrained",
+        type=int,
+        metavar="SEED",
+        help="with --within-models: each model's untrained twin (random_weights_seed SEED)",
+    )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        metavar="MODEL",
+        help="with --within-models: only these of the config's models (and twins)",
+    )
+    parser.add_argument(
         "--alignment-only",
         action="store_true",
         help="run as far as the alignment tables only and write those tables alone",
@@ -233,6 +345,18 @@ def main() -> None:
     if args.between_models:
         _between_models(_configured(config, False), directory, args.out, name, args.cores)
         return
+    if args.within_models:
+        if args.untrained is not None:
+            config = _with_untrained(config, args.untrained)
+        if args.models:
+            unknown = sorted(set(args.models) - set(config["models"]))
+            if unknown:
+                parser.error(f"--models: not in the config: {', '.join(unknown)}")
+            config["models"] = {model: config["models"][model] for model in args.models}
+        _within_models(_configured(config, False), directory, args.out, name, args.cores)
+        return
+    if args.untrained is not None or args.models:
+        parser.error("--untrained and --models go with --within-models")
     if args.alignment_only:
         targets = ["results/tables/alignment.tsv", "results/tables/best_layers.tsv"]
         run_workflow(directory, _configured(config, False), args.cores, ["--", *targets])
@@ -302,7 +426,10 @@ def main() -> None:
         f"run's tables: {', '.join(tables)}.",
     ]
     for model, rows in profile.groupby("model", sort=False):
-        body = rows.drop(columns="model").to_markdown(index=False, floatfmt=".3f")
+        columns = rows.drop(columns="model")
+        # The layer an integer: the rows reach tabulate as one float array.
+        formats = [".0f"] + [".3f"] * (columns.shape[1] - 1)
+        body = columns.to_markdown(index=False, floatfmt=formats)
         sections.append(f"## {model}\n\n{body}")
     sections.append(
         f"## Job times\n\nWall seconds on {args.cores} cores (jobs of a previous run "

@@ -879,3 +879,73 @@ def test_the_best_matches_with_their_draws_quoted_in_the_instruments_page():
         f"(layer 2 over layer 3, margin {minilm['margin']:.4f}) stays in "
         f"{minilm['stays_best']:.3f} of the draws"
     ) in page
+
+
+def _adjacent_rows(model: str, occurrences: str, blocks: list[int]) -> pd.DataFrame:
+    """Each of `blocks` (after the first) against the block before, within `model`, in
+    bench/results/geometry-families-within.tsv."""
+    grid = _pair("geometry-families-within", model, model, occurrences)
+    return pd.DataFrame([grid.loc[pair] for pair in pairwise(blocks)])
+
+
+def _widest(rows: pd.DataFrame, measure: str) -> float:
+    return (rows[f"{measure}_high"] - rows[f"{measure}_low"]).max()
+
+
+def test_the_alignment_within_smollm2_and_its_untrained_twin_quoted_in_the_docs():
+    """docs/instruments.md and docs/geometry.md: SmolLM2's blocks 12 to 27 with their
+    intervals, on every occurrence and past the first words, and its untrained twin's,
+    on bench/results/geometry-families-within.tsv; the rerun agrees with the earlier tables
+    the pages also quote."""
+    sink = [12, 15, 18, 21, 24, 27]
+    every = _adjacent_rows("smollm2", "all", sink)
+    later = _adjacent_rows("smollm2", "position>0", sink)
+    untrained = _adjacent_rows("smollm2-untrained", "all", sink)
+    untrained_later = _adjacent_rows("smollm2-untrained", "position>0", sink)
+    assert (every[["cka_debiased", "cka_debiased_low", "cka_debiased_high"]].round(3) == 1).all(
+        axis=None
+    )
+    page = _page("instruments.md")
+    assert f"mutual k-NN intervals at most {_widest(every, 'mutual_knn'):.3f} wide" in page
+    assert f"{_span(later['cka_debiased'])} apart by debiased CKA" in page
+    assert f"intervals up to {_widest(later, 'cka_debiased'):.3f} wide" in page
+    assert f"(blocks 21 to 24: {_with_interval(later.iloc[3], 'cka_debiased')})" in page
+    assert f"mutual k-NN barely moves ({_span(later['mutual_knn'])})" in page
+    both = pd.concat([untrained, untrained_later])["cka_debiased"]
+    assert f"blocks 12 to 27 are {_span(both)} from the block before" in page
+    assert f"share {_span(untrained['mutual_knn'])} of their neighbours" in page
+    assert untrained["mutual_knn"].min() > every["mutual_knn"].max()
+    earlier = _instruments("alignment")
+    earlier = earlier[(earlier["model_a"] == "smollm2") & (earlier["model_b"] == "smollm2")]
+    rerun = pd.concat(
+        _pair("geometry-families-within", "smollm2", "smollm2", occurrences).reset_index()
+        for occurrences in ("all", "position>0")
+    )
+    merged = earlier.merge(rerun, on=["layer_a", "layer_b", "occurrences"])
+    assert len(merged) == len(earlier)
+    for measure in ("cka", "cka_debiased", "procrustes", "mutual_knn", "cknna"):
+        assert (merged[f"{measure}_x"] - merged[f"{measure}_y"]).abs().max() < 1.1e-4
+    geometry = _page("geometry.md")
+    linear = later.iloc[3]
+    assert f"block 24 is {_with_interval(linear, 'cka', 2)} from block 21" in geometry
+    best = _pair("geometry-families-between", "smollm2", "minilm", "position>0")
+    best = best.loc[best.groupby(level="layer_a")["cka"].idxmax()].loc[15:27]
+    assert f"rise to {_span(best['cka'], 2, '–')}" in geometry
+    assert f"intervals reach from {best['cka_low'].min():.2f} to {best['cka_high'].max():.2f}" in (
+        geometry
+    )
+
+
+def test_the_untrained_twins_word_baseline_quoted_in_the_families_page():
+    """docs/families.md: SmolLM2's untrained twin against the word type, on
+    bench/results/geometry-families-within.tsv."""
+    word = _pair("geometry-families-within", "smollm2-untrained", "word_identity", "all")
+    word = word.droplevel("layer_b")
+    embedding, blocks = word.loc[0], word.loc[3:]
+    page = _page("families.md")
+    assert f"output shares {_with_interval(embedding, 'mutual_knn')} of its neighbours" in page
+    assert f"at a debiased CKA of {_with_interval(embedding, 'cka_debiased')}" in page
+    assert (
+        f"(mutual k-NN at most {blocks['mutual_knn'].max():.3f}, debiased CKA at most "
+        f"{blocks['cka_debiased'].max():.3f})"
+    ) in page

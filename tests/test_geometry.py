@@ -493,10 +493,11 @@ def test_alignment_between_models_is_on_the_same_occurrences(stored, tmp_path):
         assert best.loc[("b", 0, measure), "best_depth"] == 1.0
 
 
-def test_the_word_baselines_alone_are_the_rows_the_layer_geometry_writes(stored, tmp_path):
+def test_the_alignment_alone_is_the_table_the_layer_geometry_writes(stored, tmp_path):
     """`steps.baseline_alignment` (a study of the alignment between models alone) gives
-    the word baselines' rows of `steps.layer_geometry`, to the last bit, on the same
-    sample."""
+    the word baselines' rows of `steps.layer_geometry`, and `steps.layer_alignment` (the
+    alignment within a model, without the intrinsic dimension) its whole alignment table,
+    to the last bit, on the same sample."""
     model_a, _, index, settings, _ = stored
     whole = steps.layer_geometry(model_a, index, typed(settings), *outputs(tmp_path, "whole"))
     alone = steps.baseline_alignment(model_a, index, typed(settings))
@@ -504,6 +505,9 @@ def test_the_word_baselines_alone_are_the_rows_the_layer_geometry_writes(stored,
     assert set(alone["model_b"]) == {"word_identity", "word_position"}
     assert set(alone["occurrences"]) == {"all"}
     pd.testing.assert_frame_equal(alone, expected)
+    within = steps.layer_alignment(model_a, index, typed(settings))
+    assert set(within["model_b"]) == {"a", "word_identity", "word_position"}
+    pd.testing.assert_frame_equal(within, whole)
 
 
 def test_every_cka_comes_with_its_debiased_form_and_a_permutation_null(stored, tmp_path):

@@ -40,6 +40,7 @@ from contextuality.steps.geometry import (
     alignment_table,
     baseline_alignment,
     dimension_scales_table,
+    layer_alignment,
     layer_geometry,
 )
 from contextuality.steps.measures import (
@@ -87,6 +88,7 @@ __all__ = [
     "figures",
     "fit_split",
     "geometry_figures",
+    "layer_alignment",
     "layer_geometry",
     "measure_layer",
     "measure_streamed_layer",

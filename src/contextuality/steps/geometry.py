@@ -359,13 +359,25 @@ def layer_geometry(
     summaries, curves = _dimension_summaries(layers, settings, provenance, transform.name)
     write_json(dimension_output, {"layers": summaries})
     write_parquet(curves, curves_output, provenance)
-    log.info("alignment between %d layers on %d rows", len(layers.vectors), len(rows))
-    arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform.name)
-    tables = [alignment_between((model.name, layers), None, *arguments).table]
-    tables += _with_baselines(model.name, layers, sample, settings, transform.name)
-    table = pd.concat(tables, ignore_index=True)
+    table = _within_model(model.name, layers, sample, settings, transform.name)
     write_parquet(table, alignment_output, provenance)
     return table
+
+
+def _within_model(
+    name: str,
+    layers: SampledLayers,
+    sample: SampleRows,
+    settings: GeometrySettings,
+    transform: str,
+) -> pd.DataFrame:
+    """The alignment between every two layers of a model and between each layer and each
+    word baseline (`ALIGNMENT_COLUMNS`)."""
+    log.info("alignment between %d layers on %d rows", len(layers.vectors), len(sample.later))
+    arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
+    tables = [alignment_between((name, layers), None, *arguments).table]
+    tables += _with_baselines(name, layers, sample, settings, transform)
+    return pd.concat(tables, ignore_index=True)
 
 
 def _with_baselines(
@@ -400,6 +412,21 @@ def baseline_alignment(
     log.info("alignment of %d layers with the word baselines", len(layers.vectors))
     tables = _with_baselines(model.name, layers, sample, settings, transform.name)
     return pd.concat(tables, ignore_index=True)
+
+
+def layer_alignment(
+    model: ModelLayers,
+    index: IndexFiles,
+    settings: GeometrySettings,
+    transform: GeometryTransform = RAW,
+) -> pd.DataFrame:
+    """The alignment between every two layers of `model` and with each word baseline
+    (`ALIGNMENT_COLUMNS`): the table `layer_geometry` writes, without its intrinsic
+    dimension (`bench/geometry.py --within-models`)."""
+    settings.alignment.search_device()
+    rows, sample = _sample(index, settings, transform)
+    layers = read_sampled_layers(model, index, rows, transform)
+    return _within_model(model.name, layers, sample, settings, transform.name)
 
 
 def alignment_between_models(
