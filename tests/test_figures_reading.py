@@ -437,6 +437,7 @@ def test_the_alignment_figure_outlines_each_best_match_and_scales_each_panel(dra
         assert ("reversed" in bar.get_ylabel()) == record.distance, record.name
         ticks = [tick.get_text() for tick in panel.get_yticklabels()]
         assert ticks == ["a 0", "1", "2", "b 0", "1", "2", "3"]
+    assert "outlined: each layer's best match" in figure.get_suptitle()
 
 
 def test_a_model_s_heatmap_holds_its_layers_against_the_word_baselines(drawn):
@@ -461,6 +462,7 @@ def test_a_model_s_heatmap_holds_its_layers_against_the_word_baselines(drawn):
     assert ticks == ["m 0", "1", "word", "word+pos"]
     assert sorted(text.get_text() for text in panel.texts).count("0.30") == 4
     assert not panel.patches  # nothing outlined within one model
+    assert "outlined" not in figure.get_suptitle()  # nor said to be
     assert any(line.get_xdata()[0] == 1.5 for line in panel.lines)  # the rule
 
 

@@ -81,9 +81,8 @@ def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source
     for panel in axes.ravel()[len(PANELS) :]:
         panel.set_visible(False)
     k = int(every["k"].iloc[0]) if len(every) else 0
+    outlined = "; outlined: each layer's best match in each other model" if len(across) else ""
     figure.suptitle(
-        f"Alignment between layers on the same occurrences (k = {k}); "
-        "outlined: each layer's best match in each other model",
-        fontsize=10,
+        f"Alignment between layers on the same occurrences (k = {k}){outlined}", fontsize=10
     )
     save_figure(figure, outputs, source)
