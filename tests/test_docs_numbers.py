@@ -909,7 +909,11 @@ def test_the_alignment_within_smollm2_and_its_untrained_twin_quoted_in_the_docs(
     assert f"mutual k-NN intervals at most {_widest(every, 'mutual_knn'):.3f} wide" in page
     assert f"{_span(later['cka_debiased'])} apart by debiased CKA" in page
     assert f"intervals up to {_widest(later, 'cka_debiased'):.3f} wide" in page
-    assert f"(blocks 21 to 24: {_with_interval(later.iloc[3], 'cka_debiased')})" in page
+    blocks_21_24 = later.iloc[3]
+    assert (
+        f"(blocks 21 to 24: {blocks_21_24['cka_debiased']:.3f}, interval "
+        f"{blocks_21_24['cka_debiased_low']:.3f}–{blocks_21_24['cka_debiased_high']:.3f})"
+    ) in page
     assert f"mutual k-NN barely moves ({_span(later['mutual_knn'])})" in page
     both = pd.concat([untrained, untrained_later])["cka_debiased"]
     assert f"blocks 12 to 27 are {_span(both)} from the block before" in page
