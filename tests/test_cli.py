@@ -7,6 +7,7 @@ from pathlib import Path
 
 import h5py
 import pandas as pd
+import pytest
 import torch
 
 from contextuality.backends.elmo.release import RELEASES
@@ -42,8 +43,7 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir, capsys):
                 "--index",
                 str(index),
                 "--layers",
-                "0",
-                "2",
+                "0,2",
                 "-o",
                 str(shards),
             ]
@@ -296,7 +296,7 @@ def test_every_model_setting_is_an_option_with_help():
         "gguf_file": "model.Q4.gguf",
         "loader": "elmo",
         "units": "subword",
-        "layers": [0, 3],
+        "layers": (0, 3),
         "last_layer": "before_final_norm",
         "pooling": "last",
         "add_bos": True,
@@ -320,16 +320,36 @@ def test_every_model_setting_is_an_option_with_help():
         if value is True:
             argv.append(option)
         else:
-            argv += [option, *map(str, value if isinstance(value, list) else [value])]
+            argv += [option, ",".join(map(str, value)) if isinstance(value, tuple) else str(value)]
     parser = build_parser()
     section = model_options(parser.parse_args(argv))
     assert section == {"source": "m", **given}
     spec = ModelSpec.from_config("m", section)
-    assert spec == ModelSpec(name="m", source="m", **{**given, "layers": (0, 3)})
+    assert spec == ModelSpec(name="m", source="m", **given)
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for name, command in commands.choices.items():
         for action in command._actions:
             assert action.help, (name, action.option_strings or action.dest)
+
+
+def test_layers_are_one_comma_list_that_leaves_the_model_where_it_is(capsys):
+    """``--layers 9 MODEL`` reads 9 as the layers and MODEL as the model, whichever comes
+    first; a list that is not of layer numbers is refused in one line naming the option."""
+    from contextuality.cli.commands import build_parser
+
+    parser = build_parser()
+    rest = ["--sentences", "s", "--index", "i", "-o", "o"]
+    for argv in (
+        ["extract", "--layers", "9,0,3", "package:m/dir", *rest],
+        ["extract", "package:m/dir", "--layers", "9,0,3", *rest],
+    ):
+        args = parser.parse_args(argv)
+        assert (args.model, args.layers) == ("package:m/dir", (9, 0, 3))
+    for bad, said in (("0,x", "not a comma list of layer numbers"), ("-1", "start at 0")):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["extract", "m", f"--layers={bad}", *rest])
+        error = capsys.readouterr().err.splitlines()[-1]
+        assert "--layers" in error and said in error, error
 
 
 def test_the_papers_protocol_from_the_command_line(tmp_path, tiny_bert_dir):

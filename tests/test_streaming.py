@@ -589,7 +589,7 @@ def test_stream_command(tiny_bert_dir, tmp_path):
     assert main(["sentences", "--text", str(corpus), "-o", str(sentences)]) == 0
     assert main(["index", str(sentences), "-o", str(index), "--min-contexts", "2"]) == 0
     model = [str(tiny_bert_dir), "--sentences", str(sentences), "--index", str(index)]
-    arguments = ["stream", *model, "--layers", "0", "2", "--device", "cpu"]
+    arguments = ["stream", *model, "--layers", "0,2", "--device", "cpu"]
     assert main([*arguments, "--word-sample-size", "4", "-o", str(out)]) == 0
     for layer in (0, 2):
         summary = read_json(out / f"layer_{layer}.json")

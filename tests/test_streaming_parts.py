@@ -212,7 +212,7 @@ def test_stream_in_parts_and_merge_commands(tiny_bert_dir, tmp_path, capsys):
     assert main(["sentences", "--text", str(corpus), "-o", str(sentences)]) == 0
     assert main(["index", str(sentences), "-o", str(index), "--min-contexts", "2"]) == 0
     model = [str(tiny_bert_dir), "--sentences", str(sentences), "--index", str(index)]
-    stream = ["stream", *model, "--layers", "0", "2", "--device", "cpu", "--segment-words", "20"]
+    stream = ["stream", *model, "--layers", "0,2", "--device", "cpu", "--segment-words", "20"]
     assert main([*stream, "-o", str(tmp_path / "whole")]) == 0
     for part in (0, 1):
         out = tmp_path / f"part{part}"

@@ -17,7 +17,8 @@ MODEL_OPTION_HELP = {
     "loader": "transformers (AutoModel) or elmo (a published release or a directory)",
     "units": "word: words pooled from subwords; subword: the model's tokens "
     "(needs 'index --subwords')",
-    "layers": "hidden states to extract, 0 = the embedding output (default: all)",
+    "layers": "hidden states to extract, a comma list such as 0,3,6; 0 = the embedding "
+    "output (default: all)",
     "last_layer": "the last hidden state as returned, or before the final normalization",
     "pooling": "how a word's subword vectors become one vector",
     "add_bos": "put the tokenizer's BOS token before each sentence",
@@ -56,10 +57,11 @@ def add_model_arguments(command: argparse.ArgumentParser) -> None:
             option,
             type=json.loads
             if setting == "ablation"
+            else layer_list
+            if setting == "layers"
             else int
             if "int" in str(field.type)
             else str,  # the annotation, as text
-            nargs="+" if str(field.type).startswith("tuple") else None,
             choices=SETTING_CHOICES.get(setting),
             help=help_text + ("" if "default:" in help_text else shown),
         )
@@ -72,6 +74,20 @@ def add_model_arguments(command: argparse.ArgumentParser) -> None:
         help=f"CPU threads for the model (default: the CPUs this process may use, {usable_cpus()})",
     )
     command.add_argument("-o", "--output", required=True, help="directory to write into")
+
+
+def layer_list(text: str) -> tuple[int, ...]:
+    """``--layers``: one argument, a comma list of layer numbers (``0,3,6``), so that the
+    model named after it is never read as a layer."""
+    try:
+        layers = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma list of layer numbers, such as 0,3,6"
+        ) from None
+    if min(layers) < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: layer numbers start at 0")
+    return layers
 
 
 def usable_cpus() -> int:
