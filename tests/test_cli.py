@@ -352,6 +352,36 @@ def test_layers_are_one_comma_list_that_leaves_the_model_where_it_is(capsys):
         assert "--layers" in error and said in error, error
 
 
+def test_errors_name_the_options_a_command_line_user_can_change(tmp_path, tiny_bert_dir, capsys):
+    """A refused model setting is named as the option that sets it, not as its config key:
+    layers beyond the model's hidden states say to fix ``--layers``, in one line; messages of
+    other keys, or of a key inside a setting, are named as precisely."""
+    from contextuality.cli.option_terms import in_option_terms
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"The cat sat on mat {k}." for k in range(6)) + "\n")
+    sentences, index = tmp_path / "sentences.parquet", tmp_path / "index"
+    assert main(["sentences", "--text", str(corpus), "-o", str(sentences)]) == 0
+    assert main(["index", str(sentences), "-o", str(index), "--min-contexts", "3"]) == 0
+    capsys.readouterr()
+    arguments = ["extract", str(tiny_bert_dir), "--layers", "0,99", "--sentences"]
+    arguments += [str(sentences), "--index", str(index), "-o", str(tmp_path / "out")]
+    assert main(arguments) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "layers [99] outside 0..2" in line and line.endswith("fix --layers"), line
+    assert "models." not in line and not (tmp_path / "out").exists()
+    assert in_option_terms(
+        "models.gpt-2.ablation.block: 12, after the last layer; set models.gpt-2.storage_dtype: "
+        "float32; models.gpt-2.source: not found; reference.models.gpt-2: no model"
+    ) == (
+        "--ablation block: 12, after the last layer; set --storage-dtype: float32; "
+        "MODEL: not found; reference.models.gpt-2: no model"
+    )
+    assert in_option_terms("models.m.streaming.word_sample_size") == (
+        "models.m.streaming.word_sample_size"  # not an option of 'extract': left as it is
+    )
+
+
 def test_the_papers_protocol_from_the_command_line(tmp_path, tiny_bert_dir):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(f"The cat can't sit, on mat {k}." for k in range(6)) + "\n")

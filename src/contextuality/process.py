@@ -188,11 +188,16 @@ def run_job(snakemake: Any, step: Callable[[], Any]) -> None:
     run_step(log, step, threads=snakemake.threads, job=snakemake.rule)
 
 
-def run_command(command: Callable[[], Any], argv: list[str] | None = None) -> int:
+def run_command(
+    command: Callable[[], Any],
+    argv: list[str] | None = None,
+    in_own_terms: Callable[[str], str] = str,
+) -> int:
     """Run a command line's `command` (which parses `argv` and imports what it needs);
     return its exit status: 0, or 1 with one line ``contextuality: error: ...`` for what a
     user can reach (`failure_message`, naming the command and what bounds its memory where
-    memory ran out)."""
+    memory ran out), in the command line's own terms (`in_own_terms`: its options for the
+    config keys a message names)."""
     arguments = sys.argv[1:] if argv is None else argv
     name = next((argument for argument in arguments if not argument.startswith("-")), None)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
@@ -202,6 +207,6 @@ def run_command(command: Callable[[], Any], argv: list[str] | None = None) -> in
         message = failure_message(error, name and f"contextuality {name}")
         if message is None:
             raise
-        print(f"contextuality: error: {message}", file=sys.stderr)
+        print(f"contextuality: error: {in_own_terms(message)}", file=sys.stderr)
         return 1
     return 0

@@ -8,6 +8,7 @@ is one line, not a traceback.
 
 from __future__ import annotations
 
+from contextuality.cli.option_terms import in_option_terms
 from contextuality.process import run_command
 
 
@@ -20,4 +21,4 @@ def main(argv: list[str] | None = None) -> int:
 
         run(argv)
 
-    return run_command(command, argv)
+    return run_command(command, argv, in_option_terms)
