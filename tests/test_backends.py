@@ -107,6 +107,56 @@ def test_planning_leaves_an_uncached_hub_model_to_its_job():
     assert backends.model_files(spec) == []
 
 
+@pytest.fixture
+def hub_at(monkeypatch):
+    """Point the hub at an address (``HF_ENDPOINT``), no proxy, the probe asked afresh."""
+    from contextuality.backends import hub
+
+    def point(address: str) -> None:
+        for name in ("HF_HUB_OFFLINE", *hub._PROXIES):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HF_ENDPOINT", address)
+        hub.hub_unreachable.cache_clear()
+
+    yield point
+    hub.hub_unreachable.cache_clear()
+
+
+def test_a_hub_that_cannot_be_reached_is_known_before_any_request(hub_at, tmp_path, monkeypatch):
+    """Where the hub's name does not resolve (or HF_HUB_OFFLINE is set), a hub id is read
+    from the local cache alone, and one the cache lacks is refused in one line saying so,
+    with no request made (so none retried); where the hub answers (a listening port here),
+    nothing changes."""
+    import socket
+
+    from contextuality.backends import hf, hub
+    from contextuality.errors import ModelLoadError
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    spec = backends.model_spec("typo", {"source": "no-such-org/no-such-model"})
+    hub_at("https://hub.invalid")  # a reserved name that never resolves
+    assert "hub.invalid:443" in hub.hub_unreachable()
+    assert hf._pretrained_options(spec)["local_files_only"] is True
+    with pytest.raises(ModelLoadError) as refused:
+        backends.count_hidden_layers(spec)
+    message = str(refused.value)
+    assert message.startswith(
+        "model typo: 'no-such-org/no-such-model' is not in the local Hugging Face cache, and "
+        "the hub (https://hub.invalid) cannot be reached from here (hub.invalid:443: "
+    )
+    assert "\n" not in message
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    hub.hub_unreachable.cache_clear()
+    assert hub.hub_unreachable() == "HF_HUB_OFFLINE is set"
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        hub_at(f"http://127.0.0.1:{listening.getsockname()[1]}")
+        assert hub.hub_unreachable() is None
+        assert "local_files_only" not in hf._pretrained_options(spec)
+    local = backends.model_spec("local", {"source": str(tmp_path)})
+    hub_at("https://hub.invalid")
+    assert "local_files_only" not in hf._pretrained_options(local)  # no hub to ask
+
+
 _HUB_CHECK = """
 import dataclasses
 import json

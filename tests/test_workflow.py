@@ -789,6 +789,27 @@ def test_a_study_in_its_own_directory_reads_its_relative_paths_there(tmp_path):
     assert result.returncode != 0 and "corpus.txt" in result.stdout + result.stderr
 
 
+def test_a_hub_id_missing_offline_ends_the_dry_run_in_one_line(tmp_path):
+    """A mistyped hub id with no ``layers`` (its layer count read from the hub), where the
+    hub cannot be reached and the local cache lacks it: the dry run ends with one line
+    saying so, no traceback, no retries."""
+    corpus = tmp_path / "corpus.txt"
+    _write_corpus(corpus)
+    _write_config(tmp_path, _config(corpus, {"typo": {"source": "acme/no-such-model"}}))
+    environment = os.environ | {
+        "HF_ENDPOINT": "https://hub.invalid",
+        "HF_HUB_CACHE": str(tmp_path / "empty-cache"),
+    }
+    result = _snakemake(tmp_path, "--dry-run", environment=environment)
+    assert result.returncode == 1
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output and "Retrying" not in output, output[-3000:]
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert line.startswith(
+        "error: model typo: 'acme/no-such-model' is not in the local Hugging Face cache"
+    )
+
+
 def test_bad_config_is_refused_with_a_clear_message(tmp_path):
     corpus = tmp_path / "corpus.txt"
     _write_corpus(corpus)

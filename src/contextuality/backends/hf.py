@@ -28,6 +28,7 @@ from contextuality.backends.base import (
     only_blocks_up_to,
     weights_dtype_on,
 )
+from contextuality.backends.hub import endpoint, hub_unreachable
 from contextuality.errors import ConfigError, ModelLoadError
 from contextuality.provenance import sha256_file
 
@@ -58,6 +59,8 @@ def _load_error(spec: ModelSpec, what: str, error: Exception) -> ModelLoadError:
             "tensors, which could run code when loaded, so they are refused; use the model's "
             "safetensors weights, or convert a copy you trust"
         )
+    if not is_local(spec) and hub_unreachable():
+        return _offline_error(spec)
     first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     advice = (
         "its files may be damaged or incomplete: save or download them again"
@@ -71,10 +74,23 @@ def _load_error(spec: ModelSpec, what: str, error: Exception) -> ModelLoadError:
     )
 
 
+def _offline_error(spec: ModelSpec) -> ModelLoadError:
+    """A hub id that the local cache lacks, where the hub cannot be reached."""
+    return ModelLoadError(
+        f"model {spec.name}: '{spec.source}' is not in the local Hugging Face cache, and the "
+        f"hub ({endpoint()}) cannot be reached from here ({hub_unreachable()}); check the "
+        "id, fetch it once where the hub is reachable, or set 'source' to a local directory "
+        "holding config.json and weights"
+    )
+
+
 def _pretrained_options(spec: ModelSpec) -> dict[str, Any]:
     """Options every ``from_pretrained`` call of the model gets: its revision, whether remote
-    code may run, and the GGUF file to read (weights dequantized to float32) when set."""
+    code may run, and the GGUF file to read (weights dequantized to float32) when set; a
+    hub id where the hub cannot be reached is read from the local cache alone."""
     options = {"revision": spec.revision, "trust_remote_code": spec.trust_remote_code}
+    if not is_local(spec) and hub_unreachable():
+        options["local_files_only"] = True
     if spec.gguf_file is not None:
         options["gguf_file"] = spec.gguf_file
     return options

@@ -236,14 +236,18 @@ def plan_config(
     """Make the Snakefile's `config` the one planned, in place: `every_configfile` free of
     keys given twice (`refuse_duplicate_keys`), the models of the last of `configfiles`
     (``--configfile``) that names models (`keep_models_named_by`), the schema's defaults
-    filled in (`schema.with_defaults`), checked (`check_config`), sweeps expanded. A
-    ConfigError ends the run with its message alone, exit status 1, without the traceback
-    frames Snakemake prints around an exception in a Snakefile."""
+    filled in (`schema.with_defaults`), checked (`check_config`), sweeps expanded, and
+    each model's layers known (read from its config where ``layers`` is not given). A
+    refusal ends the run with its message alone, exit status 1, without the traceback
+    frames Snakemake prints around an exception in a Snakefile: a hub id the local cache
+    lacks, where the hub cannot be reached, among them."""
     try:
         refuse_duplicate_keys(list(every_configfile))
         keep_models_named_by(config, configfiles)
         with_defaults(config)  # what check_config and every slice read: the schema's defaults
         check_config(config, schema_path)
         expand_sweeps(config)
+        for model in model_names(config):
+            model_layers(config, model)  # what the rules' outputs need, asked here first
     except ContextualityError as error:
         sys.exit(f"error: {error}")
