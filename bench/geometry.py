@@ -42,7 +42,6 @@ import pandas as pd
 import yaml
 
 from contextuality import steps
-from contextuality.corpus.index import IndexFiles
 from contextuality.figures.alignment import plot_alignment
 from contextuality.figures.best_layers import plot_best_layers
 from contextuality.figures.geometry import plot_positions
@@ -52,11 +51,11 @@ from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.provenance import atomic_path
 from contextuality.schema import with_defaults
-from contextuality.workflow.config import geometry_models, geometry_settings, model_settings
+from contextuality.workflow.config import geometry_models, geometry_settings
 from contextuality.workflow.geometry_paths import best_layer_files
-from contextuality.workflow.paths import index_directory, model_shards
+from contextuality.workflow.paths import model_shards
 
-from workdir import job_times, run_workflow, with_sources_found, write_report
+from workdir import job_times, run_workflow, stored_layers, with_sources_found, write_report
 
 REPO = Path(__file__).resolve().parents[1]
 # The targets of a run without the alignment between models.
@@ -178,23 +177,12 @@ def _between_models(config: dict, directory: Path, out: Path, name: str, cores: 
     )
 
 
-def _stored(config: dict, directory: Path, model: str) -> tuple[steps.ModelLayers, IndexFiles]:
-    """`model`'s layers and index as the run in `directory` stored them (`config` as that
-    run was given it, defaults filled)."""
-    shards = {
-        name: [directory / path for path in paths]
-        for name, paths in model_shards(config, model).items()
-    }
-    layers = steps.ModelLayers.of_inputs(model, shards, model_settings(config, model))
-    return layers, IndexFiles.in_directory(directory / index_directory(config, model))
-
-
 def _word_baselines(config: dict, directory: Path) -> pd.DataFrame:
     """Every stored model's layers aligned with the word baselines on the same sampled
     rows (`steps.baseline_alignment`), from the shards of the run in `directory`."""
     settings = GeometrySettings.from_config(geometry_settings(config))
     tables = [
-        steps.baseline_alignment(*_stored(config, directory, model), settings)
+        steps.baseline_alignment(*stored_layers(config, directory, model), settings)
         for model in geometry_models(config)
     ]
     return pd.concat(tables, ignore_index=True)
@@ -221,7 +209,7 @@ def _kept_within(
         table = pd.read_csv(kept, sep="\t")
         return table, float(json.loads(kept.with_suffix(".json").read_text())["seconds"])
     started = time.perf_counter()
-    table = steps.layer_alignment(*_stored(config, directory, model), settings)
+    table = steps.layer_alignment(*stored_layers(config, directory, model), settings)
     seconds = time.perf_counter() - started
     kept.parent.mkdir(exist_ok=True)
     with atomic_path(kept.with_suffix(".json")) as path:

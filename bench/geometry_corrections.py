@@ -12,14 +12,21 @@ paper's measures raw only, and writes ``bench/results/geometry-corrections.md``:
 and layer the intrinsic dimension (TwoNN) and the linear CKA and mutual k-NN with the
 previous stored layer under each transform, with their nulls; beside it the run's tables
 (``geometry-corrections-{measures,alignment}.tsv``) and its figure
-(``geometry-corrections.png``).
+(``geometry-corrections.png``). ``--adjacent-intervals`` runs the workflow only as far as
+the shards and the fitting split, then aligns each stored layer with the next under each
+transform, past each sentence's first word, with the alignment's bootstrap intervals and
+permutation nulls (`steps.layer_alignment` with ``adjacent``: the rows the whole table
+holds for those pairs, at a fraction of its cost) and writes
+``geometry-corrections-adjacent.{md,tsv}``.
 
-    python bench/geometry_corrections.py
+    python bench/geometry_corrections.py [--adjacent-intervals]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import json
 import shutil
 import time
 from pathlib import Path
@@ -27,7 +34,15 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from workdir import run_workflow, write_report
+from contextuality import steps
+from contextuality.geometry.settings import GeometrySettings
+from contextuality.provenance import atomic_path
+from contextuality.schema import with_defaults
+from contextuality.transforms.layers import TransformFit
+from contextuality.workflow.config import geometry_settings, transform_fit_settings
+from contextuality.workflow.paths import model_shards
+
+from workdir import job_times, run_workflow, stored_layers, with_sources_found, write_report
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "geometry-corrections"
@@ -94,12 +109,133 @@ def _sections(measures: pd.DataFrame, alignment: pd.DataFrame) -> list[str]:
     return sections
 
 
+SPLIT = "results/corpus/fit_split.parquet"
+
+
+def _kept_adjacent(
+    config: dict, workdir: Path, model: str, transform: str, settings: GeometrySettings
+) -> tuple[pd.DataFrame, float]:
+    """`model`'s alignment of each stored layer with the next under `transform` and its
+    wall seconds, kept in `workdir`'s ``adjacent/`` as each is done, so that a stopped run
+    resumes with the next (delete ``adjacent/`` after changing the shards)."""
+    kept = workdir / "adjacent" / f"{model}.{transform}.tsv"
+    if kept.is_file():
+        table = pd.read_csv(kept, sep="\t")
+        return table, float(json.loads(kept.with_suffix(".json").read_text())["seconds"])
+    fit = (
+        None
+        if transform == "none"
+        else TransformFit.of(workdir / SPLIT, transform_fit_settings(config, transform))
+    )
+    started = time.perf_counter()
+    table = steps.layer_alignment(
+        *stored_layers(config, workdir, model),
+        settings,
+        steps.GeometryTransform(transform, fit),
+        adjacent=True,
+        occurrences=("position>0",),
+    )
+    seconds = time.perf_counter() - started
+    kept.parent.mkdir(exist_ok=True)
+    with atomic_path(kept.with_suffix(".json")) as path:
+        path.write_text(json.dumps({"seconds": seconds}))
+    with atomic_path(kept) as path:
+        table.to_csv(path, sep="\t", index=False)
+    return table, seconds
+
+
+def _with_interval(rows: pd.DataFrame, measure: str) -> pd.Series:
+    """A measure's value with its interval, as ``0.389 (0.371–0.402)``."""
+    return rows.apply(
+        lambda row: (
+            f"{row[measure]:.3f} ({row[measure + '_low']:.3f}–{row[measure + '_high']:.3f})"
+        ),
+        axis=1,
+    )
+
+
+def _adjacent_sections(alignment: pd.DataFrame) -> list[str]:
+    """Per model, each layer with the previous stored one under each transform, past the
+    first words: linear CKA and mutual k-NN with their intervals and nulls."""
+    sections = ["## Each layer against the previous one past the first words, with intervals"]
+    for model, rows in alignment.groupby("model_a", sort=False):
+        rows = rows.set_index(["layer_b", "transform"])
+        table = pd.DataFrame(
+            {
+                "previous": rows["layer_a"],
+                "CKA prev": _with_interval(rows, "cka"),
+                "null": rows["null_cka"].map("{:.3f}".format),
+                "mutual k-NN prev": _with_interval(rows, "mutual_knn"),
+                "null k-NN": rows["null_mutual_knn"].map("{:.4f}".format),
+                "rows": rows["n_rows"],
+            }
+        ).reset_index(names=["layer", "transform"])
+        table["transform"] = pd.Categorical(table["transform"], TRANSFORMS, ordered=True)
+        body = table.sort_values(["layer", "transform"]).to_markdown(index=False)
+        sections.append(f"### {model}\n\n{body}")
+    return sections
+
+
+def _adjacent_intervals(workdir: Path, out: Path, cores: int) -> None:
+    """Extract the models and write the fitting split, then align each stored layer with
+    the next under each transform, with intervals (module docstring,
+    ``--adjacent-intervals``)."""
+    config = study_config()
+    filled = with_defaults(with_sources_found(copy.deepcopy(config)))
+    shards = [
+        path for model in MODELS for paths in model_shards(filled, model).values() for path in paths
+    ]
+    run_workflow(workdir, config, cores, ["--", *shards, SPLIT])
+    settings = GeometrySettings.from_config(geometry_settings(filled))
+    tables, seconds = [], {}
+    for model in MODELS:
+        for transform in TRANSFORMS:
+            table, seconds[model, transform] = _kept_adjacent(
+                filled, workdir, model, transform, settings
+            )
+            tables.append(table)
+    alignment = pd.concat(tables, ignore_index=True)
+    alignment.to_csv(out / f"{NAME}-adjacent.tsv", sep="\t", index=False)
+    options = filled["geometry"]["alignment"]
+    header = [
+        "# Each layer against the previous one, raw and under the outlier corrections, "
+        "with intervals: MiniLM, SmolLM2, Gemma-3",
+        f"Written by `bench/geometry_corrections.py --adjacent-intervals` "
+        f"({time.strftime('%Y-%m-%d')}): every alignment measure between each stored layer "
+        "and the next past each sentence's first word, on the rows of "
+        "`geometry-corrections-alignment.tsv` (the same "
+        f"{filled['geometry']['sample_size']:,} sampled occurrences; under a correction those "
+        "outside its fitting sentences), with its interval from "
+        f"{options['bootstrap']} bootstrap draws over sentences (the percentile interval "
+        f"less the bootstrap's bias, at {filled['measures']['confidence']:.0%}) and the mean "
+        f"of {options['permutations']} permutation nulls (k = {options['k']}). Table "
+        f"`{NAME}-adjacent.tsv`. Definitions: docs/instruments.md.",
+        *_adjacent_sections(alignment),
+        f"## Job times\n\nWall seconds on {cores} cores (jobs of a previous run reused "
+        "keep their first time).\n\n"
+        + job_times(workdir)
+        + "".join(
+            f"\n| adjacent alignment of {model}, {transform} | {value:.0f} |"
+            for (model, transform), value in seconds.items()
+        ),
+    ]
+    write_report(out / f"{NAME}-adjacent.md", header)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     parser.add_argument("--workdir", type=Path, default=REPO / "bench" / "work" / NAME)
+    parser.add_argument(
+        "--adjacent-intervals",
+        action="store_true",
+        help="only each layer against the next under each transform, with intervals",
+    )
     args = parser.parse_args()
+    if args.adjacent_intervals:
+        _adjacent_intervals(args.workdir, args.out, args.cores)
+        return
     started = time.perf_counter()
     run_workflow(args.workdir, study_config(), args.cores)
     minutes = (time.perf_counter() - started) / 60

@@ -10,6 +10,11 @@ from typing import IO
 
 import yaml
 
+from contextuality import steps
+from contextuality.corpus.index import IndexFiles
+from contextuality.workflow.config import model_settings
+from contextuality.workflow.paths import index_directory, model_shards
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -63,3 +68,16 @@ def write_report(path: Path, sections: list[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n\n".join(sections) + "\n")
     print(path.read_text())
+
+
+def stored_layers(
+    config: dict, directory: Path, model: str
+) -> tuple[steps.ModelLayers, IndexFiles]:
+    """`model`'s layers and index as the run in `directory` stored them (`config` as that
+    run was given it, defaults filled)."""
+    shards = {
+        name: [directory / path for path in paths]
+        for name, paths in model_shards(config, model).items()
+    }
+    layers = steps.ModelLayers.of_inputs(model, shards, model_settings(config, model))
+    return layers, IndexFiles.in_directory(directory / index_directory(config, model))

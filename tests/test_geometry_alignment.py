@@ -4,6 +4,7 @@ closed forms, brute-force references and similarity-repository's published value
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import ortho_group
 
@@ -225,3 +226,52 @@ def test_cka_past_the_first_word_keeps_its_precision_beside_a_massive_activation
         expected = np.sum((y.T @ x) ** 2) / np.sqrt(np.sum((x.T @ x) ** 2) * np.sum((y.T @ y) ** 2))
         assert cka == pytest.approx(expected, abs=1e-7), (a, b)
         assert debiased == pytest.approx(debiased_kernel_cka(x, y), abs=1e-7), (a, b)
+
+
+def test_each_layer_against_the_next_alone_is_the_whole_table_s_rows_for_those_pairs():
+    """`adjacent_alignment` aligns each stored layer with the next alone: the rows of the
+    whole model's table for those pairs (values, intervals, nulls, calibration), in both
+    sets of occurrences, and no other pair; one set alone gets the draws it gets beside
+    the other."""
+    from contextuality.geometry.alignment import (
+        AlignmentSettings,
+        SampledLayers,
+        SampleRows,
+        adjacent_alignment,
+        alignment_between,
+    )
+
+    rng = np.random.default_rng(5)
+    n = 360
+    base = rng.normal(size=(n, 5))
+    layers = {
+        layer: (base @ rng.normal(size=(5, 12)) + rng.normal(size=(n, 12))).astype(np.float32)
+        for layer in (0, 2, 4, 8)
+    }
+    sample = SampleRows(np.arange(n) % 6 != 0, np.arange(n) // 6, sampled=False)
+    settings = AlignmentSettings(k=5, permutations=4, bootstrap=6)
+    sampled = SampledLayers(layers, {})
+    whole = alignment_between(("m", sampled), None, sample, 7, 0.9, settings).table
+    adjacent = adjacent_alignment(("m", sampled), sample, 7, 0.9, settings)
+    pairs = {(0, 2), (2, 4), (4, 8)}
+    assert set(zip(adjacent["layer_a"], adjacent["layer_b"], strict=True)) == pairs
+    assert sorted(adjacent["occurrences"].unique()) == ["all", "position>0"]
+    keys = ["occurrences", "layer_a", "layer_b"]
+    expected = whole[
+        [pair in pairs for pair in zip(whole["layer_a"], whole["layer_b"], strict=True)]
+    ]
+    pd.testing.assert_frame_equal(
+        adjacent.sort_values(keys).reset_index(drop=True),
+        expected.sort_values(keys).reset_index(drop=True),
+        rtol=1e-6,
+        atol=1e-7,
+    )
+    assert adjacent_alignment(("m", SampledLayers({0: layers[0]}, {})), sample, 7, 0.9).empty
+    # Past the first words alone: the same draws as beside every occurrence.
+    later = adjacent_alignment(("m", sampled), sample, 7, 0.9, settings, "none", ("position>0",))
+    pd.testing.assert_frame_equal(
+        later.sort_values(keys).reset_index(drop=True),
+        adjacent[adjacent["occurrences"] == "position>0"].sort_values(keys).reset_index(drop=True),
+    )
+    with pytest.raises(ValueError, match="no occurrences called first"):
+        adjacent_alignment(("m", sampled), sample, 7, 0.9, settings, "none", ("first",))

@@ -25,9 +25,11 @@ from contextuality.corpus.index import IndexFiles
 from contextuality.errors import warn
 from contextuality.geometry import dimension
 from contextuality.geometry.alignment import (
+    ALIGNMENT_OCCURRENCES,
     AlignmentResult,
     SampledLayers,
     SampleRows,
+    adjacent_alignment,
     alignment_between,
     sample_rows,
 )
@@ -370,12 +372,14 @@ def _within_model(
     sample: SampleRows,
     settings: GeometrySettings,
     transform: str,
+    occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
 ) -> pd.DataFrame:
-    """The alignment between every two layers of a model and between each layer and each
-    word baseline (`ALIGNMENT_COLUMNS`)."""
+    """The alignment between every two layers of a model (on the `occurrences` of
+    `ALIGNMENT_OCCURRENCES`) and between each layer and each word baseline
+    (`ALIGNMENT_COLUMNS`)."""
     log.info("alignment between %d layers on %d rows", len(layers.vectors), len(sample.later))
     arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
-    tables = [alignment_between((name, layers), None, *arguments).table]
+    tables = [alignment_between((name, layers), None, *arguments, occurrences).table]
     tables += _with_baselines(name, layers, sample, settings, transform)
     return pd.concat(tables, ignore_index=True)
 
@@ -419,14 +423,21 @@ def layer_alignment(
     index: IndexFiles,
     settings: GeometrySettings,
     transform: GeometryTransform = RAW,
+    adjacent: bool = False,
+    occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
 ) -> pd.DataFrame:
     """The alignment between every two layers of `model` and with each word baseline
     (`ALIGNMENT_COLUMNS`): the table `layer_geometry` writes, without its intrinsic
-    dimension (`bench/geometry.py --within-models`)."""
+    dimension (`bench/geometry.py --within-models`); with `adjacent`, only each layer's
+    rows with the next (`alignment.adjacent_alignment`, no baselines); the layers aligned
+    on the `occurrences` named (of `ALIGNMENT_OCCURRENCES`)."""
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
-    return _within_model(model.name, layers, sample, settings, transform.name)
+    if adjacent:
+        arguments = (settings.seed, settings.confidence, settings.alignment, transform.name)
+        return adjacent_alignment((model.name, layers), sample, *arguments, occurrences)
+    return _within_model(model.name, layers, sample, settings, transform.name, occurrences)
 
 
 def alignment_between_models(
