@@ -429,6 +429,15 @@ def test_the_alignment_quoted_in_the_instruments_page_is_the_instruments_run():
     ]
     assert f"debiased CKA of {_span(between[0].values.ravel())} and a mutual k-NN of" in page
     assert f"mutual k-NN of {_span(between[1].values.ravel())}" in page
+    rerun = _pair("geometry-families-between", "smollm2", "minilm", "all").loc[blocks]
+    widths = []
+    for measure, quoted in zip(("cka_debiased", "mutual_knn"), between, strict=True):
+        assert _span(rerun[measure]) == _span(quoted.values.ravel()), measure
+        widths.append(f"{(rerun[f'{measure}_high'] - rerun[f'{measure}_low']).max():.3f}")
+    assert (
+        f"each interval at most {widths[0]} wide for debiased CKA and {widths[1]} for mutual k-NN"
+        in page
+    )
     table = _instruments("alignment")
     null = table["null_mutual_knn"]
     assert f"is {null.min():.4f} to {null.max():.4f} for mutual k-NN" in page
