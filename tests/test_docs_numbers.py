@@ -923,11 +923,24 @@ def test_the_alignment_within_smollm2_and_its_untrained_twin_quoted_in_the_docs(
         f"(blocks 21 to 24: {blocks_21_24['cka_debiased']:.3f}, interval "
         f"{blocks_21_24['cka_debiased_low']:.3f}–{blocks_21_24['cka_debiased_high']:.3f})"
     ) in page
-    assert f"mutual k-NN barely moves ({_span(later['mutual_knn'])})" in page
-    both = pd.concat([untrained, untrained_later])["cka_debiased"]
-    assert f"blocks 12 to 27 are {_span(both)} from the block before" in page
+    assert (
+        f"mutual k-NN barely moves ({_span(later['mutual_knn'])}, intervals at most "
+        f"{_widest(later, 'mutual_knn'):.3f} wide)"
+    ) in page
+    assert f"the Procrustes intervals at most {_widest(every, 'procrustes'):.3f} wide" in page
+    assert (
+        f"{_span(later['procrustes'])} rad by Procrustes, with intervals up to "
+        f"{_widest(later, 'procrustes'):.3f} wide"
+    ) in page
+    both = pd.concat([untrained, untrained_later])
+    assert f"blocks 12 to 27 are {_span(both['cka_debiased'])} from the block before" in page
+    assert f"(intervals at most {_widest(both, 'cka_debiased'):.3f} wide)" in page
+    assert f"{_span(untrained['procrustes'])} rad by Procrustes" in page
     assert f"share {_span(untrained['mutual_knn'])} of their neighbours" in page
-    assert untrained["mutual_knn"].min() > every["mutual_knn"].max()
+    floor, ceiling = untrained["mutual_knn_low"].min(), every["mutual_knn_high"].max()
+    assert floor > ceiling
+    assert f"lowest interval starts at {floor:.3f}, the trained blocks' highest ends at" in page
+    assert f"ends at {ceiling:.3f})" in page
     measures = ["cka", "cka_debiased", "procrustes", "mutual_knn", "cknna"]
     for occurrences in ("all", "position>0"):
         rerun, earlier = (
