@@ -53,11 +53,6 @@ def _adjacent(grid: pd.Series) -> pd.Series:
     return pd.Series({layer: grid[(before, layer)] for before, layer in pairwise(layers)})
 
 
-def _best_match(grid: pd.Series) -> pd.Series:
-    """Between two models: each first-model layer's highest CKA with any second-model layer."""
-    return grid.groupby(level="layer_a").max()
-
-
 def test_the_cka_nulls_quoted_in_the_geometry_page_are_the_acceptance_tables():
     """docs/geometry.md: on bench/gpu/expected/alignment.tsv the biased null reaches 0.004 and the
     debiased null stays within 0.0002 of 0."""
@@ -108,43 +103,68 @@ def test_the_intrinsic_dimensions_quoted_in_the_geometry_page_are_the_committed_
     assert 6 not in flat.min()["twonn"].index
 
 
-def test_minilm_layer_cka_quoted_in_the_geometry_page_is_the_decoder_run():
+def test_minilm_layer_cka_quoted_in_the_geometry_page_is_the_rerun_with_intervals():
     """docs/geometry.md: MiniLM's adjacent layers, its last layer against its embedding
-    output, and the rows past the first words, on bench/results/geometry-decoder-alignment.tsv."""
-    grid = _cka("decoder", "minilm", "minilm", "all")
-    later = _cka("decoder", "minilm", "minilm", "position>0")
+    output, the rows past the first words and the intervals' widths, on
+    bench/results/alignment-full-alignment.tsv; the earlier decoder table's values agree."""
+    every = _pair("alignment-full-alignment", "minilm", "minilm", "all")
+    later = _pair("alignment-full-alignment", "minilm", "minilm", "position>0")
+    grid = every["cka"]
     adjacent = _adjacent(grid)
     first = adjacent.loc[:4]
-    quoted = (
+    page = _page("geometry.md")
+    assert (
         f"adjacent layers {first.min():.2f}–{first.max():.2f} up to layer 4, then "
         f"{adjacent[5]:.2f} and {adjacent[6]:.2f}; the last layer {grid[(0, 6)]:.2f} from the "
-        "embedding output; past the first words the same within .01"
-    )
-    assert quoted in _page("geometry.md")
-    assert (grid - later).abs().max() < 0.01
+        f"embedding output; past the first words the same within "
+        f"{math.ceil((grid - later['cka']).abs().max() * 1000) / 1000:.3f}; every interval at "
+        f"most {_widest(every, 'cka'):.3f} wide on every occurrence and "
+        f"{_widest(later, 'cka'):.3f} past the first words"
+    ) in page
+    earlier = _cka("decoder", "minilm", "minilm", "all")
+    assert (earlier - grid.loc[earlier.index]).abs().max() < 1e-7
+    assert "holds the same values within 1e-7" in page
 
 
-def test_smollm2_layer_cka_quoted_in_the_geometry_page_is_the_decoder_run():
-    """docs/geometry.md: SmolLM2's blocks whose CKA with the one before rounds to 1.000,
-    their best match with a MiniLM layer, and both past the first words, on
-    bench/results/geometry-decoder-alignment.tsv."""
-    adjacent = _adjacent(_cka("decoder", "smollm2", "smollm2", "all"))
+def test_smollm2_layer_cka_quoted_in_the_geometry_page_is_the_rerun_with_intervals():
+    """docs/geometry.md: SmolLM2's blocks whose CKA with the one before is 1.000 in every
+    draw, their best match with a MiniLM layer with its interval and null, and both past
+    the first words, on bench/results/geometry-families-{within,between}.tsv; the earlier
+    decoder table's values agree within 1.1e-4."""
+    within = _pair("geometry-families-within", "smollm2", "smollm2", "all")
+    adjacent = _adjacent(within["cka_low"])
     ones = adjacent[adjacent.round(3) == 1].index
     assert list(ones) == [layer for layer in adjacent.index if ones.min() <= layer <= ones.max()]
-    best = _best_match(_cka("decoder", "smollm2", "minilm", "all")).loc[ones]
-    later = _adjacent(_cka("decoder", "smollm2", "smollm2", "position>0")).loc[ones]
-    later_best = _best_match(_cka("decoder", "smollm2", "minilm", "position>0")).loc[ones]
-    quoted = (
-        f"blocks {ones.min()} to {ones.max()} are each 1.000 from the one before, and none is "
-        f"above {math.ceil(best.max() * 100) / 100:.2f} from any MiniLM layer"
-    )
+    between = _pair("geometry-families-between", "smollm2", "minilm", "all")
+    best = between.loc[between.groupby(level="layer_a")["cka"].idxmax()].loc[ones.min() :]
+    best = best.loc[: ones.max()]
+    assert best["cka"].round(3).nunique() == 1
+    top = best.iloc[0]
     page = _page("geometry.md")
-    assert quoted in page
     assert (
-        f"past the first words adjacent blocks are {later.min():.2f}–{later.max():.2f} apart "
-        f"and the best match with a MiniLM layer rises to {later_best.min():.2f}–"
-        f"{later_best.max():.2f}"
+        f"blocks {ones.min()} to {ones.max()} are each 1.000 from the block stored before, "
+        f"in every draw, and their best match with any MiniLM layer is {top['cka']:.3f} "
+        f"({top['cka_low']:.3f}–{best['cka_high'].max():.3f}, the null "
+        f"{best['null_cka'].max():.3f})"
     ) in page
+    later = _adjacent(_pair("geometry-families-within", "smollm2", "smollm2", "position>0")["cka"])
+    later_rows = _pair("geometry-families-between", "smollm2", "minilm", "position>0")
+    later_best = later_rows.loc[later_rows.groupby(level="layer_a")["cka"].idxmax()]
+    later_best = later_best.droplevel("layer_b").loc[ones]
+    assert (
+        f"adjacent blocks are {later.loc[ones].min():.2f}–{later.loc[ones].max():.2f} apart"
+    ) in page
+    above = later_best[later_best["cka_low"] > best["cka_high"].max()]
+    assert list(above.index) == [24, 27]
+    assert (
+        f"only blocks 24 and 27 ({_span(above['cka'], 2, '–')}, intervals "
+        f"{above['cka_low'].iloc[0]:.2f}–{above['cka_high'].iloc[0]:.2f} and "
+        f"{above['cka_low'].iloc[1]:.2f}–{above['cka_high'].iloc[1]:.2f}) rise above"
+    ).replace("0.49–0.49", "0.49") in page
+    for occurrences in ("all", "position>0"):
+        rerun = _pair("geometry-families-within", "smollm2", "smollm2", occurrences)["cka"]
+        earlier = _cka("decoder", "smollm2", "smollm2", occurrences)
+        assert (earlier - rerun.loc[earlier.index]).abs().max() < 1.1e-4
 
 
 def test_the_cka_between_families_quoted_in_the_families_page_is_the_families_run():
