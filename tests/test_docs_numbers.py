@@ -352,6 +352,42 @@ def test_the_training_sweep_numbers_quoted_in_the_geometry_page_are_the_committe
         assert f"{name} from {last[0]} at the embeddings to {last[1]} at the last layer" in page
 
 
+def test_the_seeds_that_invert_bert_s_depth_ordering_are_the_committed_sweep():
+    """docs/geometry.md: at step 2,000 the adjacent pairs of BERT's layers that some seed
+    inverts (anisotropy falling or adjusted SelfSim rising with depth) are 0 to 1 and 2
+    to 3, by both measures, with the values quoted; every seed orders the others and the
+    first layer against the last."""
+    page = _page("geometry.md")
+    rows = pd.read_csv(ROOT / "bench/results/training-sweep.tsv", sep="\t")
+    rows = rows[(rows["model"] == "bert") & (rows["step"] == 2000)]
+    quoted = []
+    for measure, rising in (("anisotropy", 1), ("adjusted SelfSim", -1)):
+        grid = rows[rows["measure"] == measure].pivot(index="seed", columns="layer")["value"]
+        inverted = {
+            (layer, layer + 1): sorted(grid.index[(grid[layer + 1] - grid[layer]) * rising < 0])
+            for layer in range(4)
+        }
+        assert {pair: seeds for pair, seeds in inverted.items() if seeds} == {
+            (0, 1): [1],
+            (2, 3): [2],
+        }, measure
+        assert ((grid[4] - grid[0]) * rising > 0).all(), measure
+        quoted.append(
+            [
+                _decimals(grid.loc[seed, layer], 4)
+                for seed, layer in ((1, 0), (1, 1), (2, 2), (2, 3))
+            ]
+        )
+    (a0, a1, a2, a3), (s0, s1, s2, s3) = quoted
+    assert f"in BERT's seed 1 anisotropy falls from layer 0 to layer 1 ({a0} to {a1})" in page
+    assert f"and adjusted SelfSim rises ({s0} to {s1})" in page
+    assert f"layers 2 and 3 ({a2} to {a3}, {s2} to {s3})" in page
+    assert (
+        "every seed orders layers 1 to 2 and 3 to 4, and the first against the last, so the "
+        "adjacent pairs a seed inverts are 0 to 1 and 2 to 3"
+    ) in page
+
+
 def _cosine(value: float) -> str:
     """A cosine as the docs write it: three decimals, no leading zero (.024, 1.000)."""
     return _decimals(value, 3)
