@@ -80,6 +80,15 @@ def test_the_intrinsic_dimensions_quoted_in_the_geometry_page_are_the_committed_
         ]
         return f"{row['dimension'].item():.1f}"
 
+    def spread(estimator: str, layer: int, scale: int, places: int = 2) -> str:
+        row = curves[
+            (curves["estimator"] == estimator)
+            & (curves["layer"] == layer)
+            & (curves["scale"] == scale)
+        ].iloc[0]
+        low, value, high = (row[name] for name in ("dimension_low", "dimension", "dimension_high"))
+        return f"{value:.{places}f}, {low:.{places}f}–{high:.{places}f}"
+
     def plateau(estimator: str, layer: int) -> str:
         rows = curves[(curves["estimator"] == estimator) & (curves["layer"] == layer)]
         return f"{rows.loc[rows['on_plateau'], 'dimension'].mean():.1f}"
@@ -92,11 +101,37 @@ def test_the_intrinsic_dimensions_quoted_in_the_geometry_page_are_the_committed_
         f"TwoNN from {at('twonn', 6, 10000)} on all 10,000 points to {at('twonn', 6, 156)} on "
         f"subsets of 156, GRIDE from {at('gride', 6, 1)} at k = 1 to {at('gride', 6, 32)} at "
         "k = 32",
-        f"such as {at('twonn', 6, 1250)} on subsets of 1,250",
+        f"such as {spread('twonn', 6, 1250, 1).replace(', ', ' (')}) on subsets of 1,250",
         f"at layer 4, {at('gride', 4, 1)} against {at('twonn', 4, 10000)})",
+        f"by GRIDE at k = 2 ({spread('gride', 5, 2)}, against {spread('gride', 4, 2)})",
+        f"by TwoNN on 5,000 points ({spread('twonn', 5, 5000)}, against "
+        f"{spread('twonn', 4, 5000)})",
+        f"(GRIDE at k = 1: {spread('gride', 6, 1)}, against {spread('gride', 2, 1)})",
+        f"its interval meets layer 5's ({spread('twonn', 6, 156, 1)}, against "
+        f"{spread('twonn', 5, 156, 1)})",
     ]
     for phrase in quoted:
         assert phrase in page, phrase
+    row = curves.set_index(["estimator", "layer", "scale"])
+    for scale, layer in ((2, 4), (5000, 4)):
+        estimator = "gride" if scale == 2 else "twonn"
+        assert (
+            row.loc[(estimator, 5, scale), "dimension_high"]
+            < (row.loc[(estimator, layer, scale), "dimension_low"])
+        )
+    last = row.loc[("gride", 6, 1)]
+    assert last["dimension_high"] > row.loc[("gride", 2, 1), "dimension_low"]
+    assert all(
+        last["dimension_high"] < row.loc[("gride", layer, 1), "dimension_low"]
+        for layer in (3, 4, 5)
+    )
+    largest = row.xs(32, level="scale").loc["gride"]
+    assert largest.loc[:5, "dimension"].max() < largest.loc[6, "dimension_low"]
+    assert f"(24.8 against at most {largest.loc[:5, 'dimension'].max():.1f}" in page
+    assert (largest["dimension_high"] - largest["dimension_low"]).max() < 0.2
+    assert (
+        row.loc[("twonn", 6, 156), "dimension_low"] < row.loc[("twonn", 5, 156), "dimension_high"]
+    )
     flat = curves[curves["on_plateau"]].groupby(["estimator", "layer"])["scale"]
     assert (flat.min()["twonn"][2:6] == 2500).all() and (flat.max()["gride"][1:6] == 4).all()
     assert {0, 6} == set(range(7)) - set(flat.min()["gride"].index)  # no GRIDE plateau
