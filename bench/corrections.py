@@ -22,7 +22,7 @@ import yaml
 from workdir import run_workflow, write_report
 
 REPO = Path(__file__).resolve().parents[1]
-TRANSFORMS = ["none", "center", "standardize", "abtt", "whiten"]
+TRANSFORMS = ["none", "center", "standardize", "abtt", "whiten", "drop_rogue"]
 
 
 def _by_transform(table: pd.DataFrame, measure: str, column: str = "raw") -> pd.DataFrame:

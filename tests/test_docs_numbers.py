@@ -287,12 +287,29 @@ def test_the_word_baselines_of_the_families_quoted_in_the_families_page():
     best = best[(best["model"] == "smollm2") & best["layer"].isin(sink)]
     matches = best.groupby("other_model")["value"]
     assert (position.min() > matches.max()).all()
-    assert (
-        f"reach a debiased CKA of {position.mean():.3f} (the word alone {word.mean():.3f}), "
-        f"above their best match in Gemma-3 ({matches.mean()['gemma3']:.3f}) or MiniLM "
-        f"({matches.mean()['minilm']:.3f})"
-    ) in page
+    assert f"reach a debiased CKA of {position.mean():.3f} (the word alone {word.mean():.3f};" in (
+        page
+    )
     assert position.max() - position.min() < 1e-3 and word.max() - word.min() < 1e-3
+
+    def spanned(rows: pd.DataFrame, low: str, high: str) -> str:
+        return f"{rows[low].min():.3f}–{rows[high].max():.3f}"
+
+    position_rows, word_rows = (
+        _pair(between, "smollm2", baseline, "all").droplevel("layer_b").loc[sink]
+        for baseline in ("word_position", "word_identity")
+    )
+    low, high = "cka_debiased_low", "cka_debiased_high"
+    in_gemma, in_minilm = (
+        spanned(best[best["other_model"] == other], "low", "high") for other in ("gemma3", "minilm")
+    )
+    assert (
+        f"their intervals lie within {spanned(position_rows, low, high)} and "
+        f"{spanned(word_rows, low, high)}), above their best match in Gemma-3 "
+        f"({matches.mean()['gemma3']:.3f}, within {in_gemma}) or MiniLM "
+        f"({matches.mean()['minilm']:.3f}, within {in_minilm}) by whole intervals"
+    ) in page
+    assert position_rows[low].min() > best["high"].max()
     pairs = [("minilm", "smollm2"), ("minilm", "gemma3"), ("smollm2", "gemma3")]
     apart = {}
     for occurrences in ("all", "position>0"):
@@ -934,7 +951,11 @@ def test_the_alignment_uncertainty_quoted_in_the_instruments_page_is_the_full_ru
         & (every["model_b"] == "minilm-random")
         & (every["layer_a"] != every["layer_b"])
     ]
-    assert f"debiased CKA {untrained['cka_debiased'].min():.3f} or more" in page
+    width = (untrained["cka_debiased_high"] - untrained["cka_debiased_low"]).max()
+    assert (
+        f"debiased CKA {untrained['cka_debiased'].min():.3f} or more between any two, each "
+        f"interval at most {width:.4f} wide"
+    ) in page
     assert f"margins over the second best are {chosen['margin'].max():.4f} or less" in page
     assert f"as few as {chosen['stays_best'].min():.3f} of the draws" in page
 
@@ -972,6 +993,13 @@ def test_the_best_matches_with_their_draws_quoted_in_the_instruments_page():
     ends = [0, 3, 6, 9, 30]
     for measure in ("cka", "cka_debiased", "procrustes"):
         assert (best.loc[("smollm2", "gemma3", measure)].loc[ends, "stays_best"] == 1).all()
+    cknna = best.loc[("smollm2", "gemma3", "cknna")]
+    held = cknna[cknna["stays_best"] < 1]
+    assert list(held.index) == [3] and held.loc[3, "best_layer"] == 0
+    assert (
+        f"block 3, whose match in Gemma-3's layer 0 stays in {held.loc[3, 'stays_best']:.3f} "
+        f"of them (margin {held.loc[3, 'margin']:.4f})"
+    ) in page
     minilm = best.loc[("smollm2", "minilm", "mutual_knn")].loc[12]
     row = _pair("geometry-families-between", "smollm2", "minilm", "all").loc[12, "mutual_knn"]
     assert minilm["best_layer"] == 2 and row.drop(index=2).idxmax() == 3
@@ -1062,5 +1090,6 @@ def test_the_untrained_twins_word_baseline_quoted_in_the_families_page():
     assert f"at a debiased CKA of {_with_interval(embedding, 'cka_debiased')}" in page
     assert (
         f"(mutual k-NN at most {blocks['mutual_knn'].max():.3f}, debiased CKA at most "
-        f"{blocks['cka_debiased'].max():.3f})"
+        f"{blocks['cka_debiased'].max():.3f}; their intervals' tops "
+        f"{blocks['mutual_knn_high'].max():.3f} and {blocks['cka_debiased_high'].max():.3f})"
     ) in page
