@@ -15,8 +15,8 @@ previous stored layer under each transform, with their nulls; beside it the run'
 (``geometry-corrections.png``). ``--adjacent-intervals`` runs the workflow only as far as
 the shards and the fitting split, then aligns each stored layer with the next under each
 transform, past each sentence's first word, with the alignment's bootstrap intervals and
-permutation nulls (`steps.layer_alignment` with ``adjacent``: the rows the whole table
-holds for those pairs, at a fraction of its cost) and writes
+permutation nulls (`steps.paired_layer_alignment`: the rows the whole table holds for
+those pairs, at a fraction of its cost) and writes
 ``geometry-corrections-adjacent.{md,tsv}``.
 
     python bench/geometry_corrections.py [--adjacent-intervals]
@@ -128,11 +128,14 @@ def _kept_adjacent(
         else TransformFit.of(workdir / SPLIT, transform_fit_settings(config, transform))
     )
     started = time.perf_counter()
-    table = steps.layer_alignment(
-        *stored_layers(config, workdir, model),
+    layers, index = stored_layers(config, workdir, model)
+    table = steps.paired_layer_alignment(
+        layers,
+        None,
+        "adjacent",
+        index,
         settings,
         steps.GeometryTransform(transform, fit),
-        adjacent=True,
         occurrences=("position>0",),
     )
     seconds = time.perf_counter() - started

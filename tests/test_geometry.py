@@ -497,8 +497,8 @@ def test_the_alignment_alone_is_the_table_the_layer_geometry_writes(stored, tmp_
     """`steps.baseline_alignment` (a study of the alignment between models alone) gives
     the word baselines' rows of `steps.layer_geometry`, and `steps.layer_alignment` (the
     alignment within a model, without the intrinsic dimension) its whole alignment table,
-    to the last bit, on the same sample; with ``adjacent``, that table's rows of each
-    layer with the next."""
+    to the last bit, on the same sample; `steps.paired_layer_alignment`, that table's rows
+    of each layer with the next."""
     model_a, _, index, settings, _ = stored
     whole = steps.layer_geometry(model_a, index, typed(settings), *outputs(tmp_path, "whole"))
     alone = steps.baseline_alignment(model_a, index, typed(settings))
@@ -509,12 +509,12 @@ def test_the_alignment_alone_is_the_table_the_layer_geometry_writes(stored, tmp_
     within = steps.layer_alignment(model_a, index, typed(settings))
     assert set(within["model_b"]) == {"a", "word_identity", "word_position"}
     pd.testing.assert_frame_equal(within, whole)
-    adjacent = steps.layer_alignment(model_a, index, typed(settings), adjacent=True)
+    adjacent = steps.paired_layer_alignment(model_a, None, "adjacent", index, typed(settings))
     pair = whole[(whole["model_b"] == "a") & (whole["layer_a"] == 0) & (whole["layer_b"] == 1)]
     assert len(adjacent) == 2  # the two layers, every occurrence and past the first words
     pd.testing.assert_frame_equal(adjacent, pair.reset_index(drop=True), rtol=1e-6, atol=1e-7)
-    later = steps.layer_alignment(
-        model_a, index, typed(settings), adjacent=True, occurrences=("position>0",)
+    later = steps.paired_layer_alignment(
+        model_a, None, "adjacent", index, typed(settings), occurrences=("position>0",)
     )
     expected = adjacent[adjacent["occurrences"] == "position>0"].reset_index(drop=True)
     pd.testing.assert_frame_equal(later, expected)

@@ -228,50 +228,61 @@ def test_cka_past_the_first_word_keeps_its_precision_beside_a_massive_activation
         assert debiased == pytest.approx(debiased_kernel_cka(x, y), abs=1e-7), (a, b)
 
 
-def test_each_layer_against_the_next_alone_is_the_whole_table_s_rows_for_those_pairs():
-    """`adjacent_alignment` aligns each stored layer with the next alone: the rows of the
-    whole model's table for those pairs (values, intervals, nulls, calibration), in both
-    sets of occurrences, and no other pair; one set alone gets the draws it gets beside
-    the other."""
+def _correlated_layers(seed: int, layers: tuple[int, ...], n: int = 360) -> dict:
+    """Float32 layers of `n` rows sharing a 5-dimensional signal, each with its own noise."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(n, 5))
+    return {
+        layer: (base @ rng.normal(size=(5, 12)) + rng.normal(size=(n, 12))).astype(np.float32)
+        for layer in layers
+    }
+
+
+def test_each_pair_alone_is_the_whole_table_s_rows_for_that_pair():
+    """`paired_alignment` aligns each chosen pair of layers alone: each layer with the next
+    within a model, and each layer with the same layer of another model, give the rows of
+    the whole table for those pairs (values, intervals, nulls, calibration) in both sets
+    of occurrences and no other pair; one set alone gets the draws it gets beside the
+    other; a pairing is refused on the wrong number of models."""
     from contextuality.geometry.alignment import (
         AlignmentSettings,
         SampledLayers,
         SampleRows,
-        adjacent_alignment,
         alignment_between,
     )
+    from contextuality.geometry.paired import paired_alignment
 
-    rng = np.random.default_rng(5)
     n = 360
-    base = rng.normal(size=(n, 5))
-    layers = {
-        layer: (base @ rng.normal(size=(5, 12)) + rng.normal(size=(n, 12))).astype(np.float32)
-        for layer in (0, 2, 4, 8)
-    }
     sample = SampleRows(np.arange(n) % 6 != 0, np.arange(n) // 6, sampled=False)
     settings = AlignmentSettings(k=5, permutations=4, bootstrap=6)
-    sampled = SampledLayers(layers, {})
-    whole = alignment_between(("m", sampled), None, sample, 7, 0.9, settings).table
-    adjacent = adjacent_alignment(("m", sampled), sample, 7, 0.9, settings)
-    pairs = {(0, 2), (2, 4), (4, 8)}
-    assert set(zip(adjacent["layer_a"], adjacent["layer_b"], strict=True)) == pairs
-    assert sorted(adjacent["occurrences"].unique()) == ["all", "position>0"]
+    model = ("m", SampledLayers(_correlated_layers(5, (0, 2, 4, 8)), {}))
+    other = ("o", SampledLayers(_correlated_layers(6, (0, 4, 8, 9)), {}))
     keys = ["occurrences", "layer_a", "layer_b"]
-    expected = whole[
-        [pair in pairs for pair in zip(whole["layer_a"], whole["layer_b"], strict=True)]
-    ]
-    pd.testing.assert_frame_equal(
-        adjacent.sort_values(keys).reset_index(drop=True),
-        expected.sort_values(keys).reset_index(drop=True),
-        rtol=1e-6,
-        atol=1e-7,
-    )
-    assert adjacent_alignment(("m", SampledLayers({0: layers[0]}, {})), sample, 7, 0.9).empty
-    # Past the first words alone: the same draws as beside every occurrence.
-    later = adjacent_alignment(("m", sampled), sample, 7, 0.9, settings, "none", ("position>0",))
-    pd.testing.assert_frame_equal(
-        later.sort_values(keys).reset_index(drop=True),
-        adjacent[adjacent["occurrences"] == "position>0"].sort_values(keys).reset_index(drop=True),
-    )
+
+    def rows_of(table: pd.DataFrame) -> pd.DataFrame:
+        return table.sort_values(keys).reset_index(drop=True)
+
+    for right, pairing, pairs in (
+        (None, "adjacent", {(0, 2), (2, 4), (4, 8)}),
+        (other, "matching", {(0, 0), (4, 4), (8, 8)}),
+    ):
+        whole = alignment_between(model, right, sample, 7, 0.9, settings).table
+        alone = paired_alignment(model, right, pairing, sample, 7, 0.9, settings)
+        assert set(zip(alone["layer_a"], alone["layer_b"], strict=True)) == pairs
+        assert sorted(alone["occurrences"].unique()) == ["all", "position>0"]
+        chosen = [pair in pairs for pair in zip(whole["layer_a"], whole["layer_b"], strict=True)]
+        pd.testing.assert_frame_equal(rows_of(alone), rows_of(whole[chosen]), rtol=1e-6, atol=1e-7)
+        later = paired_alignment(
+            model, right, pairing, sample, 7, 0.9, settings, "none", ("position>0",)
+        )
+        pd.testing.assert_frame_equal(
+            rows_of(later), rows_of(alone[alone["occurrences"] == "position>0"])
+        )
+    single = ("m", SampledLayers({0: model[1].vectors[0]}, {}))
+    assert paired_alignment(single, None, "adjacent", sample, 7, 0.9).empty
     with pytest.raises(ValueError, match="no occurrences called first"):
-        adjacent_alignment(("m", sampled), sample, 7, 0.9, settings, "none", ("first",))
+        paired_alignment(model, None, "adjacent", sample, 7, 0.9, settings, "none", ("first",))
+    with pytest.raises(ValueError, match="'matching' pairs two models"):
+        paired_alignment(model, None, "matching", sample, 7, 0.9)
+    with pytest.raises(ValueError, match="'adjacent' pairs one model"):
+        paired_alignment(model, other, "adjacent", sample, 7, 0.9)

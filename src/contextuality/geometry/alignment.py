@@ -458,36 +458,3 @@ def _pass_over_draws(
         randoms[0].permutation(n_rows)
     for _ in sentence_weights(sentences, alignment.bootstrap, randoms[1]):
         pass
-
-
-def adjacent_alignment(
-    layers: tuple[str, SampledLayers],
-    sample: SampleRows,
-    seed: int,
-    confidence: float,
-    alignment: AlignmentSettings = AlignmentSettings(),
-    transform: str = "none",
-    occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
-) -> pd.DataFrame:
-    """Every alignment measure, its interval and its permutation null between each stored
-    layer of a model and the next (rows of `ALIGNMENT_COLUMNS`, ``layer_a`` before
-    ``layer_b``): each pair aligned alone (`alignment_between`) on the rows with a vector
-    in both, with the same draws, so where every layer has a vector in the same rows (a
-    model's words) its rows are those the whole model's table holds for the pair, at a
-    cost linear in the number of layers rather than quadratic (33 layers: 32 pairs of
-    the 528)."""
-    name, sampled = layers
-    numbers = list(sampled.vectors)
-    tables = []
-    for before, after in zip(numbers, numbers[1:], strict=False):
-        pair = SampledLayers(
-            {layer: sampled.vectors[layer] for layer in (before, after)},
-            {layer: sampled.attributes.get(layer, {}) for layer in (before, after)},
-        )
-        table = alignment_between(
-            (name, pair), None, sample, seed, confidence, alignment, transform, occurrences
-        ).table
-        tables.append(table[(table["layer_a"] == before) & (table["layer_b"] == after)])
-    if not tables:
-        return pd.DataFrame(columns=ALIGNMENT_COLUMNS)
-    return pd.concat(tables, ignore_index=True)

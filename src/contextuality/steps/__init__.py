@@ -42,6 +42,7 @@ from contextuality.steps.geometry import (
     dimension_scales_table,
     layer_alignment,
     layer_geometry,
+    paired_layer_alignment,
 )
 from contextuality.steps.measures import (
     DegenerationOutputs,
@@ -96,6 +97,7 @@ __all__ = [
     "massive_activations_table",
     "measures_table",
     "occurrence_index",
+    "paired_layer_alignment",
     "positions_table",
     "score_static",
     "score_static_protocols",

@@ -29,12 +29,12 @@ from contextuality.geometry.alignment import (
     AlignmentResult,
     SampledLayers,
     SampleRows,
-    adjacent_alignment,
     alignment_between,
     sample_rows,
 )
 from contextuality.geometry.baselines import word_baselines
 from contextuality.geometry.best_layers import empty_best_layers
+from contextuality.geometry.paired import paired_alignment
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.random_streams import generator
@@ -372,14 +372,12 @@ def _within_model(
     sample: SampleRows,
     settings: GeometrySettings,
     transform: str,
-    occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
 ) -> pd.DataFrame:
-    """The alignment between every two layers of a model (on the `occurrences` of
-    `ALIGNMENT_OCCURRENCES`) and between each layer and each word baseline
-    (`ALIGNMENT_COLUMNS`)."""
+    """The alignment between every two layers of a model and between each layer and each
+    word baseline (`ALIGNMENT_COLUMNS`)."""
     log.info("alignment between %d layers on %d rows", len(layers.vectors), len(sample.later))
     arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
-    tables = [alignment_between((name, layers), None, *arguments, occurrences).table]
+    tables = [alignment_between((name, layers), None, *arguments).table]
     tables += _with_baselines(name, layers, sample, settings, transform)
     return pd.concat(tables, ignore_index=True)
 
@@ -423,21 +421,37 @@ def layer_alignment(
     index: IndexFiles,
     settings: GeometrySettings,
     transform: GeometryTransform = RAW,
-    adjacent: bool = False,
-    occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
 ) -> pd.DataFrame:
     """The alignment between every two layers of `model` and with each word baseline
     (`ALIGNMENT_COLUMNS`): the table `layer_geometry` writes, without its intrinsic
-    dimension (`bench/geometry.py --within-models`); with `adjacent`, only each layer's
-    rows with the next (`alignment.adjacent_alignment`, no baselines); the layers aligned
-    on the `occurrences` named (of `ALIGNMENT_OCCURRENCES`)."""
+    dimension (`bench/geometry.py --within-models`)."""
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
-    if adjacent:
-        arguments = (settings.seed, settings.confidence, settings.alignment, transform.name)
-        return adjacent_alignment((model.name, layers), sample, *arguments, occurrences)
-    return _within_model(model.name, layers, sample, settings, transform.name, occurrences)
+    return _within_model(model.name, layers, sample, settings, transform.name)
+
+
+def paired_layer_alignment(
+    left: ModelLayers,
+    right: ModelLayers | None,
+    pairing: str,
+    index: IndexFiles,
+    settings: GeometrySettings,
+    transform: GeometryTransform = RAW,
+    occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
+) -> pd.DataFrame:
+    """The alignment (`ALIGNMENT_COLUMNS`) of each pair of `pairing` alone
+    (`paired.paired_alignment`): ``adjacent``, each layer of `left` with the next;
+    ``matching``, each layer of `left` with the same layer of `right` (an ablated copy),
+    on the `occurrences` named (bench/geometry_corrections.py, bench/instruments.py)."""
+    settings.alignment.search_device()
+    rows, sample = _sample(index, settings, transform)
+    models = [left] if right is None else [left, right]
+    layers = [read_sampled_layers(model, index, rows, transform) for model in models]
+    sides = [(model.name, sampled) for model, sampled in zip(models, layers, strict=True)]
+    arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform.name)
+    right_side = None if right is None else sides[1]
+    return paired_alignment(sides[0], right_side, pairing, *arguments, occurrences)
 
 
 def alignment_between_models(
