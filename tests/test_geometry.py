@@ -14,9 +14,10 @@ from contextuality import steps
 from contextuality.corpus.index import IndexFiles, index_checksum
 from contextuality.geometry import dimension, linear_cka
 from contextuality.geometry.alignment import sample_rows
+from contextuality.geometry.dimension import CURVE_COLUMNS
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.provenance import read_json, write_json
-from contextuality.steps.geometry import DIMENSION_CURVE_COLUMNS, ModelLayers, layer_dimension
+from contextuality.steps.geometry import ModelLayers, layer_dimension
 from contextuality.storage.shards import ShardSetWriter
 from contextuality.tables import read_provenance, write_parquet
 
@@ -431,7 +432,7 @@ def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
     assert twonn["raw"] == pytest.approx(3, rel=0.3)  # the points lie on a 3-D subspace
     assert (twonn["interval"], twonn["n"]) == ("plateau range", len(kept))
     curves = pd.read_parquet(curves_path)
-    assert list(curves.columns) == list(DIMENSION_CURVE_COLUMNS)
+    assert list(curves.columns) == list(CURVE_COLUMNS)
     layer_0 = curves[(curves["layer"] == 0) & (curves["estimator"] == "twonn")]
     assert list(layer_0["scale"]) == [len(kept), len(kept) // 2, len(kept) // 4]
     flat = layer_0[layer_0["on_plateau"]]

@@ -13,8 +13,9 @@ from test_geometry import N_ROWS, WIDTH, kernel_cka, outputs, typed, write_model
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles, index_checksum
 from contextuality.geometry.alignment import sample_rows
+from contextuality.geometry.dimension import CURVE_COLUMNS
 from contextuality.provenance import provenance_record, read_json, write_json
-from contextuality.steps.geometry import DIMENSION_CURVE_COLUMNS, GeometryTransform
+from contextuality.steps.geometry import GeometryTransform
 from contextuality.tables import read_provenance, write_parquet
 from contextuality.transforms.fitting import TransformSettings, fit_transform
 from contextuality.transforms.layers import TransformFit, load_layer
@@ -107,7 +108,7 @@ def test_a_corrected_geometry_is_the_stored_layers_corrected_on_the_held_out_row
     assert {summary["transform"] for summary in summaries} == {name}
     assert summaries[0]["measures"]["intrinsic_dimension[twonn]"]["n"] == len(rows)
     curves = pd.read_parquet(written[1])
-    assert list(curves.columns) == list(DIMENSION_CURVE_COLUMNS)
+    assert list(curves.columns) == list(CURVE_COLUMNS)
     assert set(curves["transform"]) == {name}
     provenance = read_provenance(written[2])
     assert provenance["transform"] == name

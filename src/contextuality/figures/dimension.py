@@ -25,7 +25,7 @@ def plot_dimension_scales(
 ) -> None:
     """Per stored model (a row of panels) and estimator (a column): the intrinsic dimension
     against scale, one line per layer from light (embeddings) to dark (last layer), its
-    interval at each scale shaded (`steps.geometry.DIMENSION_CURVE_COLUMNS`), the plateau
+    interval at each scale shaded (`geometry.dimension.CURVE_COLUMNS`), the plateau
     whose mean is the layer's value thick with filled markers. Scales run from the
     smallest length scale on the left to the largest on the right, both on log axes."""
     models = sorted(table["model"].unique())

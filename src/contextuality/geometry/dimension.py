@@ -31,6 +31,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -305,3 +306,63 @@ def plateau(curve: Curve, width: int, tolerance: float) -> Plateau | None:
     return Plateau(
         start, start + width - 1, float(window.mean()), float(window.min()), float(window.max())
     )
+
+
+# The columns of a model's intrinsic-dimension curves, a row per layer, estimator and scale
+# (`curve_rows`; the geometry step's curves table).
+CURVE_COLUMNS = (
+    "model",
+    "layer",
+    "n_layers",
+    "layer_output",
+    "transform",
+    "estimator",
+    "scale_unit",
+    "scale",
+    "radius",
+    "dimension",
+    "dimension_low",
+    "dimension_high",
+    "interval",
+    "on_plateau",
+    "n",
+)
+
+
+def plateau_summary(curve: Curve, found: Plateau | None, n: int) -> dict[str, Any]:
+    """The measures-table values of one curve: its plateau's mean, with their range as
+    interval and its scales, or NaN with ``no plateau``."""
+    if found is None:
+        return {"raw": math.nan, "n": n, "interval": "none", "scale": "no plateau"}
+    return {
+        "raw": found.value,
+        "raw_low": found.low,
+        "raw_high": found.high,
+        "n": n,
+        "interval": "plateau range",
+        "scale": found.scale(curve),
+    }
+
+
+def curve_rows(
+    layer_fields: dict[str, Any], curve: Curve, found: Plateau | None, n: int
+) -> list[dict[str, Any]]:
+    """One row per scale of `curve` (`CURVE_COLUMNS`)."""
+    return [
+        {
+            **layer_fields,
+            "estimator": curve.estimator,
+            "scale_unit": SCALE_UNITS[curve.estimator],
+            "scale": int(curve.scales[index]),
+            "radius": curve.radius[index],
+            "dimension": curve.dimension[index],
+            "dimension_low": curve.low[index],
+            "dimension_high": curve.high[index],
+            "interval": SCALE_INTERVALS[curve.estimator]
+            if np.isfinite(curve.low[index])
+            else "none",
+            "on_plateau": found is not None and found.start <= index <= found.stop,
+            "n": n,
+        }
+        for index in range(len(curve.scales))
+    ]

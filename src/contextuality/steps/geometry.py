@@ -125,75 +125,14 @@ def _source(attributes: dict[str, Any]) -> dict[str, Any]:
     return {key: attributes[key] for key in keys} | {"shard_config_hash": attributes["config_hash"]}
 
 
-# The columns of a model's intrinsic-dimension curves (`dimension_curves`).
-DIMENSION_CURVE_COLUMNS = (
-    "model",
-    "layer",
-    "n_layers",
-    "layer_output",
-    "transform",
-    "estimator",
-    "scale_unit",
-    "scale",
-    "radius",
-    "dimension",
-    "dimension_low",
-    "dimension_high",
-    "interval",
-    "on_plateau",
-    "n",
-)
-
-
 @dataclass(frozen=True)
 class LayerDimension:
     """A layer's intrinsic dimension: its summary for the measures table (rows
     ``intrinsic_dimension[twonn]`` and ``[gride]``: the value on each curve's plateau) and
-    its curves' rows (`DIMENSION_CURVE_COLUMNS`)."""
+    its curves' rows (`dimension.CURVE_COLUMNS`)."""
 
     summary: dict[str, Any]
     curve_rows: list[dict[str, Any]]
-
-
-def _plateau_summary(
-    curve: dimension.Curve, found: dimension.Plateau | None, n: int
-) -> dict[str, Any]:
-    """The measures-table values of one curve: its plateau's mean, with their range as
-    interval and its scales, or NaN with ``no plateau``."""
-    if found is None:
-        return {"raw": math.nan, "n": n, "interval": "none", "scale": "no plateau"}
-    return {
-        "raw": found.value,
-        "raw_low": found.low,
-        "raw_high": found.high,
-        "n": n,
-        "interval": "plateau range",
-        "scale": found.scale(curve),
-    }
-
-
-def _curve_rows(
-    layer_fields: dict[str, Any], curve: dimension.Curve, found: dimension.Plateau | None, n: int
-) -> list[dict[str, Any]]:
-    """One row per scale of `curve` (`DIMENSION_CURVE_COLUMNS`)."""
-    return [
-        {
-            **layer_fields,
-            "estimator": curve.estimator,
-            "scale_unit": dimension.SCALE_UNITS[curve.estimator],
-            "scale": int(curve.scales[index]),
-            "radius": curve.radius[index],
-            "dimension": curve.dimension[index],
-            "dimension_low": curve.low[index],
-            "dimension_high": curve.high[index],
-            "interval": dimension.SCALE_INTERVALS[curve.estimator]
-            if np.isfinite(curve.low[index])
-            else "none",
-            "on_plateau": found is not None and found.start <= index <= found.stop,
-            "n": n,
-        }
-        for index in range(len(curve.scales))
-    ]
 
 
 def layer_dimension(
@@ -227,8 +166,10 @@ def layer_dimension(
         found = dimension.plateau(
             curve, dimension_settings.plateau_width, dimension_settings.plateau_tolerance
         )
-        measures[f"intrinsic_dimension[{name}]"] = _plateau_summary(curve, found, len(points))
-        rows += _curve_rows(layer_fields, curve, found, len(points))
+        measures[f"intrinsic_dimension[{name}]"] = dimension.plateau_summary(
+            curve, found, len(points)
+        )
+        rows += dimension.curve_rows(layer_fields, curve, found, len(points))
         flat.append(
             f"{name} {found.value:.1f} at {found.scale(curve)}" if found else f"{name} none"
         )
@@ -283,7 +224,7 @@ def _dimension_summaries(
         fit = {"transform_fit": sampled.fits[layer]} if layer in sampled.fits else {}
         summaries.append({**provenance, **_source(attributes), **fit, **found.summary})
         rows += found.curve_rows
-    return summaries, pd.DataFrame(rows, columns=list(DIMENSION_CURVE_COLUMNS))
+    return summaries, pd.DataFrame(rows, columns=list(dimension.CURVE_COLUMNS))
 
 
 def _sample(
@@ -349,7 +290,7 @@ def layer_geometry(
     transform: GeometryTransform = RAW,
 ) -> pd.DataFrame:
     """A model's intrinsic dimension per layer (JSON: layer summaries for the measures
-    table; parquet: its curves over scale, `DIMENSION_CURVE_COLUMNS`) and the alignment
+    table; parquet: its curves over scale, `dimension.CURVE_COLUMNS`) and the alignment
     between its layers and with each word baseline of ``geometry.alignment.baselines`` (on
     every sampled occurrence) (parquet, `ALIGNMENT_COLUMNS`), from one sample of its rows,
     as stored or under a correction (`GeometryTransform`). The alignment's device is
