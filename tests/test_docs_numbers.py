@@ -138,6 +138,23 @@ def test_the_intrinsic_dimensions_quoted_in_the_geometry_page_are_the_committed_
     assert 6 not in flat.min()["twonn"].index
 
 
+def test_minilm_s_anisotropy_past_the_first_words_quoted_in_the_geometry_page():
+    """docs/geometry.md: MiniLM's anisotropy past the first words against every occurrence,
+    in bench/results/geometry-decoder.md's table (three decimals, as written there)."""
+    report = (ROOT / "bench/results/geometry-decoder.md").read_text()
+    section = report.split("## minilm")[1].split("## ")[0]
+    lines = [line.split("|") for line in section.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in lines[0]]
+    rows = lines[2:]
+    every, later = header.index("anisotropy"), header.index("anisotropy[position>0]")
+    gaps = [abs(float(row[every]) - float(row[later])) for row in rows]
+    assert len(gaps) == 7 and max(gaps) <= 0.001 + 1e-9
+    assert (
+        "anisotropy past the first words (`anisotropy[position>0]`) is within .001 of that "
+        "over every occurrence at every layer"
+    ) in _page("geometry.md")
+
+
 def test_minilm_layer_cka_quoted_in_the_geometry_page_is_the_rerun_with_intervals():
     """docs/geometry.md: MiniLM's adjacent layers, its last layer against its embedding
     output, the rows past the first words and the intervals' widths, on
