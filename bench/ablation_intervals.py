@@ -66,7 +66,7 @@ def _sections(alignment: pd.DataFrame) -> list[str]:
         )
         sections.append(
             f"## `{MODEL}` against `{ablated}`, occurrences `{occurrences}`\n\n"
-            + table.to_markdown(index=False)
+            + table.to_markdown(index=False, disable_numparse=True)
         )
     return sections
 

@@ -174,7 +174,9 @@ def _adjacent_sections(alignment: pd.DataFrame) -> list[str]:
             }
         ).reset_index(names=["layer", "transform"])
         table["transform"] = pd.Categorical(table["transform"], TRANSFORMS, ordered=True)
-        body = table.sort_values(["layer", "transform"]).to_markdown(index=False)
+        body = table.sort_values(["layer", "transform"]).to_markdown(
+            index=False, disable_numparse=True
+        )
         sections.append(f"### {model}\n\n{body}")
     return sections
 

@@ -736,6 +736,7 @@ def test_the_geometry_under_the_corrections_quoted_in_instruments():
         for name in ("none", "center")
     )
     assert f"{(raw - centred).abs().max():.3f}" == "0.023"  # the smaller sample alone
+    _check_the_adjacent_intervals(page, alignment)
     measures = pd.read_csv(ROOT / "bench/results/geometry-corrections-measures.tsv", sep="\t")
     twonn = measures[measures["measure"] == "intrinsic_dimension[twonn]"]
     dimension = twonn.set_index(["model", "transform", "layer"])["raw"]
@@ -746,6 +747,55 @@ def test_the_geometry_under_the_corrections_quoted_in_instruments():
     assert (
         f"{dimension['minilm', 'standardize', 4]:.2f}" == "10.73" and "10.73 against 9.46" in page
     )
+
+
+def _check_the_adjacent_intervals(page: str, first_run: pd.DataFrame) -> None:
+    """docs/instruments.md's consecutive layers under the corrections with their intervals,
+    on bench/results/geometry-corrections-adjacent.tsv, within 2e-4 of the first run."""
+    adjacent = pd.read_csv(ROOT / "bench/results/geometry-corrections-adjacent.tsv", sep="\t")
+    keys = ["model_a", "layer_a", "model_b", "layer_b", "transform", "occurrences"]
+    both = adjacent.merge(first_run, on=keys, suffixes=("", "_first"))
+    assert len(both) == len(adjacent) == (6 + 10 + 6) * 4  # adjacent pairs × transforms
+    for measure in ("cka", "cka_debiased", "procrustes", "mutual_knn", "cknna"):
+        assert (both[measure] - both[f"{measure}_first"]).abs().max() < 2e-4, measure
+    rows = adjacent.set_index(["model_a", "transform", "layer_b"]).sort_index()
+
+    def quoted(model: str, transform: str, layer: int, measure: str = "cka") -> str:
+        row = rows.loc[(model, transform, layer)]
+        low, high = row[f"{measure}_low"], row[f"{measure}_high"]
+        return f"{row[measure]:.3f} ({low:.3f}–{high:.3f})"
+
+    sink = rows.loc[("smollm2", "center", 12)]
+    assert f"0.041 with block 9 (`center`), an interval of {sink['cka_low']:.3f}–" in page
+    assert f"{sink['cka_high']:.3f} that says how little" in page
+    assert f"dimensions, {quoted('smollm2', 'drop_rogue', 12)}, and standardized" in page
+    assert f"standardized {quoted('smollm2', 'standardize', 12)}, both clear" in page
+    for transform in ("drop_rogue", "standardize"):
+        assert rows.loc[("smollm2", transform, 12), "cka_low"] > sink["cka_high"]
+    assert f"embeddings: {quoted('smollm2', 'center', 3)}, then" in page
+    assert f"then {quoted('smollm2', 'drop_rogue', 3)}" in page
+    assert f"block 9 under `center` and {quoted('smollm2', 'drop_rogue', 12, 'mutual_knn')}" in page
+    assert f"keeps {quoted('smollm2', 'center', 12, 'mutual_knn')} of its neighbours" in page
+
+    def widest(model: str, measure: str, transforms: tuple[str, ...], layers=None) -> float:
+        chosen = rows.loc[model]
+        chosen = chosen[chosen.index.get_level_values("transform").isin(transforms)]
+        if layers is not None:
+            chosen = chosen[chosen.index.get_level_values("layer_b").isin(layers)]
+        return (chosen[f"{measure}_high"] - chosen[f"{measure}_low"]).max()
+
+    gemma = widest("gemma3", "cka", ("none", "drop_rogue", "standardize"))
+    assert f"0.62 to 0.80 standardized, each interval at most {gemma:.3f} wide" in page
+    minilm = widest("minilm", "cka", ("none", "drop_rogue", "standardize"), range(1, 6))
+    assert f"they fall to 0.75 to 0.91 (intervals at most {minilm:.3f} wide)" in page
+    neighbours = max(
+        widest("gemma3", "mutual_knn", ("center", "drop_rogue", "standardize")),
+        widest("smollm2", "mutual_knn", ("center", "standardize"), range(6, 22)),
+    )
+    assert f"each of these intervals is at most {neighbours:.3f} wide" in page
+    raw, centred = (rows.loc[("smollm2", name)] for name in ("none", "center"))
+    assert ((centred["cka"] >= raw["cka_low"]) & (centred["cka"] <= raw["cka_high"])).all()
+    assert "each `center` value inside the raw value's interval" in page
 
 
 def test_the_scale_page_quotes_the_worked_estimate_and_the_diagnosis_as_committed():
