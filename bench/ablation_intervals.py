@@ -28,7 +28,14 @@ from contextuality.schema import with_defaults
 from contextuality.workflow.config import geometry_settings
 from contextuality.workflow.paths import model_shards
 
-from workdir import job_times, run_workflow, stored_layers, with_sources_found, write_report
+from workdir import (
+    job_times,
+    run_workflow,
+    stored_layers,
+    with_interval,
+    with_sources_found,
+    write_report,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "ablation-intervals"
@@ -45,23 +52,13 @@ def study_config() -> dict:
     return config
 
 
-def _with_interval(rows: pd.DataFrame, measure: str) -> pd.Series:
-    """A measure's value with its interval, as ``0.983 (0.981–0.985)``."""
-    return rows.apply(
-        lambda row: (
-            f"{row[measure]:.3f} ({row[f'{measure}_low']:.3f}–{row[f'{measure}_high']:.3f})"
-        ),
-        axis=1,
-    )
-
-
 def _sections(alignment: pd.DataFrame) -> list[str]:
     """Per ablated copy and set of occurrences, each layer against SmolLM2's same layer."""
     sections = []
     for (ablated, occurrences), rows in alignment.groupby(["model_b", "occurrences"], sort=False):
         table = pd.DataFrame(
             {"layer": rows["layer_a"]}
-            | {measure: _with_interval(rows, measure) for measure in MEASURES}
+            | {measure: with_interval(rows, measure) for measure in MEASURES}
             | {"null k-NN": rows["null_mutual_knn"].map("{:.4f}".format)}
         )
         sections.append(

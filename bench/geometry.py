@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import shutil
 import time
 from pathlib import Path
@@ -49,13 +48,19 @@ from contextuality.figures.paper import plot_figure
 from contextuality.figures.specs import DIMENSION_FIGURE
 from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE
 from contextuality.geometry.settings import GeometrySettings
-from contextuality.provenance import atomic_path
 from contextuality.schema import with_defaults
 from contextuality.workflow.config import geometry_models, geometry_settings
 from contextuality.workflow.geometry_paths import best_layer_files
 from contextuality.workflow.paths import model_shards
 
-from workdir import job_times, run_workflow, stored_layers, with_sources_found, write_report
+from workdir import (
+    job_times,
+    kept_table,
+    run_workflow,
+    stored_layers,
+    with_sources_found,
+    write_report,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 # The targets of a run without the alignment between models.
@@ -204,19 +209,10 @@ def _kept_within(
     """`model`'s alignment within itself (`steps.layer_alignment`) and its wall seconds,
     kept in `directory`'s ``within/`` as each model is done, so that a run stopped midway
     resumes with the next model (delete ``within/`` after changing the shards)."""
-    kept = directory / "within" / f"{model}.tsv"
-    if kept.is_file():
-        table = pd.read_csv(kept, sep="\t")
-        return table, float(json.loads(kept.with_suffix(".json").read_text())["seconds"])
-    started = time.perf_counter()
-    table = steps.layer_alignment(*stored_layers(config, directory, model), settings)
-    seconds = time.perf_counter() - started
-    kept.parent.mkdir(exist_ok=True)
-    with atomic_path(kept.with_suffix(".json")) as path:
-        path.write_text(json.dumps({"seconds": seconds}))
-    with atomic_path(kept) as path:
-        table.to_csv(path, sep="\t", index=False)
-    return table, seconds
+    return kept_table(
+        directory / "within" / f"{model}.tsv",
+        lambda: steps.layer_alignment(*stored_layers(config, directory, model), settings),
+    )
 
 
 def _within_models(config: dict, directory: Path, out: Path, name: str, cores: int) -> None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import shutil
 import time
 from pathlib import Path
@@ -36,13 +35,20 @@ import yaml
 
 from contextuality import steps
 from contextuality.geometry.settings import GeometrySettings
-from contextuality.provenance import atomic_path
 from contextuality.schema import with_defaults
 from contextuality.transforms.layers import TransformFit
 from contextuality.workflow.config import geometry_settings, transform_fit_settings
 from contextuality.workflow.paths import model_shards
 
-from workdir import job_times, run_workflow, stored_layers, with_sources_found, write_report
+from workdir import (
+    job_times,
+    kept_table,
+    run_workflow,
+    stored_layers,
+    with_interval,
+    with_sources_found,
+    write_report,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "geometry-corrections"
@@ -118,43 +124,20 @@ def _kept_adjacent(
     """`model`'s alignment of each stored layer with the next under `transform` and its
     wall seconds, kept in `workdir`'s ``adjacent/`` as each is done, so that a stopped run
     resumes with the next (delete ``adjacent/`` after changing the shards)."""
-    kept = workdir / "adjacent" / f"{model}.{transform}.tsv"
-    if kept.is_file():
-        table = pd.read_csv(kept, sep="\t")
-        return table, float(json.loads(kept.with_suffix(".json").read_text())["seconds"])
     fit = (
         None
         if transform == "none"
         else TransformFit.of(workdir / SPLIT, transform_fit_settings(config, transform))
     )
-    started = time.perf_counter()
-    layers, index = stored_layers(config, workdir, model)
-    table = steps.paired_layer_alignment(
-        layers,
-        None,
-        "adjacent",
-        index,
-        settings,
-        steps.GeometryTransform(transform, fit),
-        occurrences=("position>0",),
-    )
-    seconds = time.perf_counter() - started
-    kept.parent.mkdir(exist_ok=True)
-    with atomic_path(kept.with_suffix(".json")) as path:
-        path.write_text(json.dumps({"seconds": seconds}))
-    with atomic_path(kept) as path:
-        table.to_csv(path, sep="\t", index=False)
-    return table, seconds
 
+    def adjacent() -> pd.DataFrame:
+        layers, index = stored_layers(config, workdir, model)
+        corrected = steps.GeometryTransform(transform, fit)
+        return steps.paired_layer_alignment(
+            layers, None, "adjacent", index, settings, corrected, ("position>0",)
+        )
 
-def _with_interval(rows: pd.DataFrame, measure: str) -> pd.Series:
-    """A measure's value with its interval, as ``0.389 (0.371–0.402)``."""
-    return rows.apply(
-        lambda row: (
-            f"{row[measure]:.3f} ({row[measure + '_low']:.3f}–{row[measure + '_high']:.3f})"
-        ),
-        axis=1,
-    )
+    return kept_table(workdir / "adjacent" / f"{model}.{transform}.tsv", adjacent)
 
 
 def _adjacent_sections(alignment: pd.DataFrame) -> list[str]:
@@ -166,9 +149,9 @@ def _adjacent_sections(alignment: pd.DataFrame) -> list[str]:
         table = pd.DataFrame(
             {
                 "previous": rows["layer_a"],
-                "CKA prev": _with_interval(rows, "cka"),
+                "CKA prev": with_interval(rows, "cka"),
                 "null": rows["null_cka"].map("{:.3f}".format),
-                "mutual k-NN prev": _with_interval(rows, "mutual_knn"),
+                "mutual k-NN prev": with_interval(rows, "mutual_knn"),
                 "null k-NN": rows["null_mutual_knn"].map("{:.4f}".format),
                 "rows": rows["n_rows"],
             }

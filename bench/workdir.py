@@ -3,15 +3,20 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+import pandas as pd
 import yaml
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles
+from contextuality.provenance import atomic_path
 from contextuality.workflow.config import model_settings
 from contextuality.workflow.paths import index_directory, model_shards
 
@@ -81,3 +86,32 @@ def stored_layers(
     }
     layers = steps.ModelLayers.of_inputs(model, shards, model_settings(config, model))
     return layers, IndexFiles.in_directory(directory / index_directory(config, model))
+
+
+def kept_table(kept: Path, compute: Callable[[], pd.DataFrame]) -> tuple[pd.DataFrame, float]:
+    """The table `compute` makes and its wall seconds, kept at `kept` (TSV, the seconds in
+    JSON beside it) as soon as it is made, so that a stopped benchmark resumes with the
+    next table; read back where it is there already (delete it after changing the shards)."""
+    seconds_file = kept.with_suffix(".json")
+    if kept.is_file():
+        table = pd.read_csv(kept, sep="\t")
+        return table, float(json.loads(seconds_file.read_text())["seconds"])
+    started = time.perf_counter()
+    table = compute()
+    seconds = time.perf_counter() - started
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(seconds_file) as path:
+        path.write_text(json.dumps({"seconds": seconds}))
+    with atomic_path(kept) as path:
+        table.to_csv(path, sep="\t", index=False)
+    return table, seconds
+
+
+def with_interval(rows: pd.DataFrame, measure: str) -> pd.Series:
+    """Each row's value of `measure` with its interval, as ``0.389 (0.371–0.402)``."""
+    return rows.apply(
+        lambda row: (
+            f"{row[measure]:.3f} ({row[f'{measure}_low']:.3f}–{row[f'{measure}_high']:.3f})"
+        ),
+        axis=1,
+    )
