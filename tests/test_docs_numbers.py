@@ -648,6 +648,7 @@ def test_the_measures_quoted_in_the_instruments_page_are_the_instruments_run():
             for layer in [0, *ablated]
         ]
         assert max(differences) <= 0.002
+    _check_the_ablation_intervals(page)
     last = [
         _instrument(model, "selfsim", 30, "none", "adjusted")
         for model in ("smollm2", "smollm2-zeroed")
@@ -747,6 +748,46 @@ def test_the_geometry_under_the_corrections_quoted_in_instruments():
     assert (
         f"{dimension['minilm', 'standardize', 4]:.2f}" == "10.73" and "10.73 against 9.46" in page
     )
+
+
+def _check_the_ablation_intervals(page: str) -> None:
+    """docs/instruments.md's ablation with its intervals, on every occurrence and past the
+    first words, on bench/results/ablation-intervals.tsv, within 2.2e-4 of the instruments
+    run."""
+    rerun = pd.read_csv(ROOT / "bench/results/ablation-intervals.tsv", sep="\t")
+    keys = ["model_a", "layer_a", "model_b", "layer_b", "occurrences"]
+    both = rerun.merge(_instruments("alignment"), on=keys, suffixes=("", "_first"))
+    assert len(both) == len(rerun) == 2 * 5 * 2  # copies × layers × sets of occurrences
+    for measure in ("cka", "cka_debiased", "procrustes", "mutual_knn", "cknna"):
+        assert (both[measure] - both[f"{measure}_first"]).abs().max() < 2.2e-4, measure
+
+    def rows(copy: str, occurrences: str, layers: list[int]) -> pd.DataFrame:
+        chosen = rerun[(rerun["model_b"] == copy) & (rerun["occurrences"] == occurrences)]
+        return chosen.set_index("layer_a").loc[layers]
+
+    ablated, before_norm = [12, 15, 21, 30], [12, 15, 21]
+    zeroed = rows("smollm2-zeroed", "all", ablated)
+    assert (
+        f"each interval at most {_widest(zeroed, 'mutual_knn'):.3f} wide for mutual k-NN and "
+        f"{_widest(zeroed, 'cka_debiased'):.3f} for debiased CKA"
+    ) in page
+    later = rows("smollm2-zeroed", "position>0", before_norm)
+    assert (
+        f"blocks 12 to 21 are {_span(later['cka_debiased'])} by debiased CKA, with intervals "
+        f"from {later['cka_debiased_low'].min():.3f} to {later['cka_debiased_high'].max():.3f}"
+    ) in page
+    assert round(later.loc[12, "mutual_knn"], 3) == 1 and "keeps every neighbour there" in page
+    mean, mean_later = (
+        rows("smollm2-mean", "all", ablated),
+        rows("smollm2-mean", "position>0", ablated),
+    )
+    assert (
+        f"intervals at most {_widest(mean, 'mutual_knn'):.3f} and "
+        f"{_widest(mean, 'cka_debiased'):.3f} wide; past the first words mutual k-NN "
+        f"{_span(mean_later['mutual_knn'])}, while debiased CKA reads "
+        f"{_span(mean_later.loc[before_norm, 'cka_debiased'])} at blocks 12 to 21, with "
+        f"intervals down to {mean_later.loc[before_norm, 'cka_debiased_low'].min():.3f})"
+    ) in page
 
 
 def _check_the_adjacent_intervals(page: str, first_run: pd.DataFrame) -> None:
