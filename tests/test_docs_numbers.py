@@ -492,8 +492,15 @@ def test_the_special_token_numbers_quoted_for_minilm_are_the_committed_rows():
     first = words[words["bucket"] == "0"].set_index("layer")["anisotropy"][:6]
     later = words[words["bucket"] != "0"].groupby("layer")["anisotropy"].max()[:6]
     assert (first > later).all()
-    quoted = f"({_cosine(first.min())} to {_cosine(first.max())} against at most "
-    assert quoted + f"{_cosine(later.max())} for any later bucket)" in page
+    quoted = f"({_cosine(first[:5].min())} to {_cosine(first[:5].max())} against at most "
+    assert quoted + f"{_cosine(later[:5].max())} for any later bucket)" in page
+    closest = words[(words["layer"] == 5) & (words["bucket"] != "0")]
+    closest = closest.loc[closest["anisotropy"].idxmax()]
+    assert closest["bucket"] == "32+" and first[5] - closest["anisotropy"] < 0.005
+    assert (
+        f"at layer 5 by {_cosine(first[5] - closest['anisotropy'])} only ({_cosine(first[5])} "
+        f"against {_cosine(closest['anisotropy'])} past position 32"
+    ) in page
     at_embeddings = words[words["layer"] == 0]
     sentences = at_embeddings.loc[at_embeddings["bucket"] == "0", "n"].iloc[0]
     assert round(at_embeddings["n"].sum() / sentences) == 25
