@@ -132,6 +132,9 @@ def test_the_intrinsic_dimensions_quoted_in_the_geometry_page_are_the_committed_
     assert (
         row.loc[("twonn", 6, 156), "dimension_low"] < row.loc[("twonn", 5, 156), "dimension_high"]
     )
+    spans = curves[curves["on_plateau"]].groupby(["estimator", "layer"])["dimension"]
+    span = (spans.max() - spans.min()).loc[(slice(None), slice(1, 5))].max()
+    assert f"whose readings span {span:.2f} at most" in page
     flat = curves[curves["on_plateau"]].groupby(["estimator", "layer"])["scale"]
     assert (flat.min()["twonn"][2:6] == 2500).all() and (flat.max()["gride"][1:6] == 4).all()
     assert {0, 6} == set(range(7)) - set(flat.min()["gride"].index)  # no GRIDE plateau
