@@ -15,7 +15,6 @@ each value's bootstrap interval over sentences and its permutation null, and wri
 from __future__ import annotations
 
 import argparse
-import copy
 import time
 from pathlib import Path
 
@@ -24,16 +23,14 @@ import yaml
 
 from contextuality import steps
 from contextuality.geometry.settings import GeometrySettings
-from contextuality.schema import with_defaults
 from contextuality.workflow.config import geometry_settings
-from contextuality.workflow.paths import model_shards
 
 from workdir import (
+    extract_models,
+    filled_config,
     job_times,
-    run_workflow,
     stored_layers,
     with_interval,
-    with_sources_found,
     write_report,
 )
 
@@ -47,9 +44,9 @@ MEASURES = ("mutual_knn", "cka_debiased", "cka", "procrustes", "cknna")
 def study_config() -> dict:
     """config/instruments.yaml with SmolLM2 and its two ablated copies alone."""
     instruments = yaml.safe_load((REPO / "config/instruments.yaml").read_text())
-    config = copy.deepcopy(instruments)
-    config["models"] = {name: instruments["models"][name] for name in (MODEL, *ABLATED)}
-    return config
+    return instruments | {
+        "models": {name: instruments["models"][name] for name in (MODEL, *ABLATED)}
+    }
 
 
 def _sections(alignment: pd.DataFrame) -> list[str]:
@@ -75,14 +72,8 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=REPO / "bench" / "work" / NAME)
     args = parser.parse_args()
     config = study_config()
-    filled = with_defaults(with_sources_found(copy.deepcopy(config)))
-    shards = [
-        path
-        for model in (MODEL, *ABLATED)
-        for paths in model_shards(filled, model).values()
-        for path in paths
-    ]
-    run_workflow(args.workdir, config, args.cores, ["--", *shards])
+    filled = filled_config(config)
+    extract_models(args.workdir, config, args.cores, (MODEL, *ABLATED))
     settings = GeometrySettings.from_config(geometry_settings(filled))
     model, index = stored_layers(filled, args.workdir, MODEL)
     tables, seconds = [], {}

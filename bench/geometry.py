@@ -48,17 +48,16 @@ from contextuality.figures.paper import plot_figure
 from contextuality.figures.specs import DIMENSION_FIGURE
 from contextuality.geometry.alignment import GEOMETRY_SAMPLE_SIZE
 from contextuality.geometry.settings import GeometrySettings
-from contextuality.schema import with_defaults
 from contextuality.workflow.config import geometry_models, geometry_settings
 from contextuality.workflow.geometry_paths import best_layer_files
-from contextuality.workflow.paths import model_shards
 
 from workdir import (
+    extract_models,
+    filled_config,
     job_times,
     kept_table,
     run_workflow,
     stored_layers,
-    with_sources_found,
     write_report,
 )
 
@@ -135,8 +134,7 @@ def _kept(directory: Path, out: Path, name: str, table: str) -> pd.DataFrame:
 def _between_models(config: dict, directory: Path, out: Path, name: str, cores: int) -> None:
     """Run the alignment between every pair of models alone, and write its tables, figures
     and job times (module docstring, ``--between-models``)."""
-    # As the run is given it: local sources made absolute, defaults filled.
-    filled = with_defaults(with_sources_found(copy.deepcopy(config)))
+    filled = filled_config(config)
     best_files = best_layer_files(filled)
     alignment_files = [path.replace(".best_layers.parquet", ".parquet") for path in best_files]
     # One pair at a time on every core: jobs of one thread side by side leave a core idle
@@ -219,12 +217,9 @@ def _within_models(config: dict, directory: Path, out: Path, name: str, cores: i
     """Extract every model, align each model's layers with each other and with the word
     baselines, and write the table, its figure and the times (module docstring,
     ``--within-models``)."""
-    filled = with_defaults(with_sources_found(copy.deepcopy(config)))
+    filled = filled_config(config)
     models = geometry_models(filled)
-    shards = [
-        path for model in models for paths in model_shards(filled, model).values() for path in paths
-    ]
-    run_workflow(directory, config, cores, ["--", *shards])
+    extract_models(directory, config, cores, models)
     settings = GeometrySettings.from_config(geometry_settings(filled))
     tables, seconds = [], {}
     for model in models:

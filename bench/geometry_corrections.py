@@ -25,7 +25,6 @@ those pairs, at a fraction of its cost) and writes
 from __future__ import annotations
 
 import argparse
-import copy
 import shutil
 import time
 from pathlib import Path
@@ -35,18 +34,17 @@ import yaml
 
 from contextuality import steps
 from contextuality.geometry.settings import GeometrySettings
-from contextuality.schema import with_defaults
 from contextuality.transforms.layers import TransformFit
 from contextuality.workflow.config import geometry_settings, transform_fit_settings
-from contextuality.workflow.paths import model_shards
 
 from workdir import (
+    extract_models,
+    filled_config,
     job_times,
     kept_table,
     run_workflow,
     stored_layers,
     with_interval,
-    with_sources_found,
     write_report,
 )
 
@@ -169,11 +167,8 @@ def _adjacent_intervals(workdir: Path, out: Path, cores: int) -> None:
     the next under each transform, with intervals (module docstring,
     ``--adjacent-intervals``)."""
     config = study_config()
-    filled = with_defaults(with_sources_found(copy.deepcopy(config)))
-    shards = [
-        path for model in MODELS for paths in model_shards(filled, model).values() for path in paths
-    ]
-    run_workflow(workdir, config, cores, ["--", *shards, SPLIT])
+    filled = filled_config(config)
+    extract_models(workdir, config, cores, MODELS, [SPLIT])
     settings = GeometrySettings.from_config(geometry_settings(filled))
     tables, seconds = [], {}
     for model in MODELS:

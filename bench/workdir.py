@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
@@ -17,6 +18,7 @@ import yaml
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles
 from contextuality.provenance import atomic_path
+from contextuality.schema import with_defaults
 from contextuality.workflow.config import model_settings
 from contextuality.workflow.paths import index_directory, model_shards
 
@@ -73,6 +75,24 @@ def write_report(path: Path, sections: list[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n\n".join(sections) + "\n")
     print(path.read_text())
+
+
+def filled_config(config: dict) -> dict:
+    """`config` as a run in a directory of its own is given it: local sources made
+    absolute (`with_sources_found`), every default filled."""
+    return with_defaults(with_sources_found(copy.deepcopy(config)))
+
+
+def extract_models(
+    directory: Path, config: dict, cores: int, models: Iterable[str], targets: Iterable[str] = ()
+) -> None:
+    """Run the workflow with `config` in `directory` only as far as `models`' shards (and
+    any other `targets`)."""
+    filled = filled_config(config)
+    shards = [
+        path for model in models for paths in model_shards(filled, model).values() for path in paths
+    ]
+    run_workflow(directory, config, cores, ["--", *shards, *targets])
 
 
 def stored_layers(
