@@ -11,13 +11,14 @@ import pytest
 from scipy.stats import ortho_group
 
 from contextuality import steps
+from contextuality.api.geometry import intrinsic_dimension
 from contextuality.corpus.index import IndexFiles, index_checksum
 from contextuality.geometry import dimension, linear_cka
 from contextuality.geometry.alignment import sample_rows
 from contextuality.geometry.dimension import CURVE_COLUMNS
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.provenance import read_json, write_json
-from contextuality.steps.geometry import ModelLayers, layer_dimension
+from contextuality.steps.geometry import ModelLayers
 from contextuality.storage.shards import ShardSetWriter
 from contextuality.tables import read_provenance, write_parquet
 
@@ -266,10 +267,13 @@ def test_duplicates_are_removed_before_the_estimators_see_them():
             "intrinsic_dimension": {"min_points": 50},
         }
     )
-    with_repeats = layer_dimension("m", 1, 2, "block 1", repeated, settings)
-    alone = layer_dimension("m", 1, 2, "block 1", points, settings)
+    with_repeats = intrinsic_dimension(repeated, settings, **LABELS)
+    alone = intrinsic_dimension(points, settings, **LABELS)
     assert with_repeats.summary == alone.summary
     assert {row["n"] for row in with_repeats.curve_rows} == {300}
+
+
+LABELS = {"model": "m", "layer": 1, "n_layers": 2, "layer_output": "block 1"}
 
 
 def test_rows_an_ulp_apart_in_float16_are_one_point_as_exact_repeats_are():
@@ -292,8 +296,8 @@ def test_rows_an_ulp_apart_in_float16_are_one_point_as_exact_repeats_are():
             "intrinsic_dimension": {"min_points": 50},
         }
     )
-    exact = layer_dimension("m", 1, 2, "block 1", np.concatenate([points, points[:40]]), settings)
-    rounded = layer_dimension("m", 1, 2, "block 1", repeated, settings)
+    exact = intrinsic_dimension(np.concatenate([points, points[:40]]), settings, **LABELS)
+    rounded = intrinsic_dimension(repeated, settings, **LABELS)
     assert rounded.summary == exact.summary
 
 

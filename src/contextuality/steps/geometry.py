@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,9 +19,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from contextuality.api.geometry import (
+    baseline_alignments,
+    intrinsic_dimension,
+    within_model_alignment,
+)
 from contextuality.backends.base import layer_output
 from contextuality.corpus.index import IndexFiles
-from contextuality.errors import warn
 from contextuality.geometry import dimension
 from contextuality.geometry.alignment import (
     ALIGNMENT_OCCURRENCES,
@@ -32,13 +35,10 @@ from contextuality.geometry.alignment import (
     alignment_between,
     sample_rows,
 )
-from contextuality.geometry.baselines import word_baselines
 from contextuality.geometry.best_layers import empty_best_layers
 from contextuality.geometry.paired import paired_alignment
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.provenance import config_hash, provenance_record, write_json
-from contextuality.random_streams import generator
-from contextuality.rows import rows_with_vectors
 from contextuality.storage.shards import expected_extraction, load_shards
 from contextuality.tables import gather_parquet, write_parquet, write_tsv
 from contextuality.transforms.fitting import TRANSFORMS
@@ -125,82 +125,6 @@ def _source(attributes: dict[str, Any]) -> dict[str, Any]:
     return {key: attributes[key] for key in keys} | {"shard_config_hash": attributes["config_hash"]}
 
 
-@dataclass(frozen=True)
-class LayerDimension:
-    """A layer's intrinsic dimension: its summary for the measures table (rows
-    ``intrinsic_dimension[twonn]`` and ``[gride]``: the value on each curve's plateau) and
-    its curves' rows (`dimension.CURVE_COLUMNS`)."""
-
-    summary: dict[str, Any]
-    curve_rows: list[dict[str, Any]]
-
-
-def layer_dimension(
-    model: str,
-    layer: int,
-    n_layers: int,
-    layer_output_name: str,
-    vectors: np.ndarray,
-    settings: GeometrySettings,
-    transform: str = "none",
-) -> LayerDimension:
-    """Both intrinsic-dimension curves of one layer's sampled `vectors` (rows without a
-    vector skipped, repeats removed: `dimension.neighbourhoods`) and the value on each
-    plateau, warning where the points are few or a curve has no plateau."""
-    dimension_settings = settings.intrinsic_dimension
-    neighbours = dimension.neighbourhoods(
-        np.asarray(vectors[rows_with_vectors(vectors)]), dimension_settings.range_max
-    )
-    rng = generator(settings.seed, "dimension_samples")  # the same cuts for every layer
-    curves = dimension.dimension_curves(neighbours, dimension_settings, settings.confidence, rng)
-    points = neighbours.points
-    layer_fields = {
-        "model": model,
-        "layer": layer,
-        "n_layers": n_layers,
-        "layer_output": layer_output_name,
-        "transform": transform,
-    }
-    measures, rows, flat = {}, [], []
-    for name, curve in curves.items():
-        found = dimension.plateau(
-            curve, dimension_settings.plateau_width, dimension_settings.plateau_tolerance
-        )
-        measures[f"intrinsic_dimension[{name}]"] = dimension.plateau_summary(
-            curve, found, len(points)
-        )
-        rows += dimension.curve_rows(layer_fields, curve, found, len(points))
-        flat.append(
-            f"{name} {found.value:.1f} at {found.scale(curve)}" if found else f"{name} none"
-        )
-    if len(points) < dimension.MIN_DIMENSION_POINTS:
-        warn(
-            [
-                f"{model} layer {layer} ({transform}): intrinsic dimension from "
-                f"{len(points)} distinct points (fewer than "
-                f"{dimension.MIN_DIMENSION_POINTS}): its estimate means little, and is NaN "
-                "where too few to estimate"
-            ]
-        )
-    missing = [
-        name for name in curves if math.isnan(measures[f"intrinsic_dimension[{name}]"]["raw"])
-    ]
-    if missing and len(points) >= dimension.MIN_DIMENSION_POINTS:
-        warn(
-            [
-                f"{model} layer {layer} ({transform}): no plateau in the {' and '.join(missing)} "
-                f"curve{'s' if len(missing) > 1 else ''} "
-                f"(no {dimension_settings.plateau_width} consecutive scales within "
-                f"{dimension_settings.plateau_tolerance:.0%} of each other): its intrinsic "
-                "dimension moves with the scale it is read at, so the measures table gives "
-                "NaN; results/tables/dimension_scales.tsv gives the curve"
-            ]
-        )
-    log.info("layer %d: plateau %s (%d distinct points)", layer, ", ".join(flat), len(points))
-    summary = layer_fields | {"measures": measures}
-    return LayerDimension(summary, rows)
-
-
 def _dimension_summaries(
     sampled: SampledLayers, settings: GeometrySettings, provenance: dict[str, Any], transform: str
 ) -> tuple[list[dict[str, Any]], pd.DataFrame]:
@@ -212,14 +136,14 @@ def _dimension_summaries(
     for layer, vectors in sampled.vectors.items():
         attributes = sampled.attributes[layer]
         n_layers = int(attributes["n_layers"])
-        found = layer_dimension(
-            attributes["model"],
-            layer,
-            n_layers,
-            layer_output(layer, n_layers, attributes["layer_conventions"]),
+        found = intrinsic_dimension(
             vectors,
             settings,
-            transform,
+            model=attributes["model"],
+            layer=layer,
+            n_layers=n_layers,
+            layer_output=layer_output(layer, n_layers, attributes["layer_conventions"]),
+            transform=transform,
         )
         fit = {"transform_fit": sampled.fits[layer]} if layer in sampled.fits else {}
         summaries.append({**provenance, **_source(attributes), **fit, **found.summary})
@@ -302,42 +226,9 @@ def layer_geometry(
     summaries, curves = _dimension_summaries(layers, settings, provenance, transform.name)
     write_json(dimension_output, {"layers": summaries})
     write_parquet(curves, curves_output, provenance)
-    table = _within_model(model.name, layers, sample, settings, transform.name)
+    table = within_model_alignment(model.name, layers, sample, settings, transform.name)
     write_parquet(table, alignment_output, provenance)
     return table
-
-
-def _within_model(
-    name: str,
-    layers: SampledLayers,
-    sample: SampleRows,
-    settings: GeometrySettings,
-    transform: str,
-) -> pd.DataFrame:
-    """The alignment between every two layers of a model and between each layer and each
-    word baseline (`ALIGNMENT_COLUMNS`)."""
-    log.info("alignment between %d layers on %d rows", len(layers.vectors), len(sample.later))
-    arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
-    tables = [alignment_between((name, layers), None, *arguments).table]
-    tables += _with_baselines(name, layers, sample, settings, transform)
-    return pd.concat(tables, ignore_index=True)
-
-
-def _with_baselines(
-    name: str,
-    layers: SampledLayers,
-    sample: SampleRows,
-    settings: GeometrySettings,
-    transform: str,
-) -> list[pd.DataFrame]:
-    """The alignment tables between every layer of a model and each word baseline of
-    ``geometry.alignment.baselines``, on every sampled occurrence."""
-    arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
-    baselines = word_baselines(sample.words, sample.positions, settings.alignment.baselines)
-    return [
-        alignment_between((name, layers), baseline, *arguments, ("all",)).table
-        for baseline in baselines.items()
-    ]
 
 
 def baseline_alignment(
@@ -353,7 +244,7 @@ def baseline_alignment(
     rows, sample = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
     log.info("alignment of %d layers with the word baselines", len(layers.vectors))
-    tables = _with_baselines(model.name, layers, sample, settings, transform.name)
+    tables = baseline_alignments(model.name, layers, sample, settings, transform.name)
     return pd.concat(tables, ignore_index=True)
 
 
@@ -369,7 +260,7 @@ def layer_alignment(
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
-    return _within_model(model.name, layers, sample, settings, transform.name)
+    return within_model_alignment(model.name, layers, sample, settings, transform.name)
 
 
 def paired_layer_alignment(

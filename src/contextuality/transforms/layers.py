@@ -85,6 +85,24 @@ def fitting_occurrences(
     return split["fit"].to_numpy()[occurrences["sentence_id"].to_numpy()], split_provenance
 
 
+def rows_fitted(
+    in_fit: np.ndarray, occurrences: pd.DataFrame, settings: TransformSettings
+) -> np.ndarray:
+    """The occurrences a correction is fitted on: those of the fitting sentences (bool
+    `in_fit`), past each sentence's first word with ``fit_without_first_words``."""
+    if settings.fit_without_first_words:
+        in_fit = in_fit & (occurrences["position"].to_numpy() > 0)
+    return np.flatnonzero(in_fit)
+
+
+def fit_on(
+    transform: str, fitting: np.ndarray, settings: TransformSettings, stored_as: Any
+) -> FittedTransform:
+    """Correction `transform` fitted on the `fitting` rows that have a vector, stored as
+    `stored_as` (`fitting.fit_transform`)."""
+    return fit_transform(transform, fitting[rows_with_vectors(fitting)], settings, stored_as)
+
+
 def fit_correction(
     load: Callable[..., tuple[np.ndarray, dict]],
     transform: str,
@@ -97,16 +115,10 @@ def fit_correction(
     word, with the setting ``fit_without_first_words``): the measure, static and geometry
     steps fit the same correction of a layer from the same rows."""
     in_fit, split_provenance = fitting_occurrences(transform_fit, occurrences, index_summary)
-    fitted_rows = in_fit
-    if transform_fit.settings.get("fit_without_first_words"):
-        fitted_rows = in_fit & (occurrences["position"].to_numpy() > 0)
-    fitting, stored = load(dtype=None, rows=np.flatnonzero(fitted_rows))
-    fitted = fit_transform(
-        transform,
-        fitting[rows_with_vectors(fitting)],
-        TransformSettings(**transform_fit.settings),
-        stored_as=stored.get("dtype", fitting.dtype),  # its rounding: whiten's null floor
-    )
+    settings = TransformSettings(**transform_fit.settings)
+    fitting, stored = load(dtype=None, rows=rows_fitted(in_fit, occurrences, settings))
+    # The stored dtype's rounding sets whiten's null floor.
+    fitted = fit_on(transform, fitting, settings, stored.get("dtype", fitting.dtype))
     record = {
         **fitted.describe(),
         "fit_fraction": split_provenance["fit_fraction"],

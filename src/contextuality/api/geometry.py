@@ -1,0 +1,255 @@
+"""The geometry of layers from arrays: intrinsic dimension over scale, and the alignment
+between the layers of one model, or between two models (every alignment measure with its
+bootstrap interval, permutation null and calibrated score), each computed by the functions
+the geometry steps call (`steps.geometry` calls these)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from contextuality.api.rows import as_matrix, per_row, sentence_codes
+from contextuality.errors import warn
+from contextuality.geometry import dimension
+from contextuality.geometry.alignment import (
+    ALIGNMENT_OCCURRENCES,
+    AlignmentResult,
+    SampledLayers,
+    SampleRows,
+    alignment_between,
+)
+from contextuality.geometry.baselines import word_baselines
+from contextuality.geometry.best_layers import empty_best_layers
+from contextuality.geometry.settings import GeometrySettings
+from contextuality.measures.summary import measures_table as summary_table
+from contextuality.random_streams import generator
+from contextuality.rows import rows_with_vectors
+from contextuality.schema import default
+
+log = logging.getLogger(__name__)
+
+
+def default_settings() -> GeometrySettings:
+    """The geometry's settings as the workflow's defaults give them, on every row given
+    (no sample): seed and confidence the measures', the schema's."""
+    return GeometrySettings(
+        seed=default("measures", "seed"),
+        confidence=default("measures", "confidence"),
+        sample_size=None,
+    )
+
+
+@dataclass(frozen=True)
+class LayerDimension:
+    """A layer's intrinsic dimension: its summary for the measures table (rows
+    ``intrinsic_dimension[twonn]`` and ``[gride]``: the value on each curve's plateau) and
+    its curves' rows (`dimension.CURVE_COLUMNS`)."""
+
+    summary: dict[str, Any]
+    curve_rows: list[dict[str, Any]]
+
+    @property
+    def measures(self) -> pd.DataFrame:
+        """The layer's rows of measures.tsv (`summary.measures_table`)."""
+        return summary_table([self.summary]).reset_index(drop=True)
+
+    @property
+    def curves(self) -> pd.DataFrame:
+        """The curves over scale, a row per (estimator, scale) (`dimension.CURVE_COLUMNS`),
+        as results/tables/dimension_scales.tsv holds them."""
+        return pd.DataFrame(self.curve_rows, columns=list(dimension.CURVE_COLUMNS))
+
+
+def intrinsic_dimension(
+    vectors: Any,
+    settings: GeometrySettings | None = None,
+    *,
+    model: str = "arrays",
+    layer: int = 0,
+    n_layers: int | None = None,
+    layer_output: str = "",
+    transform: str = "none",
+) -> LayerDimension:
+    """Both intrinsic-dimension curves (TwoNN and GRIDE over scale) of one layer's
+    `vectors` ((n, d) numpy array or torch tensor; rows without a vector skipped, repeats
+    removed: `dimension.neighbourhoods`) and the value on each plateau, warning where the
+    points are few or a curve has no plateau. The geometry step calls it on each layer's
+    sampled rows; `model`, `layer`, `n_layers` (default: `layer`, at least 1) and
+    `layer_output` label the rows."""
+    settings = settings or default_settings()
+    vectors = as_matrix(vectors)
+    n_layers = max(layer, 1) if n_layers is None else n_layers
+    dimension_settings = settings.intrinsic_dimension
+    neighbours = dimension.neighbourhoods(
+        np.asarray(vectors[rows_with_vectors(vectors)]), dimension_settings.range_max
+    )
+    rng = generator(settings.seed, "dimension_samples")  # the same cuts for every layer
+    curves = dimension.dimension_curves(neighbours, dimension_settings, settings.confidence, rng)
+    points = neighbours.points
+    layer_fields = {
+        "model": model,
+        "layer": layer,
+        "n_layers": n_layers,
+        "layer_output": layer_output,
+        "transform": transform,
+    }
+    measures, rows, flat = {}, [], []
+    for name, curve in curves.items():
+        found = dimension.plateau(
+            curve, dimension_settings.plateau_width, dimension_settings.plateau_tolerance
+        )
+        measures[f"intrinsic_dimension[{name}]"] = dimension.plateau_summary(
+            curve, found, len(points)
+        )
+        rows += dimension.curve_rows(layer_fields, curve, found, len(points))
+        flat.append(
+            f"{name} {found.value:.1f} at {found.scale(curve)}" if found else f"{name} none"
+        )
+    if len(points) < dimension.MIN_DIMENSION_POINTS:
+        warn(
+            [
+                f"{model} layer {layer} ({transform}): intrinsic dimension from "
+                f"{len(points)} distinct points (fewer than "
+                f"{dimension.MIN_DIMENSION_POINTS}): its estimate means little, and is NaN "
+                "where too few to estimate"
+            ]
+        )
+    missing = [
+        name for name in curves if math.isnan(measures[f"intrinsic_dimension[{name}]"]["raw"])
+    ]
+    if missing and len(points) >= dimension.MIN_DIMENSION_POINTS:
+        warn(
+            [
+                f"{model} layer {layer} ({transform}): no plateau in the {' and '.join(missing)} "
+                f"curve{'s' if len(missing) > 1 else ''} "
+                f"(no {dimension_settings.plateau_width} consecutive scales within "
+                f"{dimension_settings.plateau_tolerance:.0%} of each other): its intrinsic "
+                "dimension moves with the scale it is read at, so the measures table gives "
+                "NaN; results/tables/dimension_scales.tsv gives the curve"
+            ]
+        )
+    log.info("layer %d: plateau %s (%d distinct points)", layer, ", ".join(flat), len(points))
+    summary = layer_fields | {"measures": measures}
+    return LayerDimension(summary, rows)
+
+
+def within_model_alignment(
+    name: str,
+    layers: SampledLayers,
+    sample: SampleRows,
+    settings: GeometrySettings,
+    transform: str,
+    occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
+) -> pd.DataFrame:
+    """The alignment between every two layers of a model on the `occurrences` named and
+    between each layer and each word baseline on every one (`ALIGNMENT_COLUMNS`), as the
+    geometry step writes it; no baseline where `sample` has no words."""
+    log.info("alignment between %d layers on %d rows", len(layers.vectors), len(sample.later))
+    arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
+    tables = [alignment_between((name, layers), None, *arguments, occurrences).table]
+    if sample.words is not None:
+        tables += baseline_alignments(name, layers, sample, settings, transform)
+    return pd.concat(tables, ignore_index=True)
+
+
+def baseline_alignments(
+    name: str,
+    layers: SampledLayers,
+    sample: SampleRows,
+    settings: GeometrySettings,
+    transform: str,
+) -> list[pd.DataFrame]:
+    """The alignment tables between every layer of a model and each word baseline of
+    ``geometry.alignment.baselines``, on every sampled occurrence."""
+    arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
+    baselines = word_baselines(sample.words, sample.positions, settings.alignment.baselines)
+    return [
+        alignment_between((name, layers), baseline, *arguments, ("all",)).table
+        for baseline in baselines.items()
+    ]
+
+
+def sample_of(
+    sentences: Sequence[Any], positions: Sequence[int] | None, words: Sequence[str] | None
+) -> SampleRows:
+    """What the alignment reads of the rows given (`SampleRows`): each one's sentence (any
+    label; a bootstrap draw resamples sentences), its position (default: a sentence's rows
+    in the order given; the ``position>0`` occurrences are those past the first word) and
+    its word (the word baselines; None: no baseline)."""
+    labels = per_row(sentences, len(sentences), "sentences")
+    codes = sentence_codes(labels)[0]
+    if positions is None:
+        position = pd.Series(codes).groupby(codes).cumcount().to_numpy()
+    else:
+        position = np.asarray(per_row(positions, len(codes), "positions"), dtype=np.int64)
+    word_codes = None
+    if words is not None:
+        word_codes = pd.factorize(pd.Series(per_row(words, len(codes), "words")))[0]
+    return SampleRows(
+        later=position > 0, sentences=codes, sampled=False, words=word_codes, positions=position
+    )
+
+
+def _layers(layers: Mapping[int, Any] | Sequence[Any], n_rows: int, side: str) -> SampledLayers:
+    """A model's layers given as {layer: (n, d) array} or a list (layer i at i), checked
+    to have the `n_rows` rows."""
+    items = layers.items() if isinstance(layers, Mapping) else enumerate(layers)
+    vectors = {int(layer): as_matrix(array, f"{side} layer {layer}") for layer, array in items}
+    if not vectors:
+        raise ValueError(f"{side}: no layer given")
+    for layer, matrix in vectors.items():
+        if len(matrix) != n_rows:
+            raise ValueError(f"{side} layer {layer}: {len(matrix)} rows, not the {n_rows} given")
+    return SampledLayers(vectors, {layer: {} for layer in vectors})
+
+
+def alignment(
+    left: Mapping[int, Any] | Sequence[Any],
+    right: Mapping[int, Any] | Sequence[Any] | None = None,
+    *,
+    sentences: Sequence[Any],
+    positions: Sequence[int] | None = None,
+    words: Sequence[str] | None = None,
+    settings: GeometrySettings | None = None,
+    names: tuple[str, str] = ("left", "right"),
+    transform: str = "none",
+    occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
+) -> AlignmentResult:
+    """Every alignment measure (linear CKA, debiased CKA, angular Procrustes, mutual k-NN,
+    CKNNA) between every layer of `left` and every layer of `right` (of `left` itself when
+    None), each with its bootstrap interval over sentences, permutation null and
+    calibrated score, on every row and on those past each sentence's first word.
+
+    left, right: {layer: (n, d) array or tensor} or a list of them (layer i at i), row i
+    of every layer the same occurrence, of sentence ``sentences[i]`` at ``positions[i]``.
+    Within one model, with `words`, also each layer against the word baselines of
+    ``settings.alignment.baselines`` (what the word alone gives). Returns the table
+    (`alignment.ALIGNMENT_COLUMNS`) and, between two models, each layer's best-matching
+    layer of the other.
+    """
+    settings = settings or default_settings()
+    settings.alignment.search_device()
+    sample = sample_of(sentences, positions, words)
+    n_rows = len(sample.sentences)
+    left_layers = _layers(left, n_rows, names[0])
+    if right is None:
+        table = within_model_alignment(
+            names[0], left_layers, sample, settings, transform, occurrences
+        )
+        return AlignmentResult(table, empty_best_layers())
+    return alignment_between(
+        (names[0], left_layers),
+        (names[1], _layers(right, n_rows, names[1])),
+        sample,
+        settings.seed,
+        settings.confidence,
+        settings.alignment,
+        transform,
+        occurrences,
+    )

@@ -1,0 +1,104 @@
+"""Word rows from a model's outputs a researcher already has: transformers' ``hidden_states``
+(or any per-layer stack of token vectors, as a TransformerLens cache's
+``accumulated_resid()`` or an nnsight trace's saved outputs give), pooled into one vector
+per word as the extract step pools them (`extraction.units.align_to_words`,
+`extraction.forward.pool_subwords`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from contextuality.backends.base import POOLINGS
+from contextuality.corpus.words import word_spans
+from contextuality.extraction.forward import pool_subwords
+from contextuality.extraction.units import align_to_words
+
+
+@dataclass(frozen=True)
+class WordRows:
+    """One row per word of the sentences given, in sentence then word order: `layers`
+    maps each layer to its (n_words, d) float32 vectors (NaN for a word no token touched),
+    and `words`, `sentences` (index into the texts) and `positions` (the word's place in
+    its sentence) label the rows, as `measure_layer` and `alignment` take them."""
+
+    layers: dict[int, np.ndarray]
+    words: list[str]
+    sentences: np.ndarray
+    positions: np.ndarray
+
+
+def _layer_stack(hidden_states: Any) -> list[Any]:
+    """The per-layer (batch, tokens, d) tensors of `hidden_states`, a sequence of them or one
+    (layers, batch, tokens, d) array, as torch tensors on their device."""
+    import torch
+
+    layers = [torch.as_tensor(states) for states in hidden_states]
+    if not layers or any(states.ndim != 3 for states in layers):
+        raise ValueError("hidden_states: expected one (batch, tokens, d) array per layer")
+    return layers
+
+
+def word_rows(
+    hidden_states: Any,
+    offsets: Any,
+    texts: Sequence[str],
+    *,
+    attention_mask: Any = None,
+    layers: Sequence[int] | None = None,
+    pooling: str = "mean",
+    tokenizer: str = "regex",
+) -> WordRows:
+    """Each word's vector in each layer, from the token vectors of a batch of `texts`.
+
+    hidden_states: one (batch, tokens, d) array or tensor per layer (transformers'
+    ``output_hidden_states=True``: layer 0 the embeddings). offsets: (batch, tokens, 2)
+    character spans of the tokens in their text (a fast tokenizer's
+    ``return_offsets_mapping=True``); a token with an empty span (special, padding) or
+    masked out by `attention_mask` serves no word. Words are found by `tokenizer` (the
+    index's ``regex`` or ``spacy``) and each takes the `pooling` (``mean``, ``first``,
+    ``last``) of the tokens whose span overlaps it. layers: which to keep (default all).
+    """
+    import torch
+
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, not {pooling!r}")
+    stack = _layer_stack(hidden_states)
+    chosen = list(range(len(stack))) if layers is None else [int(layer) for layer in layers]
+    spans = torch.as_tensor(offsets).to("cpu").numpy()
+    if spans.shape[:2] != stack[0].shape[:2] or len(texts) != spans.shape[0]:
+        raise ValueError(
+            f"offsets {spans.shape} and hidden_states {tuple(stack[0].shape)} must both be "
+            f"(batch, tokens, ...), for the {len(texts)} texts"
+        )
+    mask = None if attention_mask is None else torch.as_tensor(attention_mask).to("cpu").numpy()
+    pooled: dict[int, list[np.ndarray]] = {layer: [] for layer in chosen}
+    words, sentences, positions = [], [], []
+    every_text_spans = word_spans(texts, tokenizer)
+    for item, (text, text_spans) in enumerate(zip(texts, every_text_spans, strict=True)):
+        token_spans = [tuple(span) for span in spans[item].tolist()]
+        if mask is not None:  # a masked token serves no word, as one with an empty span
+            kept = mask[item].astype(bool)
+            token_spans = [
+                span if keep else (0, 0) for span, keep in zip(token_spans, kept, strict=True)
+            ]
+        aligned = align_to_words(token_spans, text_spans)
+        states = [stack[layer][item] for layer in chosen]
+        device = states[0].device
+        token_word = torch.as_tensor(aligned.token_unit, device=device)
+        shared = tuple(torch.as_tensor(aligned.shared[:, side], device=device) for side in (0, 1))
+        vectors, _ = pool_subwords(states, token_word, len(text_spans), pooling, shared)
+        for place, layer in enumerate(chosen):
+            pooled[layer].append(vectors[place].to("cpu").numpy())
+        words += [text[start:end] for start, end in text_spans]
+        sentences += [item] * len(text_spans)
+        positions += list(range(len(text_spans)))
+    return WordRows(
+        {layer: np.concatenate(parts) for layer, parts in pooled.items()},
+        words,
+        np.asarray(sentences, dtype=np.int64),
+        np.asarray(positions, dtype=np.int64),
+    )

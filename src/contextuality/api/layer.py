@@ -1,0 +1,111 @@
+"""Every measure of one layer from arrays: the rows and columns of the workflow's
+measures.tsv for that layer, computed by the functions the measure step calls
+(`measures.analysis.measure_layer`, `measures.summary.measures_table`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from contextuality.api.rows import IndexedRows, as_matrix, index_rows
+from contextuality.corpus.index import IndexSettings
+from contextuality.errors import warn
+from contextuality.measures import analysis, summary
+from contextuality.measures.settings import MeasureSettings
+from contextuality.transforms.fitting import TransformSettings, fit_split
+from contextuality.transforms.layers import fit_on, rows_fitted
+
+
+def corrected(
+    vectors: np.ndarray,
+    indexed: IndexedRows,
+    transform: str,
+    settings: TransformSettings,
+) -> tuple[np.ndarray, pd.DataFrame, dict[str, Any]]:
+    """`vectors` (in occurrence order) under correction `transform`, as the workflow
+    measures one: fitted on a held-out share of the sentences (`fitting.fit_split`, the
+    fit_split step's draw) and applied to the other sentences' occurrences, which are
+    returned with their rows of the index and a record of the fit."""
+    occurrences = indexed.occurrences
+    split = fit_split(len(indexed.labels), settings.fit_fraction, settings.seed)
+    in_fit = split[occurrences["sentence_id"].to_numpy()]
+    fitted = fit_on(
+        transform, vectors[rows_fitted(in_fit, occurrences, settings)], settings, vectors.dtype
+    )
+    measured = np.flatnonzero(~in_fit)
+    record = {**fitted.describe(), "n_fit_sentences": int(split.sum()), "seed": settings.seed}
+    return (
+        fitted.apply_to_occurrences(vectors[measured]),
+        occurrences.iloc[measured].reset_index(drop=True),
+        record,
+    )
+
+
+def measure_layer(
+    vectors: Any,
+    words: Sequence[str],
+    sentences: Sequence[Any],
+    *,
+    positions: Sequence[int] | None = None,
+    transform: str = "none",
+    settings: MeasureSettings | None = None,
+    index: IndexSettings | None = None,
+    fit: TransformSettings | None = None,
+    sentence_copies: Mapping[Any, int] | None = None,
+    past_first_words: bool = False,
+    model: str = "arrays",
+    layer: int = 0,
+    n_layers: int | None = None,
+    layer_output: str = "",
+) -> pd.DataFrame:
+    """Every measure of one layer: SelfSim, IntraSim, MEV, their anisotropy baselines and
+    adjusted values, exact and as the paper estimated them, the isotropy scores and the
+    other registered measures, each with its interval.
+
+    vectors: (n, d) numpy array or torch tensor, row i the vector of word ``words[i]`` in
+    sentence ``sentences[i]`` (any label) at ``positions[i]`` (default: a sentence's rows
+    in the order given); a row of NaN or zeros has no vector. A word is measured where it
+    occurs in at least `index`'s ``min_contexts`` sentences (default 5). transform: a
+    correction (``center``, ``standardize``, ``abtt``, ``whiten``, ``drop_rogue``) fitted
+    on a held-out share of the sentences (`fit`) and measured on the others.
+    past_first_words: also the ``[position>0]`` measures. model, layer, n_layers (default:
+    `layer`, at least 1) and layer_output label the rows. Returns the rows of measures.tsv
+    for this layer (columns `summary.SUMMARY_COLUMNS`, one row per measure); what rests
+    on too few words or sentences is a warning, as in the workflow.
+    """
+    settings = settings or MeasureSettings()
+    matrix = as_matrix(vectors)
+    indexed = index_rows(words, sentences, positions, index, sentence_copies, len(matrix))
+    stored = str(matrix.dtype) if matrix.dtype == np.float16 else None
+    rows = matrix[indexed.order].astype(np.float32 if stored else matrix.dtype)
+    occurrences = indexed.occurrences
+    header: dict[str, Any] = {}
+    if transform != "none":
+        fit = fit or TransformSettings(seed=settings.seed)
+        rows, occurrences, header["transform_fit"] = corrected(rows, indexed, transform, fit)
+        stored = None
+    measured = analysis.measure_layer(
+        rows,
+        occurrences,
+        indexed.vocab,
+        settings,
+        indexed.copies,
+        overwrite=True,
+        positions=past_first_words,
+        stored_dtype=stored,
+    )
+    layer_summary = {
+        "model": model,
+        "transform": transform,
+        "layer": layer,
+        "n_layers": max(layer, 1) if n_layers is None else n_layers,
+        "layer_output": layer_output,
+        **header,
+        **measured.summary,
+    }
+    where = f"{model} layer {layer} ({transform})"
+    warn([f"{where}: {line}" for line in analysis.thin_estimates(layer_summary)])
+    return summary.measures_table([layer_summary]).reset_index(drop=True)
