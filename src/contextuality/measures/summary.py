@@ -52,7 +52,12 @@ def percentile_interval(replicates: np.ndarray, level: float) -> tuple[float, fl
 
 
 def bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Means of `n_resamples` resamples (with replacement) of `values`, shape (n_resamples,)."""
+    """Means of `n_resamples` resamples (with replacement) of `values`, shape (n_resamples,).
+
+    Not ``scipy.stats.bootstrap``: that draws its resamples from its own generator,
+    whereas these come from the run's named stream (`random_streams`), the same draws for
+    every layer, and each costs one multinomial draw and a product, not a copy of the
+    values."""
     values = np.asarray(values, dtype=np.float64)
     if len(values) == 0:
         return np.full(n_resamples, np.nan)
