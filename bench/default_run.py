@@ -8,7 +8,7 @@ what one measure job's
 step costs with BLAS using every core against the one thread its job is given
 (`process.run_step`), and with the passes over the layer cut into chunks of each size
 (`rows.row_chunks`); and what the garbage collector costs the extraction job, with the
-package's handling of it (`extraction.run.collector_paused`, `gc.freeze` at the end of
+package's handling of it (`extraction.collector.collector_paused`, `gc.freeze` at the end of
 `run_step`) and without. Run it on an otherwise idle machine:
 
     python bench/default_run.py
@@ -119,7 +119,7 @@ directory, out, handled = sys.argv[1], sys.argv[2], sys.argv[3] == "handled"
 settings = json.loads(sys.argv[4])
 if not handled:
     extract_step.collector_paused = contextlib.nullcontext
-    extraction_run._collector_sparing_live_objects = contextlib.nullcontext
+    extraction_run.collector_sparing_live_objects = contextlib.nullcontext
 full = []
 
 def timed(phase, info):

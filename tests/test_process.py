@@ -48,7 +48,8 @@ def test_a_job_whose_imports_run_out_of_memory_says_so_in_its_log(tmp_path):
     script = ROOT / "workflow" / "scripts" / "measure_layer.py"
     runner = (
         "import runpy, types\n"
-        f"job = types.SimpleNamespace(log=[{str(log)!r}], threads=1, rule='measure_layer')\n"
+        f"job = types.SimpleNamespace(log=[{str(log)!r}], threads=1, rule='measure_layer',"
+        " wildcards={})\n"
         f"runpy.run_path({str(script)!r}, init_globals={{'snakemake': job}})\n"
     )
     result = _run_tight([sys.executable, "-c", runner], tmp_path)

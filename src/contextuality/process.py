@@ -15,6 +15,7 @@ import errno
 import gc
 import logging
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -143,11 +144,16 @@ def _fail(message: str) -> None:
     sys.exit(1)
 
 
+# A job that runs this long (seconds) says on the console that it ended, and how long it took.
+LONG_JOB_SECONDS = 10.0
+
+
 def run_step(
     log_path: str | Path | None,
     step: Callable[[], Any],
     threads: int | None = None,
     job: str | None = None,
+    label: str | None = None,
 ) -> None:
     """Run a step from a Snakemake script with its log file as stderr and logging target,
     and its BLAS and OpenMP pools limited to the job's `threads`.
@@ -156,8 +162,10 @@ def run_step(
     from each starting a thread per core. What a user can reach (`failure_message`: bad
     input, an unloadable model, a mismatched shard, memory or disk run out, in the step or
     in the imports it makes) ends the job with one line, naming the `job` and what bounds
-    its memory where memory ran out, and exit status 1. After the step, the process's
-    objects are frozen out of the garbage collector (`gc.freeze`), as the job ends next.
+    its memory where memory ran out, and exit status 1. A step of `LONG_JOB_SECONDS` or
+    more ends with a line on the console naming the job (`label`: its rule and wildcards)
+    and its time. After the step, the process's objects are frozen out of the garbage
+    collector (`gc.freeze`), as the job ends next.
     """
     from contextuality import __version__
 
@@ -167,6 +175,7 @@ def run_step(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
     )
     logging.getLogger(__name__).info("contextuality %s", __version__)
+    started = time.monotonic()
     try:
         with limited_threads(threads):
             step()
@@ -175,6 +184,11 @@ def run_step(
         if message is None:
             raise
         _fail(message)
+    elapsed = time.monotonic() - started
+    if elapsed >= LONG_JOB_SECONDS:
+        from contextuality.console import say
+
+        say(f"{label or job or 'step'}: done in {elapsed:.0f} s")
     # The job's process ends next: leave what it holds out of the garbage collector's passes
     # at interpreter exit: 0.2 s, not 1.0, from an extraction's end to its exit
     # (bench/results/default-run-cpu2.md).
@@ -185,7 +199,9 @@ def run_job(snakemake: Any, step: Callable[[], Any]) -> None:
     """`run_step` for a Snakemake script: its `snakemake` object's log (the first, if
     any), threads and rule name."""
     log = snakemake.log[0] if len(snakemake.log) else None
-    run_step(log, step, threads=snakemake.threads, job=snakemake.rule)
+    wildcards = ", ".join(f"{key}={value}" for key, value in snakemake.wildcards.items())
+    label = f"{snakemake.rule} ({wildcards})" if wildcards else snakemake.rule
+    run_step(log, step, threads=snakemake.threads, job=snakemake.rule, label=label)
 
 
 def run_command(

@@ -17,8 +17,6 @@ i of what the sink receives is occurrence i of the index, less the job's first r
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 import queue
 import threading
@@ -30,8 +28,10 @@ from typing import Any, Protocol
 import numpy as np
 
 from contextuality.backends.base import LoadedModel, token_budget
+from contextuality.console import Progress, say
 from contextuality.errors import DeviceMemoryError, NumericOverflowError
 from contextuality.extraction.ablation import ablated, check_block_extracted
+from contextuality.extraction.collector import collector_sparing_live_objects
 from contextuality.extraction.forward import (
     blocks_to_run,
     first_non_finite_weight,
@@ -313,7 +313,7 @@ def run_extraction(
             subwords_outside_words=units.subwords_outside_words,
             partition=plan.part_attributes() or None,
         )
-        with _collector_sparing_live_objects():
+        with collector_sparing_live_objects():
             _run_segments(loaded, units, plan, sink, report, progress)
         _warn_about_reruns(report, loaded.spec.name)
         report.storage_dtype = sink.dtype
@@ -339,36 +339,6 @@ def _warn_about_reruns(report: ExtractionReport, name: str) -> None:
         )
 
 
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector (`gc.disable`) while the block runs, and restore
-    its state after: importing torch and transformers and loading a model make some 400,000
-    long-lived objects, and the collector's six full passes over them as they appeared took
-    0.7 s of a MiniLM extraction job (bench/results/default-run-cpu2.md)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-@contextlib.contextmanager
-def _collector_sparing_live_objects() -> Iterator[None]:
-    """Leave the objects alive on entry (the model, its tokenizer, the imports) out of the
-    cyclic garbage collector's passes while the block runs (`gc.freeze`); objects made
-    inside are collected as usual, and on exit the frozen ones are tracked again unless
-    some were frozen before (the caller's choice, kept)."""
-    frozen_before = gc.get_freeze_count()
-    gc.freeze()
-    try:
-        yield
-    finally:
-        if not frozen_before:
-            gc.unfreeze()
-
-
 def _run_segments(
     loaded: LoadedModel,
     units: SentenceUnits,
@@ -378,14 +348,20 @@ def _run_segments(
     progress: bool,
 ) -> None:
     """Run every segment of `plan` in order and hand its vectors to `sink`, through a
-    writer thread (`_handoff` says how they leave the device)."""
-    from tqdm.auto import tqdm
-
+    writer thread (`_handoff` says how they leave the device); with `progress`, its
+    start, its words done, rate and time left, and its end told on the console."""
     device = next(loaded.model.parameters()).device
     writer = _BackgroundWriter(sink)
     copies = HostCopies() if device.type == "cuda" else None
     tokenizing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
-    bar = tqdm(total=plan.n_rows, unit="word", desc=loaded.spec.name, disable=not progress)
+    what = loaded.spec.name + (f" (part {plan.part + 1} of {plan.n_parts})" * plan.partitioned)
+    told = Progress(f"{what}: extraction", plan.n_rows, "words", always=True)
+    if progress:
+        n_sentences = plan.end_sentence - plan.first_sentence
+        say(
+            f"{what}: extracting {plan.n_rows:,} words of {n_sentences:,} sentences, "
+            f"{len(plan.layers)} layers, on {device}"
+        )
     try:
         encodings = _encoded_segments(units, plan, report.device, tokenizing)
         for (start, end), encoded in zip(plan.segments, encodings, strict=True):
@@ -396,9 +372,11 @@ def _run_segments(
             first_rows = plan.row_offsets[start:end] - first_row
             _run_segment(loaded, encoded, plan.layers, first_rows, segment, first_row, report)
             writer.write(_handoff(segment, first_row - plan.first_row, sink, copies))
-            bar.update(n_rows)
+            if progress:
+                told.update(n_rows)
+        if progress:
+            told.finish()
     finally:
-        bar.close()
         tokenizing.shutdown(cancel_futures=True)
         writer.close()
 

@@ -21,6 +21,7 @@ import pandas as pd
 from scipy import sparse
 
 from contextuality.backends.base import resolved_device
+from contextuality.console import Progress
 from contextuality.errors import ConfigError, check_integer, warn
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 from contextuality.geometry.best_layers import best_matching_layers, empty_best_layers
@@ -298,34 +299,32 @@ def resampled_alignment(
     sentences: np.ndarray,
     alignment: AlignmentSettings,
     randoms: tuple[np.random.Generator, np.random.Generator],
+    what: str = "alignment",
 ) -> ResampledAlignment:
     """`ResampledAlignment` of the sampled `rows` (positions in the sample; `sentences`
     the sentence of each sampled row): the values, ``alignment.permutations`` nulls
     (one permutation of the rows for every layer, from the first generator) and
     ``alignment.bootstrap`` draws over sentences (`resampling.sentence_weights`, from
-    the second)."""
+    the second), their progress told on the console as `what` (`console.Progress`)."""
     searched = search_neighbours(left, right, rows, alignment.k, alignment.search_device())
     values = measure_grids(left, right, rows, searched)
     permutation_random, bootstrap_random = randoms
+    resamples = alignment.permutations + alignment.bootstrap
+    told = Progress(f"{what}: permutations and bootstrap draws", resamples, "draws")
     nulls = []
-    for count in range(alignment.permutations):
+    for _ in range(alignment.permutations):
         pairing = permutation_random.permutation(len(rows))
         nulls.append(measure_grids(left, right, rows, searched, pairing=pairing))
-        _progress("permutation", count, alignment.permutations)
+        told.update()
     draws = []
     weights = sentence_weights(sentences[rows], alignment.bootstrap, bootstrap_random)
-    for count, counts in enumerate(weights):
+    for counts in weights:
         draws.append(measure_grids(left, right, rows, searched, weights=counts))
-        _progress("bootstrap draw", count, alignment.bootstrap)
+        told.update()
+    told.finish()
     return ResampledAlignment(
         values, _by_measure(nulls, values), _by_measure(draws, values), alignment.k, len(rows)
     )
-
-
-def _progress(kind: str, count: int, total: int) -> None:
-    """A log line every tenth resample and at the last."""
-    if (count + 1) % 10 == 0 or count + 1 == total:
-        log.info("alignment: %s %d of %d", kind, count + 1, total)
 
 
 def alignment_frame(
@@ -427,15 +426,18 @@ def alignment_between(
         if subset not in occurrences:
             _pass_over_draws(len(rows), sample.sentences[rows], alignment, randoms)
             continue
+        what = f"{' and '.join(dict.fromkeys(names))} ({subset} occurrences)"
         if len(rows) <= alignment.k:
             warn(
                 [
-                    f"{' and '.join(dict.fromkeys(names))} ({subset} occurrences): "
-                    f"geometry.alignment.k = {alignment.k} is not below the {len(rows)} rows "
-                    "with a vector, so their mutual k-NN and CKNNA are NaN; set it lower"
+                    f"{what}: geometry.alignment.k = {alignment.k} is not below the "
+                    f"{len(rows)} rows with a vector, so their mutual k-NN and CKNNA are "
+                    "NaN; set it lower"
                 ]
             )
-        found = resampled_alignment(left[1], other, rows, sample.sentences, alignment, randoms)
+        found = resampled_alignment(
+            left[1], other, rows, sample.sentences, alignment, randoms, what
+        )
         frames.append(
             alignment_frame(found, names, layers, subset, sample.sampled, confidence, transform)
         )

@@ -24,9 +24,10 @@ from contextuality.backends.base import (
 from contextuality.corpus.index import IndexFiles
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError, warn
+from contextuality.extraction.collector import collector_paused
 from contextuality.extraction.partitions import ExtractionPlan, plan_extraction
 from contextuality.extraction.report import ExtractionReport, coverage_warnings, merged_meta
-from contextuality.extraction.run import Sink, collector_paused
+from contextuality.extraction.run import Sink
 from contextuality.extraction.run import extract as run_extract
 from contextuality.extraction.special_tokens import special_token_batches
 from contextuality.extraction.units import SentenceUnits, sentence_units, units_matching_index

@@ -25,6 +25,7 @@ from contextuality.api.geometry import (
     within_model_alignment,
 )
 from contextuality.backends.base import layer_output
+from contextuality.console import Progress
 from contextuality.corpus.index import IndexFiles
 from contextuality.geometry import dimension
 from contextuality.geometry.alignment import (
@@ -133,6 +134,8 @@ def _dimension_summaries(
     its fit's record, as the measure step's summaries), and every layer's curves as one
     table."""
     summaries, rows = [], []
+    name = next(iter(sampled.attributes.values()))["model"]
+    told = Progress(f"{name} ({transform}): intrinsic dimension", len(sampled.vectors), "layers")
     for layer, vectors in sampled.vectors.items():
         attributes = sampled.attributes[layer]
         n_layers = int(attributes["n_layers"])
@@ -148,6 +151,8 @@ def _dimension_summaries(
         fit = {"transform_fit": sampled.fits[layer]} if layer in sampled.fits else {}
         summaries.append({**provenance, **_source(attributes), **fit, **found.summary})
         rows += found.curve_rows
+        told.update()
+    told.finish()
     return summaries, pd.DataFrame(rows, columns=list(dimension.CURVE_COLUMNS))
 
 

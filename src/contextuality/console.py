@@ -1,0 +1,77 @@
+"""What a user watching the console is told while a job runs: where a long loop is, how
+fast it goes and how long it has left, and when a long job ends.
+
+A workflow job's stderr is its log file (`process.run_step`); these lines also go to the
+process's own stderr, which Snakemake shows, so that a run of minutes is never silent.
+From the command line (stderr the terminal) they are its log lines.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+# Seconds between two progress lines of one loop (`Progress`).
+PROGRESS_INTERVAL = 15.0
+
+
+def say(message: str) -> None:
+    """Log `message`, and print it on the console where stderr is a job's log file."""
+    log.info(message)
+    if sys.stderr is not sys.__stderr__ and sys.__stderr__ is not None:
+        print(message, file=sys.__stderr__, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3 min 5 s`` or ``2 h 4 min``."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+class Progress:
+    """A loop over `total` items of `unit` told on the console (`say`): a line at most
+    every `interval` seconds with the count done, the rate and the time left at that rate,
+    and one at the end with the time it took: always with `always`, else only after a loop
+    that lasted `interval` or more (a short one passes unsaid)."""
+
+    def __init__(
+        self,
+        what: str,
+        total: int,
+        unit: str,
+        interval: float = PROGRESS_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+        always: bool = False,
+    ) -> None:
+        self.what, self.total, self.unit = what, total, unit
+        self.interval, self.clock, self.always = interval, clock, always
+        self.done = 0
+        self.start = self.last = clock()
+
+    def update(self, count: int = 1) -> None:
+        """`count` more items done; a line if `interval` has passed since the last."""
+        self.done += count
+        now = self.clock()
+        if now - self.last >= self.interval and self.done < self.total:
+            self.last = now
+            rate = self.done / max(now - self.start, 1e-9)
+            left = (self.total - self.done) / rate if rate > 0 else float("inf")
+            say(
+                f"{self.what}: {self.done:,} of {self.total:,} {self.unit} "
+                f"({self.done / self.total:.0%}), {rate:,.1f} {self.unit}/s, "
+                f"about {_duration(left)} left"
+            )
+
+    def finish(self) -> None:
+        """The line saying the loop ended, its count and the time it took."""
+        elapsed = self.clock() - self.start
+        if self.always or elapsed >= self.interval:
+            say(f"{self.what}: {self.done:,} {self.unit} in {_duration(elapsed)}")

@@ -1,0 +1,102 @@
+"""What the console is told while a job runs (`contextuality.console`, `process.run_step`):
+progress lines with rate and time left, a long job's end, on the console even where a
+workflow job's stderr is its log file."""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+
+import pytest
+
+from contextuality import console, process
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def screen(monkeypatch):
+    """The process's own stderr, with stderr redirected to a log as in a workflow job."""
+    terminal, log_file = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "__stderr__", terminal)
+    monkeypatch.setattr(sys, "stderr", log_file)
+    return terminal
+
+
+def test_progress_says_count_rate_and_time_left_at_most_every_interval(screen):
+    clock = Clock()
+    told = console.Progress("m: extraction", 1000, "words", interval=15, clock=clock)
+    clock.now += 10
+    told.update(100)  # before the interval: nothing
+    clock.now += 10
+    told.update(100)  # 200 words in 20 s: 10/s, 800 left: 80 s
+    clock.now += 5
+    told.update(100)  # 5 s after the last line: nothing
+    clock.now += 175
+    told.update(700)  # the end: the finishing line says it
+    told.finish()
+    lines = screen.getvalue().splitlines()
+    assert lines == [
+        "m: extraction: 200 of 1,000 words (20%), 10.0 words/s, about 1 min 20 s left",
+        "m: extraction: 1,000 words in 3 min 20 s",
+    ]
+
+
+def test_a_short_loop_passes_unsaid_unless_always(screen):
+    clock = Clock()
+    quiet = console.Progress("fast", 3, "draws", interval=15, clock=clock)
+    told = console.Progress("extraction", 3, "words", interval=15, clock=clock, always=True)
+    for progress in (quiet, told):
+        clock.now += 1
+        progress.update(3)
+        progress.finish()
+    assert screen.getvalue().splitlines() == ["extraction: 3 words in 2 s"]  # both started at 100
+
+
+def test_said_lines_are_logged_and_printed_where_stderr_is_not_the_console(screen, caplog):
+    with caplog.at_level(logging.INFO):
+        console.say("minilm: extracting")
+    assert "minilm: extracting" in caplog.text
+    assert screen.getvalue() == "minilm: extracting\n"
+
+
+def test_from_the_command_line_a_line_is_a_log_line_only(monkeypatch, caplog):
+    """Where stderr is the console (the command line), the log shows the line once."""
+    terminal = io.StringIO()
+    monkeypatch.setattr(sys, "__stderr__", terminal)
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with caplog.at_level(logging.INFO):
+        console.say("once")
+    assert "once" in caplog.text and terminal.getvalue() == ""
+
+
+def test_a_long_job_says_it_ended_and_its_time_on_the_console(tmp_path, monkeypatch, caplog):
+    """`run_step` with the job's log as stderr: the job's lines are logged and reach the
+    console, and a job of LONG_JOB_SECONDS or more ends with a line naming it."""
+    terminal = io.StringIO()
+    monkeypatch.setattr(sys, "__stderr__", terminal)
+    monkeypatch.setattr(sys, "stderr", sys.stderr)  # restored after run_step's redirect
+    monkeypatch.setattr(process, "LONG_JOB_SECONDS", 0.0)
+    log_path = tmp_path / "job.log"
+    with caplog.at_level(logging.INFO):
+        process.run_step(
+            log_path,
+            lambda: console.say("minilm: extracting"),
+            job="extract_minilm",
+            label="extract_minilm (part=0)",
+        )
+    sys.stderr.close()
+    assert terminal.getvalue().splitlines() == [
+        "minilm: extracting",
+        "extract_minilm (part=0): done in 0 s",
+    ]
+    assert "minilm: extracting" in caplog.text
