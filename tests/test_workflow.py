@@ -208,6 +208,22 @@ def test_final_outputs_name_every_layer_and_figure():
     ]
 
 
+def test_every_figure_and_table_has_a_section_of_the_report():
+    """Each figure a run can draw has its report section (`workflow.report_section`), the
+    paper's figures alone in the paper's, each under the transform it shows."""
+    names = [*FIGURES, *GEOMETRY_FIGURES]
+    sections = {name: workflow.report_section(name, "whiten") for name in names}
+    paper = {name for name, found in sections.items() if found["category"].startswith("The paper")}
+    assert paper == {
+        "fig1_anisotropy",
+        "fig2_selfsim",
+        "fig3_intrasim",
+        "fig4_mev",
+        "mev_definition3",
+    }
+    assert {sections[name]["subcategory"] for name in paper} == {"transform whiten"}
+
+
 def test_cka_pairs_the_stored_models_that_share_an_index():
     """Each stored model has its own CKA table; a pair of models has one when their rows
     are the same occurrences: not with a streamed model, nor across indexes."""
@@ -460,6 +476,11 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     for caption in captions:  # each figure's own caption, its title in bold
         if caption.stem not in series | not_drawn:
             assert caption.read_text().split("**")[1] in html, caption.name
+    # Every output in a section named for it, none under "Other"; the description speaks
+    # of the geometry where the run made it.
+    sections = json.loads(re.search(r"var categories = (\{.*?\});\n", html)[1])
+    assert not [name for name, parts in sections.items() if "Other" in parts]
+    assert ("Geometry, beyond the paper" in html) == ("Geometry" in sections)
 
     # Adding a model plans only that model's jobs and the cross-model aggregates (and, for
     # a model indexed by its own subwords, that index).

@@ -13,8 +13,7 @@ for transform in ctx.figure_transforms(config):
                 report(
                     f"{ctx.figures_directory(transform)}/{name}.png",
                     caption=figure_caption(name),
-                    category="Paper figures",
-                    subcategory=f"transform {transform}",
+                    **ctx.report_section(name, transform),
                     labels={"figure": name, "transform": transform},
                 )
                 for name in ctx.paper_figure_names(config)
@@ -47,8 +46,7 @@ rule degeneration_figures:
             report(
                 f"results/figures/degeneration/{{model}}.{{transform}}.{kind}.png",
                 caption=f"../report/figures/{kind}.rst",
-                category="Degeneration",
-                subcategory="{model}, transform {transform}",
+                **ctx.report_section("degeneration_figures"),
                 labels={
                     "figure": kind,
                     "model": "{model}",
@@ -78,8 +76,7 @@ rule transforms_figure:
         png=report(
             "results/figures/transforms.png",
             caption="../report/transforms_figure.rst",
-            category="Paper figures",
-            subcategory="every transform",
+            **ctx.report_section("transforms_figure"),
         ),
         pdf="results/figures/transforms.pdf",
     log:
@@ -99,7 +96,7 @@ rule sweep_figure:
         png=report(
             "results/figures/sweeps/{sweep}.png",
             caption=f"../report/figures/{SWEEP_FIGURE}.rst",
-            category="Checkpoint sweeps",
+            **ctx.report_section("sweep_figure"),
             labels={"sweep": "{sweep}"},
         ),
         pdf="results/figures/sweeps/{sweep}.pdf",
@@ -121,7 +118,7 @@ rule family_figure:
         png=report(
             "results/figures/families/{family}.png",
             caption=f"../report/figures/{FAMILY_FIGURE}.rst",
-            category="Model families",
+            **ctx.report_section("family_figure"),
             labels={"family": "{family}"},
         ),
         pdf="results/figures/families/{family}.pdf",
@@ -141,7 +138,7 @@ rule ablation_figure:
         png=report(
             "results/figures/ablation/{model}.png",
             caption=f"../report/figures/{ABLATION_FIGURE}.rst",
-            category="Ablations",
+            **ctx.report_section("ablation_figure"),
             labels={"model": "{model}"},
         ),
         pdf="results/figures/ablation/{model}.pdf",
@@ -170,7 +167,7 @@ rule geometry_figures:
             report(
                 f"results/figures/{name}.png",
                 caption=f"../report/figures/{name}.rst",
-                category="Geometry",
+                **ctx.report_section(name),
                 labels={"figure": name},
             )
             for name in ctx.geometry_figure_names(config)

@@ -64,13 +64,13 @@ rule alignment_table:
         table=report(
             "results/tables/alignment.tsv",
             caption="../report/alignment_table.rst",
-            category="Geometry",
+            **ctx.report_section("alignment_table"),
         ),
         provenance="results/tables/alignment.provenance.json",
         best_layers=report(
             "results/tables/best_layers.tsv",
             caption="../report/best_layers_table.rst",
-            category="Geometry",
+            **ctx.report_section("best_layers_table"),
         ),
         best_layers_provenance="results/tables/best_layers.provenance.json",
     log:
@@ -88,7 +88,7 @@ rule dimension_scales_table:
         table=report(
             "results/tables/dimension_scales.tsv",
             caption="../report/dimension_scales_table.rst",
-            category="Geometry",
+            **ctx.report_section("dimension_scales_table"),
         ),
         provenance="results/tables/dimension_scales.provenance.json",
     log:

@@ -83,7 +83,7 @@ rule measures_table:
         table=report(
             "results/tables/measures.tsv",
             caption="../report/measures_table.rst",
-            category="Tables",
+            **ctx.report_section("measures_table"),
         ),
         provenance="results/tables/measures.provenance.json",
     log:
@@ -104,7 +104,7 @@ rule massive_activations_table:
         table=report(
             "results/tables/massive_activations.tsv",
             caption="../report/massive_activations_table.rst",
-            category="Tables",
+            **ctx.report_section("massive_activations_table"),
         ),
         provenance="results/tables/massive_activations.provenance.json",
     log:
@@ -122,7 +122,7 @@ rule context_specific_words:
         table=report(
             "results/tables/words/{model}.{transform}.tsv",
             caption="../report/context_specific_words.rst",
-            category="Tables",
+            **ctx.report_section("context_specific_words"),
             labels={"model": "{model}", "transform": "{transform}"},
         ),
         provenance="results/tables/words/{model}.{transform}.provenance.json",
@@ -146,13 +146,13 @@ rule degeneration_table:
         table=report(
             "results/tables/degeneration.tsv",
             caption="../report/degeneration_table.rst",
-            category="Degeneration",
+            **ctx.report_section("degeneration_table"),
         ),
         provenance="results/tables/degeneration.provenance.json",
         positions=report(
             "results/tables/positions.tsv",
             caption="../report/positions_table.rst",
-            category="Geometry",
+            **ctx.report_section("positions_table"),
         ),
         positions_provenance="results/tables/positions.provenance.json",
     log:

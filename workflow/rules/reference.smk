@@ -20,13 +20,13 @@ rule compare_reference:
         table=report(
             "results/reference/{model}.tsv",
             caption="../report/reference.rst",
-            category="Reproduction",
+            **ctx.report_section("reference"),
             labels={"model": "{model}"},
         ),
         png=report(
             "results/figures/reference_{model}.png",
             caption="../report/reference.rst",
-            category="Reproduction",
+            **ctx.report_section("reference"),
             labels={"model": "{model}", "figure": "comparison"},
         ),
         pdf="results/figures/reference_{model}.pdf",

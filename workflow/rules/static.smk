@@ -65,12 +65,12 @@ rule word_benchmarks_table:
         table=report(
             "results/tables/word_benchmarks.tsv",
             caption="../report/word_benchmarks.rst",
-            category="Table 1",
+            **ctx.report_section("word_benchmarks"),
         ),
         png=report(
             "results/figures/word_benchmarks.png",
             caption="../report/word_benchmarks.rst",
-            category="Table 1",
+            **ctx.report_section("word_benchmarks"),
         ),
         pdf="results/figures/word_benchmarks.pdf",
         provenance="results/tables/word_benchmarks.provenance.json",

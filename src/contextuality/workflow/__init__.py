@@ -94,6 +94,7 @@ from contextuality.workflow.paths import (
     sweep_summaries,
     wildcard_constraints,
 )
+from contextuality.workflow.report import report_section
 from contextuality.workflow.study import check_devices, check_indexes, check_sentence_table
 from contextuality.workflow.sweeps import expand_sweeps, sweeps
 from contextuality.workflow.targets import final_outputs, intermediate_outputs, measures_in_run
@@ -103,6 +104,7 @@ __all__ = [
     "TOKENIZER_SETTINGS",
     "WORD_INDEX",
     "ablated_models",
+    "report_section",
     "ablation_alignment",
     "benchmark_files",
     "alignment_files",

@@ -191,7 +191,8 @@ MEASURES: tuple[Measure, ...] = (
         "paper_samples",
         ("intrasim[paper]", "anisotropy[paper]"),
         "The paper's sampled IntraSim (adjusted by its sampled anisotropy) and anisotropy: "
-        "1,000 sentences with one word each, on independent samples.",
+        "measures.baseline_sample_size sentences (the paper's 1,000) with one word each, on "
+        "independent samples.",
         family="paper_cosine",
         interval="sample spread",
         compute=paper_samples,

@@ -1,0 +1,61 @@
+"""Where the report shows each figure and table: a section named for what it holds (its
+category) and a part of it (its subcategory), so that no output lands under "Other" and
+no instrument under the paper's figures."""
+
+from __future__ import annotations
+
+_PAPER = "The paper's figures 1-4"
+_WORDS = "Words by class and frequency"
+_SPECTRA = "Spectra and sentence shape"
+_MASSIVE = "Massive activations"
+_POSITIONS = "Positions and first-token sinks"
+_DIMENSION = ("Geometry", "intrinsic dimension")
+_ALIGNMENT = ("Geometry", "alignment between layers and models")
+_EACH_TRANSFORM = "transform {transform}"
+# A figure a measure's record declares (`figures.specs.RECORD_FIGURES`) and this table
+# does not name: drawn under each transform, as the paper's are.
+_RECORD_FIGURE = ("Measures beyond the paper", _EACH_TRANSFORM)
+
+# Output name (a figure's or a table rule's) → (category, subcategory); "{transform}" is
+# the transform a rule's outputs are for, and any other field a wildcard of its rule.
+REPORT_SECTIONS = {
+    **dict.fromkeys(
+        ("fig1_anisotropy", "fig2_selfsim", "fig3_intrasim", "fig4_mev", "mev_definition3"),
+        (_PAPER, _EACH_TRANSFORM),
+    ),
+    **dict.fromkeys(("selfsim_word_classes", "selfsim_frequency"), (_WORDS, _EACH_TRANSFORM)),
+    **dict.fromkeys(("matrix_entropy", "alpha_req", "curvature"), (_SPECTRA, _EACH_TRANSFORM)),
+    "massive_activations": (_MASSIVE, _EACH_TRANSFORM),
+    "massive_activations_table": (_MASSIVE, "census of every layer"),
+    "transforms_figure": ("Corrections of the space", "every transform side by side"),
+    "measures_table": ("Tables", "every measure of every layer"),
+    "context_specific_words": ("Tables", "context-specific words by model and transform"),
+    "degeneration_figures": ("Degeneration", "{model}, transform {transform}"),
+    "degeneration_table": ("Degeneration", "every layer by frequency bin"),
+    "positions": (_POSITIONS, "by layer"),
+    "positions_table": (_POSITIONS, "every layer by position"),
+    **dict.fromkeys(
+        ("intrinsic_dimension", "intrinsic_dimension_scales", "dimension_scales_table"),
+        _DIMENSION,
+    ),
+    **dict.fromkeys(
+        ("cka", "alignment", "best_layers", "alignment_table", "best_layers_table"), _ALIGNMENT
+    ),
+    "geometry_transforms": ("Geometry", "under the corrections"),
+    "sweep_figure": ("Checkpoint sweeps", "{sweep}"),
+    "family_figure": ("Model families", "{family}"),
+    "ablation_figure": ("Ablations", "{model}"),
+    "reference": ("Reproduction of the published numbers", "{model}"),
+    "word_benchmarks": ("Table 1: static embeddings", "every benchmark"),
+}
+
+
+def report_section(name: str, transform: str | None = None) -> dict[str, str]:
+    """The ``category`` and ``subcategory`` of output `name` in the report (keyword
+    arguments of Snakemake's ``report()``), for `transform` where its rule is one's; a
+    figure of a measure's record that `REPORT_SECTIONS` does not name, under "Measures
+    beyond the paper"."""
+    category, subcategory = REPORT_SECTIONS.get(name, _RECORD_FIGURE)
+    if transform is not None:
+        subcategory = subcategory.replace("{transform}", transform)
+    return {"category": category, "subcategory": subcategory}
