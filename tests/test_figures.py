@@ -62,7 +62,7 @@ def test_lines_and_bands_are_the_tables_values(drawn, name, relative_layers):
     (axes,) = drawn[0].axes
     lines = {line.get_label(): line for line in axes.get_lines()}
     assert len(lines) == len(spec.series) * len(MODELS)
-    x_column = "relative_layer" if relative_layers else "layer"
+    x_column = "relative_layer"  # asked or not: the two models differ in depth
     bands = iter(axes.collections)
     for series in spec.series:
         for model in sorted(MODELS):
@@ -76,6 +76,49 @@ def test_lines_and_bands_are_the_tables_values(drawn, name, relative_layers):
             if spec.spearman:  # a ρ: its interval from ρ and n, not the table's
                 low, high = spearman_interval(rows["raw"], rows["n"], paper.SPEARMAN_LEVEL)
             assert set(np.round(band[:, 1], 9)) == set(np.round(np.r_[low, high], 9))
+
+
+def test_models_of_one_depth_share_layer_indices_and_of_two_depths_relative_depth(drawn):
+    table = _summary_table(np.random.default_rng(3))
+    alone = table[table["model"] == "alpha"]
+    for rows in (alone, table):
+        paper.plot_figure(rows, FIGURES["fig1_anisotropy"], ["unused.png"])
+    same, mixed = (figure.axes[0] for figure in drawn)
+    assert same.get_xlabel().startswith("layer (0: embedding output)")
+    assert list(same.get_lines()[0].get_xdata()) == [0, 1, 2, 3, 4]
+    assert mixed.get_xlabel().startswith("layer / number of layers")
+    assert max(max(line.get_xdata()) for line in mixed.get_lines()) == 1.0
+
+
+@pytest.mark.parametrize(
+    "values, said",
+    [
+        ([0.6, 0.7, 0.8], "not 0"),  # all above 0: the axis leaves 0 out, and says so
+        ([-0.8, -0.7, -0.6], "not 0"),  # all below
+        ([-0.2, 0.3, 0.8], None),  # the axis holds 0: nothing to say
+    ],
+)
+def test_a_line_plot_whose_axis_leaves_out_0_says_so(values, said):
+    figure, panel = paper.plt.subplots()
+    panel.plot([0, 1, 2], values)
+    panel.set_ylabel("adjusted SelfSim")
+    paper.say_where_the_axis_starts(panel)
+    label = panel.get_ylabel()
+    paper.plt.close(figure)
+    assert label.startswith("adjusted SelfSim")
+    assert (said in label) if said else label == "adjusted SelfSim"
+
+
+def test_a_log_axis_or_a_heatmap_is_left_alone():
+    figure, (log_panel, heatmap) = paper.plt.subplots(1, 2)
+    log_panel.plot([0, 1], [10, 1000])
+    log_panel.set_yscale("log")
+    heatmap.imshow(np.ones((2, 2)))
+    for panel in (log_panel, heatmap):
+        panel.set_ylabel("y")
+        paper.say_where_the_axis_starts(panel)
+    assert [log_panel.get_ylabel(), heatmap.get_ylabel()] == ["y", "y"]
+    paper.plt.close(figure)
 
 
 def test_only_the_requested_transform_is_drawn(drawn):

@@ -276,7 +276,9 @@ DRAW |= {f"plot_series[{kind}]": partial(_series, kind == "family") for kind in 
 # the model) whose lines lack a value, and at which layer. Of the geometry under the
 # corrections, only the intrinsic dimension is a value of one layer: CKA and mutual k-NN
 # join each stored layer to the stored one before it, which no missing layer interrupts.
-GAPS = {name: ("", HOLE[0], HOLE[1]) for name in DRAW if name.startswith("plot_figure[")}
+# The measures' figures draw these models, of different depths, at relative depth.
+RELATIVE_HOLE = HOLE[1] / max(MODELS[HOLE[0]])
+GAPS = {name: ("", HOLE[0], RELATIVE_HOLE) for name in DRAW if name.startswith("plot_figure[")}
 GAPS |= {
     "plot_transforms": (f"{HOLE[0]}:", None, HOLE[1]),
     "plot_geometry_transforms": (f"{HOLE[0]}: {geometry.CORRECTION_PANELS[0][2]}", None, HOLE[1]),

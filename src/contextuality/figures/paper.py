@@ -39,14 +39,16 @@ def plot_figure(
     source: str = "",
 ) -> None:
     """Each series as one line per model against layer index (or layer / number of
-    layers), with a band for the interval where the table has one (for a Spearman ρ,
-    `spec.spearman`, its `SPEARMAN_LEVEL` interval from ρ and n).
+    layers: with `relative_layers`, and whenever the models differ in depth), with a band
+    for the interval where the table has one (for a Spearman ρ, `spec.spearman`, its
+    `SPEARMAN_LEVEL` interval from ρ and n).
 
     table: the long summary table (see `contextuality.steps.measures.measures_table`).
     outputs: files to write; the format follows each suffix (.png, .pdf).
     source: what the figure was drawn from, stored in the file's metadata.
     """
     rows = table[table["transform"] == transform]
+    relative_layers = relative_layers or mixed_depths(rows)
     x_column = "relative_layer" if relative_layers else "layer"
     figure, axes = plt.subplots(figsize=(5.0, 3.6), layout="constrained")
     colors = {model: f"C{k}" for k, model in enumerate(sorted(rows["model"].unique()))}
@@ -95,6 +97,27 @@ def plot_figure(
             color="0.4",
         )
     save_figure(figure, outputs, source)
+
+
+def mixed_depths(rows: pd.DataFrame) -> bool:
+    """Whether the models of `rows` differ in depth (``n_layers``): drawn on one axis of
+    layer indices, the last layer of one would face a middle layer of another."""
+    return "n_layers" in rows and rows.groupby("model")["n_layers"].first().nunique() > 1
+
+
+def say_where_the_axis_starts(panel: Any) -> None:
+    """Where a line plot's linear y axis leaves 0 out (all of it above, or all below),
+    say so in its label: a difference is not read against a floor the axis does not show.
+    A log axis, or a panel with no line (a heatmap, bars, a scatter), is left alone."""
+    if panel.get_yscale() != "linear" or not any(len(line.get_xdata()) for line in panel.lines):
+        return
+    if panel.images or panel.get_label() == "<colorbar>":
+        return
+    low, high = panel.get_ylim()
+    if low > 0:
+        panel.set_ylabel(f"{panel.get_ylabel()}\n(axis from {low:.3g}, not 0)")
+    elif high < 0:
+        panel.set_ylabel(f"{panel.get_ylabel()}\n(axis up to {high:.3g}, not 0)")
 
 
 def layer_axis_label(relative_layers: bool = False) -> str:
@@ -277,8 +300,11 @@ def settle_layout(figure: Any) -> None:
 
 
 def save_figure(figure: Any, outputs: list[str | os.PathLike], source: str) -> None:
-    """Write `figure` in each output's format (`settle_layout` first), with provenance in
+    """Write `figure` in each output's format (`settle_layout` first), each line plot's
+    y axis saying where it leaves 0 out (`say_where_the_axis_starts`), with provenance in
     its metadata, and close it."""
+    for panel in figure.axes:
+        say_where_the_axis_starts(panel)
     settle_layout(figure)
     for output in outputs:
         with atomic_path(output) as temporary:
