@@ -265,6 +265,36 @@ def test_word_rows_of_hidden_states_are_the_extract_step_s(request, tmp_path, wh
         np.testing.assert_allclose(vectors, stored[layer], rtol=2e-3, atol=2e-3 * scale)
 
 
+@pytest.mark.parametrize("stacked", [False, True])
+def test_word_rows_pool_each_word_s_tokens_by_their_spans(stacked):
+    """Brute force on constructed states: a word split in two tokens is their mean, a
+    special or padding token (empty span, or masked) serves no word, and one stacked
+    (layers, batch, tokens, d) array (a TransformerLens cache's ``accumulated_resid()``)
+    gives what the per-layer sequence gives."""
+    states = torch.arange(2 * 2 * 5 * 3, dtype=torch.float32).reshape(2, 2, 5, 3)
+    offsets = torch.tensor(
+        [
+            [(0, 0), (0, 1), (1, 2), (3, 5), (0, 0)],
+            [(0, 0), (0, 2), (2, 3), (0, 0), (0, 0)],
+        ]
+    )
+    mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 0, 0, 0]])  # "!" of "ef!" masked out
+    hidden = states if stacked else tuple(states)
+    rows = api.word_rows(hidden, offsets, ["ab cd", "ef!"], attention_mask=mask)
+    assert rows.words == ["ab", "cd", "ef", "!"]
+    assert list(rows.sentences) == [0, 0, 1, 1] and list(rows.positions) == [0, 1, 0, 1]
+    for layer in (0, 1):
+        expected = torch.stack(
+            [
+                states[layer, 0, 1:3].mean(0),
+                states[layer, 0, 3],
+                states[layer, 1, 1],
+                torch.full((3,), float("nan")),
+            ]
+        )
+        np.testing.assert_array_equal(rows.layers[layer], expected.numpy())
+
+
 def _examples() -> list[str]:
     return re.findall(r"```python\n(.*?)```", (REPO / "docs" / "api.md").read_text(), re.S)
 
