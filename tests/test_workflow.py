@@ -480,7 +480,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     # of the geometry where the run made it.
     sections = json.loads(re.search(r"var categories = (\{.*?\});\n", html)[1])
     assert not [name for name, parts in sections.items() if "Other" in parts]
-    assert ("Geometry, beyond the paper" in html) == ("Geometry" in sections)
+    assert ("beyond the paper on the same occurrences" in html) == ("Geometry" in sections)
 
     # Adding a model plans only that model's jobs and the cross-model aggregates (and, for
     # a model indexed by its own subwords, that index).
