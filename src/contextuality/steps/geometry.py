@@ -25,7 +25,7 @@ from contextuality.api.geometry import (
     within_model_alignment,
 )
 from contextuality.backends.base import layer_output
-from contextuality.console import Progress
+from contextuality.console import Progress, say
 from contextuality.corpus.index import IndexFiles
 from contextuality.geometry import dimension
 from contextuality.geometry.alignment import (
@@ -227,6 +227,10 @@ def layer_geometry(
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
+    say(
+        f"{model.name} ({transform.name}): intrinsic dimension and alignment of "
+        f"{len(layers.vectors)} layers on {len(rows):,} rows"
+    )
     provenance = _provenance("layer_geometry", settings, rows, transform.name, layers)
     summaries, curves = _dimension_summaries(layers, settings, provenance, transform.name)
     write_json(dimension_output, {"layers": summaries})
@@ -307,7 +311,7 @@ def alignment_between_models(
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
     layers = [read_sampled_layers(model, index, rows, transform) for model in (left, right)]
-    log.info("alignment between %s and %s on %d rows", left.name, right.name, len(rows))
+    say(f"{left.name} and {right.name} ({transform.name}): alignment on {len(rows):,} rows")
     found = alignment_between(
         (left.name, layers[0]),
         (right.name, layers[1]),
