@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contextuality.api.rows import as_matrix, per_row, sentence_codes
+from contextuality.api.rows import as_matrix, per_row, row_sentences
 from contextuality.errors import warn
 from contextuality.geometry import dimension
 from contextuality.geometry.alignment import (
@@ -182,12 +182,7 @@ def sample_of(
     label; a bootstrap draw resamples sentences), its position (default: a sentence's rows
     in the order given; the ``position>0`` occurrences are those past the first word) and
     its word (the word baselines; None: no baseline)."""
-    labels = per_row(sentences, len(sentences), "sentences")
-    codes = sentence_codes(labels)[0]
-    if positions is None:
-        position = pd.Series(codes).groupby(codes).cumcount().to_numpy()
-    else:
-        position = np.asarray(per_row(positions, len(codes), "positions"), dtype=np.int64)
+    codes, _, position = row_sentences(sentences, positions, len(sentences))
     word_codes = None
     if words is not None:
         word_codes = pd.factorize(pd.Series(per_row(words, len(codes), "words")))[0]

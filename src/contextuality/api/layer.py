@@ -80,7 +80,7 @@ def measure_layer(
     matrix = as_matrix(vectors)
     indexed = index_rows(words, sentences, positions, index, sentence_copies, len(matrix))
     stored = str(matrix.dtype) if matrix.dtype == np.float16 else None
-    rows = matrix[indexed.order].astype(np.float32 if stored else matrix.dtype)
+    rows = matrix[indexed.order].astype(np.float32 if stored else matrix.dtype, copy=False)
     occurrences = indexed.occurrences
     header: dict[str, Any] = {}
     if transform != "none":

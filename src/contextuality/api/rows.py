@@ -48,6 +48,20 @@ def sentence_codes(labels: np.ndarray) -> tuple[np.ndarray, pd.Index]:
         return pd.factorize(pd.Series(labels, dtype=object), sort=False)
 
 
+def row_sentences(
+    sentences: Sequence[Any], positions: Sequence[int] | None, n_rows: int
+) -> tuple[np.ndarray, pd.Index, np.ndarray]:
+    """Each of the `n_rows` rows' sentence_id (`sentence_codes`), each sentence_id's label,
+    and each row's position in its sentence (default: a sentence's rows in the order
+    given)."""
+    codes, unique_labels = sentence_codes(per_row(sentences, n_rows, "sentences"))
+    if positions is None:
+        position = pd.Series(codes).groupby(codes).cumcount().to_numpy()
+    else:
+        position = np.asarray(per_row(positions, n_rows, "positions"), dtype=np.int64)
+    return codes, unique_labels, position
+
+
 @dataclass(frozen=True)
 class IndexedRows:
     """The occurrence index of the rows given: ``order[i]`` is the row of occurrence i (the
@@ -79,18 +93,14 @@ def index_rows(
     which the paper's estimators count. n_rows: the rows of the vectors (default: the
     words'), which every array must have."""
     words = per_row(words, len(words) if n_rows is None else n_rows, "words")
-    labels = per_row(sentences, len(words), "sentences")
-    codes, unique_labels = sentence_codes(labels)
-    if positions is None:
-        position = pd.Series(codes).groupby(codes).cumcount().to_numpy()
-    else:
-        position = np.asarray(per_row(positions, len(words), "positions"), dtype=np.int64)
+    codes, unique_labels, position = row_sentences(sentences, positions, len(words))
     order = np.lexsort((position, codes))
     repeated = (np.diff(codes[order]) == 0) & (np.diff(position[order]) == 0)
     if repeated.any():
         row = int(order[1:][repeated][0])
+        label = unique_labels[codes[row]]
         raise ValueError(
-            f"positions: row {row} repeats position {position[row]} of sentence {labels[row]!r}"
+            f"positions: row {row} repeats position {position[row]} of sentence {label!r}"
         )
     starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
     units = [list(part) for part in np.split(words[order].astype(str), starts[1:])]
