@@ -9,9 +9,10 @@ From the command line (stderr the terminal) they are its log lines.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import Callable
+
+from contextuality.errors import on_console
 
 log = logging.getLogger(__name__)
 
@@ -20,10 +21,10 @@ PROGRESS_INTERVAL = 15.0
 
 
 def say(message: str) -> None:
-    """Log `message`, and print it on the console where stderr is a job's log file."""
+    """Log `message`, and print it on the console where stderr is a job's log file
+    (`errors.on_console`, as a warning is)."""
     log.info(message)
-    if sys.stderr is not sys.__stderr__ and sys.__stderr__ is not None:
-        print(message, file=sys.__stderr__, flush=True)
+    on_console(message)
 
 
 def _duration(seconds: float) -> str:

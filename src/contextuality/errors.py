@@ -85,5 +85,11 @@ def warn(messages: list[str]) -> None:
     Snakemake shows: a dropped word must not hide in a log file."""
     for message in messages:
         log.warning(message)
-        if sys.stderr is not sys.__stderr__ and sys.__stderr__ is not None:
-            print(f"WARNING: {message}", file=sys.__stderr__, flush=True)
+        on_console(f"WARNING: {message}")
+
+
+def on_console(line: str) -> None:
+    """Print `line` on the process's own stderr where stderr is a workflow job's log file
+    (`process.run_step`), which Snakemake shows; elsewhere stderr is the console already."""
+    if sys.stderr is not sys.__stderr__ and sys.__stderr__ is not None:
+        print(line, file=sys.__stderr__, flush=True)
