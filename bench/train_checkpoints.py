@@ -12,9 +12,9 @@ trained on the training sentences (4,000 entries); 4 layers, hidden size 128, 4 
 intermediate size 512, 128 positions. The sentences are one token stream, separated by
 ``<|endoftext|>`` (GPT-2) or ``[SEP]`` (BERT), cut into blocks of 128 tokens (BERT's wrapped
 in ``[CLS]`` ... ``[SEP]``), 8 to a batch in an order drawn from the seed. AdamW's learning
-rate warms up over 50 steps, then stays constant: a step's checkpoint is the same whatever
-the last step asked for, and the same seed gives the same checkpoints (bit for bit, at the
-same ``--threads``).
+rate rises linearly over the first ``--warmup`` steps (default `WARMUP`, 50), then stays
+constant: a step's checkpoint is the same whatever the last step asked for, and the same
+seed and warm-up give the same checkpoints (bit for bit, at the same ``--threads``).
 
 **Held-out loss and the unigram line.** At every checkpoint and at `EVAL_STEPS` more, the
 model's mean cross-entropy (nats per predicted token) on the first `HELD_OUT_BLOCKS`
@@ -24,13 +24,15 @@ from the seed). Beside it, the loss of a unigram model on the same predicted tok
 training stream's token frequencies, add-one smoothed. A model below that line uses context.
 
     python bench/train_checkpoints.py --out DIR [--steps 0 2 5 ... 2000] [--seeds 0 1 2]
-        [--models gpt2 bert] [--sts DIR] [--threads N] [--overwrite]
+        [--models gpt2 bert] [--warmup 50] [--sts DIR] [--threads N] [--overwrite]
 
 Each ``DIR/<kind>/seed_<seed>/step_<N>/`` (step 0: the random initialization) is a
 ``save_pretrained`` directory, model and fast tokenizer, that ``AutoModel`` and
 ``AutoTokenizer`` load offline, with a ``training.json`` (held-out loss, unigram loss, the
-mean training loss of the last 20 steps). ``DIR/<kind>/seed_<seed>/losses.tsv`` holds the
-loss curve. Each is written to a temporary path and renamed into place.
+mean training loss of the last 20 steps, and the run's settings, the warm-up's length as
+``config.warmup_steps``). ``DIR/<kind>/seed_<seed>/losses.tsv`` holds the loss curve. Each
+is written to a temporary path and renamed into place. `train` takes another action at
+each checkpoint in place of saving it (`bench/early_steps.py` measures them in memory).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import shutil
 import tempfile
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -272,6 +275,7 @@ def save_checkpoint(directory: Path, model, tokenizer, record: dict) -> None:
 def write_losses(path: Path, rows: list[dict]) -> None:
     """The loss curve as a tab-separated table, written to a temporary file and renamed."""
     columns = ["step", "tokens_seen", "train_loss", "held_out_loss", "unigram_loss"]
+    path.parent.mkdir(parents=True, exist_ok=True)
     lines = ["\t".join(columns)]
     for row in rows:
         cells = [row[column] for column in columns]
@@ -281,20 +285,45 @@ def write_losses(path: Path, rows: list[dict]) -> None:
     os.replace(temporary, path)
 
 
-def train(kind: str, steps: list[int], seed: int, out: Path, corpora: dict) -> dict:
+# What `train` does at each checkpoint: called with the step's record, the model (in
+# training mode, to be left so), its tokenizer and the training blocks (blocks, BLOCK).
+CheckpointAction = Callable[[dict, torch.nn.Module, object, torch.Tensor], None]
+
+
+def saver(directory: Path) -> CheckpointAction:
+    """The default checkpoint action: `save_checkpoint` to ``directory/step_<N>``."""
+
+    def save(record: dict, model, tokenizer, data: torch.Tensor) -> None:
+        save_checkpoint(directory / f"step_{record['step']}", model, tokenizer, record)
+
+    return save
+
+
+def train(
+    kind: str,
+    steps: list[int],
+    seed: int,
+    out: Path,
+    corpora: dict,
+    warmup: int = WARMUP,
+    at_checkpoint: CheckpointAction | None = None,
+    held_out_blocks: int = HELD_OUT_BLOCKS,
+) -> dict:
     """Train one model kind from `seed` for max(steps) updates on the training sentences,
-    saving a checkpoint at each of `steps` and evaluating the held-out loss there and at
-    `EVAL_STEPS`; returns the last checkpoint's record."""
+    the learning rate warming up over `warmup` steps, evaluating the held-out loss (on the
+    first `held_out_blocks` held-out blocks) at each of `steps` and at `EVAL_STEPS`, and
+    at each of `steps` saving a checkpoint under `out` (or calling `at_checkpoint`);
+    returns the last checkpoint's record."""
     torch.manual_seed(seed)
     tokenizer = train_tokenizer(kind, corpora["train"])
     data = blocks(kind, tokenizer, corpora["train"])
-    held_out_blocks = blocks(kind, tokenizer, corpora["held_out"])[:HELD_OUT_BLOCKS]
-    held_out = held_out_batches(kind, tokenizer, held_out_blocks)
+    held_out_stream = blocks(kind, tokenizer, corpora["held_out"])[:held_out_blocks]
+    held_out = held_out_batches(kind, tokenizer, held_out_stream)
     unigram = unigram_loss(data, predicted_tokens(kind, held_out), len(tokenizer))
     model = new_model(kind, tokenizer)
     make_inputs = input_maker(kind, tokenizer, seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / WARMUP))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     summary = {  # the training blocks are max_positions tokens long
         "layers": LAYERS,
         "hidden_size": HIDDEN,
@@ -305,7 +334,7 @@ def train(kind: str, steps: list[int], seed: int, out: Path, corpora: dict) -> d
         "parameters": sum(parameter.numel() for parameter in model.parameters()),
         "batch_size": BATCH,
         "learning_rate": LEARNING_RATE,
-        "warmup_steps": WARMUP,
+        "warmup_steps": warmup,
         "training_sentences": len(corpora["train"]),
         "training_blocks": len(data),
         "held_out_sentences": len(corpora["held_out"]),
@@ -316,6 +345,7 @@ def train(kind: str, steps: list[int], seed: int, out: Path, corpora: dict) -> d
         f"{summary['held_out_blocks']} held-out blocks of {BLOCK} tokens; unigram {unigram:.3f}"
     )
     directory = out / kind / f"seed_{seed}"
+    at_checkpoint = at_checkpoint or saver(directory)
     evaluated = set(steps) | {step for step in EVAL_STEPS if step <= max(steps)}
     recent: deque[float] = deque(maxlen=LOSS_WINDOW)
     curve, record, start, stream = [], {}, time.perf_counter(), batches(data, seed)
@@ -349,7 +379,7 @@ def train(kind: str, steps: list[int], seed: int, out: Path, corpora: dict) -> d
             flush=True,
         )
         if step in steps:
-            save_checkpoint(directory / f"step_{step}", model, tokenizer, record)
+            at_checkpoint(record, model, tokenizer, data)
     write_losses(directory / "losses.tsv", curve)
     return record
 
@@ -362,6 +392,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--models", nargs="+", choices=["gpt2", "bert"], default=["gpt2", "bert"])
     parser.add_argument(
+        "--warmup",
+        type=int,
+        default=WARMUP,
+        help=f"steps over which the learning rate rises to its full value (default {WARMUP})",
+    )
+    parser.add_argument(
         "--sts", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/sts"
     )
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
@@ -369,6 +405,8 @@ def main() -> None:
     args = parser.parse_args()
     if any(step < 0 for step in args.steps):
         parser.error("steps must be non-negative")
+    if args.warmup < 1:
+        parser.error("--warmup must be at least 1")
     runs = [args.out / kind / f"seed_{seed}" for kind in args.models for seed in args.seeds]
     if any(any(run.glob("step_*")) for run in runs):
         if not args.overwrite:
@@ -382,7 +420,7 @@ def main() -> None:
     logging.disable_progress_bar()
     corpora = {"train": training_sentences(args.sts), "held_out": held_out_sentences()}
     last = [
-        train(kind, sorted(set(args.steps)), seed, args.out, corpora)
+        train(kind, sorted(set(args.steps)), seed, args.out, corpora, args.warmup)
         for kind in args.models
         for seed in args.seeds
     ]

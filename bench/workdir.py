@@ -135,3 +135,10 @@ def with_interval(rows: pd.DataFrame, measure: str) -> pd.Series:
         ),
         axis=1,
     )
+
+
+def short_commit() -> str:
+    """The repository's short HEAD commit, which a results file records."""
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
+    ).stdout.strip()

@@ -22,6 +22,7 @@ from contextuality.figures import (
     best_layers,
     degeneration,
     dimension,
+    embedding,
     geometry,
     paper,
     sweeps,
@@ -259,6 +260,29 @@ def _ablation(hole=None):
     ablation.plot_ablation(measures, pair, base, ablated, 12, [])
 
 
+def _embedding_matrices():
+    tied = {"minilm": False, "smollm2": True}  # their spectra and norms of two shapes
+    spectra = pd.DataFrame(
+        {"model": model, "matrix": "input", "centered": centered, "rank": rank}
+        | {"share": 0.2 / rank ** (1.5 if tied[model] else 0.5)}
+        for model in tied
+        for centered in (False, True)
+        for rank in range(1, 101)
+    )
+    bins = [("1–100", 1, 100), ("101–1,000", 101, 1000), ("1,001+", 1001, pd.NA)]
+    bins.append(("unseen", pd.NA, pd.NA))
+    norms = pd.DataFrame(
+        {"model": model, "matrix": "input", "frequency_corpus": corpus, "bin": label}
+        | {"rank_low": low, "rank_high": high, "n_tokens": 100 * (place + 1)}
+        | {"mean_count": 10.0 / (place + 1), "mean_norm": 1.0 + 0.05 * place * (-1) ** tied[model]}
+        | {"cone_cosine": 0.1}
+        for model in tied
+        for corpus in ("lee-background", "sts-2012-2016")
+        for place, (label, low, high) in enumerate(bins)
+    )
+    embedding.plot_embedding_matrices(spectra, norms.astype({"rank_low": "Int64"}), [])
+
+
 # Each figure, named by the function that draws it, and what draws it from a small table.
 DRAW = {
     f"plot_figure[{spec.name}]": partial(_figure, spec)
@@ -268,6 +292,7 @@ DRAW |= {
     f"plot{builder.__name__}": builder
     for builder in (_transforms, _reference, _word_benchmarks, _norm_by_rank, _knn_by_bin)
     + (_cone, _dimension_scales, _cka, _geometry_transforms, _positions, _best_layers, _ablation)
+    + (_embedding_matrices,)
 }
 DRAW["plot_alignment"] = lambda: alignment.plot_alignment(_alignment_table(), [])
 DRAW |= {f"plot_series[{kind}]": partial(_series, kind == "family") for kind in ("sweep", "family")}
@@ -309,6 +334,7 @@ def draw():
         for module in (ablation, alignment, best_layers, degeneration, dimension, geometry):
             patch.setattr(module, "save_figure", keep)
         patch.setattr(paper, "save_figure", keep)
+        patch.setattr(embedding, "save_figure", keep)
         patch.setattr(sweeps, "save_figure", keep)
         yield drawn
     for figure in kept.values():

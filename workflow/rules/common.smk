@@ -43,6 +43,14 @@ def get_model_settings(wildcards):
     return ctx.model_settings(config, wildcards.model)
 
 
+def get_model_files(wildcards):
+    return ctx.model_files(config, wildcards.model)
+
+
+def get_embedding_matrix_settings(wildcards):
+    return ctx.embedding_matrix_settings(config, wildcards.model)
+
+
 def get_special_token_inputs(wildcards):
     return ctx.special_token_inputs(config, wildcards.model)
 

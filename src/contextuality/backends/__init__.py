@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from contextuality.backends import elmo, hf
+from contextuality.backends import elmo, hf, token_embeddings
 from contextuality.backends.base import (
     Backend,
     LoadedModel,
@@ -20,6 +20,7 @@ from contextuality.backends.base import (
     selected_layers,
     source_problem,
 )
+from contextuality.backends.token_embeddings import TokenEmbeddings
 from contextuality.errors import ConfigError, ContextualityError
 
 BACKENDS: dict[str, Backend] = {"transformers": hf.BACKEND, "elmo": elmo.BACKEND}
@@ -109,3 +110,39 @@ def load_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
 def load_encoder(spec: ModelSpec) -> TextEncoder:
     """The model's `TextEncoder` alone, without its weights."""
     return backend_of(spec).load_encoder(spec)
+
+
+def load_language_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
+    """The model of `spec` with its language-modelling head, attention computed eagerly so
+    that it returns its weights: what a perplexity needs. Transformers models only."""
+    if spec.loader != "transformers":
+        raise ConfigError(
+            f"model {spec.name}: a language model's loss needs a transformers model, not "
+            f"the {spec.loader} loader"
+        )
+    return hf.load(spec, device, language_model=True)
+
+
+def is_decoder(spec: ModelSpec) -> bool:
+    """Whether the model predicts the next token (`hf.is_decoder`); ELMo's LSTMs are read
+    in both directions, and are not."""
+    return spec.loader == "transformers" and hf.is_decoder(spec)
+
+
+def has_token_embeddings(spec: ModelSpec) -> bool:
+    """Whether the model reads its tokens through an embedding matrix, one row per
+    vocabulary entry: a transformers model does; ELMo builds each token's input from its
+    characters."""
+    return spec.loader == "transformers"
+
+
+def read_token_embeddings(loaded: LoadedModel) -> TokenEmbeddings:
+    """The token embedding matrices of a loaded transformers model
+    (`token_embeddings.TokenEmbeddings`); ConfigError for a model without them
+    (`has_token_embeddings`)."""
+    if not has_token_embeddings(loaded.spec):
+        raise ConfigError(
+            f"model {loaded.spec.name}: the {loaded.spec.loader} loader's model has no token "
+            "embedding matrix"
+        )
+    return token_embeddings.read(loaded)

@@ -96,15 +96,59 @@ def _pretrained_options(spec: ModelSpec) -> dict[str, Any]:
     return options
 
 
-def count_layers(spec: ModelSpec) -> int:
-    """Number of transformer layers L, read from the model's config only (no weights)."""
+def _config(spec: ModelSpec) -> Any:
+    """The model's transformers config, read alone (no weights)."""
     from transformers import AutoConfig
 
     try:
-        config = AutoConfig.from_pretrained(model_location(spec), **_pretrained_options(spec))
+        return AutoConfig.from_pretrained(model_location(spec), **_pretrained_options(spec))
     except (OSError, ValueError) as error:
         raise _load_error(spec, "config", error) from error
-    return int(config.num_hidden_layers)
+
+
+def count_layers(spec: ModelSpec) -> int:
+    """Number of transformer layers L, read from the model's config only (no weights)."""
+    return int(_config(spec).num_hidden_layers)
+
+
+def is_decoder(spec: ModelSpec) -> bool:
+    """Whether the model is a decoder trained to predict the next token: its architecture
+    has a causal language-modelling head in transformers and no masked one (BERT and its
+    kin have both, the causal head being untrained)."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    model_type = _config(spec).model_type
+    return (
+        model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+        and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    )
+
+
+def language_model_from_files(spec: ModelSpec) -> tuple[Any, list[str]] | None:
+    """The model with its causal language-modelling head (``AutoModelForCausalLM``), read
+    from its files in float32 on the CPU, and the names of its weights the files lack (a
+    head an encoder was shipped without); None for an architecture with no such head in
+    transformers, or a model of random weights (built without a head)."""
+    import torch
+    from safetensors import SafetensorError
+    from transformers import AutoModelForCausalLM
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    if spec.random_weights_seed is not None:
+        return None
+    if _config(spec).model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return None
+    options = {"dtype": torch.float32, **_pretrained_options(spec)}
+    try:
+        model, loading = AutoModelForCausalLM.from_pretrained(
+            model_location(spec), output_loading_info=True, **options
+        )
+    except (OSError, ValueError, SafetensorError, pickle.UnpicklingError) as error:
+        raise _load_error(spec, "language-modelling head", error) from error
+    return model, list(loading["missing_keys"])
 
 
 def known_layer_count(spec: ModelSpec) -> int | None:
@@ -328,23 +372,23 @@ def _max_length(spec: ModelSpec, config: Any, tokenizer: Any) -> int:
     return int(min(known))
 
 
-def _randomly_initialised(spec: ModelSpec, options: dict[str, Any]) -> Any:
+def _randomly_initialised(spec: ModelSpec, options: dict[str, Any], auto_class: Any) -> Any:
     """The model's architecture (its config) with transformers' own initialisation of the
     weights, seeded with ``random_weights_seed``: the untrained baseline."""
     import torch
-    from transformers import AutoConfig, AutoModel
+    from transformers import AutoConfig
 
     config_options = {key: value for key, value in options.items() if key != "dtype"}
     config_options.pop("device_map", None)
     config = AutoConfig.from_pretrained(model_location(spec), **config_options)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(spec.random_weights_seed)
-        return AutoModel.from_config(
+        return auto_class.from_config(
             config, dtype=options["dtype"], trust_remote_code=spec.trust_remote_code
         )
 
 
-def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
+def load(spec: ModelSpec, device: str = "cpu", language_model: bool = False) -> LoadedModel:
     """Load tokenizer and model (eval mode) and read their limits.
 
     The weights are loaded in the dtype they are held in on the device (`weights_dtype_on`:
@@ -353,10 +397,14 @@ def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
     ``device_map`` (``auto``, ``balanced``, ``sequential``: accelerate's placements),
     spread over the GPUs and CPU memory, layers that fit no GPU offloaded to the CPU;
     inputs then go to the first layer's device.
+
+    With `language_model`, the model with its language-modelling head
+    (``AutoModelForCausalLM``), its attention computed eagerly so that it can return its
+    attention weights (`extraction.ablation_effects`).
     """
     import torch
     from safetensors import SafetensorError
-    from transformers import AutoModel
+    from transformers import AutoModel, AutoModelForCausalLM
 
     tokenizer = load_tokenizer(spec)
     on_gpu = torch.device(device).type == "cuda" or (
@@ -367,11 +415,14 @@ def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
     if spec.device_map is not None:
         _require_accelerate(spec)
         options["device_map"] = spec.device_map
+    auto_class = AutoModelForCausalLM if language_model else AutoModel
+    if language_model:
+        options["attn_implementation"] = "eager"
     try:
         model = (
-            AutoModel.from_pretrained(model_location(spec), **options)
+            auto_class.from_pretrained(model_location(spec), **options)
             if spec.random_weights_seed is None
-            else _randomly_initialised(spec, options)
+            else _randomly_initialised(spec, options, auto_class)
         )
     except (OSError, ValueError, SafetensorError, pickle.UnpicklingError) as error:
         raise _load_error(spec, "weights", error) from error

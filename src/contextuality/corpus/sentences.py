@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from contextuality.corpus.settings import CorpusSettings
@@ -353,3 +354,34 @@ def read_corpus(
         sentences.extend(read_text_corpus(path, one_per_line, label))
         checksums[label] = sha256_file(path)
     return sentences, checksums
+
+
+@dataclass(frozen=True)
+class ScoredPairs:
+    """The STS pairs with a gold score as indices into a list of distinct sentences:
+    ``sentences`` (normalized, first-seen order), ``left`` and ``right`` (n_pairs,) the two
+    sentences of each pair, ``gold`` (n_pairs,) its score, ``dataset`` its
+    ``STS<year>/<dataset>``."""
+
+    sentences: list[str]
+    left: np.ndarray
+    right: np.ndarray
+    gold: np.ndarray
+    dataset: list[str]
+
+
+def scored_pairs(pairs: Iterable[SentencePair]) -> ScoredPairs:
+    """The pairs of `pairs` that have a gold score (`ScoredPairs`), each sentence
+    normalized as the sentence table normalizes it and kept once."""
+    position: dict[str, int] = {}
+    left, right, gold, dataset = [], [], [], []
+    for pair in pairs:
+        if pair.gold is None:
+            continue
+        for text, side in ((pair.sentence_a, left), (pair.sentence_b, right)):
+            side.append(position.setdefault(normalize_sentence(text), len(position)))
+        gold.append(pair.gold)
+        dataset.append(f"STS{pair.year}/{pair.dataset}")
+    if not gold:
+        raise InputDataError("no STS pair has a gold score")
+    return ScoredPairs(list(position), np.array(left), np.array(right), np.array(gold), dataset)

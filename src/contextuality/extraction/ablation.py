@@ -114,45 +114,67 @@ def _block(loaded: LoadedModel, block: int) -> Any:
 
 
 @contextlib.contextmanager
-def hooked(loaded: LoadedModel, hook: AblationHook) -> Iterator[AblationHook]:
-    """`hook` on the ablated block, fed each batch's attention mask, while inside."""
+def hooked(loaded: LoadedModel, *hooks: AblationHook) -> Iterator[None]:
+    """Each of `hooks` on its ablated block, all fed each batch's attention mask, while
+    inside."""
 
     def remember_mask(module: Any, args: Any, kwargs: dict[str, Any]) -> None:
-        hook.attention = kwargs["attention_mask"]
+        for hook in hooks:
+            hook.attention = kwargs["attention_mask"]
 
-    handles = [
-        loaded.model.register_forward_pre_hook(remember_mask, with_kwargs=True),
-        _block(loaded, hook.ablation.block).register_forward_hook(hook),
-    ]
+    handles = [loaded.model.register_forward_pre_hook(remember_mask, with_kwargs=True)]
+    handles += [_block(loaded, hook.ablation.block).register_forward_hook(hook) for hook in hooks]
     try:
-        yield hook
+        yield
     finally:
         for handle in handles:
             handle.remove()
 
 
 def calibrate(loaded: LoadedModel, inputs: list[Any], budget: int, dtype: str) -> AblationHook:
-    """The hook of `loaded`'s ablation, its replacement fixed: zeros, or the mean of the
-    targets over `inputs` (encoded sentences, run up to the ablated block in batches of at
-    most `budget` padded tokens, autocast to `dtype`), recorded with how many targets and
-    sentences it came from (``calibration``)."""
+    """The hook of `loaded`'s ablation, its replacement fixed (`calibrate_all`)."""
+    return calibrate_all(loaded, [loaded.spec.ablation], inputs, budget, dtype)[0]
+
+
+def calibrate_all(
+    loaded: LoadedModel, ablations: list[Ablation], inputs: list[Any], budget: int, dtype: str
+) -> list[AblationHook]:
+    """A hook for each of `ablations` (of one value), its replacement fixed: zeros, or the
+    mean of the targets at its block over `inputs` (encoded sentences, run once without
+    any ablation up to the last block needed, in batches of at most `budget` padded
+    tokens, autocast to `dtype`), recorded with how many targets and sentences it came
+    from (``calibration``)."""
     import torch
 
-    ablation = loaded.spec.ablation
-    hook = AblationHook(ablation)
+    if len({ablation.value for ablation in ablations}) != 1:
+        raise ValueError("calibrate_all takes ablations of one value")
+    hooks = [AblationHook(ablation) for ablation in ablations]
     width = loaded.hidden_size
-    if ablation.value == "zero":
-        hook.replacement = torch.zeros(width)
-        hook.calibration = {"value": "zero"}
-        return hook
-    hook.recording = True
+    if all(ablation.value == "zero" for ablation in ablations):
+        for hook in hooks:
+            hook.replacement = torch.zeros(width)
+            hook.calibration = {"value": "zero"}
+        return hooks
+    for hook in hooks:
+        hook.recording = True
     lengths = np.array([len(sentence.input_ids) for sentence in inputs])
-    with hooked(loaded, hook):
+    last = max(ablation.block for ablation in ablations)
+    with hooked(loaded, *hooks):
         for batch in plan_batches(lengths, budget):
             input_ids, attention = pad_batch(
                 [inputs[i] for i in batch], loaded.encoder.pad_token_id
             )
-            layer_states(loaded, input_ids, attention, (ablation.block,), dtype)
+            layer_states(loaded, input_ids, attention, (last,), dtype)
+    for hook in hooks:
+        _fix_mean(hook, width, len(inputs))
+    return hooks
+
+
+def _fix_mean(hook: AblationHook, width: int, n_sentences: int) -> None:
+    """End `hook`'s recording: its replacement the mean of what it recorded by dimension
+    (0 where it saw no target), and its ``calibration`` record."""
+    import torch
+
     hook.recording = False
     sums = hook.sums if hook.sums is not None else torch.zeros(width, dtype=torch.float64)
     counts = hook.counts if hook.counts is not None else torch.zeros(width, dtype=torch.float64)
@@ -161,12 +183,11 @@ def calibrate(loaded: LoadedModel, inputs: list[Any], budget: int, dtype: str) -
     seen = counts.cpu().numpy()
     hook.calibration = {
         "value": "mean",
-        "sentences": len(inputs),
+        "sentences": n_sentences,
         "targets": int(seen.sum()),
         "dimensions_seen": [int(d) for d in np.flatnonzero(seen)][:64],
         "mean_norm": float(torch.linalg.vector_norm(means).item()),
     }
-    return hook
 
 
 @dataclass

@@ -15,6 +15,7 @@ from contextuality.steps.corpus import (
     sentences,
     subword_index,
 )
+from contextuality.steps.embedding import MatrixFiles, embedding_matrices, embedding_matrix
 from contextuality.steps.extract import (
     LayerOutputs,
     download_elmo,
@@ -69,6 +70,7 @@ __all__ = [
     "LayerOutputs",
     "GeometryTransform",
     "ModelLayers",
+    "MatrixFiles",
     "MeasureOutputs",
     "ablation_figure",
     "alignment_between_models",
@@ -83,6 +85,8 @@ __all__ = [
     "download_elmo",
     "download_reference",
     "download_sts",
+    "embedding_matrices",
+    "embedding_matrix",
     "extract",
     "family_figure",
     "figure",

@@ -46,6 +46,11 @@ from contextuality.workflow.config import (
     transforms_without_degeneration,
     word_sample_size,
 )
+from contextuality.workflow.embedding import (
+    embedding_matrix_files,
+    embedding_matrix_models,
+    embedding_matrix_settings,
+)
 from contextuality.workflow.geometry_paths import (
     alignment_files,
     alignment_model_pairs,
@@ -121,6 +126,9 @@ __all__ = [
     "special_token_inputs",
     "special_token_settings",
     "dimension_curve_files",
+    "embedding_matrix_files",
+    "embedding_matrix_models",
+    "embedding_matrix_settings",
     "dimension_files",
     "every_layer_output",
     "expand_sweeps",

@@ -11,6 +11,7 @@ _MASSIVE = "Massive activations"
 _POSITIONS = "Positions and first-token sinks"
 _DIMENSION = ("Geometry", "intrinsic dimension")
 _ALIGNMENT = ("Geometry", "alignment between layers and models")
+_EMBEDDING_MATRICES = "Embedding matrices"
 _EACH_TRANSFORM = "transform {transform}"
 # A figure a measure's record declares (`figures.specs.RECORD_FIGURES`) and this table
 # does not name: drawn under each transform, as the paper's are.
@@ -47,6 +48,10 @@ REPORT_SECTIONS = {
     "ablation_figure": ("Ablations", "{model}"),
     "reference": ("Reproduction of the published numbers", "{model}"),
     "word_benchmarks": ("Table 1: static embeddings", "every benchmark"),
+    "embedding_matrices_figure": (_EMBEDDING_MATRICES, "spectrum and norm by frequency"),
+    "embedding_matrices_table": (_EMBEDDING_MATRICES, "every matrix of every model"),
+    "embedding_matrix_norms_table": (_EMBEDDING_MATRICES, "row norm by frequency bin"),
+    "embedding_matrix_spectra_table": (_EMBEDDING_MATRICES, "singular spectrum"),
 }
 
 

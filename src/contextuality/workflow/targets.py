@@ -14,6 +14,11 @@ from contextuality.workflow.config import (
     model_names,
     streamed_models,
 )
+from contextuality.workflow.embedding import (
+    MATRIX_FILES,
+    embedding_matrix_files,
+    embedding_matrix_outputs,
+)
 from contextuality.workflow.geometry_paths import (
     alignment_files,
     best_layer_files,
@@ -65,6 +70,7 @@ def intermediate_outputs(config: dict[str, Any]) -> list[str]:
         *best_layer_files(config),
         *dimension_files(config),
         *dimension_curve_files(config),
+        *[path for kind in MATRIX_FILES for path in embedding_matrix_files(config, kind)],
     ]
 
 
@@ -112,6 +118,7 @@ def _tables_figures_and_summaries(config: dict[str, Any]) -> list[str]:
         ),
         *figure_paths(config),
         *geometry_figure_paths(config),
+        *embedding_matrix_outputs(config),
         *[
             f"results/figures/sweeps/{sweep}.{extension}"
             for sweep in sweeps(config)

@@ -1,0 +1,295 @@
+"""Numbers docs/evidence.md quotes, read from the committed tables of the runs it cites
+(`bench/results/{embedding-matrices,ablation-effects,downstream,early-steps}*.tsv`)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from contextuality.measures.downstream import TaskScores, layer_agreement, task_scores
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+
+
+def _page() -> str:
+    """docs/evidence.md with its line breaks and runs of spaces made single spaces."""
+    return " ".join((ROOT / "docs" / "evidence.md").read_text().split())
+
+
+def _table(name: str) -> pd.DataFrame:
+    return pd.read_csv(RESULTS / f"{name}.tsv", sep="\t")
+
+
+def _signed(value: float) -> str:
+    """A value as the page writes it: three decimals, a minus sign for a negative one."""
+    return f"{value:.3f}".replace("-", "−")
+
+
+def test_the_embedding_matrices_quoted_are_the_committed_run():
+    page = _page()
+    matrices = _table("embedding-matrices").set_index(["model", "frequency_corpus"])
+    norms = _table("embedding-matrices-norms")
+    norms = norms[norms["frequency_corpus"] == "sts-2012-2016"].set_index(["model", "bin"])
+    smollm2, gemma3, minilm = (matrices.loc[(m, "lee-background")] for m in MODELS)
+    sts = {m: matrices.loc[(m, "sts-2012-2016")] for m in MODELS}
+    for expected in (
+        f"Its {int(smollm2['n_rows']):,} rows have an anisotropy of {smollm2['anisotropy']:.3f}",
+        f"holds {smollm2['top_singular_share']:.3f} of the squared total "
+        f"({smollm2['top_singular_share_centered']:.3f} once the mean row is removed",
+        f"IsoScore {smollm2['isoscore']:.3f}",
+        f"(ρ = {_signed(smollm2['norm_frequency_spearman'])} over the Lee corpus's tokens, "
+        f"{_signed(sts['smollm2']['norm_frequency_spearman'])} over the STS sentences')",
+        f"rises from {_signed(norms.loc[('smollm2', '1–100'), 'cone_cosine'])} for the 100 most "
+        f"frequent STS tokens to {norms.loc[('smollm2', '10,001+'), 'cone_cosine']:.3f} past "
+        f"rank 10,000 and {norms.loc[('smollm2', 'unseen'), 'cone_cosine']:.3f} for the "
+        f"{int(norms.loc[('smollm2', 'unseen'), 'n_tokens']):,} tokens",
+        f"is anisotropic too ({gemma3['anisotropy']:.3f})",
+        f"({norms.loc[('gemma3', '1–100'), 'cone_cosine']:.3f} to "
+        f"{norms.loc[('gemma3', 'unseen'), 'cone_cosine']:.3f} over the STS bins)",
+        f"({gemma3['mean_norm']:.3f} in every bin)",
+        f"(ρ = {_signed(gemma3['norm_frequency_spearman'])} and "
+        f"{_signed(sts['gemma3']['norm_frequency_spearman'])})",
+        f"anisotropy {minilm['anisotropy']:.3f}, IsoScore {minilm['isoscore']:.3f}, no singular "
+        f"direction above {minilm['top_singular_share']:.3f}",
+        f"Its norms rise with frequency (ρ = {minilm['norm_frequency_spearman']:.3f} and "
+        f"{sts['minilm']['norm_frequency_spearman']:.3f})",
+        f"rows ({norms.loc[('minilm', 'unseen'), 'mean_norm']:.3f} against "
+        f"{norms.loc[('minilm', '1–100'), 'mean_norm']:.3f} to "
+        f"{norms.loc[('minilm', '101–1,000'), 'mean_norm']:.3f} for the seen bins)",
+        f"against {smollm2['anisotropy_seen']:.3f} for the rows of the tokens that corpus uses",
+        f"Gemma-3's reads {_layer_zero('gemma3'):.3f} against {gemma3['anisotropy_seen']:.3f}",
+        f"SmolLM2's has an anisotropy of {_layer_zero('smollm2'):.3f} over",
+        f"a normalization: {_layer_zero('minilm'):.3f} against {minilm['anisotropy_seen']:.3f}",
+    ):
+        assert expected in page, expected
+    seen_bins = norms.loc["gemma3", "mean_norm"]
+    assert f"{seen_bins.min():.3f}" == f"{seen_bins.max():.3f}" == f"{gemma3['mean_norm']:.3f}"
+    assert set(matrices["matrix"]) == {"input"} and set(matrices["layer"]) == {"embedding matrix"}
+
+
+MODELS = ("smollm2", "gemma3", "minilm")
+
+
+def _layer_zero(model: str) -> float:
+    """The raw anisotropy of `model`'s layer 0 over the Lee corpus's occurrences
+    (`bench/results/instruments-measures.tsv`)."""
+    rows = _table("instruments-measures")
+    chosen = rows[
+        (rows["model"] == model)
+        & (rows["transform"] == "none")
+        & (rows["layer"] == 0)
+        & (rows["measure"] == "anisotropy")
+    ]
+    return float(chosen["raw"].iloc[0])
+
+
+def _perplexity(model: str, condition: str) -> pd.Series:
+    rows = _table("ablation-effects-perplexity")
+    return rows[(rows["model"] == model) & (rows["condition"] == condition)].iloc[0]
+
+
+def _first_token_share(model: str, condition: str) -> pd.Series:
+    """The first-token share by block, mean over heads."""
+    rows = _table("ablation-effects-attention")
+    rows = rows[(rows["model"] == model) & (rows["condition"] == condition)]
+    return rows.groupby("block")["first_token_share"].mean()
+
+
+def test_the_perplexity_under_the_ablation_quoted_is_the_committed_run():
+    page = _page()
+    none, zero, mean, mean_all = (
+        _perplexity("smollm2", c)
+        for c in ("none", "zero at block", "mean at block", "mean at every block")
+    )
+    assert int(zero["detection_block"]) == 12
+    for expected in (
+        f"{none['perplexity']:.2f} without intervention ({none['low']:.2f}–{none['high']:.2f})",
+        f"its {int(zero['replaced'])} massive activations take the perplexity to "
+        f"{zero['perplexity'] / 1e6:.2f} million, {zero['ratio_to_none']:,.0f} times as high",
+        f"to {mean['perplexity']:.2f}, a ratio of {mean['ratio_to_none']:.4f} "
+        f"({mean['ratio_low']:.4f}–{mean['ratio_high']:.4f})",
+        f"the ratio is {mean_all['ratio_to_none']:.3f} ({mean_all['ratio_low']:.3f}–"
+        f"{mean_all['ratio_high']:.3f})",
+        f"({int(mean_all['replaced']):,} in all)",
+    ):
+        assert expected in page, expected
+    none, zero, mean, zero_all, mean_all = (
+        _perplexity("gemma3", c)
+        for c in (
+            "none",
+            "zero at block",
+            "mean at block",
+            "zero at every block",
+            "mean at every block",
+        )
+    )
+    assert int(zero["detection_block"]) == 1
+    for expected in (
+        f"perplexity {none['perplexity']:.2f} ({none['low']:.2f}–{none['high']:.2f}) without",
+        f"Zeroed there, {zero['perplexity']:.2f}, a ratio of {zero['ratio_to_none']:.3f} "
+        f"({zero['ratio_low']:.3f}–{zero['ratio_high']:.3f}); set to the mean, "
+        f"{mean['ratio_to_none']:.3f} ({mean['ratio_low']:.3f}–{mean['ratio_high']:.3f})",
+        f"Zeroed at every block, {zero_all['perplexity']:.2f} (×{zero_all['ratio_to_none']:.3f})",
+        f"mean at every block {mean_all['perplexity']:.2f} (×{mean_all['ratio_to_none']:.3f}, "
+        f"{mean_all['ratio_low']:.3f}–{mean_all['ratio_high']:.3f})",
+        f"({int(mean_all['replaced']):,} replaced;",
+    ):
+        assert expected in page, expected
+
+
+def test_the_attention_under_the_ablation_quoted_is_the_committed_run():
+    page = _page()
+    none = _first_token_share("smollm2", "none")
+    zero = _first_token_share("smollm2", "zero at block")
+    mean = _first_token_share("smollm2", "mean at block")
+    assert none.loc[4:10].between(0.49, 0.57).all()
+    for expected in (
+        f"from block 4 ({none[4]:.3f}) to block 10 ({none[10]:.3f})",
+        f"and {none.loc[13:].min():.2f} to {none.loc[13:].max():.2f} of it from block 13 on",
+        f"look elsewhere ({none[11]:.3f} and {none[12]:.3f})",
+        f"(block 13: {zero[13]:.3f} instead of {none[13]:.3f}; block 29: {zero[29]:.3f} "
+        f"instead of {none[29]:.3f})",
+    ):
+        assert expected in page, expected
+    assert (mean - none).abs().max() <= 0.01
+    gemma = _first_token_share("gemma3", "none")
+    rows = _table("ablation-effects-attention")
+    after_first = rows[(rows["model"] == "gemma3") & (rows["condition"] == "none")]
+    after_first = after_first.groupby("block")["massive_after_first_share"].mean()
+    assert (
+        f"draws {gemma.min():.2f} to {gemma.max():.2f} of the attention from block 1 on, and "
+        f"the massive tokens after it at most {after_first.max():.3f}"
+    ) in page
+    assert (rows["attention_weights"] == "returned").all()
+
+
+def _scores(pooling: str) -> pd.Series:
+    rows = _table("downstream")
+    rows = rows[rows["pooling"] == pooling]
+    return rows.set_index(["model", "layer"])["spearman"]
+
+
+def test_the_sts_scores_by_layer_quoted_are_the_committed_run():
+    page = _page()
+    rows = _table("downstream").set_index(["pooling", "model", "layer"])
+    mean, past_first = _scores("mean"), _scores("past_first")
+
+    def scored(model: str, layer: int) -> str:
+        row = rows.loc[("mean", model, layer)]
+        return f"{row['spearman']:.3f}, interval {row['low']:.3f}–{row['high']:.3f}"
+
+    smollm2_sink = mean["smollm2"].loc[12:29]
+    for expected in (
+        f"last layer ({scored('minilm', 6)})",
+        f"(layer 5: {mean[('minilm', 5)]:.3f})",
+        f"block 13 ({scored('gemma3', 13).replace('interval ', '')}), above its last layer "
+        f"({scored('gemma3', 18).replace('interval ', '')})",
+        f"SmolLM2 scores {mean[('smollm2', 11)]:.3f} at block 11 and then falls to "
+        f"{mean[('smollm2', 12)]:.3f} at block 12",
+        f"stays at {smollm2_sink.min():.3f} to {smollm2_sink.max():.3f} until its final "
+        f"normalization (block 30: {mean[('smollm2', 30)]:.3f})",
+        f"blocks 12 to 29 score {past_first['smollm2'].loc[12:29].min():.3f} to "
+        f"{past_first['smollm2'].loc[12:29].max():.3f}, as block 11 does "
+        f"({past_first[('smollm2', 11)]:.3f})",
+    ):
+        assert expected in page, expected
+    assert mean["gemma3"].idxmax() == 13 and mean["minilm"].idxmax() == 6
+    moved = (mean - past_first).abs().drop("smollm2", level="model").max()
+    assert f"MiniLM and Gemma-3 move by at most {moved:.3f} without their first token" in page
+
+
+def test_the_agreement_of_the_geometry_with_the_sts_score_quoted_is_the_committed_run():
+    page = _page()
+    rows = _table("downstream-agreement").set_index(["model", "pooling", "measure"])
+
+    def quoted(model: str, pooling: str, measure: str) -> str:
+        row = rows.loc[(model, pooling, measure)]
+        return f"{_signed(row['rho'])}, p = {row['p_value']:.3f}"
+
+    for expected in (
+        f"inversely (ρ = {quoted('minilm', 'mean', 'prompt entropy')})",
+        f"(the closest, curvature: ρ = {quoted('gemma3', 'mean', 'curvature')})",
+        f"curvature does past the first token ({quoted('gemma3', 'past_first', 'curvature')})",
+        f"matrix entropy (ρ = {quoted('smollm2', 'mean', 'matrix entropy')})",
+        f"prompt entropy and effective rank ({quoted('smollm2', 'mean', 'prompt entropy')})",
+        f"adjusted SelfSim ({quoted('smollm2', 'mean', 'adjusted SelfSim')})",
+        f"anisotropy ({quoted('smollm2', 'mean', 'anisotropy')})",
+        f"curvature ({quoted('smollm2', 'mean', 'curvature')}) fall with it",
+        f"matrix entropy ({quoted('smollm2', 'past_first', 'matrix entropy')})",
+        f"effective rank ({quoted('smollm2', 'past_first', 'effective rank')}) fall with it",
+    ):
+        assert expected in page, expected
+    for model, pooling in (("smollm2", "mean"), ("smollm2", "past_first")):
+        assert rows.loc[(model, pooling, "prompt entropy"), "rho"] == pytest.approx(
+            rows.loc[(model, pooling, "effective rank"), "rho"]
+        )
+    minilm = rows.loc[("minilm", "mean")]
+    assert (minilm.drop("prompt entropy")["p_value"] >= 0.05).all()
+    assert (rows.loc[("gemma3", "mean")]["p_value"].dropna() >= 0.05).all()
+
+
+def test_the_critical_rank_correlation_over_seven_layers_quoted_is_exact():
+    """With 7 layers, |ρ| = 0.786 is the smallest that reaches p < 0.05 over every
+    ordering: an ordering of that ρ has p < 0.05, one of the next smaller (0.750) not."""
+    gold = np.arange(40.0)
+    scores = task_scores({layer: gold + layer for layer in range(7)}, gold, 1, _rng())
+    scores = TaskScores(scores.table.assign(spearman=np.arange(7.0)), scores.draws)
+    orders = np.array(list(itertools.permutations(range(7))), dtype=float)
+    rhos = 1 - 6 * ((orders - np.arange(7)) ** 2).sum(axis=1) / (7 * 48)
+    p_values = {}
+    for rho in (0.75, 0.7857142857142857):
+        order = orders[np.isclose(rhos, rho)][0]
+        p_values[round(rho, 3)] = layer_agreement(order, scores, _rng())["p_value"]
+    assert p_values[0.786] < 0.05 <= p_values[0.75]
+    assert "no ρ below 0.786 in magnitude reaches p < 0.05" in _page()
+
+
+def _rng() -> np.random.Generator:
+    return np.random.default_rng(0)
+
+
+def _events(kind: str) -> pd.DataFrame:
+    rows = _table("early-steps-events")
+    return rows[(rows["kind"] == kind)].set_index(["seed", "warmup", "layer"]).sort_index()
+
+
+def _cells(values: list[float], places: str) -> str:
+    """Three values as the page's table writes them: ' / '-joined, no leading zero."""
+    return " / ".join(_short(value, places) for value in values)
+
+
+def _short(value: float, places: str) -> str:
+    if places == "int":
+        return f"{int(value)}"
+    return f"{value:.{places}f}".replace("0.", ".", 1).replace("-", "−")
+
+
+def test_the_early_steps_quoted_are_the_committed_run():
+    page = _page()
+    for kind, label in (("gpt2", "GPT-2"), ("bert", "BERT")):
+        events = _events(kind)
+        for seed in (0, 1, 2):
+            rows = events.xs((seed, 4), level=("seed", "layer"))
+            cells = [
+                _cells(rows["unigram_crossing"].tolist(), "int"),
+                _cells(rows["peak_anisotropy"].tolist(), "3"),
+                _cells(rows["peak_step"].tolist(), "int"),
+                _cells(rows["cos_mean_unigram_at_peak"].tolist(), "2"),
+            ]
+            row = f"| {label} | {seed} | " + " | ".join(cells) + " |"
+            assert row in page, row
+        assert (events["peak_step"] < events["unigram_crossing"]).loc[:, :, [1, 2, 3, 4]].all()
+        after_end = events["peak_step"] > events["warmup_end"]
+        blocks = after_end.loc[:, :, [1, 2, 3, 4]]
+        assert blocks.xs(10, level="warmup").all() and not blocks.xs(200, level="warmup").any()
+    gpt2 = _events("gpt2").xs(4, level="layer")
+    cosines = gpt2["cos_mean_unigram_at_peak"]
+    assert f"{cosines.min():.2f}".lstrip("0") == ".95" and f"{cosines.max():.2f}" == "0.98"
+    peaks = gpt2["peak_step"].unstack("warmup")
+    first, second, third = peaks[200] / peaks[10]
+    assert f"the peak's ×{first:.1f}, ×{second:.1f} and ×{third:.1f})" in page
