@@ -293,3 +293,32 @@ def test_the_early_steps_quoted_are_the_committed_run():
     peaks = gpt2["peak_step"].unstack("warmup")
     first, second, third = peaks[200] / peaks[10]
     assert f"the peak's ×{first:.1f}, ×{second:.1f} and ×{third:.1f})" in page
+
+
+def test_the_sweep_s_embedding_matrices_quoted_are_the_committed_run():
+    page = _page()
+    rows = _table("sweep-embedding-matrices").set_index(["kind", "step"])
+    norms = _table("sweep-embedding-matrices-norms").set_index(["kind", "step", "bin"])
+    gpt2, bert = rows.loc["gpt2"], rows.loc["bert"]
+    assert f"{gpt2.loc[0, 'anisotropy']:.3f}" == f"{bert.loc[0, 'anisotropy']:.3f}" == "0.000"
+
+    def cone(kind: str, step: int, bin_: str) -> str:
+        return _signed(norms.loc[(kind, step, bin_), "cone_cosine"])
+
+    for expected in (
+        f"IsoScore {gpt2.loc[0, 'isoscore']:.3f})",
+        f"GPT-2's anisotropy is {gpt2.loc[50, 'anisotropy']:.3f} at step 50 and "
+        f"{gpt2.loc[200, 'anisotropy']:.3f} at step 200, BERT's "
+        f"{bert.loc[50, 'anisotropy']:.3f} and {bert.loc[200, 'anisotropy']:.3f}",
+        f"(ρ = {_signed(gpt2.loc[200, 'norm_frequency_spearman'])} and "
+        f"{_signed(bert.loc[200, 'norm_frequency_spearman'])} at step 200)",
+        f"(cone cosine {cone('gpt2', 200, 'unseen')} and {cone('bert', 200, 'unseen')}, "
+        f"against {cone('gpt2', 200, '1–100')} and {cone('bert', 200, '1–100')} for the 100",
+        f"(anisotropy {gpt2.loc[2000, 'anisotropy']:.3f} and {bert.loc[2000, 'anisotropy']:.3f}, "
+        f"ρ = {_signed(gpt2.loc[2000, 'norm_frequency_spearman'])} and "
+        f"{_signed(bert.loc[2000, 'norm_frequency_spearman'])})",
+        f"still in the cone ({cone('gpt2', 2000, 'unseen')} and {cone('bert', 2000, 'unseen')})",
+    ):
+        assert expected in page, expected
+    assert abs(gpt2.loc[0, "isoscore"] - bert.loc[0, "isoscore"]) < 5e-4
+    assert rows["tied"].all()
