@@ -157,8 +157,10 @@ def _massive_by_block(
     for batch in plan_batches(lengths, _budget(loaded)):
         ids, mask = pad_batch([inputs[i] for i in batch], loaded.encoder.pad_token_id)
         attention = torch.from_numpy(mask).to(device)
+        # The model without its language-modelling head: the hidden states are all this
+        # pass needs, and the head's logits (a row per vocabulary entry) are most of its cost.
         with torch.inference_mode(), precision(loaded, device, dtype):
-            output = loaded.model(
+            output = loaded.model.base_model(
                 input_ids=torch.from_numpy(ids).to(device),
                 attention_mask=attention,
                 output_hidden_states=True,
