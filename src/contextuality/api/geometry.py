@@ -14,8 +14,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contextuality.api.rows import as_matrix, per_row, row_sentences
-from contextuality.errors import warn
+from contextuality.api.arguments import (
+    as_matrix,
+    layer_labels,
+    layer_number,
+    one_sentence_warning,
+    vector_rows,
+    words_of,
+)
+from contextuality.api.rows import row_sentences
+from contextuality.errors import ConfigError, warn
 from contextuality.geometry import dimension
 from contextuality.geometry.alignment import (
     ALIGNMENT_OCCURRENCES,
@@ -29,7 +37,6 @@ from contextuality.geometry.best_layers import empty_best_layers
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.measures.summary import measures_table as summary_table
 from contextuality.random_streams import generator
-from contextuality.rows import rows_with_vectors
 from contextuality.schema import default
 
 log = logging.getLogger(__name__)
@@ -77,17 +84,18 @@ def intrinsic_dimension(
     transform: str = "none",
 ) -> LayerDimension:
     """Both intrinsic-dimension curves (TwoNN and GRIDE over scale) of one layer's
-    `vectors` ((n, d) numpy array or torch tensor; rows without a vector skipped, repeats
-    removed: `dimension.neighbourhoods`) and the value on each plateau, warning where the
-    points are few or a curve has no plateau. The geometry step calls it on each layer's
-    sampled rows; `model`, `layer`, `n_layers` (default: `layer`, at least 1) and
-    `layer_output` label the rows."""
+    `vectors` ((n, d) numpy array or torch tensor; rows without a vector skipped as
+    `measure_layer` skips them, repeats removed: `dimension.neighbourhoods`) and the value
+    on each plateau, warning where the points are few or a curve has no plateau. The
+    geometry step calls it on each layer's sampled rows; `model`, `layer`, `n_layers`
+    (default: `layer`, at least 1) and `layer_output` label the rows."""
     settings = settings or default_settings()
+    layer, n_layers = layer_labels(layer, n_layers)
     vectors = as_matrix(vectors)
-    n_layers = max(layer, 1) if n_layers is None else n_layers
+    has_vector = vector_rows(vectors, required=False)  # none: NaN, with a warning below
     dimension_settings = settings.intrinsic_dimension
     neighbours = dimension.neighbourhoods(
-        np.asarray(vectors[rows_with_vectors(vectors)]), dimension_settings.range_max
+        np.asarray(vectors[has_vector]), dimension_settings.range_max
     )
     rng = generator(settings.seed, "dimension_samples")  # the same cuts for every layer
     curves = dimension.dimension_curves(neighbours, dimension_settings, settings.confidence, rng)
@@ -176,16 +184,22 @@ def baseline_alignments(
 
 
 def sample_of(
-    sentences: Sequence[Any], positions: Sequence[int] | None, words: Sequence[str] | None
+    sentences: Sequence[Any],
+    positions: Sequence[int] | None,
+    words: Sequence[str] | None,
+    where: str,
 ) -> SampleRows:
     """What the alignment reads of the rows given (`SampleRows`): each one's sentence (any
-    label; a bootstrap draw resamples sentences), its position (default: a sentence's rows
-    in the order given; the ``position>0`` occurrences are those past the first word) and
-    its word (the word baselines; None: no baseline)."""
-    codes, _, position = row_sentences(sentences, positions, len(sentences))
+    label; a bootstrap draw resamples sentences, a warning naming `where` if there is one
+    only), its position (default: a sentence's rows in the order given; the
+    ``position>0`` occurrences are those past the first word) and its word (the word
+    baselines; None: no baseline)."""
+    n_rows = len(sentences) if hasattr(sentences, "__len__") else 0
+    codes, labels, position = row_sentences(sentences, positions, n_rows)
+    one_sentence_warning(codes, labels, where)
     word_codes = None
     if words is not None:
-        word_codes = pd.factorize(pd.Series(per_row(words, len(codes), "words")))[0]
+        word_codes = pd.factorize(pd.Series(words_of(words, len(codes))))[0]
     return SampleRows(
         later=position > 0, sentences=codes, sampled=False, words=word_codes, positions=position
     )
@@ -193,14 +207,18 @@ def sample_of(
 
 def _layers(layers: Mapping[int, Any] | Sequence[Any], n_rows: int, side: str) -> SampledLayers:
     """A model's layers given as {layer: (n, d) array} or a list (layer i at i), checked
-    to have the `n_rows` rows."""
+    to have the `n_rows` rows, some with a vector (`arguments.vector_rows`)."""
     items = layers.items() if isinstance(layers, Mapping) else enumerate(layers)
-    vectors = {int(layer): as_matrix(array, f"{side} layer {layer}") for layer, array in items}
+    vectors = {
+        layer_number(layer, f"{side}'s layer key"): as_matrix(array, f"{side} layer {layer}")
+        for layer, array in items
+    }
     if not vectors:
-        raise ValueError(f"{side}: no layer given")
+        raise ConfigError(f"{side}: no layer given")
     for layer, matrix in vectors.items():
         if len(matrix) != n_rows:
-            raise ValueError(f"{side} layer {layer}: {len(matrix)} rows, not the {n_rows} given")
+            raise ConfigError(f"{side} layer {layer}: {len(matrix)} rows, not the {n_rows} given")
+        vector_rows(matrix, f"{side} layer {layer}")
     return SampledLayers(vectors, {layer: {} for layer in vectors})
 
 
@@ -230,7 +248,7 @@ def alignment(
     """
     settings = settings or default_settings()
     settings.alignment.search_device()
-    sample = sample_of(sentences, positions, words)
+    sample = sample_of(sentences, positions, words, "alignment")
     n_rows = len(sample.sentences)
     left_layers = _layers(left, n_rows, names[0])
     if right is None:

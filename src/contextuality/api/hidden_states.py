@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from contextuality.api.arguments import batch_array, chosen_layers, offsets_in_texts, texts_of
 from contextuality.backends.base import POOLINGS
 from contextuality.corpus.words import word_spans
+from contextuality.errors import ConfigError
 from contextuality.extraction.forward import pool_subwords
 from contextuality.extraction.units import align_to_words
 
@@ -38,7 +40,10 @@ def _layer_stack(hidden_states: Any) -> list[Any]:
 
     layers = [torch.as_tensor(states) for states in hidden_states]
     if not layers or any(states.ndim != 3 for states in layers):
-        raise ValueError("hidden_states: expected one (batch, tokens, d) array per layer")
+        raise ConfigError("hidden_states: expected one (batch, tokens, d) array per layer")
+    if any(states.shape[:2] != layers[0].shape[:2] for states in layers):
+        shapes = sorted({tuple(states.shape[:2]) for states in layers})
+        raise ConfigError(f"hidden_states: layers of different (batch, tokens) {shapes}")
     return layers
 
 
@@ -65,16 +70,16 @@ def word_rows(
     import torch
 
     if pooling not in POOLINGS:
-        raise ValueError(f"pooling must be one of {POOLINGS}, not {pooling!r}")
+        raise ConfigError(f"pooling must be one of {POOLINGS}, not {pooling!r}")
+    texts = texts_of(texts)
     stack = _layer_stack(hidden_states)
-    chosen = list(range(len(stack))) if layers is None else [int(layer) for layer in layers]
-    spans = torch.as_tensor(offsets).to("cpu").numpy()
-    if spans.shape[:2] != stack[0].shape[:2] or len(texts) != spans.shape[0]:
-        raise ValueError(
-            f"offsets {spans.shape} and hidden_states {tuple(stack[0].shape)} must both be "
-            f"(batch, tokens, ...), for the {len(texts)} texts"
-        )
-    mask = None if attention_mask is None else torch.as_tensor(attention_mask).to("cpu").numpy()
+    chosen = chosen_layers(layers, len(stack))
+    batch = tuple(stack[0].shape[:2])
+    if batch[0] != len(texts):
+        raise ConfigError(f"hidden_states: a batch of {batch[0]} items for the {len(texts)} texts")
+    spans = batch_array(offsets, (*batch, 2), "offsets")
+    mask = None if attention_mask is None else batch_array(attention_mask, batch, "attention_mask")
+    offsets_in_texts(spans, texts, np.ones(batch, bool) if mask is None else mask.astype(bool))
     pooled: dict[int, list[np.ndarray]] = {layer: [] for layer in chosen}
     words, sentences, positions = [], [], []
     every_text_spans = word_spans(texts, tokenizer)

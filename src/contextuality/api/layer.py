@@ -10,7 +10,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contextuality.api.rows import IndexedRows, as_matrix, index_rows
+from contextuality.api.arguments import (
+    as_matrix,
+    layer_labels,
+    one_sentence_warning,
+    vector_rows,
+)
+from contextuality.api.rows import IndexedRows, index_rows
 from contextuality.corpus.index import IndexSettings
 from contextuality.errors import warn
 from contextuality.measures import analysis, summary
@@ -66,8 +72,10 @@ def measure_layer(
     other registered measures, each with its interval.
 
     vectors: (n, d) numpy array or torch tensor, row i the vector of word ``words[i]`` in
-    sentence ``sentences[i]`` (any label) at ``positions[i]`` (default: a sentence's rows
-    in the order given); a row of NaN or zeros has no vector. A word is measured where it
+    sentence ``sentences[i]`` (any hashable label but None or NaN) at ``positions[i]`` (a
+    whole number, 0 the sentence's first word; default: a sentence's rows in the order
+    given); a row of NaN or zeros has no vector, and so has a row with an infinite or NaN
+    element, with a warning that counts them. A word is measured where it
     occurs in at least `index`'s ``min_contexts`` sentences (default 5). transform: a
     correction (``center``, ``standardize``, ``abtt``, ``whiten``, ``drop_rogue``) fitted
     on a held-out share of the sentences (`fit`) and measured on the others.
@@ -77,8 +85,13 @@ def measure_layer(
     on too few words or sentences is a warning, as in the workflow.
     """
     settings = settings or MeasureSettings()
+    layer, n_layers = layer_labels(layer, n_layers)
     matrix = as_matrix(vectors)
+    has_vector = vector_rows(matrix)
     indexed = index_rows(words, sentences, positions, index, sentence_copies, len(matrix))
+    where = f"{model} layer {layer} ({transform})"
+    sentence_ids = indexed.occurrences["sentence_id"].to_numpy()
+    one_sentence_warning(sentence_ids[has_vector[indexed.order]], indexed.labels, where)
     stored = str(matrix.dtype) if matrix.dtype == np.float16 else None
     rows = matrix[indexed.order].astype(np.float32 if stored else matrix.dtype, copy=False)
     occurrences = indexed.occurrences
@@ -101,11 +114,10 @@ def measure_layer(
         "model": model,
         "transform": transform,
         "layer": layer,
-        "n_layers": max(layer, 1) if n_layers is None else n_layers,
+        "n_layers": n_layers,
         "layer_output": layer_output,
         **header,
         **measured.summary,
     }
-    where = f"{model} layer {layer} ({transform})"
     warn([f"{where}: {line}" for line in analysis.thin_estimates(layer_summary)])
     return summary.measures_table([layer_summary]).reset_index(drop=True)

@@ -1,6 +1,6 @@
-"""A researcher's arrays as the measures read them: vectors as a float matrix, and each
-row's word and sentence as an occurrence index (`corpus.index.build_occurrence_index`),
-the one the workflow builds from a corpus."""
+"""A researcher's rows as the measures read them: each row's word, sentence and position
+as an occurrence index (`corpus.index.build_occurrence_index`), the one the workflow
+builds from a corpus, each argument checked at the door (`api.arguments`)."""
 
 from __future__ import annotations
 
@@ -11,31 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from contextuality.api.arguments import copies_of, labels_of, positions_of, shown, words_of
 from contextuality.corpus.index import IndexSettings, build_occurrence_index
-
-
-def as_matrix(vectors: Any, name: str = "vectors") -> np.ndarray:
-    """`vectors` (n, d), a numpy array or a torch tensor on any device, as a numpy float
-    array: float16 and float32 kept, float64 kept, any other dtype as float32."""
-    if hasattr(vectors, "detach"):  # a torch tensor: no import of torch needed
-        vectors = vectors.detach().to("cpu")
-        if str(vectors.dtype) == "torch.bfloat16":  # numpy has no bfloat16
-            vectors = vectors.float()
-        vectors = vectors.numpy()
-    matrix = np.asarray(vectors)
-    if matrix.ndim != 2:
-        raise ValueError(f"{name}: expected a 2-D array (rows × dimensions), got {matrix.shape}")
-    if matrix.dtype not in (np.float16, np.float32, np.float64):
-        matrix = matrix.astype(np.float32)
-    return matrix
-
-
-def per_row(values: Sequence[Any] | np.ndarray, n_rows: int, name: str) -> np.ndarray:
-    """One value per row, as a numpy array; refused where the count is not `n_rows`."""
-    array = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=object)
-    if array.ndim != 1 or len(array) != n_rows:
-        raise ValueError(f"{name}: expected one value per row ({n_rows}), got shape {array.shape}")
-    return array
+from contextuality.errors import ConfigError
 
 
 def sentence_codes(labels: np.ndarray) -> tuple[np.ndarray, pd.Index]:
@@ -53,12 +31,13 @@ def row_sentences(
 ) -> tuple[np.ndarray, pd.Index, np.ndarray]:
     """Each of the `n_rows` rows' sentence_id (`sentence_codes`), each sentence_id's label,
     and each row's position in its sentence (default: a sentence's rows in the order
-    given)."""
-    codes, unique_labels = sentence_codes(per_row(sentences, n_rows, "sentences"))
+    given). Both `measure_layer` and `alignment` read the positions so: as given, each
+    a whole number counted from 0 at a sentence's first word (`arguments.positions_of`)."""
+    codes, unique_labels = sentence_codes(labels_of(sentences, n_rows))
     if positions is None:
         position = pd.Series(codes).groupby(codes).cumcount().to_numpy()
     else:
-        position = np.asarray(per_row(positions, n_rows, "positions"), dtype=np.int64)
+        position = positions_of(positions, n_rows)
     return codes, unique_labels, position
 
 
@@ -92,23 +71,25 @@ def index_rows(
     sentence_copies: times the corpus repeats a sentence, by label (default once each),
     which the paper's estimators count. n_rows: the rows of the vectors (default: the
     words'), which every array must have."""
-    words = per_row(words, len(words) if n_rows is None else n_rows, "words")
+    words = words_of(words, len(words) if n_rows is None else n_rows)
     codes, unique_labels, position = row_sentences(sentences, positions, len(words))
     order = np.lexsort((position, codes))
     repeated = (np.diff(codes[order]) == 0) & (np.diff(position[order]) == 0)
     if repeated.any():
         row = int(order[1:][repeated][0])
         label = unique_labels[codes[row]]
-        raise ValueError(
-            f"positions: row {row} repeats position {position[row]} of sentence {label!r}"
+        raise ConfigError(
+            f"positions: row {row} repeats position {position[row]} of sentence {shown(label)}"
         )
     starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
     units = [list(part) for part in np.split(words[order].astype(str), starts[1:])]
     copies = np.ones(len(unique_labels), dtype=np.int64)
-    for label, count in (sentence_copies or {}).items():
+    for label, count in copies_of(sentence_copies).items():
         where = unique_labels.get_indexer([label])[0]
         if where < 0:
-            raise ValueError(f"sentence_copies: no row is in sentence {label!r}")
+            raise ConfigError(f"sentence_copies: no row is in sentence {shown(label)}")
         copies[where] = count
     index = build_occurrence_index(units, settings or IndexSettings(), copies)
-    return IndexedRows(order, index.occurrences, index.vocab, copies, np.asarray(unique_labels))
+    index.occurrences["position"] = position[order].astype(np.int32)  # as given: `row_sentences`
+    labels = np.fromiter(unique_labels, dtype=object, count=len(unique_labels))
+    return IndexedRows(order, index.occurrences, index.vocab, copies, labels)
