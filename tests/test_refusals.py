@@ -43,6 +43,37 @@ def test_a_gpu_where_torch_sees_none_is_one_line_naming_the_setting():
     assert resolved_device("auto") == "cpu" and resolved_device("cpu") == "cpu"
 
 
+def test_a_device_torch_does_not_know_or_this_torch_lacks_is_one_line_naming_the_setting():
+    """Any device string torch parses is taken; one it does not parse (``tpu``, ``gpu``)
+    is refused by the model's settings themselves, wherever the jobs will run; one this
+    torch build or machine does not have (``mps`` without MPS, ``xpu`` without an XPU) in
+    the words a missing GPU gets."""
+    for asked in ("tpu", "gpu", "CUDA", "cuda:-1"):
+        with pytest.raises(ConfigError) as refused:
+            resolved_device(asked, "models.m.device")
+        assert str(refused.value) == (
+            f"models.m.device: {asked} is not a device torch knows; use auto (a GPU where "
+            "there is one), cpu, cuda, cuda:N, mps, xpu or xpu:N"
+        )
+        with pytest.raises(ConfigError, match=f"models.m.device: {asked} is not a device"):
+            ModelSpec.from_config("m", {"source": "m", "device": asked})
+    missing = [("meta", "no meta device")]
+    if not torch.backends.mps.is_available():
+        missing += [("mps", "no mps device"), ("mps:0", "no mps device")]
+    if not (hasattr(torch, "xpu") and torch.xpu.is_available()):
+        missing.append(("xpu:1", "no xpu device"))
+    for asked, seen in missing:
+        with pytest.raises(ConfigError) as refused:
+            resolved_device(asked, "geometry.alignment.device")
+        assert str(refused.value) == (
+            f"geometry.alignment.device: {asked} asked for, but torch sees {seen} here; use "
+            "auto (a GPU where there is one) or cpu"
+        )
+        # a device this machine lacks is the machine's matter: the settings take it
+        assert ModelSpec.from_config("m", {"source": "m", "device": asked}).device == asked
+    assert resolved_device("cpu:0") == "cpu:0"
+
+
 def test_windows_that_cannot_move_on_are_refused_before_the_forward_pass(tiny_bert_dir):
     """max_length 12 leaves 10 content subwords beside [CLS] and [SEP]: an overlap of 10
     or 11 (below max_length, so the config's check lets it through) is refused when the

@@ -194,3 +194,39 @@ def test_a_gpu_asked_for_where_there_is_none_is_refused_before_any_job(copy):
         line = _one_error_line(result)
         assert line.startswith(f"error: {key}") and "sees no GPU here" in line
     assert (copy / "results/embeddings/bert/layer_2.h5").read_bytes() == shard
+
+
+def test_a_device_this_torch_lacks_or_does_not_know_is_refused_before_any_job(copy):
+    """``device: mps`` on a torch built without MPS (the model's, or the alignment's): the
+    dry run warns, naming the key; the run whose jobs run here stops as it starts, in one
+    line. ``device: tpu``, a name torch does not know, is refused by the dry run itself.
+    Every shard and meta.json keep their bytes."""
+    import torch
+
+    if torch.backends.mps.is_available():
+        pytest.skip("this torch has MPS")
+    kept = sorted((copy / "results/embeddings/bert").iterdir())
+    before = {path: path.read_bytes() for path in kept}
+    written = (copy / "config" / "config.yaml").read_text()
+    for key in ("models.bert.device", "geometry.alignment.device"):
+        config = yaml.safe_load(written)
+        if key.startswith("models"):
+            config["models"]["bert"]["device"] = "mps"
+        else:
+            config["geometry"]["alignment"] = {"device": "mps"}
+        _write_config(copy, config)
+        said = f"{key}: mps asked for, but torch sees no mps device here; use auto"
+        planned = _snakemake(copy, "--dry-run")
+        assert planned.returncode == 0, planned.stderr[-3000:]
+        warned = [line for line in planned.stderr.splitlines() if line.startswith("WARNING:")]
+        assert len(warned) == 1 and warned[0].startswith(f"WARNING: {said}"), warned
+        result = _snakemake(copy)
+        assert result.returncode == 1 and _one_error_line(result).startswith(f"error: {said}")
+    config = yaml.safe_load(written)
+    config["models"]["bert"]["device"] = "tpu"
+    _write_config(copy, config)
+    planned = _snakemake(copy, "--dry-run")
+    assert planned.returncode == 1 and _one_error_line(planned) == "error: invalid config:"
+    assert "\n  models.bert.device: tpu is not a device torch knows; use auto" in planned.stderr
+    assert sorted((copy / "results/embeddings/bert").iterdir()) == kept
+    assert all(path.read_bytes() == content for path, content in before.items())

@@ -150,6 +150,8 @@ class ModelSpec:
                 raise ConfigError(f"model {name}: {key} must be one of {choices}")
         if values.get("ablation") is not None:
             values["ablation"] = Ablation.from_config(name, values["ablation"])
+        if values.get("device", "auto") != "auto":  # a typo, wherever the jobs will run
+            torch_device(values["device"], f"models.{name}.device")
         spec = cls(name=name, **values)
         spec.check_effective()
         return spec
@@ -194,24 +196,59 @@ class ModelSpec:
 DEFAULT_TOKEN_BUDGET = {"cuda": 32768, "cpu": 2048}
 
 
+def torch_device(requested: Any, setting: str = "device") -> Any:
+    """The ``torch.device`` a device setting other than ``auto`` names: any string torch
+    parses (``cpu``, ``cuda``, ``cuda:N``, ``mps``, ``xpu``, ``xpu:N``, ...); anything else
+    (``tpu``, ``gpu``, ``CUDA``) is a ConfigError naming the `setting`, whatever the
+    machine."""
+    import torch
+
+    try:
+        if not isinstance(requested, str):
+            raise TypeError(requested)
+        return torch.device(requested)
+    except (RuntimeError, TypeError, ValueError):
+        raise ConfigError(
+            f"{setting}: {requested} is not a device torch knows; use auto (a GPU where there "
+            "is one), cpu, cuda, cuda:N, mps, xpu or xpu:N"
+        ) from None
+
+
+def devices_seen(kind: str) -> int:
+    """How many devices of `kind` (``cuda``, ``mps``, ``xpu``, ...) torch sees here: 0
+    where this torch build or this machine has none (mps on a torch built without MPS)."""
+    import torch
+
+    if kind == "cpu":
+        return 1
+    if kind == "mps":
+        return 1 if torch.backends.mps.is_available() else 0
+    backend = getattr(torch, kind, None)  # torch.cuda, torch.xpu, torch.mtia, ...
+    is_available = getattr(backend, "is_available", None)
+    if not callable(is_available) or not is_available():
+        return 0
+    count = getattr(backend, "device_count", None)
+    return count() if callable(count) else 1
+
+
 def resolved_device(requested: str, setting: str = "device") -> str:
     """The torch device a ``device`` setting names: ``auto`` is a GPU when torch sees one,
-    else the CPU; any other value (``cpu``, ``cuda``, ``cuda:N``) as given, where there is
-    one: a GPU asked for where torch sees none (or not that many) is a ConfigError naming
-    the `setting`."""
+    else the CPU; any other value torch parses (`torch_device`) as given, where there is
+    one: a device asked for that this torch build or machine does not have (``cuda:1``
+    with one GPU, ``mps`` on a torch without MPS) is a ConfigError naming the `setting`."""
     import torch
 
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested.startswith("cuda"):
-        index = int(requested.partition(":")[2] or 0)
-        visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if index >= visible:
-            seen = f"{visible} GPUs" if visible else "no GPU"
-            raise ConfigError(
-                f"{setting}: {requested} asked for, but torch sees {seen} here; use auto "
-                "(a GPU where there is one) or cpu"
-            )
+    device = torch_device(requested, setting)
+    visible = devices_seen(device.type)
+    if (device.index or 0) >= visible:
+        name = "GPU" if device.type == "cuda" else f"{device.type} device"
+        seen = f"{visible} {name}{'s' if visible > 1 else ''}" if visible else f"no {name}"
+        raise ConfigError(
+            f"{setting}: {requested} asked for, but torch sees {seen} here; use auto "
+            "(a GPU where there is one) or cpu"
+        )
     return requested
 
 

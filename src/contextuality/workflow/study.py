@@ -78,10 +78,11 @@ def check_indexes(sentences: Path = SENTENCES, corpus: Path = WORD_INDEX_SUMMARY
 
 
 def check_devices(config: dict[str, Any]) -> None:
-    """Refuse (ConfigError naming the key) a GPU asked for (``models.<name>.device``,
-    ``geometry.alignment.device``: ``cuda`` or ``cuda:N``) where torch sees none or too
-    few. Only for a run whose jobs run here: a cluster's jobs run on other nodes, and each
-    checks its own device as it starts."""
+    """Refuse (ConfigError naming the key) a device asked for (``models.<name>.device``,
+    ``geometry.alignment.device``: ``cuda:N``, ``mps``, ``xpu``, any kind torch knows)
+    that torch does not see here (`backends.base.resolved_device`): none, too few, or a
+    torch built without it. Only for a run whose jobs run here: a cluster's jobs run on
+    other nodes, and each checks its own device as it starts."""
     asked = {
         f"models.{name}.device": (section or {}).get("device", "auto")
         for name, section in config["models"].items()
@@ -90,5 +91,4 @@ def check_devices(config: dict[str, Any]) -> None:
         (config.get("geometry") or {}).get("alignment") or {}
     ).get("device", "auto")
     for setting, device in asked.items():
-        if str(device).startswith("cuda"):
-            resolved_device(str(device), setting)
+        resolved_device(str(device), setting)
