@@ -14,11 +14,12 @@ from contextuality.api.arguments import (
     as_matrix,
     layer_labels,
     one_sentence_warning,
+    shown,
     vector_rows,
 )
 from contextuality.api.rows import IndexedRows, index_rows
 from contextuality.corpus.index import IndexSettings
-from contextuality.errors import warn
+from contextuality.errors import ConfigError, warn
 from contextuality.measures import analysis, summary
 from contextuality.measures.settings import MeasureSettings
 from contextuality.transforms.fitting import TransformSettings, fit_split
@@ -36,6 +37,11 @@ def corrected(
     fit_split step's draw) and applied to the other sentences' occurrences, which are
     returned with their rows of the index and a record of the fit."""
     occurrences = indexed.occurrences
+    if len(indexed.labels) < 2:
+        raise ConfigError(
+            f"transform: {transform!r} is fitted on some sentences and measured on the "
+            f"others, and every row is in one sentence ({shown(indexed.labels[0])})"
+        )
     split = fit_split(len(indexed.labels), settings.fit_fraction, settings.seed)
     in_fit = split[occurrences["sentence_id"].to_numpy()]
     fitted = fit_on(
