@@ -35,6 +35,14 @@ def get_index_files(wildcards):
     return ctx.index_files(config, wildcards.model)
 
 
+def get_subword_settings_record(wildcards):
+    return ctx.settings_record(config, ctx.SUBWORD_STAGE + wildcards.tokenizer)
+
+
+def get_stage_settings(wildcards):
+    return ctx.stage_settings(config, wildcards.stage)
+
+
 def get_tokenizer_settings(wildcards):
     return ctx.subword_tokenizers(config)[wildcards.tokenizer]
 

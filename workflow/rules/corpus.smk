@@ -13,7 +13,8 @@ rule download_sts:
 
 rule sentences:
     input:
-        get_corpus_inputs,
+        sources=get_corpus_inputs,
+        settings=ctx.settings_record(config, "corpus"),
     output:
         "results/corpus/sentences.parquet",
     log:
@@ -29,6 +30,7 @@ rule sentences:
 rule occurrence_index:
     input:
         "results/corpus/sentences.parquet",
+        settings=ctx.settings_record(config, "index"),
     output:
         **ctx.index_files(config),
     log:
@@ -44,6 +46,7 @@ rule occurrence_index:
 rule subword_index:
     input:
         "results/corpus/sentences.parquet",
+        settings=get_subword_settings_record,
     output:
         occurrences="results/corpus/subwords/{tokenizer}/occurrences.parquet",
         vocab="results/corpus/subwords/{tokenizer}/vocab.parquet",
@@ -62,6 +65,7 @@ rule subword_index:
 rule fit_split:
     input:
         "results/corpus/sentences.parquet",
+        settings=ctx.settings_record(config, "fit_split"),
     output:
         split="results/corpus/fit_split.parquet",
     log:
@@ -73,3 +77,22 @@ rule fit_split:
         seed=config["measures"]["seed"],
     script:
         "../scripts/fit_split.py"
+
+
+# Each corpus stage's settings as a file named by their digest, an input of the stage's
+# rule: a config edit names a record not yet written, so the stage is rebuilt, and a file
+# copied in from another study is told apart from this study's (workflow.study_files).
+rule settings_record:
+    output:
+        "results/corpus/settings/{stage}-{digest}.json",
+    log:
+        "logs/corpus/settings/{stage}-{digest}.log",
+    wildcard_constraints:
+        digest="[0-9a-f]{16}",
+    localrule: True
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        settings=get_stage_settings,
+    script:
+        "../scripts/settings_record.py"

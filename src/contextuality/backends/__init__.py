@@ -19,6 +19,7 @@ from contextuality.backends.base import (
     TextEncoder,
     selected_layers,
     source_problem,
+    window_overlap_problem,
 )
 from contextuality.backends.token_embeddings import TokenEmbeddings
 from contextuality.errors import ConfigError, ContextualityError
@@ -82,6 +83,19 @@ def check_planned_layers(spec: ModelSpec) -> None:
             f"models.{spec.name}.ablation.block: {spec.ablation.block} beyond the model's "
             f"blocks 1..{n_layers}"
         )
+
+
+def check_planned_window(spec: ModelSpec) -> None:
+    """Refuse, before anything runs, a ``window_overlap`` that leaves windowed sentences no
+    step in the window the model's tokenizer and config give (ConfigError naming it): the
+    extraction would refuse it only after its old shards were removed. Reads the tokenizer
+    only for a model whose sentences are windowed with an overlap set."""
+    if spec.long_sentences != "window" or spec.window_overlap is None:
+        return
+    window = backend_of(spec).content_window(spec)
+    problem = window and window_overlap_problem(spec, *window)
+    if problem:
+        raise ConfigError(problem)
 
 
 def model_layers(spec: ModelSpec) -> tuple[int, ...]:

@@ -44,6 +44,7 @@ OPTIONAL_SETTINGS = {
     "segment_words": None,
     "ablation": None,
     "autocast": False,
+    "parity_sentences": 32,
 }
 ABLATION_TARGETS = ("massive", "first_token")
 ABLATION_VALUES = ("zero", "mean")
@@ -133,6 +134,7 @@ class ModelSpec:
     ablation: Ablation | None = None
     autocast: bool = False
     random_weights_seed: int | None = None
+    parity_sentences: int = 32
 
     @classmethod
     def from_config(cls, name: str, section: dict[str, Any]) -> ModelSpec:
@@ -186,6 +188,25 @@ class ModelSpec:
             if settings[key] == default:
                 del settings[key]
         return settings
+
+
+def window_overlap_problem(spec: ModelSpec, room: int, max_length: int) -> str | None:
+    """Why `spec`'s windows could not move on, where ``window_overlap`` is not below `room`,
+    the content subwords a window of `max_length` holds besides the special tokens; None
+    where they can (or sentences are not windowed)."""
+    overlap = spec.window_overlap
+    if spec.long_sentences != "window" or overlap is None or overlap < room:
+        return None
+    return (
+        f"models.{spec.name}.window_overlap: {overlap} leaves no step in a window of {room} "
+        f"content subwords (max_length {max_length} less the special tokens); set it below "
+        f"{room}"
+    )
+
+
+def no_content_window(spec: ModelSpec) -> tuple[int, int] | None:
+    """For a backend whose windows are not known before its model is loaded."""
+    return None
 
 
 # Padded subwords per forward batch when a model sets no token_budget: a GPU is fastest
@@ -461,6 +482,9 @@ class Backend:
     sequential(spec): whether the model must read the corpus as one sequence, in order.
     load(spec, device): the model on `device`, ready to extract.
     load_encoder(spec): its `TextEncoder` alone (for an index of its subwords).
+    content_window(spec): (content subwords, max_length) of a window, from the tokenizer and
+        config alone, so that the workflow checks ``window_overlap`` while it plans; None
+        where that is not known without loading the model.
     """
 
     check: Callable[[ModelSpec], None]
@@ -471,3 +495,4 @@ class Backend:
     load: Callable[[ModelSpec, str], LoadedModel]
     load_encoder: Callable[[ModelSpec], TextEncoder]
     recorded_settings: tuple[str, ...] = ()
+    content_window: Callable[[ModelSpec], tuple[int, int] | None] = no_content_window

@@ -288,6 +288,16 @@ def load_encoder(spec: ModelSpec) -> RunningTextEncoder:
     return RunningTextEncoder(load_tokenizer(spec))
 
 
+def content_window(spec: ModelSpec) -> tuple[int, int]:
+    """(content subwords, max_length) of one of the model's windows: its longest input
+    less the special tokens its tokenizer adds to a sentence (and the BOS of ``add_bos``),
+    from the tokenizer and config alone, as `extraction.units` counts them."""
+    tokenizer = load_tokenizer(spec)
+    length = _max_length(spec, _config(spec), tokenizer)
+    encoding = encode_running_text(tokenizer, ["a"])[0]
+    return length - int(spec.add_bos) - len(encoding.prefix) - len(encoding.suffix), length
+
+
 def find_final_norm(model: Any) -> tuple[str, Any] | None:
     """The model's final normalization: a module named as transformers names it (``ln_f``,
     ``norm``, ``final_layer_norm``), at most one level down; None if it has none."""
@@ -466,4 +476,5 @@ BACKEND = Backend(
     sequential=sequential,
     load=load,
     load_encoder=load_encoder,
+    content_window=content_window,
 )

@@ -184,6 +184,22 @@ def check_min_contexts(files: IndexFiles, settings: IndexSettings) -> None:
         )
 
 
+def word_units(settings: IndexSettings) -> dict[str, str]:
+    """What the units of a word index are, as its summary records them."""
+    return {"kind": "word", "tokenizer": settings.tokenizer}
+
+
+def subword_units(tokenizer: str, source: str) -> dict[str, str]:
+    """What the units of the subword index of `tokenizer` (its key, for the model at
+    `source`) are, as its summary records them."""
+    return {"kind": "subword", "tokenizer": tokenizer, "source": source}
+
+
+def index_settings_record(settings: IndexSettings, units: dict[str, str]) -> dict[str, Any]:
+    """An index's settings and units, whose hash its summary records as ``config_hash``."""
+    return {**settings.as_dict(), "units": units}
+
+
 def index_checksum(occurrences: pd.DataFrame) -> str:
     """SHA-256 of the index content (sentence ids, positions, words), independent of file format.
 

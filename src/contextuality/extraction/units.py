@@ -24,6 +24,7 @@ from contextuality.backends.base import (
     RunningTextEncoding,
     Span,
     TextEncoder,
+    window_overlap_problem,
 )
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError, InputDataError
@@ -261,12 +262,9 @@ def _units(
             loaded.max_length - bos - len(encoding.prefix) - len(encoding.suffix)
             for encoding in encodings
         )
-        if spec.window_overlap >= room:
-            raise ConfigError(
-                f"models.{spec.name}.window_overlap: {spec.window_overlap} leaves no step in "
-                f"a window of {room} content subwords (max_length {loaded.max_length} less "
-                f"the special tokens); set it below {room}"
-            )
+        problem = window_overlap_problem(spec, room, loaded.max_length)
+        if problem:
+            raise ConfigError(problem)
     return SentenceUnits(
         counts=np.array([alignment.n_units for alignment in alignments], dtype=np.int64),
         encode=lambda start, end: encode_inputs(

@@ -13,6 +13,7 @@ from contextuality.steps.corpus import (
     fit_split,
     occurrence_index,
     sentences,
+    settings_record,
     subword_index,
 )
 from contextuality.steps.embedding import MatrixFiles, embedding_matrices, embedding_matrix
@@ -106,6 +107,7 @@ __all__ = [
     "score_static",
     "score_static_protocols",
     "sentences",
+    "settings_record",
     "special_tokens",
     "static_vectors",
     "stream",

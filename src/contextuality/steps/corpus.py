@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -21,11 +22,14 @@ from contextuality.corpus.index import (
     build_occurrence_index,
     corpus_checksum,
     index_checksum,
+    index_settings_record,
+    subword_units,
+    word_units,
 )
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import tokenize_sentences
 from contextuality.errors import InputDataError, warn
-from contextuality.provenance import config_hash, provenance_record
+from contextuality.provenance import config_hash, provenance_record, write_json
 from contextuality.tables import read_parquet, write_parquet
 from contextuality.transforms import fitting
 
@@ -75,7 +79,7 @@ def _write_index(
         units=units,
         corpus_checksum=corpus_checksum(texts),
         index_checksum=index_checksum(index.occurrences),
-        config_hash=config_hash({**settings.as_dict(), "units": units}),
+        config_hash=config_hash(index_settings_record(settings, units)),
         **settings.as_dict(),
         n_sentences=len(texts),
         n_occurrences=len(index.occurrences),
@@ -120,8 +124,7 @@ def occurrence_index(sentences_path: PathLike, settings: IndexSettings, output: 
     log.info("splitting %d sentences into words (%s)", len(texts), settings.tokenizer)
     words = tokenize_sentences(texts, settings.tokenizer)
     index = build_occurrence_index(words, settings, table["n_copies"].to_numpy())
-    units = {"kind": "word", "tokenizer": settings.tokenizer}
-    _write_index(index, texts, units, settings, output)
+    _write_index(index, texts, word_units(settings), settings, output)
 
 
 def subword_index(
@@ -144,8 +147,29 @@ def subword_index(
     units = encoder.subword_strings(encoder.encode(texts))
     settings = dataclasses.replace(settings, lowercase=False)
     index = build_occurrence_index(units, settings, table["n_copies"].to_numpy())
-    described = {"kind": "subword", "tokenizer": tokenizer_key(spec), "source": spec.source}
-    _write_index(index, texts, described, settings, output)
+    _write_index(index, texts, subword_units(tokenizer_key(spec), spec.source), settings, output)
+
+
+def settings_record(stage: str, settings: dict[str, Any], output: PathLike) -> None:
+    """The record of a corpus stage's `settings` at `output` (``<stage>-<digest>.json``,
+    the digest their hash: see `contextuality.workflow.study_files`), the stage's records
+    of other settings beside it removed, so that returning to them rebuilds the stage."""
+    output = Path(output)
+    digest = config_hash(settings)
+    if output.name != f"{stage}-{digest}.json":
+        raise InputDataError(
+            f"{output}: not the record of this config's {stage} settings ({stage}-{digest}.json)"
+        )
+    write_json(
+        output,
+        provenance_record(
+            step="settings_record", stage=stage, settings=settings, config_hash=digest
+        ),
+    )
+    for other in output.parent.glob(f"{stage}-{'?' * len(digest)}.json"):
+        if other != output:
+            other.unlink(missing_ok=True)
+            log.info("removed %s, the record of settings this config no longer has", other)
 
 
 def fit_split(
@@ -160,6 +184,7 @@ def fit_split(
         step="fit_split",
         fit_fraction=fit_fraction,
         seed=seed,
+        config_hash=config_hash({"fit_fraction": fit_fraction, "seed": seed}),
         n_fit_sentences=int(fit.sum()),
         corpus_checksum=corpus_checksum(texts),
     )

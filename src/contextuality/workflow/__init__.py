@@ -100,16 +100,26 @@ from contextuality.workflow.paths import (
     wildcard_constraints,
 )
 from contextuality.workflow.report import report_section
-from contextuality.workflow.study import check_devices, check_indexes, check_sentence_table
+from contextuality.workflow.study import check_devices
+from contextuality.workflow.study_files import (
+    SUBWORD_STAGE,
+    check_index_files,
+    check_stage_settings,
+    settings_record,
+    stage_settings,
+)
 from contextuality.workflow.sweeps import expand_sweeps, sweeps
 from contextuality.workflow.targets import final_outputs, intermediate_outputs, measures_in_run
 
 __all__ = [
     "PART_PATTERN",
+    "SUBWORD_STAGE",
     "TOKENIZER_SETTINGS",
     "WORD_INDEX",
     "ablated_models",
     "report_section",
+    "settings_record",
+    "stage_settings",
     "ablation_alignment",
     "benchmark_files",
     "alignment_files",
@@ -199,8 +209,8 @@ def check_planned_inputs(config: dict[str, Any], dry_run: bool = False) -> None:
     ``corpus.text.path`` says (named with the path looked for and a close match; in
     Snakemake's input function it would fail inside Snakemake's frames), or a
     ``min_contexts`` no word of the index at hand reaches (`index.check_min_contexts`), or
-    a sentence table or an occurrence index another study made
-    (`study.check_sentence_table`, `study.check_indexes`). A dry run
+    a corpus file another study made, whatever subset of its files was copied in
+    (`study_files.check_stage_settings`, `study_files.check_index_files`). A dry run
     (`dry_run`) also warns of a GPU asked for where there is none: whether the jobs will
     run here is known only once the run starts (`check_run_devices`)."""
     try:
@@ -209,8 +219,8 @@ def check_planned_inputs(config: dict[str, Any], dry_run: bool = False) -> None:
                 corpus_inputs(config)
             except InputDataError as error:
                 raise ConfigError(f"corpus.text.path: {error}") from error
-        check_sentence_table(config)
-        check_indexes()
+        check_stage_settings(config)
+        check_index_files(config)
         if dry_run:
             try:
                 check_devices(config)

@@ -94,14 +94,17 @@ def check_config(config: dict[str, Any], schema_path: str | Path = SCHEMA_PATH) 
 
 
 def _model_problems(models: dict[str, Any]) -> list[str]:
-    """Problems of each model's settings and local files (`backends.check_planned_layers`):
-    a misspelt path or a layer out of range, found while the workflow plans."""
+    """Problems of each model's settings and local files (`backends.check_planned_layers`,
+    `backends.check_planned_window`): a misspelt path, a layer out of range, windows that
+    could not move on, found while the workflow plans."""
     problems = []
     for name, section in models.items():
         if not isinstance(section, dict):
             continue
         try:
-            backends.check_planned_layers(backends.model_spec(name, section))
+            spec = backends.model_spec(name, section)
+            backends.check_planned_layers(spec)
+            backends.check_planned_window(spec)
         except ConfigError as error:
             problems.append(str(error))
     return problems
