@@ -53,7 +53,7 @@ def as_matrix(vectors: Any, name: str = "vectors") -> np.ndarray:
 def vector_rows(matrix: np.ndarray, name: str = "vectors", *, required: bool = True) -> np.ndarray:
     """Bool mask (n,) of the rows of `matrix` that have a vector (`rows.rows_with_vectors`:
     finite and not all zero). A row all NaN or all zero is a row without a vector, as
-    documented; a row with a NaN or infinite element among finite ones (an overflow of
+    documented; a row with an infinite element or a NaN among numbers (an overflow of
     float16, say) is measured as one too, with a WARNING counting such rows. Refused,
     where `required`, when no row has a vector."""
     has_vector = np.empty(len(matrix), dtype=bool)
@@ -66,8 +66,8 @@ def vector_rows(matrix: np.ndarray, name: str = "vectors", *, required: bool = T
     if broken:
         warn(
             [
-                f"{name}: {broken} of {len(matrix)} rows have an infinite or NaN element "
-                "among finite ones (an overflow?), and are measured as rows without a vector"
+                f"{name}: {broken} of {len(matrix)} rows have an infinite element or a NaN "
+                "among numbers (an overflow?), and are measured as rows without a vector"
             ]
         )
     if required and not has_vector.any():

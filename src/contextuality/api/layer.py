@@ -80,8 +80,8 @@ def measure_layer(
     vectors: (n, d) numpy array or torch tensor, row i the vector of word ``words[i]`` in
     sentence ``sentences[i]`` (any hashable label but None or NaN) at ``positions[i]`` (a
     whole number, 0 the sentence's first word; default: a sentence's rows in the order
-    given); a row of NaN or zeros has no vector, and so has a row with an infinite or NaN
-    element, with a warning that counts them. A word is measured where it
+    given); a row of NaN or zeros has no vector, and so has a row with an infinite element
+    or a NaN among numbers, with a warning that counts them. A word is measured where it
     occurs in at least `index`'s ``min_contexts`` sentences (default 5). transform: a
     correction (``center``, ``standardize``, ``abtt``, ``whiten``, ``drop_rogue``) fitted
     on a held-out share of the sentences (`fit`) and measured on the others.
