@@ -433,3 +433,94 @@ def test_elmo_from_the_command_line(tmp_path, monkeypatch):
     with h5py.File("emb/layer_1.h5") as shard:
         assert shard.attrs["model"] == "elmo-small"
     assert main(["download-elmo", "elmo-small", "--mirror", str(tmp_path / "empty")]) == 1
+
+
+def test_arguments_no_command_could_run_with_are_refused_before_any_work(tmp_path, capsys):
+    """A count of 0 or below, a device torch does not know, a file where a directory is
+    written (or under which one would be) and a directory where a file is: argparse's one
+    line naming the option, exit status 2, before anything is read or written."""
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("kept\n")
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "config").write_text("kept\n")
+    out = str(tmp_path / "out")
+    extract = ["extract", "m", "--sentences", "s", "--index", "i", "-o", out]
+    stream = ["stream", "m", "--sentences", "s", "--index", "i", "-o", out]
+    geometry = ["layer-geometry", "a.h5", "--index", "i", "-o", f"{out}/g"]
+    measure = ["measure", "a.h5", "--sentences", "s", "--index", "i", "-o", f"{out}/m"]
+    not_a_device = "is not a device torch knows; use auto (a GPU where there is one), cpu"
+    is_a_file = f"{a_file} is a file, not a directory to write into"
+    is_a_directory = f"{tmp_path} is a directory, not a file to write"
+    refused = [
+        ("--device", f"tpu {not_a_device}", [*extract, "--device", "tpu"]),
+        ("--device", f"gpu {not_a_device}", [*stream, "--device", "gpu"]),
+        ("--device", f"tpu {not_a_device}", [*geometry, "--device", "tpu"]),
+        ("--threads", "0 is not a positive integer", [*extract, "--threads", "0"]),
+        ("--parts", "0 is not a positive integer", [*extract, "--parts", "0"]),
+        ("--part", "-1 is not an integer of 0 or more", [*extract, "--part", "-1"]),
+        ("--max-length", "0 is not a positive integer", [*extract, "--max-length", "0"]),
+        ("--token-budget", "'x' is not a positive integer", [*extract, "--token-budget", "x"]),
+        ("--window-overlap", "-1 is not an integer of 0", [*extract, "--window-overlap", "-1"]),
+        ("--segment-words", "0 is not a positive integer", [*stream, "--segment-words", "0"]),
+        ("--word-sample-size", "0 is not a positive", [*stream, "--word-sample-size", "0"]),
+        ("-o/--output", is_a_file, [*extract[:-1], str(a_file)]),
+        ("-o/--output", f"{a_file}/emb: {a_file} is a file", [*extract[:-1], f"{a_file}/emb"]),
+        ("--min-contexts", "0 is not a positive", ["index", "s", "-o", out, "--min-contexts", "0"]),
+        ("-o/--output", is_a_file, ["index", "s", "-o", str(a_file)]),
+        ("-o/--output", is_a_file, ["merge-stream", "p0", "--index", "i", "-o", str(a_file)]),
+        ("--threads", "0 is not a positive integer", [*measure, "--threads", "0"]),
+        ("-o/--output", is_a_directory, [*measure[:-1], str(tmp_path)]),
+        ("--sample-size", "-1 is not an integer of 0", [*geometry, "--sample-size", "-1"]),
+        ("-o/--output", is_a_directory, [*geometry[:-1], str(tmp_path)]),
+        ("-o/--output", is_a_file, ["degeneration-figures", "p", "-o", str(a_file)]),
+        ("-o/--output", is_a_directory, ["sentences", "--text", "c.txt", "-o", str(tmp_path)]),
+        ("-o/--output", is_a_directory, ["static", "a.h5", "--index", "i", "-o", str(tmp_path)]),
+        ("-o/--output", is_a_directory, ["score", "v.txt", "--data", "d", "-o", str(tmp_path)]),
+        ("-o/--output", is_a_directory, ["summarize", "a.json", "-o", str(tmp_path)]),
+        ("--census", is_a_directory, ["summarize", "a.json", "-o", out, "--census", str(tmp_path)]),
+        (
+            "-o/--output",
+            is_a_directory,
+            ["figure", "t.tsv", "--name", "fig2_selfsim", "-o", str(tmp_path)],
+        ),
+        ("--init", is_a_file, ["workflow", "--init", str(a_file)]),
+        ("--init", f"{study / 'config'} is a file, where the", ["workflow", "--init", str(study)]),
+    ]
+    for option, said, argv in refused:
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        line = capsys.readouterr().err.splitlines()[-1]
+        assert exited.value.code == 2 and f"error: argument {option}: {said}" in line, line
+    assert sorted(tmp_path.iterdir()) == [a_file, study]
+    assert [path.name for path in study.iterdir()] == ["config"]
+    assert a_file.read_text() == (study / "config").read_text() == "kept\n"
+
+
+@pytest.mark.skipif(torch.backends.mps.is_available(), reason="this torch has MPS")
+def test_a_device_this_torch_lacks_is_one_line_before_anything_is_written(
+    tmp_path, tiny_bert_dir, capsys
+):
+    """``extract --device mps`` and ``layer-geometry --device mps`` on a torch without
+    MPS: one line naming the option and what torch sees, exit 1, nothing written (the
+    geometry's dimension files included, which it writes before any alignment)."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"The cat sat on mat {k}." for k in range(6)) + "\n")
+    sentences, index = tmp_path / "sentences.parquet", tmp_path / "index"
+    assert main(["sentences", "--text", str(corpus), "-o", str(sentences)]) == 0
+    assert main(["index", str(sentences), "-o", str(index), "--min-contexts", "3"]) == 0
+    shards = tmp_path / "emb"
+    arguments = ["extract", str(tiny_bert_dir), "--layers", "0,2", "--sentences"]
+    arguments += [str(sentences), "--index", str(index)]
+    assert main([*arguments, "-o", str(shards)]) == 0
+    capsys.readouterr()
+    seen = "mps asked for, but torch sees no mps device here; use auto (a GPU where there is one)"
+    assert main([*arguments, "--device", "mps", "-o", str(tmp_path / "refused")]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == f"contextuality: error: --device: {seen} or cpu", line
+    layers = [str(shards / "layer_0.h5"), str(shards / "layer_2.h5")]
+    geometry = ["layer-geometry", *layers, "--index", str(index), "--device", "mps"]
+    assert main([*geometry, "-o", str(tmp_path / "refused")]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == f"contextuality: error: geometry.alignment.device: {seen} or cpu", line
+    assert not list(tmp_path.glob("refused*"))

@@ -29,6 +29,12 @@ from typing import Any
 from contextuality import __version__, backends, steps
 from contextuality.backends.elmo.release import RELEASE_DIRECTORY, RELEASES
 from contextuality.benchmarks import BENCHMARKS, OOV_POLICIES, PROTOCOLS, ScoringSettings
+from contextuality.cli.argument_types import (
+    nonnegative_int,
+    output_directory,
+    output_file,
+    positive_int,
+)
 from contextuality.cli.geometry_commands import add_geometry_command
 from contextuality.cli.measure_commands import (
     add_measure_layer_command,
@@ -259,7 +265,9 @@ def _add_corpus_commands(commands: Any) -> None:
     command.add_argument(
         "--split-sentences", action="store_true", help="split lines (paragraphs) into sentences"
     )
-    command.add_argument("-o", "--output", required=True, help="sentences.parquet to write")
+    command.add_argument(
+        "-o", "--output", type=output_file, required=True, help="sentences.parquet to write"
+    )
     command.set_defaults(run=_sentences)
 
     command = commands.add_parser(
@@ -268,7 +276,7 @@ def _add_corpus_commands(commands: Any) -> None:
     command.add_argument("sentences", help="sentences.parquet from 'sentences'")
     command.add_argument(
         "--min-contexts",
-        type=int,
+        type=positive_int,
         default=IndexSettings.min_contexts,
         help="index a word occurring in at least this many sentences (the paper: 5)",
     )
@@ -293,7 +301,9 @@ def _add_corpus_commands(commands: Any) -> None:
     command.add_argument(
         "--subwords", metavar="MODEL", help="index the subwords of MODEL's tokenizer instead"
     )
-    command.add_argument("-o", "--output", required=True, help="directory to write into")
+    command.add_argument(
+        "-o", "--output", type=output_directory, required=True, help="directory to write into"
+    )
     command.set_defaults(run=_index)
 
 
@@ -301,14 +311,14 @@ def _add_part_arguments(command: argparse.ArgumentParser, gathered: str) -> None
     """--parts N and --part K: run part K of N, cut by sentences as the workflow cuts."""
     command.add_argument(
         "--parts",
-        type=int,
+        type=positive_int,
         default=1,
         metavar="N",
         help="split the job into N parts by sentences, each run alone with --part",
     )
     command.add_argument(
         "--part",
-        type=int,
+        type=nonnegative_int,
         default=0,
         metavar="K",
         help=f"with --parts: run part K (0 to N-1) alone; {gathered}",
@@ -330,7 +340,7 @@ def _add_model_commands(commands: Any) -> None:
     add_model_arguments(command)
     command.add_argument(
         "--word-sample-size",
-        type=int,
+        type=positive_int,
         default=StreamingSettings.word_sample_size,
         help="occurrences kept per word for MEV",
     )
@@ -346,7 +356,9 @@ def _add_model_commands(commands: Any) -> None:
     command.add_argument("parts", nargs="+", help="every part's output directory, in order")
     command.add_argument("--index", required=True, help="directory written by 'occurrence-index'")
     add_sampling_arguments(command)
-    command.add_argument("-o", "--output", required=True, help="directory to write into")
+    command.add_argument(
+        "-o", "--output", type=output_directory, required=True, help="directory to write into"
+    )
     command.set_defaults(run=_merge_stream)
 
     command = commands.add_parser(
@@ -376,7 +388,9 @@ def _add_measure_commands(commands: Any) -> None:
         default=METHODS[0],
         help="pc1: each word's first principal component (the paper's); mean: its mean",
     )
-    command.add_argument("-o", "--output", required=True, help=".txt file to write")
+    command.add_argument(
+        "-o", "--output", type=output_file, required=True, help=".txt file to write"
+    )
     command.set_defaults(run=_static)
 
     command = commands.add_parser(
@@ -407,7 +421,9 @@ def _add_measure_commands(commands: Any) -> None:
     command.add_argument(
         "--index", help="word index directory whose vocabulary the paper protocol keeps"
     )
-    command.add_argument("-o", "--output", required=True, help="scores .tsv to write")
+    command.add_argument(
+        "-o", "--output", type=output_file, required=True, help="scores .tsv to write"
+    )
     command.set_defaults(run=_score)
 
     command = commands.add_parser(
@@ -416,9 +432,13 @@ def _add_measure_commands(commands: Any) -> None:
     command.add_argument(
         "summaries", nargs="+", help="layer summaries (.json) from 'measure-layer'"
     )
-    command.add_argument("-o", "--output", required=True, help="measures .tsv to write")
     command.add_argument(
-        "--census", help="also write their census of massive activations to this .tsv"
+        "-o", "--output", type=output_file, required=True, help="measures .tsv to write"
+    )
+    command.add_argument(
+        "--census",
+        type=output_file,
+        help="also write their census of massive activations to this .tsv",
     )
     command.set_defaults(run=_summarize)
 
@@ -442,7 +462,12 @@ def _add_figure_commands(commands: Any) -> None:
     )
     command.add_argument("--relative", action="store_true", help="x axis = layer / layers")
     command.add_argument(
-        "-o", "--output", nargs="+", required=True, help="files to write (.png, .pdf, .svg)"
+        "-o",
+        "--output",
+        type=output_file,
+        nargs="+",
+        required=True,
+        help="files to write (.png, .pdf, .svg)",
     )
     command.set_defaults(run=_figure)
 
@@ -453,7 +478,9 @@ def _add_figure_commands(commands: Any) -> None:
         "prefix", nargs="+", help="-o prefixes of 'measure --degeneration', one a layer"
     )
     command.add_argument("--title", default="", help="title of every figure (model, transform)")
-    command.add_argument("-o", "--output", required=True, help="directory to write into")
+    command.add_argument(
+        "-o", "--output", type=output_directory, required=True, help="directory to write into"
+    )
     command.set_defaults(run=_degeneration_figures)
 
 

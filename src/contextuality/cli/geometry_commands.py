@@ -8,6 +8,7 @@ import argparse
 from typing import Any
 
 from contextuality import steps
+from contextuality.cli.argument_types import device, nonnegative_int, output_file
 from contextuality.cli.measure_commands import add_transform_arguments, fitted_on_split
 from contextuality.corpus.index import IndexFiles
 from contextuality.errors import ConfigError
@@ -98,8 +99,10 @@ def add_geometry_command(commands: Any) -> None:
     )
     command.add_argument(
         "--device",
+        type=device,
         default=AlignmentSettings.device,
-        help="where the neighbours are searched: auto, cpu, cuda or cuda:N",
+        help="where the neighbours are searched: auto, or a device torch knows (cpu, cuda, "
+        "cuda:N, mps, xpu, xpu:N)",
     )
     command.add_argument(
         "--permutations",
@@ -122,7 +125,7 @@ def add_geometry_command(commands: Any) -> None:
     )
     command.add_argument(
         "--sample-size",
-        type=int,
+        type=nonnegative_int,
         default=GEOMETRY_SAMPLE_SIZE,
         help="occurrences read (0: every one)",
     )
@@ -137,6 +140,7 @@ def add_geometry_command(commands: Any) -> None:
     command.add_argument(
         "-o",
         "--output",
+        type=output_file,
         required=True,
         help="prefix of <prefix>.dimension.json, .dimension_scales.parquet, .alignment.parquet "
         "(with --versus: .alignment.parquet and .best_layers.parquet)",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from contextuality import steps
+from contextuality.cli.argument_types import output_file, positive_int
 from contextuality.corpus.index import IndexFiles
 from contextuality.measures.degeneration import DegenerationSettings
 from contextuality.measures.settings import MeasureSettings
@@ -111,11 +112,15 @@ def add_measure_layer_command(commands: Any) -> None:
     )
     command.add_argument(
         "--threads",
-        type=int,
+        type=positive_int,
         default=1,
         help="BLAS threads (default 1, as a workflow measure job: faster on small layers)",
     )
     command.add_argument(
-        "-o", "--output", required=True, help="prefix of the .parquet/.json outputs"
+        "-o",
+        "--output",
+        type=output_file,
+        required=True,
+        help="prefix of the .parquet/.json outputs",
     )
     command.set_defaults(run=_measure)

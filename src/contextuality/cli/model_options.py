@@ -9,7 +9,23 @@ import os
 from typing import Any
 
 from contextuality.backends.base import SETTING_CHOICES, ModelSpec
+from contextuality.cli.argument_types import (
+    device,
+    nonnegative_int,
+    output_directory,
+    positive_int,
+)
 from contextuality.cli.option_terms import MODEL_OPTION_HELP
+
+# The type of each setting's option but text and the layers (`layer_list`): the model's
+# other integers (max_length, token_budget, segment_words) are counts of at least 1.
+_OPTION_TYPES = {
+    "ablation": json.loads,
+    "device": device,
+    "window_overlap": nonnegative_int,
+    "random_weights_seed": nonnegative_int,
+    "parity_sentences": nonnegative_int,  # 0: no check
+}
 
 
 def add_model_arguments(command: argparse.ArgumentParser) -> None:
@@ -25,15 +41,15 @@ def add_model_arguments(command: argparse.ArgumentParser) -> None:
             command.add_argument(option, action="store_true", help=help_text)
             continue
         shown = f" (default: {default})" if default is not None else ""
+        if setting == "layers":
+            option_type = layer_list
+        elif setting in _OPTION_TYPES:
+            option_type = _OPTION_TYPES[setting]
+        else:  # by the annotation, as text
+            option_type = positive_int if "int" in str(field.type) else str
         command.add_argument(
             option,
-            type=json.loads
-            if setting == "ablation"
-            else layer_list
-            if setting == "layers"
-            else int
-            if "int" in str(field.type)
-            else str,  # the annotation, as text
+            type=option_type,
             choices=SETTING_CHOICES.get(setting),
             help=help_text + ("" if "default:" in help_text else shown),
         )
@@ -41,11 +57,13 @@ def add_model_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--index", required=True, help="directory written by 'occurrence-index'")
     command.add_argument(
         "--threads",
-        type=int,
+        type=positive_int,
         default=usable_cpus(),
         help=f"CPU threads for the model (default: the CPUs this process may use, {usable_cpus()})",
     )
-    command.add_argument("-o", "--output", required=True, help="directory to write into")
+    command.add_argument(
+        "-o", "--output", type=output_directory, required=True, help="directory to write into"
+    )
 
 
 def layer_list(text: str) -> tuple[int, ...]:

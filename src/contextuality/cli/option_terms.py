@@ -24,7 +24,7 @@ MODEL_OPTION_HELP = {
     "token_budget": "padded subwords per forward batch (default: 32768 on a GPU, 2048 on CPU)",
     "storage_dtype": "shard dtype: auto is float16, float32 where a value overflows it",
     "cuda_dtype": "precision of the forward pass on a GPU, the weights held in it",
-    "device": "auto, cpu, cuda or cuda:N",
+    "device": "auto, or a device torch knows: cpu, cuda, cuda:N, mps, xpu, xpu:N",
     "trust_remote_code": "let the model's own code from the hub run",
     "lstm_states": "ELMo: per_sentence (zero states) or carried from sentence to sentence",
     "weights_dtype": "dtype the weights load in (bfloat16 halves a large model's memory)",

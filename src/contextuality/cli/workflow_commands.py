@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from contextuality import bundle
+from contextuality.cli.argument_types import study_directory
 
 
 def _workflow(args: argparse.Namespace) -> None:
@@ -25,6 +26,7 @@ def add_workflow_command(commands: Any) -> None:
     )
     command.add_argument(
         "--init",
+        type=study_directory,
         metavar="DIR",
         help="first copy the shipped configs into DIR/config (the embedded default and the "
         "others), refusing any already there",
