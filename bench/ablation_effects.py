@@ -38,6 +38,7 @@ from contextuality.corpus.sentences import (  # noqa: E402
     build_sentence_table,
     read_text_corpus,
 )
+from contextuality.errors import ContextualityError  # noqa: E402
 from contextuality.extraction.ablation_effects import (  # noqa: E402
     CONDITIONS,
     ablation_effects,
@@ -46,6 +47,13 @@ from contextuality.extraction.ablation_effects import (  # noqa: E402
 from contextuality.fetch import resolve_data_path  # noqa: E402
 from contextuality.provenance import atomic_path  # noqa: E402
 
+from arguments import (  # noqa: E402
+    config_file,
+    configured_models,
+    nonnegative_int,
+    output_directory,
+    positive_int,
+)
 from workdir import short_commit, write_report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -132,16 +140,31 @@ def summary_sections(perplexity: pd.DataFrame, attention: pd.DataFrame) -> list[
     return sections
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked before any model loads: a config with a decoder among
+    its models, counts of at least 1."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config", type=Path, nargs="?", default=REPO / "config/instruments.yaml")
-    parser.add_argument("--sentences", type=int, default=512)
-    parser.add_argument("--calibration", type=int, default=256)
-    parser.add_argument("--draws", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
-    args = parser.parse_args()
+    parser.add_argument(
+        "config", type=config_file, nargs="?", default=REPO / "config/instruments.yaml"
+    )
+    parser.add_argument("--sentences", type=positive_int, default=512)
+    parser.add_argument("--calibration", type=positive_int, default=256)
+    parser.add_argument("--draws", type=positive_int, default=1000)
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
+    parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument("--out", type=output_directory, default=REPO / "bench" / "results")
+    args = parser.parse_args(argv)
+    try:
+        found = decoders({"models": configured_models(args.config)})
+    except ContextualityError as error:
+        parser.error(f"{args.config}: {error}")
+    if not found:
+        parser.error(f"{args.config}: no decoder among its models (nothing to ablate)")
+    return args
+
+
+def main() -> None:
+    args = parse_arguments()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.set_num_threads(args.threads)
     config = yaml.safe_load(args.config.read_text())

@@ -25,6 +25,7 @@ from contextuality import steps
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.workflow.config import geometry_settings
 
+from arguments import output_directory, positive_int
 from workdir import (
     extract_models,
     filled_config,
@@ -65,12 +66,17 @@ def _sections(alignment: pd.DataFrame) -> list[str]:
     return sections
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
-    parser.add_argument("--workdir", type=Path, default=REPO / "bench" / "work" / NAME)
-    args = parser.parse_args()
+    parser.add_argument("--cores", type=positive_int, default=2)
+    parser.add_argument("--out", type=output_directory, default=REPO / "bench" / "results")
+    parser.add_argument("--workdir", type=output_directory, default=REPO / "bench" / "work" / NAME)
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     config = study_config()
     filled = filled_config(config)
     extract_models(args.workdir, config, args.cores, (MODEL, *ABLATED))

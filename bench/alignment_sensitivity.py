@@ -166,10 +166,15 @@ def summary(table: pd.DataFrame, models: tuple[str, str]) -> list[str]:
     ]
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs=2, default=["smollm2", "gemma3"])
-    arguments = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    arguments = parse_arguments()
     models = tuple(arguments.models)
     settings = [(size, 0) for size in SIZES] + [(REFERENCE[0], seed) for seed in SEEDS[1:]]
     frames = []

@@ -26,6 +26,7 @@ import yaml
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 from contextuality.geometry.baselines import BASELINES
 
+from arguments import config_file, output_directory, positive_int
 from workdir import benchmark_seconds, run_workflow, write_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -106,13 +107,20 @@ def _best(best: pd.DataFrame) -> pd.DataFrame:
     return every[columns]
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config", type=Path, nargs="?", default=REPO / "config" / "full.yaml")
-    parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
-    parser.add_argument("--workdir", type=Path, help="a run's directory to keep using")
-    args = parser.parse_args()
+    parser.add_argument(
+        "config", type=config_file, nargs="?", default=REPO / "config" / "full.yaml"
+    )
+    parser.add_argument("--cores", type=positive_int, default=2)
+    parser.add_argument("--out", type=output_directory, default=REPO / "bench" / "results")
+    parser.add_argument("--workdir", type=output_directory, help="a run's directory to keep using")
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     name = args.config.stem
     directory = args.workdir or REPO / "bench" / "work" / f"alignment-{name}"
     base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())

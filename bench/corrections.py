@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from arguments import output_directory, positive_int
 from workdir import run_workflow, write_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,11 +76,16 @@ def _markdown(frame: pd.DataFrame, floatfmt: str = ".4f") -> str:
     return table.to_markdown(index=False, floatfmt=floatfmt)
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
-    args = parser.parse_args()
+    parser.add_argument("--cores", type=positive_int, default=2)
+    parser.add_argument("--out", type=output_directory, default=REPO / "bench" / "results")
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     directory = REPO / "bench" / "work" / "corrections"
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     corrections = yaml.safe_load((REPO / "config" / "corrections.yaml").read_text())

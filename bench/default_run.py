@@ -36,6 +36,7 @@ import yaml
 from contextuality import rows as row_passes
 from contextuality.workflow import measure_settings, model_settings
 
+from arguments import output_directory, positive_int
 from workdir import REPO, benchmark_seconds, run_workflow, write_report
 
 
@@ -182,15 +183,20 @@ def timed_baseline(directory: Path, checkout: Path) -> float:
     return time.perf_counter() - started
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--repeats", type=positive_int, default=3)
+    parser.add_argument("--out", type=output_directory, default=REPO / "bench" / "results")
     parser.add_argument("--machine", default="cpu2", help="name of the results file")
     parser.add_argument(
         "--against", help="a git revision whose default run is timed too, runs interleaved"
     )
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     walls, rules, baseline = [], {}, []
     with tempfile.TemporaryDirectory() as temporary:

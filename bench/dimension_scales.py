@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from arguments import config_file, positive_int
 from workdir import run_workflow, write_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,12 +52,17 @@ def _layer_rows(curves: pd.DataFrame, measures: pd.DataFrame) -> list[str]:
     return rows
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config", type=Path)
+    parser.add_argument("config", type=config_file)
     parser.add_argument("--name", default=None, help="results name (default: minilm for config)")
-    parser.add_argument("--cores", type=int, default=2)
-    args = parser.parse_args()
+    parser.add_argument("--cores", type=positive_int, default=2)
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     name = args.name or ("minilm" if args.config.stem == "config" else args.config.stem)
     directory = REPO / "bench" / "work" / f"dimension-{name}"
     config = yaml.safe_load(args.config.read_text())

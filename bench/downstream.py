@@ -36,6 +36,7 @@ import yaml  # noqa: E402
 
 from contextuality.backends import load_model, model_spec  # noqa: E402
 from contextuality.corpus.sentences import read_sts_archive, scored_pairs  # noqa: E402
+from contextuality.errors import ConfigError  # noqa: E402
 from contextuality.extraction.sentence_vectors import POOLINGS, sentence_vectors  # noqa: E402
 from contextuality.measures.downstream import (  # noqa: E402
     layer_agreement,
@@ -44,6 +45,13 @@ from contextuality.measures.downstream import (  # noqa: E402
 )
 from contextuality.provenance import atomic_path  # noqa: E402
 
+from arguments import (  # noqa: E402
+    config_file,
+    configured_models,
+    input_directory,
+    nonnegative_int,
+    positive_int,
+)
 from workdir import short_commit, write_report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -131,15 +139,32 @@ def draw(scores: pd.DataFrame, geometry: dict[str, pd.DataFrame], path: Path) ->
     plt.close(figure)
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked before any model loads: a config with a model that is
+    not an ablation, the STS mirror, counts of at least 1."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config", type=Path, nargs="?", default=REPO / "config/instruments.yaml")
-    parser.add_argument("--sts", type=Path, default=REPO.parent / "shared" / "data" / "sts")
-    parser.add_argument("--pairs", type=int, default=2000)
-    parser.add_argument("--draws", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
+    parser.add_argument(
+        "config", type=config_file, nargs="?", default=REPO / "config/instruments.yaml"
+    )
+    parser.add_argument(
+        "--sts", type=input_directory, default=REPO.parent / "shared" / "data" / "sts"
+    )
+    parser.add_argument("--pairs", type=positive_int, default=2000)
+    parser.add_argument("--draws", type=positive_int, default=1000)
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
+    parser.add_argument("--threads", type=positive_int, default=2)
+    args = parser.parse_args(argv)
+    try:
+        models = configured_models(args.config)
+    except ConfigError as error:
+        parser.error(f"{args.config}: {error}")
+    if all("ablation" in (section or {}) for section in models.values()):
+        parser.error(f"{args.config}: every model is an ablation (nothing to score)")
+    return args
+
+
+def main() -> None:
+    args = parse_arguments()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.set_num_threads(args.threads)
     config = yaml.safe_load(args.config.read_text())

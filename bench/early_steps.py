@@ -53,6 +53,8 @@ from contextuality.measures.unigram import direction_cosines, unigram_direction 
 from contextuality.provenance import atomic_path  # noqa: E402
 from contextuality.rows import rows_with_vectors, run_starts  # noqa: E402
 
+from arguments import input_directory, nonnegative_int, positive_int  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 WORK = REPO / "bench" / "work" / "early-steps"
@@ -466,14 +468,23 @@ def report(table: pd.DataFrame, found: pd.DataFrame, runs: dict, options) -> str
     return "\n\n".join(sections) + "\n"
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--warmups", type=int, nargs="+", default=WARMUPS)
-    parser.add_argument("--sentences", type=int, default=100, help="Lee sentences measured")
-    parser.add_argument("--held-out-blocks", type=int, default=32)
-    parser.add_argument("--sts", type=Path, default=REPO.parent / "shared" / "data" / "sts")
-    options = parser.parse_args()
+    parser.add_argument("--seeds", type=nonnegative_int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--warmups", type=positive_int, nargs="+", default=WARMUPS)
+    parser.add_argument(
+        "--sentences", type=positive_int, default=100, help="Lee sentences measured"
+    )
+    parser.add_argument("--held-out-blocks", type=positive_int, default=32)
+    parser.add_argument(
+        "--sts", type=input_directory, default=REPO.parent / "shared" / "data" / "sts"
+    )
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    options = parse_arguments()
     torch.set_num_threads(1)
     logging.set_verbosity_error()
     corpora = {

@@ -45,6 +45,7 @@ from contextuality.fetch import resolve_data_path
 from contextuality.figures.embedding import plot_embedding_matrices
 from contextuality.measures.embedding_matrix import SPECTRUM_RANKS, measure_matrices
 
+from arguments import config_file, input_directory, output_directory
 from workdir import short_commit, with_sources_found, write_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -199,16 +200,23 @@ def report(tables: list[pd.DataFrame], seconds: dict, texts: dict, total: float)
     ]
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", type=Path, default=REPO / "config" / "instruments.yaml")
-    parser.add_argument("--sts", type=Path, default=REPO.parent / "shared" / "data" / "sts")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--config", type=config_file, default=REPO / "config" / "instruments.yaml")
+    parser.add_argument(
+        "--sts", type=input_directory, default=REPO.parent / "shared" / "data" / "sts"
+    )
+    parser.add_argument("--out", type=output_directory, default=RESULTS)
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument(
         "--redraw", action="store_true", help="draw the figure again from the tables in --out"
     )
-    options = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    options = parse_arguments()
     if options.redraw:
         norms, spectra = (
             pd.read_csv(options.out / f"embedding-matrices-{name}.tsv", sep="\t")

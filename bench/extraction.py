@@ -69,6 +69,7 @@ from contextuality.streaming.accumulate import StreamingAccumulator
 from contextuality.streaming.state import StreamingSettings
 
 import random_models
+from arguments import device, output_directory, positive_int
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STS_MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data" / "sts"
@@ -383,11 +384,12 @@ def cold_rows(
     return rows
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("--device", type=device, default="auto")
     parser.add_argument("--models", nargs="+", default=["tiny-bert", "tiny-gpt2", "minilm"])
-    parser.add_argument("--tokens", type=int, default=40_000, help="corpus size in words")
+    parser.add_argument("--tokens", type=positive_int, default=40_000, help="corpus size in words")
     parser.add_argument(
         "--corpus",
         default="auto",
@@ -395,25 +397,29 @@ def main() -> None:
     )
     parser.add_argument(
         "--token-budget",
-        type=int,
+        type=positive_int,
         nargs="+",
         default=[None],
         help="a row per model and budget (default: the device's, DEFAULT_TOKEN_BUDGET)",
     )
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--threads", type=positive_int, default=torch.get_num_threads())
+    parser.add_argument("--out", type=output_directory, default=RESULTS)
     parser.add_argument("--label", default="", help="suffix of the results files' names")
-    parser.add_argument("--work", type=Path, help="where shards are written (default: a temp dir)")
+    parser.add_argument(
+        "--work", type=output_directory, help="where shards are written (default: a temp dir)"
+    )
     parser.add_argument(
         "--cold-models", nargs="*", help="random-init models timed cold (default: the first)"
     )
     parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cudnn", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     torch.set_num_threads(args.threads)
-    device = args.device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = args.device  # auto resolved by its type
     corpus_name = args.corpus
     if corpus_name == "auto":
         corpus_name = "sts" if STS_MIRROR.is_dir() else "lee"

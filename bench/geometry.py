@@ -51,6 +51,13 @@ from contextuality.geometry.settings import GeometrySettings
 from contextuality.workflow.config import geometry_models, geometry_settings
 from contextuality.workflow.geometry_paths import best_layer_files
 
+from arguments import (
+    config_file,
+    nonnegative_int,
+    output_directory,
+    positive_int,
+    read_config,
+)
 from workdir import (
     extract_models,
     filled_config,
@@ -270,11 +277,12 @@ def _copy_figures(directory: Path, out: Path, name: str, figures: tuple[str, ...
         )
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config", type=Path)
-    parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("config", type=config_file)
+    parser.add_argument("--cores", type=positive_int, default=2)
+    parser.add_argument("--out", type=output_directory, default=REPO / "bench" / "results")
     parser.add_argument(
         "--reuse", action="store_true", help="the measures tables a previous run saved"
     )
@@ -302,7 +310,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--untrained",
-        type=int,
+        type=nonnegative_int,
         metavar="SEED",
         help="with --within-models: each model's untrained twin (random_weights_seed SEED)",
     )
@@ -317,7 +325,17 @@ def main() -> None:
         action="store_true",
         help="run as far as the alignment tables only and write those tables alone",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if (args.untrained is not None or args.models) and not args.within_models:
+        parser.error("--untrained and --models go with --within-models")
+    unknown = sorted(set(args.models or ()) - set(read_config(args.config).get("models") or {}))
+    if unknown:
+        parser.error(f"--models: not in the config: {', '.join(unknown)}")
+    return args
+
+
+def main() -> None:
+    args = parse_arguments()
     name = args.config.stem
     directory = REPO / "bench" / "work" / f"geometry-{name}"
     config = yaml.safe_load(args.config.read_text())
@@ -328,14 +346,9 @@ def main() -> None:
         if args.untrained is not None:
             config = _with_untrained(config, args.untrained)
         if args.models:
-            unknown = sorted(set(args.models) - set(config["models"]))
-            if unknown:
-                parser.error(f"--models: not in the config: {', '.join(unknown)}")
             config["models"] = {model: config["models"][model] for model in args.models}
         _within_models(_configured(config, False), directory, args.out, name, args.cores)
         return
-    if args.untrained is not None or args.models:
-        parser.error("--untrained and --models go with --within-models")
     if args.alignment_only:
         targets = ["results/tables/alignment.tsv", "results/tables/best_layers.tsv"]
         run_workflow(directory, _configured(config, False), args.cores, ["--", *targets])

@@ -37,6 +37,7 @@ from contextuality.geometry.settings import GeometrySettings
 from contextuality.transforms.layers import TransformFit
 from contextuality.workflow.config import geometry_settings, transform_fit_settings
 
+from arguments import output_directory, positive_int
 from workdir import (
     extract_models,
     filled_config,
@@ -205,17 +206,22 @@ def _adjacent_intervals(workdir: Path, out: Path, cores: int) -> None:
     write_report(out / f"{NAME}-adjacent.md", header)
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
-    parser.add_argument("--workdir", type=Path, default=REPO / "bench" / "work" / NAME)
+    parser.add_argument("--cores", type=positive_int, default=2)
+    parser.add_argument("--out", type=output_directory, default=REPO / "bench" / "results")
+    parser.add_argument("--workdir", type=output_directory, default=REPO / "bench" / "work" / NAME)
     parser.add_argument(
         "--adjacent-intervals",
         action="store_true",
         help="only each layer against the next under each transform, with intervals",
     )
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     if args.adjacent_intervals:
         _adjacent_intervals(args.workdir, args.out, args.cores)
         return

@@ -25,6 +25,7 @@ import yaml
 
 from contextuality.geometry.best_layers import BEST_LAYER_COLUMNS
 
+from arguments import config_file, output_directory, positive_int
 from workdir import run_workflow, write_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,13 +84,16 @@ def _sections(measures: pd.DataFrame, best: pd.DataFrame) -> list[str]:
     return sections
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config", type=Path, nargs="?", default=REPO / "config/instruments.yaml")
-    parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     parser.add_argument(
-        "--workdir", type=Path, default=REPO / "bench" / "work" / "geometry-families"
+        "config", type=config_file, nargs="?", default=REPO / "config/instruments.yaml"
+    )
+    parser.add_argument("--cores", type=positive_int, default=2)
+    parser.add_argument("--out", type=output_directory, default=REPO / "bench" / "results")
+    parser.add_argument(
+        "--workdir", type=output_directory, default=REPO / "bench" / "work" / "geometry-families"
     )
     parser.add_argument(
         "--keep-measured",
@@ -97,7 +101,11 @@ def main() -> None:
         help="rerun a job for a changed input or code only, not for settings that changed "
         "no number of it (Snakemake's --rerun-triggers mtime input code)",
     )
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     name = args.config.stem
     config = args.config.resolve()
     shown = config.relative_to(REPO) if config.is_relative_to(REPO) else config

@@ -29,6 +29,7 @@ from threadpoolctl import threadpool_limits
 
 from contextuality.measures import components
 
+from arguments import input_file, output_directory
 from workdir import REPO, write_report
 
 SIZES = (50, 100, 150, 200, 300, 384, 1000, 4000)
@@ -74,12 +75,19 @@ def arpack_defaults(matrix: np.ndarray, products: list[int]) -> float:
     return float(eigsh(operator, k=1, v0=start, return_eigenvectors=False)[0])
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shard", type=Path, default=REPO / "results/embeddings/minilm/layer_3.h5")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument(
+        "--shard", type=input_file, default=REPO / "results/embeddings/minilm/layer_3.h5"
+    )
+    parser.add_argument("--out", type=output_directory, default=REPO / "bench" / "results")
     parser.add_argument("--machine", default="cpu")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     with h5py.File(args.shard, "r") as handle:
         rows = np.asarray(handle["vectors"][:], dtype=np.float64)
     rows = rows[np.isfinite(rows).all(axis=1)]

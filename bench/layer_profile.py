@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from arguments import config_file, output_directory, positive_int
 from workdir import run_workflow, write_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,12 +32,17 @@ COLUMNS = [
 ]
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config", type=Path)
-    parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
-    args = parser.parse_args()
+    parser.add_argument("config", type=config_file)
+    parser.add_argument("--cores", type=positive_int, default=2)
+    parser.add_argument("--out", type=output_directory, default=REPO / "bench" / "results")
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     name = args.config.stem
     directory = REPO / "bench" / "work" / f"profile-{name}"
     config = yaml.safe_load(args.config.read_text())

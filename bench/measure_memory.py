@@ -21,6 +21,7 @@ from pathlib import Path
 import h5py
 import pandas as pd
 
+from arguments import input_directory, nonnegative_int, output_directory, positive_int
 from workdir import run_workflow, write_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,13 +40,22 @@ def config(sts: Path, layer: int) -> dict:
     }
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sts", type=Path, required=True, help="directory of the STS zips")
-    parser.add_argument("--workdir", type=Path, default=REPO / "bench/work/measure-memory")
-    parser.add_argument("--layer", type=int, default=6)
-    parser.add_argument("--cores", type=int, default=2)
-    arguments = parser.parse_args()
+    parser.add_argument(
+        "--sts", type=input_directory, required=True, help="directory of the STS zips"
+    )
+    parser.add_argument(
+        "--workdir", type=output_directory, default=REPO / "bench/work/measure-memory"
+    )
+    parser.add_argument("--layer", type=nonnegative_int, default=6)
+    parser.add_argument("--cores", type=positive_int, default=2)
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    arguments = parse_arguments()
     directory = arguments.workdir.resolve()
     run_workflow(
         directory,

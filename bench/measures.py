@@ -21,6 +21,8 @@ from contextuality import __version__
 from contextuality.measures import equations
 from contextuality.rows import unit_rows
 
+from arguments import output_directory, positive_int
+
 RESULTS = Path(__file__).resolve().parent / "results"
 WORDS_PER_SENTENCE = 12
 
@@ -64,12 +66,19 @@ def _timed(function, *arguments):
     return result, time.perf_counter() - started
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 4000, 8000, 16000])
-    parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args()
+    parser.add_argument(
+        "--sizes", type=positive_int, nargs="+", default=[1000, 2000, 4000, 8000, 16000]
+    )
+    parser.add_argument("--dim", type=positive_int, default=384)
+    parser.add_argument("--out", type=output_directory, default=RESULTS)
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     rows = []
     for size in args.sizes:
         unit, words, sentences = synthetic_layer(size, args.dim, np.random.default_rng(size))

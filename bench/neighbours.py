@@ -31,6 +31,8 @@ import torch
 from contextuality import __version__
 from contextuality.geometry.neighbours import cknna, cosine_neighbours, mutual_knn
 
+from arguments import device as known_device
+from arguments import nonnegative_int, output_directory, positive_int
 from workdir import write_report
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -140,14 +142,19 @@ def markdown(records: list[dict], label: str, seed: int) -> list[str]:
     ]
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000])
-    parser.add_argument("--devices", nargs="+", default=["cpu"])
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=[10_000, 30_000, 100_000])
+    parser.add_argument("--devices", type=known_device, nargs="+", default=["cpu"])
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--label", default=None)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    arguments = parser.parse_args()
+    parser.add_argument("--out", type=output_directory, default=RESULTS)
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    arguments = parse_arguments()
     label = arguments.label or "-".join(arguments.devices)
     records = run(arguments.sizes, arguments.devices, arguments.seed)
     arguments.out.mkdir(parents=True, exist_ok=True)

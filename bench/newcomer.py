@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from arguments import output_directory
 from workdir import benchmark_seconds
 
 REPO = Path(__file__).resolve().parents[1]
@@ -65,11 +66,16 @@ def test_counts(output: str) -> dict[str, int]:
     }
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--out", type=output_directory, default=REPO / "bench" / "results")
     parser.add_argument("--machine", default="cpu2", help="name of the results file")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     with tempfile.TemporaryDirectory() as temporary:
         root = Path(temporary)
         checkout = copy_tree(root / "with-data" / "main")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from arguments import input_directory, output_directory, positive_int
 from workdir import run_workflow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -142,18 +143,28 @@ def markdown(frame: pd.DataFrame) -> str:
     return frame.to_markdown(index=False, floatfmt=".4f")
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sts", type=Path, required=True, help="directory of the STS archives")
     parser.add_argument(
-        "--data", type=Path, required=True, help="data root: word benchmarks and reference/"
+        "--sts", type=input_directory, required=True, help="directory of the STS archives"
+    )
+    parser.add_argument(
+        "--data",
+        type=input_directory,
+        required=True,
+        help="data root: word benchmarks and reference/",
     )
     parser.add_argument("--model", default=MINILM)
     parser.add_argument("--name", default="minilm", help="model name in the output files")
-    parser.add_argument("--work", type=Path, default=REPO / "bench" / "work")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
-    parser.add_argument("--cores", type=int, default=2)
-    args = parser.parse_args()
+    parser.add_argument("--work", type=output_directory, default=REPO / "bench" / "work")
+    parser.add_argument("--out", type=output_directory, default=REPO / "bench" / "results")
+    parser.add_argument("--cores", type=positive_int, default=2)
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
 
     published = args.data / "reference/ethayarajh2019/elmo/self_similarity.csv"
     published_words = set(pd.read_csv(published, keep_default_na=False)["word"])

@@ -22,6 +22,8 @@ from contextuality.figures.best_layers import plot_best_layers
 from contextuality.figures.geometry import plot_cka
 from contextuality.geometry.baselines import without_baselines
 
+from arguments import input_directory
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -57,10 +59,11 @@ def redraw_ablation(results: Path, name: str, base: str, ablated: str, block: in
     return path
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="+", help="results prefixes, e.g. instruments")
-    parser.add_argument("--results", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--results", type=input_directory, default=REPO / "bench" / "results")
     parser.add_argument(
         "--ablation",
         nargs=3,
@@ -69,7 +72,15 @@ def main() -> None:
         metavar=("BASE", "ABLATED", "BLOCK"),
         help="draw the ablation figure of ABLATED (BASE with BLOCK's output ablated) only",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    for base, ablated, block in args.ablation:
+        if not block.isdigit():
+            parser.error(f"argument --ablation: {base} {ablated} {block}: BLOCK is not a number")
+    return args
+
+
+def main() -> None:
+    args = parse_arguments()
     for name in args.names:
         if args.ablation:
             written = [

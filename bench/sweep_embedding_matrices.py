@@ -36,6 +36,7 @@ from contextuality.measures.embedding_matrix import (  # noqa: E402
 )
 from contextuality.provenance import atomic_path  # noqa: E402
 
+from arguments import input_directory, nonnegative_int, positive_int  # noqa: E402
 from workdir import short_commit, write_report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -65,13 +66,22 @@ def write_table(table: pd.DataFrame, path: Path) -> None:
         table.to_csv(temporary, sep="\t", index=False, float_format="%.6g")
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--steps", type=int, nargs="+", default=[0, 20, 50, 200, 500, 2000])
-    parser.add_argument("--sts", type=Path, default=REPO.parent / "shared" / "data" / "sts")
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
+    parser.add_argument("--seeds", type=nonnegative_int, nargs="+", default=[0])
+    parser.add_argument(
+        "--steps", type=nonnegative_int, nargs="+", default=[0, 20, 50, 200, 500, 2000]
+    )
+    parser.add_argument(
+        "--sts", type=input_directory, default=REPO.parent / "shared" / "data" / "sts"
+    )
+    parser.add_argument("--threads", type=positive_int, default=1)
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     torch.set_num_threads(args.threads)
     corpora = {
         "train": train_checkpoints.training_sentences(args.sts),

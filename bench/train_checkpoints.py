@@ -66,6 +66,8 @@ from transformers import (
 )
 from transformers.utils import logging
 
+from arguments import input_directory, nonnegative_int, output_directory, positive_int
+
 VOCAB_SIZE = 4000
 LAYERS, HIDDEN, HEADS, INTERMEDIATE = 4, 128, 4, 512
 BLOCK = 128  # tokens per training sequence, and the models' maximum positions
@@ -384,35 +386,41 @@ def train(
     return record
 
 
-def main() -> None:
-    """Parse the command line, train each model kind from each seed, print the last losses."""
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any training starts; checkpoints
+    already in --out are refused unless --overwrite."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help="directory for the checkpoints")
-    parser.add_argument("--steps", type=int, nargs="+", default=CHECKPOINT_STEPS)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--out", type=output_directory, required=True, help="directory for the checkpoints"
+    )
+    parser.add_argument("--steps", type=nonnegative_int, nargs="+", default=CHECKPOINT_STEPS)
+    parser.add_argument("--seeds", type=nonnegative_int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--models", nargs="+", choices=["gpt2", "bert"], default=["gpt2", "bert"])
     parser.add_argument(
         "--warmup",
-        type=int,
+        type=positive_int,
         default=WARMUP,
         help=f"steps over which the learning rate rises to its full value (default {WARMUP})",
     )
     parser.add_argument(
-        "--sts", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/sts"
+        "--sts",
+        type=input_directory,
+        default=Path(__file__).resolve().parents[2] / "shared/data/sts",
     )
-    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--threads", type=positive_int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--overwrite", action="store_true", help="replace existing checkpoints")
-    args = parser.parse_args()
-    if any(step < 0 for step in args.steps):
-        parser.error("steps must be non-negative")
-    if args.warmup < 1:
-        parser.error("--warmup must be at least 1")
+    args = parser.parse_args(argv)
+    runs = [args.out / kind / f"seed_{seed}" for kind in args.models for seed in args.seeds]
+    if any(any(run.glob("step_*")) for run in runs) and not args.overwrite:
+        parser.exit(2, f"{args.out} already holds checkpoints; pass --overwrite to replace them\n")
+    return args
+
+
+def main() -> None:
+    """Parse the command line, train each model kind from each seed, print the last losses."""
+    args = parse_arguments()
     runs = [args.out / kind / f"seed_{seed}" for kind in args.models for seed in args.seeds]
     if any(any(run.glob("step_*")) for run in runs):
-        if not args.overwrite:
-            parser.exit(
-                2, f"{args.out} already holds checkpoints; pass --overwrite to replace them\n"
-            )
         for run in runs:
             shutil.rmtree(run, ignore_errors=True)
     torch.set_num_threads(args.threads)

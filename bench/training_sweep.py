@@ -37,6 +37,7 @@ from train_checkpoints import CHECKPOINT_STEPS, WARMUP  # noqa: E402
 
 from contextuality.figures.paper import layer_colours  # noqa: E402
 
+from arguments import nonnegative_int, output_directory, positive_int  # noqa: E402
 from workdir import run_workflow, write_report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -242,18 +243,23 @@ def _draw_figures(measured: pd.DataFrame, losses: pd.DataFrame, out: Path) -> No
         _draw_measures(measured, losses, kind, out / f"training-sweep-{kind}.png")
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, nargs="+", default=CHECKPOINT_STEPS)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--steps", type=nonnegative_int, nargs="+", default=CHECKPOINT_STEPS)
+    parser.add_argument("--seeds", type=nonnegative_int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--cores", type=positive_int, default=2)
+    parser.add_argument("--out", type=output_directory, default=REPO / "bench" / "results")
     parser.add_argument(
         "--redraw",
         action="store_true",
         help="draw the figures again from the tables in --out, training and measuring nothing",
     )
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     if args.redraw:
         measured = pd.read_csv(args.out / "training-sweep.tsv", sep="\t")
         losses = pd.read_csv(args.out / "training-sweep-losses.tsv", sep="\t")

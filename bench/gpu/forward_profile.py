@@ -41,6 +41,7 @@ from contextuality.extraction.forward import pad_batch  # noqa: E402
 from contextuality.extraction.units import sentence_units  # noqa: E402
 
 import random_models  # noqa: E402
+from arguments import output_directory, positive_int  # noqa: E402
 from extraction import _random_init_model, disk_bounds, load_corpus  # noqa: E402
 
 OUT: Path
@@ -239,8 +240,8 @@ def matmul_peak():
 def main():
     global OUT
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--tokens", type=int, default=200_000)
+    parser.add_argument("--out", type=output_directory, required=True)
+    parser.add_argument("--tokens", type=positive_int, default=200_000)
     parser.add_argument("--corpus", default=str(HERE / "travel" / "corpus.txt"))
     args = parser.parse_args()
     OUT = args.out

@@ -1,0 +1,162 @@
+"""Every bench refuses, before any work starts, the arguments it could not run with: a
+config that is missing, binary, without models or without a decoder where it ablates
+one; a count of 0 or below; a file where a directory is written; a directory to read
+that is not there; a device torch does not know. Each is argparse's one line naming the
+option, exit status 2 (bench/arguments.py)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+sys.path[:0] = [str(BENCH)]
+
+# Every bench with a command line.
+BENCHES = sorted(
+    path.stem
+    for path in BENCH.glob("*.py")
+    if "argparse.ArgumentParser" in path.read_text(encoding="utf-8")
+)
+
+
+@pytest.fixture
+def places(tmp_path, tiny_bert_dir) -> dict[str, str]:
+    """The paths the bad arguments name: a file, a missing file and directory, a binary
+    config, a config whose one model is an encoder (a tiny BERT), one with no models."""
+    (tmp_path / "file.txt").write_text("kept\n")
+    (tmp_path / "binary.yaml").write_bytes(bytes(range(256)))
+    (tmp_path / "encoder.yaml").write_text(
+        yaml.safe_dump({"models": {"bert": {"source": str(tiny_bert_dir)}}})
+    )
+    (tmp_path / "no-models.yaml").write_text(yaml.safe_dump({"models": {}}))
+    return {
+        "FILE": str(tmp_path / "file.txt"),
+        "MISSING": str(tmp_path / "missing.yaml"),
+        "NO_DIRECTORY": str(tmp_path / "no-directory"),
+        "BINARY": str(tmp_path / "binary.yaml"),
+        "ENCODER": str(tmp_path / "encoder.yaml"),
+        "NO_MODELS": str(tmp_path / "no-models.yaml"),
+    }
+
+
+POSITIVE = "is not a positive integer"
+NONNEGATIVE = "is not an integer of 0 or more"
+# (bench, its arguments, what its one line says); FILE, MISSING, ... are `places`.
+REFUSED = [
+    ("ablation_effects", ["MISSING"], "argument config: MISSING: no such file"),
+    ("ablation_effects", ["BINARY"], "argument config: BINARY: not a YAML config"),
+    ("ablation_effects", ["ENCODER"], "error: ENCODER: no decoder among its models"),
+    ("ablation_effects", ["NO_MODELS"], "error: NO_MODELS: no models configured"),
+    ("ablation_effects", ["--threads", "0"], f"argument --threads: 0 {POSITIVE}"),
+    ("ablation_effects", ["--sentences", "0"], f"argument --sentences: 0 {POSITIVE}"),
+    ("ablation_effects", ["--calibration", "0"], f"argument --calibration: 0 {POSITIVE}"),
+    ("ablation_effects", ["--draws", "-1"], f"argument --draws: -1 {POSITIVE}"),
+    ("ablation_effects", ["--seed", "-1"], f"argument --seed: -1 {NONNEGATIVE}"),
+    ("ablation_effects", ["--out", "FILE"], "argument --out: FILE is a file, not a directory"),
+    ("ablation_intervals", ["--cores", "0"], f"argument --cores: 0 {POSITIVE}"),
+    ("ablation_intervals", ["--workdir", "FILE"], "argument --workdir: FILE is a file"),
+    ("alignment_uncertainty", ["MISSING"], "argument config: MISSING: no such file"),
+    ("alignment_uncertainty", ["--out", "FILE/x"], "argument --out: FILE/x: FILE is a file"),
+    ("corrections", ["--cores", "-2"], f"argument --cores: -2 {POSITIVE}"),
+    ("default_run", ["--repeats", "0"], f"argument --repeats: 0 {POSITIVE}"),
+    ("dimension_scales", ["BINARY"], "argument config: BINARY: not a YAML config"),
+    ("downstream", ["--pairs", "0"], f"argument --pairs: 0 {POSITIVE}"),
+    ("downstream", ["--draws", "-1"], f"argument --draws: -1 {POSITIVE}"),
+    ("downstream", ["--threads", "0"], f"argument --threads: 0 {POSITIVE}"),
+    ("downstream", ["--sts", "NO_DIRECTORY"], "argument --sts: NO_DIRECTORY: no such directory"),
+    ("downstream", ["NO_MODELS"], "error: NO_MODELS: no models configured"),
+    ("downstream", ["BINARY"], "argument config: BINARY: not a YAML config"),
+    ("early_steps", ["--warmups", "0"], f"argument --warmups: 0 {POSITIVE}"),
+    ("early_steps", ["--warmups", "50", "-10"], f"argument --warmups: -10 {POSITIVE}"),
+    ("early_steps", ["--sentences", "0"], f"argument --sentences: 0 {POSITIVE}"),
+    ("early_steps", ["--held-out-blocks", "0"], f"argument --held-out-blocks: 0 {POSITIVE}"),
+    ("early_steps", ["--seeds", "-1"], f"argument --seeds: -1 {NONNEGATIVE}"),
+    ("embedding_matrices", ["--out", "FILE"], "argument --out: FILE is a file"),
+    ("embedding_matrices", ["--config", "BINARY"], "argument --config: BINARY: not a YAML"),
+    ("extraction", ["--device", "tpu"], "argument --device: tpu is not a device torch knows"),
+    ("extraction", ["--tokens", "0"], f"argument --tokens: 0 {POSITIVE}"),
+    ("extraction", ["--token-budget", "2048", "0"], f"argument --token-budget: 0 {POSITIVE}"),
+    ("extraction", ["--threads", "0"], f"argument --threads: 0 {POSITIVE}"),
+    ("geometry", ["MISSING"], "argument config: MISSING: no such file"),
+    ("geometry", ["ENCODER", "--untrained", "-1"], f"argument --untrained: -1 {NONNEGATIVE}"),
+    ("geometry", ["ENCODER", "--models", "bert"], "error: --untrained and --models go with"),
+    ("geometry", ["ENCODER", "--within-models", "--models", "gpt2"], "not in the config: gpt2"),
+    ("geometry_corrections", ["--cores", "0"], f"argument --cores: 0 {POSITIVE}"),
+    ("instruments", ["--out", "FILE"], "argument --out: FILE is a file"),
+    ("instruments", ["MISSING"], "argument config: MISSING: no such file"),
+    ("lanczos", ["--shard", "MISSING"], "argument --shard: MISSING: no such file"),
+    ("layer_profile", ["BINARY"], "argument config: BINARY: not a YAML config"),
+    ("measure_memory", ["--sts", "NO_DIRECTORY"], "argument --sts: NO_DIRECTORY: no such"),
+    ("measure_memory", ["--sts", ".", "--cores", "0"], f"argument --cores: 0 {POSITIVE}"),
+    ("measures", ["--sizes", "1000", "0"], f"argument --sizes: 0 {POSITIVE}"),
+    ("measures", ["--dim", "0"], f"argument --dim: 0 {POSITIVE}"),
+    ("neighbours", ["--devices", "cpu", "tpu"], "argument --devices: tpu is not a device"),
+    ("neighbours", ["--sizes", "-5"], f"argument --sizes: -5 {POSITIVE}"),
+    ("newcomer", ["--out", "FILE"], "argument --out: FILE is a file"),
+    ("protocols", ["--sts", "NO_DIRECTORY", "--data", "."], "argument --sts: NO_DIRECTORY"),
+    ("protocols", ["--sts", ".", "--data", ".", "--cores", "0"], f"--cores: 0 {POSITIVE}"),
+    ("redraw", ["x", "--results", "NO_DIRECTORY"], "argument --results: NO_DIRECTORY: no such"),
+    ("redraw", ["x", "--ablation", "a", "b", "c"], "--ablation: a b c: BLOCK is not a number"),
+    ("sweep_embedding_matrices", ["--threads", "0"], f"argument --threads: 0 {POSITIVE}"),
+    ("sweep_embedding_matrices", ["--steps", "-1"], f"argument --steps: -1 {NONNEGATIVE}"),
+    ("train_checkpoints", ["--out", "FILE"], "argument --out: FILE is a file"),
+    ("train_checkpoints", ["--out", "NO_DIRECTORY", "--warmup", "0"], f"--warmup: 0 {POSITIVE}"),
+    ("train_checkpoints", ["--out", "NO_DIRECTORY", "--steps", "-1"], "--steps: -1 is not an"),
+    ("training_sweep", ["--seeds", "-1"], f"argument --seeds: -1 {NONNEGATIVE}"),
+    ("training_sweep", ["--cores", "0"], f"argument --cores: 0 {POSITIVE}"),
+]
+
+
+def _named(text: str, places: dict[str, str]) -> str:
+    for name, path in places.items():
+        text = text.replace(name, path)
+    return text
+
+
+def test_each_bench_refuses_bad_arguments_in_one_line_before_any_work(places, tmp_path, capsys):
+    before = sorted(tmp_path.iterdir())
+    for bench, argv, said in REFUSED:
+        module = importlib.import_module(bench)
+        with pytest.raises(SystemExit) as exited:
+            module.parse_arguments([_named(argument, places) for argument in argv])
+        (line,) = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+        assert exited.value.code == 2 and _named(said, places) in line, (bench, argv, line)
+    assert sorted(tmp_path.iterdir()) == before  # nothing made, the file under --out kept
+    assert Path(places["FILE"]).read_text() == "kept\n"
+    assert {bench for bench, _, _ in REFUSED} >= set(BENCHES) - {"alignment_sensitivity"}
+
+
+@pytest.mark.skipif(torch.backends.mps.is_available(), reason="this torch has MPS")
+def test_a_bench_device_this_torch_lacks_is_refused_in_the_words_the_workflow_uses(capsys):
+    module = importlib.import_module("extraction")
+    with pytest.raises(SystemExit) as exited:
+        module.parse_arguments(["--device", "mps"])
+    line = capsys.readouterr().err.splitlines()[-1]
+    assert exited.value.code == 2
+    assert line.endswith(
+        "argument --device: mps asked for, but torch sees no mps device here; use auto (a "
+        "GPU where there is one) or cpu"
+    )
+    assert module.parse_arguments(["--device", "auto"]).device in ("cpu", "cuda")
+
+
+def test_each_bench_checks_its_arguments_before_anything_else():
+    """Each bench's main() parses its command line (`parse_arguments`) as its first
+    statement, so that the refusals above come before any model loads or file is
+    written."""
+    for bench in BENCHES:
+        module = importlib.import_module(bench)
+        body = ast.parse(inspect.getsource(module.main)).body[0].body
+        if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # the docstring
+        first = body[0]
+        assert isinstance(first, ast.Assign) and isinstance(first.value, ast.Call), bench
+        assert ast.unparse(first.value) == "parse_arguments()", bench
