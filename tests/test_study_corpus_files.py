@@ -33,7 +33,7 @@ from contextuality import steps
 from contextuality.corpus.index import IndexFiles, IndexSettings
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.errors import InputDataError
-from contextuality.provenance import config_hash, read_json
+from contextuality.provenance import config_hash, read_json, write_json
 from contextuality.workflow import study_files
 
 
@@ -246,3 +246,27 @@ def test_an_overlap_that_leaves_the_content_window_no_step_is_refused_at_the_dry
             result.stderr
         )
     assert {path: path.read_bytes() for path in shards} == shards
+
+
+def test_an_extraction_of_another_index_is_refused_while_newer(here, tiny_bert_dir):
+    """A model's meta.json extracted from another index than the one at hand, newer than
+    it: another study's extraction, refused; older, it is extracted again, and nothing is
+    said."""
+    directory, config = here
+    config = _with_defaults({**config, "models": {"bert": {"source": str(tiny_bert_dir)}}})
+    _made(directory, config, ("corpus", "index"))
+    meta = directory / "results/embeddings/bert/meta.json"
+    index = read_json(study_files.CORPUS / "index.json")["index_checksum"]
+    write_json(meta, {"index_checksum": index})
+    _later(meta)
+    study_files.check_extractions(config)
+    write_json(meta, {"index_checksum": "0" * 64})
+    _later(meta)
+    with pytest.raises(InputDataError) as refused:
+        study_files.check_extractions(config)
+    assert str(refused.value).startswith(
+        f"results/embeddings/bert/meta.json: extracted from index {'0' * 64}, not from the "
+        f"index at hand (results/corpus/index.json: {index})"
+    )
+    os.utime(meta, (1, 1))
+    study_files.check_extractions(config)

@@ -103,6 +103,7 @@ from contextuality.workflow.report import report_section
 from contextuality.workflow.study import check_devices
 from contextuality.workflow.study_files import (
     SUBWORD_STAGE,
+    check_extractions,
     check_index_files,
     check_stage_settings,
     settings_record,
@@ -210,7 +211,8 @@ def check_planned_inputs(config: dict[str, Any], dry_run: bool = False) -> None:
     Snakemake's input function it would fail inside Snakemake's frames), or a
     ``min_contexts`` no word of the index at hand reaches (`index.check_min_contexts`), or
     a corpus file another study made, whatever subset of its files was copied in
-    (`study_files.check_stage_settings`, `study_files.check_index_files`). A dry run
+    (`study_files.check_stage_settings`, `study_files.check_index_files`), or an
+    extraction of another index (`study_files.check_extractions`). A dry run
     (`dry_run`) also warns of a GPU asked for where there is none: whether the jobs will
     run here is known only once the run starts (`check_run_devices`)."""
     try:
@@ -221,6 +223,7 @@ def check_planned_inputs(config: dict[str, Any], dry_run: bool = False) -> None:
                 raise ConfigError(f"corpus.text.path: {error}") from error
         check_stage_settings(config)
         check_index_files(config)
+        check_extractions(config)
         if dry_run:
             try:
                 check_devices(config)

@@ -14,7 +14,7 @@ rebuilds the stage. A file at hand whose recorded settings are not this config's
 this config's record is older than it was made by no run of this study: another study's,
 refused here in one line. Each file is also checked against its siblings: an index's
 files against its summary, an index and a split against the sentence table they were
-built from.
+built from, and a model's extraction against the index it was extracted from.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from contextuality.corpus.settings import CorpusSettings
 from contextuality.errors import InputDataError
 from contextuality.provenance import config_hash, read_json
 from contextuality.tables import read_footer_provenance
-from contextuality.workflow.config import subword_index_settings, subword_tokenizers
+from contextuality.workflow.config import model_names, subword_index_settings, subword_tokenizers
+from contextuality.workflow.paths import extraction_metas, index_directory
 
 CORPUS = Path("results/corpus")
 SENTENCES = CORPUS / "sentences.parquet"
@@ -177,6 +178,29 @@ def _check_siblings(stage: str, files: IndexFiles) -> None:
                 f"with another index's summary): another study's file; "
                 + ADVICE.format(files=_files_of(stage, files.summary), what=_rebuilt(stage))
             )
+
+
+def check_extractions(config: dict[str, Any]) -> None:
+    """Refuse (InputDataError, one line) a model's meta.json extracted from another index
+    than the one at hand while not older than it: another study's extraction, which
+    Snakemake would not redo, and whose shards no row of this index aligns with. An older
+    one is extracted again before anything reads it."""
+    for model in model_names(config):
+        summary = Path(index_directory(config, model)) / INDEX_FILE_NAMES["summary"]
+        if not summary.is_file():
+            continue
+        index = read_json(summary).get("index_checksum")
+        for meta in map(Path, extraction_metas(config, model)):
+            if not meta.is_file() or _older(meta, summary):
+                continue
+            extracted_from = read_json(meta).get("index_checksum")
+            if extracted_from != index:
+                raise InputDataError(
+                    f"{meta}: extracted from index {extracted_from}, not from the index at "
+                    f"hand ({summary}: {index}), though newer than it: another study's "
+                    f"extraction; put this study's back, or delete {meta.parent}/ and the "
+                    "run extracts the model again from this study's index"
+                )
 
 
 def _older(path: Path, than: Path) -> bool:
