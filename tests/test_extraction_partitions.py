@@ -20,7 +20,8 @@ from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec
 from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.errors import ConfigError, ShardMismatchError
-from contextuality.extraction.partitions import partition_bounds, segments
+from contextuality.extraction.partitions import SEGMENT_WORDS as DEFAULT_SEGMENT_WORDS
+from contextuality.extraction.partitions import part_segments, partition_bounds, segments
 from contextuality.extraction.units import sentence_units, units_of_part
 from contextuality.storage.hdf5 import seal_attributes
 from contextuality.storage.shards import (
@@ -29,10 +30,12 @@ from contextuality.storage.shards import (
     load_shards,
     shard_attributes,
 )
+from contextuality.tables import read_tsv
 
 from extraction import extract_into_shards, with_spec
 
-# Sentences of 1 to 13 words, so that blocks of 20 words hold one to a few sentences.
+# Sentences of 1 to 13 words, so that segments of 40 words hold a few sentences, and the
+# cuts between three parts cross some segments and not others.
 SENTENCES = [
     f"{sentence} Case {k}."
     for k in range(3)
@@ -45,7 +48,7 @@ SENTENCES = [
         "The bank raised interest rates; the river bank flooded.",
     )
 ]
-SEGMENT_WORDS = 20
+SEGMENT_WORDS = 40
 LAYERS = (0, 1, 2)
 
 
@@ -54,47 +57,78 @@ LAYERS = (0, 1, 2)
 # --------------------------------------------------------------------------------------
 
 
-def _check_bounds(counts: np.ndarray, n_parts: int, block_rows: int) -> list[tuple[int, int]]:
+def _check_bounds(counts: np.ndarray, n_parts: int) -> list[tuple[int, int]]:
     """Assert the properties `partition_bounds` promises; return its ranges."""
-    bounds = partition_bounds(counts, n_parts, block_rows)
+    bounds = partition_bounds(counts, n_parts)
     assert len(bounds) == n_parts
     assert bounds[0][0] == 0 and bounds[-1][1] == len(counts)
     for (_, end), (start, _) in zip(bounds, bounds[1:], strict=False):
         assert end == start  # contiguous, nothing skipped or repeated
     assert all(start <= end for start, end in bounds)
-    blocks = segments(counts, block_rows)
-    starts = {start for start, _ in blocks} | {len(counts)}
-    assert all(start in starts for start, _ in bounds)  # cut only between blocks
     rows = np.array([counts[start:end].sum() for start, end in bounds])
     assert rows.sum() == counts.sum()
-    largest_block = max(int(counts[start:end].sum()) for start, end in blocks)
-    assert np.abs(rows - counts.sum() / n_parts).max() <= largest_block
+    if n_parts <= np.count_nonzero(counts):
+        assert (rows > 0).all()  # every part holds rows where the sentences allow it
+    # balanced within one sentence's rows
+    assert np.abs(rows - counts.sum() / n_parts).max() <= max(1, int(counts.max(initial=0)))
     return bounds
 
 
 def test_partition_bounds_cover_every_sentence_in_balanced_contiguous_parts():
     rng = np.random.default_rng(0)
-    for _ in range(200):
+    for _ in range(300):
         counts = rng.integers(0, 40, size=int(rng.integers(0, 60)))
-        n_parts = int(rng.integers(1, 12))
-        # Cut between any two sentences: balanced within one sentence's rows.
-        bounds = _check_bounds(counts, n_parts, block_rows=1)
-        rows = np.array([counts[start:end].sum() for start, end in bounds])
-        bound = max(1, int(counts.max(initial=0)))
-        assert np.abs(rows - counts.sum() / n_parts).max() <= bound
-        _check_bounds(counts, n_parts, block_rows=int(rng.integers(1, 200)))
-    assert partition_bounds([3, 3, 3, 3], 2, 1) == [(0, 2), (2, 4)]
-    assert partition_bounds([3, 3, 3, 3], 1, 1) == [(0, 4)]
-    assert partition_bounds([10, 1, 1, 1, 1], 2, 1) == [(0, 1), (1, 5)]
+        counts[rng.random(len(counts)) < 0.2] = 0  # sentences without rows among them
+        _check_bounds(counts, int(rng.integers(1, 12)))
+    assert partition_bounds([3, 3, 3, 3], 2) == [(0, 2), (2, 4)]
+    assert partition_bounds([3, 3, 3, 3], 1) == [(0, 4)]
+    assert partition_bounds([10, 1, 1, 1, 1], 2) == [(0, 1), (1, 5)]
+    # a sentence of more rows than a part's share pushes the next cut along
+    assert partition_bounds([100, 1, 1], 3) == [(0, 1), (1, 2), (2, 3)]
+    # sentences without rows stay with the part before them
+    assert partition_bounds([0, 0, 5, 0, 5, 0], 2) == [(0, 4), (4, 6)]
 
 
-def test_fewer_sentences_or_blocks_than_parts_leave_parts_empty():
-    assert partition_bounds([5, 5], 4, 1) == [(0, 1), (1, 1), (1, 2), (2, 2)]
+def test_a_corpus_under_one_segment_is_split_by_rows():
+    """The default segments hold 16,384 rows: 700 rows are one segment, yet each of three
+    parts holds a third of them, and runs the segment's sentences of its own."""
+    counts = np.full(100, 7)
+    assert segments(counts, DEFAULT_SEGMENT_WORDS) == [(0, 100)]
+    bounds = partition_bounds(counts, 3)
+    assert bounds == [(0, 33), (33, 67), (67, 100)]
+    assert [part_segments(counts, *part, DEFAULT_SEGMENT_WORDS) for part in bounds] == [
+        [part] for part in bounds
+    ]
+
+
+def test_a_part_runs_the_whole_extractions_segments_clipped_to_it():
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        counts = rng.integers(0, 30, size=int(rng.integers(1, 80)))
+        segment_words = int(rng.integers(1, 120))
+        n_parts = int(rng.integers(1, 9))
+        whole = segments(counts, segment_words)
+        bounds = partition_bounds(counts, n_parts)
+        ran = []
+        for first, end in bounds:
+            ours = part_segments(counts, first, end, segment_words)
+            # contiguous, inside the part, covering it
+            starts = [start for start, _ in ours]
+            assert starts == [first, *[stop for _, stop in ours[:-1]]][: len(ours)]
+            assert all(start < stop for start, stop in ours)
+            assert (ours[-1][1] if ours else first) == end
+            ran += ours
+        # every segment no cut crosses is run as it is; at most n_parts - 1 are crossed
+        cuts = {start for start, _ in bounds[1:]}
+        crossed = [(a, b) for a, b in whole if any(a < cut < b for cut in cuts)]
+        assert [seg for seg in whole if seg not in crossed] == [seg for seg in ran if seg in whole]
+        assert len(crossed) <= n_parts - 1
+
+
+def test_fewer_sentences_holding_rows_than_parts_leave_parts_without_rows():
+    assert partition_bounds([5, 5], 4) == [(0, 1), (1, 1), (1, 2), (2, 2)]
     assert partition_bounds([], 3) == [(0, 0)] * 3
-    # The default blocks hold 16,384 rows: a small corpus is one block, so one part.
-    bounds = partition_bounds([7] * 100, 3)
-    assert [end - start for start, end in bounds].count(100) == 1
-    assert sum(end - start for start, end in bounds) == 100
+    assert partition_bounds([5, 0, 0], 2) == [(0, 3), (3, 3)]
 
 
 @pytest.mark.parametrize("n_parts", [0, -1, 1.5, True, "2"])
@@ -130,22 +164,47 @@ def _extract(loaded, directory: Path, part: int = 0, n_parts: int = 1, checksum=
 
 @pytest.fixture(scope="module")
 def extracted(bert, tmp_path_factory):
-    """The tiny BERT's shards of SENTENCES, whole and in 3 parts (blocks of 20 words)."""
+    """The tiny BERT's shards of SENTENCES, whole and in 3 parts (segments of 40 words)."""
     root = tmp_path_factory.mktemp("partitions")
     whole = _extract(bert, root / "whole")
     parts = [_extract(bert, root / f"part_{part}-of-3", part, 3) for part in range(3)]
     return whole, parts
 
 
+def regrouped_rows(counts: np.ndarray, n_parts: int, segment_words: int) -> np.ndarray:
+    """(n_rows,) bool: the rows of the whole extraction's segments that a cut between
+    `n_parts` parts crosses (run in other batches by the parts); the others run as one job
+    runs them."""
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    cuts = [start for start, _ in partition_bounds(counts, n_parts)[1:]]
+    regrouped = np.zeros(int(offsets[-1]), dtype=bool)
+    for start, stop in segments(counts, segment_words):
+        if any(start < cut < stop for cut in cuts):
+            regrouped[offsets[start] : offsets[stop]] = True
+    return regrouped
+
+
+def assert_rows_agree(found: np.ndarray, expected: np.ndarray, regrouped: np.ndarray) -> None:
+    """`found` (n_rows, d) float16 values is `expected` bit for bit, NaN rows included, but
+    in the `regrouped` rows, where each value is within one float16 step of the expected."""
+    np.testing.assert_array_equal(found[~regrouped], expected[~regrouped])
+    assert np.array_equal(np.isnan(found), np.isnan(expected))
+    step = np.spacing(np.abs(expected[regrouped]).astype(np.float16)).astype(np.float32)
+    difference = np.abs(found[regrouped] - expected[regrouped])
+    assert (np.nan_to_num(difference) <= step).all()
+
+
 def test_the_parts_rows_are_the_whole_extractions_rows(bert, extracted):
     (whole_report, whole), parts = extracted
     n_rows = whole_report.n_occurrences
     units = sentence_units(bert, SENTENCES)
-    bounds = partition_bounds(units.counts, 3, SEGMENT_WORDS)
-    assert all(end > start for start, end in bounds)  # three parts, none empty
+    bounds = partition_bounds(units.counts, 3)
+    regrouped = regrouped_rows(units.counts, 3, SEGMENT_WORDS)
+    assert 0 < regrouped.sum() < n_rows  # some rows run as one job runs them, some not
     first_row = 0
     for part, ((report, paths), (start, end)) in enumerate(zip(parts, bounds, strict=True)):
         rows = int(units.counts[start:end].sum())
+        assert rows > 0  # every part holds rows
         assert (report.n_sentences, report.n_occurrences) == (end - start, rows)
         attributes = shard_attributes(paths[1])
         assert {key: attributes[key] for key in ("part", "n_parts", "first_row")} == {
@@ -167,7 +226,7 @@ def test_the_parts_rows_are_the_whole_extractions_rows(bert, extracted):
             [paths[layer] for _, paths in parts], "index-a", n_rows
         )
         assert gathered.dtype == np.float32 and gathered.shape == expected.shape
-        np.testing.assert_array_equal(gathered, expected)  # exactly, NaN rows included
+        assert_rows_agree(gathered, expected, regrouped)
         assert combined["layer"] == layer and combined["model"] == attributes["model"]
         assert "part" not in combined and "first_row" not in combined
         assert combined["n_missing"] == attributes["n_missing"]
@@ -176,9 +235,9 @@ def test_the_parts_rows_are_the_whole_extractions_rows(bert, extracted):
             [paths[layer] for _, paths in reversed(parts)], "index-a", dtype=None
         )
         assert stored.dtype == np.float16
-        np.testing.assert_array_equal(stored.astype(np.float32), expected)
+        np.testing.assert_array_equal(stored.astype(np.float32), gathered)
         np.testing.assert_array_equal(
-            load_shards([paths[layer] for _, paths in parts], "index-a")[0], expected
+            load_shards([paths[layer] for _, paths in parts], "index-a")[0], gathered
         )
         np.testing.assert_array_equal(load_shards(whole[layer], "index-a")[0], expected)
         np.testing.assert_array_equal(load_shards([whole[layer]], "index-a")[0], expected)
@@ -208,15 +267,18 @@ def test_the_units_of_a_part_are_the_corpus_units_of_its_sentences(bert):
         units_of_part(sentence_units(bert, SENTENCES[first:end]), whole.counts, first + 1)
 
 
-def test_more_parts_than_blocks_give_empty_parts_that_gather_too(bert, extracted, tmp_path):
+def test_more_parts_than_sentences_give_empty_parts_that_gather_too(bert, extracted, tmp_path):
     (whole_report, whole), _ = extracted
     n_parts = 40  # more than the sentences
     parts = [_extract(bert, tmp_path / str(part), part, n_parts)[1] for part in range(n_parts)]
-    assert any(_rows(paths[2]) == 0 for paths in parts)  # some parts are empty
+    rows = [_rows(paths[2]) for paths in parts]
+    assert rows.count(0) == n_parts - len(SENTENCES)  # a sentence in each of the others
     totals = {shard_attributes(paths[2])["n_rows_total"] for paths in parts}
     assert totals == {whole_report.n_occurrences}
     gathered, _ = load_shard_parts([paths[2] for paths in parts], "index-a")
-    np.testing.assert_array_equal(gathered, load_shard(whole[2], "index-a")[0])
+    counts = sentence_units(bert, SENTENCES).counts
+    regrouped = regrouped_rows(counts, n_parts, SEGMENT_WORDS)
+    assert_rows_agree(gathered, load_shard(whole[2], "index-a")[0], regrouped)
 
 
 def test_a_part_outside_the_parts_is_refused(bert, tmp_path):
@@ -397,6 +459,22 @@ def _large_corpus(path: Path) -> int:
     return len(lines)
 
 
+def _assert_tables_agree(found: pd.DataFrame, expected: pd.DataFrame) -> None:
+    """The same rows and columns, the text equal and the numbers within 10⁻⁴ (relative):
+    what rows one float16 step apart in a few segments can change."""
+    assert list(found.columns) == list(expected.columns) and len(found) == len(expected)
+    numbers = expected.select_dtypes("number").columns
+    pd.testing.assert_frame_equal(found.drop(columns=numbers), expected.drop(columns=numbers))
+    np.testing.assert_allclose(found[numbers], expected[numbers], rtol=1e-4, atol=1e-6)
+
+
+def _static_vectors(path: Path) -> tuple[list[str], np.ndarray]:
+    """A static-vector file's words and vectors (word2vec's text format)."""
+    lines = path.read_text().splitlines()[1:]
+    words = [line.split(" ", 1)[0] for line in lines]
+    return words, np.array([line.split(" ")[1:] for line in lines], dtype=np.float64)
+
+
 @pytest.mark.workflow
 def test_a_partitioned_run_gives_the_results_of_one_job(tmp_path, tiny_bert_dir):
     from test_workflow import _config, _snakemake, _write_config
@@ -405,47 +483,55 @@ def test_a_partitioned_run_gives_the_results_of_one_job(tmp_path, tiny_bert_dir)
     bert = {"source": str(tiny_bert_dir), "segment_words": WORKFLOW_SEGMENT_WORDS}
     config = _config(tmp_path / "corpus.txt", {"bert": bert})
     config["measures"]["transforms"] = ["none"]
-    targets = [
-        "results/tables/measures.tsv",
-        "results/tables/words/bert.none.tsv",
+    tables = ["results/tables/measures.tsv", "results/tables/words/bert.none.tsv"]
+    vectors = [
         "results/static/bert/none/pc1/layer_2.txt",
         "results/static/bert/none/mean/layer_1.txt",
     ]
     _write_config(tmp_path, config)
-    result = _snakemake(tmp_path, *targets)
+    result = _snakemake(tmp_path, *tables, *vectors)
     assert result.returncode == 0, result.stderr[-3000:]
-    one_job = {path: (tmp_path / path).read_bytes() for path in targets}
+    one_job = {path: read_tsv(tmp_path / path) for path in tables}
+    one_job_vectors = {path: _static_vectors(tmp_path / path) for path in vectors}
     per_layer = {
         layer: pd.read_parquet(tmp_path / f"results/measures/bert/none/layer_{layer}.parquet")
         for layer in LAYERS
     }
     occurrences = pd.read_parquet(tmp_path / "results/corpus/occurrences.parquet")
-    assert len(occurrences) > 4 * WORKFLOW_SEGMENT_WORDS  # five blocks of the extraction
+    assert len(occurrences) > 4 * WORKFLOW_SEGMENT_WORDS  # five segments of the extraction
 
     config["extraction"] = {"partitions": 3}
     _write_config(tmp_path, config)
-    planned = _snakemake(tmp_path, "--dry-run", *targets)
+    planned = _snakemake(tmp_path, "--dry-run", *tables, *vectors)
     assert planned.returncode == 0, planned.stderr[-3000:]
     stats = (planned.stdout + planned.stderr).split("Job stats:")[1]
     assert re.search(r"^extract_bert\s+3$", stats, re.MULTILINE)
     assert re.search(r"^measure_layer\s+3$", stats, re.MULTILINE)
     assert not re.search(r"^(sentences|occurrence_index)\s", stats, re.MULTILINE)
-    result = _snakemake(tmp_path, *targets)
+    result = _snakemake(tmp_path, *tables, *vectors)
     assert result.returncode == 0, result.stderr[-3000:]
 
-    for path in targets:  # the same bytes: every measure, word and static vector
-        assert (tmp_path / path).read_bytes() == one_job[path], path
+    # every measure, word and static vector: the one job's, within the rounding of the
+    # rows that the cuts between parts run in other batches
+    for path in tables:
+        _assert_tables_agree(read_tsv(tmp_path / path), one_job[path])
+    for path in vectors:
+        words, found = _static_vectors(tmp_path / path)
+        assert words == one_job_vectors[path][0]
+        np.testing.assert_allclose(found, one_job_vectors[path][1], rtol=1e-3, atol=1e-4)
     for layer, words in per_layer.items():
         partitioned = pd.read_parquet(
             tmp_path / f"results/measures/bert/none/layer_{layer}.parquet"
         )
-        pd.testing.assert_frame_equal(partitioned, words)
+        _assert_tables_agree(partitioned, words)
     parts = [tmp_path / path for path in workflow.layer_shards(config, "bert", 1)["shard"]]
     rows = [_rows(path) for path in parts]
     assert sum(rows) == len(occurrences) and min(rows) > 0  # every part holds rows
     index = json.loads((tmp_path / "results/corpus/index.json").read_text())["index_checksum"]
     whole, _ = load_shard(tmp_path / "results/embeddings/bert/layer_1.h5", index)
-    np.testing.assert_array_equal(load_shard_parts(parts, index)[0], whole)
+    counts = np.bincount(occurrences["sentence_id"].to_numpy())
+    regrouped = regrouped_rows(counts, 3, WORKFLOW_SEGMENT_WORDS)
+    assert_rows_agree(load_shard_parts(parts, index)[0], whole, regrouped)
     for part, path in enumerate(workflow.extraction_metas(config, "bert")):
         meta = json.loads((tmp_path / path).read_text())
         assert (meta["part"], meta["n_parts"], meta["n_occurrences"]) == (part, 3, rows[part])

@@ -1,11 +1,14 @@
-"""How an extraction's sentences are cut: into segments, and segments into parts.
+"""How an extraction's sentences are cut: into parts, and parts into segments.
 
-A *segment* is a run of consecutive sentences holding about ``segment_words`` units (shard
-rows): the unit in which inputs are encoded, batches planned, and vectors written. A
-*part* is a contiguous range of segments run as a job of its own (``extraction.partitions``
-in the workflow), so that a large corpus spreads over GPUs or nodes. Parts are cut only
-between segments, so a part runs exactly the batches a whole extraction runs for its
-sentences. `plan_extraction` settles both before any forward pass.
+A *part* is a contiguous range of sentences run as a job of its own
+(``extraction.partitions`` in the workflow), so that a large corpus spreads over GPUs or
+nodes; parts are balanced by rows and cut between sentences (`partition_bounds`), so that
+every part holds rows whatever the corpus's size. A *segment* is a run of consecutive
+sentences holding about ``segment_words`` units (shard rows): the unit in which inputs are
+encoded, batches planned, and vectors written. A part runs the whole extraction's segments
+clipped to its sentences (`part_segments`): a segment never crosses a part's boundary, and
+only the segments a cut crosses run other batches than one job runs. `plan_extraction`
+settles both before any forward pass.
 """
 
 from __future__ import annotations
@@ -63,51 +66,70 @@ def segments(rows_per_sentence: np.ndarray, segment_words: int) -> list[tuple[in
     return found
 
 
-def partition_bounds(
-    rows_per_sentence: np.ndarray, n_parts: int, segment_words: int = SEGMENT_WORDS
-) -> list[tuple[int, int]]:
+def partition_bounds(rows_per_sentence: np.ndarray, n_parts: int) -> list[tuple[int, int]]:
     """Split the sentences into `n_parts` contiguous ranges [start, end), balanced by rows.
 
     rows_per_sentence: (n_sentences,) units (shard rows) of each sentence, in corpus order.
-    Parts are cut only where the extraction starts a segment (`segments` with
-    `segment_words`), each cut at the segment start nearest to k·total/n_parts rows: a part
-    then runs exactly the batches the whole extraction runs for its sentences, so its rows
-    are the whole extraction's rows, bit for bit wherever the forward pass is deterministic
-    (a cut inside a segment would regroup its batches, and other padding and batch shapes
-    change the last bits of a forward pass). Each part holds total/n_parts rows give or
-    take one segment's rows; ``segment_words=1`` cuts between any two sentences.
+    Cut k falls before the sentence holding rows whose first row is nearest k·total/n_parts
+    (ties: the later), so a part holds total/n_parts rows give or take about one sentence's
+    rows; sentences without rows stay with the part before them. Where at least `n_parts`
+    sentences hold rows, the cuts are moved apart until every part holds rows (a sentence
+    of more than total/n_parts rows pushes its neighbours' cuts along). Segments do not
+    constrain the cuts: `plan_extraction` cuts the segments inside each part.
 
-    Returns exactly `n_parts` ranges, in order, covering 0..n_sentences. When there are
-    fewer segments than parts, some parts are empty (start == end); the extraction of an
-    empty part writes shards of 0 rows. Raises ConfigError when `n_parts` is not an
-    integer ≥ 1.
+    Returns exactly `n_parts` ranges, in order, covering 0..n_sentences. Only where fewer
+    sentences than parts hold rows does a part hold none (its range may be empty); it then
+    writes shards of 0 rows, or a state of empty sums, that gather and merge exactly.
+    Raises ConfigError when `n_parts` is not an integer ≥ 1.
     """
     if isinstance(n_parts, bool) or not isinstance(n_parts, int | np.integer) or n_parts < 1:
         raise ConfigError(f"the number of partitions must be an integer of at least 1: {n_parts!r}")
     counts = np.asarray(rows_per_sentence, dtype=np.int64)
     if counts.ndim != 1 or (counts < 0).any():
         raise ValueError("rows_per_sentence must be a 1-D array of non-negative counts")
-    cuts = np.array([start for start, _ in segments(counts, segment_words)] + [len(counts)])
+    holding = np.flatnonzero(counts > 0)  # the sentences a part can start at
+    cuts = np.concatenate([[0], holding[1:], [len(counts)]])  # candidate cuts, in order
     before = np.concatenate([[0], np.cumsum(counts)])[cuts]  # rows before each cut
     # Integer arithmetic: cut k is the one whose n_parts·rows is nearest k·total (ties: later).
     scaled = before * n_parts
     targets = np.arange(1, n_parts, dtype=np.int64) * int(before[-1])
     above = np.minimum(np.searchsorted(scaled, targets, side="left"), len(cuts) - 1)
     below = np.maximum(above - 1, 0)
-    nearer_below = targets - scaled[below] < scaled[above] - targets
-    edges = [0, *cuts[np.where(nearer_below, below, above)].tolist(), len(counts)]
+    chosen = np.where(targets - scaled[below] < scaled[above] - targets, below, above)
+    if n_parts <= len(holding):  # rows for every part: k cuts before cut k, n − k after
+        k = np.arange(1, n_parts)
+        room = np.maximum.accumulate(np.maximum(chosen - k, 0))  # chosen − k, non-decreasing
+        chosen = np.minimum(room, len(holding) - n_parts) + k
+    edges = [0, *cuts[chosen].tolist(), len(counts)]
     return [(int(edges[k]), int(edges[k + 1])) for k in range(n_parts)]
 
 
-def part_sentences(
-    rows_per_sentence: np.ndarray, part: int, n_parts: int, segment_words: int = SEGMENT_WORDS
-) -> tuple[int, int]:
+def part_sentences(rows_per_sentence: np.ndarray, part: int, n_parts: int) -> tuple[int, int]:
     """The sentence range [start, end) of part `part` (0-based) of `n_parts`
     (`partition_bounds`); ConfigError for a part outside 0..n_parts−1."""
-    bounds = partition_bounds(rows_per_sentence, n_parts, segment_words)
+    bounds = partition_bounds(rows_per_sentence, n_parts)
     if isinstance(part, bool) or not isinstance(part, int | np.integer) or not 0 <= part < n_parts:
         raise ConfigError(f"part {part!r} of {n_parts}: parts are numbered 0 to {n_parts - 1}")
     return bounds[part]
+
+
+def part_segments(
+    rows_per_sentence: np.ndarray, first: int, end: int, segment_words: int
+) -> list[tuple[int, int]]:
+    """The segments a part of sentences [first, end) runs: the whole extraction's segments
+    (`segments`) clipped to the part, so that a segment never crosses a part's boundary.
+
+    Every segment no cut crosses is one the whole extraction runs, with the same batches,
+    so its rows are the whole extraction's bit for bit wherever the forward pass is
+    deterministic (as on a CPU). A segment that a cut crosses is run as two, one in each
+    part; their batches are planned anew, and a sentence in a batch of other neighbours
+    and padding agrees with the whole extraction's rows within the float rounding of its
+    dtype, not bit for bit. So at most n_parts − 1 segments differ from the one job's."""
+    return [
+        (max(start, first), min(stop, end))
+        for start, stop in segments(rows_per_sentence, segment_words)
+        if max(start, first) < min(stop, end)
+    ]
 
 
 @dataclass(frozen=True)
@@ -172,7 +194,7 @@ def plan_extraction(
     read the corpus as one sequence (`LoadedModel.sequential`) cannot be partitioned."""
     segment_words = segment_words_of(loaded, layers)
     counts = np.asarray(rows_per_sentence, dtype=np.int64)
-    first, end = part_sentences(counts, part, n_parts, segment_words)
+    first, end = part_sentences(counts, part, n_parts)
     if loaded.sequential and n_parts > 1:
         raise ConfigError(
             f"model {loaded.spec.name} carries its states from sentence to sentence "
@@ -182,11 +204,7 @@ def plan_extraction(
     return ExtractionPlan(
         layers=tuple(layers),
         row_offsets=np.concatenate([[0], np.cumsum(counts)]),
-        segments=[
-            (start, stop)
-            for start, stop in segments(counts, segment_words)
-            if first <= start < stop <= end
-        ],
+        segments=part_segments(counts, first, end, segment_words),
         first_sentence=first,
         end_sentence=end,
         segment_words=segment_words,

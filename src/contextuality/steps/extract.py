@@ -177,8 +177,8 @@ def extract(
     float16 unless some value overflows it, in which case the job is run again into float32
     shards and the log says so.
 
-    part: (K, N), extract only part K (0-based) of N, a contiguous range of sentences cut
-    between the extraction's segments (`extraction.partitions`), into shards that hold its
+    part: (K, N), extract only part K (0-based) of N, a contiguous range of sentences
+    balanced by rows (`extraction.partitions.partition_bounds`), into shards that hold its
     rows alone and say which (``part``, ``n_parts``, ``first_row``, ``n_rows_total``;
     meta.json too); the measure and static-vector steps gather the parts' rows.
     """
@@ -250,8 +250,8 @@ def merge_stream(
     part_files: dict[int, list[PathLike]], part_metas: list[PathLike], outputs: LayerOutputs
 ) -> dict[str, Any]:
     """A streamed model extracted in parts (`stream` with ``part``): each layer's part
-    state files merged into one (`streaming.merge.merge_parts`: the one job's state, bit
-    for bit where the forward pass is deterministic) and their meta.json files into one
+    state files merged into one (`streaming.merge.merge_parts`: the state one job writes
+    of the parts' rows, its sums exact) and their meta.json files into one
     (`report.merged_meta`)."""
     from contextuality.streaming.merge import merge_parts
 

@@ -80,9 +80,11 @@ class StreamingAccumulator:
     dtype: what the vectors are stored as before they are summed (float16 by default), so
     that the measures equal those of shards. device: where the sums are kept and added
     (a torch device; on CUDA, ``write`` takes the segments as device tensors).
-    rows: the index rows [first, end) this accumulator sums (one part of a partitioned
-    extraction, `merge.merge_parts`; default all), written from row 0 on: the part's
-    own rows, of the whole index's samples those that fall among them.
+    rows: the index rows [first, end) this accumulator sums as one part of a partitioned
+    extraction (`merge.merge_parts`; None: all, as one job), written from row 0 on: the
+    part's own rows, of the whole index's samples those that fall among them. A part's
+    files hold its sums' limbs and its ``part_rows`` whatever its rows, all or none (a
+    part of no rows writes empty sums, which merge as nothing).
 
     Segments must come in row order, each holding whole sentences; rows that are NaN or all
     zero (no vector) are skipped, as `rows.rows_with_vectors` skips them in a shard.
@@ -118,6 +120,7 @@ class StreamingAccumulator:
             raise ValueError("the occurrence index's rows must be sorted by sentence")
         self.n_rows, self.dim, self.settings = len(self._word_id), int(dim), settings
         self.first_row, self.end_row = rows if rows is not None else (0, self.n_rows)
+        self.part = rows is not None  # a part's files record its rows and the sums' limbs
         indexed = self._track_words(indexed)
         n_sentences = int(self._sentence_id.max(initial=-1)) + 1
         copies = (
@@ -180,7 +183,7 @@ class StreamingAccumulator:
             check_free_space(directory, self.state_bytes(), name, None, what="state files")
 
         recorded = state_attributes(attributes, self.n_rows, self.dim, self.settings)
-        if (self.first_row, self.end_row) != (0, self.n_rows):
+        if self.part:
             recorded["part_rows"] = self.end_row - self.first_row  # merge.check_parts
         self._files = LayerFiles(paths, recorded, check_space)
         self._kept: dict[int, h5py.Dataset] = {}
@@ -258,9 +261,8 @@ class StreamingAccumulator:
             raise ValueError(
                 f"commit after row {self._next_row} of rows {self.first_row}:{self.end_row}"
             )
-        part = (self.first_row, self.end_row) != (0, self.n_rows)
         for layer in self.layers:
-            write_sums(self._files.files[layer], self.word_ids, self._sums[layer], limbs=part)
+            write_sums(self._files.files[layer], self.word_ids, self._sums[layer], self.part)
         self._files.commit(attributes)
 
     def abort(self) -> None:

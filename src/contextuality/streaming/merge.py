@@ -5,9 +5,10 @@ rows (`accumulate.StreamingAccumulator` with ``rows``) and keeps, of the whole i
 seeded samples, the rows that fall among them; its state files store each exact sum's
 limbs (`exact.ExactSum`). `merge_parts` checks that the parts are those of one extraction,
 each once, contiguous and covering every row, then adds their sums exactly, takes each
-sentence's values from its part and lays their sampled rows end to end: the state the
-one job writes, bit for bit wherever each segment's sums are computed the same (a
-deterministic forward pass, as on a CPU).
+sentence's values from its part and lays their sampled rows end to end: the state one job
+writes of the same rows, bit for bit, a part of no rows adding nothing. The parts' rows are
+one job's bit for bit except in the segments a cut between parts crosses, which run in
+other batches and agree within their dtype's rounding (`extraction.partitions`).
 """
 
 from __future__ import annotations
