@@ -213,8 +213,9 @@ def check_planned_inputs(config: dict[str, Any], dry_run: bool = False) -> None:
     a corpus file another study made, whatever subset of its files was copied in
     (`study_files.check_stage_settings`, `study_files.check_index_files`), or an
     extraction of another index (`study_files.check_extractions`). A dry run
-    (`dry_run`) also warns of a GPU asked for where there is none: whether the jobs will
-    run here is known only once the run starts (`check_run_devices`)."""
+    (`dry_run`) also warns of a device asked for that torch does not see here (a GPU
+    where there is none, mps on a torch without MPS): whether the jobs will run here is
+    known only once the run starts (`check_run_devices`)."""
     try:
         if config["corpus"]["source"] == "text":
             try:
@@ -240,8 +241,8 @@ def check_planned_inputs(config: dict[str, Any], dry_run: bool = False) -> None:
 
 def check_run_devices(config: dict[str, Any], local_run: bool) -> None:
     """For a run whose jobs run here (`local_run`: Snakemake's ``workflow.local_exec``, known
-    once the run starts), end it in one line before any job removes an output where a GPU
-    is asked for that torch does not see (`study.check_devices`)."""
+    once the run starts), end it in one line before any job removes an output where a
+    device is asked for that torch does not see (`study.check_devices`)."""
     if not local_run:
         return
     try:
