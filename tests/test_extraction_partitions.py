@@ -539,7 +539,8 @@ def test_a_partitioned_run_gives_the_results_of_one_job(tmp_path, tiny_bert_dir)
 
 def test_parts_from_the_command_line(tmp_path, tiny_bert_dir, capsys):
     """`extract --parts N --part K` writes one part; `measure` given every part's shard
-    measures what it measures on the whole extraction's."""
+    measures what it measures on the whole extraction's (within the rounding of the batches
+    the cut regroups)."""
     from contextuality.cli import main
 
     corpus = tmp_path / "corpus.txt"
@@ -564,4 +565,4 @@ def test_parts_from_the_command_line(tmp_path, tiny_bert_dir, capsys):
         arguments = ["measure", *map(str, shards), "--sentences", sentences, "--index", index]
         assert main([*arguments, "-o", str(prefix)]) == 0
         tables[name] = pd.read_parquet(f"{prefix}.parquet")
-    pd.testing.assert_frame_equal(tables["parts"], tables["whole"])
+    _assert_tables_agree(tables["parts"], tables["whole"])
