@@ -441,6 +441,49 @@ def test_partitions_name_one_directory_per_part():
     assert "results/embeddings/m/meta.json" not in outputs
 
 
+def test_more_partitions_than_the_corpus_holds_sentences_are_refused_at_plan_time(
+    tmp_path, monkeypatch
+):
+    """Known before the run, the corpus's sentences bound ``extraction.partitions``:
+    ``corpus.max_sentences``, or this config's sentence table at hand; refused in one
+    line naming the key, before any job runs."""
+    from test_workflow import _config
+
+    from contextuality.schema import with_defaults
+    from contextuality.tables import write_parquet
+    from contextuality.workflow.study_files import SENTENCES, check_partitions, stage_digest
+
+    monkeypatch.chdir(tmp_path)
+    Path("corpus.txt").write_text("One cat.\nTwo dogs.\nThree birds.\n")
+    config = with_defaults(_config(Path("corpus.txt"), {"m": {"source": "x", "layers": [0]}}))
+    config["extraction"]["partitions"] = 4
+    check_partitions(config)  # the corpus's size not known yet: nothing refused
+    config["corpus"]["max_sentences"] = 3
+    with pytest.raises(SystemExit) as refused:
+        workflow.check_planned_inputs(config)
+    assert str(refused.value.code) == (
+        "error: extraction.partitions: 4 parts of a corpus of 3 sentences "
+        "(corpus.max_sentences); set it to at most 3, since a part is a range of whole "
+        "sentences"
+    )
+    config["corpus"]["max_sentences"] = None
+    SENTENCES.parent.mkdir(parents=True)
+    provenance = {"config_hash": stage_digest(config, "corpus"), "n_sentences": 3}
+    write_parquet(
+        pd.DataFrame({"text": ["One cat.", "Two dogs.", "Three birds."]}), SENTENCES, provenance
+    )
+    with pytest.raises(ConfigError, match=r"4 parts of a corpus of 3 sentences \(results/corpus/"):
+        check_partitions(config)
+    config["extraction"]["partitions"] = 3  # a sentence for each part
+    check_partitions(config)
+    config["extraction"]["partitions"] = 4
+    config["corpus"]["text"]["split_sentences"] = True  # the table at hand is not this config's
+    check_partitions(config)
+    config["models"]["m"] = {"source": "x", "loader": "elmo", "lstm_states": "carried"}
+    config["corpus"]["text"]["split_sentences"] = False
+    check_partitions(config)  # a model read as one sequence runs as one job
+
+
 # --------------------------------------------------------------------------------------
 # the workflow: a partitioned run gives the results of a run in one job
 # --------------------------------------------------------------------------------------

@@ -105,6 +105,7 @@ from contextuality.workflow.study_files import (
     SUBWORD_STAGE,
     check_extractions,
     check_index_files,
+    check_partitions,
     check_stage_settings,
     settings_record,
     stage_settings,
@@ -212,7 +213,9 @@ def check_planned_inputs(config: dict[str, Any], dry_run: bool = False) -> None:
     ``min_contexts`` no word of the index at hand reaches (`index.check_min_contexts`), or
     a corpus file another study made, whatever subset of its files was copied in
     (`study_files.check_stage_settings`, `study_files.check_index_files`), or an
-    extraction of another index (`study_files.check_extractions`). A dry run
+    extraction of another index (`study_files.check_extractions`), or more
+    ``extraction.partitions`` than the corpus is known to hold sentences
+    (`study_files.check_partitions`). A dry run
     (`dry_run`) also warns of a device asked for that torch does not see here (a GPU
     where there is none, mps on a torch without MPS): whether the jobs will run here is
     known only once the run starts (`check_run_devices`)."""
@@ -225,6 +228,7 @@ def check_planned_inputs(config: dict[str, Any], dry_run: bool = False) -> None:
         check_stage_settings(config)
         check_index_files(config)
         check_extractions(config)
+        check_partitions(config)
         if dry_run:
             try:
                 check_devices(config)

@@ -14,7 +14,8 @@ rebuilds the stage. A file at hand whose recorded settings are not this config's
 this config's record is older than it was made by no run of this study: another study's,
 refused here in one line. Each file is also checked against its siblings: an index's
 files against its summary, an index and a split against the sentence table they were
-built from, and a model's extraction against the index it was extracted from.
+built from, and a model's extraction against the index it was extracted from. And the
+config's ``extraction.partitions`` against the sentences the corpus is known to hold.
 """
 
 from __future__ import annotations
@@ -32,10 +33,15 @@ from contextuality.corpus.index import (
     word_units,
 )
 from contextuality.corpus.settings import CorpusSettings
-from contextuality.errors import InputDataError
+from contextuality.errors import ConfigError, InputDataError
 from contextuality.provenance import config_hash, read_json
 from contextuality.tables import read_footer_provenance
-from contextuality.workflow.config import model_names, subword_index_settings, subword_tokenizers
+from contextuality.workflow.config import (
+    extraction_partitions,
+    model_names,
+    subword_index_settings,
+    subword_tokenizers,
+)
 from contextuality.workflow.paths import extraction_metas, index_directory
 
 CORPUS = Path("results/corpus")
@@ -205,3 +211,25 @@ def check_extractions(config: dict[str, Any]) -> None:
 
 def _older(path: Path, than: Path) -> bool:
     return os.stat(path).st_mtime < os.stat(than).st_mtime
+
+
+def check_partitions(config: dict[str, Any]) -> None:
+    """Refuse (ConfigError naming the key) ``extraction.partitions`` above the number of
+    the corpus's sentences where it is known before the run: ``corpus.max_sentences``, or
+    the sentence table at hand made with this config's corpus settings. A part is a range
+    of whole sentences (`extraction.partitions.partition_bounds`): more parts than
+    sentences would leave parts without rows."""
+    models = model_names(config)
+    partitions = max((extraction_partitions(config, name) for name in models), default=1)
+    known = {"corpus.max_sentences": config["corpus"].get("max_sentences")}
+    if partitions > 1 and SENTENCES.is_file():
+        recorded = read_footer_provenance(SENTENCES)
+        if recorded.get("config_hash") == stage_digest(config, "corpus"):
+            known[f"{SENTENCES}"] = recorded.get("n_sentences")
+    for source, n_sentences in known.items():
+        if n_sentences is not None and partitions > int(n_sentences):
+            raise ConfigError(
+                f"extraction.partitions: {partitions} parts of a corpus of {n_sentences:,} "
+                f"sentences ({source}); set it to at most {n_sentences:,}, since a part is a "
+                "range of whole sentences"
+            )
