@@ -141,7 +141,10 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir, capsys):
     arguments = ["degeneration-figures", str(centered), "--title", "tiny, transform center"]
     assert main([*arguments, "-o", str(degeneration)]) == 0
     assert sorted(path.name for path in degeneration.iterdir()) == sorted(
-        f"{kind}.{extension}" for kind in DEGENERATION_FIGURES for extension in ("png", "pdf")
+        f"{kind}.{extension}{sidecar}"
+        for kind in DEGENERATION_FIGURES
+        for extension in ("png", "pdf")
+        for sidecar in ("", ".provenance.json")
     )
 
 

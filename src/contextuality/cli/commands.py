@@ -42,6 +42,7 @@ from contextuality.cli.measure_commands import (
     measure_outputs,
 )
 from contextuality.cli.model_options import add_model_arguments, model_options
+from contextuality.cli.verify_commands import add_verify_command
 from contextuality.cli.workflow_commands import add_workflow_command
 from contextuality.corpus import sentences as corpus_io
 from contextuality.corpus.index import COUNT_RULES, IndexFiles, IndexSettings
@@ -496,6 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_geometry_command(commands)
     _add_figure_commands(commands)
     add_workflow_command(commands)
+    add_verify_command(commands)
     return parser
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -23,7 +24,13 @@ from contextuality.benchmarks import BENCHMARKS  # noqa: E402
 from contextuality.figures.specs import FigureSpec  # noqa: E402
 from contextuality.measures.ranks import spearman_interval  # noqa: E402
 from contextuality.measures.registry import axis_label  # noqa: E402
-from contextuality.provenance import atomic_path  # noqa: E402
+from contextuality.provenance import (  # noqa: E402
+    atomic_path,
+    provenance_record,
+    sha256_file,
+    write_json,
+)
+from contextuality.tables import TABLE_DIGEST  # noqa: E402
 from contextuality.transforms.fitting import TRANSFORMS  # noqa: E402
 
 # Confidence of the closed-form interval of a Spearman ρ (`FigureSpec.spearman`).
@@ -299,10 +306,17 @@ def settle_layout(figure: Any) -> None:
     figure.draw_without_rendering()
 
 
+def figure_sidecar(path: str | os.PathLike) -> Path:
+    """The provenance sidecar of a figure file: ``x.png`` → ``x.png.provenance.json``."""
+    return Path(f"{path}.provenance.json")
+
+
 def save_figure(figure: Any, outputs: list[str | os.PathLike], source: str) -> None:
     """Write `figure` in each output's format (`settle_layout` first), each line plot's
     y axis saying where it leaves 0 out (`say_where_the_axis_starts`), with provenance in
-    its metadata, and close it."""
+    its metadata and, before the file gets its name, in its sidecar (`figure_sidecar`)
+    with the SHA-256 of its bytes (`tables.TABLE_DIGEST`, which `contextuality verify`
+    compares), and close it."""
     for panel in figure.axes:
         say_where_the_axis_starts(panel)
     settle_layout(figure)
@@ -314,6 +328,8 @@ def save_figure(figure: Any, outputs: list[str | os.PathLike], source: str) -> N
                 dpi=150,
                 metadata={"Creator": f"contextuality {__version__}", "Subject": source},
             )
+            record = provenance_record(step="figure", source=source)
+            write_json(figure_sidecar(output), {**record, TABLE_DIGEST: sha256_file(temporary)})
     plt.close(figure)
 
 

@@ -1,0 +1,55 @@
+"""``contextuality verify [DIR]``: a finished study's every file checked against its
+recorded digest and its siblings (`contextuality.verification`), the step before
+publishing its numbers; ``--repair`` deletes the damaged files for Snakemake to remake."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from contextuality.errors import InputDataError
+from contextuality.verification.study import repair, verify_study
+
+
+def _verify(args: argparse.Namespace) -> None:
+    """Print each damaged file's line and the summary; exit 1 (one error line) where any
+    file is damaged, after deleting them with ``--repair``."""
+    verification = verify_study(args.directory)
+    for damage in verification.damaged:
+        print(damage.line())
+    if not verification.damaged:
+        print(verification.summary())
+        return
+    if not args.repair:
+        raise InputDataError(
+            f"{verification.summary()}: 'contextuality verify --repair' deletes them, then "
+            "snakemake remakes them"
+        )
+    deleted = repair(verification)
+    for path in deleted:
+        print(f"deleted {path.as_posix()}")
+    raise InputDataError(
+        f"{verification.summary()}: deleted {len(deleted)}; run snakemake to remake them, "
+        "then verify again"
+    )
+
+
+def add_verify_command(commands: Any) -> None:
+    """The 'verify' command."""
+    command = commands.add_parser(
+        "verify",
+        help="check every table, figure, shard and intermediate of a finished study against "
+        "its recorded digest and the files it was made from (exit 1 if any is damaged)",
+    )
+    command.add_argument(
+        "directory",
+        nargs="?",
+        default=".",
+        help="the study's working directory, holding results/ (default: the current one)",
+    )
+    command.add_argument(
+        "--repair",
+        action="store_true",
+        help="delete the damaged files (and only those), so that snakemake remakes them",
+    )
+    command.set_defaults(run=_verify)
