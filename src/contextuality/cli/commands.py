@@ -315,7 +315,8 @@ def _add_part_arguments(command: argparse.ArgumentParser, gathered: str) -> None
         type=positive_int,
         default=1,
         metavar="N",
-        help="split the job into N parts by sentences, each run alone with --part",
+        help="split the job into N parts of whole sentences, balanced by rows, each run "
+        "alone with --part",
     )
     command.add_argument(
         "--part",
@@ -351,8 +352,8 @@ def _add_model_commands(commands: Any) -> None:
 
     command = commands.add_parser(
         "merge-stream",
-        help="merge the parts of 'stream --parts' into one state file per layer, bit for bit "
-        "the one job's, and measure it",
+        help="merge the parts of 'stream --parts' into one state file per layer, the one "
+        "job's of the same rows, and measure it",
     )
     command.add_argument("parts", nargs="+", help="every part's output directory, in order")
     command.add_argument("--index", required=True, help="directory written by 'occurrence-index'")
