@@ -316,6 +316,7 @@ def test_every_model_setting_is_an_option_with_help():
         "device_map": "auto",
         "segment_words": 100,
         "random_weights_seed": 3,
+        "parity_sentences": 8,
     }
     argv = ["extract", "m", "--sentences", "s", "--index", "i", "-o", "o"]
     for setting, value in given.items():

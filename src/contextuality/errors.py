@@ -36,6 +36,10 @@ class NonFiniteValueError(ContextualityError):
     """A model produced ±inf or NaN vectors (e.g. a forward pass that overflowed its dtype)."""
 
 
+class BatchParityError(ContextualityError):
+    """A model's vectors differ between its padded batches and the same inputs run alone."""
+
+
 class DeviceMemoryError(ContextualityError):
     """A single model input does not fit in the device's memory, even alone."""
 

@@ -38,6 +38,8 @@ STREAMS = {
     "alignment_null": (18,),
     # Which sentences each bootstrap draw of the alignment takes (`resampling.sentence_weights`).
     "alignment_bootstrap": (19,),
+    # The sentences each extraction runs alone as well as in their batches (`parity`).
+    "parity_sentences": (20,),
 }
 
 

@@ -24,7 +24,7 @@ def extract() -> None:
     }
     part = parse_part(snakemake.wildcards.get("part"))
     if snakemake.params.streaming is None:
-        steps.extract(**common, part=part)
+        steps.extract(**common, part=part, seed=snakemake.config["measures"]["seed"])
     else:
         streaming = snakemake.params.streaming
         steps.stream(

@@ -33,6 +33,8 @@ MODEL_OPTION_HELP = {
     "ablation": 'Sun et al.\'s intervention, as JSON: \'{"block": 12, "value": "mean"}\'',
     "autocast": "on a GPU, weights in weights_dtype, matrix products autocast to cuda_dtype",
     "random_weights_seed": "the architecture with random weights from this seed (untrained)",
+    "parity_sentences": "sentences also run alone, their vectors compared with their "
+    "batches' (0: no check)",
 }
 
 

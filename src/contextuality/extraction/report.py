@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from contextuality.extraction.parity import merged_parity
 from contextuality.extraction.units import EncodedSentence
 
 N_EXAMPLES = 5  # occurrences named in a warning about units without vectors
@@ -39,6 +40,9 @@ class ExtractionReport:
     extraction run again into float32. ``ablation``: for an ablated model, its block and
     target, the value they were set to (its calibration) and how many were, over every
     forward pass (a batch run again in float32 counts twice; `ablation.ablated`).
+    ``parity``: the check of a seeded sample of sentences run alone against their batches
+    (`parity.ParityCheck.record`: the sample, the tolerance, and per layer the largest
+    absolute and relative difference).
     """
 
     n_sentences: int = 0
@@ -68,6 +72,7 @@ class ExtractionReport:
     blocks_run: int = 0
     partition: dict[str, int] | None = None
     ablation: dict[str, Any] | None = None
+    parity: dict[str, Any] | None = None
 
     @property
     def tokens_per_second(self) -> float:
@@ -168,7 +173,8 @@ _PART = ("part", "n_parts", "first_row", "n_rows_total", "first_sentence", "end_
 def merged_meta(metas: list[dict[str, Any]]) -> dict[str, Any]:
     """The meta.json of an extraction run in parts, from each part's (in order): their
     counts and seconds added (``tokens_per_second`` over all of them: the rate of one GPU),
-    their first examples and warnings in turn, what says which part left out and
+    their first examples and warnings in turn, their parity checks together
+    (`parity.merged_parity`), what says which part left out and
     ``merged_parts`` recording how many there were."""
     merged = {key: value for key, value in metas[0].items() if key not in _PART}
     for key in _ADDED:
@@ -176,6 +182,7 @@ def merged_meta(metas: list[dict[str, Any]]) -> dict[str, Any]:
     for key in ("truncated_examples", "untokenized_examples"):
         merged[key] = [row for meta in metas for row in meta[key]][:N_EXAMPLES]
     merged["warnings"] = [text for meta in metas for text in meta["warnings"]]
+    merged["parity"] = merged_parity([meta.get("parity") for meta in metas])
     seconds = merged["seconds"]
     merged["tokens_per_second"] = round(merged["n_subword_tokens"] / seconds, 1) if seconds else 0.0
     merged["merged_parts"] = len(metas)

@@ -41,6 +41,7 @@ from contextuality.extraction.forward import (
     plan_batches,
     wider_dtypes,
 )
+from contextuality.extraction.parity import ParityCheck, SegmentParity
 from contextuality.extraction.partitions import ExtractionPlan
 from contextuality.extraction.report import ExtractionReport, count_coverage
 from contextuality.extraction.segments import (
@@ -187,11 +188,13 @@ def _run_segment(
     segment: Segment,
     first_row: int,
     report: ExtractionReport,
+    parity: SegmentParity | None = None,
 ) -> None:
     """Run one segment's inputs in token-budget batches, in ``report.forward_dtype``, and
     place their pooled vectors in `segment`; each batch's checks are read while the next
     batch runs (`_finished` may run one again, in turn). Rows that no subword reached are
-    NaN."""
+    NaN. `parity` keeps its sampled inputs' rows from their batches, then runs them alone
+    (`parity.SegmentParity`)."""
     import torch
 
     device = next(loaded.model.parameters()).device
@@ -202,6 +205,8 @@ def _run_segment(
     def launch(positions: np.ndarray, dtype: str) -> PooledBatch:
         inputs = [encoded[i] for i in positions]
         pooled, reached, rows = forward_batch(loaded, inputs, layers, first_rows, dtype)
+        if parity is not None:
+            parity.keep(positions, pooled, rows, dtype)
         return pooled_batch(positions, dtype, pooled, reached, rows, stored)
 
     def replan(error: BaseException, batch: np.ndarray, rest: list[np.ndarray]) -> list:
@@ -228,6 +233,8 @@ def _run_segment(
     if pending is not None:
         finish(pending)
     segment.finish()
+    if parity is not None:
+        parity.compare(loaded, layers)
 
 
 def _finished(
@@ -281,9 +288,12 @@ def run_extraction(
     sink: Sink,
     progress: bool = True,
     before_commit: Callable[[], None] | None = None,
+    seed: int = 0,
 ) -> ExtractionReport:
     """Extract `plan`'s layers for every unit of its sentences into `sink`, and commit it
-    (after `before_commit`, which may refuse the extraction).
+    (after `before_commit`, which may refuse the extraction, and the parity check of a
+    seeded sample of its sentences run alone, `parity.ParityCheck`, which refuses one whose
+    batches differ from them; seed: the run's, which draws the sample).
 
     Rows follow sentence order then unit order, the order of the occurrence index built
     from the same sentences (see `units.sentence_units`). Values beyond float16's range
@@ -313,14 +323,25 @@ def run_extraction(
             subwords_outside_words=units.subwords_outside_words,
             partition=plan.part_attributes() or None,
         )
+        parity = ParityCheck.planned(
+            loaded,
+            plan.layers,
+            plan.row_offsets,
+            (plan.first_sentence, plan.end_sentence),
+            report.forward_dtype,
+            seed,
+        )
         with collector_sparing_live_objects():
-            _run_segments(loaded, units, plan, sink, report, progress)
+            _run_segments(loaded, units, plan, sink, report, progress, parity)
         _warn_about_reruns(report, loaded.spec.name)
         report.storage_dtype = sink.dtype
         report.seconds = time.perf_counter() - started
+        report.parity = parity.record()
+        parity.refuse_if_beyond_tolerance()
         if before_commit is not None:
             before_commit()
-        sink.commit({"n_missing": report.words_truncated + report.words_without_tokens})
+        missing = report.words_truncated + report.words_without_tokens
+        sink.commit({"n_missing": missing, "parity": report.parity})
     return report
 
 
@@ -346,10 +367,12 @@ def _run_segments(
     sink: Sink,
     report: ExtractionReport,
     progress: bool,
+    parity: ParityCheck,
 ) -> None:
     """Run every segment of `plan` in order and hand its vectors to `sink`, through a
     writer thread (`_handoff` says how they leave the device); with `progress`, its
-    start, its words done, rate and time left, and its end told on the console."""
+    start, its words done, rate and time left, and its end told on the console. Each
+    segment's sampled sentences are run alone too (`parity`)."""
     device = next(loaded.model.parameters()).device
     writer = _BackgroundWriter(sink)
     copies = HostCopies() if device.type == "cuda" else None
@@ -370,7 +393,10 @@ def _run_segments(
             n_rows = int(plan.row_offsets[end]) - first_row
             segment = Segment(len(plan.layers), n_rows, loaded.hidden_size, sink.dtype, device)
             first_rows = plan.row_offsets[start:end] - first_row
-            _run_segment(loaded, encoded, plan.layers, first_rows, segment, first_row, report)
+            checked = parity.segment(encoded, start, first_rows)
+            _run_segment(
+                loaded, encoded, plan.layers, first_rows, segment, first_row, report, checked
+            )
             writer.write(_handoff(segment, first_row - plan.first_row, sink, copies))
             if progress:
                 told.update(n_rows)
@@ -430,8 +456,10 @@ def extract(
     plan: ExtractionPlan,
     open_sink: Callable[[str], Sink],
     progress: bool = True,
+    seed: int = 0,
 ) -> ExtractionReport:
-    """`run_extraction` into ``open_sink(dtype)``, in the model's ``storage_dtype``: with
+    """`run_extraction` into ``open_sink(dtype)`` (seed: the run's, which draws the parity
+    check's sentences), in the model's ``storage_dtype``: with
     ``auto``, float16 first and, if a value overflows it, the whole job again into a fresh
     float32 sink (logged, and recorded as ``stored_float32_after_overflow``); with
     ``float16``, an overflow is a NumericOverflowError naming the setting. A model with an
@@ -440,7 +468,7 @@ def extract(
     check_block_extracted(loaded, list(plan.layers))
     with ablated(loaded, units) as ablation:
         check = None if ablation is None else ablation.check_replaced
-        report = _extract_as_stored(loaded, units, plan, open_sink, progress, check)
+        report = _extract_as_stored(loaded, units, plan, open_sink, progress, check, seed)
     report.ablation = None if ablation is None else ablation.record
     return report
 
@@ -452,24 +480,25 @@ def _extract_as_stored(
     open_sink: Callable[[str], Sink],
     progress: bool,
     before_commit: Callable[[], None] | None,
+    seed: int,
 ) -> ExtractionReport:
     """`extract`'s choice of the storage dtype."""
     spec = loaded.spec
     if spec.storage_dtype == "auto":
         try:
             return run_extraction(
-                loaded, units, plan, open_sink("float16"), progress, before_commit
+                loaded, units, plan, open_sink("float16"), progress, before_commit, seed
             )
         except NumericOverflowError as error:
             log.warning("%s; storing model %s as float32 instead", error, spec.name)
             report = run_extraction(
-                loaded, units, plan, open_sink("float32"), progress, before_commit
+                loaded, units, plan, open_sink("float32"), progress, before_commit, seed
             )
             report.stored_float32_after_overflow = True
             return report
     try:
         sink = open_sink(spec.storage_dtype)
-        return run_extraction(loaded, units, plan, sink, progress, before_commit)
+        return run_extraction(loaded, units, plan, sink, progress, before_commit, seed)
     except NumericOverflowError as error:
         raise NumericOverflowError(
             f"{error}; set models.{spec.name}.storage_dtype: float32 (or auto)"

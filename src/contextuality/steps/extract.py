@@ -167,9 +167,11 @@ def extract(
     part: tuple[int, int] = (0, 1),
     threads: int = 1,
     progress: bool = True,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """Extract the configured layers of model `name` (its config section `settings`) into
-    one shard per layer, and write its meta.json.
+    one shard per layer, and write its meta.json. seed: the run's (``measures.seed``), which
+    draws the sentences the parity check runs alone too (`extraction.parity`).
 
     index: the occurrence index the shards align with, the word index or (``units:
     subword``) the model's subword index; the model's units are checked against it sentence
@@ -188,7 +190,7 @@ def extract(
         attributes = {**job.attributes, "dtype": dtype, **job.plan.part_attributes()}
         return ShardSetWriter(job.files, job.plan.n_rows, job.loaded.hidden_size, dtype, attributes)
 
-    report = run_extract(job.loaded, job.units, job.plan, open_sink, progress)
+    report = run_extract(job.loaded, job.units, job.plan, open_sink, progress, seed)
     return _write_meta(job, report, outputs.meta)
 
 
@@ -242,7 +244,7 @@ def stream(
             rows=(plan.first_row, plan.first_row + plan.n_rows) if plan.partitioned else None,
         )
 
-    report = run_extract(job.loaded, job.units, plan, open_sink, progress)
+    report = run_extract(job.loaded, job.units, plan, open_sink, progress, stream_settings.seed)
     return _write_meta(job, report, outputs.meta)
 
 

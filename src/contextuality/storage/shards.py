@@ -287,7 +287,9 @@ def _allocate(
 # Attributes that differ between the parts of one partitioned extraction; every other
 # attribute (model, revision, settings, checksums, versions, layer) must be the same.
 PART_ATTRIBUTES = ("part", "first_row", "first_sentence", "end_sentence")
-_PER_PART = (*PART_ATTRIBUTES, "n_missing", "dtype", "created_utc", "complete")
+# What each part records of its own: its rows, its dtype, and its sentences' parity check
+# (`extraction.parity`).
+_PER_PART = (*PART_ATTRIBUTES, "n_missing", "dtype", "created_utc", "complete", "parity")
 
 
 def _checked_part(

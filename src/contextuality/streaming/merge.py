@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from contextuality.errors import ShardMismatchError
+from contextuality.extraction.parity import merged_parity
 from contextuality.storage.hdf5 import LayerFiles, read_attributes, read_checked, reading
 from contextuality.streaming.accumulate import create_kept_datasets, write_sums
 from contextuality.streaming.state import FORMAT
@@ -38,7 +39,14 @@ PART_KEYS = (
     "end_sentence",
     "segment_words",
 )
-PER_JOB_KEYS = ("created_utc", "n_missing", "n_valid", "same_sentence_pairs", "complete")
+PER_JOB_KEYS = (
+    "created_utc",
+    "n_missing",
+    "n_valid",
+    "same_sentence_pairs",
+    "complete",
+    "parity",
+)
 
 
 def _read_part(path: Path) -> dict[str, Any]:
@@ -160,6 +168,9 @@ def _merged_layer(parts: list[dict[str, Any]]) -> dict[str, Any]:
     }
     attributes["created_utc"] = datetime.now(UTC).isoformat(timespec="seconds")
     attributes["n_missing"] = sum(int(part["attributes"].get("n_missing", 0)) for part in parts)
+    parity = merged_parity([part["attributes"].get("parity") for part in parts])
+    if parity is not None:  # parts written by an extraction that checked (`run_extraction`)
+        attributes["parity"] = parity
     return {
         "attributes": attributes,
         "dim": dim,
