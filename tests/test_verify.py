@@ -10,13 +10,18 @@ import shutil
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from test_study_files import _study
 from test_workflow import _planned_jobs, _snakemake
 
 from contextuality.cli import main
+from contextuality.fetch import packaged_checksums
+from contextuality.provenance import write_json
 from contextuality.storage.shards import ShardSetWriter, load_shard
+from contextuality.streaming.accumulate import StreamingAccumulator
+from contextuality.streaming.state import StreamingSettings
 from contextuality.verification.rules import rule_of
 from contextuality.verification.study import study_files
 
@@ -166,4 +171,53 @@ def test_a_directory_without_results_is_one_line(tmp_path, capsys):
     assert error.strip() == (
         f"contextuality: error: {tmp_path}: no results/ folder, so not the working directory "
         "of a study (give the directory snakemake ran in)"
+    )
+
+
+def _state_file(path: Path, index_checksum: str) -> None:
+    """A streamed layer's state file of 120 rows, accumulated over index `index_checksum`."""
+    rng = np.random.default_rng(2)
+    sentence_id = np.repeat(np.arange(30), 4)
+    word_id = rng.integers(0, 6, size=len(sentence_id))
+    settings = StreamingSettings(baseline_sample_size=20, sample_replicates=2)
+    layer = int(path.name.split("_")[1].split(".")[0])
+    with StreamingAccumulator({layer: path}, word_id, sentence_id, 8, {}, settings) as writer:
+        writer.write(0, rng.standard_normal((1, len(word_id), 8)))
+        writer.commit({"index_checksum": index_checksum})
+
+
+def test_state_files_and_downloads_are_verified_too(tmp_path, capsys):
+    """A streamed model's state file of another index and a download whose bytes are not
+    the published ones are named with their rules; a download with no published checksum
+    is left alone and counted; repaired, the rest verifies."""
+    write_json(
+        tmp_path / "results/corpus/index.json", {"index_checksum": "abc", "n_occurrences": 120}
+    )
+    _state_file(tmp_path / "results/streaming/m/layer_1.state.h5", "abc")
+    _state_file(tmp_path / "results/streaming/m/layer_2.state.h5", "other")
+    benchmark = tmp_path / "resources/benchmarks/wordsim/EN-SIMLEX-999.txt"
+    benchmark.parent.mkdir(parents=True)
+    benchmark.write_text("old\t1\n")
+    (tmp_path / "resources/sts").mkdir(parents=True)
+    (tmp_path / "resources/sts/STS2012-en-test.zip").write_bytes(b"archive")
+    status, lines, error = _verify(capsys, tmp_path)
+    published = packaged_checksums("benchmarks.sha256")["wordsim/EN-SIMLEX-999.txt"]
+    assert status == 1
+    assert lines == [
+        "results/streaming/m/layer_2.state.h5: made from occurrence index other…, not this "
+        "study's: results/corpus/index.json (abc…); a file of another study or an earlier "
+        "index; remade by rule stream_m",
+        f"resources/benchmarks/wordsim/EN-SIMLEX-999.txt: its SHA-256 is not the published "
+        f"{published}; remade by rule download_benchmarks",
+    ]
+    assert "4 files checked, 2 damaged, 1 others with no recorded digest left alone" in error
+    status, lines, error = _verify(capsys, tmp_path, "--repair")
+    assert [line for line in lines if line.startswith("deleted")] == [
+        "deleted results/streaming/m/layer_2.state.h5",
+        "deleted resources/benchmarks/wordsim/EN-SIMLEX-999.txt",
+    ]
+    status, lines, error = _verify(capsys, tmp_path)
+    assert (status, lines) == (
+        0,
+        ["2 files checked, 0 damaged, 1 others with no recorded digest left alone"],
     )
