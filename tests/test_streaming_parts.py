@@ -207,6 +207,40 @@ def _model_parts(loaded, units, index, directory, n_parts):
     return plans, states, shards
 
 
+def _merged_and_one_job_of_rows(loaded, index, plans, states, shards, directory):
+    """The parts' state files merged, and the state one job writes summing the parts'
+    stored rows segment by segment as the parts ran them: (merged paths, one job's paths,
+    each layer's rows as stored)."""
+    from contextuality.storage.shards import load_shard_parts
+
+    occurrences = index.occurrences
+    n_rows = len(occurrences)
+    layers = list(states[0])
+    merged = {layer: directory / "merged" / f"layer_{layer}.state.h5" for layer in layers}
+    merge_parts({layer: [part[layer] for part in states] for layer in layers}, merged)
+    rows = {
+        layer: load_shard_parts([part[layer] for part in shards], "i", n_rows, dtype=None)[0]
+        for layer in layers
+    }
+    of_rows = {layer: directory / "of_rows" / f"layer_{layer}.state.h5" for layer in layers}
+    with StreamingAccumulator(
+        of_rows,
+        occurrences["word_id"].to_numpy(),
+        occurrences["sentence_id"].to_numpy(),
+        loaded.hidden_size,
+        {"model": "tiny-bert", "index_checksum": "i"},
+        SETTINGS,
+        indexed=index.vocab["indexed"].to_numpy(),
+    ) as accumulator:
+        stacked = np.stack([rows[layer] for layer in layers])
+        for plan in plans:
+            for start, end in plan.segments:
+                first, last = plan.row_offsets[start], plan.row_offsets[end]
+                accumulator.write(int(first), stacked[:, first:last])
+        accumulator.commit({"n_missing": 0})
+    return merged, of_rows, rows
+
+
 @pytest.mark.parametrize(("segment_words", "n_parts"), [(None, 2), (None, 3), (24, 3)])
 def test_a_streamed_model_in_parts_holds_rows_in_every_part_and_merges(
     tiny_bert, tmp_path, segment_words, n_parts
@@ -222,7 +256,7 @@ def test_a_streamed_model_in_parts_holds_rows_in_every_part_and_merges(
     from contextuality.corpus.words import split_words
     from contextuality.extraction.partitions import segments
     from contextuality.extraction.units import sentence_units
-    from contextuality.storage.shards import load_shard, load_shard_parts
+    from contextuality.storage.shards import load_shard
 
     from extraction import with_spec
 
@@ -240,30 +274,10 @@ def test_a_streamed_model_in_parts_holds_rows_in_every_part_and_merges(
     assert all(plan.n_rows > 0 for plan in plans)  # every part holds rows
     assert sum(plan.n_rows for plan in plans) == n_rows
 
-    merged = {layer: tmp_path / "merged" / f"layer_{layer}.state.h5" for layer in (0, 2)}
-    merge_parts({layer: [part[layer] for part in states] for layer in merged}, merged)
-    rows = {
-        layer: load_shard_parts([part[layer] for part in shards], "i", n_rows, dtype=None)[0]
-        for layer in merged
-    }
-    # one job summing the parts' rows, segment by segment as the parts ran them
+    merged, of_rows, rows = _merged_and_one_job_of_rows(
+        loaded, index, plans, states, shards, tmp_path
+    )
     occurrences = index.occurrences
-    of_rows = {layer: tmp_path / "of_rows" / f"layer_{layer}.state.h5" for layer in merged}
-    with StreamingAccumulator(
-        of_rows,
-        occurrences["word_id"].to_numpy(),
-        occurrences["sentence_id"].to_numpy(),
-        loaded.hidden_size,
-        {"model": "tiny-bert", "index_checksum": "i"},
-        SETTINGS,
-        indexed=index.vocab["indexed"].to_numpy(),
-    ) as accumulator:
-        stacked = np.stack([rows[layer] for layer in merged])
-        for plan in plans:
-            for start, end in plan.segments:
-                first, last = plan.row_offsets[start], plan.row_offsets[end]
-                accumulator.write(int(first), stacked[:, first:last])
-        accumulator.commit({"n_missing": 0})
     regrouped = regrouped_rows(units.counts, n_parts, plans[0].segment_words)
     for layer in merged:
         expected, found = _datasets(of_rows[layer]), _datasets(merged[layer])
@@ -285,6 +299,36 @@ def test_a_streamed_model_in_parts_holds_rows_in_every_part_and_merges(
         assert (difference <= bound + 1e-9).all()
         kept = found["kept_rows"]
         assert_rows_agree(found["kept_vectors"], one_job["kept_vectors"], regrouped[kept])
+
+
+def test_streamed_parts_of_no_rows_write_empty_sums_that_merge_as_nothing(tiny_bert, tmp_path):
+    """More parts than sentences (refused at the dry run where the corpus's size is known):
+    the parts left without rows write empty sums with their limbs, and the merge is the
+    state one job writes of the parts' rows, bit for bit."""
+    from test_streaming import MODEL_SENTENCES
+
+    from contextuality.corpus.words import split_words
+    from contextuality.extraction.units import sentence_units
+
+    sentences = MODEL_SENTENCES[:2]
+    index = build_occurrence_index(
+        [split_words(sentence) for sentence in sentences], IndexSettings(min_contexts=1)
+    )
+    units = sentence_units(tiny_bert, sentences)
+    plans, states, shards = _model_parts(tiny_bert, units, index, tmp_path, 4)
+    assert [plan.n_rows > 0 for plan in plans] == [True, False, True, False]
+    for plan, part in zip(plans, states, strict=True):
+        if not plan.n_rows:
+            empty = _datasets(part[2])
+            assert len(empty["kept_rows"]) == 0 and not empty["word_n"].any()
+            assert not empty["words_hi"].any() and not empty["words_lo"].any()
+    merged, of_rows, _ = _merged_and_one_job_of_rows(
+        tiny_bert, index, plans, states, shards, tmp_path
+    )
+    for layer, path in merged.items():
+        expected, found = _datasets(of_rows[layer]), _datasets(path)
+        assert found.keys() == expected.keys()
+        assert all(expected[name].tobytes() == found[name].tobytes() for name in expected)
 
 
 def test_exact_sums_are_the_same_bits_whatever_the_grouping():
