@@ -18,7 +18,7 @@ from test_workflow import _planned_jobs, _snakemake
 
 from contextuality.cli import main
 from contextuality.fetch import packaged_checksums
-from contextuality.provenance import write_json
+from contextuality.provenance import read_json, write_json
 from contextuality.storage.shards import ShardSetWriter, load_shard
 from contextuality.streaming.accumulate import StreamingAccumulator
 from contextuality.streaming.state import StreamingSettings
@@ -106,6 +106,10 @@ DAMAGES = {
     ),
     "results/tables/measures.tsv": ("no measures.provenance.json beside it", "measures_table"),
     "results/figures/fig2_selfsim.pdf": ("its bytes differ from the SHA-256", "figures_none"),
+    "results/tables/massive_activations.tsv": (
+        "gathered from another results/measures/bert/none/layer_0.json (made ",
+        "massive_activations_table",
+    ),
 }
 
 
@@ -124,6 +128,8 @@ def _damage(copy: Path) -> None:
     (copy / "results/tables/measures.provenance.json").unlink()
     figure = copy / "results/figures/fig2_selfsim.pdf"
     _changed_in_place(figure, figure.stat().st_size // 3)
+    remade = copy / "results/measures/bert/none/layer_0.json"  # a sound summary, made later
+    write_json(remade, {**read_json(remade), "created_utc": "2100-01-01T00:00:00+00:00"})
 
 
 def test_each_damaged_file_is_one_line_and_repair_deletes_it_for_the_next_run(copy, capsys):

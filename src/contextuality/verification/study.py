@@ -10,9 +10,10 @@ file through every chunk's checksum, its attributes' digest and its count of row
 a vector. Then its siblings: an occurrence index's files against its summary and the
 summary's corpus checksum against the sentence table; a shard, a state file and every
 table recording an index against the study's occurrence index (checksum and rows); a
-figure against the table it was drawn from. A sibling already found damaged is not held
-against a good file. Each damaged file is one line naming it, what differs and the rule
-that remakes it (`rule_of`); `repair` deletes them so that Snakemake remakes them.
+table gathered from layer summaries against them; a figure against the table it was
+drawn from. A sibling already found damaged is not held against a good file. Each damaged
+file is one line naming it, what differs and the rule that remakes it (`rule_of`);
+`repair` deletes them so that Snakemake remakes them.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ PUBLISHED = (
     ("resources/reference/ethayarajh2019/", "ethayarajh2019.sha256", ""),
 )
 FIGURE_SUFFIXES = (".png", ".pdf")
+# The tables whose provenance keeps every layer summary's they were gathered from.
+GATHERED_FROM_SUMMARIES = ("measures_table", "massive_activations_table")
 _SOURCE = re.compile(r"^(?P<name>[^ /]+) sha256 (?P<digest>[0-9a-f]{64})$")
 
 
@@ -112,7 +115,7 @@ def verify_study(study: str | Path) -> Verification:
     for relative in checked:
         if relative in damaged:
             continue
-        why = _check_siblings(study, relative, records[relative], indexes, damaged)
+        why = _check_siblings(study, relative, records, indexes, damaged)
         if why is not None:
             damaged[relative] = why
     found = tuple(
@@ -136,10 +139,11 @@ def repair(verification: Verification) -> list[Path]:
 
 
 def _outcome(study: Path, check: Callable[[Path], Any], path: Path) -> tuple[str | None, Any]:
-    """(None, what `check` read) for a good file, (what differs, None) for a damaged one."""
+    """(None, what `check` read) for a good file, (what differs, None) for a damaged one
+    (refused by the reader, or unreadable: a folder or no permission where a file is)."""
     try:
         return None, check(path)
-    except ContextualityError as error:
+    except (ContextualityError, OSError) as error:
         return _what_differs(study, path, error), None
 
 
@@ -226,12 +230,13 @@ def _index_summaries(
 def _check_siblings(
     study: Path,
     relative: Path,
-    record: Any,
+    records: dict[Path, Any],
     indexes: dict[Path, dict[str, Any]],
     damaged: dict[Path, str],
 ) -> str | None:
-    """What differs between a good file and the good files it was made from, or None."""
-    path = study / relative
+    """What differs between a good file and the good files it was made from (`records`:
+    what each file's check read), or None."""
+    path, record = study / relative, records[relative]
     in_index = relative.parts[:2] == ("results", "corpus")
     if in_index and relative.name in ("occurrences.parquet", "vocab.parquet"):
         return _index_member(study, relative, damaged)
@@ -243,8 +248,32 @@ def _check_siblings(
         return _outcome(study, check, study / sentences)[0]
     if relative.name.endswith(FIGURE_SUFFIXES):
         return _drawn_from(study, record, damaged)
+    if relative.suffix == ".tsv" and record.get("step") in GATHERED_FROM_SUMMARIES:
+        return _gathered_from_summaries(record, records, damaged)
     if isinstance(record, dict) and "index_checksum" in record:
         return _made_from_index(relative, record, indexes)
+    return None
+
+
+def _gathered_from_summaries(
+    record: dict[str, Any], records: dict[Path, Any], damaged: dict[Path, str]
+) -> str | None:
+    """Whether a table gathered from layer summaries (`GATHERED_FROM_SUMMARIES`) was
+    gathered from the good summaries at hand: each source its provenance records is the
+    summary of its model, transform and layer without its measures."""
+    for source in record.get("sources") or []:
+        if not isinstance(source, dict) or source.get("step") != "measures":
+            continue
+        model, transform, layer = (source.get(key) for key in ("model", "transform", "layer"))
+        summary = Path(f"results/measures/{model}/{transform}/layer_{layer}.json")
+        if summary in damaged or summary not in records:
+            continue
+        current = {key: value for key, value in records[summary].items() if key != "measures"}
+        if current != source:
+            return (
+                f"gathered from another {summary.as_posix()} (made {source.get('created_utc')}) "
+                f"than the one at hand (made {current.get('created_utc')})"
+            )
     return None
 
 
