@@ -337,3 +337,25 @@ def test_merged_records_are_the_parts_together():
     assert merged["max_abs_difference"] == {"0": 5e-7, "1": 3e-7}
     assert merged["max_relative_difference"] == {"0": 4e-8, "1": 2e-8}
     assert merged_parity([part, None]) is None
+
+
+def test_the_extract_command_draws_its_sample_by_its_seed(tiny_bert_dir, tmp_path):
+    """'extract --seed S --parity-sentences N' records N sentences drawn by S, as the
+    workflow's job does from measures.seed."""
+    from contextuality.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SENTENCES) + "\n")
+    sentences, index = tmp_path / "sentences.parquet", tmp_path / "index"
+    assert main(["sentences", "--text", str(corpus), "-o", str(sentences)]) == 0
+    assert main(["index", str(sentences), "-o", str(index), "--min-contexts", "1"]) == 0
+    model = [str(tiny_bert_dir), "--sentences", str(sentences), "--index", str(index)]
+    samples = []
+    for seed in (5, 6):
+        out = tmp_path / f"seed{seed}"
+        options = ["--device", "cpu", "--parity-sentences", "3", "--seed", str(seed)]
+        assert main(["extract", *model, *options, "-o", str(out)]) == 0
+        record = json.loads((out / "meta.json").read_text())["parity"]
+        assert record["seed"] == seed and record["inputs"] == 3 and record["checked"]
+        samples.append(record["sentences"])
+    assert samples[0] != samples[1] and all(len(sample) == 3 for sample in samples)

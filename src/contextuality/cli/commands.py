@@ -117,6 +117,7 @@ def _extract(args: argparse.Namespace) -> None:
         _layer_outputs(args.output, layers, ".h5"),
         part=(args.part, args.parts),
         threads=args.threads,
+        seed=args.seed,
     )
 
 
@@ -331,6 +332,12 @@ def _add_model_commands(commands: Any) -> None:
     """The commands that run a model: 'extract', 'stream' and 'download-elmo'."""
     command = commands.add_parser("extract", help="write one HDF5 shard per layer of a model")
     add_model_arguments(command)
+    command.add_argument(
+        "--seed",
+        type=nonnegative_int,
+        default=MeasureSettings.seed,
+        help="seed of the sentences run alone as well as in their batches (the parity check)",
+    )
     _add_part_arguments(command, "'measure-layer' gathers the parts")
     command.set_defaults(run=_extract)
 
