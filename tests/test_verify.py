@@ -22,6 +22,7 @@ from contextuality.provenance import read_json, write_json
 from contextuality.storage.shards import ShardSetWriter, load_shard
 from contextuality.streaming.accumulate import StreamingAccumulator
 from contextuality.streaming.state import StreamingSettings
+from contextuality.tables import read_tsv, read_tsv_provenance, write_tsv
 from contextuality.verification.rules import rule_of
 from contextuality.verification.study import study_files
 
@@ -169,6 +170,22 @@ def test_each_damaged_file_is_one_line_and_repair_deletes_it_for_the_next_run(co
     assert status == 0, lines + [error]
     for name in ("results/tables/alignment.tsv", "results/tables/measures.tsv"):
         assert (copy / name).read_bytes() == before[Path(name)]
+
+
+def test_a_figure_drawn_from_another_table_is_named(copy, capsys):
+    """The positions table written again, sound but with other numbers: the table passes,
+    and the figure drawn from it is named with the rule that draws it again."""
+    table = copy / "results/tables/positions.tsv"
+    rows = read_tsv(table)
+    rows.loc[0, "mean_norm"] += 1
+    write_tsv(rows, table, read_tsv_provenance(table))
+    status, lines, error = _verify(capsys, copy)
+    assert status == 1
+    assert lines == [
+        f"results/figures/positions.{kind}: drawn from another results/tables/positions.tsv "
+        "than the one at hand; remade by rule geometry_figures"
+        for kind in ("pdf", "png")
+    ]
 
 
 def test_a_directory_without_results_is_one_line(tmp_path, capsys):
