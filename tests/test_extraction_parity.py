@@ -359,3 +359,20 @@ def test_the_extract_command_draws_its_sample_by_its_seed(tiny_bert_dir, tmp_pat
         assert record["seed"] == seed and record["inputs"] == 3 and record["checked"]
         samples.append(record["sentences"])
     assert samples[0] != samples[1] and all(len(sample) == 3 for sample in samples)
+
+
+@pytest.mark.parametrize("lstm_states", ["per_sentence", "carried"])
+def test_an_elmo_in_batches_is_checked_and_one_read_in_order_is_not(
+    tiny_elmo_dir, tmp_path, lstm_states
+):
+    """ELMo's padded batches of character ids pass the check; with carried LSTM states
+    its inputs run one at a time in corpus order, so there are no batches to compare and
+    the record says unchecked, with no sample."""
+    spec = ModelSpec("e", str(tiny_elmo_dir), loader="elmo", lstm_states=lstm_states)
+    report, _ = _extract(load_model(spec), tmp_path)
+    record = report.parity
+    if lstm_states == "carried":
+        assert record["checked"] is False and record["sentences"] == []
+        return
+    assert record["checked"] is True and record["inputs"] == len(SENTENCES)
+    assert max(record["max_relative_difference"].values()) <= 1e-5
