@@ -35,6 +35,7 @@ from contextuality.cli.argument_types import (
     output_file,
     positive_int,
 )
+from contextuality.cli.figure_commands import add_figure_commands
 from contextuality.cli.geometry_commands import add_geometry_command
 from contextuality.cli.measure_commands import (
     add_measure_layer_command,
@@ -49,7 +50,6 @@ from contextuality.corpus.index import COUNT_RULES, IndexFiles, IndexSettings
 from contextuality.corpus.settings import STS_YEARS, CorpusSettings, StsSource, TextSource
 from contextuality.corpus.words import WORD_TOKENIZERS
 from contextuality.errors import ConfigError
-from contextuality.figures.specs import DEGENERATION_FIGURES, FIGURES
 from contextuality.measures.settings import MeasureSettings
 from contextuality.measures.static import METHODS
 from contextuality.schema import default
@@ -170,50 +170,6 @@ def _summarize(args: argparse.Namespace) -> None:
     if args.census:  # first: a summary without the census is refused before any write
         steps.massive_activations_table(args.summaries, args.census)
     steps.measures_table(args.summaries, args.output)
-
-
-FIGURE_FORMATS = (".png", ".pdf", ".svg")
-
-
-def _figure(args: argparse.Namespace) -> None:
-    # "-o f.png TABLE", the order --help prints the options in, leaves the table among the
-    # outputs (both take several files): a table or summary there is taken back as one.
-    tables = [path for path in args.output if Path(path).suffix.lower() in (".tsv", ".json")]
-    args.output = [path for path in args.output if path not in tables]
-    args.table = [*args.table, *tables]
-    if not args.table:
-        raise ConfigError("figure: no measures table (.tsv) or layer summaries (.json) given")
-    for output in args.output:
-        if Path(output).suffix.lower() not in FIGURE_FORMATS:
-            raise ConfigError(
-                f"figure --output {output}: a figure is written as {', '.join(FIGURE_FORMATS)}"
-            )
-    if not args.output:
-        raise ConfigError(f"figure: no file to write ({', '.join(FIGURE_FORMATS)}) after -o")
-    if len(args.table) == 1 and not args.table[0].endswith(".json"):
-        args.table = args.table[0]  # a measures table, not summaries
-    if args.name == TRANSFORMS_FIGURE:
-        steps.transforms_figure(args.table, args.output, relative_layers=args.relative)
-    else:
-        steps.figure(args.table, args.name, args.output, args.transform, args.relative)
-
-
-def _degeneration_figures(args: argparse.Namespace) -> None:
-    """The three degeneration figures of the layers whose 'measure --degeneration' outputs
-    begin with the prefixes given, as .png and .pdf in the output directory."""
-    tables = {
-        part: [f"{prefix}.degeneration.{part}.parquet" for prefix in args.prefix]
-        for part in ("words", "bins", "cone")
-    }
-    outputs = [
-        Path(args.output) / f"{kind}.{extension}"
-        for kind in DEGENERATION_FIGURES
-        for extension in ("png", "pdf")
-    ]
-    steps.degeneration_figures(tables["words"], tables["bins"], tables["cone"], outputs, args.title)
-
-
-TRANSFORMS_FIGURE = "transforms"
 
 
 def _static(args: argparse.Namespace) -> None:
@@ -452,47 +408,6 @@ def _add_measure_commands(commands: Any) -> None:
     command.set_defaults(run=_summarize)
 
 
-def _add_figure_commands(commands: Any) -> None:
-    """The commands that draw: 'figure' and 'degeneration-figures'."""
-    command = commands.add_parser("figure", help="draw a figure from the summary table")
-    command.add_argument(
-        "table",
-        nargs="*",
-        help="measures .tsv from 'measures-table', or layer summaries (.json) from 'measure'",
-    )
-    command.add_argument(
-        "--name",
-        choices=[*sorted(FIGURES), TRANSFORMS_FIGURE],
-        required=True,
-        help="which figure (transforms: every measured transform side by side)",
-    )
-    command.add_argument(
-        "--transform", default="none", help="the transform whose measures a figure shows"
-    )
-    command.add_argument("--relative", action="store_true", help="x axis = layer / layers")
-    command.add_argument(
-        "-o",
-        "--output",
-        type=output_file,
-        nargs="+",
-        required=True,
-        help="files to write (.png, .pdf, .svg)",
-    )
-    command.set_defaults(run=_figure)
-
-    command = commands.add_parser(
-        "degeneration-figures", help="norm, neighbour and cone figures of a model's layers"
-    )
-    command.add_argument(
-        "prefix", nargs="+", help="-o prefixes of 'measure --degeneration', one a layer"
-    )
-    command.add_argument("--title", default="", help="title of every figure (model, transform)")
-    command.add_argument(
-        "-o", "--output", type=output_directory, required=True, help="directory to write into"
-    )
-    command.set_defaults(run=_degeneration_figures)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``contextuality`` command."""
     parser = argparse.ArgumentParser(prog="contextuality", description=__doc__.splitlines()[0])
@@ -503,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_commands(commands)
     _add_measure_commands(commands)
     add_geometry_command(commands)
-    _add_figure_commands(commands)
+    add_figure_commands(commands)
     add_workflow_command(commands)
     add_verify_command(commands)
     return parser
