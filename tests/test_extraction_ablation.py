@@ -63,7 +63,8 @@ def test_first_token_set_to_zero_at_a_block(gpt2, tmp_path):
     assert np.all(ablated[1][first] == 0) and np.any(plain[1][first] != 0)
     later = np.setdiff1d(np.arange(plain.shape[1]), first)
     assert not np.allclose(ablated[2][later], plain[2][later], atol=1e-3)
-    assert report.ablation["replaced"] == len(SENTENCES) * gpt2.hidden_size
+    passes = len(SENTENCES) + report.parity["inputs"]  # the parity check's run alone too
+    assert report.ablation["replaced"] == passes * gpt2.hidden_size
     assert report.ablation["block"] == 1 and report.ablation["value"] == "zero"
 
 
@@ -210,7 +211,8 @@ def test_an_ablated_model_runs_through_the_workflow_beside_its_model(tmp_path, t
     meta = json.loads((tmp_path / "results/embeddings/gpt2-ablated/meta.json").read_text())
     width = meta["hidden_size"]
     assert meta["ablation"]["sentences"] == 8 and meta["ablation"]["value"] == "mean"
-    assert meta["ablation"]["replaced"] == meta["n_sentences"] * width
+    passes = meta["n_sentences"] + meta["parity"]["inputs"]  # the parity check's run alone too
+    assert meta["ablation"]["replaced"] == passes * width
     assert meta["settings"]["ablation"]["block"] == 1
     table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
     anisotropy = table[table["measure"] == "anisotropy"].set_index(["model", "layer"])["raw"]

@@ -39,7 +39,8 @@ class ExtractionReport:
     whether, with ``storage_dtype: auto``, a value beyond float16's range made the whole
     extraction run again into float32. ``ablation``: for an ablated model, its block and
     target, the value they were set to (its calibration) and how many were, over every
-    forward pass (a batch run again in float32 counts twice; `ablation.ablated`).
+    forward pass (a batch run again in float32 counts twice, and so does an input the
+    parity check runs alone; `ablation.ablated`).
     ``parity``: the check of a seeded sample of sentences run alone against their batches
     (`parity.ParityCheck.record`: the sample, the tolerance, and per layer the largest
     absolute and relative difference).
