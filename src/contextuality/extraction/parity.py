@@ -25,6 +25,7 @@ from contextuality import random_streams
 from contextuality.backends.base import LoadedModel
 from contextuality.errors import BatchParityError
 from contextuality.extraction.forward import forward_batch
+from contextuality.extraction.partitions import ExtractionPlan
 from contextuality.extraction.units import EncodedSentence
 
 # The largest relative difference (|batched − alone| over the sample's largest |value|,
@@ -135,22 +136,17 @@ class ParityCheck:
 
     @classmethod
     def planned(
-        cls,
-        loaded: LoadedModel,
-        layers: tuple[int, ...],
-        row_offsets: np.ndarray,
-        sentences: tuple[int, int],
-        forward_dtype: str,
-        seed: int,
+        cls, loaded: LoadedModel, plan: ExtractionPlan, forward_dtype: str, seed: int
     ) -> ParityCheck:
-        """The check of an extraction of `layers` over corpus sentences ``sentences``
-        (first, end), its sample drawn by `parity_sentences`."""
+        """The check of the extraction `plan` (its layers, over its sentences), its sample
+        drawn by `parity_sentences`."""
         count = 0 if loaded.sequential else loaded.spec.parity_sentences
-        chosen = parity_sentences(row_offsets, *sentences, count, seed)
-        zeros = np.zeros(len(layers))
+        bounds = (plan.first_sentence, plan.end_sentence)
+        chosen = parity_sentences(plan.row_offsets, *bounds, count, seed)
+        zeros = np.zeros(len(plan.layers))
         return cls(
             loaded.spec.name,
-            tuple(layers),
+            tuple(plan.layers),
             chosen,
             seed,
             precision_of(loaded, forward_dtype),

@@ -323,14 +323,7 @@ def run_extraction(
             subwords_outside_words=units.subwords_outside_words,
             partition=plan.part_attributes() or None,
         )
-        parity = ParityCheck.planned(
-            loaded,
-            plan.layers,
-            plan.row_offsets,
-            (plan.first_sentence, plan.end_sentence),
-            report.forward_dtype,
-            seed,
-        )
+        parity = ParityCheck.planned(loaded, plan, report.forward_dtype, seed)
         with collector_sparing_live_objects():
             _run_segments(loaded, units, plan, sink, report, progress, parity)
         _warn_about_reruns(report, loaded.spec.name)
