@@ -17,7 +17,7 @@ import pytest
 
 from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec
-from contextuality.errors import BatchParityError
+from contextuality.errors import BatchParityError, ConfigError
 from contextuality.extraction import forward
 from contextuality.extraction.parity import PARITY_TOLERANCE, merged_parity, parity_sentences
 from contextuality.extraction.partitions import plan_extraction
@@ -158,6 +158,16 @@ def test_batches_equal_their_inputs_alone_and_every_shard_records_it(model, requ
     assert np.all(np.array(list(record["max_abs_difference"].values())) >= 0)
     for path in paths.values():
         assert shard_attributes(path)["parity"] == json.loads(json.dumps(record))
+
+
+@pytest.mark.parametrize("count", [-1, 2.5, "32", True])
+def test_a_sample_that_is_not_a_count_is_refused_in_one_line(gpt2, tmp_path, count):
+    """A ``parity_sentences`` that is not a count (a spec built in Python, past the
+    schema) is one line naming the key and the value, and no file is left behind."""
+    with pytest.raises(ConfigError) as refused:
+        _extract(gpt2, tmp_path / "shards", parity_sentences=count)
+    assert str(refused.value).startswith(f"models.tiny-gpt2.parity_sentences: {count!r} ")
+    assert not list((tmp_path / "shards").iterdir())
 
 
 def test_no_sample_checks_nothing_and_says_so(gpt2, tmp_path, monkeypatch):

@@ -23,7 +23,7 @@ import numpy as np
 
 from contextuality import random_streams
 from contextuality.backends.base import LoadedModel
-from contextuality.errors import BatchParityError
+from contextuality.errors import BatchParityError, ConfigError
 from contextuality.extraction.forward import forward_batch
 from contextuality.extraction.partitions import ExtractionPlan
 from contextuality.extraction.units import EncodedSentence
@@ -140,7 +140,13 @@ class ParityCheck:
     ) -> ParityCheck:
         """The check of the extraction `plan` (its layers, over its sentences), its sample
         drawn by `parity_sentences`."""
-        count = 0 if loaded.sequential else loaded.spec.parity_sentences
+        count = loaded.spec.parity_sentences
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ConfigError(
+                f"models.{loaded.spec.name}.parity_sentences: {count!r} is not a count of "
+                "sentences; set 0 (no check) or more"
+            )
+        count = 0 if loaded.sequential else count
         bounds = (plan.first_sentence, plan.end_sentence)
         chosen = parity_sentences(plan.row_offsets, *bounds, count, seed)
         zeros = np.zeros(len(plan.layers))
