@@ -195,7 +195,7 @@ def markdown(results: dict) -> str:
     for row in results["differences"]:
         tolerance = PARITY_TOLERANCE[row["dtype"]]
         if "refused" in row:
-            value = row["refused"].split(" (")[1].split(" of their")[0]
+            value = row["refused"].split(" (a row by ")[1].split(" of its")[0]
             lines.append(
                 f"| {row['dtype']} | {row['planted']} | {value} | {tolerance:g} | refused |"
             )

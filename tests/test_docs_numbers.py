@@ -1281,3 +1281,54 @@ def test_the_untrained_twins_word_baseline_quoted_in_the_families_page():
         f"{blocks['cka_debiased'].max():.3f}; their intervals' tops "
         f"{blocks['mutual_knn_high'].max():.3f} and {blocks['cka_debiased_high'].max():.3f})"
     ) in page
+
+
+def test_the_outputs_page_quotes_the_parity_check_as_measured():
+    """The parity check's differences, tolerances and cost that outputs.md quotes, read
+    from the committed run (bench/results/parity-cpu.json) and the tolerances in force."""
+    import json
+
+    from contextuality.extraction.parity import PARITY_TOLERANCE
+
+    run = json.loads((ROOT / "bench/results/parity-cpu.json").read_text())
+    page = _page("outputs.md")
+    correct = {
+        row["dtype"]: row["max_relative_difference"]
+        for row in run["differences"]
+        if row["planted"] == "none"
+    }
+    planted = [
+        float(row["refused"].split(" (a row by ")[1].split(" of its")[0])
+        for row in run["differences"]
+        if row["planted"] != "none"
+    ]
+    written = {
+        dtype: f"{value:.0e}".replace("e-0", "e-") for dtype, value in PARITY_TOLERANCE.items()
+    }
+    assert (
+        f"float32 {written['float32']}, float16 {written['float16']}, "
+        f"bfloat16 {written['bfloat16']}" in page
+    )
+    assert (
+        f"at most {correct['float32']:.2g} in float32, {correct['float16']:.2g} in float16 and "
+        f"{correct['bfloat16']:.2g} in bfloat16" in page
+    )
+    assert f"a planted error by {min(planted):.2g} (a mask of ones) to {max(planted):.3g}" in page
+    margin = min(PARITY_TOLERANCE[dtype] / value for dtype, value in correct.items())
+    assert f"each tolerance is {math.floor(margin)} times the largest" in page
+    errors = [row for row in run["differences"] if row["planted"] != "none"]
+    assert "and a third of the smallest planted error or less" in page
+    assert all(
+        PARITY_TOLERANCE[row["dtype"]] <= value / 3
+        for row, value in zip(errors, planted, strict=True)
+    )
+    checked = [row for row in run["cost"] if row["parity_sentences"]]
+    unchecked = [row for row in run["cost"] if not row["parity_sentences"]]
+    shares = [row["parity_seconds"] / row["extraction_seconds"] for row in checked]
+    seconds = [row["extraction_seconds"] for row in checked + unchecked]
+    parity = [row["parity_seconds"] for row in checked]
+    assert (
+        f"{min(seconds):.0f} to {max(seconds):.0f} s on two CPU cores) is "
+        f"{min(parity):.1f} to {max(parity):.1f} s, {100 * min(shares):.1f} to "
+        f"{100 * max(shares):.1f} % of the extraction" in page
+    )
