@@ -208,13 +208,18 @@ def markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, every count checked before any model loads."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=positive_int, default=4, metavar="N")
     parser.add_argument("--sentences", type=positive_int, default=40, metavar="N")
     parser.add_argument("--threads", type=positive_int, default=2, metavar="N")
     parser.add_argument("--label", default="cpu")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_arguments()
     torch.set_num_threads(args.threads)
     sentences = lee_sentences()
     with tempfile.TemporaryDirectory() as directory:

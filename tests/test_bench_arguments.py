@@ -7,7 +7,7 @@ option, exit status 2 (bench/arguments.py)."""
 from __future__ import annotations
 
 import ast
-import importlib
+import importlib.util
 import inspect
 import sys
 from pathlib import Path
@@ -17,7 +17,17 @@ import torch
 import yaml
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
-sys.path[:0] = [str(BENCH)]
+sys.path.append(str(BENCH))  # the benches' own helpers (arguments, workdir), after the tests'
+
+
+def _bench(name: str):
+    """The bench `name` (bench/<name>.py), loaded from its file under a name of its own:
+    bench/extraction.py and the tests' extraction.py must not take each other's place."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 # Every bench with a command line.
 BENCHES = sorted(
@@ -69,6 +79,8 @@ REFUSED = [
     ("default_run", ["--repeats", "0"], f"argument --repeats: 0 {POSITIVE}"),
     ("dimension_scales", ["BINARY"], "argument config: BINARY: not a YAML config"),
     ("downstream", ["--pairs", "0"], f"argument --pairs: 0 {POSITIVE}"),
+    ("parity", ["--repeats", "0"], f"argument --repeats: 0 {POSITIVE}"),
+    ("parity", ["--sentences", "-3"], f"argument --sentences: -3 {POSITIVE}"),
     ("downstream", ["--draws", "-1"], f"argument --draws: -1 {POSITIVE}"),
     ("downstream", ["--threads", "0"], f"argument --threads: 0 {POSITIVE}"),
     ("downstream", ["--sts", "NO_DIRECTORY"], "argument --sts: NO_DIRECTORY: no such directory"),
@@ -124,7 +136,7 @@ def _named(text: str, places: dict[str, str]) -> str:
 def test_each_bench_refuses_bad_arguments_in_one_line_before_any_work(places, tmp_path, capsys):
     before = sorted(tmp_path.iterdir())
     for bench, argv, said in REFUSED:
-        module = importlib.import_module(bench)
+        module = _bench(bench)
         with pytest.raises(SystemExit) as exited:
             module.parse_arguments([_named(argument, places) for argument in argv])
         (line,) = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
@@ -136,7 +148,7 @@ def test_each_bench_refuses_bad_arguments_in_one_line_before_any_work(places, tm
 
 @pytest.mark.skipif(torch.backends.mps.is_available(), reason="this torch has MPS")
 def test_a_bench_device_this_torch_lacks_is_refused_in_the_words_the_workflow_uses(capsys):
-    module = importlib.import_module("extraction")
+    module = _bench("extraction")
     with pytest.raises(SystemExit) as exited:
         module.parse_arguments(["--device", "mps"])
     line = capsys.readouterr().err.splitlines()[-1]
@@ -153,7 +165,7 @@ def test_each_bench_checks_its_arguments_before_anything_else():
     statement, so that the refusals above come before any model loads or file is
     written."""
     for bench in BENCHES:
-        module = importlib.import_module(bench)
+        module = _bench(bench)
         body = ast.parse(inspect.getsource(module.main)).body[0].body
         if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]  # the docstring

@@ -12,6 +12,7 @@ import pytest
 
 from contextuality.errors import ConfigError
 from contextuality.figures import degeneration as degeneration_figures
+from contextuality.figures.paper import figure_sidecar
 from contextuality.measures.degeneration import (
     DegenerationSettings,
     bin_labels,
@@ -23,7 +24,9 @@ from contextuality.measures.degeneration import (
     rank_bins,
     word_degeneration,
 )
+from contextuality.provenance import read_json, sha256_file
 from contextuality.rows import SelectedRows
+from contextuality.tables import TABLE_DIGEST
 
 
 def _layer(word_id: np.ndarray, indexed: np.ndarray | None = None):
@@ -422,7 +425,10 @@ def test_figures_write_png_and_pdf(tmp_path, layers, plot):
     image = matplotlib.image.imread(outputs[0])
     assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
     assert outputs[1].read_bytes().startswith(b"%PDF")
-    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(p.name for p in outputs)
+    written = [*outputs, *(figure_sidecar(output) for output in outputs)]
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(p.name for p in written)
+    for output in outputs:  # each figure beside the digest of its bytes
+        assert read_json(figure_sidecar(output))[TABLE_DIGEST] == sha256_file(output)
 
 
 def test_mean_vector_norms_lean_on_frequency_even_without_structure():

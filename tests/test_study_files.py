@@ -95,21 +95,21 @@ def test_a_sentence_table_of_another_study_is_refused_before_any_job(copy, tiny_
     before = _tables(copy)
     index = (copy / "results/corpus/occurrences.parquet").read_bytes()
     _copied_from_another_study(copy, tiny_bert_dir, ("sentences.parquet",))
-    _refused_twice(copy, "results/corpus/sentences.parquet: 3 sentences", "another study's table")
+    _refused_twice(copy, "results/corpus/sentences.parquet: 3 sentences", "another study's file")
     assert _tables(copy) == before
     assert (copy / "results/corpus/occurrences.parquet").read_bytes() == index
 
 
 def test_an_index_of_another_study_is_refused_before_any_job(copy, tiny_bert_dir):
-    """Another study's occurrence index (built from its own 3 sentences) copied over this
-    one's: refused while the workflow plans, in one line naming both sentence checksums;
-    no extraction reruns from it, no shard is removed."""
+    """Another study's occurrence index (built from its own 3 sentences, with its own
+    min_contexts) copied over this one's: refused while the workflow plans, in one line
+    naming both settings' hashes; no extraction reruns from it, no shard is removed."""
     before = _tables(copy)
     shard = (copy / "results/embeddings/bert/layer_2.h5").read_bytes()
     names = ("occurrences.parquet", "vocab.parquet", "index.json")
     _copied_from_another_study(copy, tiny_bert_dir, names)
     _refused_twice(
-        copy, "error: results/corpus/index.json: built from sentences ", "another study's index"
+        copy, "error: results/corpus/index.json: an index of 3 sentences", "another study's file"
     )
     assert _tables(copy) == before
     assert (copy / "results/embeddings/bert/layer_2.h5").read_bytes() == shard

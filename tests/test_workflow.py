@@ -490,6 +490,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     static = {"static_vectors": 4, "score_static": 4, "word_benchmarks_table": 1}
     assert _planned_jobs(tmp_path) == (static if published.is_dir() else {}) | {
         "subword_index": 1,
+        "settings_record": 1,  # the subword index's settings, named by their hash
         "extract_gpt2": 1,
         "special_tokens": 1,
         "measure_layer": 2,
@@ -527,6 +528,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     _write_config(tmp_path, config | {"geometry": {"transforms": ["none", "drop_rogue"]}})
     assert _planned_jobs(tmp_path) == {
         "fit_split": 1,
+        "settings_record": 1,  # the split's settings, named by their hash
         "layer_geometry": 2,
         "alignment_table": 1,
         "dimension_scales_table": 1,
@@ -668,6 +670,7 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
     _write_config(tmp_path, config)
     assert _planned_jobs(tmp_path) == static | {
         "fit_split": 1,
+        "settings_record": 1,  # the split's settings, named by their hash
         "measure_layer": 2 * (len(analysed) - 1),
         "measure_layer_without_degeneration": 2,
         "context_specific_words": len(corrections),
