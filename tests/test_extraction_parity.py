@@ -25,7 +25,7 @@ from contextuality.extraction.run import run_extraction
 from contextuality.extraction.units import sentence_units
 from contextuality.storage.shards import ShardSetWriter, shard_attributes
 
-from extraction import with_spec
+from extraction import corpus_and_index, with_spec
 
 # Lengths from one word to twenty, so that every batch pads most of its inputs.
 SENTENCES = [
@@ -226,24 +226,7 @@ def test_only_a_wrong_batch_is_refused_not_a_right_one_with_the_same_inputs(
 @pytest.fixture
 def corpus_index(tmp_path):
     """A sentence table and occurrence index built by the workflow's own steps."""
-    from contextuality import steps
-    from contextuality.corpus.index import IndexFiles, IndexSettings
-    from contextuality.corpus.settings import CorpusSettings
-
-    text = tmp_path / "corpus.txt"
-    text.write_text("\n".join(CORPUS_LINES) + "\n")
-    settings = {
-        "source": "text",
-        "name": "t",
-        "text": {"path": str(text), "split_sentences": False},
-    }
-    sentences = tmp_path / "sentences.parquet"
-    steps.sentences(CorpusSettings.from_config(settings), [text], sentences)
-    index = IndexFiles(
-        tmp_path / "occ.parquet", tmp_path / "vocab.parquet", tmp_path / "index.json"
-    )
-    steps.occurrence_index(sentences, IndexSettings(min_contexts=1), index)
-    return sentences, index
+    return corpus_and_index(tmp_path, CORPUS_LINES)
 
 
 def test_meta_json_records_the_check_and_a_refusal_keeps_the_study(
