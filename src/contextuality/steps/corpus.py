@@ -184,7 +184,7 @@ def fit_split(
         step="fit_split",
         fit_fraction=fit_fraction,
         seed=seed,
-        config_hash=config_hash({"fit_fraction": fit_fraction, "seed": seed}),
+        config_hash=config_hash(fitting.fit_split_settings(fit_fraction, seed)),
         n_fit_sentences=int(fit.sum()),
         corpus_checksum=corpus_checksum(texts),
     )

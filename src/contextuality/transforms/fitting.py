@@ -264,6 +264,11 @@ def _null_floor(
     return np.maximum(_EIGENVALUE_FLOOR * eigenvalues[0], _ROUNDING_MARGIN * rounding)
 
 
+def fit_split_settings(fit_fraction: float, seed: int) -> dict[str, Any]:
+    """What a split is drawn with (`fit_split`), whose hash its table records."""
+    return {"fit_fraction": fit_fraction, "seed": seed}
+
+
 def fit_split(n_sentences: int, fit_fraction: float, seed: int) -> np.ndarray:
     """Bool mask (n_sentences,), True for the sentences of the fitting part:
     round(fit_fraction · n_sentences) of them, at least 1 and at most n_sentences − 1,

@@ -36,6 +36,7 @@ from contextuality.corpus.settings import CorpusSettings
 from contextuality.errors import ConfigError, InputDataError
 from contextuality.provenance import config_hash, read_json
 from contextuality.tables import read_footer_provenance
+from contextuality.transforms.fitting import fit_split_settings
 from contextuality.workflow.config import (
     extraction_partitions,
     model_names,
@@ -62,7 +63,7 @@ def stage_settings(config: dict[str, Any], stage: str) -> dict[str, Any]:
         return index_settings_record(settings, word_units(settings))
     if stage == "fit_split":
         fit = config["measures"]["transform_fit"]["fit_fraction"]
-        return {"fit_fraction": fit, "seed": config["measures"]["seed"]}
+        return fit_split_settings(fit, config["measures"]["seed"])
     key = stage.removeprefix(SUBWORD_STAGE)
     tokenizer = subword_tokenizers(config).get(key) if stage.startswith(SUBWORD_STAGE) else None
     if tokenizer is None:
@@ -84,8 +85,11 @@ def settings_record(config: dict[str, Any], stage: str) -> str:
 
 def stages(config: dict[str, Any]) -> dict[str, Path]:
     """Each corpus stage of `config` → the file whose provenance records its settings."""
-    files = {"corpus": SENTENCES, "index": CORPUS / INDEX_FILE_NAMES["summary"]}
-    files["fit_split"] = FIT_SPLIT
+    files = {
+        "corpus": SENTENCES,
+        "index": CORPUS / INDEX_FILE_NAMES["summary"],
+        "fit_split": FIT_SPLIT,
+    }
     for key in subword_tokenizers(config):
         files[SUBWORD_STAGE + key] = CORPUS / "subwords" / key / INDEX_FILE_NAMES["summary"]
     return files
