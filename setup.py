@@ -1,6 +1,6 @@
 """The wheel carries the Snakemake workflow and its configs (package data under
 ``contextuality/bundled/``), so that ``pip install contextuality`` gives the workflow too:
-``contextuality workflow`` names its Snakefile (`contextuality.bundle`)."""
+``contextuality workflow`` names its Snakefile (`contextuality.configuration.bundle`)."""
 
 import shutil
 from pathlib import Path

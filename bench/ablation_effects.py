@@ -44,8 +44,8 @@ from contextuality.extraction.ablation_effects import (  # noqa: E402
     ablation_effects,
     first_massive_block,
 )
-from contextuality.fetch import resolve_data_path  # noqa: E402
-from contextuality.provenance import atomic_path  # noqa: E402
+from contextuality.files.fetch import resolve_data_path  # noqa: E402
+from contextuality.files.provenance import atomic_path  # noqa: E402
 
 from arguments import (  # noqa: E402
     config_file,

@@ -25,9 +25,9 @@ import h5py
 import numpy as np
 import pandas as pd
 
+from contextuality.configuration.random_streams import generator
 from contextuality.geometry.alignment import sample_rows
 from contextuality.geometry.neighbours import Neighbours, cosine_neighbours, mutual_knn
-from contextuality.random_streams import generator
 from contextuality.rows import rows_with_vectors
 
 from workdir import REPO, write_report

@@ -38,12 +38,12 @@ from contextuality.backends import load_model, model_spec  # noqa: E402
 from contextuality.corpus.sentences import read_sts_archive, scored_pairs  # noqa: E402
 from contextuality.errors import ConfigError  # noqa: E402
 from contextuality.extraction.sentence_vectors import POOLINGS, sentence_vectors  # noqa: E402
+from contextuality.files.provenance import atomic_path  # noqa: E402
 from contextuality.measures.downstream import (  # noqa: E402
     layer_agreement,
     pair_cosines,
     task_scores,
 )
-from contextuality.provenance import atomic_path  # noqa: E402
 
 from arguments import (  # noqa: E402
     config_file,

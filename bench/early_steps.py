@@ -46,11 +46,11 @@ from transformers.utils import logging  # noqa: E402
 
 from contextuality.api import word_rows  # noqa: E402
 from contextuality.corpus.sentences import build_sentence_table, read_text_corpus  # noqa: E402
-from contextuality.fetch import resolve_data_path  # noqa: E402
 from contextuality.figures.paper import layer_colours  # noqa: E402
+from contextuality.files.fetch import resolve_data_path  # noqa: E402
+from contextuality.files.provenance import atomic_path  # noqa: E402
 from contextuality.measures.equations import anisotropy_baseline  # noqa: E402
 from contextuality.measures.unigram import direction_cosines, unigram_direction  # noqa: E402
-from contextuality.provenance import atomic_path  # noqa: E402
 from contextuality.rows import rows_with_vectors, run_starts  # noqa: E402
 
 from arguments import input_directory, nonnegative_int, positive_int  # noqa: E402

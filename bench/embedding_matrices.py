@@ -41,8 +41,8 @@ from contextuality.corpus.sentences import (
 )
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.extraction.token_counts import token_counts
-from contextuality.fetch import resolve_data_path
 from contextuality.figures.embedding import plot_embedding_matrices
+from contextuality.files.fetch import resolve_data_path
 from contextuality.measures.embedding_matrix import SPECTRUM_RANKS, measure_matrices
 
 from arguments import config_file, input_directory, output_directory

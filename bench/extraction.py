@@ -63,7 +63,7 @@ from contextuality.extraction.forward import forward_dtype
 from contextuality.extraction.partitions import plan_extraction
 from contextuality.extraction.run import extract
 from contextuality.extraction.units import sentence_units
-from contextuality.fetch import resolve_data_path
+from contextuality.files.fetch import resolve_data_path
 from contextuality.storage.shards import ShardSetWriter
 from contextuality.streaming.accumulate import StreamingAccumulator
 from contextuality.streaming.state import StreamingSettings

@@ -42,7 +42,7 @@ from contextuality.extraction.parity import PARITY_TOLERANCE
 from contextuality.extraction.partitions import plan_extraction
 from contextuality.extraction.run import extract
 from contextuality.extraction.units import sentence_units
-from contextuality.fetch import resolve_data_path
+from contextuality.files.fetch import resolve_data_path
 from contextuality.storage.shards import ShardSetWriter
 
 RESULTS = Path(__file__).resolve().parent / "results"

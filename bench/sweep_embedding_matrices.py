@@ -29,12 +29,12 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 import train_checkpoints  # noqa: E402
 
+from contextuality.files.provenance import atomic_path  # noqa: E402
 from contextuality.measures.embedding_matrix import (  # noqa: E402
     count_free_measures,
     frequency_measures,
     norms_by_frequency,
 )
-from contextuality.provenance import atomic_path  # noqa: E402
 
 from arguments import input_directory, nonnegative_int, positive_int  # noqa: E402
 from workdir import short_commit, write_report  # noqa: E402

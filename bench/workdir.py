@@ -16,9 +16,9 @@ import pandas as pd
 import yaml
 
 from contextuality import steps
+from contextuality.configuration.schema import with_defaults
 from contextuality.corpus.index import IndexFiles
-from contextuality.provenance import atomic_path
-from contextuality.schema import with_defaults
+from contextuality.files.provenance import atomic_path
 from contextuality.workflow.config import model_settings
 from contextuality.workflow.paths import index_directory, model_shards
 

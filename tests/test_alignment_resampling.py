@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
+from contextuality.configuration.random_streams import generator
 from contextuality.geometry.alignment import (
     AlignmentSettings,
     SampledLayers,
@@ -29,7 +30,6 @@ from contextuality.geometry.resampling import (
     calibrate,
     sentence_weights,
 )
-from contextuality.random_streams import generator
 
 
 def _related_layers(

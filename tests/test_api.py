@@ -20,10 +20,10 @@ import contextuality
 from contextuality import api
 from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec
+from contextuality.configuration.schema import with_defaults
 from contextuality.geometry.alignment import sample_rows
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.measures.settings import MeasureSettings
-from contextuality.schema import with_defaults
 from contextuality.storage.shards import load_shard
 from contextuality.workflow.config import geometry_settings
 

@@ -20,7 +20,7 @@ from contextuality.backends.base import LoadedModel, layer_output
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError
 from contextuality.extraction.units import align_to_words
-from contextuality.provenance import config_hash
+from contextuality.files.provenance import config_hash
 
 from extraction import extract_every_layer
 
@@ -81,7 +81,7 @@ def test_counts_its_layers_without_loading_weights(section, loaded):
 def test_records_a_checksum_of_every_local_file_it_reads(section, loaded):
     """Local files are extraction inputs (changing one re-extracts) and their SHA-256s
     are the provenance of a model that has no hub revision."""
-    from contextuality.provenance import sha256_file
+    from contextuality.files.provenance import sha256_file
 
     spec = backends.model_spec("tiny", section)
     files = backends.model_files(spec)

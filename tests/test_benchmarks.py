@@ -20,7 +20,7 @@ from gensim.models import KeyedVectors
 from contextuality import benchmarks as bm
 from contextuality.benchmarks import Score, WordVectors
 from contextuality.errors import InputDataError
-from contextuality.provenance import sha256_file
+from contextuality.files.provenance import sha256_file
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 

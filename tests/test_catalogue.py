@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from test_workflow import _config, _snakemake, _write_config, _write_corpus
 
-from contextuality.discovery import discover
+from contextuality.catalogue.discovery import discover
 from contextuality.geometry import alignment_catalogue
 from contextuality.geometry.alignment import ALIGNMENT_COLUMNS
 
@@ -105,7 +105,7 @@ from contextuality.geometry import alignment_catalogue
 from contextuality.geometry.neighbours import cosine_neighbours, mutual_knn
 from contextuality.geometry.alignment_instruments.neighbour_jaccard import neighbour_jaccard
 from contextuality.measures import registry
-from contextuality.schema import with_defaults
+from contextuality.configuration.schema import with_defaults
 from contextuality.workflow import measures_in_run
 import yaml
 

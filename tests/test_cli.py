@@ -14,9 +14,9 @@ from contextuality.backends.elmo.release import RELEASES
 from contextuality.backends.elmo.synthetic import write_random_files
 from contextuality.cli import main
 from contextuality.figures.specs import DEGENERATION_FIGURES
+from contextuality.files.provenance import read_json, write_json
+from contextuality.files.tables import read_tsv, write_tsv
 from contextuality.measures.summary import CENSUS_COLUMNS
-from contextuality.provenance import read_json, write_json
-from contextuality.tables import read_tsv, write_tsv
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

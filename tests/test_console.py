@@ -1,4 +1,4 @@
-"""What the console is told while a job runs (`contextuality.console`, `process.run_step`):
+"""What the console is told while a job runs (`contextuality.jobs.console`, `process.run_step`):
 progress lines with rate and time left, a long job's end, on the console even where a
 workflow job's stderr is its log file."""
 
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from contextuality import console, process
+from contextuality.jobs import console, process
 
 
 class Clock:

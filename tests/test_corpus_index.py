@@ -414,8 +414,8 @@ def test_paper_units_reproduce_the_published_vocabulary(shared_data, tmp_path):
 
     from contextuality.corpus.sentences import sts_archive_name
     from contextuality.corpus.settings import CorpusSettings, StsSource
+    from contextuality.files.tables import read_parquet
     from contextuality.steps import sentences
-    from contextuality.tables import read_parquet
 
     years = [2012, 2013, 2014, 2015, 2016]
     settings = CorpusSettings(source="sts", sts=StsSource(years, scored_only=True))

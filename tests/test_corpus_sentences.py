@@ -35,7 +35,7 @@ from contextuality.corpus.sentences import (
 )
 from contextuality.corpus.settings import STS_YEARS, CorpusSettings
 from contextuality.errors import InputDataError
-from contextuality.fetch import resolve_data_path
+from contextuality.files.fetch import resolve_data_path
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 STS_DIR = DATA_DIR / "sts"
@@ -147,8 +147,8 @@ def test_sts_gold_scores_align_with_the_gold_files(sts_read):
 
 @needs_sts
 def test_scored_only_sentence_table_counts(tmp_path):
+    from contextuality.files.tables import read_parquet
     from contextuality.steps import sentences
-    from contextuality.tables import read_parquet
 
     archives = [STS_DIR / sts_archive_name(year) for year in STS_YEARS]
     settings = CorpusSettings.from_config(

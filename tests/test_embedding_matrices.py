@@ -16,12 +16,12 @@ from test_workflow import _config, _planned_jobs, _snakemake, _write_config, _wr
 from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
 from contextuality import backends, steps, workflow
+from contextuality.configuration.schema import with_defaults
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.errors import ModelLoadError
 from contextuality.extraction.token_counts import token_counts
+from contextuality.files.tables import read_parquet_with_provenance, read_tsv, read_tsv_provenance
 from contextuality.measures.embedding_matrix import LAYER
-from contextuality.schema import with_defaults
-from contextuality.tables import read_parquet_with_provenance, read_tsv, read_tsv_provenance
 
 SENTENCES = [
     "The cat sat on the mat.",

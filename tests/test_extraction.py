@@ -456,7 +456,7 @@ def _outputs(paths: dict[int, Path], meta: Path):
 
 def test_extract_model_end_to_end(tiny_bert_dir, corpus_index, tmp_path):
     from contextuality import steps
-    from contextuality.provenance import config_hash, read_json
+    from contextuality.files.provenance import config_hash, read_json
 
     sentences, index = corpus_index
     summary = read_json(index.summary)
@@ -541,7 +541,7 @@ def test_the_collector_skips_the_model_while_extracting_and_is_left_as_found(
 
 def test_extract_model_overflow(tiny_bert_dir, corpus_index, tmp_path, monkeypatch):
     from contextuality import steps
-    from contextuality.provenance import read_json
+    from contextuality.files.provenance import read_json
 
     sentences, index = corpus_index
     summary = read_json(index.summary)
@@ -683,7 +683,7 @@ def _run_step_log(tmp_path, monkeypatch, step) -> str:
     """Run `step` as a Snakemake script does (`run_step`); return its log."""
     import sys
 
-    from contextuality.process import run_step
+    from contextuality.jobs.process import run_step
 
     monkeypatch.setattr(sys, "stderr", sys.stderr)  # run_step points stderr at the log
     log = tmp_path / "job.log"
@@ -724,7 +724,7 @@ def test_a_sentence_table_changed_after_indexing_is_refused(
     """Corpus drift: extraction and the measure step refuse a sentence table that is not
     the one the index was built from, with one line saying what to rebuild."""
     from contextuality import steps
-    from contextuality.tables import read_parquet, write_parquet
+    from contextuality.files.tables import read_parquet, write_parquet
 
     sentences, index = corpus_index
     paths = _shard_paths(tmp_path, (0, 1, 2))

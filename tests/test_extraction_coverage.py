@@ -16,8 +16,8 @@ from contextuality.backends.base import ModelSpec
 from contextuality.corpus.index import IndexFiles, IndexSettings
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.extraction.report import ExtractionReport, coverage_warnings
-from contextuality.process import run_step
-from contextuality.provenance import read_json
+from contextuality.files.provenance import read_json
+from contextuality.jobs.process import run_step
 
 from extraction import extract_every_layer
 

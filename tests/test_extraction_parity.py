@@ -260,8 +260,8 @@ def test_a_streamed_model_records_the_check_in_its_state_files_and_parts_merge(
     measures' seed; a model streamed in two parts merges their records: every sentence,
     input and row of both, each layer's largest difference."""
     from contextuality import steps
+    from contextuality.files.provenance import read_json
     from contextuality.measures.settings import MeasureSettings
-    from contextuality.provenance import read_json
 
     sentences, index = corpus_index
     settings = {"source": str(tiny_gpt2_dir), "device": "cpu", "segment_words": 8}

@@ -23,6 +23,7 @@ from contextuality.errors import ConfigError, ShardMismatchError
 from contextuality.extraction.partitions import SEGMENT_WORDS as DEFAULT_SEGMENT_WORDS
 from contextuality.extraction.partitions import part_segments, partition_bounds, segments
 from contextuality.extraction.units import sentence_units, units_of_part
+from contextuality.files.tables import read_tsv
 from contextuality.storage.hdf5 import seal_attributes
 from contextuality.storage.shards import (
     load_shard,
@@ -30,7 +31,6 @@ from contextuality.storage.shards import (
     load_shards,
     shard_attributes,
 )
-from contextuality.tables import read_tsv
 
 from extraction import extract_into_shards, with_spec
 
@@ -449,8 +449,8 @@ def test_more_partitions_than_the_corpus_holds_sentences_are_refused_at_plan_tim
     line naming the key, before any job runs."""
     from test_workflow import _config
 
-    from contextuality.schema import with_defaults
-    from contextuality.tables import write_parquet
+    from contextuality.configuration.schema import with_defaults
+    from contextuality.files.tables import write_parquet
     from contextuality.workflow.study_files import SENTENCES, check_partitions, stage_digest
 
     monkeypatch.chdir(tmp_path)

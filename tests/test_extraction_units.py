@@ -23,9 +23,9 @@ from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import tokenize_sentences, word_spans
 from contextuality.errors import InputDataError, NonFiniteValueError
 from contextuality.extraction.units import sentence_units
-from contextuality.provenance import read_json
+from contextuality.files.provenance import read_json
+from contextuality.files.tables import read_parquet
 from contextuality.storage.shards import load_shard
-from contextuality.tables import read_parquet
 
 from extraction import extract_every_layer, extract_into_shards
 from references import word_vectors_by_overlap

@@ -16,9 +16,9 @@ from contextuality import steps
 from contextuality.errors import InputDataError
 from contextuality.figures import alignment, best_layers, degeneration, geometry, paper, sweeps
 from contextuality.figures.specs import FIGURES
+from contextuality.files.tables import write_parquet
 from contextuality.measures.degeneration import DegenerationSettings, bins_table, rank_bins
 from contextuality.measures.ranks import spearman_correlation, spearman_interval
-from contextuality.tables import write_parquet
 
 
 @pytest.fixture

@@ -13,14 +13,14 @@ from scipy.stats import ortho_group
 from contextuality import steps
 from contextuality.api.geometry import intrinsic_dimension
 from contextuality.corpus.index import IndexFiles, index_checksum
+from contextuality.files.provenance import read_json, write_json
+from contextuality.files.tables import read_provenance, write_parquet
 from contextuality.geometry import dimension, linear_cka
 from contextuality.geometry.alignment import sample_rows
 from contextuality.geometry.dimension import CURVE_COLUMNS
 from contextuality.geometry.settings import GeometrySettings
-from contextuality.provenance import read_json, write_json
 from contextuality.steps.geometry import ModelLayers
 from contextuality.storage.shards import ShardSetWriter
-from contextuality.tables import read_provenance, write_parquet
 
 
 def typed(settings: dict) -> GeometrySettings:

@@ -12,11 +12,11 @@ from test_geometry import N_ROWS, WIDTH, kernel_cka, outputs, typed, write_model
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles, index_checksum
+from contextuality.files.provenance import provenance_record, read_json, write_json
+from contextuality.files.tables import read_provenance, write_parquet
 from contextuality.geometry.alignment import sample_rows
 from contextuality.geometry.dimension import CURVE_COLUMNS
-from contextuality.provenance import provenance_record, read_json, write_json
 from contextuality.steps.geometry import GeometryTransform
-from contextuality.tables import read_provenance, write_parquet
 from contextuality.transforms.fitting import TransformSettings, fit_transform
 from contextuality.transforms.layers import TransformFit, load_layer
 

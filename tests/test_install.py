@@ -18,11 +18,11 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from contextuality import bundle
 from contextuality.cli import main
+from contextuality.configuration import bundle
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError, InputDataError
-from contextuality.fetch import DEFAULT_DATA_PACKAGES, resolve_data_path
+from contextuality.files.fetch import DEFAULT_DATA_PACKAGES, resolve_data_path
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
@@ -136,7 +136,7 @@ def test_the_workflow_catalog_file_describes_the_usage():
 
 
 HOST_SNAKEFILE = """\
-from contextuality.bundle import snakefile
+from contextuality.configuration.bundle import snakefile
 
 
 configfile: "config/config.yaml"

@@ -13,13 +13,8 @@ import pytest
 
 from contextuality.benchmarks import ScoringSettings
 from contextuality.errors import ContextualityError
-from contextuality.provenance import read_json, write_json
-from contextuality.steps.static import score_static
-from contextuality.storage.shards import ShardSetWriter, load_shard
-from contextuality.storage.word_vectors import write_word2vec_text
-from contextuality.streaming.accumulate import StreamingAccumulator
-from contextuality.streaming.state import StreamingSettings, load_state
-from contextuality.tables import (
+from contextuality.files.provenance import read_json, write_json
+from contextuality.files.tables import (
     check_against_sidecar,
     read_parquet,
     read_provenance,
@@ -27,6 +22,11 @@ from contextuality.tables import (
     write_parquet,
     write_tsv,
 )
+from contextuality.steps.static import score_static
+from contextuality.storage.shards import ShardSetWriter, load_shard
+from contextuality.storage.word_vectors import write_word2vec_text
+from contextuality.streaming.accumulate import StreamingAccumulator
+from contextuality.streaming.state import StreamingSettings, load_state
 
 FLIPS = 150
 

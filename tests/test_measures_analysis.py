@@ -356,11 +356,11 @@ def test_layer_isotropy_agrees_with_the_reference_scores():
     direct float64 definitions of `contextuality.measures.isotropy` on anisotropic data."""
     import pandas as pd
 
+    from contextuality.configuration.random_streams import generator
     from contextuality.measures import isotropy
     from contextuality.measures.instruments import isotropy_scores
     from contextuality.measures.occurrences import LayerRows
     from contextuality.measures.record import LayerInputs
-    from contextuality.random_streams import generator
 
     rng = np.random.default_rng(11)
     n, d = 3000, 24

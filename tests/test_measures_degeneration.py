@@ -13,6 +13,8 @@ import pytest
 from contextuality.errors import ConfigError
 from contextuality.figures import degeneration as degeneration_figures
 from contextuality.figures.paper import figure_sidecar
+from contextuality.files.provenance import read_json, sha256_file
+from contextuality.files.tables import TABLE_DIGEST
 from contextuality.measures.degeneration import (
     DegenerationSettings,
     bin_labels,
@@ -24,9 +26,7 @@ from contextuality.measures.degeneration import (
     rank_bins,
     word_degeneration,
 )
-from contextuality.provenance import read_json, sha256_file
 from contextuality.rows import SelectedRows
-from contextuality.tables import TABLE_DIGEST
 
 
 def _layer(word_id: np.ndarray, indexed: np.ndarray | None = None):

@@ -11,11 +11,11 @@ import pytest
 
 from contextuality.corpus.index import IndexSettings, build_occurrence_index
 from contextuality.corpus.words import split_words
+from contextuality.files.provenance import provenance_record
+from contextuality.files.tables import write_parquet
 from contextuality.measures.analysis import MeasureSettings, measure_layer
 from contextuality.measures.positions import POSITION_EDGES, bucket_labels, position_profile
-from contextuality.provenance import provenance_record
 from contextuality.storage.shards import ShardSetWriter
-from contextuality.tables import write_parquet
 from contextuality.transforms.layers import TransformFit, load_layer
 
 

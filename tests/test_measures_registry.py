@@ -146,7 +146,7 @@ def test_leaving_out_the_optional_measures_drops_their_rows_alone():
 
 
 def test_streams_differ_by_row_and_follow_the_seed():
-    from contextuality.random_streams import measure_generator
+    from contextuality.configuration.random_streams import measure_generator
 
     draws = {
         (seed, row): measure_generator(seed, row).integers(0, 2**62)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from contextuality.process import MEMORY_BOUNDS, memory_bound, run_step
+from contextuality.jobs.process import MEMORY_BOUNDS, memory_bound, run_step
 from contextuality.workflow import extraction_rule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,7 +148,7 @@ def test_the_command_and_the_job_runner_load_no_numerical_library():
     """What catches a failed import must not need one: importing the entry point and the
     job runner loads neither numpy nor torch nor h5py."""
     code = (
-        "import sys, contextuality.cli, contextuality.process\n"
+        "import sys, contextuality.cli, contextuality.jobs.process\n"
         "print(sorted(m for m in ('numpy', 'torch', 'h5py', 'pandas') if m in sys.modules))"
     )
     result = subprocess.run(

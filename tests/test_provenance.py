@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from contextuality import __version__
-from contextuality.provenance import (
+from contextuality.files.provenance import (
     atomic_path,
     config_hash,
     provenance_record,
@@ -14,7 +14,7 @@ from contextuality.provenance import (
     sha256_file,
     write_json,
 )
-from contextuality.tables import (
+from contextuality.files.tables import (
     read_parquet,
     read_provenance,
     read_tsv_provenance,
@@ -74,7 +74,7 @@ def test_json_and_tsv_writers(tmp_path):
 
 def test_a_tsv_never_stands_without_its_provenance(tmp_path, monkeypatch):
     """The sidecar is written first: a crash while writing the table leaves no table."""
-    import contextuality.tables as tables
+    import contextuality.files.tables as tables
 
     def failing_to_csv(*args, **kwargs):
         raise OSError("disk full")

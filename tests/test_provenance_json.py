@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
+from contextuality.files.provenance import read_json, write_json
+from contextuality.files.tables import read_provenance, write_parquet
 from contextuality.measures import summary
-from contextuality.provenance import read_json, write_json
-from contextuality.tables import read_provenance, write_parquet
 
 
 def _strict(text: str) -> object:
@@ -58,7 +58,7 @@ def test_parquet_provenance_is_strict_json(tmp_path):
 
     path = tmp_path / "table.parquet"
     write_parquet(pd.DataFrame({"a": [1]}), path, {"baseline": float("nan"), "seed": 0})
-    raw = pq.read_schema(path).metadata[b"contextuality.provenance"].decode()
+    raw = pq.read_schema(path).metadata[b"contextuality.files.provenance"].decode()
     assert _strict(raw) == {"baseline": None, "seed": 0}
     assert read_provenance(path) == {"baseline": None, "seed": 0}
 

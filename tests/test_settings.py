@@ -103,7 +103,7 @@ def test_settings_classes_write_no_default_of_their_own(settings_class):
 
 
 def test_a_default_changed_in_the_schema_changes_the_settings(monkeypatch):
-    from contextuality import schema
+    from contextuality.configuration import schema
 
     changed = schema.schema()
     changed["properties"]["measures"]["properties"]["seed"]["default"] = 7

@@ -17,8 +17,8 @@ from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import word_spans
 from contextuality.extraction.special_tokens import sentence_batches, special_token_batches
 from contextuality.extraction.units import sentence_units
+from contextuality.files.tables import read_parquet_with_provenance
 from contextuality.measures.positions import SPECIAL_COLUMNS, SpecialTokenProfile
-from contextuality.tables import read_parquet_with_provenance
 
 LINES = [
     "The cat sat on the mat.",
@@ -249,7 +249,7 @@ def test_gpt2_without_bos_has_no_rows(tiny_gpt2_dir, corpus, tmp_path, caplog):
 
 def test_positions_table_puts_the_special_tokens_after_each_layers_words(tmp_path):
     from contextuality import steps
-    from contextuality.tables import write_parquet
+    from contextuality.files.tables import write_parquet
 
     words = pd.DataFrame(
         {

@@ -21,7 +21,7 @@ from contextuality.backends import load_model
 from contextuality.backends.base import ModelSpec
 from contextuality.errors import ShardMismatchError, StorageError
 from contextuality.extraction.units import sentence_units
-from contextuality.provenance import partial_path, write_json
+from contextuality.files.provenance import partial_path, write_json
 from contextuality.storage.shards import (
     ShardSetWriter,
     expected_extraction,

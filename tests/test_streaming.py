@@ -435,7 +435,7 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
     from contextuality import steps
     from contextuality.backends import model_settings, model_spec
     from contextuality.corpus.index import IndexFiles
-    from contextuality.provenance import read_json
+    from contextuality.files.provenance import read_json
 
     text = tmp_path / "corpus.txt"
     text.write_text("\n".join(MODEL_SENTENCES) + "\n")
@@ -581,7 +581,7 @@ def test_a_failed_streaming_extraction_leaves_no_state(tiny_bert_dir, tmp_path, 
 
 def test_stream_command(tiny_bert_dir, tmp_path):
     from contextuality.cli import main
-    from contextuality.provenance import read_json
+    from contextuality.files.provenance import read_json
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(MODEL_SENTENCES) + "\n")

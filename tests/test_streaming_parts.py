@@ -16,7 +16,7 @@ import torch
 
 from contextuality.corpus.index import IndexSettings, build_occurrence_index
 from contextuality.errors import ShardMismatchError
-from contextuality.provenance import read_json
+from contextuality.files.provenance import read_json
 from contextuality.streaming.accumulate import StreamingAccumulator
 from contextuality.streaming.exact import ExactSum
 from contextuality.streaming.merge import merge_parts
@@ -365,7 +365,7 @@ def test_a_streamed_model_in_parts_is_the_one_job_in_the_workflow(tmp_path, tiny
     from test_extraction_partitions import _assert_tables_agree
     from test_workflow import _config, _snakemake, _write_config, _write_corpus
 
-    from contextuality.tables import read_tsv
+    from contextuality.files.tables import read_tsv
 
     runs = {}
     for parts in (1, 3):

@@ -33,7 +33,7 @@ from contextuality import steps
 from contextuality.corpus.index import IndexFiles, IndexSettings
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.errors import InputDataError
-from contextuality.provenance import config_hash, read_json, write_json
+from contextuality.files.provenance import config_hash, read_json, write_json
 from contextuality.workflow import study_files
 
 

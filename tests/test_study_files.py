@@ -12,7 +12,7 @@ import pytest
 import yaml
 from test_workflow import _config, _snakemake, _write_config, _write_corpus
 
-from contextuality.tables import read_tsv
+from contextuality.files.tables import read_tsv
 
 pytestmark = pytest.mark.workflow
 

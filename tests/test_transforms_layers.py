@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from contextuality.errors import InputDataError
-from contextuality.provenance import provenance_record, sha256_file
+from contextuality.files.provenance import provenance_record, sha256_file
+from contextuality.files.tables import write_parquet
 from contextuality.storage.shards import ShardSetWriter
-from contextuality.tables import write_parquet
 from contextuality.transforms.fitting import TRANSFORMS, TransformSettings, corrected_occurrences
 from contextuality.transforms.layers import TransformFit, load_layer
 

@@ -17,12 +17,12 @@ from test_study_files import _study
 from test_workflow import _planned_jobs, _snakemake
 
 from contextuality.cli import main
-from contextuality.fetch import packaged_checksums
-from contextuality.provenance import read_json, write_json
+from contextuality.files.fetch import packaged_checksums
+from contextuality.files.provenance import read_json, write_json
+from contextuality.files.tables import read_tsv, read_tsv_provenance, write_tsv
 from contextuality.storage.shards import ShardSetWriter, load_shard
 from contextuality.streaming.accumulate import StreamingAccumulator
 from contextuality.streaming.state import StreamingSettings
-from contextuality.tables import read_tsv, read_tsv_provenance, write_tsv
 from contextuality.verification.rules import rule_of
 from contextuality.verification.study import study_files
 

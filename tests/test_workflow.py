@@ -26,6 +26,7 @@ import yaml
 from contextuality import __version__, workflow
 from contextuality.backends.elmo.release import RELEASES
 from contextuality.backends.elmo.synthetic import write_random_files
+from contextuality.configuration.schema import with_defaults
 from contextuality.figures.specs import (
     ABLATION_FIGURE,
     DEGENERATION_FIGURES,
@@ -36,11 +37,10 @@ from contextuality.figures.specs import (
     RECORD_FIGURES,
     SWEEP_FIGURE,
 )
+from contextuality.files.provenance import sha256_file
+from contextuality.files.tables import read_tsv_provenance
 from contextuality.geometry.baselines import BASELINES
 from contextuality.measures import registry
-from contextuality.provenance import sha256_file
-from contextuality.schema import with_defaults
-from contextuality.tables import read_tsv_provenance
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "workflow" / "Snakefile"
@@ -302,7 +302,7 @@ def test_a_step_runs_with_its_job_s_threads_for_blas():
     program = """
 import json
 from threadpoolctl import threadpool_info
-from contextuality.process import run_step
+from contextuality.jobs.process import run_step
 
 def blas_threads():
     return sorted(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
@@ -339,7 +339,7 @@ print(json.dumps(seen))
 def test_a_job_out_of_memory_or_disk_ends_with_one_line(tmp_path, monkeypatch, capfd, fault, said):
     """Out of memory or disk in any step: one line saying what ran out, in the job's log,
     or on the console where the log cannot be written (a full disk: /dev/full)."""
-    from contextuality.process import run_step
+    from contextuality.jobs.process import run_step
 
     def step():
         raise fault

@@ -161,7 +161,7 @@ def write_corpus(path: Path, n_sentences: int = ACCEPTANCE_SENTENCES) -> None:
     """The acceptance corpus: the first `n_sentences` sentences of gensim's Lee background
     corpus, split and normalized as the workflow does, one a line."""
     from contextuality.corpus.sentences import normalize_sentence, read_text_corpus
-    from contextuality.fetch import resolve_data_path
+    from contextuality.files.fetch import resolve_data_path
 
     source = resolve_data_path("package:gensim/test/test_data/lee_background.cor")
     sentences = [normalize_sentence(item.text) for item in read_text_corpus(source, False)]

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from contextuality.fetch import fetch_file, packaged_checksums
+from contextuality.files.fetch import fetch_file, packaged_checksums
 from contextuality.measures.ranks import spearman_correlation
 
 COMMIT = "c10c992a20d09660bcbac1e84466a3004374317c"

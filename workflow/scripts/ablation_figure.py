@@ -1,6 +1,6 @@
 """Snakemake adapter: what an ablation does to a model's layers, against the model."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def ablation_figure() -> None:

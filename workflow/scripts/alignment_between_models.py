@@ -1,7 +1,7 @@
 """Snakemake adapter: the alignment between every layer of two models on the same
 occurrences."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def alignment_between_models() -> None:

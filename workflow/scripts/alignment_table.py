@@ -1,7 +1,7 @@
 """Snakemake adapter: every alignment table gathered into results/tables/alignment.tsv,
 and each layer's best-matching layer of every other model."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def alignment_table() -> None:

@@ -1,6 +1,6 @@
 """Snakemake adapter: one of the paper's models beside its published results."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def compare_reference() -> None:

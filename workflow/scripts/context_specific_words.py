@@ -1,6 +1,6 @@
 """Snakemake adapter: each layer's most and least context-specific words of one model."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def context_specific_words() -> None:

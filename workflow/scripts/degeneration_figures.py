@@ -1,6 +1,6 @@
 """Snakemake adapter: the degeneration figures of one (model, transform)."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def degeneration_figures() -> None:

@@ -1,7 +1,7 @@
 """Snakemake adapter: every analysed layer's degeneration by frequency bin, and its
 position profile with each model's special tokens, each in one table."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def gather():

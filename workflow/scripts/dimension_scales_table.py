@@ -1,7 +1,7 @@
 """Snakemake adapter: every model's intrinsic-dimension curves gathered into
 results/tables/dimension_scales.tsv."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def dimension_scales_table() -> None:

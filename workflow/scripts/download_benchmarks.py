@@ -1,6 +1,6 @@
 """Snakemake adapter: fetch the word-benchmark files (mirror or their public origins)."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def download_benchmarks() -> None:

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def download_elmo() -> None:

@@ -1,6 +1,6 @@
 """Snakemake adapter: fetch one published result file of the paper (mirror or GitHub)."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def download_reference() -> None:

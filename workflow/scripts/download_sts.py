@@ -1,6 +1,6 @@
 """Snakemake adapter: fetch one STS archive (mirror directory or network)."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def download_sts() -> None:

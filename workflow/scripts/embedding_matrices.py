@@ -2,7 +2,7 @@
 results/tables/embedding_matrices.tsv, embedding_matrix_norms.tsv,
 embedding_matrix_spectra.tsv and results/figures/embedding_matrices.png|pdf."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def embedding_matrices() -> None:

@@ -1,7 +1,7 @@
 """Snakemake adapter: one model's token embedding matrices, measured against its tokens'
 counts in the sentence table, into results/embedding_matrices/{model}/."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def embedding_matrix() -> None:

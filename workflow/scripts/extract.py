@@ -1,7 +1,7 @@
 """Snakemake adapter: one model's layers in a single forward pass, into shards (part
 {part} of them, for a partitioned model) or, for a streamed model, into state files."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def extract() -> None:

@@ -1,6 +1,6 @@
 """Snakemake adapter: a family of model sizes' measures against parameter count."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def family_figure() -> None:

@@ -1,6 +1,6 @@
 """Snakemake adapter: the paper's figures under one transform, from its layer summaries."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def figures() -> None:

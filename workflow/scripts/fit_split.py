@@ -1,6 +1,6 @@
 """Snakemake adapter: the held-out sentences that every correction is fitted on."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def fit_split() -> None:

@@ -1,7 +1,7 @@
 """Snakemake adapter: the intrinsic dimension figures (by layer, over scale), the CKA heatmaps,
 the alignment figure, the best-matching layers and the position profiles."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def geometry_figures() -> None:

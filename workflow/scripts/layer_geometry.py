@@ -1,7 +1,7 @@
 """Snakemake adapter: a model's intrinsic dimension per layer (and its curves over scale)
 and the alignment between its layers."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def layer_geometry() -> None:

@@ -1,7 +1,7 @@
 """Snakemake adapter: every layer summary's census of massive activations into
 results/tables/massive_activations.tsv."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def massive_activations_table() -> None:

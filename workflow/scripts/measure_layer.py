@@ -1,6 +1,6 @@
 """Snakemake adapter: all measures of one (model, transform, layer) from its shards."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def measure_layer() -> None:

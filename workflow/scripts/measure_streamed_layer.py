@@ -1,6 +1,6 @@
 """Snakemake adapter: the measures of one streamed (model, layer) from its state file."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def measure_streamed_layer() -> None:

@@ -1,7 +1,7 @@
 """Snakemake adapter: gather the layer summaries and the intrinsic dimensions into
 results/tables/measures.tsv."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def measures_table() -> None:

@@ -1,6 +1,6 @@
 """Snakemake adapter: a streamed model's parts merged into its state files and meta.json."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def merge_stream() -> None:

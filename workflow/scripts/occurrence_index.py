@@ -1,6 +1,6 @@
 """Snakemake adapter: build the word occurrence index and vocabulary."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def occurrence_index() -> None:

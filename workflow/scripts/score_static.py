@@ -1,7 +1,7 @@
 """Snakemake adapter: score one static embedding file on the word benchmarks, under each
 configured protocol."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def score_static() -> None:

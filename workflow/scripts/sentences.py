@@ -1,6 +1,6 @@
 """Snakemake adapter: build the sentence table from the configured corpus."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def sentences() -> None:

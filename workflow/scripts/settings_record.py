@@ -1,6 +1,6 @@
 """Snakemake adapter: the record of a corpus stage's settings, named by their digest."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def settings_record() -> None:

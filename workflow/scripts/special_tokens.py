@@ -1,7 +1,7 @@
 """Snakemake adapter: one stored model's special tokens, measured on a sample of
 sentences, into results/degeneration/{model}/special_tokens.parquet."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def special_tokens() -> None:

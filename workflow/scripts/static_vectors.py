@@ -1,6 +1,6 @@
 """Snakemake adapter: static vectors of one (model, transform, method, layer)."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def static_vectors() -> None:

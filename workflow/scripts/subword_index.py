@@ -1,6 +1,6 @@
 """Snakemake adapter: build the occurrence index of one tokenizer's subwords."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def subword_index() -> None:

@@ -1,6 +1,6 @@
 """Snakemake adapter: a checkpoint sweep's measures against training step."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def sweep_figure() -> None:

@@ -1,6 +1,6 @@
 """Snakemake adapter: adjusted SelfSim and the cosine baseline under each correction."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def transforms_figure() -> None:

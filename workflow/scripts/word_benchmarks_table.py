@@ -1,6 +1,6 @@
 """Snakemake adapter: gather static-embedding scores into Table 1 and its heatmap."""
 
-from contextuality.process import run_job
+from contextuality.jobs.process import run_job
 
 
 def word_benchmarks_table() -> None:

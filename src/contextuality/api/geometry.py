@@ -23,6 +23,8 @@ from contextuality.api.arguments import (
     words_of,
 )
 from contextuality.api.rows import row_sentences
+from contextuality.configuration.random_streams import generator
+from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError, warn
 from contextuality.geometry import dimension
 from contextuality.geometry.alignment import (
@@ -36,8 +38,6 @@ from contextuality.geometry.baselines import word_baselines
 from contextuality.geometry.best_layers import empty_best_layers
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.measures.summary import measures_table as summary_table
-from contextuality.random_streams import generator
-from contextuality.schema import default
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from contextuality.errors import ConfigError, ModelLoadError
-from contextuality.fetch import resolve_data_path
+from contextuality.files.fetch import resolve_data_path
 
 POOLINGS = ("mean", "first", "last")
 UNITS = ("word", "subword")

@@ -30,7 +30,7 @@ from contextuality.backends.base import (
 )
 from contextuality.backends.hub import endpoint, hub_unreachable
 from contextuality.errors import ConfigError, ModelLoadError
-from contextuality.provenance import sha256_file
+from contextuality.files.provenance import sha256_file
 
 FINAL_NORM_NAMES = ("ln_f", "norm", "final_layer_norm", "final_layernorm")
 _HUGE_MAX_LENGTH = 1_000_000  # what a tokenizer reports when it sets no limit

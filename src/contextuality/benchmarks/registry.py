@@ -36,8 +36,8 @@ from contextuality.benchmarks.vectors import (
     check_protocol,
     paper_vectors,
 )
+from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError
-from contextuality.schema import default
 
 Reader = Callable[[Path], pd.DataFrame]
 Scorer = Callable[[pd.DataFrame, WordVectors, bool, OovPolicy], Score]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from contextuality.errors import InputDataError
-from contextuality.fetch import fetch_file, packaged_checksums
+from contextuality.files.fetch import fetch_file, packaged_checksums
 
 # Where each mirrored file was published: data-root prefix → (repository, commit, path prefix
 # in the repository). Files are byte-for-byte copies (see the mirror's SOURCES.md).

@@ -9,7 +9,7 @@ is one line, not a traceback.
 from __future__ import annotations
 
 from contextuality.cli.option_terms import in_option_terms
-from contextuality.process import run_command
+from contextuality.jobs.process import run_command
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -45,6 +45,7 @@ from contextuality.cli.measure_commands import (
 from contextuality.cli.model_options import add_model_arguments, model_options
 from contextuality.cli.verify_commands import add_verify_command
 from contextuality.cli.workflow_commands import add_workflow_command
+from contextuality.configuration.schema import default
 from contextuality.corpus import sentences as corpus_io
 from contextuality.corpus.index import COUNT_RULES, IndexFiles, IndexSettings
 from contextuality.corpus.settings import STS_YEARS, CorpusSettings, StsSource, TextSource
@@ -52,7 +53,6 @@ from contextuality.corpus.words import WORD_TOKENIZERS
 from contextuality.errors import ConfigError
 from contextuality.measures.settings import MeasureSettings
 from contextuality.measures.static import METHODS
-from contextuality.schema import default
 from contextuality.streaming.state import StreamingSettings
 
 

@@ -11,9 +11,9 @@ from typing import Any
 from contextuality import steps
 from contextuality.cli.argument_types import output_file, positive_int
 from contextuality.corpus.index import IndexFiles
+from contextuality.jobs.process import limited_threads
 from contextuality.measures.degeneration import DegenerationSettings
 from contextuality.measures.settings import MeasureSettings
-from contextuality.process import limited_threads
 from contextuality.transforms.fitting import TRANSFORMS, TransformSettings
 from contextuality.transforms.layers import TransformFit
 

@@ -1,13 +1,13 @@
 """``contextuality workflow``: where the installed Snakemake workflow is, and a study's
-directory started from its default config (`contextuality.bundle`)."""
+directory started from its default config (`contextuality.configuration.bundle`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from contextuality import bundle
 from contextuality.cli.argument_types import study_directory
+from contextuality.configuration import bundle
 
 
 def _workflow(args: argparse.Namespace) -> None:

@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from contextuality.configuration.schema import default
 from contextuality.corpus.words import WORD_TOKENIZERS, is_punctuation
 from contextuality.errors import ConfigError, InputDataError, check_integer
-from contextuality.provenance import read_json, write_json
-from contextuality.schema import default
-from contextuality.tables import read_parquet, read_parquet_with_provenance, write_parquet
+from contextuality.files.provenance import read_json, write_json
+from contextuality.files.tables import read_parquet, read_parquet_with_provenance, write_parquet
 
 COUNT_RULES = ("contexts", "occurrences")
 # The files of an occurrence index, by the names rules and `IndexFiles` give them.

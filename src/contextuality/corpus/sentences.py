@@ -21,8 +21,8 @@ import pandas as pd
 
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.errors import InputDataError
-from contextuality.fetch import fetch_file, packaged_checksums
-from contextuality.provenance import sha256_bytes, sha256_file
+from contextuality.files.fetch import fetch_file, packaged_checksums
+from contextuality.files.provenance import sha256_bytes, sha256_file
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError, check_integer
-from contextuality.schema import default
 
 CORPUS_SOURCES = ("text", "sts")
 STS_YEARS = (2012, 2013, 2014, 2015, 2016)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from contextuality.errors import ConfigError
-from contextuality.fetch import DEFAULT_EXTRA
+from contextuality.files.fetch import DEFAULT_EXTRA
 
 WORD_PATTERN = re.compile(r"\d+(?:[.,:]\d+)+|\w+(?:['’\-]\w+)*|[^\w\s]")
 WORD_TOKENIZERS = ("regex", "spacy")

@@ -30,10 +30,10 @@ import numpy as np
 import pandas as pd
 
 from contextuality.backends.base import Ablation, LoadedModel
-from contextuality.console import Progress, say
 from contextuality.extraction.ablation import AblationHook, calibrate_all, hooked, massive_mask
 from contextuality.extraction.forward import forward_dtype, pad_batch, plan_batches, precision
 from contextuality.extraction.units import EncodedSentence, subword_inputs
+from contextuality.jobs.console import Progress, say
 
 # Logits held at once in a batch: the token budget is this over the vocabulary's size.
 LOGIT_BUDGET = 200_000_000

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from contextuality import random_streams
 from contextuality.backends.base import LoadedModel
+from contextuality.configuration import random_streams
 from contextuality.errors import BatchParityError, ConfigError
 from contextuality.extraction.forward import forward_batch
 from contextuality.extraction.partitions import ExtractionPlan

@@ -28,7 +28,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from contextuality.backends.base import LoadedModel, token_budget
-from contextuality.console import Progress, say
 from contextuality.errors import DeviceMemoryError, NumericOverflowError
 from contextuality.extraction.ablation import ablated, check_block_extracted
 from contextuality.extraction.collector import collector_sparing_live_objects
@@ -54,6 +53,7 @@ from contextuality.extraction.segments import (
     pooled_batch,
 )
 from contextuality.extraction.units import EncodedSentence, SentenceUnits
+from contextuality.jobs.console import Progress, say
 
 log = logging.getLogger(__name__)
 

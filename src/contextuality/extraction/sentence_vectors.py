@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from contextuality.backends.base import LoadedModel, token_budget
-from contextuality.console import Progress
 from contextuality.extraction.forward import forward_dtype, layer_states, pad_batch, plan_batches
 from contextuality.extraction.units import EncodedSentence, subword_inputs
+from contextuality.jobs.console import Progress
 
 POOLINGS = ("mean", "past_first")
 

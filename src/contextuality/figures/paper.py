@@ -22,15 +22,15 @@ import pandas as pd  # noqa: E402
 from contextuality import __version__  # noqa: E402
 from contextuality.benchmarks import BENCHMARKS  # noqa: E402
 from contextuality.figures.specs import FigureSpec  # noqa: E402
-from contextuality.measures.ranks import spearman_interval  # noqa: E402
-from contextuality.measures.registry import axis_label  # noqa: E402
-from contextuality.provenance import (  # noqa: E402
+from contextuality.files.provenance import (  # noqa: E402
     atomic_path,
     provenance_record,
     sha256_file,
     write_json,
 )
-from contextuality.tables import TABLE_DIGEST  # noqa: E402
+from contextuality.files.tables import TABLE_DIGEST  # noqa: E402
+from contextuality.measures.ranks import spearman_interval  # noqa: E402
+from contextuality.measures.registry import axis_label  # noqa: E402
 from contextuality.transforms.fitting import TRANSFORMS  # noqa: E402
 
 # Confidence of the closed-form interval of a Spearman ρ (`FigureSpec.spearman`).

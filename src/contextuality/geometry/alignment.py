@@ -21,7 +21,8 @@ import pandas as pd
 from scipy import sparse
 
 from contextuality.backends.base import resolved_device
-from contextuality.console import Progress
+from contextuality.configuration.random_streams import generator
+from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError, check_integer, warn
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 from contextuality.geometry.best_layers import best_matching_layers, empty_best_layers
@@ -33,9 +34,8 @@ from contextuality.geometry.resampling import (
     calibrate,
     sentence_weights,
 )
-from contextuality.random_streams import generator
+from contextuality.jobs.console import Progress
 from contextuality.rows import rows_with_vectors
-from contextuality.schema import default
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ alignment measures (`docs_table`) follow from them."""
 
 from __future__ import annotations
 
-from contextuality.discovery import discover
+from contextuality.catalogue.discovery import discover
 from contextuality.geometry.alignment_record import AlignmentMeasure
 
 ALIGNMENT_MEASURES: tuple[AlignmentMeasure, ...] = discover(

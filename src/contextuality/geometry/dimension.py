@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError, check_integer
-from contextuality.schema import default
 
 ESTIMATORS = ("twonn", "gride")
 

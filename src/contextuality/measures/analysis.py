@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from contextuality.configuration.random_streams import generator
 from contextuality.measures import equations, registry
 from contextuality.measures.occurrences import (
     LayerRows,
@@ -40,7 +41,6 @@ from contextuality.measures.positions import position_profile
 from contextuality.measures.record import LayerInputs, SummaryRow
 from contextuality.measures.settings import MeasureSettings
 from contextuality.measures.summary import Baseline
-from contextuality.random_streams import generator
 from contextuality.rows import run_starts
 
 

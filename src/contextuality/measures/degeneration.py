@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from contextuality.configuration.random_streams import generator
+from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError
 from contextuality.measures.ranks import spearman_correlation
-from contextuality.random_streams import generator
 from contextuality.rows import (
     SelectedRows,
     group_sizes,
@@ -35,7 +36,6 @@ from contextuality.rows import (
     rows_with_vectors,
     run_starts,
 )
-from contextuality.schema import default
 
 _CHUNK_BYTES = 64 * 2**20
 _GRAM_CHUNK_ROWS = 8192  # float32 sums within a chunk, float64 across chunks

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from contextuality.configuration.random_streams import measure_generator
 from contextuality.measures.equations import SentenceSums
 from contextuality.measures.isotropy import Spread, spread
 from contextuality.measures.occurrences import LayerRows
 from contextuality.measures.settings import MeasureSettings
 from contextuality.measures.summary import Baseline
-from contextuality.random_streams import measure_generator
 
 # A summary row: raw, baseline and adjusted values with their intervals, n, and so on
 # (`summary.SUMMARY_COLUMNS`).

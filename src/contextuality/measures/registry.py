@@ -1,10 +1,10 @@
 """Every measure of a layer, one `record.Measure` each, in the order they are computed.
 
 The records are those the modules of `contextuality.measures.instruments` declare
-(``MEASURES``), found there (`contextuality.discovery`): the paper's first, those that need
-the position profile last (they may drop rows in place), otherwise in the order of the
-modules' names. The measure step computes the records whose step is ``measure_layer``
-(`analysis`), a streamed layer those marked `streamed` (`contextuality.streaming.measure`);
+(``MEASURES``), found there (`contextuality.catalogue.discovery`): the paper's first,
+those that need the position profile last (they may drop rows in place), otherwise in
+the order of the modules' names. The measure step computes the records whose step is
+``measure_layer`` (`analysis`), a streamed layer those marked `streamed` (`contextuality.streaming.measure`);
 the summary rows, ``measures.tsv``, the figures' measures and the docs' list of measures
 (`docs_table`) are these records' rows. Adding a measure: a module in `instruments` with
 its compute function and record, and a test (docs/architecture.md).
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from contextuality.discovery import discover
+from contextuality.catalogue.discovery import discover
 from contextuality.errors import ConfigError
 from contextuality.measures.record import Measure
 

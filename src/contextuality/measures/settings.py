@@ -1,15 +1,15 @@
 """The measure step's settings (config section ``measures``), checked when made.
 
-Every default is the schema's (`contextuality.schema`), so the command line, the library
-and the workflow measure alike.
+Every default is the schema's (`contextuality.configuration.schema`), so the command
+line, the library and the workflow measure alike.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError, check_integer, check_number
-from contextuality.schema import default
 
 # What curvature does with a zero step (`spectra.curvature`): leave the sentence out, or
 # count the angle as 0 (Skean et al.'s code).

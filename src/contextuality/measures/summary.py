@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from contextuality.errors import InputDataError
-from contextuality.provenance import read_json
+from contextuality.files.provenance import read_json
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from contextuality.corpus.index import (
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import tokenize_sentences
 from contextuality.errors import InputDataError, warn
-from contextuality.provenance import config_hash, provenance_record, write_json
-from contextuality.tables import read_parquet, write_parquet
+from contextuality.files.provenance import config_hash, provenance_record, write_json
+from contextuality.files.tables import read_parquet, write_parquet
 from contextuality.transforms import fitting
 
 PathLike = str | os.PathLike

@@ -15,9 +15,9 @@ import pandas as pd
 
 from contextuality import backends
 from contextuality.extraction.token_counts import token_counts
+from contextuality.files.provenance import config_hash, provenance_record, sha256_file
+from contextuality.files.tables import read_parquet_with_provenance, write_parquet, write_tsv
 from contextuality.measures.embedding_matrix import MatrixTables, measure_matrices
-from contextuality.provenance import config_hash, provenance_record, sha256_file
-from contextuality.tables import read_parquet_with_provenance, write_parquet, write_tsv
 
 PathLike = str | os.PathLike
 

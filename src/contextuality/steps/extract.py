@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contextuality import backends, random_streams
+from contextuality import backends
 from contextuality.backends.base import (
     LoadedModel,
     ModelSpec,
@@ -21,6 +21,7 @@ from contextuality.backends.base import (
     selected_layers,
     token_budget,
 )
+from contextuality.configuration import random_streams
 from contextuality.corpus.index import IndexFiles
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError, warn
@@ -31,11 +32,11 @@ from contextuality.extraction.run import Sink
 from contextuality.extraction.run import extract as run_extract
 from contextuality.extraction.special_tokens import special_token_batches
 from contextuality.extraction.units import SentenceUnits, sentence_units, units_matching_index
+from contextuality.files.provenance import config_hash, provenance_record, read_json, write_json
+from contextuality.files.tables import write_parquet
 from contextuality.measures.positions import SpecialTokenProfile
 from contextuality.measures.settings import MeasureSettings
-from contextuality.provenance import config_hash, provenance_record, read_json, write_json
 from contextuality.storage.shards import ShardSetWriter
-from contextuality.tables import write_parquet
 
 PathLike = str | os.PathLike
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import pandas as pd
 
 from contextuality.errors import ConfigError, InputDataError
+from contextuality.files.provenance import read_json, sha256_file
+from contextuality.files.tables import read_parquet, read_parquet_with_provenance, read_tsv
 from contextuality.measures.summary import (
     check_measures_table,
     measures_table,
     read_layer_summaries,
 )
-from contextuality.provenance import read_json, sha256_file
-from contextuality.tables import read_parquet, read_parquet_with_provenance, read_tsv
 
 PathLike = str | os.PathLike
 

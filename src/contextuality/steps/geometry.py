@@ -25,8 +25,9 @@ from contextuality.api.geometry import (
     within_model_alignment,
 )
 from contextuality.backends.base import layer_output
-from contextuality.console import Progress, say
 from contextuality.corpus.index import IndexFiles
+from contextuality.files.provenance import config_hash, provenance_record, write_json
+from contextuality.files.tables import gather_parquet, write_parquet, write_tsv
 from contextuality.geometry import dimension
 from contextuality.geometry.alignment import (
     ALIGNMENT_OCCURRENCES,
@@ -39,9 +40,8 @@ from contextuality.geometry.alignment import (
 from contextuality.geometry.best_layers import empty_best_layers
 from contextuality.geometry.paired import paired_alignment
 from contextuality.geometry.settings import GeometrySettings
-from contextuality.provenance import config_hash, provenance_record, write_json
+from contextuality.jobs.console import Progress, say
 from contextuality.storage.shards import expected_extraction, load_shards
-from contextuality.tables import gather_parquet, write_parquet, write_tsv
 from contextuality.transforms.fitting import TRANSFORMS
 from contextuality.transforms.layers import TransformFit, fit_correction, fitting_occurrences
 

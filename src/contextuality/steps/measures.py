@@ -14,16 +14,16 @@ import pandas as pd
 from contextuality.backends.base import layer_output
 from contextuality.corpus.index import IndexFiles
 from contextuality.errors import ConfigError, warn
-from contextuality.measures import analysis, degeneration, registry, summary
-from contextuality.measures.settings import MeasureSettings
-from contextuality.provenance import config_hash, provenance_record, write_json
-from contextuality.storage.shards import expected_extraction
-from contextuality.tables import (
+from contextuality.files.provenance import config_hash, provenance_record, write_json
+from contextuality.files.tables import (
     gather_parquet,
     read_parquet_with_provenance,
     write_parquet,
     write_tsv,
 )
+from contextuality.measures import analysis, degeneration, registry, summary
+from contextuality.measures.settings import MeasureSettings
+from contextuality.storage.shards import expected_extraction
 from contextuality.transforms.layers import TransformFit, load_layer
 
 PathLike = str | os.PathLike

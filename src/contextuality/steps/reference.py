@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 from contextuality import reference
+from contextuality.files.provenance import provenance_record, sha256_file
+from contextuality.files.tables import read_parquet_with_provenance, write_tsv
 from contextuality.measures import summary
-from contextuality.provenance import provenance_record, sha256_file
-from contextuality.tables import read_parquet_with_provenance, write_tsv
 
 PathLike = str | os.PathLike
 

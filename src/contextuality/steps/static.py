@@ -12,20 +12,20 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from contextuality.corpus.index import IndexFiles
+from contextuality.files.provenance import provenance_record, sha256_file
 from contextuality.measures.static import static_vectors as layer_static_vectors
-from contextuality.provenance import provenance_record, sha256_file
 from contextuality.storage.shards import expected_extraction
 
 if TYPE_CHECKING:  # the benchmarks are imported where a job scores
     from contextuality.benchmarks import ScoringSettings
-from contextuality.storage.word_vectors import write_word2vec_text
-from contextuality.tables import (
+from contextuality.files.tables import (
     check_against_sidecar,
     read_parquet,
     read_tsv,
     read_tsv_provenance,
     write_tsv,
 )
+from contextuality.storage.word_vectors import write_word2vec_text
 from contextuality.transforms.layers import TransformFit, load_layer
 
 PathLike = str | os.PathLike

@@ -33,7 +33,7 @@ import h5py
 import numpy as np
 
 from contextuality.errors import ContextualityError, ShardMismatchError, StorageError, one_line
-from contextuality.provenance import (
+from contextuality.files.provenance import (
     canonical_json,
     partial_path,
     remove_stale_partials,

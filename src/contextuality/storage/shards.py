@@ -24,7 +24,7 @@ import h5py
 import numpy as np
 
 from contextuality.errors import ShardMismatchError, StorageError
-from contextuality.provenance import config_hash
+from contextuality.files.provenance import config_hash
 from contextuality.rows import row_chunks
 from contextuality.storage.checksums import CHECKSUM_BYTES, fletcher32
 from contextuality.storage.hdf5 import (

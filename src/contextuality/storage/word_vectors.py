@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from contextuality.tables import write_text_with_sidecar
+from contextuality.files.tables import write_text_with_sidecar
 
 
 def write_word2vec_text(

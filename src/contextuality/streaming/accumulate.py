@@ -22,7 +22,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from contextuality.random_streams import generator
+from contextuality.configuration.random_streams import generator
 from contextuality.rows import group_sizes, run_starts
 from contextuality.storage.hdf5 import (
     LayerFiles,

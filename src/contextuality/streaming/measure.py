@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from contextuality.configuration.random_streams import generator
 from contextuality.measures import analysis, components, equations, registry
 from contextuality.measures.analysis import LayerMeasures
 from contextuality.measures.occurrences import word_rows
 from contextuality.measures.record import LayerInputs
 from contextuality.measures.settings import MeasureSettings
 from contextuality.measures.summary import Baseline
-from contextuality.random_streams import generator
 from contextuality.rows import group_sizes, rows_with_vectors, run_starts
 from contextuality.streaming.state import LayerSums, StreamingState
 

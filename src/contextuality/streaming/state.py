@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from contextuality.configuration.schema import ANY_MODEL, default
 from contextuality.errors import ShardMismatchError, check_integer
 from contextuality.measures.settings import MeasureSettings
-from contextuality.schema import ANY_MODEL, default
 from contextuality.storage.hdf5 import (
     check_attributes,
     read_attributes,

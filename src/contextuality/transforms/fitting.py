@@ -39,10 +39,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
+from contextuality.configuration.random_streams import generator
+from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError, NonFiniteValueError, check_integer, check_number
-from contextuality.random_streams import generator
 from contextuality.rows import row_chunks, rows_with_vectors
-from contextuality.schema import default
 
 TRANSFORMS = ("none", "center", "standardize", "abtt", "whiten", "drop_rogue")
 

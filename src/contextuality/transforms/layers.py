@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 
 from contextuality.errors import InputDataError
-from contextuality.provenance import sha256_file
+from contextuality.files.provenance import sha256_file
+from contextuality.files.tables import read_parquet_with_provenance
 from contextuality.rows import rows_with_vectors
 from contextuality.storage.shards import load_shards
-from contextuality.tables import read_parquet_with_provenance
 from contextuality.transforms.fitting import FittedTransform, TransformSettings, fit_transform
 
 PathLike = str | os.PathLike

@@ -28,13 +28,13 @@ import numpy as np
 
 from contextuality.corpus.index import IndexFiles
 from contextuality.errors import ContextualityError, InputDataError, one_line
-from contextuality.fetch import packaged_checksums
 from contextuality.figures.paper import figure_sidecar
-from contextuality.provenance import read_json, sha256_file
+from contextuality.files.fetch import packaged_checksums
+from contextuality.files.provenance import read_json, sha256_file
+from contextuality.files.tables import check_against_sidecar, read_provenance, tsv_provenance_path
 from contextuality.storage.hdf5 import reading
 from contextuality.storage.shards import DATASET, load_shard
 from contextuality.streaming.state import load_state
-from contextuality.tables import check_against_sidecar, read_provenance, tsv_provenance_path
 from contextuality.verification.rules import rule_of
 
 # The downloads whose published checksums the package ships: folder under resources/,

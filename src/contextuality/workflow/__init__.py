@@ -2,7 +2,7 @@
 made while the workflow plans.
 
 Kept here (not in the .smk files) so that they are unit-tested without Snakemake. How a
-Snakemake script runs its step is `contextuality.process.run_job`.
+Snakemake script runs its step is `contextuality.jobs.process.run_job`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from contextuality.configuration.schema import with_defaults
 from contextuality.corpus.index import IndexFiles, IndexSettings, check_min_contexts
 from contextuality.errors import ConfigError, ContextualityError, InputDataError
-from contextuality.schema import with_defaults
 from contextuality.workflow.config import (
     TOKENIZER_SETTINGS,
     ablated_models,

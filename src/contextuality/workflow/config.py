@@ -14,8 +14,14 @@ from typing import Any
 
 from contextuality import backends
 from contextuality.backends.base import ModelSpec, tokenizer_key
+from contextuality.configuration.schema import (
+    ANY_MODEL,
+    SCHEMA_PATH,
+    default,
+    setting,
+    with_defaults,
+)
 from contextuality.errors import ConfigError
-from contextuality.schema import ANY_MODEL, SCHEMA_PATH, default, setting, with_defaults
 from contextuality.workflow.sweeps import expand_sweeps
 
 # The settings a subword index depends on: the tokenizer's, not the model's others.

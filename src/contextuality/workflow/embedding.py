@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextuality import backends
-from contextuality.schema import setting
+from contextuality.configuration.schema import setting
 from contextuality.workflow.config import model_names, model_spec
 
 # The model settings a token embedding matrix depends on: its weights and its tokenizer,

@@ -17,7 +17,7 @@ from contextuality.backends.base import tokenizer_key
 from contextuality.corpus.index import INDEX_FILE_NAMES
 from contextuality.corpus.sentences import sts_archive_name, text_corpus_files
 from contextuality.errors import ConfigError
-from contextuality.fetch import resolve_data_path
+from contextuality.files.fetch import resolve_data_path
 from contextuality.workflow.config import (
     degeneration_transforms,
     extraction_partitions,

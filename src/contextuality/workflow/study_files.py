@@ -34,8 +34,8 @@ from contextuality.corpus.index import (
 )
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.errors import ConfigError, InputDataError
-from contextuality.provenance import config_hash, read_json
-from contextuality.tables import read_footer_provenance
+from contextuality.files.provenance import config_hash, read_json
+from contextuality.files.tables import read_footer_provenance
 from contextuality.transforms.fitting import fit_split_settings
 from contextuality.workflow.config import (
     extraction_partitions,

@@ -23,7 +23,7 @@ from contextuality.backends.base import OPTIONAL_SETTINGS, Backend, LoadedModel,
 from contextuality.backends.elmo.release import RELEASE_FILES, RELEASES, elmo_files
 from contextuality.backends.elmo.weights import ElmoOptions, WordCharacters, read_weights
 from contextuality.errors import ConfigError, ModelLoadError
-from contextuality.provenance import sha256_file
+from contextuality.files.provenance import sha256_file
 
 
 def count_layers(spec: ModelSpec) -> int:

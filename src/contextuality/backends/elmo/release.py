@@ -14,8 +14,8 @@ from pathlib import Path
 from contextuality.backends.base import ModelSpec, model_location
 from contextuality.backends.elmo.weights import ElmoOptions, read_weights
 from contextuality.errors import ConfigError, InputDataError, ModelLoadError
-from contextuality.fetch import fetch_file
-from contextuality.provenance import sha256_file
+from contextuality.files.fetch import fetch_file
+from contextuality.files.provenance import sha256_file
 
 BASE_URL = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from contextuality.configuration.random_streams import generator
 from contextuality.measures import isotropy
 from contextuality.measures.record import LayerInputs, Measure, SummaryRow
 from contextuality.measures.summary import sampled_summary
-from contextuality.random_streams import generator
 from contextuality.rows import row_chunks
 
 ROGUE_DIMENSIONS = 3

@@ -10,7 +10,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "config.schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "data" / "config.schema.yaml"
 # The part of a path that stands for any model's name (``models.<model>.layers``).
 ANY_MODEL = "<model>"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from contextuality.errors import ConfigError, InputDataError
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def bundled(name: str) -> Path:

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from contextuality.errors import InputDataError, one_line
-from contextuality.provenance import (
+from contextuality.files.provenance import (
     REBUILD,
     atomic_path,
     json_ready,
@@ -33,7 +33,7 @@ from contextuality.provenance import (
     write_json,
 )
 
-PROVENANCE_KEY = b"contextuality.provenance"
+PROVENANCE_KEY = b"contextuality.files.provenance"
 DIGEST_KEY = b"contextuality.content_sha256"
 TABLE_DIGEST = "table_sha256"
 

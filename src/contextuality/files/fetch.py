@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from contextuality.errors import InputDataError
-from contextuality.provenance import atomic_path, sha256_file
+from contextuality.files.provenance import atomic_path, sha256_file
 
 
 def packaged_checksums(listing: str) -> dict[str, str]:

@@ -186,7 +186,7 @@ def run_step(
         _fail(message)
     elapsed = time.monotonic() - started
     if elapsed >= LONG_JOB_SECONDS:
-        from contextuality.console import say
+        from contextuality.jobs.console import say
 
         say(f"{label or job or 'step'}: done in {elapsed:.0f} s")
     # The job's process ends next: leave what it holds out of the garbage collector's passes

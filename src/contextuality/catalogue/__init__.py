@@ -1,0 +1,1 @@
+"""Records found in the modules of a package: the catalogues of instruments."""

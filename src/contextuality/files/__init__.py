@@ -1,0 +1,1 @@
+"""Files in and out: provenance records and atomic writes, tables, verified downloads."""
