@@ -166,16 +166,6 @@ def test_figures_draw_registered_rows():
             assert series.measure in rows, (spec.name, series.measure)
 
 
-def test_the_docs_list_every_measure_as_the_registry_does():
-    text = (DOCS / "measures.md").read_text()
-    start = text.index("| rows | what it is |")
-    table = text[start:].split("\n\n")[0].strip()
-    assert table == registry.docs_table(), "regenerate the table with registry.docs_table()"
-    # and every row name the docs quote in backticks with a bracket is registered
-    quoted = set(re.findall(r"`([a-z_]+\[[^`\]]+\])`", table))
-    assert quoted <= set(registry.row_names())
-
-
 def test_the_worked_example_of_docs_architecture_adds_a_measure(monkeypatch):
     """The two pieces docs/architecture.md shows (the module with its record, the test)
     run as written, and the new row leaves every other number as it was."""

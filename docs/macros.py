@@ -1,0 +1,12 @@
+"""The docs' tables drawn from the package's own records when mkdocs builds the pages
+(mkdocs-macros; a page opts in with ``render_macros: true``), so that no docs page lists
+an instrument by hand."""
+
+from contextuality.geometry import alignment_catalogue
+from contextuality.measures import registry
+
+
+def define_env(env) -> None:
+    """The macros the pages call."""
+    env.macro(registry.docs_table, "measures_table")
+    env.macro(alignment_catalogue.docs_table, "alignment_measures_table")

@@ -1,0 +1,55 @@
+"""The documentation site as mkdocs builds it: the tables drawn from the package's records
+(docs/macros.py) hold every record, so that no page lists an instrument by hand."""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import markdown
+import pytest
+
+from contextuality.geometry import alignment_catalogue
+from contextuality.measures import registry
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The site built strictly from docs/, as CI builds it."""
+    target = tmp_path_factory.mktemp("site")
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(target)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    return target
+
+
+def _text(markup: str) -> str:
+    """Markup's text: tags and whitespace dropped, entities decoded."""
+    return re.sub(r"\s+", "", html.unescape(re.sub(r"<[^>]+>", "", markup)))
+
+
+def _holds(site: Path, page: str, table: str) -> bool:
+    """Whether the built `page` holds the markdown `table`, rendered as mkdocs renders it."""
+    built = _text((site / page / "index.html").read_text())
+    return _text(markdown.markdown(table, extensions=["tables"])) in built and "{{" not in built
+
+
+def test_the_measures_page_lists_every_record_of_the_registry(site):
+    table = registry.docs_table()
+    assert all(f"`{row}`" in table for row in registry.row_names())
+    assert _holds(site, "measures", table)
+
+
+def test_the_instruments_page_lists_every_alignment_measure(site):
+    table = alignment_catalogue.docs_table()
+    assert all(f"`{record.name}`" in table for record in alignment_catalogue.ALIGNMENT_MEASURES)
+    assert _holds(site, "instruments", table)
