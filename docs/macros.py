@@ -2,6 +2,7 @@
 (mkdocs-macros; a page opts in with ``render_macros: true``), so that no docs page lists
 an instrument by hand."""
 
+from contextuality.catalogue import glossary, module_map
 from contextuality.geometry import alignment_catalogue
 from contextuality.measures import registry
 
@@ -10,3 +11,5 @@ def define_env(env) -> None:
     """The macros the pages call."""
     env.macro(registry.docs_table, "measures_table")
     env.macro(alignment_catalogue.docs_table, "alignment_measures_table")
+    env.macro(module_map.docs_table, "module_map")
+    env.macro(glossary.docs_table, "names_table")

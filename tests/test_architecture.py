@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "contextuality"
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
+# A module's docstring's first sentence, its line of the module map, at most this long.
+MAX_MAP_LINE = 200
 
 
 def _modules() -> dict[str, Path]:
@@ -271,32 +273,24 @@ def test_a_measure_job_loads_no_plotting_model_or_statistics_library():
     assert not [name for name in loaded if name.startswith(HEAVY_FOR_A_MEASURE_JOB)]
 
 
-def _module_map() -> set[str]:
-    """The modules docs/architecture.md's module map names, as dotted names: a line at
-    indentation 2 opens a package (``name/``) or names loose modules, at 4 a module or a
-    subpackage of it; deeper lines continue the entry above them."""
-    text = (ROOT / "docs" / "architecture.md").read_text()
-    block = text.split("```")[1].splitlines()[2:]
-    named, package, entry = set(), "contextuality", "contextuality"
-    for line in block:
-        indent = len(line) - len(line.lstrip())
-        first = line.split()[0] if line.strip() else ""
-        if indent == 2:
-            package = entry = "contextuality" + (f".{first[:-1]}" if first.endswith("/") else "")
-        elif indent == 4:
-            entry = f"{package}.{first[:-1]}" if first.endswith("/") else package
-        named.add(entry)
-        named |= {f"{entry}.{name}" for name in re.findall(r"(\w+)\.py", line)}
-    return {name.removesuffix(".__init__") for name in named}
+def test_every_module_opens_with_its_line_of_the_module_map():
+    """docs/architecture.md's map of src/contextuality/ is drawn from the package
+    (`catalogue.module_map`): every package and module is on it, each with its docstring's
+    first sentence, short enough to read as one line of a map."""
+    from contextuality.catalogue.module_map import module_map
 
-
-def test_the_module_map_names_every_module_where_it_is():
-    """docs/architecture.md's map of src/contextuality/ names every package and module,
-    each under its own package: a module added, moved or renamed must be placed there."""
-    expected = {name for name in MODULES if name != "contextuality"}
-    found = _module_map()
-    assert expected <= found, sorted(expected - found)
-    assert found - {"contextuality"} <= expected, sorted(found - expected - {"contextuality"})
+    entries = module_map()
+    mapped = {
+        "contextuality." + entry.path.rstrip("/").removesuffix(".py").replace("/", ".")
+        for entry in entries
+    }
+    assert mapped == set(MODULES) - {"contextuality"}, sorted(mapped ^ set(MODULES))
+    too_long = [
+        f"{entry.path}: {len(entry.summary)} characters: {entry.summary}"
+        for entry in entries
+        if len(entry.summary) > MAX_MAP_LINE
+    ]
+    assert not too_long, "\n".join(too_long)
 
 
 def test_each_rule_s_steps_live_in_the_steps_module_named_as_its_rule_file():
@@ -323,21 +317,6 @@ def test_each_rule_s_steps_live_in_the_steps_module_named_as_its_rule_file():
     assert not misplaced, misplaced
 
 
-def _names_table() -> list[dict[str, list[str]]]:
-    """docs/architecture.md's table of names: per row, the backticked names of each column."""
-    text = (ROOT / "docs" / "architecture.md").read_text()
-    section = text.split("## Names", 1)[1].split("\n## ", 1)[0]
-    lines = [line for line in section.splitlines() if line.startswith("| *")]
-    header = ["name", "what", "config", "rule", "library", "output"]
-    return [
-        {
-            column: re.findall(r"`([^`]+)`", cell)
-            for column, cell in zip(header, line.strip("|").split(" | "), strict=True)
-        }
-        for line in lines
-    ]
-
-
 def _schema_key(path: str) -> bool:
     """Whether dotted config `path` (``<m>`` for any model) is a key of the schema."""
     node = _schema()
@@ -353,12 +332,55 @@ def _schema_key(path: str) -> bool:
     return True
 
 
-def test_the_table_of_names_names_what_exists():
-    """Each row of the table of names: its config keys are the schema's, its rules the
-    workflow's, its library names importable from the package."""
+def _workflow_outputs() -> set[str]:
+    """Every file the workflow writes for the configs of config/, and for the default
+    config with a sweep, a family and a partitioned extraction."""
+    from contextuality.configuration.schema import with_defaults
+    from contextuality.workflow import targets
+    from contextuality.workflow.sweeps import expand_sweeps
+
+    configs = [
+        yaml.safe_load(path.read_text()) for path in sorted((ROOT / "config").glob("*.yaml"))
+    ]
+    configs = [config for config in configs if "models" in config]  # corrections.yaml: an overlay
+    extended = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    sweep = {"steps": [0, 10], "source": "ckpt/{step}"}
+    extended["models"]["stepped"] = {"layers": [0, 1], "sweep": sweep}
+    extended["figures"] = {"families": {"sizes": list(extended["models"])}}
+    extended["extraction"] = {"partitions": 2}
+    outputs = set()
+    for config in [*configs, extended]:
+        config = with_defaults(config)
+        expand_sweeps(config)
+        outputs |= {*targets.final_outputs(config), *targets.intermediate_outputs(config)}
+    return outputs
+
+
+def _written(pattern: str, outputs: set[str]) -> bool:
+    """Whether a glossary's output `pattern` (``<x>``: any value; a trailing ``/``: a
+    directory) is a path the workflow writes."""
+    parts = re.split(r"<[^>]+>", pattern)
+    expression = "[^/]+".join(re.escape(part) for part in parts)
+    expression += ".+" if pattern.endswith("/") else ""
+    return any(re.fullmatch(expression, output) for output in outputs)
+
+
+def _is_rule(rule: str, rules: list[str]) -> bool:
+    """Whether `rule` is one of the workflow's `rules`; ``extract_<m>``: one by its prefix."""
+    if "<" in rule:
+        return any(found.startswith(rule.split("<")[0]) for found in rules)
+    return rule in rules
+
+
+def test_the_glossary_s_names_are_the_code_s():
+    """Each name of the glossary (data/names.yaml, docs/architecture.md's table of names):
+    its config keys are the schema's, its rules the workflow's, its library names
+    importable from the package, its outputs paths the workflow writes."""
     import importlib
     import subprocess
     import sys
+
+    from contextuality.catalogue.glossary import names
 
     listed = subprocess.run(
         [sys.executable, "-m", "snakemake", "--list-rules"],
@@ -368,24 +390,19 @@ def test_the_table_of_names_names_what_exists():
         check=True,
     )
     rules = listed.stdout.split()  # the default config's: extract_<m> for each of its models
+    outputs = _workflow_outputs()
     missing = []
-    for row in _names_table():
-        missing += [key for key in row["config"] if not _schema_key(key)]
-        named_rules = [name.split("<")[0] for name in row["rule"] if not name.startswith("{")]
-        missing += [
-            name  # extract_<m>: a rule named by its prefix
-            for name in named_rules
-            if not any(
-                rule == name or (name.endswith("_") and rule.startswith(name)) for rule in rules
-            )
-        ]
-        for name in row["library"]:
-            module, _, attribute = f"contextuality.{name}", "", ""
+    for name in names():
+        missing += [key for key in name.config if not _schema_key(key)]
+        missing += [rule for rule in name.rules if not _is_rule(rule, rules)]
+        for dotted in name.library:
+            module, attribute = f"contextuality.{dotted}", ""
             while module not in MODULES:
                 module, _, last = module.rpartition(".")
                 attribute = f"{last}.{attribute}".rstrip(".")
             found = importlib.import_module(module)
             for part in filter(None, attribute.split(".")):
                 found = getattr(found, part, None)
-            missing += [name] if found is None else []
+            missing += [dotted] if found is None else []
+        missing += [path for path in name.outputs if not _written(path, outputs)]
     assert not missing, missing

@@ -12,6 +12,7 @@ from pathlib import Path
 import markdown
 import pytest
 
+from contextuality.catalogue import glossary, module_map
 from contextuality.geometry import alignment_catalogue
 from contextuality.measures import registry
 
@@ -53,3 +54,15 @@ def test_the_instruments_page_lists_every_alignment_measure(site):
     table = alignment_catalogue.docs_table()
     assert all(f"`{record.name}`" in table for record in alignment_catalogue.ALIGNMENT_MEASURES)
     assert _holds(site, "instruments", table)
+
+
+def test_the_architecture_page_maps_every_module(site):
+    table = module_map.docs_table()
+    assert all(f"`{entry.path}`" in table for entry in module_map.module_map())
+    assert _holds(site, "architecture", table)
+
+
+def test_the_architecture_page_holds_the_glossary(site):
+    table = glossary.docs_table()
+    assert all(f"*{name.name}*" in table for name in glossary.names())
+    assert _holds(site, "architecture", table)

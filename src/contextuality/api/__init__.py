@@ -1,4 +1,4 @@
-"""The library from Python, on arrays a researcher already has: every measure of a layer
+"""The library from Python, on arrays a researcher already has. Every measure of a layer
 (`measure_layer`), its intrinsic dimension over scale (`intrinsic_dimension`), the
 alignment between layers and models (`alignment`), and the word rows of a model's hidden
 states (`word_rows`). The workflow's steps compute with the same functions."""

@@ -1,4 +1,4 @@
-"""The checks at the door of the API's functions, one per kind of argument: each returns
+"""The checks at the door of the API's functions, one per kind of argument. Each returns
 the argument as the measures read it, or refuses it (`ConfigError`, one line naming the
 argument and the value) where the measures would misread it, and warns with a count of
 what they will drop. Every public function of `contextuality.api` calls these first."""

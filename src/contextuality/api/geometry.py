@@ -1,4 +1,4 @@
-"""The geometry of layers from arrays: intrinsic dimension over scale, and the alignment
+"""The geometry of layers from arrays. Intrinsic dimension over scale, and the alignment
 between the layers of one model, or between two models (every alignment measure with its
 bootstrap interval, permutation null and calibrated score), each computed by the functions
 the geometry steps call (`steps.geometry` calls these)."""

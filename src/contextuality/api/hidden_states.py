@@ -1,4 +1,4 @@
-"""Word rows from a model's outputs a researcher already has: transformers' ``hidden_states``
+"""Word rows from the hidden states a researcher already has. Transformers' ``hidden_states``
 (or any per-layer stack of token vectors, as a TransformerLens cache's
 ``accumulated_resid()`` or an nnsight trace's saved outputs give), pooled into one vector
 per word as the extract step pools them (`extraction.units.align_to_words`,

@@ -1,4 +1,4 @@
-"""Every measure of one layer from arrays: the rows and columns of the workflow's
+"""Every measure of one layer from arrays. The rows and columns of the workflow's
 measures.tsv for that layer, computed by the functions the measure step calls
 (`measures.analysis.measure_layer`, `measures.summary.measures_table`)."""
 

@@ -1,4 +1,4 @@
-"""A researcher's rows as the measures read them: each row's word, sentence and position
+"""A researcher's rows as the measures read them. Each row's word, sentence and position
 as an occurrence index (`corpus.index.build_occurrence_index`), the one the workflow
 builds from a corpus, each argument checked at the door (`api.arguments`)."""
 

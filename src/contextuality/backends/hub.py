@@ -1,4 +1,4 @@
-"""Whether the Hugging Face hub can be reached from here, asked once per process before a
+"""Whether the Hugging Face hub can be reached from here, asked once per process. Before a
 hub id is looked up: where it cannot, a model missing from the local cache is refused at
 once, and one in the cache is read from it alone, rather than after half a minute of the
 hub client's retries (five, 1 to 8 s apart)."""

@@ -1,4 +1,4 @@
-"""A transformers model's token embedding matrices, as `measures.embedding_matrix` measures
+"""A transformers model's token embedding matrices. As `measures.embedding_matrix` measures
 them: the input embedding (V, d), one row per vocabulary entry; the output embedding (the
 language-modelling head's weights) where the model has one of its own; whether the two are
 one tensor (tied); and how the model's files store the input embedding."""

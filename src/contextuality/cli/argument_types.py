@@ -1,4 +1,4 @@
-"""The command line's argument types: each refuses a value no command could run with (a
+"""The command line's argument types. Each refuses a value no command could run with (a
 count of 0 or below, a device torch does not know, a file where a directory is written)
 as argparse's one line naming the option, exit status 2, before anything is read or
 written."""

@@ -1,4 +1,4 @@
-"""The ``layer-geometry`` command (alias ``geometry``): a model's intrinsic dimension per
+"""The ``layer-geometry`` command (alias ``geometry``). A model's intrinsic dimension per
 layer and the alignment between its layers, or the alignment between two models, from
 their shards (as the workflow's geometry rules)."""
 

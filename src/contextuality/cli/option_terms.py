@@ -1,4 +1,4 @@
-"""The model settings as options of 'extract' and 'stream', and the library's messages in
+"""The model settings as options of 'extract' and 'stream'. The library's messages in
 those terms: a module of its own, importing nothing heavy, so that the command line's
 one-line error never needs more than the error did (`contextuality.cli.main`)."""
 

@@ -1,4 +1,4 @@
-"""``contextuality verify [DIR]``: a finished study's every file checked against its
+"""The ``verify`` command: a finished study checked. Every file against its
 recorded digest and its siblings (`contextuality.verification`), the step before
 publishing its numbers; ``--repair`` deletes the damaged files for Snakemake to remake."""
 

@@ -1,4 +1,4 @@
-"""Where the Snakemake workflow and its configs are: inside an installed wheel (package
+"""Where the Snakemake workflow and its configs are. Inside an installed wheel (package
 data under ``contextuality/bundled/``, `setup.py`), or in the source tree beside an
 editable install; and a study's directory started from the default config."""
 

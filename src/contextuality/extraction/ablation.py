@@ -1,4 +1,4 @@
-"""Sun et al.'s intervention in the forward pass (a model's ``ablation`` setting,
+"""Sun et al.'s intervention in the forward pass. The ``ablation`` setting (its record
 `backends.base.Ablation`): at the output of one block, the massive activations or each
 sequence's first-token state set to zero or to their mean, before the next block reads
 them, so that every later layer is what the model computes without them.

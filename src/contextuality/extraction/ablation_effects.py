@@ -1,4 +1,4 @@
-"""What an ablation of the massive activations does to the model itself (Sun et al. 2024,
+"""What an ablation of the massive activations does to the model (Sun et al. 2024,
 "Massive Activations in Large Language Models", §3–4): its loss on held-out sentences,
 and where its attention goes.
 

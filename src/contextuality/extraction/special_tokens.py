@@ -1,4 +1,4 @@
-"""The model's own tokens, besides the words: the states of its special tokens ([CLS],
+"""The model's own tokens, besides the words. The states of its special tokens ([CLS],
 [SEP], <bos>, …), which the extraction pools into no word, beside the word vectors of the
 same sentences, pooled as the extraction pools them.
 

@@ -1,4 +1,4 @@
-"""How often each token id occurs in a corpus's sentences, read by the model's own
+"""How often each token id occurs in a corpus's sentences. Read by the model's own
 tokenizer as the extraction reads them (running text): the frequencies the rows of a
 token embedding matrix are measured against (`measures.embedding_matrix`)."""
 

@@ -1,4 +1,4 @@
-"""The ablation figure: what setting a block's massive activations (or first-token state)
+"""The ablation figure. What setting a block's massive activations (or first-token state)
 to zero or their mean does to a model's layers, the model and its ablated copy side by
 side on the same occurrences."""
 

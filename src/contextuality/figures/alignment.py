@@ -1,4 +1,4 @@
-"""The alignment figure: one heatmap per alignment measure holding every model's layers
+"""The alignment figure. One heatmap per alignment measure holding every model's layers
 (`figures.blocks`), a block per pair of models on every sampled occurrence, each layer's
 alignment with the word baselines as columns at the right, each layer's best-matching
 layer of every other model outlined, and the measure's permutation null and critical

@@ -1,4 +1,4 @@
-"""The best-matching layers figure: a row of panels per model, one per alignment measure:
+"""The best-matching layers figure. A row of panels per model, one per alignment measure:
 each of its layers' best match in every other model (a colour each, the matched layer's
 number above the point), its value with the bootstrap interval, hollow where it does not
 stay best in most draws, and the critical value of choosing the best of that many layers

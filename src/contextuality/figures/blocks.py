@@ -1,4 +1,4 @@
-"""Every model's layers in one matrix, a block per pair of models, so that a figure of many
+"""Every model's layers in one matrix, a block per pair of models. A figure of many
 models is one heatmap per measure rather than a panel per pair: the alignment and CKA
 figures draw their values this way. Alignment measures are symmetric, so a pair computed
 once (a, b) fills both its blocks; a cell no row holds stays NaN and is drawn grey."""

@@ -1,4 +1,4 @@
-"""Figures of the geometry steps: CKA between layers as heatmaps, one panel per pair of
+"""Figures of the geometry steps. CKA between layers as heatmaps, one panel per pair of
 models (a model with itself first) and per set of occurrences; the geometry under each
 correction beside the raw one; the position profiles."""
 

@@ -1,4 +1,4 @@
-"""Alignment between every layer of one model, or of two models, on the same sampled
+"""Alignment between every layer of one model, or of two models. On the same sampled
 occurrences: the sampled rows (`sample_rows`, `SampledLayers`) and the rows with a vector in
 every layer; linear CKA, its debiased form and the angular Procrustes distance from the
 cross-products (`linear_cka.CrossProducts`) of every occurrence and of those past each

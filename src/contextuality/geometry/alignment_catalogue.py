@@ -1,4 +1,4 @@
-"""Every alignment measure (`alignment_record.AlignmentMeasure`), found in the modules of
+"""Every alignment measure (`alignment_record.AlignmentMeasure`). Found in the modules of
 `contextuality.geometry.alignment_instruments` in the order of their names: the alignment
 table's columns, its best-matching layers, the figures' panels and the docs' list of
 alignment measures (`docs_table`) follow from them."""

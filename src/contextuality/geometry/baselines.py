@@ -1,4 +1,4 @@
-"""Representations that know only which word an occurrence is (and where it stands), the
+"""Representations that know only which word an occurrence is (and where it stands). The
 baselines an alignment value needs beside its null: a layer that agrees with one of them as
 much as with another model says no more than that both tell words apart.
 

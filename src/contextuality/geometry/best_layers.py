@@ -1,4 +1,4 @@
-"""Each layer's best-matching layer of another model, and what that choice is worth: its
+"""Each layer's best-matching layer of another model, and what that choice is worth. Its
 margin over the second best, its bootstrap interval and the share of draws in which it
 stays the best, and its calibration against the null of choosing the best of that many
 layers (the best of the row under each permutation, calibrated-similarity's

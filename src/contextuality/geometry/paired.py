@@ -1,4 +1,4 @@
-"""The alignment of chosen pairs of layers, each pair aligned alone: each layer of a model
+"""The alignment of chosen pairs of layers, each pair aligned alone. Each layer of a model
 with the next (`adjacent_pairs`), or each layer of one model with the same layer of
 another (`matching_pairs`: a model against its ablated or retrained self). A pair's rows
 are those `alignment.alignment_between` gives it among every layer, with the same draws,

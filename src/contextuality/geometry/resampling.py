@@ -1,4 +1,4 @@
-"""What an alignment value is worth: its interval from a bootstrap over sentences (the
+"""What an alignment value is worth. Its interval from a bootstrap over sentences (the
 percentile interval less the bootstrap's bias) and its permutation null, calibrated as
 calibrated-similarity (Gröger et al. 2026) does.
 

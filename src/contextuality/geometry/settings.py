@@ -1,4 +1,4 @@
-"""The geometry steps' settings as one typed record, made from config ``geometry`` (the
+"""The geometry steps' settings as one typed record. Made from config ``geometry`` (the
 keys that choose jobs aside) with the measures' seed and confidence
 (`workflow.geometry_settings`), and checked as it is made."""
 

@@ -1,4 +1,4 @@
-"""The measures stage: the paper's equations (`equations`) over a layer's rows
+"""The measures stage. The paper's equations (`equations`) over a layer's rows
 (`contextuality.rows`, `components`, `occurrences`), the registry of every measure of a
 layer (`registry`, each a `record.Measure` declared by a module of `instruments`), one
 layer measured (`analysis`) with its summaries and intervals (`summary`), isotropy,

@@ -1,4 +1,4 @@
-"""Shares of variance along the first principal direction: MEV (Ethayarajh 2019, §3.2,
+"""Shares of variance along the first principal direction. MEV (Ethayarajh 2019, §3.2,
 Definition 3), its column-centered variant, and the truncated-SVD ratio the paper's code
 computed, for one matrix or for every contiguous group of a layer's rows at once.
 

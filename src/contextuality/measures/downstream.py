@@ -1,4 +1,4 @@
-"""Layers against a downstream task (after Skean et al. 2025, "Layer by Layer"): how well
+"""Layers against a downstream task (after Skean et al. 2025, "Layer by Layer"). How well
 each layer's sentence vectors score semantic textual similarity, and how each geometry
 measure of the layers ranks them as that score does.
 

@@ -1,4 +1,4 @@
-"""A model's token embedding matrices themselves (Gao et al., ICLR 2019, "Representation
+"""A model's token embedding matrices measured. After Gao et al. (ICLR 2019, "Representation
 Degeneration"): how anisotropic the rows of the input (and output) embedding are, and how a
 row's norm follows its token's frequency in a corpus.
 

@@ -1,4 +1,4 @@
-"""The steps of workflow/rules/extract.smk: one model's forward pass over the corpus, into
+"""The steps of workflow/rules/extract.smk. One model's forward pass over the corpus, into
 shards (`extract`) or into running sums (`stream`), the states of the model's special
 tokens (`special_tokens`), and the ELMo download."""
 

@@ -1,4 +1,4 @@
-"""The steps of workflow/rules/figures.smk: the paper's figures, the comparison of
+"""The steps of workflow/rules/figures.smk. The paper's figures, the comparison of
 transforms, the degeneration figures, the geometry figures and those of an ablation, a
 checkpoint sweep and a model family."""
 

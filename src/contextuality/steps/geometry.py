@@ -1,4 +1,4 @@
-"""The steps of workflow/rules/geometry.smk: a model's layer geometry (intrinsic dimension
+"""The steps of workflow/rules/geometry.smk. A model's layer geometry (intrinsic dimension
 per layer, the alignment between its layers), the alignment between two models, and the
 tables gathering them (their figures: `steps.figures.geometry_figures`).
 

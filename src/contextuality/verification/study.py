@@ -1,4 +1,4 @@
-"""A finished study verified (``contextuality verify``): every file under ``results/``, and
+"""A finished study verified (``contextuality verify``). Every file under ``results/``, and
 the downloads under ``resources/`` that have a published checksum, checked against the
 digest recorded with it, then against the files it was made from where its provenance
 names them. The step before publishing a study's numbers.

@@ -1,4 +1,4 @@
-"""Where the report shows each figure and table: a section named for what it holds (its
+"""Where the report shows each figure and table. A section named for what it holds (its
 category) and a part of it (its subcategory), so that no output lands under "Other" and
 no instrument under the paper's figures."""
 
