@@ -82,18 +82,33 @@ def _baselines(
         "cosine": Baseline(cosine),
         "paper_cosine": Baseline.sampled(paper[:, 0]),
         "truncated_svd": Baseline.sampled(paper[:, 2]),
+        **explained_variance_baselines(rows.vectors, settings),
     }
-    for name in ("mev", "mev_centered"):
-        baselines[name] = Baseline.sampled(
+    return baselines, paper
+
+
+# The baseline families that are the share of a random sample's variance along its first
+# direction (`equations.explained_variance_baseline`), each by whether it centers the sample.
+EXPLAINED_VARIANCE_FAMILIES = {"mev": False, "mev_centered": True}
+
+
+def explained_variance_baselines(vectors: Any, settings: MeasureSettings) -> dict[str, Baseline]:
+    """The baselines of `EXPLAINED_VARIANCE_FAMILIES`, by family, from a layer's occurrence
+    vectors (`vectors`: indexed by occurrence id, its length the number of occurrences):
+    each on the same ``baseline_sample_size`` occurrences, drawn ``sample_replicates``
+    times more for its spread."""
+    return {
+        family: Baseline.sampled(
             equations.explained_variance_baseline(
-                rows.vectors,
-                size,
-                generator(settings.seed, "mev_baseline"),  # one sample for both variants
-                centered=name == "mev_centered",
-                n_draws=draws,
+                vectors,
+                settings.baseline_sample_size,
+                generator(settings.seed, "mev_baseline"),  # one sample for every family
+                centered=centered,
+                n_draws=settings.sample_replicates,
             )
         )
-    return baselines, paper
+        for family, centered in EXPLAINED_VARIANCE_FAMILIES.items()
+    }
 
 
 def measure_rows(

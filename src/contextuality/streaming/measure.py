@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from contextuality.configuration.random_streams import generator
 from contextuality.measures import analysis, components, equations, registry
 from contextuality.measures.analysis import LayerMeasures
 from contextuality.measures.occurrences import word_rows
@@ -78,9 +77,11 @@ def _check_settings(state: StreamingState, settings: MeasureSettings) -> None:
 def _word_table(
     state: StreamingState, occurrences: pd.DataFrame, vocab: pd.DataFrame
 ) -> pd.DataFrame:
-    """The per-word table of a streamed layer, less its adjusted values: SelfSim exact from
-    the sums, MEV (uncentered and centered) from each word's sampled occurrences, whose
-    number is ``n_sampled``; words of two or more occurrences."""
+    """The per-word table of a streamed layer, less its adjusted values: the per-word
+    columns of the registry's streamed measures (`streamed_word_columns`), SelfSim exact
+    from the sums, each other one a statistic of the word's sampled occurrences along their
+    first direction (`components.FirstComponentStatistics`: MEV, uncentered and centered),
+    whose number is ``n_sampled``; words of two or more occurrences."""
     sums = state.sums
     words = word_rows(vocab, state.word_id)
     words["n"] = sums.word_n
@@ -94,7 +95,9 @@ def _word_table(
     # The rows were rounded to the shard dtype before they were kept, as a shard's are.
     stored = state.attributes.get("dtype")
     statistics = components.first_component_statistics(vectors, starts, stored=stored)
-    for column in ("mev", "mev_centered"):
+    for column in streamed_word_columns():
+        if column in words:
+            continue
         values = np.full(len(words), np.nan)
         values[positions] = getattr(statistics, column)
         words[column] = values
@@ -109,18 +112,17 @@ def _baselines(state: StreamingState, settings: MeasureSettings) -> dict[str, Ba
     kept as they streamed by (the very draws of a stored layer's)."""
     n_rows = int(state.attributes["n_rows"])
     kept = _KeptRows(state.kept_rows, state.kept_vectors, n_rows)
-    baselines = {"cosine": Baseline(_sentence_sums(state.sums).expected_cosine())}
-    for name in ("mev", "mev_centered"):
-        baselines[name] = Baseline.sampled(
-            equations.explained_variance_baseline(
-                kept,
-                settings.baseline_sample_size,
-                generator(settings.seed, "mev_baseline"),
-                centered=name == "mev_centered",
-                n_draws=settings.sample_replicates,
-            )
-        )
-    return baselines
+    return {
+        "cosine": Baseline(_sentence_sums(state.sums).expected_cosine()),
+        **analysis.explained_variance_baselines(kept, settings),
+    }
+
+
+def streamed_word_columns() -> list[str]:
+    """The per-word columns of the measures a streamed layer has (`registry.word_columns`
+    less `registry.not_streamed_columns`), in the registry's order."""
+    lacked = set(registry.not_streamed_columns())
+    return [column for column in registry.word_columns() if column not in lacked]
 
 
 def measure_streamed_layer(
