@@ -5,11 +5,13 @@ an instrument by hand."""
 from contextuality.catalogue import glossary, module_map
 from contextuality.geometry import alignment_catalogue
 from contextuality.measures import registry
+from contextuality.transforms import fitting
 
 
 def define_env(env) -> None:
     """The macros the pages call."""
     env.macro(registry.docs_table, "measures_table")
     env.macro(alignment_catalogue.docs_table, "alignment_measures_table")
+    env.macro(fitting.docs_table, "corrections_table")
     env.macro(module_map.docs_table, "module_map")
     env.macro(glossary.docs_table, "names_table")

@@ -222,7 +222,6 @@ def test_the_schema_s_choices_are_the_package_s_own():
     from contextuality.corpus.words import WORD_TOKENIZERS
     from contextuality.measures.static import METHODS
     from contextuality.reference import MODELS
-    from contextuality.transforms.fitting import TRANSFORMS
 
     model = ("models", "additionalProperties", "properties")
     expected = {
@@ -247,8 +246,6 @@ def test_the_schema_s_choices_are_the_package_s_own():
         ("static", "properties", "oov"): OOV_POLICIES,
         ("reference", "properties", "models", "additionalProperties"): MODELS,
     }
-    for section in ("measures", "degeneration", "static", "figures", "geometry"):
-        expected[(section, "properties", "transforms")] = TRANSFORMS
     for path, choices in expected.items():
         assert _enum(*path) == list(choices), path
 

@@ -15,6 +15,7 @@ import pytest
 from contextuality.catalogue import glossary, module_map
 from contextuality.geometry import alignment_catalogue
 from contextuality.measures import registry
+from contextuality.transforms import fitting
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,3 +67,9 @@ def test_the_architecture_page_holds_the_glossary(site):
     table = glossary.docs_table()
     assert all(f"*{name.name}*" in table for name in glossary.names())
     assert _holds(site, "architecture", table)
+
+
+def test_the_degeneration_page_lists_every_correction(site):
+    table = fitting.docs_table()
+    assert all(f"`{record.name}`" in table for record in fitting.CORRECTIONS)
+    assert _holds(site, "degeneration", table)

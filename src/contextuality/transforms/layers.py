@@ -24,7 +24,8 @@ from contextuality.files.provenance import sha256_file
 from contextuality.files.tables import read_parquet_with_provenance
 from contextuality.rows import rows_with_vectors
 from contextuality.storage.shards import load_shards
-from contextuality.transforms.fitting import FittedTransform, TransformSettings, fit_transform
+from contextuality.transforms.affine import FittedTransform
+from contextuality.transforms.fitting import TransformSettings, fit_transform
 
 PathLike = str | os.PathLike
 
@@ -57,8 +58,8 @@ class Layer:
 
 
 @dataclass(frozen=True)
-class Correction:
-    """A correction fitted on a split's held-out sentences: `fitted` applies it, `in_fit`
+class LayerCorrection:
+    """A layer's correction, fitted on a split's held-out sentences: `fitted` applies it, `in_fit`
     (n_occurrences,) marks the occurrences of the fitting sentences (never measured), and
     `record` is what an output records of the fit."""
 
@@ -109,7 +110,7 @@ def fit_correction(
     transform_fit: TransformFit,
     occurrences: pd.DataFrame,
     index_summary: dict[str, Any],
-) -> Correction:
+) -> LayerCorrection:
     """Correction `transform` of one layer (read by `load`, `storage.shards.load_shards`
     bound to its shards) fitted on the split's held-out sentences (past each one's first
     word, with the setting ``fit_without_first_words``): the measure, static and geometry
@@ -127,7 +128,7 @@ def fit_correction(
         "n_fit_sentences": split_provenance["n_fit_sentences"],
         "split_sha256": sha256_file(transform_fit.split),
     }
-    return Correction(fitted, in_fit, record)
+    return LayerCorrection(fitted, in_fit, record)
 
 
 def load_layer(
@@ -145,7 +146,7 @@ def load_layer(
 
     ``none``: every occurrence, as `dtype` (None: as stored). Otherwise the correction is
     fitted on the split's held-out sentences (`fit_correction`) and the other sentences'
-    rows are read corrected (`Correction.read`).
+    rows are read corrected (`LayerCorrection.read`).
     """
     load = functools.partial(
         load_shards,

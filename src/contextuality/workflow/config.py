@@ -22,6 +22,7 @@ from contextuality.configuration.schema import (
     with_defaults,
 )
 from contextuality.errors import ConfigError
+from contextuality.transforms.fitting import TRANSFORMS
 from contextuality.workflow.sweeps import expand_sweeps
 
 # The settings a subword index depends on: the tokenizer's, not the model's others.
@@ -92,6 +93,7 @@ def check_config(config: dict[str, Any], schema_path: str | Path = SCHEMA_PATH) 
         ]
     problems += _model_problems(models)
     problems += _ablation_problems(config)
+    problems += _unknown_transforms(config, schema)
     problems += _unmeasured_transforms(config)
     problems += _unstreamable(config)
     problems += _neighbour_problems(config)
@@ -194,6 +196,19 @@ def keep_models_named_by(config: dict[str, Any], configfiles: list[str | Path]) 
             named = list(loaded["models"])
     if named is not None and isinstance(config.get("models"), dict):
         config["models"] = {name: config["models"][name] for name in named}
+
+
+def _unknown_transforms(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """Problems of every section's ``transforms`` (the sections of `schema` that have the
+    key) naming no transform: ``none`` or a correction (`transforms.fitting.CORRECTIONS`)."""
+    return [
+        f"{section}.transforms: '{name}' is not a transform; the transforms: "
+        f"{', '.join(TRANSFORMS)}"
+        for section, node in schema["properties"].items()
+        if "transforms" in node.get("properties", {})
+        for name in setting(config, section, "transforms")
+        if name not in TRANSFORMS
+    ]
 
 
 def _unmeasured_transforms(config: dict[str, Any]) -> list[str]:
