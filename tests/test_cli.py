@@ -461,7 +461,7 @@ def test_arguments_no_command_could_run_with_are_refused_before_any_work(tmp_pat
         ("--device", f"gpu {not_a_device}", [*stream, "--device", "gpu"]),
         ("--device", f"tpu {not_a_device}", [*geometry, "--device", "tpu"]),
         ("--threads", "0 is not a positive integer", [*extract, "--threads", "0"]),
-        ("--parts", "0 is not a positive integer", [*extract, "--parts", "0"]),
+        ("--partitions", "0 is not a positive integer", [*extract, "--partitions", "0"]),
         ("--part", "-1 is not an integer of 0 or more", [*extract, "--part", "-1"]),
         ("--max-length", "0 is not a positive integer", [*extract, "--max-length", "0"]),
         ("--token-budget", "'x' is not a positive integer", [*extract, "--token-budget", "x"]),

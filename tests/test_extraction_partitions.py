@@ -581,7 +581,7 @@ def test_a_partitioned_run_gives_the_results_of_one_job(tmp_path, tiny_bert_dir)
 
 
 def test_parts_from_the_command_line(tmp_path, tiny_bert_dir, capsys):
-    """`extract --parts N --part K` writes one part; `measure` given every part's shard
+    """`extract --partitions N --part K` writes one part; `measure` given every part's shard
     measures what it measures on the whole extraction's (within the rounding of the batches
     the cut regroups)."""
     from contextuality.cli import main
@@ -596,8 +596,8 @@ def test_parts_from_the_command_line(tmp_path, tiny_bert_dir, capsys):
     assert main([*extract, "-o", str(tmp_path / "whole")]) == 0
     for part in range(2):
         output = str(tmp_path / f"part{part}")
-        assert main([*extract, "--parts", "2", "--part", str(part), "-o", output]) == 0
-    assert main([*extract, "--parts", "2", "--part", "2", "-o", str(tmp_path / "no")]) == 1
+        assert main([*extract, "--partitions", "2", "--part", str(part), "-o", output]) == 0
+    assert main([*extract, "--partitions", "2", "--part", "2", "-o", str(tmp_path / "no")]) == 1
     assert "parts are numbered 0 to 1" in capsys.readouterr().err
     tables = {}
     for name, shards in {

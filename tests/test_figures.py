@@ -7,9 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from contextuality.figures import paper
-from contextuality.figures.specs import FIGURES
+from contextuality.figures import paper, specs
+from contextuality.figures.specs import DIMENSION_FIGURE, FIGURES
 from contextuality.measures.ranks import spearman_interval
+from contextuality.measures.record import Measure, MeasureFigure
+from contextuality.measures.registry import axis_label
 from contextuality.measures.summary import SUMMARY_COLUMNS
 
 MODELS = {"alpha": 4, "beta": 2}  # model → number of layers
@@ -76,6 +78,43 @@ def test_lines_and_bands_are_the_tables_values(drawn, name, relative_layers):
             if spec.spearman:  # a ρ: its interval from ρ and n, not the table's
                 low, high = spearman_interval(rows["raw"], rows["n"], paper.SPEARMAN_LEVEL)
             assert set(np.round(band[:, 1], 9)) == set(np.round(np.r_[low, high], 9))
+
+
+def test_each_line_of_a_figure_is_called_by_its_records_label():
+    """A figure of several rows calls each by its record's label, one label per row (none
+    beside it), and a figure of one row has its record's label on its y axis."""
+    for spec in [*FIGURES.values(), DIMENSION_FIGURE]:
+        labels = [series.label for series in spec.series]
+        if len(spec.series) > 1:
+            assert labels == [f" {axis_label(series.measure)}" for series in spec.series]
+            assert len(set(labels)) == len(labels), spec.name
+        else:
+            assert labels == [""]
+            assert spec.ylabel == axis_label(spec.series[0].measure, spec.column), spec.name
+
+
+def test_a_records_own_figure_is_drawn_from_the_record():
+    """A record's figure (`MeasureFigure`) becomes a figure of its rows, with its name,
+    title and axis, each row called by the record's label."""
+    figure = MeasureFigure("norms", "Norms by layer", "norm", "raw")
+    record = Measure(
+        name="norm",
+        rows=("norm", "norm[squared]"),
+        caption="The mean norm of a layer's occurrences, and of their squares.",
+        step="layer_geometry",
+        labels=("mean norm", "mean squared norm"),
+        figure=figure,
+    )
+    spec = specs.record_figure(record)
+    assert (spec.name, spec.title, spec.ylabel, spec.column) == (
+        figure.name,
+        figure.title,
+        figure.ylabel,
+        figure.column,
+    )
+    assert [series.measure for series in spec.series] == list(record.rows)
+    assert [series.label.strip() for series in spec.series] == list(record.labels)
+    assert len({series.linestyle for series in spec.series}) == len(record.rows)
 
 
 def test_models_of_one_depth_share_layer_indices_and_of_two_depths_relative_depth(drawn):

@@ -19,6 +19,7 @@ from contextuality.figures.specs import FIGURES
 from contextuality.files.tables import write_parquet
 from contextuality.measures.degeneration import DegenerationSettings, bins_table, rank_bins
 from contextuality.measures.ranks import spearman_correlation, spearman_interval
+from contextuality.measures.registry import axis_label
 
 
 @pytest.fixture
@@ -348,7 +349,8 @@ def test_the_papers_estimator_is_not_labelled_as_the_papers_values(drawn, name):
     )
     paper.plot_figure(table, spec, [])
     labels = [text.get_text() for text in drawn[0].axes[0].get_legend().get_texts()]
-    assert labels == ["m exact", "m paper's estimator"]
+    assert labels == [f"m {axis_label(series.measure)}" for series in spec.series]
+    assert labels[1].endswith("the paper's estimator")  # the record's label, one per row
 
 
 def test_the_published_values_keep_their_own_label(drawn):
@@ -626,7 +628,7 @@ def test_a_line_is_broken_where_its_model_lacks_layers_and_a_model_without_value
     (figure,) = drawn
     (axes,) = figure.axes
     lines = {line.get_label(): line for line in axes.get_lines()}
-    ablated = lines["ablated exact"].get_ydata()
+    ablated = lines[f"ablated {axis_label('anisotropy')}"].get_ydata()
     assert np.isnan(ablated).sum() == 1 and list(np.isfinite(ablated)) == [1, 0, 1, 1]
     assert not any(label.startswith("empty") for label in lines)
     assert any(text.get_text() == "no value: empty" for text in axes.texts)

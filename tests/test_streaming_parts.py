@@ -410,7 +410,7 @@ def _assert_measures_agree(found: dict, expected: dict) -> None:
 
 
 def test_stream_in_parts_and_merge_commands(tiny_bert_dir, tmp_path, capsys):
-    """'stream --parts 2 --part K' twice, then 'merge-stream': the one 'stream' job's state
+    """'stream --partitions 2 --part K' twice, then 'merge-stream': the one 'stream' job's state
     files, dataset for dataset (within the rounding of the batches the cut regroups), and
     its measures; a part missing is one line."""
     from test_streaming import MODEL_SENTENCES
@@ -427,7 +427,7 @@ def test_stream_in_parts_and_merge_commands(tiny_bert_dir, tmp_path, capsys):
     assert main([*stream, "-o", str(tmp_path / "whole")]) == 0
     for part in (0, 1):
         out = tmp_path / f"part{part}"
-        assert main([*stream, "--parts", "2", "--part", str(part), "-o", str(out)]) == 0
+        assert main([*stream, "--partitions", "2", "--part", str(part), "-o", str(out)]) == 0
         assert not (out / "layer_2.json").exists()  # measured once merged
     merged = tmp_path / "merged"
     parts = [str(tmp_path / "part0"), str(tmp_path / "part1")]

@@ -5,10 +5,10 @@ contextuality occurrence-index sentences.parquet -o index/
 contextuality extract bert-base-cased --sentences sentences.parquet --index index/ -o emb/
 contextuality download-elmo elmo-original   # then: extract elmo-original --loader elmo ...
 contextuality measure-layer emb/layer_3.h5 --sentences sentences.parquet --index index/ -o out/l3
-contextuality extract ... --parts 3 --part 0 -o emb/part0   # one of 3 jobs; 'measure-layer'
+contextuality extract ... --partitions 3 --part 0 -o emb/part0   # one of 3 jobs, then
 contextuality measure-layer emb/part*/layer_3.h5 ...        # gathers the parts' rows
 contextuality stream bert-base-cased --sentences sentences.parquet --index index/ -o stream/
-contextuality stream ... --parts 3 --part 0 -o stream/part0   # one of 3 jobs, then:
+contextuality stream ... --partitions 3 --part 0 -o stream/part0   # one of 3 jobs, then:
 contextuality merge-stream stream/part* --sentences ... --index index/ -o stream/
 contextuality measures-table measures/*.json -o measures.tsv
 contextuality layer-geometry emb/layer_*.h5 --index index/ -o geometry/bert
@@ -115,7 +115,7 @@ def _extract(args: argparse.Namespace) -> None:
         args.sentences,
         IndexFiles.in_directory(args.index),
         _layer_outputs(args.output, layers, ".h5"),
-        part=(args.part, args.parts),
+        part=(args.part, args.partitions),
         threads=args.threads,
         seed=args.seed,
     )
@@ -134,10 +134,10 @@ def _stream(args: argparse.Namespace) -> None:
         outputs,
         measures,
         word_sample_size=args.word_sample_size,
-        part=(args.part, args.parts),
+        part=(args.part, args.partitions),
         threads=args.threads,
     )
-    if args.parts == 1:  # a part is measured once merged ('merge-stream')
+    if args.partitions == 1:  # a part is measured once merged ('merge-stream')
         _measure_states(outputs, index, measures, args.output)
 
 
@@ -155,7 +155,7 @@ def _merge_stream(args: argparse.Namespace) -> None:
     found = (re.fullmatch(r"layer_(\d+)\.state\.h5", path.name) for path in parts[0].iterdir())
     layers = sorted(int(match[1]) for match in found if match)
     if not layers:
-        raise ConfigError(f"{parts[0]}: no layer_<L>.state.h5 of a part of 'stream --parts'")
+        raise ConfigError(f"{parts[0]}: no layer_<L>.state.h5 of a part of 'stream --partitions'")
     outputs = _layer_outputs(args.output, layers, ".state.h5")
     steps.merge_stream(
         {layer: [part / f"layer_{layer}.state.h5" for part in parts] for layer in layers},
@@ -266,8 +266,10 @@ def _add_corpus_commands(commands: Any) -> None:
 
 
 def _add_part_arguments(command: argparse.ArgumentParser, gathered: str) -> None:
-    """--parts N and --part K: run part K of N, cut by sentences as the workflow cuts."""
+    """--partitions N and --part K: run part K of N, cut by sentences as the workflow cuts
+    (config ``extraction.partitions``); --parts, the option's former name, still reads N."""
     command.add_argument(
+        "--partitions",
         "--parts",
         type=positive_int,
         default=1,
@@ -280,7 +282,7 @@ def _add_part_arguments(command: argparse.ArgumentParser, gathered: str) -> None
         type=nonnegative_int,
         default=0,
         metavar="K",
-        help=f"with --parts: run part K (0 to N-1) alone; {gathered}",
+        help=f"with --partitions: run part K (0 to N-1) alone; {gathered}",
     )
 
 
@@ -315,7 +317,7 @@ def _add_model_commands(commands: Any) -> None:
 
     command = commands.add_parser(
         "merge-stream",
-        help="merge the parts of 'stream --parts' into one state file per layer, the one "
+        help="merge the parts of 'stream --partitions' into one state file per layer, the one "
         "job's of the same rows, and measure it",
     )
     command.add_argument("parts", nargs="+", help="every part's output directory, in order")

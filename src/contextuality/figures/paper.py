@@ -21,6 +21,7 @@ import pandas as pd  # noqa: E402
 
 from contextuality import __version__  # noqa: E402
 from contextuality.benchmarks import BENCHMARKS  # noqa: E402
+from contextuality.configuration.schema import default  # noqa: E402
 from contextuality.figures.specs import FigureSpec  # noqa: E402
 from contextuality.files.provenance import (  # noqa: E402
     atomic_path,
@@ -42,7 +43,7 @@ def plot_figure(
     spec: FigureSpec,
     outputs: list[str | os.PathLike],
     transform: str = "none",
-    relative_layers: bool = False,
+    relative_layers: bool = default("figures", "relative_layers"),
     source: str = "",
 ) -> None:
     """Each series as one line per model against layer index (or layer / number of
@@ -200,7 +201,7 @@ def _band(
 def plot_transforms(
     table: pd.DataFrame,
     outputs: list[str | os.PathLike],
-    relative_layers: bool = False,
+    relative_layers: bool = default("figures", "relative_layers"),
     source: str = "",
 ) -> None:
     """Adjusted SelfSim and the cosine baseline against layer, one line per transform, one

@@ -32,104 +32,87 @@ class FigureSpec:
     spearman: bool = False
 
 
+# Each line's style, by its place in a figure of several rows.
+LINE_STYLES = ("-", "--", "-.", ":")
+
+
+def measure_lines(rows: tuple[str, ...], labels: tuple[str, ...]) -> tuple[MeasureLine, ...]:
+    """A line per summary row, styled by its place, and where the figure draws several,
+    called in its legend by its label (its record's: one label per row)."""
+    several = len(rows) > 1
+    return tuple(
+        MeasureLine(row, LINE_STYLES[place], f" {label}" if several else "")
+        for place, (row, label) in enumerate(zip(rows, labels, strict=True))
+    )
+
+
+def figure_of_rows(
+    name: str,
+    title: str,
+    column: str,
+    rows: tuple[str, ...],
+    ylabel: str | None = None,
+    spearman: bool = False,
+) -> FigureSpec:
+    """A figure of `rows` (summary rows) against layer, each a line called by its record's
+    label; its y axis `ylabel`, else what the first row's record calls it
+    (`registry.axis_label`, of `column`)."""
+    ylabel = axis_label(rows[0], column) if ylabel is None else ylabel
+    labels = tuple(axis_label(row) for row in rows)
+    return FigureSpec(name, column, title, ylabel, measure_lines(rows, labels), spearman)
+
+
 FIGURES = {
     spec.name: spec
     for spec in (
-        FigureSpec(
-            "fig1_anisotropy",
-            "raw",
-            "Figure 1. Anisotropy",
-            "mean cosine of random words",
-            (
-                MeasureLine("anisotropy", "-", " exact"),
-                MeasureLine("anisotropy[paper]", "--", " paper's estimator"),
-            ),
+        figure_of_rows(
+            "fig1_anisotropy", "Figure 1. Anisotropy", "raw", ("anisotropy", "anisotropy[paper]")
         ),
-        FigureSpec(
-            "fig2_selfsim",
-            "adjusted",
-            "Figure 2. Self-similarity",
-            axis_label("selfsim", "adjusted"),
-            (
-                MeasureLine("selfsim", "-", " exact"),
-                MeasureLine("selfsim[paper]", "--", " paper's estimator"),
-            ),
+        figure_of_rows(
+            "fig2_selfsim", "Figure 2. Self-similarity", "adjusted", ("selfsim", "selfsim[paper]")
         ),
-        FigureSpec(
+        figure_of_rows(
             "fig3_intrasim",
-            "adjusted",
             "Figure 3. Intra-sentence similarity",
-            axis_label("intrasim", "adjusted"),
-            (
-                MeasureLine("intrasim", "-", " exact"),
-                MeasureLine("intrasim[paper]", "--", " paper's estimator"),
-            ),
-        ),
-        FigureSpec(
-            "fig4_mev",
             "adjusted",
-            "Figure 4. MEV, the paper's estimator",
-            "adjusted TruncatedSVD variance ratio",
-            (MeasureLine("mev[truncated_svd]"),),
+            ("intrasim", "intrasim[paper]"),
         ),
-        FigureSpec(
+        figure_of_rows(
+            "fig4_mev", "Figure 4. MEV, the paper's estimator", "adjusted", ("mev[truncated_svd]",)
+        ),
+        figure_of_rows(
             "mev_definition3",
-            "adjusted",
             "MEV as Definition 3 defines it (σ₁²/Σσ²)",
-            axis_label("mev", "adjusted"),
-            (
-                MeasureLine("mev", "-", " uncentered"),
-                MeasureLine("mev_centered", "--", " centered"),
-            ),
-        ),
-        FigureSpec(
-            "selfsim_word_classes",
             "adjusted",
-            "Self-similarity of stopwords and content words",
-            axis_label("selfsim", "adjusted"),
-            (
-                MeasureLine("selfsim[content]", "-", " content"),
-                MeasureLine("selfsim[stopword]", "--", " stopwords"),
-            ),
+            ("mev", "mev_centered"),
         ),
-        FigureSpec(
+        figure_of_rows(
+            "selfsim_word_classes",
+            "Self-similarity of stopwords and content words",
+            "adjusted",
+            ("selfsim[content]", "selfsim[stopword]"),
+            ylabel=axis_label("selfsim", "adjusted"),
+        ),
+        figure_of_rows(
             "selfsim_frequency",
-            "raw",
             "Self-similarity against word frequency",
-            axis_label("selfsim~frequency"),
-            (MeasureLine("selfsim~frequency"),),
+            "raw",
+            ("selfsim~frequency",),
             spearman=True,
         ),
-        FigureSpec(
+        figure_of_rows(
             "matrix_entropy",
-            "raw",
             "Matrix entropy of the corpus and within sentences",
-            "matrix entropy (nats)",
-            (
-                MeasureLine("dataset_entropy", "-", " dataset (sentence means)"),
-                MeasureLine("prompt_entropy", "--", " within a sentence"),
-            ),
-        ),
-        FigureSpec(
-            "alpha_req",
             "raw",
-            "Decay of the eigenspectrum (α-ReQ)",
-            "α, ranks 6 to 100",
-            (MeasureLine("alpha_req"),),
+            ("dataset_entropy", "prompt_entropy"),
+            ylabel="matrix entropy (nats)",
         ),
-        FigureSpec(
-            "massive_activations",
-            "raw",
-            "Massive activations",
-            "share of occurrences with one",
-            (MeasureLine("massive_activations"),),
+        figure_of_rows("alpha_req", "Decay of the eigenspectrum (α-ReQ)", "raw", ("alpha_req",)),
+        figure_of_rows(
+            "massive_activations", "Massive activations", "raw", ("massive_activations",)
         ),
-        FigureSpec(
-            "curvature",
-            "raw",
-            "Curvature of each sentence's trajectory",
-            "mean angle between steps (rad)",
-            (MeasureLine("curvature"),),
+        figure_of_rows(
+            "curvature", "Curvature of each sentence's trajectory", "raw", ("curvature",)
         ),
     )
 }
@@ -137,10 +120,10 @@ FIGURES = {
 
 def record_figure(record: Measure) -> FigureSpec:
     """The figure a measure's record declares (`record.MeasureFigure`): each of its rows
-    against layer, named by the row where it has several."""
+    against layer, called by its label (its name where the record gives none) where it
+    has several."""
     figure = record.figure
-    several = len(record.rows) > 1
-    lines = tuple(MeasureLine(row, "-", f" {row}" if several else "") for row in record.rows)
+    lines = measure_lines(record.rows, record.labels or record.rows)
     return FigureSpec(figure.name, figure.column, figure.title, figure.ylabel, lines)
 
 
@@ -165,15 +148,12 @@ def figure_caption(name: str) -> str:
 DEGENERATION_FIGURES = ("norm_by_rank", "knn_by_bin", "cone")
 
 # Intrinsic dimension by layer (the geometry step's layer summaries).
-DIMENSION_FIGURE = FigureSpec(
+DIMENSION_FIGURE = figure_of_rows(
     "intrinsic_dimension",
-    "raw",
     "Intrinsic dimension of the occurrence vectors",
-    "intrinsic dimension",
-    (
-        MeasureLine("intrinsic_dimension[twonn]", "-", " TwoNN"),
-        MeasureLine("intrinsic_dimension[gride]", "--", " GRIDE"),
-    ),
+    "raw",
+    next(record.rows for record in MEASURES if record.name == "intrinsic_dimension"),
+    ylabel="intrinsic dimension",
 )
 
 # The figures of the geometry steps, drawn by one job.

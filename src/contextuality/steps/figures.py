@@ -49,8 +49,8 @@ def figure(
     source: PathLike | Sequence[PathLike],
     name: str,
     outputs: Sequence[PathLike],
-    transform: str = "none",
-    relative_layers: bool = False,
+    transform: str,
+    relative_layers: bool,
 ) -> None:
     """Figure `name` (a key of `contextuality.figures.specs.FIGURES`) in every format of
     `outputs`, from the measures table or layer summaries (`source`, as `_measures`)."""
@@ -60,8 +60,8 @@ def figure(
 def figures(
     source: PathLike | Sequence[PathLike],
     outputs: Sequence[PathLike],
-    transform: str = "none",
-    relative_layers: bool = False,
+    transform: str,
+    relative_layers: bool,
 ) -> None:
     """Every figure named by an output's file name (a key of
     `contextuality.figures.specs.FIGURES`, one file per format) from the measures table or
@@ -111,7 +111,7 @@ def _draw(
 def transforms_figure(
     source: PathLike | Sequence[PathLike],
     outputs: Sequence[PathLike],
-    relative_layers: bool = False,
+    relative_layers: bool,
 ) -> None:
     """Adjusted SelfSim and the cosine baseline by layer under each measured transform, from
     the measures table or layer summaries (`source`, as `_measures`)."""
