@@ -18,8 +18,13 @@ from contextuality.benchmarks.vectors import (
     check_protocol,
     unit_rows,
 )
+from contextuality.configuration.schema import default
 
 COSMUL_EPSILON = 1e-3
+# What a scorer does unless told: config ``static``'s defaults (whether the benchmarks'
+# words are lowercased, what an out-of-vocabulary word gets), as `ScoringSettings` reads them.
+LOWERCASE: bool = default("static", "lowercase")
+OOV: OovPolicy = default("static", "oov")
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ def _spearman(model: np.ndarray, gold: np.ndarray) -> float:
 
 
 def score_similarity(
-    pairs: pd.DataFrame, vectors: WordVectors, lowercase: bool = True, oov: OovPolicy = "mean"
+    pairs: pd.DataFrame, vectors: WordVectors, lowercase: bool = LOWERCASE, oov: OovPolicy = OOV
 ) -> Score:
     """Spearman ρ between cos(word1, word2) and the human score (columns of `read_similarity`).
 
@@ -67,7 +72,7 @@ def score_similarity(
 def solve_analogies(
     questions: pd.DataFrame,
     vectors: WordVectors,
-    lowercase: bool = True,
+    lowercase: bool = LOWERCASE,
     batch_size: int = 256,
     protocol: ScoringProtocol = "standard",
 ) -> pd.DataFrame:
@@ -136,8 +141,8 @@ def solve_analogies(
 def score_analogy(
     questions: pd.DataFrame,
     vectors: WordVectors,
-    lowercase: bool = True,
-    oov: OovPolicy = "mean",
+    lowercase: bool = LOWERCASE,
+    oov: OovPolicy = OOV,
     method: Literal["3cosadd", "3cosmul"] = "3cosadd",
     protocol: ScoringProtocol = "standard",
 ) -> Score:
@@ -165,8 +170,8 @@ def score_analogy(
 def score_semeval2012(
     table: pd.DataFrame,
     vectors: WordVectors,
-    lowercase: bool = True,
-    oov: OovPolicy = "mean",
+    lowercase: bool = LOWERCASE,
+    oov: OovPolicy = OOV,
     relation: Literal["cosine", "dot"] = "cosine",
 ) -> Score:
     """SemEval-2012 Task 2: Spearman ρ per subcategory, averaged over subcategories.
@@ -218,8 +223,8 @@ def cluster_purity(gold: Sequence, predicted: Sequence) -> float:
 def score_categorization(
     items: pd.DataFrame,
     vectors: WordVectors,
-    lowercase: bool = True,
-    oov: OovPolicy = "mean",
+    lowercase: bool = LOWERCASE,
+    oov: OovPolicy = OOV,
     seed: int = 0,
     protocol: ScoringProtocol = "standard",
 ) -> Score:

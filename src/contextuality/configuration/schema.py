@@ -10,6 +10,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
+from contextuality.errors import check_integer, check_number
+
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "data" / "config.schema.yaml"
 # The part of a path that stands for any model's name (``models.<model>.layers``).
 ANY_MODEL = "<model>"
@@ -58,6 +60,34 @@ def setting(config: dict[str, Any], *path: str) -> Any:
 def properties(*path: str | int) -> dict[str, Any]:
     """The settings of the section at `path`, by name (each its schema)."""
     return _node(path)["properties"]
+
+
+def check_bounds(path: tuple[str, ...], values: dict[str, Any]) -> None:
+    """Refuse (ConfigError naming ``<section>.<key>``, one line) a value of `values` (settings
+    of the section at `path`, by key) that is not of the type or within the bounds the
+    schema gives that key: its ``minimum``, ``maximum`` and their exclusive forms, for an
+    integer or a number (None where the schema allows null). Settings made without a
+    config (the command line, the library) are so refused as a dry run refuses the config,
+    by the bounds written once, in the schema."""
+    section = ".".join(str(key) for key in path)
+    for name, value in values.items():
+        node = properties(*path)[name]
+        types = node.get("type") if isinstance(node.get("type"), list) else [node.get("type")]
+        if value is None and "null" in types:
+            continue
+        if "integer" in types:
+            check_integer(section, name, value, node.get("minimum"))
+        beyond_a_minimum = {"maximum", "exclusiveMinimum", "exclusiveMaximum"} & set(node)
+        if "number" in types or ("integer" in types and beyond_a_minimum):
+            check_number(
+                section,
+                name,
+                value,
+                node.get("minimum", node.get("exclusiveMinimum", -float("inf"))),
+                node.get("maximum", node.get("exclusiveMaximum", float("inf"))),
+                open_low="exclusiveMinimum" in node,
+                open_high="exclusiveMaximum" in node,
+            )
 
 
 def with_defaults(config: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
+from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError
 from contextuality.files.fetch import DEFAULT_EXTRA
 
@@ -48,9 +49,12 @@ def _spacy_tokenizer() -> Any:
 Span = tuple[int, int]
 
 
-def word_spans(sentences: Sequence[str], tokenizer: str = "regex") -> list[list[Span]]:
+def word_spans(
+    sentences: Sequence[str], tokenizer: str = default("index", "tokenizer")
+) -> list[list[Span]]:
     """Character spans [start, end) of the words of each sentence by `tokenizer` (one of
-    WORD_TOKENIZERS); a word is ``sentence[start:end]``.
+    WORD_TOKENIZERS; the default is config ``index.tokenizer``'s); a word is
+    ``sentence[start:end]``.
 
     spaCy's whitespace tokens (it keeps runs of extra spaces as tokens) are dropped.
     """
@@ -64,7 +68,9 @@ def word_spans(sentences: Sequence[str], tokenizer: str = "regex") -> list[list[
     raise ConfigError(f"word tokenizer must be one of {WORD_TOKENIZERS}, not {tokenizer!r}")
 
 
-def tokenize_sentences(sentences: Sequence[str], tokenizer: str = "regex") -> list[list[str]]:
+def tokenize_sentences(
+    sentences: Sequence[str], tokenizer: str = default("index", "tokenizer")
+) -> list[list[str]]:
     """The words of each sentence by `tokenizer` (see `word_spans`)."""
     return [
         [sentence[start:end] for start, end in spans]

@@ -1,15 +1,16 @@
-"""The measure step's settings (config section ``measures``), checked when made.
+"""The measure step's settings (config section ``measures``).
 
-Every default is the schema's (`contextuality.configuration.schema`), so the command
-line, the library and the workflow measure alike.
+Every default and bound is the schema's (`contextuality.configuration.schema`), so the
+command line, the library and the workflow measure alike; the settings are checked when
+made, against the schema's bounds (`schema.check_bounds`) and for what it cannot say.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
-from contextuality.configuration.schema import default
-from contextuality.errors import ConfigError, check_integer, check_number
+from contextuality.configuration.schema import check_bounds, default
+from contextuality.errors import ConfigError
 
 # What curvature does with a zero step (`spectra.curvature`): leave the sentence out, or
 # count the angle as 0 (Skean et al.'s code).
@@ -37,6 +38,7 @@ class MeasureSettings:
         # Its names are checked against the registry (`registry.check_left_out`), above.
         object.__setattr__(self, "leave_out", tuple(self.leave_out))
         object.__setattr__(self, "alpha_req_ranks", tuple(self.alpha_req_ranks))
+        check_bounds(("measures",), {item.name: getattr(self, item.name) for item in fields(self)})
         first, last = self.alpha_req_ranks
         if not 1 <= first < last:
             raise ConfigError(
@@ -48,14 +50,3 @@ class MeasureSettings:
                 f"measures.curvature_zero_steps must be one of {list(CURVATURE_ZERO_STEPS)}, "
                 f"got {self.curvature_zero_steps!r}"
             )
-        minimum = {
-            "baseline_sample_size": 2,
-            "seed": 0,
-            "bootstrap_resamples": 10,
-            "sample_replicates": 2,
-            "isotropy_samples": 2,
-        }
-        for name, least in minimum.items():
-            check_integer("measures", name, getattr(self, name), least)
-        check_number("measures", "confidence", self.confidence, 0, 1, open_low=True, open_high=True)
-        check_number("measures", "isoscore_shrinkage", self.isoscore_shrinkage, 0, 1)

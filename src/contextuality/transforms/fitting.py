@@ -16,7 +16,7 @@ fitting on held-out sentences avoids that.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -24,8 +24,8 @@ from numpy.typing import DTypeLike
 
 from contextuality.catalogue.discovery import discover
 from contextuality.configuration.random_streams import generator
-from contextuality.configuration.schema import default
-from contextuality.errors import ConfigError, NonFiniteValueError, check_integer, check_number
+from contextuality.configuration.schema import check_bounds, default
+from contextuality.errors import ConfigError, NonFiniteValueError
 from contextuality.rows import row_chunks, rows_with_vectors
 from contextuality.transforms.affine import FittedTransform
 from contextuality.transforms.record import Correction
@@ -75,19 +75,8 @@ class TransformSettings:
     seed: int = default("measures", "seed")
 
     def __post_init__(self) -> None:
-        check_number(
-            "measures.transform_fit",
-            "fit_fraction",
-            self.fit_fraction,
-            0,
-            1,
-            open_low=True,
-            open_high=True,
-        )
-        for name in ("abtt_directions", "whiten_dimensions"):
-            if getattr(self, name) is not None:  # null: the default number
-                check_integer("measures.transform_fit", name, getattr(self, name), 1)
-        check_integer("measures.transform_fit", "rogue_dimensions", self.rogue_dimensions, 1)
+        fitting = {item.name: getattr(self, item.name) for item in fields(self)}
+        check_bounds(_FIT, {name: value for name, value in fitting.items() if name != "seed"})
 
 
 def fit_transform(
