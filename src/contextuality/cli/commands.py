@@ -267,10 +267,9 @@ def _add_corpus_commands(commands: Any) -> None:
 
 def _add_part_arguments(command: argparse.ArgumentParser, gathered: str) -> None:
     """--partitions N and --part K: run part K of N, cut by sentences as the workflow cuts
-    (config ``extraction.partitions``); --parts, the option's former name, still reads N."""
+    (config ``extraction.partitions``)."""
     command.add_argument(
         "--partitions",
-        "--parts",
         type=positive_int,
         default=1,
         metavar="N",
