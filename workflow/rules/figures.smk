@@ -161,7 +161,7 @@ rule geometry_figures:
         dimension_scales="results/tables/dimension_scales.tsv",
         alignment="results/tables/alignment.tsv",
         best_layers="results/tables/best_layers.tsv",
-        positions=ctx.positions_table(config),
+        positions=ctx.positions_table_files(config),
     output:
         *[
             report(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextuality.workflow.config import geometry_models, geometry_transforms
-from contextuality.workflow.paths import index_directory, model_shards, positions_table
+from contextuality.workflow.paths import index_directory, model_shards, positions_table_files
 from contextuality.workflow.sweeps import sweeps
 
 
@@ -92,7 +92,7 @@ def _geometry_files(config: dict[str, Any], name: str) -> list[str]:
 
 def geometry_figure_names(config: dict[str, Any]) -> list[str]:
     """The geometry figures (`figures.specs.GEOMETRY_FIGURES`), the position profiles only
-    where the degeneration analysis runs (it writes their table, `positions_table`), the
+    where the degeneration analysis runs (it writes their table, `positions_table_files`), the
     best-matching layers only where two models are aligned, and the corrections' figure
     only where the geometry runs under one."""
     from contextuality.figures.specs import GEOMETRY_FIGURES
@@ -100,7 +100,7 @@ def geometry_figure_names(config: dict[str, Any]) -> list[str]:
     left_out = set()
     if not alignment_model_pairs(config):
         left_out.add("best_layers")
-    if not positions_table(config):
+    if not positions_table_files(config):
         left_out.add("positions")
     if len(geometry_transforms(config)) < 2:
         left_out.add("geometry_transforms")

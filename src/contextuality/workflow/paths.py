@@ -338,7 +338,7 @@ def ablation_alignment(config: dict[str, Any]) -> list[str]:
     return ["results/tables/alignment.tsv"] if geometry_models(config) else []
 
 
-def positions_table(config: dict[str, Any]) -> list[str]:
+def positions_table_files(config: dict[str, Any]) -> list[str]:
     """The position profiles' table, where some transform has the degeneration analysis."""
     return ["results/tables/positions.tsv"] if degeneration_transforms(config) else []
 
