@@ -15,7 +15,7 @@ from contextuality.geometry.alignment import (
     SampleRows,
     alignment_between,
 )
-from contextuality.geometry.alignment_catalogue import alignment_measure
+from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES, alignment_measure
 from contextuality.geometry.best_layers import best_matching_layers
 from contextuality.geometry.linear_cka import CrossProducts
 from contextuality.geometry.neighbours import (
@@ -174,7 +174,7 @@ def test_calibration_by_hand_and_a_distance_as_its_negative():
 
 
 def _constructed(values, nulls, draws) -> ResampledAlignment:
-    names = ("cka", "cka_debiased", "procrustes", "mutual_knn", "cknna")
+    names = [record.name for record in ALIGNMENT_MEASURES]
     arrays = [np.asarray(part, dtype=float) for part in (values, nulls, draws)]
     return ResampledAlignment(*({name: part for name in names} for part in arrays), k=10, n_rows=9)
 

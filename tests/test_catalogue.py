@@ -5,6 +5,7 @@ they reach."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -12,8 +13,10 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import types
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 import pytest
@@ -21,7 +24,7 @@ from test_workflow import _config, _snakemake, _write_config, _write_corpus
 
 from contextuality.catalogue.discovery import discover
 from contextuality.geometry import alignment_catalogue
-from contextuality.geometry.alignment import ALIGNMENT_COLUMNS
+from contextuality.geometry.alignment import ALIGNMENT_COLUMNS, MEASURE_COLUMNS
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -40,16 +43,21 @@ def _package(root: Path, modules: dict[str, str]) -> str:
 RECORD = "from types import SimpleNamespace as R\nRECORDS = ({})\n"
 
 
-def test_discovery_takes_modules_in_the_order_of_their_names(tmp_path, monkeypatch):
+def test_discovery_places_modules_by_their_order_then_those_without_one_by_name(
+    tmp_path, monkeypatch
+):
     monkeypatch.syspath_prepend(str(tmp_path))
     package = _package(
         tmp_path,
         {
-            "zeta": RECORD.format("R(name='z1'),"),
-            "alpha": RECORD.format("R(name='a1'), R(name='a2')"),
+            "zeta": "ORDER = 1\n" + RECORD.format("R(name='z1'), R(name='z2')"),
+            "beta": RECORD.format("R(name='b1'),"),
+            "alpha": "ORDER = 2\n" + RECORD.format("R(name='a1'),"),
+            "gamma": RECORD.format("R(name='g1'),"),
         },
     )
-    assert [record.name for record in discover(package, "RECORDS")] == ["a1", "a2", "z1"]
+    found = [record.name for record in discover(package, "RECORDS")]
+    assert found == ["z1", "z2", "a1", "b1", "g1"]
 
 
 def test_discovery_refuses_a_module_without_records_and_a_name_declared_twice(
@@ -68,69 +76,115 @@ def test_discovery_refuses_a_module_without_records_and_a_name_declared_twice(
 
 def test_the_alignment_table_has_each_measure_its_interval_and_its_calibration():
     names = [record.name for record in alignment_catalogue.ALIGNMENT_MEASURES]
-    assert names == ["cka", "cka_debiased", "procrustes", "mutual_knn", "cknna"]
+    assert names and len(set(names)) == len(names)
     measured = ALIGNMENT_COLUMNS[6 : 6 + 8 * len(names)]
     kinds = ["{}", "{}_low", "{}_high", "bias_{}", "null_{}", "threshold_{}", "p_{}"]
     assert measured == [kind.format(name) for name in names for kind in [*kinds, "calibrated_{}"]]
     with pytest.raises(ValueError, match="cross-products or from neighbours"):
-        alignment_catalogue.AlignmentMeasure("x", "x", "X.")
+        alignment_catalogue.AlignmentMeasure(name="x", label="x", caption="X.")
 
 
-def _worked_examples() -> list[tuple[Path, str, str]]:
-    """The worked examples of docs/architecture.md: (module path, module code, test code)."""
+class WorkedExample(NamedTuple):
+    """One worked example of docs/architecture.md: a module and its test, each a path
+    and its code as the docs show it."""
+
+    module: Path
+    module_code: str
+    test: Path
+    test_code: str
+
+
+def _worked_examples() -> list[WorkedExample]:
+    """The worked examples of docs/architecture.md, in the order the docs show them: in
+    each, two blocks of code, each under the path it is written to."""
     text = (DOCS / "architecture.md").read_text()
-    section = text[text.index("### Worked example: a measure") :]
-    paths = re.findall(r"`(src/contextuality/[\w/]+\.py)`", section)
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(paths) == 2 and len(blocks) == 4, "two examples: a module and a test each"
-    return [(Path(paths[k]), blocks[2 * k], blocks[2 * k + 1]) for k in range(2)]
+    examples = []
+    for section in text.split("### Worked example: ")[1:]:
+        pieces = []
+        for block in re.finditer(r"```python\n(.*?)```", section.split("\n## ")[0], re.S):
+            paths = re.findall(
+                r"`((?:src/contextuality|tests)/[\w/]+\.py)`", section[: block.start()]
+            )
+            pieces += [Path(paths[-1]), block.group(1)]
+        assert len(pieces) == 4, "a module and its test"
+        examples.append(WorkedExample(*pieces))
+    return examples
 
 
-# Run in the copy of the package: the docs' alignment test, and what the docs tables, the
-# alignment figure and the figures of the measures hold.
+# The records a worked example's module declares.
+KINDS = ("Measure", "AlignmentMeasure")
+
+
+def _record(code: str) -> types.SimpleNamespace:
+    """The name and the rows or columns of the one record a worked example's module
+    declares, read without importing it (the example's package is a copy's)."""
+    call = next(
+        node
+        for node in ast.walk(ast.parse(code))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") in KINDS
+    )
+    fields = {
+        keyword.arg: ast.literal_eval(keyword.value)
+        for keyword in call.keywords
+        if isinstance(keyword.value, (ast.Constant, ast.Tuple))
+    }
+    return types.SimpleNamespace(**{"kind": call.func.id, "optional": False, **fields})
+
+
+# Run in the copy of the package: what the docs tables, the alignment figure, the
+# figures of the measures, the config check and the API hold.
 _PROBE = """
-import json, types
+import json
 import numpy as np
+import yaml
+from contextuality import api
+from contextuality.configuration.schema import with_defaults
+from contextuality.errors import ConfigError
 from contextuality.figures import alignment, specs
 from contextuality.geometry import alignment_catalogue
-from contextuality.geometry.neighbours import cosine_neighbours, mutual_knn
-from contextuality.geometry.alignment_instruments.neighbour_jaccard import neighbour_jaccard
 from contextuality.measures import registry
-from contextuality.configuration.schema import with_defaults
 from contextuality.workflow import measures_in_run
-import yaml
+from contextuality.workflow.config import check_config
 
-namespace = dict(np=np, cosine_neighbours=cosine_neighbours, mutual_knn=mutual_knn,
-                 neighbour_jaccard=neighbour_jaccard)
-exec(open("alignment_test.py").read(), namespace)
-namespace["test_jaccard_is_one_with_itself_and_at_most_mutual_knn"]()
+config = yaml.safe_load(open("config/config.yaml"))
+refusals = {}
+for name in registry.OPTIONAL + tuple(
+    record.name for record in registry.MEASURES if not record.optional
+)[:1]:
+    try:
+        check_config(config | {"measures": {"leave_out": [name]}})
+    except ConfigError as error:
+        refusals[name] = str(error)
+rng = np.random.default_rng(0)
+layers = [rng.normal(size=(120, 8)) for _ in range(2)]
 print(json.dumps({
     "measures_docs": registry.docs_table(),
     "alignment_docs": alignment_catalogue.docs_table(),
     "panels": [record.name for record in alignment.PANELS],
     "figures": sorted(specs.FIGURES),
-    "in_run": [measure["rows"] for measure in measures_in_run(
-        with_defaults(yaml.safe_load(open("config/config.yaml"))))],
+    "optional": registry.OPTIONAL,
+    "refusals": refusals,
+    "api_alignment": list(api.alignment(layers, sentences=np.repeat(np.arange(30), 4))
+                          .table.columns),
+    "in_run": [measure["rows"] for measure in measures_in_run(with_defaults(config))],
 }))
 """
 
 
-def test_a_measure_and_an_alignment_measure_added_as_the_docs_show_reach_every_output(
-    tmp_path, tiny_bert_dir
-):
-    """The two worked examples, each a module dropped into a copy of the package and
-    nothing else edited: the workflow on a tiny model writes the measure's rows and figure
-    and the alignment measure's columns, null and best-matching layers; the docs' tables
-    and the alignment figure's panels hold them; their tests pass."""
+def _run_in_copy(tmp_path: Path, examples: list[WorkedExample], tiny_bert_dir) -> tuple:
+    """A copy of the package with the worked examples' modules and tests added, nothing
+    else edited, and a study on two tiny models run by the workflow with it: (the study,
+    the environment that imports the copy)."""
     source = tmp_path / "src"
     shutil.copytree(
         REPO / "src" / "contextuality",
         source / "contextuality",
         ignore=shutil.ignore_patterns("__pycache__"),
     )
-    examples = _worked_examples()
-    for path, module_code, _ in examples:
-        (source / path.relative_to("src")).write_text(module_code)
+    (tmp_path / "tests").mkdir()
+    for example in examples:
+        (source / example.module.relative_to("src")).write_text(example.module_code)
+        (tmp_path / example.test).write_text(example.test_code)
     study = tmp_path / "study"
     study.mkdir()
     _write_corpus(study / "corpus.txt")
@@ -142,39 +196,72 @@ def test_a_measure_and_an_alignment_measure_added_as_the_docs_show_reach_every_o
     environment = {**os.environ, "PYTHONPATH": str(source)}
     run = _snakemake(study, environment=environment)
     assert run.returncode == 0, run.stderr[-3000:]
+    return study, environment
 
-    measures = pd.read_csv(study / "results/tables/measures.tsv", sep="\t")
-    norms = measures[measures["measure"] == "norm"]
-    layers = measures.groupby("model")["layer"].nunique()
-    assert norms.groupby("model")["layer"].nunique().to_dict() == layers.to_dict()
-    assert (norms["raw"] > 0).all()
+
+def test_the_worked_examples_added_as_the_docs_show_reach_every_output(tmp_path, tiny_bert_dir):
+    """The worked examples (a measure, an optional measure, an alignment measure), each a
+    module and its test dropped into a copy of the package with nothing else edited: their
+    tests pass; the workflow on a tiny model writes the measures' rows and figure and the
+    alignment measure's columns after every other, its null and best-matching layers; the
+    docs' tables, the alignment figure's panels, the config check, the API and the report
+    hold them."""
+    examples = _worked_examples()
+    records = [_record(example.module_code) for example in examples]
+    measures = [record for record in records if record.kind == "Measure"]
+    optional = [record.name for record in measures if record.optional]
+    (aligned,) = [record.name for record in records if record.kind == "AlignmentMeasure"]
+    assert optional and len(optional) < len(measures), "an optional measure and another"
+    study, environment = _run_in_copy(tmp_path, examples, tiny_bert_dir)
+
+    tests = [str(tmp_path / example.test) for example in examples]
+    passed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=tmp_path,
+    )
+    assert passed.returncode == 0, passed.stdout[-3000:]
+    assert f"{len(examples)} passed" in passed.stdout
+
+    table = pd.read_csv(study / "results/tables/measures.tsv", sep="\t")
+    layers = table.groupby("model")["layer"].nunique().to_dict()
+    for record in measures:
+        for row in record.rows:
+            found = table[table["measure"] == row]
+            assert found.groupby("model")["layer"].nunique().to_dict() == layers, row
+            assert found["raw"].notna().all(), row
     assert (study / "results/figures/norm.png").stat().st_size > 0
 
     alignment = pd.read_csv(study / "results/tables/alignment.tsv", sep="\t")
-    assert {"neighbour_jaccard", "null_neighbour_jaccard"} <= set(alignment.columns)
+    added = [pattern.format(aligned) for pattern in MEASURE_COLUMNS]
+    last = ALIGNMENT_COLUMNS.index("k")
+    assert list(alignment.columns) == [*ALIGNMENT_COLUMNS[:last], *added, *ALIGNMENT_COLUMNS[last:]]
     itself = alignment[
         (alignment["model_a"] == alignment["model_b"])
         & (alignment["layer_a"] == alignment["layer_b"])
     ]
-    assert len(itself) and (itself["neighbour_jaccard"].dropna() == 1.0).all()
+    assert len(itself) and (itself[aligned].dropna() == 1.0).all()
     best = pd.read_csv(study / "results/tables/best_layers.tsv", sep="\t")
-    assert "neighbour_jaccard" in set(best["measure"])
+    assert aligned in set(best["measure"])
 
-    (study / "alignment_test.py").write_text(examples[1][2])
     probe = subprocess.run(
-        [sys.executable, "-c", _PROBE],
-        capture_output=True,
-        text=True,
-        env=environment,
-        cwd=study,
+        [sys.executable, "-c", _PROBE], capture_output=True, text=True, env=environment, cwd=study
     )
     assert probe.returncode == 0, probe.stderr[-3000:]
     found = json.loads(probe.stdout)
-    assert "| `norm` | Mean L2 norm of the occurrence vectors." in found["measures_docs"]
-    assert "| `neighbour_jaccard` |" in found["alignment_docs"]
-    assert "neighbour_jaccard" in found["panels"] and "norm" in found["figures"]
+    for record in measures:
+        assert f"| `{record.name}` | {record.caption} |" in found["measures_docs"]
+    assert f"| `{aligned}` |" in found["alignment_docs"]
+    assert aligned in found["panels"] and "norm" in found["figures"]
+    assert set(optional) <= set(found["optional"])
+    (refused,) = found["refusals"]  # of the optional measures and one other, the other
+    assert refused not in found["optional"]
+    assert all(name in found["refusals"][refused] for name in optional)
+    assert found["api_alignment"][-len(added) - 5 : -5] == added
     listed = {row for rows in found["in_run"] for row in rows.split(", ")}
-    assert listed == set(measures["measure"]), "the report lists the rows the table holds"
+    assert listed == set(table["measure"]), "the report lists the rows the table holds"
     report = _snakemake(study, "--report", "report.html", environment=environment)
     assert report.returncode == 0, report.stderr[-3000:]
-    assert "Mean L2 norm of the occurrence vectors." in (study / "report.html").read_text()
+    assert measures[0].caption in (study / "report.html").read_text()

@@ -1,5 +1,6 @@
 """Every alignment measure (`alignment_record.AlignmentMeasure`). Found in the modules of
-`contextuality.geometry.alignment_instruments` in the order of their names: the alignment
+`contextuality.geometry.alignment_instruments` in the order they declare (``ORDER``; a
+module without one after the others, so that its columns come last): the alignment
 table's columns, its best-matching layers, the figures' panels and the docs' list of
 alignment measures (`docs_table`) follow from them."""
 

@@ -8,16 +8,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contextuality.catalogue.record import Instrument
 from contextuality.geometry.linear_cka import CrossProducts
 from contextuality.geometry.neighbours import Neighbours
 
 
-@dataclass(frozen=True)
-class AlignmentMeasure:
+@dataclass(frozen=True, kw_only=True)
+class AlignmentMeasure(Instrument):
     """One measure of how alike two layers' rows are, on the same occurrences.
 
-    name: its column in the alignment table (its null's is ``null_<name>``).
-    label: what the figures and the docs call it; caption: what it is, in one sentence.
+    name: its column in the alignment table (its null's is ``null_<name>``); caption: what
+    it is, in one sentence (`Instrument`).
+    label: what the figures and the docs call it.
     distance: smaller is closer (its best match is the smallest; its colour scale reversed).
     limits: the range of its values, the figures' colour scale.
     of_products: its value for every pair of layers (left layers × right layers) from their
@@ -28,9 +30,7 @@ class AlignmentMeasure:
     panel: drawn as a panel of the alignment figure.
     """
 
-    name: str
     label: str
-    caption: str
     distance: bool = False
     limits: tuple[float, float] = (0.0, 1.0)
     of_products: Callable[[CrossProducts], np.ndarray] | None = None

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from contextuality.catalogue.record import Instrument
 from contextuality.configuration.random_streams import measure_generator
 from contextuality.measures.equations import SentenceSums
 from contextuality.measures.isotropy import Spread, spread
@@ -96,13 +97,13 @@ class MeasureFigure:
     column: str = "raw"
 
 
-@dataclass(frozen=True)
-class Measure:
+@dataclass(frozen=True, kw_only=True)
+class Measure(Instrument):
     """One measure: the summary rows it writes and how they are computed.
 
-    name: the measure's name (its first row's, or the family's stem, as ``rogue_share``).
+    name: the measure's name (its first row's, or the family's stem, as ``rogue_share``);
+    caption: what it is, in one sentence (`Instrument`; the docs' list of measures).
     rows: the summary rows it writes, in order.
-    caption: what it is, in one sentence (the docs' list of measures is built from it).
     family: the baseline its adjusted value subtracts (`BASELINE_FAMILIES`), or
     None for a measure with no baseline.
     interval: what its interval is (`INTERVALS`); a value estimated on seeded samples
@@ -116,17 +117,13 @@ class Measure:
     needs_positions: computed only where the position profile is (a layer whose
     degeneration is analysed), after every other measure, as it may drop rows in place.
     optional: one that ``measures.leave_out`` may name (no other step reads its rows).
-    paper: one of the paper's measures (Ethayarajh 2019, §3.2 and §4.1), as defined or as
-    its code estimated them; the registry lists them first.
     figure: a figure of its own (`MeasureFigure`), drawn under every transform of
     ``figures.transforms`` (the figures of several measures are `figures.specs`').
     labels: what a figure's axis calls each row, in the order of `rows` (none: the rows'
     names); ``adjusted`` is put before it where the adjusted value is drawn.
     """
 
-    name: str
     rows: tuple[str, ...]
-    caption: str
     family: str | None = None
     interval: str = "none"
     streamed: bool = False
@@ -136,7 +133,6 @@ class Measure:
     compute: Callable[[LayerInputs], dict[str, SummaryRow]] | None = None
     needs_positions: bool = False
     optional: bool = False
-    paper: bool = False
     figure: MeasureFigure | None = None
     labels: tuple[str, ...] = ()
 

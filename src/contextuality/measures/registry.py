@@ -1,13 +1,14 @@
 """Every measure of a layer, one `record.Measure` each, in the order they are computed.
 
 The records are those the modules of `contextuality.measures.instruments` declare
-(``MEASURES``), found there (`contextuality.catalogue.discovery`): the paper's first,
-those that need the position profile last (they may drop rows in place), otherwise in
-the order of the modules' names. The measure step computes the records whose step is
-``measure_layer`` (`analysis`), a streamed layer those marked `streamed` (`contextuality.streaming.measure`);
-the summary rows, ``measures.tsv``, the figures' measures and the docs' list of measures
-(`docs_table`) are these records' rows. Adding a measure: a module in `instruments` with
-its compute function and record, and a test (docs/architecture.md).
+(``MEASURES``), found there (`contextuality.catalogue.discovery`) in the order the modules
+declare (``ORDER``; a module without one after the others), except that those that need
+the position profile come last (they may drop rows in place). The measure step computes
+the records whose step is ``measure_layer`` (`analysis`), a streamed layer those marked
+`streamed` (`contextuality.streaming.measure`); the summary rows, ``measures.tsv``, the
+figures' measures and the docs' list of measures (`docs_table`) are these records' rows.
+Adding a measure: a module in `instruments` with its compute function and record, and a
+test (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from contextuality.measures.record import Measure
 MEASURES: tuple[Measure, ...] = tuple(
     sorted(
         discover("contextuality.measures.instruments", "MEASURES"),
-        key=lambda record: (not record.paper, record.needs_positions),
+        key=lambda record: record.needs_positions,
     )
 )
 

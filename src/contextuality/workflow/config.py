@@ -97,6 +97,7 @@ def check_config(config: dict[str, Any], schema_path: str | Path = SCHEMA_PATH) 
     problems += _unmeasured_transforms(config)
     problems += _unstreamable(config)
     problems += _neighbour_problems(config)
+    problems += _unknown_left_out(config)
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
 
@@ -243,6 +244,18 @@ def _neighbour_problems(config: dict[str, Any]) -> list[str]:
         "occurrence has that many neighbours and every mutual k-NN and CKNNA would be NaN; "
         "set it lower"
     ]
+
+
+def _unknown_left_out(config: dict[str, Any]) -> list[str]:
+    """The problem of ``measures.leave_out`` naming no optional measure: the optional
+    measures are the records' (`registry.check_left_out`), not a list in the schema."""
+    from contextuality.measures.registry import check_left_out
+
+    try:
+        check_left_out(setting(config, "measures", "leave_out"))
+    except ConfigError as error:
+        return [str(error)]
+    return []
 
 
 def _unstreamable(config: dict[str, Any]) -> list[str]:

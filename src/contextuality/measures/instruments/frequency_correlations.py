@@ -6,17 +6,22 @@ from __future__ import annotations
 
 from contextuality.measures.record import Measure
 
+# Where these records come in the catalogue (`contextuality.catalogue.discovery`).
+ORDER = 2
+
 MEASURES: tuple[Measure, ...] = (
     Measure(
-        "degeneration",
-        (
+        name="degeneration",
+        rows=(
             "occurrence_norm~frequency",
             "norm~frequency",
             "knn_distance~frequency",
             "mean_direction~frequency",
         ),
-        "Spearman ρ with word count of a word's mean occurrence norm, its mean vector's norm, "
-        "neighbour distance and direction (the degeneration analysis).",
+        caption=(
+            "Spearman ρ with word count of a word's mean occurrence norm, its mean vector's norm, "
+            "neighbour distance and direction (the degeneration analysis)."
+        ),
         step="degeneration",
         labels=tuple(
             f"Spearman ρ({what}, count)"

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from contextuality.measures.record import Measure
 
+# Where these records come in the catalogue (`contextuality.catalogue.discovery`).
+ORDER = 3
+
 MEASURES: tuple[Measure, ...] = (
     Measure(
-        "intrinsic_dimension",
-        ("intrinsic_dimension[twonn]", "intrinsic_dimension[gride]"),
-        "Intrinsic dimension of the sampled occurrences on the plateau of its curve over "
-        "scale (named in `scale`), TwoNN and GRIDE.",
+        name="intrinsic_dimension",
+        rows=("intrinsic_dimension[twonn]", "intrinsic_dimension[gride]"),
+        caption=(
+            "Intrinsic dimension of the sampled occurrences on the plateau of its curve over "
+            "scale (named in `scale`), TwoNN and GRIDE."
+        ),
         interval="plateau range",
         step="layer_geometry",
         labels=("intrinsic dimension (TwoNN)", "intrinsic dimension (GRIDE)"),

@@ -89,28 +89,37 @@ def rogue_shares(layer: LayerInputs) -> dict[str, SummaryRow]:
     }
 
 
+# Where these records come in the catalogue (`contextuality.catalogue.discovery`).
+ORDER = 4
+
 MEASURES: tuple[Measure, ...] = (
     Measure(
-        "isotropy",
-        ("isoscore", "effective_rank", "partition_ratio"),
-        "IsoScore, the effective rank of the centered occurrences, and the partition-function "
-        "ratio I(W), exactly.",
+        name="isotropy",
+        rows=("isoscore", "effective_rank", "partition_ratio"),
+        caption=(
+            "IsoScore, the effective rank of the centered occurrences, and the partition-function "
+            "ratio I(W), exactly."
+        ),
         compute=exact_scores,
         labels=("IsoScore", "effective rank", "partition ratio I(W)"),
     ),
     Measure(
-        "isoscore*",
-        ("isoscore*",),
-        "IsoScore* on seeded samples of occurrences, each covariance shrunk toward the layer's.",
+        name="isoscore*",
+        rows=("isoscore*",),
+        caption=(
+            "IsoScore* on seeded samples of occurrences, each covariance shrunk toward the layer's."
+        ),
         interval="sample spread",
         compute=isoscore_star,
         labels=("IsoScore*",),
     ),
     Measure(
-        "rogue_share",
-        tuple(f"rogue_share[{k}]" for k in range(1, ROGUE_DIMENSIONS + 1)),
-        "Share of the exact anisotropy baseline owed to the top k dimensions (named in "
-        "`dimensions`).",
+        name="rogue_share",
+        rows=tuple(f"rogue_share[{k}]" for k in range(1, ROGUE_DIMENSIONS + 1)),
+        caption=(
+            "Share of the exact anisotropy baseline owed to the top k dimensions (named in "
+            "`dimensions`)."
+        ),
         streamed=True,
         compute=rogue_shares,
         labels=tuple(

@@ -66,13 +66,18 @@ def massive(layer: LayerInputs) -> dict[str, SummaryRow]:
     }
 
 
+# Where these records come in the catalogue (`contextuality.catalogue.discovery`).
+ORDER = 5
+
 MEASURES: tuple[Measure, ...] = (
     Measure(
-        "massive_activations",
-        ("massive_activations",),
-        "Share of occurrences with a massive activation (|a| above 100 and 1,000 times the "
-        "layer's median |a|, Sun et al. 2024); the dimensions in `dimensions`, a census in "
-        "massive_activations.tsv.",
+        name="massive_activations",
+        rows=("massive_activations",),
+        caption=(
+            "Share of occurrences with a massive activation (|a| above 100 and 1,000 times the "
+            "layer's median |a|, Sun et al. 2024); the dimensions in `dimensions`, a census in "
+            "massive_activations.tsv."
+        ),
         compute=massive,
         optional=True,
         labels=("share of occurrences with a massive activation",),

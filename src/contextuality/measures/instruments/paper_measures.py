@@ -85,18 +85,20 @@ def _mean(
     table, of the words of `word_class` only when given, adjusted by `family`'s baseline,
     with a bootstrap interval."""
     return Measure(
-        name,
-        (name,),
-        caption,
+        name=name,
+        rows=(name,),
+        caption=caption,
         family=family,
         interval="bootstrap",
         table=table,
         column=column,
         compute=mean_of(name, table, column, family, word_class),
-        paper=True,
         **fields,
     )
 
+
+# Where these records come in the catalogue (`contextuality.catalogue.discovery`): first.
+ORDER = 1
 
 MEASURES: tuple[Measure, ...] = (
     _mean(
@@ -169,34 +171,35 @@ MEASURES: tuple[Measure, ...] = (
         for word_class in ("stopword", "content")
     ),
     Measure(
-        "anisotropy",
-        ("anisotropy",),
-        "The anisotropy baseline (§4.1): the exact mean cosine of occurrences in different "
-        "sentences.",
+        name="anisotropy",
+        rows=("anisotropy",),
+        caption=(
+            "The anisotropy baseline (§4.1): the exact mean cosine of occurrences in different "
+            "sentences."
+        ),
         streamed=True,
         compute=anisotropy,
-        paper=True,
         labels=("anisotropy (mean cosine)",),
     ),
     Measure(
-        "selfsim~frequency",
-        ("selfsim~frequency",),
-        "Spearman ρ of a word's SelfSim with its count.",
+        name="selfsim~frequency",
+        rows=("selfsim~frequency",),
+        caption="Spearman ρ of a word's SelfSim with its count.",
         streamed=True,
         compute=selfsim_frequency,
-        paper=True,
         labels=("Spearman ρ(SelfSim, count)",),
     ),
     Measure(
-        "paper_samples",
-        ("intrasim[paper]", "anisotropy[paper]"),
-        "The paper's sampled IntraSim (adjusted by its sampled anisotropy) and anisotropy: "
-        "measures.baseline_sample_size sentences (the paper's 1,000) with one word each, on "
-        "independent samples.",
+        name="paper_samples",
+        rows=("intrasim[paper]", "anisotropy[paper]"),
+        caption=(
+            "The paper's sampled IntraSim (adjusted by its sampled anisotropy) and anisotropy: "
+            "measures.baseline_sample_size sentences (the paper's 1,000) with one word each, on "
+            "independent samples."
+        ),
         family="paper_cosine",
         interval="sample spread",
         compute=paper_samples,
-        paper=True,
         labels=("IntraSim, the paper's estimator", "anisotropy, the paper's estimator"),
     ),
 )

@@ -33,11 +33,17 @@ def measures_past_first_word(layer: LayerInputs) -> dict[str, SummaryRow]:
     return rows
 
 
+# Where these records come in the catalogue (`contextuality.catalogue.discovery`).
+ORDER = 7
+
 MEASURES: tuple[Measure, ...] = (
     Measure(
-        "position>0",
-        ("selfsim[position>0]", "intrasim[position>0]", "anisotropy[position>0]"),
-        "SelfSim, IntraSim and the anisotropy baseline over the words past each sentence's first.",
+        name="position>0",
+        rows=("selfsim[position>0]", "intrasim[position>0]", "anisotropy[position>0]"),
+        caption=(
+            "SelfSim, IntraSim and the anisotropy baseline over the words past each "
+            "sentence's first."
+        ),
         family="cosine",
         interval="bootstrap",
         compute=measures_past_first_word,

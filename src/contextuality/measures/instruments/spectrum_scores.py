@@ -72,22 +72,29 @@ def sentence_shapes(layer: LayerInputs) -> dict[str, SummaryRow]:
     return found
 
 
+# Where these records come in the catalogue (`contextuality.catalogue.discovery`).
+ORDER = 6
+
 MEASURES: tuple[Measure, ...] = (
     Measure(
-        "spectrum",
-        ("dataset_entropy", "alpha_req"),
-        "Matrix entropy (nats) of the sentences' mean occurrence vectors, centered and "
-        "normalised (Skean et al. 2025), and α-ReQ, the power-law decay of the covariance "
-        "eigenvalues over ranks 6 to 100 (measures.alpha_req_ranks).",
+        name="spectrum",
+        rows=("dataset_entropy", "alpha_req"),
+        caption=(
+            "Matrix entropy (nats) of the sentences' mean occurrence vectors, centered and "
+            "normalised (Skean et al. 2025), and α-ReQ, the power-law decay of the covariance "
+            "eigenvalues over ranks 6 to 100 (measures.alpha_req_ranks)."
+        ),
         compute=spectrum,
         optional=True,
         labels=("dataset entropy (nats)", "α-ReQ"),
     ),
     Measure(
-        "sentence_shape",
-        ("prompt_entropy", "curvature"),
-        "Mean over sentences of the matrix entropy of a sentence's occurrences and of the "
-        "curvature of their trajectory (mean angle in radians between consecutive steps).",
+        name="sentence_shape",
+        rows=("prompt_entropy", "curvature"),
+        caption=(
+            "Mean over sentences of the matrix entropy of a sentence's occurrences and of the "
+            "curvature of their trajectory (mean angle in radians between consecutive steps)."
+        ),
         interval="bootstrap",
         compute=sentence_shapes,
         optional=True,
