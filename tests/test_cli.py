@@ -16,7 +16,7 @@ from contextuality.cli import main
 from contextuality.figures.specs import DEGENERATION_FIGURES
 from contextuality.files.provenance import read_json, write_json
 from contextuality.files.tables import read_tsv, write_tsv
-from contextuality.measures.summary import CENSUS_COLUMNS
+from contextuality.measures.registry import measure
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -113,7 +113,7 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir, capsys):
     assert len(rows) == 2 * len(summary["measures"])
     assert set(rows["layer"]) == {0, 2}
     found = read_tsv(census)
-    assert list(found.columns) == list(CENSUS_COLUMNS)
+    assert list(found.columns) == list(measure("massive_activations").census.columns)
     assert len(found) == sum(
         len(json.loads(Path(path).read_text())["measures"]["massive_activations"]["census"])
         for path in summaries

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from indexed import random_index
 
-from contextuality.measures import outliers, summary
+from contextuality.measures import outliers, registry, summary
 from contextuality.measures.analysis import measure_layer
 from contextuality.measures.settings import MeasureSettings
 
@@ -87,7 +87,8 @@ def test_a_layer_s_census_names_dimensions_words_and_positions():
     assert row["raw"] == pytest.approx(carriers.mean())
     assert row["dimensions"] == "5,9"
     layer |= {"model": "m", "transform": "none", "layer": 2, "n_layers": 4, "layer_output": "x"}
-    census = summary.census_table([layer]).set_index("dimension")
+    census = summary.census_table([layer], registry.measure("massive_activations").census)
+    census = census.set_index("dimension")
     assert census.loc[5, "n_activations"] == first.sum()
     assert census.loc[5, "share_first_word"] == 1.0
     assert census.loc[9, "n_occurrences"] == 4 and census.loc[9, "top_words"] == "dog"

@@ -22,7 +22,7 @@ from contextuality.measures.equations import SentenceSums
 from contextuality.measures.isotropy import Spread, spread
 from contextuality.measures.occurrences import LayerRows
 from contextuality.measures.settings import MeasureSettings
-from contextuality.measures.summary import Baseline
+from contextuality.measures.summary import Baseline, Census
 
 # A summary row: raw, baseline and adjusted values with their intervals, n, and so on
 # (`summary.SUMMARY_COLUMNS`).
@@ -117,6 +117,7 @@ class Measure(Instrument):
     needs_positions: computed only where the position profile is (a layer whose
     degeneration is analysed), after every other measure, as it may drop rows in place.
     optional: one that ``measures.leave_out`` may name (no other step reads its rows).
+    census: a table its row gathers across layers (`summary.Census`), or None.
     figure: a figure of its own (`MeasureFigure`), drawn under every transform of
     ``figures.transforms`` (the figures of several measures are `figures.specs`').
     labels: what a figure's axis calls each row, in the order of `rows` (none: the rows'
@@ -133,6 +134,7 @@ class Measure(Instrument):
     compute: Callable[[LayerInputs], dict[str, SummaryRow]] | None = None
     needs_positions: bool = False
     optional: bool = False
+    census: Census | None = None
     figure: MeasureFigure | None = None
     labels: tuple[str, ...] = ()
 

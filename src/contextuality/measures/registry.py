@@ -32,6 +32,14 @@ MEASURES: tuple[Measure, ...] = tuple(
 OPTIONAL = tuple(record.name for record in MEASURES if record.optional)
 
 
+def measure(name: str) -> Measure:
+    """The record of the measure called `name` (KeyError if none is)."""
+    for record in MEASURES:
+        if record.name == name:
+            return record
+    raise KeyError(name)
+
+
 def check_left_out(leave_out: Iterable[str]) -> None:
     """Refuse (ConfigError) a name in ``measures.leave_out`` that is not an optional measure."""
     unknown = sorted(set(leave_out) - set(OPTIONAL))

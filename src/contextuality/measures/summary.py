@@ -230,37 +230,38 @@ def measures_table(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
     return table.sort_values(["model", "transform", "measure", "layer"])
 
 
-# The columns of the census of massive activations (`census_table`).
-CENSUS_COLUMNS = (
-    "model",
-    "transform",
-    "layer",
-    "n_layers",
-    "layer_output",
-    "dimension",
-    "n_activations",
-    "n_occurrences",
-    "share_first_word",
-    "max_abs",
-    "mean",
-    "top_words",
-    "median_abs",
-    "threshold",
-)
+# The columns that name a census's layer, before its entries' own (`Census.columns`).
+CENSUS_LAYER_COLUMNS = ("model", "transform", "layer", "n_layers", "layer_output")
 
 
-def census_table(summaries: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """Every layer's census of massive activations (the ``census`` of its
-    ``massive_activations`` row) as one table, a row per (model, transform, layer,
-    dimension) with one (`CENSUS_COLUMNS`); a layer without any has no row."""
+@dataclass(frozen=True)
+class Census:
+    """A table gathered from one summary row of every layer, ``results/tables/<name>.tsv``
+    (`census_table`): a measure's record declares it (`record.Measure.census`).
+
+    row: the summary row whose `entries` (a list of mappings, one a table row) it gathers,
+    each beside its layer (`CENSUS_LAYER_COLUMNS`) and the row's values named in `totals`;
+    columns: the table's columns, in order; key: what orders a layer's entries.
+    """
+
+    name: str
+    row: str
+    columns: tuple[str, ...]
+    key: str
+    totals: tuple[str, ...] = ()
+    entries: str = "census"
+
+
+def census_table(summaries: Sequence[dict[str, Any]], census: Census) -> pd.DataFrame:
+    """Every layer's entries of `census` as one table, a row per (model, transform, layer,
+    ``census.key``) with ``census.columns``; a layer without any has no row."""
     rows = []
     for summary in summaries:
-        found = summary["measures"].get("massive_activations")
+        found = summary["measures"].get(census.row)
         if not found:
             continue
-        layer = {key: summary[key] for key in ("model", "transform", "layer", "n_layers")}
-        layer["layer_output"] = summary["layer_output"]
-        totals = {"median_abs": found["median_abs"], "threshold": found["threshold"]}
-        rows += [{**layer, **entry, **totals} for entry in found["census"]]
-    table = pd.DataFrame(rows, columns=list(CENSUS_COLUMNS))
-    return table.sort_values(["model", "transform", "layer", "dimension"], ignore_index=True)
+        layer = {key: summary[key] for key in CENSUS_LAYER_COLUMNS}
+        totals = {key: found[key] for key in census.totals}
+        rows += [{**layer, **entry, **totals} for entry in found[census.entries]]
+    table = pd.DataFrame(rows, columns=list(census.columns))
+    return table.sort_values(["model", "transform", "layer", census.key], ignore_index=True)

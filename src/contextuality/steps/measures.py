@@ -227,15 +227,16 @@ def massive_activations_table(summary_paths: Sequence[PathLike], output: PathLik
     """The layer summaries' census of massive activations as one table
     (`summary.census_table`); a summary that left the measure out is refused, as its
     layers would read as having none."""
+    record = registry.measure("massive_activations")
     summaries = summary.read_layer_summaries(summary_paths)
     for layer_summary in summaries:
-        if "massive_activations" in layer_summary.get("leave_out", ()):
+        if record.name in layer_summary.get("leave_out", ()):
             raise ConfigError(
                 f"{layer_summary['model']} layer {layer_summary['layer']} "
-                f"({layer_summary['transform']}) was measured with massive_activations in "
+                f"({layer_summary['transform']}) was measured with {record.name} in "
                 "measures.leave_out: it has no census"
             )
-    table = summary.census_table(summaries)
+    table = summary.census_table(summaries, record.census)
     sources = [_layer_summary_provenance(layer_summary) for layer_summary in summaries]
     write_tsv(table, output, provenance_record(step="massive_activations_table", sources=sources))
     return table

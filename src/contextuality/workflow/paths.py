@@ -327,10 +327,16 @@ def paper_figure_names(config: dict[str, Any]) -> list[str]:
 
 
 def census_tables(config: dict[str, Any]) -> list[str]:
-    """The census of massive activations, unless ``measures.leave_out`` leaves them out."""
-    if "massive_activations" in config["measures"].get("leave_out", ()):
-        return []
-    return ["results/tables/massive_activations.tsv"]
+    """The tables the measures' rows gather across layers (`record.Measure.census`), of
+    the measures ``measures.leave_out`` does not leave out."""
+    from contextuality.measures.registry import MEASURES
+
+    left_out = set(config["measures"].get("leave_out", ()))
+    return [
+        f"results/tables/{record.census.name}.tsv"
+        for record in MEASURES
+        if record.census is not None and record.name not in left_out
+    ]
 
 
 def ablation_alignment(config: dict[str, Any]) -> list[str]:

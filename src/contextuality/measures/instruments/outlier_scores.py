@@ -17,9 +17,31 @@ import numpy as np
 
 from contextuality.measures import outliers
 from contextuality.measures.record import LayerInputs, Measure, SummaryRow
+from contextuality.measures.summary import CENSUS_LAYER_COLUMNS, Census
 
 # Words named per dimension in the census.
 CENSUS_WORDS = 3
+
+# The census of massive activations (results/tables/massive_activations.tsv): a row per
+# layer and dimension, the layer's median |a| and threshold beside each.
+MASSIVE_ACTIVATIONS_CENSUS = Census(
+    name="massive_activations",
+    row="massive_activations",
+    columns=(
+        *CENSUS_LAYER_COLUMNS,
+        "dimension",
+        "n_activations",
+        "n_occurrences",
+        "share_first_word",
+        "max_abs",
+        "mean",
+        "top_words",
+        "median_abs",
+        "threshold",
+    ),
+    key="dimension",
+    totals=("median_abs", "threshold"),
+)
 
 
 def _census(found: outliers.MassiveActivations, layer: LayerInputs) -> list[dict[str, Any]]:
@@ -80,6 +102,7 @@ MEASURES: tuple[Measure, ...] = (
         ),
         compute=massive,
         optional=True,
+        census=MASSIVE_ACTIVATIONS_CENSUS,
         labels=("share of occurrences with a massive activation",),
     ),
 )
