@@ -13,7 +13,7 @@ import torch
 from test_extraction_ablation import SENTENCES as ABLATED_SENTENCES
 
 from contextuality.backends import is_decoder, load_language_model
-from contextuality.backends.base import ModelSpec
+from contextuality.backends.settings import ModelSettings
 from contextuality.extraction.ablation_effects import (
     CONDITIONS,
     NOT_RETURNED,
@@ -27,7 +27,7 @@ PLANTED_DIMENSION, PLANTED_VALUE = 3, 5000.0
 
 @pytest.fixture(scope="module")
 def gpt2(tiny_gpt2_dir):
-    return load_language_model(ModelSpec(name="tiny-gpt2", source=str(tiny_gpt2_dir)))
+    return load_language_model(ModelSettings(name="tiny-gpt2", source=str(tiny_gpt2_dir)))
 
 
 @contextlib.contextmanager
@@ -135,5 +135,5 @@ def test_an_attention_that_returns_no_weights_is_said_in_the_table(gpt2, monkeyp
 
 
 def test_decoders_are_told_from_masked_models(tiny_gpt2_dir, tiny_bert_dir):
-    assert is_decoder(ModelSpec(name="g", source=str(tiny_gpt2_dir)))
-    assert not is_decoder(ModelSpec(name="b", source=str(tiny_bert_dir)))
+    assert is_decoder(ModelSettings(name="g", source=str(tiny_gpt2_dir)))
+    assert not is_decoder(ModelSettings(name="b", source=str(tiny_bert_dir)))

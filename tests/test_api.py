@@ -19,7 +19,7 @@ import yaml
 import contextuality
 from contextuality import api
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec
+from contextuality.backends.settings import ModelSettings
 from contextuality.configuration.schema import with_defaults
 from contextuality.geometry.alignment import sample_rows
 from contextuality.geometry.settings import GeometrySettings
@@ -247,7 +247,7 @@ def test_word_rows_of_hidden_states_are_the_extract_step_s(request, tmp_path, wh
 
     directory = request.getfixturevalue(which)
     texts = ["The cat sat on the mat.", "A dog ran in the park, and the cat watched it."]
-    loaded = load_model(ModelSpec(name="tiny", source=str(directory)))
+    loaded = load_model(ModelSettings(name="tiny", source=str(directory)))
     _, stored = extract_every_layer(loaded, texts, tmp_path / "shards")
     tokenizer = AutoTokenizer.from_pretrained(directory)
     if tokenizer.pad_token is None:

@@ -215,7 +215,6 @@ def _enum(*path: str) -> list:
 
 def test_the_schema_s_choices_are_the_package_s_own():
     from contextuality import backends
-    from contextuality.backends import base
     from contextuality.benchmarks import BENCHMARKS, OOV_POLICIES, PROTOCOLS
     from contextuality.corpus.index import COUNT_RULES
     from contextuality.corpus.settings import CORPUS_SOURCES, STS_YEARS
@@ -230,16 +229,6 @@ def test_the_schema_s_choices_are_the_package_s_own():
         ("index", "properties", "tokenizer"): WORD_TOKENIZERS,
         ("index", "properties", "count_by"): COUNT_RULES,
         (*model, "loader"): backends.LOADERS,
-        (*model, "units"): base.UNITS,
-        (*model, "last_layer"): base.LAST_LAYERS,
-        (*model, "pooling"): base.POOLINGS,
-        (*model, "long_sentences"): base.LONG_SENTENCE_MODES,
-        (*model, "storage_dtype"): base.STORAGE_DTYPES,
-        (*model, "cuda_dtype"): base.CUDA_DTYPES,
-        (*model, "lstm_states"): base.LSTM_STATES,
-        (*model, "weights_dtype"): base.WEIGHTS_DTYPES,
-        (*model, "ablation", "properties", "target"): base.ABLATION_TARGETS,
-        (*model, "ablation", "properties", "value"): base.ABLATION_VALUES,
         ("static", "properties", "methods"): METHODS,
         ("static", "properties", "benchmarks"): tuple(BENCHMARKS),
         ("static", "properties", "protocols"): PROTOCOLS,

@@ -48,30 +48,31 @@ def section(request, tiny_bert_dir, tiny_gpt2_dir, tiny_elmo_dir) -> dict:
 
 @pytest.fixture
 def loaded(section) -> LoadedModel:
-    return backends.load_model(backends.model_spec("tiny", section))
+    return backends.load_model(backends.model_settings("tiny", section))
 
 
 def test_settings_round_through_the_config(section):
-    """A model's recorded settings give back an equal spec; its layers listed in any
-    order or with repeats are one extraction."""
-    spec = backends.model_spec("tiny", section)
-    settings = backends.model_settings(spec)
-    assert backends.model_spec("tiny", settings) == spec
+    """A model's recorded settings give back equal settings; its layers listed in any
+    order are one extraction, and a repeat is refused, as the schema refuses it."""
+    spec = backends.model_settings("tiny", section)
+    settings = backends.recorded_settings(spec)
+    assert backends.model_settings("tiny", settings) == spec
     assert config_hash(json.loads(json.dumps(settings))) == config_hash(settings)
-    listed = backends.model_spec("tiny", {**section, "layers": [0, 2]})
-    for written in ([2, 0], [2, 0, 2]):
-        same = backends.model_spec("tiny", {**section, "layers": written})
-        assert backends.model_settings(same) == backends.model_settings(listed)
+    listed = backends.model_settings("tiny", {**section, "layers": [0, 2]})
+    same = backends.model_settings("tiny", {**section, "layers": [2, 0]})
+    assert backends.recorded_settings(same) == backends.recorded_settings(listed)
+    with pytest.raises(ConfigError, match=r"models.tiny.layers: \[2, 0, 2\] has non-unique"):
+        backends.model_settings("tiny", {**section, "layers": [2, 0, 2]})
 
 
 def test_refuses_the_other_backend_s_settings(section):
     loader = section.get("loader", "transformers")
     with pytest.raises(ConfigError):
-        backends.model_spec("tiny", {**section, **REFUSED[loader]})
+        backends.model_settings("tiny", {**section, **REFUSED[loader]})
 
 
 def test_counts_its_layers_without_loading_weights(section, loaded):
-    spec = backends.model_spec("tiny", section)
+    spec = backends.model_settings("tiny", section)
     assert backends.count_hidden_layers(spec) == loaded.n_layers
     assert backends.model_layers(spec) == tuple(range(loaded.n_layers + 1))
     assert all(path.is_file() for path in backends.model_files(spec))
@@ -83,26 +84,28 @@ def test_records_a_checksum_of_every_local_file_it_reads(section, loaded):
     are the provenance of a model that has no hub revision."""
     from contextuality.files.provenance import sha256_file
 
-    spec = backends.model_spec("tiny", section)
+    spec = backends.model_settings("tiny", section)
     files = backends.model_files(spec)
     assert files and loaded.file_checksums
     assert sorted(sha256_file(path) for path in files) == sorted(loaded.file_checksums.values())
 
 
 def test_planning_refuses_a_missing_model_and_layers_beyond_its_last(section, tmp_path):
-    spec = backends.model_spec("tiny", section)
+    spec = backends.model_settings("tiny", section)
     n_layers = backends.count_hidden_layers(spec)
-    backends.check_planned_layers(backends.model_spec("tiny", {**section, "layers": [n_layers]}))
+    backends.check_planned_layers(
+        backends.model_settings("tiny", {**section, "layers": [n_layers]})
+    )
     beyond = {**section, "layers": [0, n_layers + 1]}
     with pytest.raises(ConfigError, match=rf"models\.tiny\.layers: \[{n_layers + 1}\] beyond"):
-        backends.check_planned_layers(backends.model_spec("tiny", beyond))
+        backends.check_planned_layers(backends.model_settings("tiny", beyond))
     missing = {**section, "source": str(tmp_path / "no-such-model")}
     with pytest.raises(ConfigError, match=r"^models\.tiny\.source: .*no-such-model"):
-        backends.check_planned_layers(backends.model_spec("tiny", missing))
+        backends.check_planned_layers(backends.model_settings("tiny", missing))
 
 
 def test_planning_leaves_an_uncached_hub_model_to_its_job():
-    spec = backends.model_spec("hub", {"source": "no-such-org/no-such-model", "layers": [99]})
+    spec = backends.model_settings("hub", {"source": "no-such-org/no-such-model", "layers": [99]})
     backends.check_planned_layers(spec)  # nothing local tells its layer count
     assert backends.model_files(spec) == []
 
@@ -133,7 +136,7 @@ def test_a_hub_that_cannot_be_reached_is_known_before_any_request(hub_at, tmp_pa
     from contextuality.errors import ModelLoadError
 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
-    spec = backends.model_spec("typo", {"source": "no-such-org/no-such-model"})
+    spec = backends.model_settings("typo", {"source": "no-such-org/no-such-model"})
     hub_at("https://hub.invalid")  # a reserved name that never resolves
     assert "hub.invalid:443" in hub.hub_unreachable()
     assert hf._pretrained_options(spec)["local_files_only"] is True
@@ -152,7 +155,7 @@ def test_a_hub_that_cannot_be_reached_is_known_before_any_request(hub_at, tmp_pa
         hub_at(f"http://127.0.0.1:{listening.getsockname()[1]}")
         assert hub.hub_unreachable() is None
         assert "local_files_only" not in hf._pretrained_options(spec)
-    local = backends.model_spec("local", {"source": str(tmp_path)})
+    local = backends.model_settings("local", {"source": str(tmp_path)})
     hub_at("https://hub.invalid")
     assert "local_files_only" not in hf._pretrained_options(local)  # no hub to ask
 
@@ -162,12 +165,12 @@ import dataclasses
 import json
 from contextuality import backends
 from contextuality.errors import ConfigError
-spec = backends.model_spec("hub", {"source": "acme/tiny-bert", "layers": [0, 9]})
+spec = backends.model_settings("hub", {"source": "acme/tiny-bert", "layers": [0, 9]})
 try:
     backends.check_planned_layers(spec)
 except ConfigError as error:
     refused = str(error)
-loaded = backends.load_model(backends.model_spec("hub", {"source": "acme/tiny-bert"}))
+loaded = backends.load_model(backends.model_settings("hub", {"source": "acme/tiny-bert"}))
 print(json.dumps({"refused": refused, "revision": loaded.revision,
                   "files": [str(path) for path in backends.model_files(spec)]}))
 """
@@ -246,18 +249,18 @@ def test_a_relative_directory_is_a_local_model_and_a_typo_in_one_is_refused(
 
     monkeypatch.chdir(tmp_path)
     shutil.copytree(tiny_bert_dir, tmp_path / "models" / "my-bert")
-    found = backends.model_spec("b", {"source": "models/my-bert", "layers": [0, 2]})
+    found = backends.model_settings("b", {"source": "models/my-bert", "layers": [0, 2]})
     assert is_local(found) and source_problem(found) is None
     backends.check_planned_layers(found)
-    assert backends.model_layers(backends.model_spec("b", {"source": "models/my-bert"})) == (
+    assert backends.model_layers(backends.model_settings("b", {"source": "models/my-bert"})) == (
         0,
         1,
         2,
     )
-    typo = backends.model_spec("b", {"source": "models/my-bret", "layers": [0]})
+    typo = backends.model_settings("b", {"source": "models/my-bret", "layers": [0]})
     with pytest.raises(ConfigError, match=r"models.b.source: no directory models/my-bret here"):
         backends.check_planned_layers(typo)
-    hub = backends.model_spec("b", {"source": "org/name", "layers": [0]})
+    hub = backends.model_settings("b", {"source": "org/name", "layers": [0]})
     assert not is_local(hub) and source_problem(hub) is None
 
 
@@ -267,7 +270,7 @@ def test_random_weights_are_the_architecture_initialised_again_from_their_seed(t
     import torch
 
     def parameters(section: dict) -> list[torch.Tensor]:
-        loaded = backends.load_model(backends.model_spec("tiny", section))
+        loaded = backends.load_model(backends.model_settings("tiny", section))
         seed = section.get("random_weights_seed")
         assert (loaded.revision == f"random initialisation, seed {seed}") == (seed is not None)
         return [tensor.detach().clone() for tensor in loaded.model.parameters()]
@@ -282,4 +285,4 @@ def test_random_weights_are_the_architecture_initialised_again_from_their_seed(t
     assert not any(torch.equal(first[index], trained[index]) for index in weights)
     assert not any(torch.equal(first[index], other[index]) for index in weights)
     with pytest.raises(ConfigError, match="random_weights_seed cannot be set for loader: elmo"):
-        backends.model_spec("elmo", {"source": "x", "loader": "elmo", "random_weights_seed": 1})
+        backends.model_settings("elmo", {"source": "x", "loader": "elmo", "random_weights_seed": 1})

@@ -16,8 +16,13 @@ import pytest
 import torch
 from elmo_files import reference_forward
 
-from contextuality.backends import count_hidden_layers, load_model, model_settings, model_spec
-from contextuality.backends.base import ModelSpec, layer_output
+from contextuality.backends import (
+    count_hidden_layers,
+    load_model,
+    model_settings,
+    recorded_settings,
+)
+from contextuality.backends.base import layer_output
 from contextuality.backends.elmo.release import RELEASE_FILES, RELEASES, fetch_release
 from contextuality.backends.elmo.synthetic import TINY_OPTIONS, write_random_files
 from contextuality.backends.elmo.weights import (
@@ -26,6 +31,7 @@ from contextuality.backends.elmo.weights import (
     boundary_character_ids,
     word_character_ids,
 )
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError, InputDataError, ModelLoadError
 
@@ -41,7 +47,7 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def loaded(tiny_elmo_dir):
-    return load_model(ModelSpec("elmo", str(tiny_elmo_dir), loader="elmo"))
+    return load_model(ModelSettings("elmo", str(tiny_elmo_dir), loader="elmo"))
 
 
 def _batch(loaded, sentences):
@@ -88,7 +94,7 @@ def test_forward_matches_the_step_by_step_reference(tmp_path, skip_connections):
     options = copy.deepcopy(TINY_OPTIONS)
     options["lstm"]["use_skip_connections"] = skip_connections
     options_path, weights_path = write_random_files(tmp_path, options, seed=3)
-    loaded = load_model(ModelSpec("elmo", str(tmp_path), loader="elmo"))
+    loaded = load_model(ModelSettings("elmo", str(tmp_path), loader="elmo"))
     clipped = {"cell": 0, "projection": 0}
     for words, ours in zip(SENTENCES, _forward(loaded, SENTENCES), strict=True):
         expected, counts, _ = reference_forward(options_path, weights_path, words)
@@ -104,7 +110,9 @@ def test_skip_connections_change_the_second_layer_only(tmp_path):
     write_random_files(tmp_path / "plain", options)
     write_random_files(tmp_path / "skip", TINY_OPTIONS)
     plain, skip = (
-        _forward(load_model(ModelSpec("e", str(tmp_path / name), loader="elmo")), SENTENCES[:1])[0]
+        _forward(
+            load_model(ModelSettings("e", str(tmp_path / name), loader="elmo")), SENTENCES[:1]
+        )[0]
         for name in ("plain", "skip")
     )
     np.testing.assert_array_equal(plain[:2], skip[:2])
@@ -141,7 +149,9 @@ def test_carried_states_continue_from_the_previous_sentence(tiny_elmo_dir, loade
     """lstm_states: carried, through the extraction path, gives what the reference gives
     when each sentence starts from the previous sentence's final states (the first from
     zeros), twice in a row (a new pass starts from zeros again); layer 0 does not change."""
-    carried = load_model(ModelSpec("e", str(tiny_elmo_dir), loader="elmo", lstm_states="carried"))
+    carried = load_model(
+        ModelSettings("e", str(tiny_elmo_dir), loader="elmo", lstm_states="carried")
+    )
     assert carried.sequential
     sentences = [" ".join(words) for words in SENTENCES]
     words = [
@@ -173,22 +183,24 @@ def test_layers_are_described_and_counted(loaded, tiny_elmo_dir):
     assert layer_output(0, 2, conventions).startswith("character-CNN token representation")
     assert layer_output(1, 2, conventions) == "biLSTM layer 1, [forward; backward]"
     assert "skip connection" in layer_output(2, 2, conventions)
-    assert count_hidden_layers(ModelSpec("e", str(tiny_elmo_dir), loader="elmo")) == 2
-    assert count_hidden_layers(ModelSpec("e", "elmo-original", loader="elmo")) == 2
+    assert count_hidden_layers(ModelSettings("e", str(tiny_elmo_dir), loader="elmo")) == 2
+    assert count_hidden_layers(ModelSettings("e", "elmo-original", loader="elmo")) == 2
     assert loaded.revision == loaded.file_checksums["weights.hdf5"]
 
 
 def test_published_file_names_are_found(tmp_path):
     write_random_files(tmp_path, stem="elmo_2x1024_128_2048cnn_1xhighway")
-    loaded = load_model(ModelSpec("e", str(tmp_path), loader="elmo"))
+    loaded = load_model(ModelSettings("e", str(tmp_path), loader="elmo"))
     assert loaded.hidden_size == 16
 
 
 def test_pinned_revision_is_the_weights_checksum(tiny_elmo_dir, loaded):
     digest = loaded.revision
-    assert load_model(ModelSpec("e", str(tiny_elmo_dir), loader="elmo", revision=digest)).revision
+    assert load_model(
+        ModelSettings("e", str(tiny_elmo_dir), loader="elmo", revision=digest)
+    ).revision
     with pytest.raises(ModelLoadError, match="not the revision"):
-        load_model(ModelSpec("e", str(tiny_elmo_dir), loader="elmo", revision="0" * 64))
+        load_model(ModelSettings("e", str(tiny_elmo_dir), loader="elmo", revision="0" * 64))
 
 
 @pytest.mark.parametrize(
@@ -204,7 +216,7 @@ def test_damaged_weights_are_refused_naming_the_dataset(tmp_path, damage, messag
     with h5py.File(tmp_path / "weights.hdf5", "a") as file:
         damage(file)
     with pytest.raises(ModelLoadError, match=message):
-        load_model(ModelSpec("e", str(tmp_path), loader="elmo"))
+        load_model(ModelSettings("e", str(tmp_path), loader="elmo"))
 
 
 def _replace(file, name, value):
@@ -218,12 +230,12 @@ def test_bad_options_and_missing_files_are_refused(tmp_path):
     del options["lstm"]["projection_dim"]
     (tmp_path / "options.json").write_text(json.dumps(options))
     with pytest.raises(ModelLoadError, match="not an ELMo options file.*projection_dim"):
-        load_model(ModelSpec("e", str(tmp_path), loader="elmo"))
+        load_model(ModelSettings("e", str(tmp_path), loader="elmo"))
     (tmp_path / "weights.hdf5").unlink()
     with pytest.raises(ModelLoadError, match="one weights.hdf5 or one \\*weights.hdf5"):
-        load_model(ModelSpec("e", str(tmp_path), loader="elmo"))
+        load_model(ModelSettings("e", str(tmp_path), loader="elmo"))
     with pytest.raises(ModelLoadError, match="download_elmo"):
-        load_model(ModelSpec("e", "elmo-small", loader="elmo"))
+        load_model(ModelSettings("e", "elmo-small", loader="elmo"))
 
 
 @pytest.mark.parametrize(
@@ -232,20 +244,20 @@ def test_bad_options_and_missing_files_are_refused(tmp_path):
 )
 def test_settings_that_mean_nothing_for_elmo_are_refused(setting):
     with pytest.raises(ConfigError, match=f"{next(iter(setting))} cannot be set"):
-        model_spec("e", {"source": "elmo-original", "loader": "elmo", **setting})
+        model_settings("e", {"source": "elmo-original", "loader": "elmo", **setting})
 
 
 def test_lstm_states_is_elmos_setting_alone():
     """Recorded (and hashed) for ELMo only, so that it changes no transformer's settings."""
-    assert "lstm_states" not in model_settings(model_spec("m", {"source": "x"}))
+    assert "lstm_states" not in recorded_settings(model_settings("m", {"source": "x"}))
     section = {"source": "elmo-original", "loader": "elmo", "lstm_states": "carried"}
-    spec = model_spec("e", section)
-    assert model_settings(spec)["lstm_states"] == "carried"
-    assert model_spec("e", model_settings(spec)) == spec
+    spec = model_settings("e", section)
+    assert recorded_settings(spec)["lstm_states"] == "carried"
+    assert model_settings("e", recorded_settings(spec)) == spec
     with pytest.raises(ConfigError, match="lstm_states is ELMo's setting"):
-        model_spec("m", {"source": "x", "lstm_states": "carried"})
-    with pytest.raises(ConfigError, match="lstm_states must be one of"):
-        model_spec("e", {**section, "lstm_states": "stateful"})
+        model_settings("m", {"source": "x", "lstm_states": "carried"})
+    with pytest.raises(ConfigError, match="models.e.lstm_states: 'stateful' is not one of"):
+        model_settings("e", {**section, "lstm_states": "stateful"})
 
 
 def test_release_from_a_mirror_is_checked(tmp_path):
@@ -315,10 +327,10 @@ def test_agrees_with_allennlps_elmo(tmp_path):
         check=True,
     )
     theirs = np.load(tmp_path / "allennlp.npz")
-    loaded = load_model(ModelSpec("e", str(tmp_path), loader="elmo"))
+    loaded = load_model(ModelSettings("e", str(tmp_path), loader="elmo"))
     for row, ours in enumerate(_forward(loaded, words)):
         np.testing.assert_allclose(ours, theirs[f"batch_{row}"], rtol=1e-5, atol=1e-5)
-    carried = load_model(ModelSpec("e", str(tmp_path), loader="elmo", lstm_states="carried"))
+    carried = load_model(ModelSettings("e", str(tmp_path), loader="elmo", lstm_states="carried"))
     _, ours = extract_every_layer(carried, sentences, tmp_path / "carried")
     expected = np.concatenate([theirs[f"sequential_{row}"] for row in range(len(words))], axis=1)
     np.testing.assert_allclose(ours, expected, rtol=2e-3, atol=2e-3)  # stored as float16

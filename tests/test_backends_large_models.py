@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contextuality.backends import load_model, model_settings, model_spec
+from contextuality.backends import load_model, model_settings, recorded_settings
 from contextuality.errors import ConfigError, ModelLoadError
 
 from extraction import extract_every_layer
@@ -16,28 +16,30 @@ SENTENCES = ["The bank raised its rates again.", "She sat on the river bank.", "
 
 def test_defaults_leave_every_existing_models_settings_unchanged():
     """At their defaults the keys are not recorded, so no model's config hash moved."""
-    spec = model_spec("m", {"source": "some/model"})
-    assert "weights_dtype" not in model_settings(spec) and "device_map" not in model_settings(spec)
-    large = model_spec(
+    spec = model_settings("m", {"source": "some/model"})
+    assert "weights_dtype" not in recorded_settings(spec) and "device_map" not in recorded_settings(
+        spec
+    )
+    large = model_settings(
         "m", {"source": "some/model", "weights_dtype": "bfloat16", "device_map": "auto"}
     )
-    assert model_settings(large)["weights_dtype"] == "bfloat16"
-    assert model_settings(large)["device_map"] == "auto"
-    assert model_spec("m", model_settings(large)) == large
+    assert recorded_settings(large)["weights_dtype"] == "bfloat16"
+    assert recorded_settings(large)["device_map"] == "auto"
+    assert model_settings("m", recorded_settings(large)) == large
 
 
 def test_bad_settings_are_refused():
     with pytest.raises(ConfigError, match="weights_dtype"):
-        model_spec("m", {"source": "some/model", "weights_dtype": "int8"})
+        model_settings("m", {"source": "some/model", "weights_dtype": "int8"})
     with pytest.raises(ConfigError, match="device_map cannot be set for loader: elmo"):
-        model_spec("m", {"source": "elmo-original", "loader": "elmo", "device_map": "auto"})
+        model_settings("m", {"source": "elmo-original", "loader": "elmo", "device_map": "auto"})
 
 
 def test_device_map_gives_the_same_vectors(tiny_bert_dir, tmp_path, monkeypatch):
     """accelerate's placement moves the layers, not the arithmetic: identical vectors."""
     from transformers import AutoModel
 
-    plain = load_model(model_spec("tiny", {"source": str(tiny_bert_dir)}))
+    plain = load_model(model_settings("tiny", {"source": str(tiny_bert_dir)}))
     real = AutoModel.from_pretrained
     placements = []
 
@@ -46,7 +48,9 @@ def test_device_map_gives_the_same_vectors(tiny_bert_dir, tmp_path, monkeypatch)
         return real(*arguments, **options)
 
     monkeypatch.setattr(AutoModel, "from_pretrained", recording)
-    mapped = load_model(model_spec("tiny", {"source": str(tiny_bert_dir), "device_map": "auto"}))
+    mapped = load_model(
+        model_settings("tiny", {"source": str(tiny_bert_dir), "device_map": "auto"})
+    )
     assert placements == ["auto"]
     _, expected = extract_every_layer(plain, SENTENCES, tmp_path / "plain")
     _, got = extract_every_layer(mapped, SENTENCES, tmp_path / "mapped")
@@ -56,8 +60,8 @@ def test_device_map_gives_the_same_vectors(tiny_bert_dir, tmp_path, monkeypatch)
 def test_bfloat16_weights_are_close_to_float32(tiny_bert_dir, tmp_path):
     """bfloat16 weights (8 significant bits) move every vector a little and no more."""
     source = {"source": str(tiny_bert_dir), "storage_dtype": "float32"}
-    full = load_model(model_spec("tiny", source))
-    half = load_model(model_spec("tiny", {**source, "weights_dtype": "bfloat16"}))
+    full = load_model(model_settings("tiny", source))
+    half = load_model(model_settings("tiny", {**source, "weights_dtype": "bfloat16"}))
     assert next(half.model.parameters()).dtype.is_floating_point
     assert str(next(half.model.parameters()).dtype) == "torch.bfloat16"
     _, expected = extract_every_layer(full, SENTENCES, tmp_path / "full")
@@ -76,6 +80,6 @@ def test_device_map_without_accelerate_is_a_clear_error(tiny_bert_dir, monkeypat
         "find_spec",
         lambda name, *rest: None if name == "accelerate" else real(name, *rest),
     )
-    spec = model_spec("tiny", {"source": str(tiny_bert_dir), "device_map": "auto"})
+    spec = model_settings("tiny", {"source": str(tiny_bert_dir), "device_map": "auto"})
     with pytest.raises(ModelLoadError, match=r"contextuality\[large\]"):
         load_model(spec)

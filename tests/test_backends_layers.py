@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from contextuality.backends import load_model, model_spec
-from contextuality.backends.base import ModelSpec, layer_output
+from contextuality.backends import load_model, model_settings
+from contextuality.backends.base import layer_output
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError
 from contextuality.extraction.units import sentence_units
@@ -37,10 +38,10 @@ def _extract(loaded, directory, layers):
 
 
 def test_gpt2_returns_its_last_layer_after_ln_f_and_can_give_it_before(tiny_gpt2_dir, tmp_path):
-    after = load_model(ModelSpec("gpt2", str(tiny_gpt2_dir)))
+    after = load_model(ModelSettings("gpt2", str(tiny_gpt2_dir)))
     assert after.final_norm[0] == "ln_f" and after.returns_after_final_norm
     assert "after the final normalization (ln_f)" in after.layer_conventions()["last_layer"]
-    before = load_model(ModelSpec("gpt2", str(tiny_gpt2_dir), last_layer="before_final_norm"))
+    before = load_model(ModelSettings("gpt2", str(tiny_gpt2_dir), last_layer="before_final_norm"))
     assert "before the final normalization (ln_f)" in before.layer_conventions()["last_layer"]
     layers = (0, 1, 2)
     vectors_after = _extract(after, tmp_path / "after", layers)
@@ -60,7 +61,7 @@ def test_gpt2_returns_its_last_layer_after_ln_f_and_can_give_it_before(tiny_gpt2
 def test_a_pass_stops_after_the_last_layer_asked_for(model_dir, request, tmp_path):
     """Layers 0-1 of a 2-block model run block 0 alone and give the whole pass's layers
     0-1 (GPT-2's layer 1 without the final ln_f, which applies to the last block only)."""
-    loaded = load_model(ModelSpec("m", str(request.getfixturevalue(model_dir))))
+    loaded = load_model(ModelSettings("m", str(request.getfixturevalue(model_dir))))
     parent, attribute = loaded.blocks
     blocks = getattr(parent, attribute)
     ran = []
@@ -82,14 +83,14 @@ def test_a_pass_stops_after_the_last_layer_asked_for(model_dir, request, tmp_pat
 
 
 def test_a_model_without_final_norm_says_so_and_refuses_before(tiny_bert_dir):
-    loaded = load_model(ModelSpec("bert", str(tiny_bert_dir)))
+    loaded = load_model(ModelSettings("bert", str(tiny_bert_dir)))
     assert loaded.final_norm is None and not loaded.returns_after_final_norm
     conventions = loaded.layer_conventions()
     assert conventions["last_layer"] == "output of block 2 (the model has no final normalization)"
     assert layer_output(0, 2, conventions).startswith("embedding output")
     assert layer_output(1, 2, conventions) == "output of block 1"
     with pytest.raises(ConfigError, match="no final normalization"):
-        load_model(ModelSpec("bert", str(tiny_bert_dir), last_layer="before_final_norm"))
+        load_model(ModelSettings("bert", str(tiny_bert_dir), last_layer="before_final_norm"))
 
 
 needs_smollm2 = pytest.mark.skipif(
@@ -100,7 +101,7 @@ needs_smollm2 = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def smollm2():
-    return load_model(model_spec("smollm2", SMOLLM2))
+    return load_model(model_settings("smollm2", SMOLLM2))
 
 
 @needs_smollm2

@@ -289,11 +289,11 @@ def test_every_model_setting_is_an_option_with_help():
     reproduced outside Snakemake; every option of every command says what it does."""
     import argparse
 
-    from contextuality.backends.base import ModelSpec
+    from contextuality.backends.settings import ModelSettings
     from contextuality.cli.commands import build_parser
-    from contextuality.cli.model_options import MODEL_OPTION_HELP, model_options
+    from contextuality.cli.model_options import MODEL_OPTION_HELP, model_section
 
-    assert set(MODEL_OPTION_HELP) == set(ModelSpec.__dataclass_fields__) - {"name", "source"}
+    assert set(MODEL_OPTION_HELP) == set(ModelSettings.__dataclass_fields__) - {"name", "source"}
     given = {
         "revision": "v1",
         "gguf_file": "model.Q4.gguf",
@@ -326,10 +326,10 @@ def test_every_model_setting_is_an_option_with_help():
         else:
             argv += [option, ",".join(map(str, value)) if isinstance(value, tuple) else str(value)]
     parser = build_parser()
-    section = model_options(parser.parse_args(argv))
+    section = model_section(parser.parse_args(argv))
     assert section == {"source": "m", **given}
-    spec = ModelSpec.from_config("m", section)
-    assert spec == ModelSpec(name="m", source="m", **given)
+    spec = ModelSettings.from_config("m", section)
+    assert spec == ModelSettings(name="m", source="m", **given)
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for name, command in commands.choices.items():
         for action in command._actions:

@@ -38,7 +38,7 @@ import pytest
 import torch
 
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec
+from contextuality.backends.settings import ModelSettings
 from contextuality.extraction.forward import FLOAT16_MAX
 from contextuality.extraction.partitions import plan_extraction
 from contextuality.extraction.run import extract
@@ -108,11 +108,11 @@ def device() -> torch.device:
 
 
 @pytest.fixture(scope="module")
-def specs(tiny_bert_dir, tiny_gpt2_dir, tiny_elmo_dir) -> dict[str, ModelSpec]:
+def specs(tiny_bert_dir, tiny_gpt2_dir, tiny_elmo_dir) -> dict[str, ModelSettings]:
     return {
-        "bert": ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)),
-        "gpt2": ModelSpec(name="tiny-gpt2", source=str(tiny_gpt2_dir)),
-        "elmo": ModelSpec(name="tiny-elmo", source=str(tiny_elmo_dir), loader="elmo"),
+        "bert": ModelSettings(name="tiny-bert", source=str(tiny_bert_dir)),
+        "gpt2": ModelSettings(name="tiny-gpt2", source=str(tiny_gpt2_dir)),
+        "elmo": ModelSettings(name="tiny-elmo", source=str(tiny_elmo_dir), loader="elmo"),
     }
 
 
@@ -230,7 +230,7 @@ def test_the_report_records_the_device_and_the_precision(dtype, on_device, devic
     assert recorded["batches_rerun_in_float32"] == 0
 
 
-def _scaled(spec: ModelSpec, device: torch.device, parameter: str, factor: float):
+def _scaled(spec: ModelSettings, device: torch.device, parameter: str, factor: float):
     """The model of `spec` on `device` with one parameter multiplied by `factor`."""
     loaded = load_model(spec, str(device))
     with torch.no_grad():

@@ -14,7 +14,7 @@ import torch
 from scipy.stats import spearmanr
 
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.sentences import SentencePair, read_sts_archive, scored_pairs
 from contextuality.errors import InputDataError
 from contextuality.extraction.sentence_vectors import sentence_vectors
@@ -143,7 +143,7 @@ SENTENCES = ["the bank raised its rates", "a river bank flooded after the storm"
 
 @pytest.fixture(scope="module")
 def bert(tiny_bert_dir):
-    return load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+    return load_model(ModelSettings(name="tiny-bert", source=str(tiny_bert_dir)))
 
 
 def test_sentence_vectors_are_the_mean_of_the_content_tokens_at_each_layer(bert):

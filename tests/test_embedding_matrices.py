@@ -55,7 +55,9 @@ def measured(tmp_path_factory, sentences, tiny_gpt2_dir, tiny_bert_dir) -> dict:
     found = {}
     for name, directory in (("gpt2", tiny_gpt2_dir), ("bert", tiny_bert_dir)):
         files = _files(tmp_path_factory.mktemp(name))
-        tables = steps.embedding_matrix(name, {"source": str(directory)}, sentences, files)
+        tables = steps.embedding_matrix(
+            backends.model_settings(name, {"source": str(directory)}), sentences, files
+        )
         found[name] = (directory, files, tables)
     return found
 
@@ -79,7 +81,7 @@ def test_token_counts_are_the_tokenizer_s_ids_counted_one_by_one(
     name, tiny_gpt2_dir, tiny_bert_dir
 ):
     directory = {"gpt2": tiny_gpt2_dir, "bert": tiny_bert_dir}[name]
-    loaded = backends.load_model(backends.model_spec(name, {"source": str(directory)}))
+    loaded = backends.load_model(backends.model_settings(name, {"source": str(directory)}))
     n_rows = loaded.model.get_input_embeddings().weight.shape[0]
     counts = token_counts(loaded.encoder, SENTENCES, n_rows)
     assert counts.shape == (n_rows,)
@@ -119,7 +121,9 @@ def test_an_untied_head_is_measured_as_an_output_matrix(tmp_path, sentences, tin
     config = GPT2Config.from_pretrained(directory, tie_word_embeddings=False)
     GPT2LMHeadModel(config).save_pretrained(directory)
     tables = steps.embedding_matrix(
-        "untied", {"source": str(directory)}, sentences, _files(tmp_path / "files")
+        backends.model_settings("untied", {"source": str(directory)}),
+        sentences,
+        _files(tmp_path / "files"),
     )
     assert list(tables.measures["matrix"]) == ["input", "output"]
     assert not tables.measures["tied"].any()

@@ -16,16 +16,18 @@ import numpy as np
 import pytest
 import torch
 
+from contextuality import backends
 from contextuality.backends import (
     count_hidden_layers,
     load_encoder,
     load_model,
     model_layers,
     model_settings,
-    model_spec,
+    recorded_settings,
 )
-from contextuality.backends.base import DEFAULT_TOKEN_BUDGET, ModelSpec, token_budget
+from contextuality.backends.base import DEFAULT_TOKEN_BUDGET, token_budget
 from contextuality.backends.hf import encode_running_text, load_tokenizer
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.words import split_words, word_spans
 from contextuality.errors import InputDataError, ModelLoadError, NumericOverflowError
 from contextuality.extraction import segments as segments_module
@@ -75,7 +77,7 @@ def _extract(loaded, sentences, directory: Path, layers=None, segment_words=16_3
     return report, vectors
 
 
-def _brute_force(spec: ModelSpec, model, sentences, layers, pooling="mean", add_bos=False):
+def _brute_force(spec: ModelSettings, model, sentences, layers, pooling="mean", add_bos=False):
     """Word vectors computed one sentence at a time, without any extraction code."""
     tokenizer = load_tokenizer(spec)
     bos = tokenizer.bos_token_id if add_bos else None
@@ -93,12 +95,12 @@ def _assert_fp16_close(actual, expected):
 
 @pytest.fixture(scope="module")
 def bert(tiny_bert_dir):
-    return load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+    return load_model(ModelSettings(name="tiny-bert", source=str(tiny_bert_dir)))
 
 
 @pytest.fixture(scope="module")
 def gpt2(tiny_gpt2_dir):
-    return load_model(ModelSpec(name="tiny-gpt2", source=str(tiny_gpt2_dir)))
+    return load_model(ModelSettings(name="tiny-gpt2", source=str(tiny_gpt2_dir)))
 
 
 # --------------------------------------------------------------------------------------
@@ -138,7 +140,7 @@ def test_pooling_modes_give_different_vectors(bert, tmp_path):
 
 
 def test_minilm_shard_rows_equal_direct_forward_pass(tmp_path):
-    spec = ModelSpec(name="minilm", source=MINILM_SOURCE)
+    spec = ModelSettings(name="minilm", source=MINILM_SOURCE)
     loaded = load_model(spec)
     assert (loaded.n_layers, loaded.hidden_size) == (6, 384)
     assert count_hidden_layers(spec) == 6
@@ -178,10 +180,10 @@ def test_a_model_without_a_token_budget_takes_its_device_s(bert, tmp_path):
     a budget set is kept on any device."""
     report, _ = _extract(bert, SENTENCES, tmp_path / "default", token_budget=None)
     assert report.token_budget == DEFAULT_TOKEN_BUDGET["cpu"] != DEFAULT_TOKEN_BUDGET["cuda"]
-    unset = ModelSpec(name="m", source="s")
+    unset = ModelSettings(name="m", source="s")
     assert token_budget(unset, "cuda") == DEFAULT_TOKEN_BUDGET["cuda"]
     assert token_budget(unset, "mps") == DEFAULT_TOKEN_BUDGET["cuda"]
-    assert token_budget(ModelSpec(name="m", source="s", token_budget=24), "cpu") == 24
+    assert token_budget(ModelSettings(name="m", source="s", token_budget=24), "cpu") == 24
     small, _ = _extract(bert, SENTENCES, tmp_path / "set", token_budget=24)
     assert small.token_budget == 24 and small.n_batches > report.n_batches == 1
 
@@ -338,7 +340,7 @@ def test_rows_placed_in_a_float16_segment_are_rounded_as_numpy_rounds_them():
 
 
 def test_truncation_and_dropped_words_accounting(tiny_bert_dir, tmp_path):
-    spec = ModelSpec(name="tiny-bert", source=str(tiny_bert_dir), max_length=6)
+    spec = ModelSettings(name="tiny-bert", source=str(tiny_bert_dir), max_length=6)
     loaded = load_model(spec)
     assert loaded.max_length == 6  # spec limit below the model's 64 positions
     tokenizer = load_tokenizer(spec)
@@ -465,7 +467,12 @@ def test_extract_model_end_to_end(tiny_bert_dir, corpus_index, tmp_path):
     paths = _shard_paths(tmp_path, (0, 1, 2))
     settings = {"source": str(tiny_bert_dir), "device": "cpu", "gpus": 0}
     meta = steps.extract(
-        "tiny", settings, sentences, index, _outputs(paths, tmp_path / "meta.json"), progress=False
+        backends.model_settings("tiny", settings),
+        sentences,
+        index,
+        _outputs(paths, tmp_path / "meta.json"),
+        progress=False,
+        seed=0,
     )
     written = read_json(tmp_path / "meta.json")
     assert written == json.loads(json.dumps(meta, default=str))
@@ -477,8 +484,8 @@ def test_extract_model_end_to_end(tiny_bert_dir, corpus_index, tmp_path):
     assert written["batches_rerun_in_float32"] == 0
     assert written["layers"] == [0, 1, 2]
     assert written["hidden_size"] == 32
-    spec = model_spec("tiny", settings)
-    assert written["config_hash"] == config_hash(model_settings(spec))
+    spec = model_settings("tiny", settings)
+    assert written["config_hash"] == config_hash(recorded_settings(spec))
     for layer, path in paths.items():
         vectors, attributes = load_shard(
             path, summary["index_checksum"], n_rows=summary["n_occurrences"]
@@ -533,7 +540,13 @@ def test_the_collector_skips_the_model_while_extracting_and_is_left_as_found(
     sentences, index = corpus_index
     paths = _shard_paths(tmp_path, (0, 1, 2))
     settings = {"source": str(tiny_bert_dir), "device": "cpu", "gpus": 0}
-    steps.extract("tiny", settings, sentences, index, _outputs(paths, tmp_path / "m.json"))
+    steps.extract(
+        backends.model_settings("tiny", settings),
+        sentences,
+        index,
+        _outputs(paths, tmp_path / "m.json"),
+        seed=0,
+    )
     assert seen["enabled while loading"] is False
     assert seen["frozen while extracting"] > 10_000  # torch, transformers and the model
     assert gc.isenabled() and gc.get_freeze_count() == 0
@@ -550,12 +563,12 @@ def test_extract_model_overflow(tiny_bert_dir, corpus_index, tmp_path, monkeypat
     settings = {"source": str(tiny_bert_dir), "layers": [2, 0], "storage_dtype": "float16"}
     with pytest.raises(NumericOverflowError, match="float32") as caught:
         steps.extract(
-            "tiny",
-            settings,
+            backends.model_settings("tiny", settings),
             sentences,
             index,
             _outputs(paths, tmp_path / "f16.json"),
             progress=False,
+            seed=0,
         )
     assert "tiny" in str(caught.value)
     assert not (tmp_path / "f16.json").exists()
@@ -564,7 +577,12 @@ def test_extract_model_overflow(tiny_bert_dir, corpus_index, tmp_path, monkeypat
     paths = _shard_paths(tmp_path / "auto", (0, 2))
     settings["storage_dtype"] = "auto"
     meta = steps.extract(
-        "tiny", settings, sentences, index, _outputs(paths, tmp_path / "auto.json"), progress=False
+        backends.model_settings("tiny", settings),
+        sentences,
+        index,
+        _outputs(paths, tmp_path / "auto.json"),
+        progress=False,
+        seed=0,
     )
     assert meta["storage_dtype"] == "float32" and meta["stored_float32_after_overflow"] is True
     assert read_json(tmp_path / "auto.json")["storage_dtype"] == "float32"
@@ -587,21 +605,21 @@ def test_extract_model_layer_errors(tiny_bert_dir, corpus_index, tmp_path):
     settings = {"source": str(tiny_bert_dir), "layers": [0, 3]}
     with pytest.raises(ValueError, match=r"layers \[3\] outside 0\.\.2"):
         steps.extract(
-            "tiny",
-            settings,
+            backends.model_settings("tiny", settings),
             sentences,
             index,
             _outputs(_shard_paths(tmp_path, (0, 3)), tmp_path / "meta.json"),
             progress=False,
+            seed=0,
         )
     with pytest.raises(ValueError, match=r"files for layers \[0, 1\], layers \[0, 1, 2\]"):
         steps.extract(
-            "tiny",
-            {"source": str(tiny_bert_dir)},
+            backends.model_settings("tiny", {"source": str(tiny_bert_dir)}),
             sentences,
             index,
             _outputs(_shard_paths(tmp_path, (0, 1)), tmp_path / "meta.json"),
             progress=False,
+            seed=0,
         )
     assert not (tmp_path / "meta.json").exists()
 
@@ -625,7 +643,7 @@ def offline(monkeypatch):
 )
 @pytest.mark.parametrize("function", [load_model, load_tokenizer, count_hidden_layers])
 def test_unloadable_model_is_a_model_load_error(offline, source, function):
-    spec = ModelSpec(name="ghost", source=source)
+    spec = ModelSettings(name="ghost", source=source)
     with pytest.raises(ModelLoadError) as caught:
         function(spec)
     message = str(caught.value)
@@ -640,7 +658,7 @@ def test_unloadable_model_is_a_model_load_error(offline, source, function):
 def test_directory_without_weights_is_a_model_load_error(offline, tiny_bert_dir, tmp_path):
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
         (tmp_path / name).write_bytes((tiny_bert_dir / name).read_bytes())
-    spec = ModelSpec(name="noweights", source=str(tmp_path))
+    spec = ModelSettings(name="noweights", source=str(tmp_path))
     assert count_hidden_layers(spec) == 2
     with pytest.raises(ModelLoadError, match="model noweights: cannot load the weights"):
         load_model(spec)
@@ -650,25 +668,27 @@ def test_elmo_has_no_subword_tokenizer(tmp_path):
     from contextuality.backends.elmo.synthetic import write_random_files
 
     write_random_files(tmp_path / "elmo")
-    encoder = load_encoder(model_spec("elmo", {"source": str(tmp_path / "elmo"), "loader": "elmo"}))
+    encoder = load_encoder(
+        model_settings("elmo", {"source": str(tmp_path / "elmo"), "loader": "elmo"})
+    )
     encodings = encoder.encode(["A cat."], word_spans(["A cat."]))
     with pytest.raises(ModelLoadError, match="ELMo has no subword tokenizer"):
         encoder.subword_strings(encodings)
 
 
 def test_model_spec_from_config():
-    spec = model_spec("m", {"source": "x", "layers": [3, "1"], "pooling": "last", "gpus": 1})
+    spec = model_settings("m", {"source": "x", "layers": [3, 1], "pooling": "last", "gpus": 1})
     assert spec.layers == (1, 3)  # in order: the same extraction as [1, 3]
     assert spec.pooling == "last"
     assert model_layers(spec) == (1, 3)
-    assert model_spec("m", model_settings(spec)) == spec
-    assert "gpus" not in model_settings(spec)
-    with pytest.raises(ValueError, match="unknown settings.*'poolign'"):
-        model_spec("m", {"source": "x", "poolign": "mean"})
-    with pytest.raises(ValueError, match="pooling"):
-        model_spec("m", {"source": "x", "pooling": "max"})
-    with pytest.raises(ValueError, match="loader"):
-        model_spec("m", {"source": "x", "loader": "fasttext"})
+    assert model_settings("m", recorded_settings(spec)) == spec
+    assert "gpus" not in recorded_settings(spec)
+    with pytest.raises(ValueError, match=r"models.m: .*\('poolign' was unexpected\)"):
+        model_settings("m", {"source": "x", "poolign": "mean"})
+    with pytest.raises(ValueError, match="models.m.pooling: 'max' is not one of"):
+        model_settings("m", {"source": "x", "pooling": "max"})
+    with pytest.raises(ValueError, match="models.m.loader: 'fasttext' is not one of"):
+        model_settings("m", {"source": "x", "loader": "fasttext"})
 
 
 def test_tokenizers_see_running_text_as_shipped(gpt2):
@@ -706,12 +726,12 @@ def test_out_of_range_layers_end_the_job_with_one_line(
         tmp_path,
         monkeypatch,
         lambda: steps.extract(
-            "tiny",
-            settings,
+            backends.model_settings("tiny", settings),
             sentences,
             index,
             _outputs(_shard_paths(tmp_path, (0, 7)), tmp_path / "meta.json"),
             progress=False,
+            seed=0,
         ),
     )
     assert "error: model tiny: layers [7] outside 0..2" in text
@@ -731,12 +751,12 @@ def test_a_sentence_table_changed_after_indexing_is_refused(
 
     def extract(meta_name: str) -> None:
         steps.extract(
-            "tiny",
-            {"source": str(tiny_bert_dir)},
+            backends.model_settings("tiny", {"source": str(tiny_bert_dir)}),
             sentences,
             index,
             _outputs(paths, tmp_path / meta_name),
             progress=False,
+            seed=0,
         )
 
     extract("meta.json")

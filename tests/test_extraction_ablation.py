@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from contextuality.backends import load_model, model_spec
-from contextuality.backends.base import Ablation, ModelSpec
+from contextuality.backends import load_model, model_settings
+from contextuality.backends.settings import Ablation, ModelSettings
 from contextuality.errors import ConfigError
 from contextuality.extraction.ablation import AblationHook, first_token_mask, massive_mask
 from contextuality.extraction.units import sentence_units
@@ -33,7 +33,7 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def gpt2(tiny_gpt2_dir):
-    return load_model(ModelSpec(name="tiny-gpt2", source=str(tiny_gpt2_dir), pooling="first"))
+    return load_model(ModelSettings(name="tiny-gpt2", source=str(tiny_gpt2_dir), pooling="first"))
 
 
 def _extract(loaded, directory, ablation=None):
@@ -124,21 +124,21 @@ def test_the_hook_records_means_by_dimension_then_replaces():
         ({"block": 1, "target": "sinks"}, "target"),
         ({"block": 1, "value": "median"}, "value"),
         ({"block": 1, "calibration_sentences": 0}, "calibration_sentences"),
-        ({"block": 1, "layer": 2}, "unknown"),
+        ({"block": 1, "layer": 2}, "'layer' was unexpected"),
     ],
 )
 def test_bad_ablation_settings_are_refused(section, message):
     with pytest.raises((ConfigError, TypeError), match=message):
-        model_spec("m", {"source": "s", "ablation": section})
+        model_settings("m", {"source": "s", "ablation": section})
 
 
 def test_ablation_round_trips_and_is_refused_for_elmo():
-    spec = model_spec("m", {"source": "s", "ablation": {"block": 2, "value": "zero"}})
+    spec = model_settings("m", {"source": "s", "ablation": {"block": 2, "value": "zero"}})
     assert spec.ablation == Ablation(2, "massive", "zero")
-    assert ModelSpec.from_config("m", spec.common_settings()) == spec
-    assert "ablation" not in model_spec("m", {"source": "s"}).common_settings()
+    assert ModelSettings.from_config("m", spec.common_settings()) == spec
+    assert "ablation" not in model_settings("m", {"source": "s"}).common_settings()
     with pytest.raises(ConfigError, match="ablation"):
-        model_spec("e", {"source": "s", "loader": "elmo", "ablation": {"block": 1}})
+        model_settings("e", {"source": "s", "loader": "elmo", "ablation": {"block": 1}})
 
 
 def test_a_block_outside_the_model_is_refused(gpt2, tmp_path):
@@ -236,6 +236,6 @@ def test_an_ablation_that_replaces_nothing_is_refused_before_anything_is_written
 def test_an_ablation_after_every_layer_extracted_is_refused(tmp_path):
     section = {"source": "s", "layers": [0, 2, 3], "ablation": {"block": 5, "value": "zero"}}
     with pytest.raises(ConfigError, match=r"ablation.block: 5, after the last layer extracted"):
-        model_spec("m", section)
-    assert model_spec("m", {**section, "layers": [0, 5]}).ablation.block == 5
-    assert model_spec("m", {**section, "layers": None}).layers is None
+        model_settings("m", section)
+    assert model_settings("m", {**section, "layers": [0, 5]}).ablation.block == 5
+    assert model_settings("m", {**section, "layers": None}).layers is None

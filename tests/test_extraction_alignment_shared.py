@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.words import word_spans
 from contextuality.extraction.forward import pool_subwords
 from contextuality.extraction.units import align_to_words, sentence_units
@@ -110,7 +110,7 @@ def pm_bert(tmp_path_factory):
 
 @pytest.mark.parametrize("pooling", ["mean", "first", "last"])
 def test_pm_gets_the_vector_of_00pm(pm_bert, tmp_path, pooling):
-    loaded = load_model(ModelSpec(name="pm", source=str(pm_bert)))
+    loaded = load_model(ModelSettings(name="pm", source=str(pm_bert)))
     assert loaded.tokenizer.tokenize("4:00pm") == ["4", ":", "00pm"]
     report, vectors = extract_every_layer(loaded, SENTENCES, tmp_path, pooling=pooling)
     layers = range(loaded.n_layers + 1)
@@ -125,7 +125,7 @@ def test_pm_gets_the_vector_of_00pm(pm_bert, tmp_path, pooling):
 def test_windows_keep_each_word_once_with_its_shared_subwords(pm_bert, tmp_path):
     sentence = " ".join(["at 4:00pm"] * 8)  # 32 subwords, 24 words
     loaded = load_model(
-        ModelSpec(name="pm", source=str(pm_bert), max_length=9, long_sentences="window")
+        ModelSettings(name="pm", source=str(pm_bert), max_length=9, long_sentences="window")
     )
     encoded = sentence_units(loaded, [sentence]).encode(0, 1)
     assert len(encoded) > 2

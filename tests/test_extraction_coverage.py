@@ -10,9 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from contextuality import steps
+from contextuality import backends, steps
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.index import IndexFiles, IndexSettings
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.extraction.report import ExtractionReport, coverage_warnings
@@ -60,7 +60,7 @@ def test_warnings_give_counts_and_the_first_examples():
 
 
 def test_extraction_records_the_first_words_without_vectors(tiny_bert_dir, tmp_path):
-    loaded = load_model(ModelSpec(name="bert", source=str(tiny_bert_dir), max_length=6))
+    loaded = load_model(ModelSettings(name="bert", source=str(tiny_bert_dir), max_length=6))
     report, vectors = extract_every_layer(loaded, SENTENCES * 2, tmp_path)
     assert (report.words_truncated, report.words_without_tokens) == (8, 2)
     assert report.truncated_examples == [4, 5, 6, 7, 19]  # the second copy starts at row 15
@@ -90,7 +90,12 @@ def test_the_extract_job_warns_on_the_console(
         run_step(
             tmp_path / "extract.log",
             lambda: steps.extract(
-                "bert", settings, tmp_path / "sentences.parquet", index, outputs, progress=False
+                backends.model_settings("bert", settings),
+                tmp_path / "sentences.parquet",
+                index,
+                outputs,
+                progress=False,
+                seed=0,
             ),
         )
     console = capfd.readouterr().err

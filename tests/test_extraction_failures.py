@@ -11,7 +11,7 @@ import torch
 
 from contextuality import backends
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec
+from contextuality.backends.settings import ModelSettings
 from contextuality.errors import ModelLoadError, NonFiniteValueError
 from contextuality.extraction.forward import non_finite_cause
 from contextuality.extraction.units import sentence_units
@@ -32,7 +32,7 @@ def _extract(loaded, tmp_path) -> str:
 
 
 def test_non_finite_weights_are_named(tiny_bert_dir, tmp_path):
-    loaded = load_model(ModelSpec(name="bert", source=str(tiny_bert_dir)))
+    loaded = load_model(ModelSettings(name="bert", source=str(tiny_bert_dir)))
     with torch.no_grad():
         loaded.model.embeddings.LayerNorm.weight[3] = float("nan")
     message = _extract(loaded, tmp_path)
@@ -42,7 +42,7 @@ def test_non_finite_weights_are_named(tiny_bert_dir, tmp_path):
 
 def test_only_an_autocast_overflow_suggests_cuda_dtype():
     model = torch.nn.Linear(3, 2)
-    spec = ModelSpec(name="m", source="m")
+    spec = ModelSettings(name="m", source="m")
     half = non_finite_cause(spec, model, "cuda", "float16")
     assert "set models.m.cuda_dtype to bfloat16 or float32" in half
     assert "cuda_dtype to float32" in non_finite_cause(spec, model, "cuda", "bfloat16")
@@ -62,12 +62,12 @@ def test_a_model_with_its_own_code_asks_for_trust_remote_code(tmp_path):
         "num_hidden_layers": 2,
     }
     (tmp_path / "config.json").write_text(json.dumps(config))
-    spec = backends.model_spec("own", {"source": str(tmp_path)})
+    spec = backends.model_settings("own", {"source": str(tmp_path)})
     with pytest.raises(ModelLoadError) as caught:
         backends.count_hidden_layers(spec)
     message = str(caught.value)
     assert "set models.own.trust_remote_code: true" in message and "hub" not in message
-    trusted = backends.model_spec("own", {"source": str(tmp_path), "trust_remote_code": True})
+    trusted = backends.model_settings("own", {"source": str(tmp_path), "trust_remote_code": True})
     with pytest.raises(ModelLoadError, match="configuration_own.py") as caught:
         backends.count_hidden_layers(trusted)  # allowed, but the code is not there
     assert "trust_remote_code: true" not in str(caught.value)
@@ -87,7 +87,7 @@ def test_pickled_weights_holding_code_are_refused_in_words(tiny_bert_dir, tmp_pa
     (directory / "model.safetensors").unlink()
     torch.save({"embeddings.word_embeddings.weight": _RunsCode()}, directory / "pytorch_model.bin")
     with pytest.raises(ModelLoadError, match="hold objects other than tensors") as caught:
-        load_model(ModelSpec(name="bert", source=str(directory)))
+        load_model(ModelSettings(name="bert", source=str(directory)))
     assert "weights_only" not in str(caught.value)
     assert "code ran" not in capsys.readouterr().out
 
@@ -98,5 +98,5 @@ def test_damaged_local_weights_ask_for_the_files_again_not_the_hub(tiny_bert_dir
     directory = shutil.copytree(tiny_bert_dir, tmp_path / "damaged")
     (directory / "model.safetensors").write_bytes(b"\x00" * 64)
     with pytest.raises(ModelLoadError, match="may be damaged or incomplete") as caught:
-        load_model(ModelSpec(name="bert", source=str(directory)))
+        load_model(ModelSettings(name="bert", source=str(directory)))
     assert "hub" not in str(caught.value)

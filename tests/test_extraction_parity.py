@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from contextuality import backends
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec
+from contextuality.backends.settings import ModelSettings
 from contextuality.errors import BatchParityError, ConfigError
 from contextuality.extraction import forward
 from contextuality.extraction.parity import PARITY_TOLERANCE, merged_parity, parity_sentences
@@ -47,12 +48,12 @@ CORPUS_LINES = SENTENCES[:6]
 
 @pytest.fixture(scope="module")
 def bert(tiny_bert_dir):
-    return load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+    return load_model(ModelSettings(name="tiny-bert", source=str(tiny_bert_dir)))
 
 
 @pytest.fixture(scope="module")
 def gpt2(tiny_gpt2_dir):
-    return load_model(ModelSpec(name="tiny-gpt2", source=str(tiny_gpt2_dir)))
+    return load_model(ModelSettings(name="tiny-gpt2", source=str(tiny_gpt2_dir)))
 
 
 def _left_padded(batch, pad_id):
@@ -241,7 +242,9 @@ def test_meta_json_records_the_check_and_a_refusal_keeps_the_study(
     paths = _paths(tmp_path / "shards", (0, 1, 2))
     outputs = steps.LayerOutputs(files=paths, meta=tmp_path / "meta.json")
     settings = {"source": str(tiny_gpt2_dir), "device": "cpu", "parity_sentences": 3}
-    meta = steps.extract("tiny", settings, sentences, index, outputs, progress=False, seed=5)
+    meta = steps.extract(
+        backends.model_settings("tiny", settings), sentences, index, outputs, progress=False, seed=5
+    )
     written = json.loads(outputs.meta.read_text())
     assert written["parity"] == json.loads(json.dumps(meta["parity"]))
     assert written["parity"]["seed"] == 5 and len(written["parity"]["sentences"]) == 3
@@ -249,7 +252,14 @@ def test_meta_json_records_the_check_and_a_refusal_keeps_the_study(
     kept = {path: path.read_bytes() for path in [*paths.values(), outputs.meta]}
     monkeypatch.setattr(forward, "pad_batch", _left_padded)
     with pytest.raises(BatchParityError, match=r"^model tiny: layer \d"):
-        steps.extract("tiny", settings, sentences, index, outputs, progress=False, seed=5)
+        steps.extract(
+            backends.model_settings("tiny", settings),
+            sentences,
+            index,
+            outputs,
+            progress=False,
+            seed=5,
+        )
     assert {path: path.read_bytes() for path in kept} == kept
 
 
@@ -267,7 +277,9 @@ def test_a_streamed_model_records_the_check_in_its_state_files_and_parts_merge(
     settings = {"source": str(tiny_gpt2_dir), "device": "cpu", "segment_words": 8}
     measures = MeasureSettings(seed=3)
     whole = steps.LayerOutputs(_paths(tmp_path / "whole", (0, 1, 2)), tmp_path / "whole.json")
-    meta = steps.stream("tiny", settings, sentences, index, whole, measures, progress=False)
+    meta = steps.stream(
+        backends.model_settings("tiny", settings), sentences, index, whole, measures, progress=False
+    )
     assert meta["parity"]["checked"] and meta["parity"]["seed"] == 3
     for path in whole.files.values():
         assert shard_attributes(path)["parity"] == json.loads(json.dumps(meta["parity"]))
@@ -278,7 +290,13 @@ def test_a_streamed_model_records_the_check_in_its_state_files_and_parts_merge(
             _paths(tmp_path / f"part{part}", (0, 1, 2)), tmp_path / f"part{part}.json"
         )
         steps.stream(
-            "tiny", settings, sentences, index, outputs, measures, part=(part, 2), progress=False
+            backends.model_settings("tiny", settings),
+            sentences,
+            index,
+            outputs,
+            measures,
+            part=(part, 2),
+            progress=False,
         )
         parts.append(outputs)
     records = [read_json(outputs.meta)["parity"] for outputs in parts]
@@ -361,7 +379,7 @@ def test_an_elmo_in_batches_is_checked_and_one_read_in_order_is_not(
     """ELMo's padded batches of character ids pass the check; with carried LSTM states
     its inputs run one at a time in corpus order, so there are no batches to compare and
     the record says unchecked, with no sample."""
-    spec = ModelSpec("e", str(tiny_elmo_dir), loader="elmo", lstm_states=lstm_states)
+    spec = ModelSettings("e", str(tiny_elmo_dir), loader="elmo", lstm_states=lstm_states)
     report, _ = _extract(load_model(spec), tmp_path)
     record = report.parity
     if lstm_states == "carried":

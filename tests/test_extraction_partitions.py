@@ -17,8 +17,8 @@ import pytest
 
 from contextuality import workflow
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec
 from contextuality.backends.elmo.synthetic import write_random_files
+from contextuality.backends.settings import ModelSettings
 from contextuality.errors import ConfigError, ShardMismatchError
 from contextuality.extraction.partitions import SEGMENT_WORDS as DEFAULT_SEGMENT_WORDS
 from contextuality.extraction.partitions import part_segments, partition_bounds, segments
@@ -144,7 +144,7 @@ def test_partition_bounds_refuse_a_bad_number_of_parts(n_parts):
 
 @pytest.fixture(scope="module")
 def bert(tiny_bert_dir):
-    return load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+    return load_model(ModelSettings(name="tiny-bert", source=str(tiny_bert_dir)))
 
 
 def _extract(loaded, directory: Path, part: int = 0, n_parts: int = 1, checksum="index-a"):
@@ -290,7 +290,7 @@ def test_a_part_outside_the_parts_is_refused(bert, tmp_path):
 
 def test_a_model_carrying_its_states_is_not_partitioned(tmp_path):
     write_random_files(tmp_path / "elmo")
-    spec = ModelSpec("e", str(tmp_path / "elmo"), loader="elmo", lstm_states="carried")
+    spec = ModelSettings("e", str(tmp_path / "elmo"), loader="elmo", lstm_states="carried")
     carried = load_model(spec)
     with pytest.raises(ConfigError, match="one sequence"):
         _extract(carried, tmp_path / "shards", 1, 2)

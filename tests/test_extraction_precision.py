@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec, weights_dtype_on
+from contextuality.backends.base import weights_dtype_on
+from contextuality.backends.settings import ModelSettings
 from contextuality.extraction.forward import precision, widened
 
 ON_A_GPU = SimpleNamespace(type="cuda")
@@ -22,7 +23,7 @@ ON_A_GPU = SimpleNamespace(type="cuda")
 
 @pytest.fixture(scope="module")
 def bert(tiny_bert_dir):
-    return load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+    return load_model(ModelSettings(name="tiny-bert", source=str(tiny_bert_dir)))
 
 
 def _held_in(bert, dtype: torch.dtype):
@@ -84,6 +85,6 @@ def test_on_the_cpu_the_weights_run_as_loaded(bert):
     ],
 )
 def test_the_weights_are_held_in_the_forward_dtype_on_a_gpu(settings, on_gpu, elsewhere):
-    spec = ModelSpec(name="m", source="some/model", **settings)
+    spec = ModelSettings(name="m", source="some/model", **settings)
     assert weights_dtype_on(spec, "cuda") == on_gpu
     assert weights_dtype_on(spec, "cpu") == elsewhere

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec
 from contextuality.backends.elmo.synthetic import write_random_files
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.words import split_words, word_spans
 from contextuality.errors import DeviceMemoryError, NonFiniteValueError, StorageError
 from contextuality.extraction import forward as forward_module
@@ -30,7 +30,7 @@ SENTENCES = [SHORT, LONG, "A dog ran.", LONG + " The fox jumps."]
 
 @pytest.fixture(scope="module")
 def bert(tiny_bert_dir):
-    return load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+    return load_model(ModelSettings(name="tiny-bert", source=str(tiny_bert_dir)))
 
 
 def test_window_assignment_picks_the_most_central_window():
@@ -244,7 +244,7 @@ def test_values_still_non_finite_in_float32_are_refused(bert, tmp_path, monkeypa
 
 
 def test_non_finite_weights_are_refused_without_a_rerun(tiny_bert_dir, tmp_path, monkeypatch):
-    damaged = load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+    damaged = load_model(ModelSettings(name="tiny-bert", source=str(tiny_bert_dir)))
     with torch.no_grad():
         damaged.model.embeddings.LayerNorm.weight[0] = float("nan")
     device = _OverflowingAutocast(overflowing=set())  # the NaN weights alone overflow
@@ -258,7 +258,7 @@ def test_a_model_that_carries_states_is_not_rerun(tmp_path, monkeypatch):
     """With ``lstm_states: carried`` the states have moved past the batch: no rerun, and
     the error names cuda_dtype."""
     write_random_files(tmp_path / "elmo")
-    spec = ModelSpec("elmo", str(tmp_path / "elmo"), loader="elmo", lstm_states="carried")
+    spec = ModelSettings("elmo", str(tmp_path / "elmo"), loader="elmo", lstm_states="carried")
     device = _OverflowingAutocast(overflowing={1})
     _under_float16_autocast(monkeypatch, device)
     with pytest.raises(NonFiniteValueError, match="set models.elmo.cuda_dtype to bfloat16"):

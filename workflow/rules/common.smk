@@ -48,7 +48,7 @@ def get_tokenizer_settings(wildcards):
 
 
 def get_model_settings(wildcards):
-    return ctx.model_settings(config, wildcards.model)
+    return ctx.recorded_settings(config, wildcards.model)
 
 
 def get_model_files(wildcards):
@@ -145,7 +145,7 @@ def get_pair_index_files(wildcards):
 
 def get_pair_model_settings(wildcards):
     return {
-        model: ctx.model_settings(config, model)
+        model: ctx.recorded_settings(config, model)
         for model in (wildcards.model_a, wildcards.model_b)
     }
 

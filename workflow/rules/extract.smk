@@ -24,7 +24,7 @@ for model in ctx.model_names(config):
             gpu=ctx.model_gpus(config, model),
         params:
             model=model,
-            settings=ctx.model_settings(config, model),
+            settings=ctx.recorded_settings(config, model),
             layers=ctx.model_layers(config, model),
             streaming=ctx.streaming_settings(config, model),
         script:

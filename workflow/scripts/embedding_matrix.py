@@ -5,12 +5,11 @@ from contextuality.jobs.process import run_job
 
 
 def embedding_matrix() -> None:
-    from contextuality import steps
+    from contextuality import backends, steps
 
     output = snakemake.output
     steps.embedding_matrix(
-        snakemake.wildcards.model,
-        snakemake.params.settings,
+        backends.model_settings(snakemake.wildcards.model, snakemake.params.settings),
         snakemake.input.sentences,
         steps.MatrixFiles(output.measures, output.norms, output.spectra),
         threads=snakemake.threads,

@@ -5,7 +5,7 @@ from contextuality.jobs.process import run_job
 
 
 def extract() -> None:
-    from contextuality import steps
+    from contextuality import backends, steps
     from contextuality.corpus.index import IndexFiles
     from contextuality.measures.settings import MeasureSettings
     from contextuality.workflow import parse_part
@@ -15,8 +15,7 @@ def extract() -> None:
         snakemake.output.meta,
     )
     common = {
-        "name": snakemake.params.model,
-        "settings": snakemake.params.settings,
+        "model": backends.model_settings(snakemake.params.model, snakemake.params.settings),
         "sentences_path": snakemake.input.sentences,
         "index": IndexFiles.of(snakemake.input),
         "outputs": outputs,

@@ -5,12 +5,11 @@ from contextuality.jobs.process import run_job
 
 
 def special_tokens() -> None:
-    from contextuality import steps
+    from contextuality import backends, steps
     from contextuality.corpus.index import IndexFiles
 
     steps.special_tokens(
-        snakemake.wildcards.model,
-        snakemake.params.settings,
+        backends.model_settings(snakemake.wildcards.model, snakemake.params.settings),
         snakemake.input.sentences,
         IndexFiles.of(snakemake.input),
         snakemake.output[0],

@@ -4,13 +4,12 @@ from contextuality.jobs.process import run_job
 
 
 def subword_index() -> None:
-    from contextuality import steps
+    from contextuality import backends, steps
     from contextuality.corpus.index import IndexFiles, IndexSettings
 
     steps.subword_index(
         snakemake.input[0],
-        snakemake.wildcards.tokenizer,
-        snakemake.params.tokenizer,
+        backends.model_settings(snakemake.wildcards.tokenizer, snakemake.params.tokenizer),
         IndexSettings(**snakemake.params.index),
         IndexFiles.of(snakemake.output),
     )

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from contextuality.api.arguments import batch_array, chosen_layers, offsets_in_texts, texts_of
-from contextuality.backends.base import POOLINGS
+from contextuality.backends.settings import POOLINGS
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError
 from contextuality.extraction.forward import pool_subwords

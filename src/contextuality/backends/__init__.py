@@ -15,12 +15,13 @@ from contextuality.backends import elmo, hf, token_embeddings
 from contextuality.backends.base import (
     Backend,
     LoadedModel,
-    ModelSpec,
     TextEncoder,
     selected_layers,
     source_problem,
+    torch_device,
     window_overlap_problem,
 )
+from contextuality.backends.settings import ModelSettings
 from contextuality.backends.token_embeddings import TokenEmbeddings
 from contextuality.errors import ConfigError, ContextualityError
 
@@ -28,40 +29,39 @@ BACKENDS: dict[str, Backend] = {"transformers": hf.BACKEND, "elmo": elmo.BACKEND
 LOADERS = tuple(BACKENDS)
 
 
-def model_spec(name: str, section: dict[str, Any]) -> ModelSpec:
-    """The model `name` of a config section (``models.<name>``), its settings checked
-    against its backend (ConfigError naming the setting)."""
-    loader = section.get("loader", ModelSpec.loader)
-    if loader not in BACKENDS:
-        raise ConfigError(f"model {name}: loader must be one of {LOADERS}")
-    spec = ModelSpec.from_config(name, section)
-    BACKENDS[loader].check(spec)
-    return spec
+def model_settings(name: str, section: dict[str, Any]) -> ModelSettings:
+    """The settings of model `name` from its config section (``models.<name>``), checked
+    against the schema and the model's backend (ConfigError naming the setting)."""
+    settings = ModelSettings.from_config(name, section)
+    if settings.device != "auto":  # a typo, wherever the jobs will run
+        torch_device(settings.device, f"models.{name}.device")
+    BACKENDS[settings.loader].check(settings)
+    return settings
 
 
-def backend_of(spec: ModelSpec) -> Backend:
+def backend_of(spec: ModelSettings) -> Backend:
     """The backend that reads `spec`'s model."""
     return BACKENDS[spec.loader]
 
 
-def model_settings(spec: ModelSpec) -> dict[str, Any]:
+def recorded_settings(spec: ModelSettings) -> dict[str, Any]:
     """Every setting that changes `spec`'s vectors, as outputs record and hash them: the
-    common ones and those its backend records always. ``model_spec(name, settings)`` gives
-    back an equal spec."""
+    common ones and those its backend records always. ``model_settings(name, settings)``
+    gives back equal settings."""
     settings = spec.common_settings()
     for key in backend_of(spec).recorded_settings:
         settings.setdefault(key, getattr(spec, key))
-    order = list(ModelSpec.__dataclass_fields__)
+    order = list(ModelSettings.__dataclass_fields__)
     return dict(sorted(settings.items(), key=lambda item: order.index(item[0])))
 
 
-def count_hidden_layers(spec: ModelSpec) -> int:
+def count_hidden_layers(spec: ModelSettings) -> int:
     """L, the model's number of layers (hidden states are 0..L), from its config or
     options file alone."""
     return backend_of(spec).count_layers(spec)
 
 
-def check_planned_layers(spec: ModelSpec) -> None:
+def check_planned_layers(spec: ModelSettings) -> None:
     """Refuse, before anything runs, a local model that is not there, and ``layers`` or an
     ablation's block beyond its L, where its files give L without loading it
     (`Backend.known_layer_count`); ConfigError naming the setting."""
@@ -85,7 +85,7 @@ def check_planned_layers(spec: ModelSpec) -> None:
         )
 
 
-def check_planned_window(spec: ModelSpec) -> None:
+def check_planned_window(spec: ModelSettings) -> None:
     """Refuse, before anything runs, a ``window_overlap`` that leaves windowed sentences no
     step in the window the model's tokenizer and config give (ConfigError naming it): the
     extraction would refuse it only after its old shards were removed. Reads the tokenizer
@@ -98,35 +98,35 @@ def check_planned_window(spec: ModelSpec) -> None:
         raise ConfigError(problem)
 
 
-def model_layers(spec: ModelSpec) -> tuple[int, ...]:
+def model_layers(spec: ModelSettings) -> tuple[int, ...]:
     """The hidden-state indices to extract: the config's ``layers``, else all of 0..L."""
     if spec.layers is not None:
         return selected_layers(spec, 0)
     return selected_layers(spec, count_hidden_layers(spec))
 
 
-def model_files(spec: ModelSpec) -> list[Path]:
+def model_files(spec: ModelSettings) -> list[Path]:
     """The local files an extraction of `spec` reads, for a workflow to track."""
     return backend_of(spec).files(spec)
 
 
-def reads_corpus_in_order(spec: ModelSpec) -> bool:
+def reads_corpus_in_order(spec: ModelSettings) -> bool:
     """Whether the model must read the corpus as one sequence, in order (so it cannot be
     extracted in parts)."""
     return backend_of(spec).sequential(spec)
 
 
-def load_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
+def load_model(spec: ModelSettings, device: str = "cpu") -> LoadedModel:
     """The model of `spec`, loaded onto `device` in eval mode."""
     return backend_of(spec).load(spec, device)
 
 
-def load_encoder(spec: ModelSpec) -> TextEncoder:
+def load_encoder(spec: ModelSettings) -> TextEncoder:
     """The model's `TextEncoder` alone, without its weights."""
     return backend_of(spec).load_encoder(spec)
 
 
-def load_language_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
+def load_language_model(spec: ModelSettings, device: str = "cpu") -> LoadedModel:
     """The model of `spec` with its language-modelling head, attention computed eagerly so
     that it returns its weights: what a perplexity needs. Transformers models only."""
     if spec.loader != "transformers":
@@ -137,13 +137,13 @@ def load_language_model(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
     return hf.load(spec, device, language_model=True)
 
 
-def is_decoder(spec: ModelSpec) -> bool:
+def is_decoder(spec: ModelSettings) -> bool:
     """Whether the model predicts the next token (`hf.is_decoder`); ELMo's LSTMs are read
     in both directions, and are not."""
     return spec.loader == "transformers" and hf.is_decoder(spec)
 
 
-def has_token_embeddings(spec: ModelSpec) -> bool:
+def has_token_embeddings(spec: ModelSettings) -> bool:
     """Whether the model reads its tokens through an embedding matrix, one row per
     vocabulary entry: a transformers model does; ELMo builds each token's input from its
     characters."""

@@ -18,179 +18,18 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from contextuality.backends.settings import ModelSettings
 from contextuality.errors import ConfigError, ModelLoadError
 from contextuality.files.fetch import resolve_data_path
-
-POOLINGS = ("mean", "first", "last")
-UNITS = ("word", "subword")
-LAST_LAYERS = ("as_returned", "before_final_norm")
-LONG_SENTENCE_MODES = ("truncate", "window")
-LSTM_STATES = ("per_sentence", "carried")
-WEIGHTS_DTYPES = ("float32", "bfloat16", "float16")
-STORAGE_DTYPES = ("auto", "float16", "float32")
-CUDA_DTYPES = ("float16", "bfloat16", "float32")
-# Config keys of a model that choose where and how its jobs run, not what they compute.
-SCHEDULING_KEYS = frozenset({"gpus", "streaming"})
-# Settings that only some models have: recorded only where they differ from these defaults
-# (or where a backend records them always), so adding them changed no existing settings.
-OPTIONAL_SETTINGS = {
-    "lstm_states": "per_sentence",
-    "weights_dtype": "float32",
-    "device_map": None,
-    "segment_words": None,
-    "ablation": None,
-    "autocast": False,
-    "parity_sentences": 32,
-}
-ABLATION_TARGETS = ("massive", "first_token")
-ABLATION_VALUES = ("zero", "mean")
-
-
-@dataclass(frozen=True)
-class Ablation:
-    """An intervention in the forward pass (Sun et al. 2024, "Massive Activations in Large
-    Language Models"): at the output of block `block` (hidden state `block`), set the
-    `target` activations to `value`, before the next block reads them.
-
-    target: ``massive``, each activation above both 100 and 1,000 times its sequence's
-    median magnitude at that block; ``first_token``, the whole state of each sequence's
-    first token (a BOS where the model adds one). value: ``zero``, or ``mean``, their mean
-    over the first `calibration_sentences` sentences of the corpus, found by a forward pass
-    before the extraction (per dimension for ``massive``).
-    """
-
-    block: int
-    target: str = "massive"
-    value: str = "mean"
-    calibration_sentences: int = 256
-
-    @classmethod
-    def from_config(cls, model: str, section: dict[str, Any]) -> Ablation:
-        """From ``models.<model>.ablation``, refusing unknown keys and values out of range."""
-        if not isinstance(section, dict):
-            raise ConfigError(f"model {model}: ablation must be a mapping with a block")
-        unknown = set(section) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ConfigError(f"model {model}: unknown ablation settings {sorted(unknown)}")
-        ablation = cls(**section)
-        for key, choices in (("target", ABLATION_TARGETS), ("value", ABLATION_VALUES)):
-            if getattr(ablation, key) not in choices:
-                raise ConfigError(f"model {model}: ablation.{key} must be one of {choices}")
-        for key in ("block", "calibration_sentences"):
-            value = getattr(ablation, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"model {model}: ablation.{key} must be an integer >= 1")
-        return ablation
-
-
-SETTING_CHOICES = {  # the settings that take one of a few values
-    "pooling": POOLINGS,
-    "long_sentences": LONG_SENTENCE_MODES,
-    "units": UNITS,
-    "last_layer": LAST_LAYERS,
-    "lstm_states": LSTM_STATES,
-    "weights_dtype": WEIGHTS_DTYPES,
-    "storage_dtype": STORAGE_DTYPES,
-    "cuda_dtype": CUDA_DTYPES,
-}
 
 Span = tuple[int, int]
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """One entry of ``models:`` in the config (see workflow/schemas/config.schema.yaml).
-
-    Build it with `contextuality.backends.model_spec`, which also checks the settings
-    against the model's backend.
-    """
-
-    name: str
-    source: str
-    revision: str | None = None
-    gguf_file: str | None = None
-    loader: str = "transformers"
-    units: str = "word"
-    layers: tuple[int, ...] | None = None
-    last_layer: str = "as_returned"
-    pooling: str = "mean"
-    add_bos: bool = False
-    max_length: int | None = None
-    long_sentences: str = "truncate"
-    window_overlap: int | None = None
-    token_budget: int | None = None
-    storage_dtype: str = "auto"
-    cuda_dtype: str = "float16"
-    device: str = "auto"
-    trust_remote_code: bool = False
-    lstm_states: str = "per_sentence"
-    weights_dtype: str = "float32"
-    device_map: str | None = None
-    segment_words: int | None = None
-    ablation: Ablation | None = None
-    autocast: bool = False
-    random_weights_seed: int | None = None
-    parity_sentences: int = 32
-
-    @classmethod
-    def from_config(cls, name: str, section: dict[str, Any]) -> ModelSpec:
-        """Build from a config section, refusing unknown keys and values outside a setting's
-        choices (scheduling keys such as ``gpus`` are not settings)."""
-        known = {key for key in cls.__dataclass_fields__ if key != "name"}
-        unknown = set(section) - known - SCHEDULING_KEYS
-        if unknown:
-            raise ConfigError(f"model {name}: unknown settings {sorted(unknown)}")
-        values = {key: section[key] for key in known if key in section}
-        if values.get("layers") is not None:  # in order, once each: the same extraction
-            values["layers"] = tuple(sorted({int(layer) for layer in values["layers"]}))
-        for key, choices in SETTING_CHOICES.items():
-            if key in values and values[key] not in choices:
-                raise ConfigError(f"model {name}: {key} must be one of {choices}")
-        if values.get("ablation") is not None:
-            values["ablation"] = Ablation.from_config(name, values["ablation"])
-        if values.get("device", "auto") != "auto":  # a typo, wherever the jobs will run
-            torch_device(values["device"], f"models.{name}.device")
-        spec = cls(name=name, **values)
-        spec.check_effective()
-        return spec
-
-    def check_effective(self) -> None:
-        """Refuse (ConfigError naming the key) settings that could not take effect: an
-        ablation after every layer extracted (the forward pass stops at the last one, so
-        nothing extracted would change), or windows that overlap by their whole length."""
-        ablation = self.ablation
-        if ablation is not None and self.layers is not None and ablation.block > max(self.layers):
-            raise ConfigError(
-                f"models.{self.name}.ablation.block: {ablation.block}, after the last layer "
-                f"extracted ({max(self.layers)}), so no layer would change; extract a layer "
-                f"from {ablation.block} on (models.{self.name}.layers)"
-            )
-        overlap, length = self.window_overlap, self.max_length
-        if self.long_sentences == "window" and None not in (overlap, length) and overlap >= length:
-            raise ConfigError(
-                f"models.{self.name}.window_overlap: {overlap} is not below max_length "
-                f"{length}, so consecutive windows could not move on; set it below the "
-                "window's content (max_length less the special tokens)"
-            )
-
-    def common_settings(self) -> dict[str, Any]:
-        """Every setting that changes the extracted vectors, defaults filled in, less the
-        `OPTIONAL_SETTINGS` at their defaults; `contextuality.backends.model_settings` adds
-        what a backend records always. ``from_config(name, settings)`` gives back an equal
-        spec."""
-        settings = asdict(self)
-        del settings["name"]
-        for key, default in OPTIONAL_SETTINGS.items():
-            if settings[key] == default:
-                del settings[key]
-        return settings
-
-
-def window_overlap_problem(spec: ModelSpec, room: int, max_length: int) -> str | None:
+def window_overlap_problem(spec: ModelSettings, room: int, max_length: int) -> str | None:
     """Why `spec`'s windows could not move on, where ``window_overlap`` is not below `room`,
     the content subwords a window of `max_length` holds besides the special tokens; None
     where they can (or sentences are not windowed)."""
@@ -204,7 +43,7 @@ def window_overlap_problem(spec: ModelSpec, room: int, max_length: int) -> str |
     )
 
 
-def no_content_window(spec: ModelSpec) -> tuple[int, int] | None:
+def no_content_window(spec: ModelSettings) -> tuple[int, int] | None:
     """For a backend whose windows are not known before its model is loaded."""
     return None
 
@@ -273,7 +112,7 @@ def resolved_device(requested: str, setting: str = "device") -> str:
     return requested
 
 
-def weights_dtype_on(spec: ModelSpec, device_type: str) -> str:
+def weights_dtype_on(spec: ModelSettings, device_type: str) -> str:
     """The dtype a model's weights are held in on a device of `device_type`: on a GPU its
     ``cuda_dtype``, so that every operation of the forward pass runs in it as the bare
     model runs (unless ``autocast: true``, which keeps ``weights_dtype`` and autocasts the
@@ -283,7 +122,7 @@ def weights_dtype_on(spec: ModelSpec, device_type: str) -> str:
     return spec.weights_dtype
 
 
-def token_budget(spec: ModelSpec, device_type: str) -> int:
+def token_budget(spec: ModelSettings, device_type: str) -> int:
     """The token budget `spec` runs with on a device of `device_type` (``cuda``, ``cpu``):
     its own, or `DEFAULT_TOKEN_BUDGET` for the device (a GPU's for other accelerators)."""
     if spec.token_budget is not None:
@@ -291,7 +130,7 @@ def token_budget(spec: ModelSpec, device_type: str) -> int:
     return DEFAULT_TOKEN_BUDGET.get(device_type, DEFAULT_TOKEN_BUDGET["cuda"])
 
 
-def tokenizer_key(spec: ModelSpec) -> str:
+def tokenizer_key(spec: ModelSettings) -> str:
     """Name of the subword index of `spec`'s tokenizer, safe as a path component.
 
     Models with the same source and revision share one subword index.
@@ -300,7 +139,7 @@ def tokenizer_key(spec: ModelSpec) -> str:
     return f"{key}@{spec.revision}" if spec.revision else key
 
 
-def is_local(spec: ModelSpec) -> bool:
+def is_local(spec: ModelSettings) -> bool:
     """Whether `spec`'s source is on local disk, not a hub id: written as a path (starting
     with ``/``, ``.`` or ``~``), as ``package:<module>/<dir>``, or a relative directory
     that exists (``models/my-bert``, as transformers itself reads it)."""
@@ -309,7 +148,7 @@ def is_local(spec: ModelSpec) -> bool:
     return Path(spec.source).is_dir()
 
 
-def source_problem(spec: ModelSpec) -> str | None:
+def source_problem(spec: ModelSettings) -> str | None:
     """What is wrong with a source that is neither a local directory nor plausibly a hub
     id: a relative path whose first folder exists here but not the directory itself (a
     typo in a local path, which would otherwise be looked up on the hub); None if fine."""
@@ -324,7 +163,7 @@ def source_problem(spec: ModelSpec) -> str | None:
     return None
 
 
-def model_location(spec: ModelSpec) -> str:
+def model_location(spec: ModelSettings) -> str:
     """What to hand to a loader: a directory path or a hub id.
 
     A source written as a path (starting with ``/``, ``.`` or ``~``) or as
@@ -338,7 +177,7 @@ def model_location(spec: ModelSpec) -> str:
     return str(location)
 
 
-def selected_layers(spec: ModelSpec, n_layers: int) -> tuple[int, ...]:
+def selected_layers(spec: ModelSettings, n_layers: int) -> tuple[int, ...]:
     """The hidden-state indices to extract: the config's ``layers`` or all of 0..`n_layers`."""
     if spec.layers is not None:
         return tuple(sorted(set(spec.layers)))
@@ -397,7 +236,7 @@ class LoadedModel:
         (`weights_dtype_on`), so that the pass runs without autocast.
     """
 
-    spec: ModelSpec
+    spec: ModelSettings
     tokenizer: Any
     encoder: TextEncoder
     model: Any
@@ -474,7 +313,7 @@ class Backend:
     """One kind of model, as `contextuality.backends` registers it.
 
     check(spec): refuse the settings that mean nothing for this kind (ConfigError).
-    recorded_settings: `OPTIONAL_SETTINGS` this kind records even at their defaults.
+    recorded_settings: `settings.OPTIONAL_SETTINGS` this kind records even at their defaults.
     count_layers(spec): L, the number of layers, read without loading the weights.
     known_layer_count(spec): L where local files give it without loading any library (the
         workflow checks ``layers`` with it while it plans), None where they cannot.
@@ -487,12 +326,12 @@ class Backend:
         where that is not known without loading the model.
     """
 
-    check: Callable[[ModelSpec], None]
-    count_layers: Callable[[ModelSpec], int]
-    known_layer_count: Callable[[ModelSpec], int | None]
-    files: Callable[[ModelSpec], list[Path]]
-    sequential: Callable[[ModelSpec], bool]
-    load: Callable[[ModelSpec, str], LoadedModel]
-    load_encoder: Callable[[ModelSpec], TextEncoder]
+    check: Callable[[ModelSettings], None]
+    count_layers: Callable[[ModelSettings], int]
+    known_layer_count: Callable[[ModelSettings], int | None]
+    files: Callable[[ModelSettings], list[Path]]
+    sequential: Callable[[ModelSettings], bool]
+    load: Callable[[ModelSettings, str], LoadedModel]
+    load_encoder: Callable[[ModelSettings], TextEncoder]
     recorded_settings: tuple[str, ...] = ()
-    content_window: Callable[[ModelSpec], tuple[int, int] | None] = no_content_window
+    content_window: Callable[[ModelSettings], tuple[int, int] | None] = no_content_window

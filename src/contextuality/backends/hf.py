@@ -17,10 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from contextuality.backends.base import (
-    OPTIONAL_SETTINGS,
     Backend,
     LoadedModel,
-    ModelSpec,
     RunningTextEncoding,
     Span,
     is_local,
@@ -29,6 +27,7 @@ from contextuality.backends.base import (
     weights_dtype_on,
 )
 from contextuality.backends.hub import endpoint, hub_unreachable
+from contextuality.backends.settings import ModelSettings, model_default
 from contextuality.errors import ConfigError, ModelLoadError
 from contextuality.files.provenance import sha256_file
 
@@ -36,13 +35,13 @@ FINAL_NORM_NAMES = ("ln_f", "norm", "final_layer_norm", "final_layernorm")
 _HUGE_MAX_LENGTH = 1_000_000  # what a tokenizer reports when it sets no limit
 
 
-def check(spec: ModelSpec) -> None:
+def check(spec: ModelSettings) -> None:
     """Refuse ELMo's own setting on a transformers model."""
-    if spec.lstm_states != OPTIONAL_SETTINGS["lstm_states"]:
+    if spec.lstm_states != model_default("lstm_states"):
         raise ConfigError(f"model {spec.name}: lstm_states is ELMo's setting (loader: elmo)")
 
 
-def _load_error(spec: ModelSpec, what: str, error: Exception) -> ModelLoadError:
+def _load_error(spec: ModelSettings, what: str, error: Exception) -> ModelLoadError:
     """What to say when transformers cannot load a part of the model: that the model ships
     code of its own, refused without ``trust_remote_code`` (transformers' message names that
     argument), that a pickled weights file holds more than tensors, or else how a hub id
@@ -74,7 +73,7 @@ def _load_error(spec: ModelSpec, what: str, error: Exception) -> ModelLoadError:
     )
 
 
-def _offline_error(spec: ModelSpec) -> ModelLoadError:
+def _offline_error(spec: ModelSettings) -> ModelLoadError:
     """A hub id that the local cache lacks, where the hub cannot be reached."""
     return ModelLoadError(
         f"model {spec.name}: '{spec.source}' is not in the local Hugging Face cache, and the "
@@ -84,7 +83,7 @@ def _offline_error(spec: ModelSpec) -> ModelLoadError:
     )
 
 
-def _pretrained_options(spec: ModelSpec) -> dict[str, Any]:
+def _pretrained_options(spec: ModelSettings) -> dict[str, Any]:
     """Options every ``from_pretrained`` call of the model gets: its revision, whether remote
     code may run, and the GGUF file to read (weights dequantized to float32) when set; a
     hub id where the hub cannot be reached is read from the local cache alone."""
@@ -96,7 +95,7 @@ def _pretrained_options(spec: ModelSpec) -> dict[str, Any]:
     return options
 
 
-def _config(spec: ModelSpec) -> Any:
+def _config(spec: ModelSettings) -> Any:
     """The model's transformers config, read alone (no weights)."""
     from transformers import AutoConfig
 
@@ -106,12 +105,12 @@ def _config(spec: ModelSpec) -> Any:
         raise _load_error(spec, "config", error) from error
 
 
-def count_layers(spec: ModelSpec) -> int:
+def count_layers(spec: ModelSettings) -> int:
     """Number of transformer layers L, read from the model's config only (no weights)."""
     return int(_config(spec).num_hidden_layers)
 
 
-def is_decoder(spec: ModelSpec) -> bool:
+def is_decoder(spec: ModelSettings) -> bool:
     """Whether the model is a decoder trained to predict the next token: its architecture
     has a causal language-modelling head in transformers and no masked one (BERT and its
     kin have both, the causal head being untrained)."""
@@ -127,7 +126,7 @@ def is_decoder(spec: ModelSpec) -> bool:
     )
 
 
-def language_model_from_files(spec: ModelSpec) -> tuple[Any, list[str]] | None:
+def language_model_from_files(spec: ModelSettings) -> tuple[Any, list[str]] | None:
     """The model with its causal language-modelling head (``AutoModelForCausalLM``), read
     from its files in float32 on the CPU, and the names of its weights the files lack (a
     head an encoder was shipped without); None for an architecture with no such head in
@@ -151,7 +150,7 @@ def language_model_from_files(spec: ModelSpec) -> tuple[Any, list[str]] | None:
     return model, list(loading["missing_keys"])
 
 
-def known_layer_count(spec: ModelSpec) -> int | None:
+def known_layer_count(spec: ModelSettings) -> int | None:
     """L as the config.json on local disk gives it (a local directory's, or the hub cache's
     for a hub id), read as JSON without importing transformers; None where there is none
     (a hub id not cached, a GGUF file) or it names no layer count. A local source that is
@@ -176,7 +175,7 @@ def known_layer_count(spec: ModelSpec) -> int | None:
     return next((int(count) for count in counts if isinstance(count, int)), None)
 
 
-def _cached_hub_file(spec: ModelSpec, filename: str) -> Path | None:
+def _cached_hub_file(spec: ModelSettings, filename: str) -> Path | None:
     """Where the local Hugging Face cache holds `filename` of hub model `spec` at its
     revision (a snapshot directory named by the commit), or None where it does not."""
     from huggingface_hub import try_to_load_from_cache
@@ -191,7 +190,7 @@ def _cached_hub_file(spec: ModelSpec, filename: str) -> Path | None:
     return Path(cached) if isinstance(cached, str) else None
 
 
-def resolved_revision(spec: ModelSpec) -> str | None:
+def resolved_revision(spec: ModelSettings) -> str | None:
     """The commit a hub model's files were loaded from, read from the cache snapshot that
     holds them (transformers no longer records it), else the configured ``revision``;
     None for a local source, whose files' checksums are recorded instead."""
@@ -202,7 +201,7 @@ def resolved_revision(spec: ModelSpec) -> str | None:
     return found.group(1) if found else spec.revision
 
 
-def files(spec: ModelSpec) -> list[Path]:
+def files(spec: ModelSettings) -> list[Path]:
     """The local files an extraction reads, so that changing any of them (re-saved weights,
     an edited config or tokenizer) re-extracts: every file at the top of a local model
     directory, or the GGUF file named (which holds the tokenizer too); none for a hub id,
@@ -215,7 +214,7 @@ def files(spec: ModelSpec) -> list[Path]:
     return sorted(path for path in directory.iterdir() if path.is_file())
 
 
-def sequential(spec: ModelSpec) -> bool:
+def sequential(spec: ModelSettings) -> bool:
     """A transformer reads each input on its own."""
     return False
 
@@ -267,7 +266,7 @@ class RunningTextEncoder:
         return [self.tokenizer.convert_ids_to_tokens(encoding.content) for encoding in encodings]
 
 
-def load_tokenizer(spec: ModelSpec) -> Any:
+def load_tokenizer(spec: ModelSettings) -> Any:
     """The model's fast tokenizer, set up as the model's authors ship it: sentences are
     tokenized as running text, and words are aligned to subwords by character offsets."""
     from transformers import AutoTokenizer
@@ -283,12 +282,12 @@ def load_tokenizer(spec: ModelSpec) -> Any:
     return tokenizer
 
 
-def load_encoder(spec: ModelSpec) -> RunningTextEncoder:
+def load_encoder(spec: ModelSettings) -> RunningTextEncoder:
     """The model's `RunningTextEncoder`, without its weights."""
     return RunningTextEncoder(load_tokenizer(spec))
 
 
-def content_window(spec: ModelSpec) -> tuple[int, int]:
+def content_window(spec: ModelSettings) -> tuple[int, int]:
     """(content subwords, max_length) of one of the model's windows: its longest input
     less the special tokens its tokenizer adds to a sentence (and the BOS of ``add_bos``),
     from the tokenizer and config alone, as `extraction.units` counts them."""
@@ -359,7 +358,7 @@ def find_blocks(model: Any, n_layers: int) -> tuple[Any, str] | None:
     return None
 
 
-def _require_accelerate(spec: ModelSpec) -> None:
+def _require_accelerate(spec: ModelSettings) -> None:
     if importlib.util.find_spec("accelerate") is None:
         raise ModelLoadError(
             f"model {spec.name}: device_map needs the accelerate package "
@@ -367,7 +366,7 @@ def _require_accelerate(spec: ModelSpec) -> None:
         )
 
 
-def _max_length(spec: ModelSpec, config: Any, tokenizer: Any) -> int:
+def _max_length(spec: ModelSettings, config: Any, tokenizer: Any) -> int:
     """The longest input the model takes: the least of the ``max_length`` setting, the
     model's position window and the tokenizer's limit, whichever are known."""
     window = getattr(config, "max_position_embeddings", None) or getattr(
@@ -382,7 +381,7 @@ def _max_length(spec: ModelSpec, config: Any, tokenizer: Any) -> int:
     return int(min(known))
 
 
-def _randomly_initialised(spec: ModelSpec, options: dict[str, Any], auto_class: Any) -> Any:
+def _randomly_initialised(spec: ModelSettings, options: dict[str, Any], auto_class: Any) -> Any:
     """The model's architecture (its config) with transformers' own initialisation of the
     weights, seeded with ``random_weights_seed``: the untrained baseline."""
     import torch
@@ -398,7 +397,7 @@ def _randomly_initialised(spec: ModelSpec, options: dict[str, Any], auto_class: 
         )
 
 
-def load(spec: ModelSpec, device: str = "cpu", language_model: bool = False) -> LoadedModel:
+def load(spec: ModelSettings, device: str = "cpu", language_model: bool = False) -> LoadedModel:
     """Load tokenizer and model (eval mode) and read their limits.
 
     The weights are loaded in the dtype they are held in on the device (`weights_dtype_on`:

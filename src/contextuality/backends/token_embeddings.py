@@ -10,8 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from contextuality.backends.base import LoadedModel, ModelSpec, model_location
+from contextuality.backends.base import LoadedModel, model_location
 from contextuality.backends.hf import language_model_from_files
+from contextuality.backends.settings import ModelSettings
 from contextuality.errors import ModelLoadError
 
 
@@ -29,7 +30,9 @@ class TokenEmbeddings:
     stored_as: str
 
 
-def output_embedding(spec: ModelSpec, inputs: np.ndarray) -> tuple[np.ndarray | None, bool | None]:
+def output_embedding(
+    spec: ModelSettings, inputs: np.ndarray
+) -> tuple[np.ndarray | None, bool | None]:
     """The model's output embedding (V, d) where it is a tensor of its own, and whether it
     is tied to the input embedding `inputs` (V, d): its files read again with the
     language-modelling head (`hf.language_model_from_files`); a head the files lack means

@@ -28,6 +28,7 @@ from typing import Any
 
 from contextuality import __version__, backends, steps
 from contextuality.backends.elmo.release import RELEASE_DIRECTORY, RELEASES
+from contextuality.backends.settings import ModelSettings
 from contextuality.benchmarks import BENCHMARKS, OOV_POLICIES, PROTOCOLS, ScoringSettings
 from contextuality.cli.argument_types import (
     nonnegative_int,
@@ -88,15 +89,15 @@ def _index(args: argparse.Namespace) -> None:
     if args.subwords is None:
         steps.occurrence_index(args.sentences, settings, output)
     else:
-        model = {"source": args.subwords, "units": "subword"}
-        steps.subword_index(args.sentences, Path(args.subwords).name, model, settings, output)
+        section = {"source": args.subwords, "units": "subword"}
+        model = backends.model_settings(Path(args.subwords).name, section)
+        steps.subword_index(args.sentences, model, settings, output)
 
 
-def _model_section(args: argparse.Namespace) -> tuple[str, dict, tuple[int, ...]]:
-    """The model's name, config section and layers, its settings checked by its backend."""
-    section = model_options(args)
-    name = args.name or Path(args.model).name
-    return name, section, backends.model_layers(backends.model_spec(name, section))
+def _model(args: argparse.Namespace) -> tuple[ModelSettings, tuple[int, ...]]:
+    """The model's settings (`model_options`) and the layers they extract."""
+    model = model_options(args)
+    return model, backends.model_layers(model)
 
 
 def _layer_outputs(output: str, layers: tuple[int, ...], suffix: str) -> steps.LayerOutputs:
@@ -108,10 +109,9 @@ def _layer_outputs(output: str, layers: tuple[int, ...], suffix: str) -> steps.L
 
 
 def _extract(args: argparse.Namespace) -> None:
-    name, section, layers = _model_section(args)
+    model, layers = _model(args)
     steps.extract(
-        name,
-        section,
+        model,
         args.sentences,
         IndexFiles.in_directory(args.index),
         _layer_outputs(args.output, layers, ".h5"),
@@ -122,13 +122,12 @@ def _extract(args: argparse.Namespace) -> None:
 
 
 def _stream(args: argparse.Namespace) -> None:
-    name, section, layers = _model_section(args)
+    model, layers = _model(args)
     index = IndexFiles.in_directory(args.index)
     measures = MeasureSettings(baseline_sample_size=args.baseline_sample_size, seed=args.seed)
     outputs = _layer_outputs(args.output, layers, ".state.h5")
     steps.stream(
-        name,
-        section,
+        model,
         args.sentences,
         index,
         outputs,

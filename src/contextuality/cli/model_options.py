@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from pathlib import Path
 from typing import Any
 
-from contextuality.backends.base import SETTING_CHOICES, ModelSpec
+from contextuality import backends
+from contextuality.backends.settings import ModelSettings, model_choices
 from contextuality.cli.argument_types import (
     device,
     nonnegative_int,
@@ -35,8 +37,8 @@ def add_model_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--name", help="name recorded in the outputs (default: MODEL's last part)")
     for setting, help_text in MODEL_OPTION_HELP.items():
         option = "--" + setting.replace("_", "-")
-        field = ModelSpec.__dataclass_fields__[setting]
-        default = field.default
+        field = ModelSettings.__dataclass_fields__[setting]
+        default = field.default  # the schema's (`settings.model_default`)
         if isinstance(default, bool):
             command.add_argument(option, action="store_true", help=help_text)
             continue
@@ -50,7 +52,7 @@ def add_model_arguments(command: argparse.ArgumentParser) -> None:
         command.add_argument(
             option,
             type=option_type,
-            choices=SETTING_CHOICES.get(setting),
+            choices=model_choices(setting),
             help=help_text + ("" if "default:" in help_text else shown),
         )
     command.add_argument("--sentences", required=True, help="sentences.parquet from 'sentences'")
@@ -89,7 +91,7 @@ def usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
-def model_options(args: argparse.Namespace) -> dict[str, Any]:
+def model_section(args: argparse.Namespace) -> dict[str, Any]:
     """The config section (``models.<name>``) the options of 'extract' and 'stream' give:
     the source and every setting given (`MODEL_OPTION_HELP`)."""
     section = {"source": args.model}
@@ -98,3 +100,9 @@ def model_options(args: argparse.Namespace) -> dict[str, Any]:
         if value is not None and value is not False:
             section[setting] = value
     return section
+
+
+def model_options(args: argparse.Namespace) -> ModelSettings:
+    """The model the options of 'extract' and 'stream' give (`model_section`), named by
+    ``--name`` (else MODEL's last part), checked as a config's model is."""
+    return backends.model_settings(args.name or Path(args.model).name, model_section(args))

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from contextuality.backends.base import Ablation, LoadedModel, token_budget
+from contextuality.backends.base import LoadedModel, token_budget
+from contextuality.backends.settings import Ablation
 from contextuality.errors import ConfigError, warn
 from contextuality.extraction.forward import forward_dtype, layer_states, pad_batch, plan_batches
 from contextuality.extraction.units import SentenceUnits
@@ -215,7 +216,7 @@ class AblationRun:
 
 def check_block_extracted(loaded: LoadedModel, layers: list[int]) -> None:
     """Refuse (ConfigError) an ablation of a block after the last of `layers` extracted:
-    no layer extracted would change (`ModelSpec.check_effective` refuses it from a config's
+    no layer extracted would change (`ModelSettings.check_effective` refuses it from a config's
     layers; this, from the layers a spec made without a config resolves to). A block past
     the model's last is `calibrate`'s to refuse."""
     ablation = loaded.spec.ablation

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contextuality.backends.base import Ablation, LoadedModel
+from contextuality.backends.base import LoadedModel
+from contextuality.backends.settings import Ablation
 from contextuality.extraction.ablation import AblationHook, calibrate_all, hooked, massive_mask
 from contextuality.extraction.forward import forward_dtype, pad_batch, plan_batches, precision
 from contextuality.extraction.units import EncodedSentence, subword_inputs

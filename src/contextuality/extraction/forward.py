@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from contextuality.backends.base import LoadedModel, ModelSpec, only_blocks_up_to
+from contextuality.backends.base import LoadedModel, only_blocks_up_to
+from contextuality.backends.settings import ModelSettings
 from contextuality.extraction.units import EncodedSentence
 
 FLOAT16_MAX = 65504.0
@@ -280,7 +281,7 @@ def _final_norm_input(
         handle.remove()
 
 
-def forward_dtype(device: Any, spec: ModelSpec) -> str:
+def forward_dtype(device: Any, spec: ModelSettings) -> str:
     """The precision a forward pass on `device` (a torch device) runs in: the model's
     ``cuda_dtype`` on CUDA, float32 elsewhere."""
     return spec.cuda_dtype if device.type == "cuda" else "float32"
@@ -377,7 +378,7 @@ def wider_dtypes(dtype: str) -> str:
     return "float32" if dtype == "bfloat16" else "bfloat16 or float32"
 
 
-def non_finite_cause(spec: ModelSpec, model: Any, device: str, dtype: str) -> str:
+def non_finite_cause(spec: ModelSettings, model: Any, device: str, dtype: str) -> str:
     """Why a forward pass on `device` (a torch device type) in `dtype` gave ±inf or NaN,
     and what to do: weights that hold such values; else its float16 or bfloat16 autocast's
     overflow (the remedy: ``cuda_dtype``); else the model's own arithmetic in

@@ -19,13 +19,13 @@ import numpy as np
 import pandas as pd
 
 from contextuality.backends.base import (
-    LONG_SENTENCE_MODES,
     LoadedModel,
     RunningTextEncoding,
     Span,
     TextEncoder,
     window_overlap_problem,
 )
+from contextuality.backends.settings import LONG_SENTENCE_MODES
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError, InputDataError
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from contextuality import backends
 from contextuality.backends.base import tokenizer_key
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus import sentences as corpus_io
 from contextuality.corpus.index import (
     IndexFiles,
@@ -129,18 +130,16 @@ def occurrence_index(sentences_path: PathLike, settings: IndexSettings, output: 
 
 def subword_index(
     sentences_path: PathLike,
-    name: str,
-    model_settings: dict[str, Any],
+    spec: ModelSettings,
     settings: IndexSettings,
     output: IndexFiles,
 ) -> None:
-    """The occurrence index whose units are the subwords of model `name`'s tokenizer (the
+    """The occurrence index whose units are the subwords of model `spec`'s tokenizer (the
     running text's content tokens), for models with ``units: subword``.
 
     Only the tokenizer is loaded. ``settings.lowercase`` does not apply: a unit must be the
     token the model sees.
     """
-    spec = backends.model_spec(name, model_settings)
     encoder = backends.load_encoder(spec)
     table = read_parquet(sentences_path)
     texts = table["text"].tolist()

@@ -9,11 +9,12 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pandas as pd
 
 from contextuality import backends
+from contextuality.backends.settings import ModelSettings
 from contextuality.extraction.token_counts import token_counts
 from contextuality.files.provenance import config_hash, provenance_record, sha256_file
 from contextuality.files.tables import read_parquet_with_provenance, write_parquet, write_tsv
@@ -41,22 +42,21 @@ class MatrixFiles:
 
 
 def embedding_matrix(
-    name: str,
-    settings: dict[str, Any],
+    spec: ModelSettings,
     sentences_path: PathLike,
     outputs: MatrixFiles,
     threads: int = 1,
 ) -> MatrixTables:
-    """Model `name`'s token embedding matrices (`backends.read_token_embeddings`: the
+    """Model `spec`'s token embedding matrices (`backends.read_token_embeddings`: the
     input one, the output one where it has its own), loaded on the CPU (in float32 unless
-    `settings` name another ``weights_dtype``) and measured
+    `spec` names another ``weights_dtype``) and measured
     (`embedding_matrix.measure_matrices`) against the counts of its tokens in the sentence
     table at `sentences_path` (the frequency corpus named as the config's corpus), written
     to `outputs` with their provenance."""
     import torch
 
     torch.set_num_threads(max(1, threads))
-    spec = backends.model_spec(name, settings)
+    name = spec.name
     sentences, corpus = read_parquet_with_provenance(sentences_path)
     loaded = backends.load_model(spec, "cpu")
     embeddings = backends.read_token_embeddings(loaded)
@@ -64,7 +64,7 @@ def embedding_matrix(
     corpus_counts = token_counts(loaded.encoder, sentences["text"].tolist(), n_rows)
     counts = {corpus["corpus"]: corpus_counts}
     tables = measure_matrices(name, embeddings.inputs, embeddings.outputs, embeddings.tied, counts)
-    recorded = backends.model_settings(spec)
+    recorded = backends.recorded_settings(spec)
     provenance = provenance_record(
         step="embedding_matrix",
         model=name,

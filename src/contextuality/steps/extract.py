@@ -14,13 +14,8 @@ import numpy as np
 import pandas as pd
 
 from contextuality import backends
-from contextuality.backends.base import (
-    LoadedModel,
-    ModelSpec,
-    resolved_device,
-    selected_layers,
-    token_budget,
-)
+from contextuality.backends.base import LoadedModel, resolved_device, selected_layers, token_budget
+from contextuality.backends.settings import ModelSettings
 from contextuality.configuration import random_streams
 from contextuality.corpus.index import IndexFiles
 from contextuality.corpus.words import word_spans
@@ -67,7 +62,7 @@ class _Prepared:
     files: dict[int, PathLike]
 
 
-def _checked_layers(spec: ModelSpec, layer_files: dict[int, PathLike]) -> tuple[int, ...]:
+def _checked_layers(spec: ModelSettings, layer_files: dict[int, PathLike]) -> tuple[int, ...]:
     """The layers to extract, checked against the model's config (not its weights) and
     against the files asked for."""
     n_layers = backends.count_hidden_layers(spec)
@@ -87,8 +82,7 @@ def _checked_layers(spec: ModelSpec, layer_files: dict[int, PathLike]) -> tuple[
 
 @collector_paused()
 def _prepare(
-    name: str,
-    settings: dict[str, Any],
+    spec: ModelSettings,
     sentences_path: PathLike,
     index: IndexFiles,
     layer_files: dict[int, PathLike],
@@ -102,7 +96,7 @@ def _prepare(
     import transformers
 
     torch.set_num_threads(max(1, threads))
-    spec = backends.model_spec(name, settings)
+    name = spec.name
     sentence_table = index.read_sentences(sentences_path)
     sentences = sentence_table["text"].tolist()
     index_summary = index.read_summary()
@@ -115,9 +109,9 @@ def _prepare(
     units = units_matching_index(
         loaded, sentences, occurrences, index_summary, str(index.summary), sentence_range
     )
-    recorded = backends.model_settings(spec)
+    recorded = backends.recorded_settings(spec)
     attributes = provenance_record(
-        **_model_source(name, spec, loaded, index_summary),
+        **_model_source(spec, loaded, index_summary),
         settings=recorded,
         layer_conventions=loaded.layer_conventions(),
         model_file_checksums=loaded.file_checksums,
@@ -160,19 +154,18 @@ def _write_meta(job: _Prepared, report: ExtractionReport, path: PathLike) -> dic
 
 
 def extract(
-    name: str,
-    settings: dict[str, Any],
+    model: ModelSettings,
     sentences_path: PathLike,
     index: IndexFiles,
     outputs: LayerOutputs,
+    seed: int,
     part: tuple[int, int] = (0, 1),
     threads: int = 1,
     progress: bool = True,
-    seed: int = 0,
 ) -> dict[str, Any]:
-    """Extract the configured layers of model `name` (its config section `settings`) into
-    one shard per layer, and write its meta.json. seed: the run's (``measures.seed``), which
-    draws the sentences the parity check runs alone too (`extraction.parity`).
+    """Extract the configured layers of `model` into one shard per layer, and write its
+    meta.json. seed: the run's (``measures.seed``), which draws the sentences the parity
+    check runs alone too (`extraction.parity`).
 
     index: the occurrence index the shards align with, the word index or (``units:
     subword``) the model's subword index; the model's units are checked against it sentence
@@ -185,7 +178,7 @@ def extract(
     rows alone and say which (``part``, ``n_parts``, ``first_row``, ``n_rows_total``;
     meta.json too); the measure and static-vector steps gather the parts' rows.
     """
-    job = _prepare(name, settings, sentences_path, index, outputs.files, part, threads)
+    job = _prepare(model, sentences_path, index, outputs.files, part, threads)
 
     def open_sink(dtype: str) -> Sink:
         attributes = {**job.attributes, "dtype": dtype, **job.plan.part_attributes()}
@@ -196,8 +189,7 @@ def extract(
 
 
 def stream(
-    name: str,
-    settings: dict[str, Any],
+    model: ModelSettings,
     sentences_path: PathLike,
     index: IndexFiles,
     outputs: LayerOutputs,
@@ -223,7 +215,7 @@ def stream(
     from contextuality.streaming.accumulate import StreamingAccumulator
     from contextuality.streaming.state import StreamingSettings
 
-    job = _prepare(name, settings, sentences_path, index, outputs.files, part, threads)
+    job = _prepare(model, sentences_path, index, outputs.files, part, threads)
     plan = job.plan
     indexed = index.read_vocab().sort_values("word_id")["indexed"].to_numpy()
     stream_settings = StreamingSettings.from_measures(
@@ -265,32 +257,31 @@ def merge_stream(
 
 
 def _model_source(
-    name: str, spec: Any, loaded: Any, index_summary: dict[str, Any]
+    spec: ModelSettings, loaded: Any, index_summary: dict[str, Any]
 ) -> dict[str, Any]:
     """What an output of a model's forward passes records of the model and the index."""
     return {
-        "model": name,
+        "model": spec.name,
         "model_id": spec.source,
         "model_revision": loaded.revision,
         "n_layers": loaded.n_layers,
         "pooling": spec.pooling,
         "corpus_checksum": index_summary["corpus_checksum"],
         "index_checksum": index_summary["index_checksum"],
-        "config_hash": config_hash(backends.model_settings(spec)),
+        "config_hash": config_hash(backends.recorded_settings(spec)),
     }
 
 
 def special_tokens(
-    name: str,
-    settings: dict[str, Any],
+    spec: ModelSettings,
     sentences_path: PathLike,
     index: IndexFiles,
     output: PathLike,
-    sample_size: int = 1000,
-    seed: int = 0,
+    sample_size: int,
+    seed: int,
     threads: int = 1,
 ) -> pd.DataFrame:
-    """The special tokens' rows of model `name`'s position profile
+    """The special tokens' rows of model `spec`'s position profile
     (`positions.SpecialTokenProfile`), from a seeded sample of `sample_size` sentences
     (stream ``special_token_sentences`` of `seed`) run through the model in float32,
     written to `output` with their provenance. A model whose inputs hold no special token
@@ -298,7 +289,7 @@ def special_tokens(
     import torch
 
     torch.set_num_threads(max(1, threads))
-    spec = backends.model_spec(name, settings)
+    name = spec.name
     index_summary = index.read_summary()
     sentences = index.read_sentences(sentences_path)["text"].tolist()
     layers = selected_layers(spec, backends.count_hidden_layers(spec))
@@ -331,7 +322,7 @@ def special_tokens(
     log.info("special tokens of %s: %s", name, sorted(set(table["bucket"])))
     provenance = provenance_record(
         step="special_tokens",
-        **_model_source(name, spec, loaded, index_summary),
+        **_model_source(spec, loaded, index_summary),
         sample_size=len(texts),
         seed=seed,
         forward_dtype="float32",

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from contextuality import backends
-from contextuality.backends.base import ModelSpec, tokenizer_key
+from contextuality.backends.base import tokenizer_key
+from contextuality.backends.settings import ModelSettings
 from contextuality.configuration.schema import (
     ANY_MODEL,
     SCHEMA_PATH,
@@ -111,7 +112,7 @@ def _model_problems(models: dict[str, Any]) -> list[str]:
         if not isinstance(section, dict):
             continue
         try:
-            spec = backends.model_spec(name, section)
+            spec = backends.model_settings(name, section)
             backends.check_planned_layers(spec)
             backends.check_planned_window(spec)
         except ConfigError as error:
@@ -140,9 +141,9 @@ def ablated_models(config: dict[str, Any]) -> dict[str, str]:
     """Each ablated model (one with an ``ablation``) → the model it ablates: the first in
     config order with the same settings but the ablation and the layers; ablated models
     without one are left out."""
-    specs = {name: model_spec(config, name) for name in model_names(config)}
+    specs = {name: model_settings(config, name) for name in model_names(config)}
 
-    def unablated(spec: ModelSpec) -> ModelSpec:
+    def unablated(spec: ModelSettings) -> ModelSettings:
         return dataclasses.replace(spec, name="", ablation=None, layers=None)
 
     found = {}
@@ -289,7 +290,7 @@ def model_names(config: dict[str, Any]) -> list[str]:
 def is_streamed(config: dict[str, Any], model: str) -> bool:
     """Whether `model` is measured while it runs, without shards
     (``models.<name>.streaming``: true or a mapping)."""
-    return bool((config["models"][model] or {}).get("streaming"))
+    return bool(config["models"][model].get("streaming"))
 
 
 def streamed_models(config: dict[str, Any], streamed: bool = True) -> list[str]:
@@ -298,44 +299,43 @@ def streamed_models(config: dict[str, Any], streamed: bool = True) -> list[str]:
     return [model for model in config.get("models") or {} if is_streamed(config, model) == streamed]
 
 
-def model_spec(config: dict[str, Any], model: str) -> ModelSpec:
-    """`model`'s settings as its backend checks them (`backends.model_spec`)."""
-    return backends.model_spec(model, config["models"][model])
+def model_settings(config: dict[str, Any], model: str) -> ModelSettings:
+    """`model`'s settings as its backend checks them (`backends.model_settings`)."""
+    return backends.model_settings(model, config["models"][model])
 
 
-def model_settings(config: dict[str, Any], model: str) -> dict[str, Any]:
+def recorded_settings(config: dict[str, Any], model: str) -> dict[str, Any]:
     """Every setting of `model` that changes its vectors, defaults filled in: what its
-    extraction records and hashes (`backends.model_settings`), its ``layers`` written out
+    extraction records and hashes (`backends.recorded_settings`), its ``layers`` written out
     in order (`model_layers`), so that a list in another order, with a repeat, or
     ``layers: null`` for the same layers is the same extraction."""
-    return backends.model_settings(model_spec(config, model)) | {
+    return backends.recorded_settings(model_settings(config, model)) | {
         "layers": model_layers(config, model)
     }
 
 
 def model_layers(config: dict[str, Any], model: str) -> list[int]:
     """Layers to extract for `model`: its ``layers`` list, else all, read from its config."""
-    return list(backends.model_layers(model_spec(config, model)))
+    return list(backends.model_layers(model_settings(config, model)))
 
 
 def model_files(config: dict[str, Any], model: str) -> list[str]:
     """Files an extraction of `model` reads besides the corpus (an ELMo's options and
     weights; a published release's are fetched by rule download_elmo)."""
-    return [str(path) for path in backends.model_files(model_spec(config, model))]
+    return [str(path) for path in backends.model_files(model_settings(config, model))]
 
 
 def model_gpus(config: dict[str, Any], model: str) -> int:
     """GPUs a scheduler gives `model`'s extraction (``models.<name>.gpus``)."""
-    return int(config["models"][model].get("gpus", 0))
+    return int(config["models"][model]["gpus"])
 
 
 def word_sample_size(config: dict[str, Any], model: str) -> int:
     """Occurrences kept per indexed word of a streamed model, for MEV and static vectors."""
-    streaming = config["models"][model].get("streaming")
-    chosen = streaming.get("word_sample_size") if isinstance(streaming, dict) else None
-    if chosen is None:
-        return default("models", ANY_MODEL, "streaming", 1, "word_sample_size")
-    return int(chosen)
+    streaming = config["models"][model]["streaming"]
+    if isinstance(streaming, dict):  # its default filled in, as the schema fills it
+        return int(streaming["word_sample_size"])
+    return default("models", ANY_MODEL, "streaming", 1, "word_sample_size")
 
 
 def streaming_settings(config: dict[str, Any], model: str) -> dict[str, Any] | None:
@@ -355,7 +355,7 @@ def extraction_partitions(config: dict[str, Any], model: str) -> int:
     partitions = int(setting(config, "extraction", "partitions"))
     if partitions < 1:
         raise ConfigError(f"extraction.partitions must be at least 1, not {partitions}")
-    return 1 if backends.reads_corpus_in_order(model_spec(config, model)) else partitions
+    return 1 if backends.reads_corpus_in_order(model_settings(config, model)) else partitions
 
 
 def subword_tokenizers(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -364,9 +364,9 @@ def subword_tokenizers(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     rebuild its index."""
     tokenizers: dict[str, dict[str, Any]] = {}
     for model in model_names(config):
-        spec = model_spec(config, model)
+        spec = model_settings(config, model)
         if spec.units == "subword":
-            settings = backends.model_settings(spec)
+            settings = backends.recorded_settings(spec)
             tokenizers.setdefault(
                 tokenizer_key(spec), {name: settings[name] for name in TOKENIZER_SETTINGS}
             )

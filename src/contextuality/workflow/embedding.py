@@ -7,7 +7,7 @@ from typing import Any
 
 from contextuality import backends
 from contextuality.configuration.schema import setting
-from contextuality.workflow.config import model_names, model_spec
+from contextuality.workflow.config import model_names, model_settings
 
 # The model settings a token embedding matrix depends on: its weights and its tokenizer,
 # none of how the forward pass runs or what it keeps.
@@ -31,7 +31,7 @@ def embedding_matrix_models(config: dict[str, Any]) -> list[str]:
     the weights of another)."""
     if not setting(config, "embedding_matrices", "activate"):
         return []
-    specs = [model_spec(config, model) for model in model_names(config)]
+    specs = [model_settings(config, model) for model in model_names(config)]
     return [
         spec.name for spec in specs if spec.ablation is None and backends.has_token_embeddings(spec)
     ]
@@ -39,9 +39,9 @@ def embedding_matrix_models(config: dict[str, Any]) -> list[str]:
 
 def embedding_matrix_settings(config: dict[str, Any], model: str) -> dict[str, Any]:
     """The settings of `model` its matrix job is given (`MATRIX_SETTINGS`, as
-    `backends.model_settings` records them), so that choosing other layers, or another
+    `backends.recorded_settings` records them), so that choosing other layers, or another
     way to run it, does not measure the matrix again."""
-    recorded = backends.model_settings(model_spec(config, model))
+    recorded = backends.recorded_settings(model_settings(config, model))
     return {key: value for key, value in recorded.items() if key in MATRIX_SETTINGS}
 
 

@@ -27,7 +27,7 @@ from contextuality.workflow.config import (
     model_files,
     model_layers,
     model_names,
-    model_spec,
+    model_settings,
     special_token_sentences,
     streamed_models,
     subword_tokenizers,
@@ -63,7 +63,7 @@ def index_directory(config: dict[str, Any], model: str | None = None) -> str:
     tokenizer source and revision)."""
     if model is None:
         return WORD_INDEX
-    spec = model_spec(config, model)
+    spec = model_settings(config, model)
     return WORD_INDEX if spec.units == "word" else f"{WORD_INDEX}/subwords/{tokenizer_key(spec)}"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextuality.backends.base import resolved_device
+from contextuality.configuration.schema import setting
 
 
 def check_devices(config: dict[str, Any]) -> None:
@@ -17,11 +18,8 @@ def check_devices(config: dict[str, Any]) -> None:
     torch built without it. Only for a run whose jobs run here: a cluster's jobs run on
     other nodes, and each checks its own device as it starts."""
     asked = {
-        f"models.{name}.device": (section or {}).get("device", "auto")
-        for name, section in config["models"].items()
+        f"models.{name}.device": section["device"] for name, section in config["models"].items()
     }
-    asked["geometry.alignment.device"] = (
-        (config.get("geometry") or {}).get("alignment") or {}
-    ).get("device", "auto")
-    for setting, device in asked.items():
-        resolved_device(str(device), setting)
+    asked["geometry.alignment.device"] = setting(config, "geometry", "alignment", "device")
+    for key, device in asked.items():
+        resolved_device(str(device), key)

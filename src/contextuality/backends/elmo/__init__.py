@@ -19,14 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
-from contextuality.backends.base import OPTIONAL_SETTINGS, Backend, LoadedModel, ModelSpec
+from contextuality.backends.base import Backend, LoadedModel
 from contextuality.backends.elmo.release import RELEASE_FILES, RELEASES, elmo_files
 from contextuality.backends.elmo.weights import ElmoOptions, WordCharacters, read_weights
+from contextuality.backends.settings import ModelSettings, model_default
 from contextuality.errors import ConfigError, ModelLoadError
 from contextuality.files.provenance import sha256_file
 
 
-def count_layers(spec: ModelSpec) -> int:
+def count_layers(spec: ModelSettings) -> int:
     """The number of biLSTM layers (hidden states are 0..n), from the release table or the
     options file."""
     if spec.source in RELEASES:
@@ -34,20 +35,23 @@ def count_layers(spec: ModelSpec) -> int:
     return ElmoOptions.read(elmo_files(spec).options).n_layers
 
 
-def check(spec: ModelSpec) -> None:
+def check(spec: ModelSettings) -> None:
     """Refuse the settings that mean nothing for ELMo (its units are words, read as
     characters; it has no BOS token, no final norm, no GGUF file, no remote code)."""
     refused = {
-        "weights_dtype": spec.weights_dtype != OPTIONAL_SETTINGS["weights_dtype"],
-        "device_map": spec.device_map is not None,
-        "units": spec.units != "word",
-        "add_bos": spec.add_bos,
-        "last_layer": spec.last_layer != "as_returned",
-        "gguf_file": spec.gguf_file is not None,
-        "trust_remote_code": spec.trust_remote_code,
-        "ablation": spec.ablation is not None,
-        "random_weights_seed": spec.random_weights_seed is not None,
+        name: getattr(spec, name) != model_default(name)
+        for name in (
+            "weights_dtype",
+            "device_map",
+            "units",
+            "add_bos",
+            "last_layer",
+            "gguf_file",
+            "trust_remote_code",
+            "random_weights_seed",
+        )
     }
+    refused["ablation"] = spec.ablation is not None
     wrong = sorted(name for name, is_set in refused.items() if is_set)
     if wrong:
         raise ConfigError(
@@ -57,7 +61,7 @@ def check(spec: ModelSpec) -> None:
         )
 
 
-def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
+def load(spec: ModelSettings, device: str = "cpu") -> LoadedModel:
     """Load an ELMo's options and weights onto `device`; its revision is the SHA-256 of
     the weights file (compared with ``revision`` when the config pins one)."""
     check(spec)
@@ -106,20 +110,20 @@ def load(spec: ModelSpec, device: str = "cpu") -> LoadedModel:
     )
 
 
-def files(spec: ModelSpec) -> list[Path]:
+def files(spec: ModelSettings) -> list[Path]:
     """The options and weights files an extraction reads (a release's under
     resources/elmo/, fetched by the workflow's download_elmo rule)."""
     found = elmo_files(spec)
     return [found.options, found.weights]
 
 
-def sequential(spec: ModelSpec) -> bool:
+def sequential(spec: ModelSettings) -> bool:
     """With ``lstm_states: carried`` each sentence starts from the states the previous one
     ended in, so the corpus is read as one sequence, in order."""
     return spec.lstm_states == "carried"
 
 
-def load_encoder(spec: ModelSpec) -> WordCharacters:
+def load_encoder(spec: ModelSettings) -> WordCharacters:
     """ELMo's characters, as its options file sets them."""
     check(spec)
     return WordCharacters(ElmoOptions.read(elmo_files(spec).options).max_characters)

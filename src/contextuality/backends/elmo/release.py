@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from contextuality.backends.base import ModelSpec, model_location
+from contextuality.backends.base import model_location
 from contextuality.backends.elmo.weights import ElmoOptions, read_weights
+from contextuality.backends.settings import ModelSettings
 from contextuality.errors import ConfigError, InputDataError, ModelLoadError
 from contextuality.files.fetch import fetch_file
 from contextuality.files.provenance import sha256_file
@@ -63,7 +64,7 @@ class ElmoFiles:
     release: str | None = None
 
 
-def elmo_files(spec: ModelSpec) -> ElmoFiles:
+def elmo_files(spec: ModelSettings) -> ElmoFiles:
     """The options and weights files of an ELMo model.
 
     A published release name (`RELEASES`): ``resources/elmo/<release>/`` in the working
