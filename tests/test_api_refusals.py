@@ -253,7 +253,7 @@ def test_measure_layer_and_alignment_read_positions_as_given():
         words[later],
         sentences[later],
         positions=positions[later],
-        past_first_words=True,
+        past_first_word=True,
     ).set_index("measure")
     for measure in ("selfsim", "intrasim", "anisotropy"):
         every, past = table.loc[measure], table.loc[f"{measure}[position>0]"]

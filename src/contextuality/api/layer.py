@@ -67,7 +67,7 @@ def measure_layer(
     index: IndexSettings | None = None,
     fit: TransformSettings | None = None,
     sentence_copies: Mapping[Any, int] | None = None,
-    past_first_words: bool = False,
+    past_first_word: bool = False,
     model: str = "arrays",
     layer: int = 0,
     n_layers: int | None = None,
@@ -85,7 +85,7 @@ def measure_layer(
     occurs in at least `index`'s ``min_contexts`` sentences (default 5). transform: a
     correction (``center``, ``standardize``, ``abtt``, ``whiten``, ``drop_rogue``) fitted
     on a held-out share of the sentences (`fit`) and measured on the others.
-    past_first_words: also the ``[position>0]`` measures. model, layer, n_layers (default:
+    past_first_word: also the ``[position>0]`` measures. model, layer, n_layers (default:
     `layer`, at least 1) and layer_output label the rows. Returns the rows of measures.tsv
     for this layer (columns `summary.SUMMARY_COLUMNS`, one row per measure); what rests
     on too few words or sentences is a warning, as in the workflow.
@@ -113,7 +113,7 @@ def measure_layer(
         settings,
         indexed.copies,
         overwrite=True,
-        positions=past_first_words,
+        positions=past_first_word,
         stored_dtype=stored,
     )
     layer_summary = {

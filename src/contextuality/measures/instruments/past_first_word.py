@@ -1,4 +1,4 @@
-"""The measures without each sentence's first word (``[position>0]``, beyond the paper).
+"""The measures past each sentence's first word (``[position>0]``, beyond the paper).
 
 Decoders put vectors of huge norm on a sequence's first token, which dominate a layer's
 mean and its cosine baseline: SelfSim and IntraSim (each adjusted) and the exact
