@@ -166,7 +166,9 @@ rule geometry_figures:
         *[
             report(
                 f"results/figures/{name}.png",
-                caption=f"../report/figures/{name}.rst",
+                caption=ctx.record_caption(
+                    workflow.source_path(f"../report/figures/{name}.rst")
+                ),
                 **ctx.report_section(name),
                 labels={"figure": name},
             )

@@ -63,13 +63,17 @@ rule alignment_table:
     output:
         table=report(
             "results/tables/alignment.tsv",
-            caption="../report/alignment_table.rst",
+            caption=ctx.record_caption(
+                workflow.source_path("../report/alignment_table.rst")
+            ),
             **ctx.report_section("alignment_table"),
         ),
         provenance="results/tables/alignment.provenance.json",
         best_layers=report(
             "results/tables/best_layers.tsv",
-            caption="../report/best_layers_table.rst",
+            caption=ctx.record_caption(
+                workflow.source_path("../report/best_layers_table.rst")
+            ),
             **ctx.report_section("best_layers_table"),
         ),
         best_layers_provenance="results/tables/best_layers.provenance.json",

@@ -99,7 +99,7 @@ from contextuality.workflow.paths import (
     sweep_summaries,
     wildcard_constraints,
 )
-from contextuality.workflow.report import report_section
+from contextuality.workflow.report import record_caption, report_section
 from contextuality.workflow.study import check_devices
 from contextuality.workflow.study_files import (
     SUBWORD_STAGE,
@@ -119,6 +119,7 @@ __all__ = [
     "TOKENIZER_SETTINGS",
     "WORD_INDEX",
     "ablated_models",
+    "record_caption",
     "report_section",
     "settings_record",
     "stage_settings",

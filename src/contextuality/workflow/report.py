@@ -4,6 +4,10 @@ no instrument under the paper's figures."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+from pathlib import Path
+
 _PAPER = "The paper's figures 1-4"
 _WORDS = "Words by class and frequency"
 _SPECTRA = "Spectra and sentence shape"
@@ -64,3 +68,47 @@ def report_section(name: str, transform: str | None = None) -> dict[str, str]:
     if transform is not None:
         subcategory = subcategory.replace("{transform}", transform)
     return {"category": category, "subcategory": subcategory}
+
+
+# Where the captions filled in from the records are written: beside Snakemake's own
+# records, in the working directory.
+CAPTIONS_DIRECTORY = Path(".snakemake/captions")
+
+
+def record_caption(template: str | os.PathLike) -> str:
+    """The caption of a report template (an .rst file) with the records' lists filled in:
+    its ``[% ... %]`` and ``[[ ... ]]`` parts rendered (Jinja) with every measure
+    (``measures``, `measures.registry.MEASURES`) and every alignment measure
+    (``alignment_measures``), its ``{{ ... }}`` left for the report (Snakemake renders
+    them with the job's wildcards, params and config). A new measure is in the caption
+    as its record describes it, no caption file naming it.
+
+    Returns the absolute path of the file written (`CAPTIONS_DIRECTORY`, named by the
+    template and a digest of the text, written once), what a rule's ``report(caption=…)``
+    takes."""
+    import jinja2
+
+    from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
+    from contextuality.measures.registry import MEASURES
+
+    environment = jinja2.Environment(
+        block_start_string="[%",
+        block_end_string="%]",
+        variable_start_string="[[",
+        variable_end_string="]]",
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    text = environment.from_string(Path(template).read_text()).render(
+        measures=MEASURES, alignment_measures=ALIGNMENT_MEASURES
+    )
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = (CAPTIONS_DIRECTORY / f"{Path(template).stem}.{digest}.rst").resolve()
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(text)
+        temporary.replace(path)
+    return str(path)
