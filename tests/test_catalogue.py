@@ -1,7 +1,7 @@
-"""The catalogues of instruments: records found in their packages' modules, so that adding
-a measure or an alignment measure is one module and one test. The worked examples of
-docs/architecture.md, dropped into a copy of the package, reach every output the docs say
-they reach."""
+"""The catalogues of instruments: records found in their packages' modules and placed by
+their declared order, so that adding a measure, an optional measure or an alignment
+measure is one module and one test. The worked examples of docs/architecture.md, dropped
+into a copy of the package, reach every output the docs say they reach."""
 
 from __future__ import annotations
 
@@ -116,8 +116,8 @@ KINDS = ("Measure", "AlignmentMeasure")
 
 
 def _record(code: str) -> types.SimpleNamespace:
-    """The name and the rows or columns of the one record a worked example's module
-    declares, read without importing it (the example's package is a copy's)."""
+    """The kind and the literal fields (name, rows, caption, optional) of the one record a
+    worked example's module declares, read without importing it (it imports the copy)."""
     call = next(
         node
         for node in ast.walk(ast.parse(code))
