@@ -64,3 +64,25 @@ def test_a_caption_is_written_once_in_the_study_and_named_by_its_text(study, new
     before = path.stat().st_mtime_ns
     record_caption(REPORT / "alignment_table.rst")
     assert path.stat().st_mtime_ns == before
+
+
+def test_a_measures_figure_is_in_the_section_its_spec_names_under_its_transform():
+    """Every figure of the measures is in its spec's section of the report, under the
+    transform it shows; a record's own figure beyond the paper's."""
+    from contextuality.figures.specs import BEYOND_THE_PAPER, FIGURES, record_figure
+    from contextuality.measures.record import Measure, MeasureFigure
+    from contextuality.workflow.report import report_section
+
+    for name, spec in FIGURES.items():
+        assert report_section(name, "whiten") == {
+            "category": spec.section,
+            "subcategory": "transform whiten",
+        }
+    record = Measure(
+        name="norm",
+        rows=("norm",),
+        caption="The mean norm of a layer's occurrences.",
+        step="layer_geometry",
+        figure=MeasureFigure("norms", "Norms by layer", "norm"),
+    )
+    assert record_figure(record).section == BEYOND_THE_PAPER  # not among the paper's

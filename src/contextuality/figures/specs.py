@@ -18,11 +18,21 @@ class MeasureLine:
     label: str = ""
 
 
+# The report's sections of the measures' figures (`workflow.report.report_section`), each
+# figure under the transform it shows.
+PAPERS_FIGURES = "The paper's figures 1-4"
+WORDS = "Words by class and frequency"
+SPECTRA = "Spectra and sentence shape"
+MASSIVE_ACTIVATIONS = "Massive activations"
+BEYOND_THE_PAPER = "Measures beyond the paper"
+
+
 @dataclass(frozen=True)
 class FigureSpec:
     """What a figure plots: a column of one or more measures of the summary table.
     spearman: the column is a Spearman ρ over the row's n words, whose band is its
-    closed-form interval (`measures.ranks.spearman_interval`), not the table's."""
+    closed-form interval (`measures.ranks.spearman_interval`), not the table's.
+    section: the report's section that shows it."""
 
     name: str
     column: str
@@ -30,6 +40,7 @@ class FigureSpec:
     ylabel: str
     series: tuple[MeasureLine, ...]
     spearman: bool = False
+    section: str = BEYOND_THE_PAPER
 
 
 # Each line's style, by its place in a figure of several rows.
@@ -53,38 +64,53 @@ def figure_of_rows(
     rows: tuple[str, ...],
     ylabel: str | None = None,
     spearman: bool = False,
+    section: str = BEYOND_THE_PAPER,
 ) -> FigureSpec:
     """A figure of `rows` (summary rows) against layer, each a line called by its record's
     label; its y axis `ylabel`, else what the first row's record calls it
-    (`registry.axis_label`, of `column`)."""
+    (`registry.axis_label`, of `column`); in the report's `section`."""
     ylabel = axis_label(rows[0], column) if ylabel is None else ylabel
     labels = tuple(axis_label(row) for row in rows)
-    return FigureSpec(name, column, title, ylabel, measure_lines(rows, labels), spearman)
+    return FigureSpec(name, column, title, ylabel, measure_lines(rows, labels), spearman, section)
 
 
 FIGURES = {
     spec.name: spec
     for spec in (
         figure_of_rows(
-            "fig1_anisotropy", "Figure 1. Anisotropy", "raw", ("anisotropy", "anisotropy[paper]")
+            "fig1_anisotropy",
+            "Figure 1. Anisotropy",
+            "raw",
+            ("anisotropy", "anisotropy[paper]"),
+            section=PAPERS_FIGURES,
         ),
         figure_of_rows(
-            "fig2_selfsim", "Figure 2. Self-similarity", "adjusted", ("selfsim", "selfsim[paper]")
+            "fig2_selfsim",
+            "Figure 2. Self-similarity",
+            "adjusted",
+            ("selfsim", "selfsim[paper]"),
+            section=PAPERS_FIGURES,
         ),
         figure_of_rows(
             "fig3_intrasim",
             "Figure 3. Intra-sentence similarity",
             "adjusted",
             ("intrasim", "intrasim[paper]"),
+            section=PAPERS_FIGURES,
         ),
         figure_of_rows(
-            "fig4_mev", "Figure 4. MEV, the paper's estimator", "adjusted", ("mev[truncated_svd]",)
+            "fig4_mev",
+            "Figure 4. MEV, the paper's estimator",
+            "adjusted",
+            ("mev[truncated_svd]",),
+            section=PAPERS_FIGURES,
         ),
         figure_of_rows(
             "mev_definition3",
             "MEV as Definition 3 defines it (σ₁²/Σσ²)",
             "adjusted",
             ("mev", "mev_centered"),
+            section=PAPERS_FIGURES,
         ),
         figure_of_rows(
             "selfsim_word_classes",
@@ -92,6 +118,7 @@ FIGURES = {
             "adjusted",
             ("selfsim[content]", "selfsim[stopword]"),
             ylabel=axis_label("selfsim", "adjusted"),
+            section=WORDS,
         ),
         figure_of_rows(
             "selfsim_frequency",
@@ -99,6 +126,7 @@ FIGURES = {
             "raw",
             ("selfsim~frequency",),
             spearman=True,
+            section=WORDS,
         ),
         figure_of_rows(
             "matrix_entropy",
@@ -106,13 +134,28 @@ FIGURES = {
             "raw",
             ("dataset_entropy", "prompt_entropy"),
             ylabel="matrix entropy (nats)",
-        ),
-        figure_of_rows("alpha_req", "Decay of the eigenspectrum (α-ReQ)", "raw", ("alpha_req",)),
-        figure_of_rows(
-            "massive_activations", "Massive activations", "raw", ("massive_activations",)
+            section=SPECTRA,
         ),
         figure_of_rows(
-            "curvature", "Curvature of each sentence's trajectory", "raw", ("curvature",)
+            "alpha_req",
+            "Decay of the eigenspectrum (α-ReQ)",
+            "raw",
+            ("alpha_req",),
+            section=SPECTRA,
+        ),
+        figure_of_rows(
+            "massive_activations",
+            "Massive activations",
+            "raw",
+            ("massive_activations",),
+            section=MASSIVE_ACTIVATIONS,
+        ),
+        figure_of_rows(
+            "curvature",
+            "Curvature of each sentence's trajectory",
+            "raw",
+            ("curvature",),
+            section=SPECTRA,
         ),
     )
 }

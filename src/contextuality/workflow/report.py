@@ -8,30 +8,20 @@ import hashlib
 import os
 from pathlib import Path
 
-_PAPER = "The paper's figures 1-4"
-_WORDS = "Words by class and frequency"
-_SPECTRA = "Spectra and sentence shape"
-_MASSIVE = "Massive activations"
+from contextuality.figures.specs import FIGURES, MASSIVE_ACTIVATIONS
+
 _POSITIONS = "Positions and first-token sinks"
 _DIMENSION = ("Geometry", "intrinsic dimension")
 _ALIGNMENT = ("Geometry", "alignment between layers and models")
 _EMBEDDING_MATRICES = "Embedding matrices"
 _EACH_TRANSFORM = "transform {transform}"
-# A figure a measure's record declares (`figures.specs.RECORD_FIGURES`) and this table
-# does not name: drawn under each transform, as the paper's are.
-_RECORD_FIGURE = ("Measures beyond the paper", _EACH_TRANSFORM)
 
-# Output name (a figure's or a table rule's) → (category, subcategory); "{transform}" is
-# the transform a rule's outputs are for, and any other field a wildcard of its rule.
+# Output name (a table rule's, or a figure's but a measures' figure's) → (category,
+# subcategory); "{transform}" is the transform a rule's outputs are for, and any other
+# field a wildcard of its rule. A measures' figure (`figures.specs.FIGURES`) is in the
+# section its spec names, under the transform it shows.
 REPORT_SECTIONS = {
-    **dict.fromkeys(
-        ("fig1_anisotropy", "fig2_selfsim", "fig3_intrasim", "fig4_mev", "mev_definition3"),
-        (_PAPER, _EACH_TRANSFORM),
-    ),
-    **dict.fromkeys(("selfsim_word_classes", "selfsim_frequency"), (_WORDS, _EACH_TRANSFORM)),
-    **dict.fromkeys(("matrix_entropy", "alpha_req", "curvature"), (_SPECTRA, _EACH_TRANSFORM)),
-    "massive_activations": (_MASSIVE, _EACH_TRANSFORM),
-    "massive_activations_table": (_MASSIVE, "census of every layer"),
+    "massive_activations_table": (MASSIVE_ACTIVATIONS, "census of every layer"),
     "transforms_figure": ("Corrections of the space", "every transform side by side"),
     "measures_table": ("Tables", "every measure of every layer"),
     "context_specific_words": ("Tables", "context-specific words by model and transform"),
@@ -61,10 +51,13 @@ REPORT_SECTIONS = {
 
 def report_section(name: str, transform: str | None = None) -> dict[str, str]:
     """The ``category`` and ``subcategory`` of output `name` in the report (keyword
-    arguments of Snakemake's ``report()``), for `transform` where its rule is one's; a
-    figure of a measure's record that `REPORT_SECTIONS` does not name, under "Measures
-    beyond the paper"."""
-    category, subcategory = REPORT_SECTIONS.get(name, _RECORD_FIGURE)
+    arguments of Snakemake's ``report()``), for `transform` where its rule is one's: a
+    measures' figure's its spec's (`figures.specs.FIGURES`), under the transform it
+    shows; any other output's `REPORT_SECTIONS`'."""
+    if name in FIGURES:
+        category, subcategory = FIGURES[name].section, _EACH_TRANSFORM
+    else:
+        category, subcategory = REPORT_SECTIONS[name]
     if transform is not None:
         subcategory = subcategory.replace("{transform}", transform)
     return {"category": category, "subcategory": subcategory}
