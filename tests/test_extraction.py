@@ -379,7 +379,9 @@ def _encode(loaded, sentences, max_length, add_bos=False):
         align_to_words(encoding.offsets, spans)
         for encoding, spans in zip(encodings, word_spans(sentences), strict=True)
     ]
-    return encode_inputs(loaded.encoder, encodings, alignments, max_length, add_bos)
+    return encode_inputs(
+        loaded.encoder, encodings, alignments, max_length, add_bos, "truncate", None
+    )
 
 
 def test_encode_inputs_truncation_flags(bert):

@@ -44,7 +44,7 @@ def test_warnings_give_counts_and_the_first_examples():
         words_without_tokens=2,
         untokenized_examples=[3, 9],
     )
-    truncated, _ = coverage_warnings(report, "minilm", 512, words)
+    truncated, _ = coverage_warnings(report, "minilm", 512, words, "word")
     _, untokenized = coverage_warnings(report, "minilm", 512, words, "subword")
     assert truncated == (
         "model minilm: no vector for 19,514 word occurrences in 1 sentence beyond the model's "
@@ -56,7 +56,7 @@ def test_warnings_give_counts_and_the_first_examples():
         "model minilm: no vector for 2 subword occurrences that no token of the model overlaps "
         "(e.g. 'w3' (occurrence 3), 'w9' (occurrence 9))"
     )
-    assert coverage_warnings(ExtractionReport(), "minilm", 512, words) == []
+    assert coverage_warnings(ExtractionReport(), "minilm", 512, words, "word") == []
 
 
 def test_extraction_records_the_first_words_without_vectors(tiny_bert_dir, tmp_path):

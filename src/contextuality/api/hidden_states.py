@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from contextuality.api.arguments import batch_array, chosen_layers, offsets_in_texts, texts_of
-from contextuality.backends.settings import POOLINGS
+from contextuality.backends.settings import POOLINGS, model_default
+from contextuality.configuration.schema import default
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError
 from contextuality.extraction.forward import pool_subwords
@@ -54,8 +55,8 @@ def word_rows(
     *,
     attention_mask: Any = None,
     layers: Sequence[int] | None = None,
-    pooling: str = "mean",
-    tokenizer: str = "regex",
+    pooling: str = model_default("pooling"),
+    tokenizer: str = default("index", "tokenizer"),
 ) -> WordRows:
     """Each word's vector in each layer, from the token vectors of a batch of `texts`.
 

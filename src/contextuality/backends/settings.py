@@ -43,7 +43,6 @@ def model_choices(setting: str) -> tuple[str, ...] | None:
 
 
 POOLINGS = model_choices("pooling")
-LONG_SENTENCE_MODES = model_choices("long_sentences")
 
 
 @dataclass(frozen=True)

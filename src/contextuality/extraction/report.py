@@ -118,7 +118,7 @@ def _add_examples(examples: list[int], rows: Sequence[int]) -> None:
 
 
 def coverage_warnings(
-    report: ExtractionReport, name: str, max_length: int, words: Sequence[str], units: str = "word"
+    report: ExtractionReport, name: str, max_length: int, words: Sequence[str], units: str
 ) -> list[str]:
     """What a user must be told about units that got no vector: those past the model's
     `max_length` and those that no token overlaps, with counts and the first few examples

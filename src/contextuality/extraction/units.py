@@ -25,7 +25,6 @@ from contextuality.backends.base import (
     TextEncoder,
     window_overlap_problem,
 )
-from contextuality.backends.settings import LONG_SENTENCE_MODES
 from contextuality.corpus.words import word_spans
 from contextuality.errors import ConfigError, InputDataError
 
@@ -159,8 +158,8 @@ def encode_inputs(
     alignments: list[Alignment],
     max_length: int,
     add_bos: bool,
-    long_sentences: str = "truncate",
-    window_overlap: int | None = None,
+    long_sentences: str,
+    window_overlap: int | None,
 ) -> list[EncodedSentence]:
     """Model inputs of the encoded sentences, each subword marked with the unit it serves.
 
@@ -171,8 +170,6 @@ def encode_inputs(
     overlap by `window_overlap` subwords (``"window"``; default a quarter of the input),
     each unit taking its vector from the window where it is most central.
     """
-    if long_sentences not in LONG_SENTENCE_MODES:
-        raise ConfigError(f"long_sentences must be one of {LONG_SENTENCE_MODES}")
     if add_bos and encoder.bos_token_id is None:
         raise ConfigError("add_bos is set but the tokenizer has no BOS token")
     bos = [encoder.bos_token_id] if add_bos else []
