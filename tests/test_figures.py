@@ -117,6 +117,32 @@ def test_a_records_own_figure_is_drawn_from_the_record():
     assert len({series.linestyle for series in spec.series}) == len(record.rows)
 
 
+def test_the_ablation_draws_every_similarity_by_its_records_label(monkeypatch):
+    """The ablation's alignment at the same layer draws each alignment measure that is a
+    similarity (its record's label in the legend), and no distance."""
+    from contextuality.figures import ablation
+    from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
+
+    kept = []
+    monkeypatch.setattr(
+        ablation, "save_figure", lambda figure, outputs, source: kept.append(figure)
+    )
+    measures = pd.DataFrame(
+        {"model": ["base", "ablated"], "transform": "none", "layer": 0, "measure": "anisotropy"}
+        | {"raw": [0.5, 0.4]}
+    )
+    pair = pd.DataFrame(
+        {"model_a": "base", "layer_a": [0, 1], "model_b": "ablated", "layer_b": [0, 1]}
+        | {"occurrences": "all", "n_rows": 10, "null_cka": 0.1}
+        | {record.name: 0.5 for record in ALIGNMENT_MEASURES}
+    )
+    ablation.plot_ablation(measures, pair, "base", "ablated", 1, [])
+    legend = [text.get_text() for text in kept[0].axes[-1].get_legend().get_texts()]
+    paper.plt.close(kept[0])
+    for record in ALIGNMENT_MEASURES:
+        assert (record.label in legend) == (not record.distance), record.name
+
+
 def test_models_of_one_depth_share_layer_indices_and_of_two_depths_relative_depth(drawn):
     table = _summary_table(np.random.default_rng(3))
     alone = table[table["model"] == "alpha"]

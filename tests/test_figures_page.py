@@ -254,8 +254,8 @@ def _ablation(hole=None):
     measures = _summary([measure for measure, _, _ in ablation.MEASURE_PANELS], hole=hole)
     pair = pd.DataFrame(
         {"model_a": base, "layer_a": MODELS[base], "model_b": ablated, "layer_b": MODELS[base]}
-        | {"occurrences": "all", "cka": 0.9, "cka_debiased": 0.8, "mutual_knn": 0.6}
-        | {"null_cka": 0.05, "n_rows": 5000}
+        | {name: 0.9 - 0.1 * place for place, name in enumerate(ablation.SAME_LAYER_LINES)}
+        | {"occurrences": "all", "null_cka": 0.05, "n_rows": 5000}
     )
     ablation.plot_ablation(measures, pair, base, ablated, 12, [])
 

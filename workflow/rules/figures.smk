@@ -137,7 +137,9 @@ rule ablation_figure:
     output:
         png=report(
             "results/figures/ablation/{model}.png",
-            caption=f"../report/figures/{ABLATION_FIGURE}.rst",
+            caption=ctx.record_caption(
+                workflow.source_path(f"../report/figures/{ABLATION_FIGURE}.rst")
+            ),
             **ctx.report_section("ablation_figure"),
             labels={"model": "{model}"},
         ),

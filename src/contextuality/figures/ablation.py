@@ -16,12 +16,24 @@ from contextuality.figures.paper import (
     save_figure,
     with_gaps,
 )
-from contextuality.geometry.alignment_catalogue import alignment_measure
+from contextuality.figures.specs import LINE_STYLES
+from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 
 # The measures drawn from the measures table: (measure, column, axis label).
 MEASURE_PANELS = labelled_panels(
     ("anisotropy", "raw"), ("selfsim", "adjusted"), ("intrinsic_dimension[twonn]", "raw")
 )
+
+# The alignment between each layer of the model and the same layer of its ablated copy:
+# every alignment measure that is a similarity (0 to 1; the figure's alignment caption
+# lists the same), a line style each, and linear CKA's null, dotted.
+SAME_LAYER_LINES = {
+    **{
+        record.name: (LINE_STYLES[place % (len(LINE_STYLES) - 1)], record.label)
+        for place, record in enumerate(r for r in ALIGNMENT_MEASURES if not r.distance)
+    },
+    "null_cka": (LINE_STYLES[-1], "CKA's null (rows paired at random)"),
+}
 
 
 def plot_ablation(
@@ -35,9 +47,9 @@ def plot_ablation(
 ) -> None:
     """One panel per measure of `MEASURE_PANELS` that both models have (transform
     ``none``), `base` solid and `ablated` dashed by layer from the ablated block on (before
-    it the two are the same), and, where `alignment` holds the pair, linear and debiased
-    CKA and mutual k-NN between each layer of one and the same layer of the other, with
-    CKA's null; a dotted line at the ablated `block`."""
+    it the two are the same), and, where `alignment` holds the pair, each similarity of
+    `SAME_LAYER_LINES` that it has between each layer of one and the same layer of the
+    other, with CKA's null; a dotted line at the ablated `block`."""
     rows = measures[(measures["transform"] == "none") & measures["model"].isin([base, ablated])]
     panels = [
         panel
@@ -68,12 +80,7 @@ def plot_ablation(
         panel.set_ylabel(label)
     if pair is not None:
         panel = axes[-1]
-        columns = {
-            "cka": ("-", alignment_measure("cka").label),
-            "cka_debiased": ("--", alignment_measure("cka_debiased").label),
-            "mutual_knn": ("-.", alignment_measure("mutual_knn").label),
-            "null_cka": (":", "CKA's null (rows paired at random)"),
-        }
+        columns = {name: line for name, line in SAME_LAYER_LINES.items() if name in pair}
         base_layers = measures.loc[measures["model"] == base, "layer"].unique()
         line = with_gaps(
             pair.rename(columns={"layer_a": "layer"}), ["layer", *columns], base_layers
