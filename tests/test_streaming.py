@@ -498,7 +498,7 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
                 f"{outputs['stream']}.sentences.parquet",
                 f"{outputs['stream']}.json",
             ),
-            recorded_settings=spec_settings,
+            model_settings=spec_settings,
         )
         expected = read_json(f"{outputs['shard']}.json")
         assert streamed["layer"] == expected["layer"] == layer

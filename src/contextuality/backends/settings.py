@@ -94,7 +94,7 @@ class ModelSettings:
     """One entry of ``models:`` in the config (see workflow/schemas/config.schema.yaml),
     the schema's defaults filled in; the field order is the order outputs record them in.
 
-    Build it from a config section with `contextuality.backends.model_settings_of`, which
+    Build it from a config section with `contextuality.backends.model_settings`, which
     also checks the settings against the model's backend.
     """
 
