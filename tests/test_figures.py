@@ -10,8 +10,8 @@ import pytest
 from contextuality.figures import paper, specs
 from contextuality.figures.specs import DIMENSION_FIGURE, FIGURES
 from contextuality.measures.ranks import spearman_interval
-from contextuality.measures.record import Measure, MeasureFigure
-from contextuality.measures.registry import axis_label
+from contextuality.measures.record import FigureRows, Measure, MeasureFigure
+from contextuality.measures.registry import MEASURES, axis_label
 from contextuality.measures.summary import SUMMARY_COLUMNS
 
 MODELS = {"alpha": 4, "beta": 2}  # model → number of layers
@@ -115,6 +115,36 @@ def test_a_records_own_figure_is_drawn_from_the_record():
     assert [series.measure for series in spec.series] == list(record.rows)
     assert [series.label.strip() for series in spec.series] == list(record.labels)
     assert len({series.linestyle for series in spec.series}) == len(record.rows)
+
+
+def test_a_records_drawn_in_puts_its_rows_in_that_figure_at_its_place(monkeypatch):
+    """Each record's `FigureRows` puts its rows in that figure, from its place on; a new
+    record joins a figure by its own, and one that takes a taken place is refused."""
+    for record in MEASURES:
+        for drawn in record.drawn_in:
+            rows = drawn.rows or record.rows
+            series = FIGURES[drawn.figure].series[drawn.place : drawn.place + len(rows)]
+            assert [line.measure for line in series] == list(rows), record.name
+    name, spec = next(iter(FIGURES.items()))
+    joining = Measure(
+        name="norm",
+        rows=("norm",),
+        caption="The mean norm of a layer's occurrences.",
+        step="layer_geometry",
+        drawn_in=(FigureRows(name, place=len(spec.series)),),
+    )
+    monkeypatch.setattr(specs, "MEASURES", (*MEASURES, joining))
+    assert specs.rows_drawn_in(name) == (*(line.measure for line in spec.series), "norm")
+    clashing = Measure(
+        name="norm",
+        rows=("norm",),
+        caption="The mean norm of a layer's occurrences.",
+        step="layer_geometry",
+        drawn_in=(FigureRows(name),),
+    )
+    monkeypatch.setattr(specs, "MEASURES", (*MEASURES, clashing))
+    with pytest.raises(ValueError, match=name):
+        specs.rows_drawn_in(name)
 
 
 def test_the_ablation_draws_every_similarity_by_its_records_label(monkeypatch):

@@ -141,10 +141,16 @@ def test_final_outputs_name_every_layer_and_figure():
     assert "results/tables/alignment.tsv" in outputs
     assert "results/tables/massive_activations.tsv" in outputs
     # The optional measures left out: no census, and no figure that would draw only them.
-    leave_out = ["spectrum", "sentence_shape", "massive_activations"]
+    leave_out = list(registry.OPTIONAL)
     lean = workflow.final_outputs(_with_defaults(config | {"measures": {"leave_out": leave_out}}))
     assert "results/tables/massive_activations.tsv" not in lean
-    only_optional = {"matrix_entropy", "alpha_req", "curvature", "massive_activations"}
+    optional_rows = registry.left_out_rows(leave_out)
+    only_optional = {
+        name
+        for name, spec in FIGURES.items()
+        if all(series.measure in optional_rows for series in spec.series)
+    }
+    assert only_optional and only_optional != set(FIGURES)
     assert set(figures) - set(lean) == {
         f"results/figures/{name}.{kind}" for name in only_optional for kind in ("png", "pdf")
     }

@@ -74,90 +74,86 @@ def figure_of_rows(
     return FigureSpec(name, column, title, ylabel, measure_lines(rows, labels), spearman, section)
 
 
-FIGURES = {
-    spec.name: spec
-    for spec in (
-        figure_of_rows(
-            "fig1_anisotropy",
-            "Figure 1. Anisotropy",
-            "raw",
-            ("anisotropy", "anisotropy[paper]"),
-            section=PAPERS_FIGURES,
-        ),
-        figure_of_rows(
-            "fig2_selfsim",
-            "Figure 2. Self-similarity",
-            "adjusted",
-            ("selfsim", "selfsim[paper]"),
-            section=PAPERS_FIGURES,
-        ),
-        figure_of_rows(
-            "fig3_intrasim",
-            "Figure 3. Intra-sentence similarity",
-            "adjusted",
-            ("intrasim", "intrasim[paper]"),
-            section=PAPERS_FIGURES,
-        ),
-        figure_of_rows(
-            "fig4_mev",
-            "Figure 4. MEV, the paper's estimator",
-            "adjusted",
-            ("mev[truncated_svd]",),
-            section=PAPERS_FIGURES,
-        ),
-        figure_of_rows(
-            "mev_definition3",
-            "MEV as Definition 3 defines it (σ₁²/Σσ²)",
-            "adjusted",
-            ("mev", "mev_centered"),
-            section=PAPERS_FIGURES,
-        ),
-        figure_of_rows(
-            "selfsim_word_classes",
-            "Self-similarity of stopwords and content words",
-            "adjusted",
-            ("selfsim[content]", "selfsim[stopword]"),
-            ylabel=axis_label("selfsim", "adjusted"),
-            section=WORDS,
-        ),
-        figure_of_rows(
-            "selfsim_frequency",
-            "Self-similarity against word frequency",
-            "raw",
-            ("selfsim~frequency",),
-            spearman=True,
-            section=WORDS,
-        ),
-        figure_of_rows(
-            "matrix_entropy",
-            "Matrix entropy of the corpus and within sentences",
-            "raw",
-            ("dataset_entropy", "prompt_entropy"),
-            ylabel="matrix entropy (nats)",
-            section=SPECTRA,
-        ),
-        figure_of_rows(
-            "alpha_req",
-            "Decay of the eigenspectrum (α-ReQ)",
-            "raw",
-            ("alpha_req",),
-            section=SPECTRA,
-        ),
-        figure_of_rows(
-            "massive_activations",
-            "Massive activations",
-            "raw",
-            ("massive_activations",),
-            section=MASSIVE_ACTIVATIONS,
-        ),
-        figure_of_rows(
-            "curvature",
-            "Curvature of each sentence's trajectory",
-            "raw",
-            ("curvature",),
-            section=SPECTRA,
-        ),
+@dataclass(frozen=True)
+class FigureOfRows:
+    """A figure of several measures' rows, each row's record naming it (`record.FigureRows`):
+    its title, the summary column drawn, its y axis (None: what its first row's record calls
+    it), whether the column is a Spearman ρ and its section (as `FigureSpec`)."""
+
+    title: str
+    column: str
+    ylabel: str | None = None
+    spearman: bool = False
+    section: str = BEYOND_THE_PAPER
+
+
+# The figures of several measures' rows, in the order the report and the command line list
+# them; which rows each draws, and in what order, is said by the rows' records.
+FIGURES_OF_ROWS = {
+    "fig1_anisotropy": FigureOfRows("Figure 1. Anisotropy", "raw", section=PAPERS_FIGURES),
+    "fig2_selfsim": FigureOfRows("Figure 2. Self-similarity", "adjusted", section=PAPERS_FIGURES),
+    "fig3_intrasim": FigureOfRows(
+        "Figure 3. Intra-sentence similarity", "adjusted", section=PAPERS_FIGURES
+    ),
+    "fig4_mev": FigureOfRows(
+        "Figure 4. MEV, the paper's estimator", "adjusted", section=PAPERS_FIGURES
+    ),
+    "mev_definition3": FigureOfRows(
+        "MEV as Definition 3 defines it (σ₁²/Σσ²)", "adjusted", section=PAPERS_FIGURES
+    ),
+    "selfsim_word_classes": FigureOfRows(
+        "Self-similarity of stopwords and content words",
+        "adjusted",
+        ylabel=axis_label("selfsim", "adjusted"),
+        section=WORDS,
+    ),
+    "selfsim_frequency": FigureOfRows(
+        "Self-similarity against word frequency", "raw", spearman=True, section=WORDS
+    ),
+    "matrix_entropy": FigureOfRows(
+        "Matrix entropy of the corpus and within sentences",
+        "raw",
+        ylabel="matrix entropy (nats)",
+        section=SPECTRA,
+    ),
+    "alpha_req": FigureOfRows("Decay of the eigenspectrum (α-ReQ)", "raw", section=SPECTRA),
+    "massive_activations": FigureOfRows("Massive activations", "raw", section=MASSIVE_ACTIVATIONS),
+    "curvature": FigureOfRows("Curvature of each sentence's trajectory", "raw", section=SPECTRA),
+}
+
+
+def rows_drawn_in(name: str) -> tuple[str, ...]:
+    """The summary rows that figure `name` draws, in the order of the places their records
+    give them (`record.FigureRows`); a ValueError unless they take each place from 0 once."""
+    placed = sorted(
+        (drawn.place + offset, row)
+        for record in MEASURES
+        for drawn in record.drawn_in
+        if drawn.figure == name
+        for offset, row in enumerate(drawn.rows or record.rows)
     )
+    if not placed or [place for place, _ in placed] != list(range(len(placed))):
+        raise ValueError(f"{name}: its records' rows must take each place from 0 once: {placed}")
+    return tuple(row for _, row in placed)
+
+
+_UNKNOWN_FIGURES = sorted(
+    {drawn.figure for record in MEASURES for drawn in record.drawn_in} - set(FIGURES_OF_ROWS)
+)
+if _UNKNOWN_FIGURES:
+    raise ValueError(f"records draw in figures FIGURES_OF_ROWS lacks: {_UNKNOWN_FIGURES}")
+
+FIGURES = {
+    name: figure_of_rows(
+        name,
+        figure.title,
+        figure.column,
+        rows_drawn_in(name),
+        figure.ylabel,
+        figure.spearman,
+        figure.section,
+    )
+    for name, figure in FIGURES_OF_ROWS.items()
 }
 
 

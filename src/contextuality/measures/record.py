@@ -97,6 +97,19 @@ class MeasureFigure:
     column: str = "raw"
 
 
+@dataclass(frozen=True)
+class FigureRows:
+    """Rows of a measure drawn in a figure of several measures' rows (`figures.specs`).
+
+    figure: the figure's name (a key of `figures.specs.FIGURES_OF_ROWS`); rows: which of
+    the measure's rows it draws, in order (none: every row); place: where the first of them
+    comes among the figure's lines (0: first), the others right after it."""
+
+    figure: str
+    rows: tuple[str, ...] = ()
+    place: int = 0
+
+
 @dataclass(frozen=True, kw_only=True)
 class Measure(Instrument):
     """One measure: the summary rows it writes and how they are computed.
@@ -122,6 +135,7 @@ class Measure(Instrument):
     ``figures.transforms`` (the figures of several measures are `figures.specs`').
     labels: what a figure's axis calls each row, in the order of `rows` (none: the rows'
     names); ``adjusted`` is put before it where the adjusted value is drawn.
+    drawn_in: the figures of several measures that draw its rows (`FigureRows`).
     """
 
     rows: tuple[str, ...]
@@ -137,6 +151,7 @@ class Measure(Instrument):
     census: Census | None = None
     figure: MeasureFigure | None = None
     labels: tuple[str, ...] = ()
+    drawn_in: tuple[FigureRows, ...] = ()
 
     @property
     def sampled(self) -> bool:
@@ -154,5 +169,7 @@ class Measure(Instrument):
             raise ValueError(f"{self.name}: step must be one of {STEPS}")
         if self.labels and len(self.labels) != len(self.rows):
             raise ValueError(f"{self.name}: a label for each row, or none")
+        if any(set(drawn.rows) - set(self.rows) for drawn in self.drawn_in):
+            raise ValueError(f"{self.name}: a figure draws only rows the measure writes")
         if (self.compute is None) != (self.step != "measure_layer"):
             raise ValueError(f"{self.name}: a compute function iff the measure step computes it")

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from contextuality.measures import outliers
-from contextuality.measures.record import LayerInputs, Measure, SummaryRow
+from contextuality.measures.record import FigureRows, LayerInputs, Measure, SummaryRow
 from contextuality.measures.summary import CENSUS_LAYER_COLUMNS, Census
 
 # Words named per dimension in the census.
@@ -104,5 +104,6 @@ MEASURES: tuple[Measure, ...] = (
         optional=True,
         census=MASSIVE_ACTIVATIONS_CENSUS,
         labels=("share of occurrences with a massive activation",),
+        drawn_in=(FigureRows("massive_activations"),),
     ),
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from contextuality.measures.ranks import spearman_correlation
-from contextuality.measures.record import LayerInputs, Measure, SummaryRow
+from contextuality.measures.record import FigureRows, LayerInputs, Measure, SummaryRow
 from contextuality.measures.summary import mean_summary, sampled_summary
 
 
@@ -110,6 +110,7 @@ MEASURES: tuple[Measure, ...] = (
         "different sentences, exactly.",
         streamed=True,
         labels=("SelfSim",),
+        drawn_in=(FigureRows("fig2_selfsim"),),
     ),
     _mean(
         "selfsim[paper]",
@@ -119,6 +120,7 @@ MEASURES: tuple[Measure, ...] = (
         "SelfSim as the paper's code estimated it: every ordered pair of a word's listed "
         "occurrences, repeated sentences included.",
         labels=("SelfSim, the paper's estimator",),
+        drawn_in=(FigureRows("fig2_selfsim", place=1),),
     ),
     _mean(
         "mev",
@@ -128,6 +130,7 @@ MEASURES: tuple[Measure, ...] = (
         "Mean over words of MEV (Def. 3), σ₁²/Σσ² of a word's occurrence matrix, uncentered.",
         streamed=True,
         labels=("MEV",),
+        drawn_in=(FigureRows("mev_definition3"),),
     ),
     _mean(
         "mev_centered",
@@ -137,6 +140,7 @@ MEASURES: tuple[Measure, ...] = (
         "MEV of each word's column-centered occurrence matrix.",
         streamed=True,
         labels=("centered MEV",),
+        drawn_in=(FigureRows("mev_definition3", place=1),),
     ),
     _mean(
         "mev[truncated_svd]",
@@ -145,6 +149,7 @@ MEASURES: tuple[Measure, ...] = (
         "truncated_svd",
         "MEV as the paper's code estimated it: scikit-learn's TruncatedSVD variance ratio.",
         labels=("TruncatedSVD variance ratio",),
+        drawn_in=(FigureRows("fig4_mev"),),
     ),
     _mean(
         "intrasim",
@@ -155,6 +160,7 @@ MEASURES: tuple[Measure, ...] = (
         "with their mean.",
         streamed=True,
         labels=("IntraSim",),
+        drawn_in=(FigureRows("fig3_intrasim"),),
     ),
     *(
         _mean(
@@ -167,8 +173,9 @@ MEASURES: tuple[Measure, ...] = (
             word_class=word_class,
             streamed=True,
             labels=(f"SelfSim of {word_class} words",),
+            drawn_in=(FigureRows("selfsim_word_classes", place=place),),
         )
-        for word_class in ("stopword", "content")
+        for word_class, place in (("stopword", 1), ("content", 0))
     ),
     Measure(
         name="anisotropy",
@@ -180,6 +187,7 @@ MEASURES: tuple[Measure, ...] = (
         streamed=True,
         compute=anisotropy,
         labels=("anisotropy (mean cosine)",),
+        drawn_in=(FigureRows("fig1_anisotropy"),),
     ),
     Measure(
         name="selfsim~frequency",
@@ -188,6 +196,7 @@ MEASURES: tuple[Measure, ...] = (
         streamed=True,
         compute=selfsim_frequency,
         labels=("Spearman ρ(SelfSim, count)",),
+        drawn_in=(FigureRows("selfsim_frequency"),),
     ),
     Measure(
         name="paper_samples",
@@ -201,5 +210,9 @@ MEASURES: tuple[Measure, ...] = (
         interval="sample spread",
         compute=paper_samples,
         labels=("IntraSim, the paper's estimator", "anisotropy, the paper's estimator"),
+        drawn_in=(
+            FigureRows("fig3_intrasim", ("intrasim[paper]",), place=1),
+            FigureRows("fig1_anisotropy", ("anisotropy[paper]",), place=1),
+        ),
     ),
 )

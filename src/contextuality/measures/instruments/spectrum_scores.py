@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from contextuality.measures import spectra
-from contextuality.measures.record import LayerInputs, Measure, SummaryRow
+from contextuality.measures.record import FigureRows, LayerInputs, Measure, SummaryRow
 from contextuality.measures.summary import bootstrap_means, interval
 from contextuality.rows import run_starts
 
@@ -87,6 +87,10 @@ MEASURES: tuple[Measure, ...] = (
         compute=spectrum,
         optional=True,
         labels=("dataset entropy (nats)", "α-ReQ"),
+        drawn_in=(
+            FigureRows("matrix_entropy", ("dataset_entropy",)),
+            FigureRows("alpha_req", ("alpha_req",)),
+        ),
     ),
     Measure(
         name="sentence_shape",
@@ -99,5 +103,9 @@ MEASURES: tuple[Measure, ...] = (
         compute=sentence_shapes,
         optional=True,
         labels=("prompt entropy (nats)", "curvature (rad)"),
+        drawn_in=(
+            FigureRows("matrix_entropy", ("prompt_entropy",), place=1),
+            FigureRows("curvature", ("curvature",)),
+        ),
     ),
 )
