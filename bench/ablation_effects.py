@@ -33,7 +33,7 @@ import torch  # noqa: E402
 import yaml  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from contextuality.backends import is_decoder, load_language_model, model_spec  # noqa: E402
+from contextuality.backends import is_decoder, load_language_model, model_settings  # noqa: E402
 from contextuality.corpus.sentences import (  # noqa: E402
     build_sentence_table,
     read_text_corpus,
@@ -74,7 +74,7 @@ def decoders(config: dict) -> list[str]:
     return [
         name
         for name, section in config["models"].items()
-        if "ablation" not in section and is_decoder(model_spec(name, section))
+        if "ablation" not in section and is_decoder(model_settings(name, section))
     ]
 
 
@@ -173,7 +173,7 @@ def main() -> None:
     tables, timings = ([], []), []
     for name in decoders(config):
         started = time.perf_counter()
-        loaded = load_language_model(model_spec(name, config["models"][name]))
+        loaded = load_language_model(model_settings(name, config["models"][name]))
         block = first_massive_block(loaded, sentences[: args.calibration])
         for kept, table in zip(
             tables,

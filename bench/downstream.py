@@ -34,7 +34,7 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 import yaml  # noqa: E402
 
-from contextuality.backends import load_model, model_spec  # noqa: E402
+from contextuality.backends import load_model, model_settings  # noqa: E402
 from contextuality.corpus.sentences import read_sts_archive, scored_pairs  # noqa: E402
 from contextuality.errors import ConfigError  # noqa: E402
 from contextuality.extraction.sentence_vectors import POOLINGS, sentence_vectors  # noqa: E402
@@ -174,7 +174,7 @@ def main() -> None:
         if "ablation" in section:
             continue
         started = time.perf_counter()
-        loaded = load_model(model_spec(name, section))
+        loaded = load_model(model_settings(name, section))
         layers = tuple(range(loaded.n_layers + 1))
         pooled = sentence_vectors(loaded, pairs.sentences, layers, POOLINGS)
         geometry[name] = geometry_by_layer(name).reindex(list(layers))

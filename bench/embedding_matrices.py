@@ -32,7 +32,7 @@ from threadpoolctl import threadpool_limits
 from transformers.utils import logging
 
 from contextuality import backends
-from contextuality.backends.base import ModelSpec
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.sentences import (
     build_sentence_table,
     read_corpus,
@@ -86,12 +86,14 @@ BY_CORPUS = [
 ]
 
 
-def model_specs(config: dict, names: list[str]) -> dict[str, ModelSpec]:
+def model_specs(config: dict, names: list[str]) -> dict[str, ModelSettings]:
     """The models `names` as `config` names them (their layers left out: the matrix is no
     layer)."""
     models = with_sources_found(config)["models"]
     return {
-        name: backends.model_spec(name, {k: v for k, v in models[name].items() if k != "layers"})
+        name: backends.model_settings(
+            name, {k: v for k, v in models[name].items() if k != "layers"}
+        )
         for name in names
     }
 
@@ -113,7 +115,7 @@ def corpus_texts(config: dict, sts: Path) -> dict[str, list[str]]:
     return texts
 
 
-def measure_model(spec: ModelSpec, texts: dict[str, list[str]]) -> tuple[list, dict]:
+def measure_model(spec: ModelSettings, texts: dict[str, list[str]]) -> tuple[list, dict]:
     """The three tables' rows of one model's matrices, and the seconds of each stage."""
     seconds, started = {}, time.perf_counter()
     loaded = backends.load_model(spec)

@@ -46,12 +46,13 @@ import numpy as np
 import torch
 
 from contextuality import __version__, backends
-from contextuality.backends.base import LoadedModel, ModelSpec, token_budget
+from contextuality.backends.base import LoadedModel, token_budget
 from contextuality.backends.elmo.synthetic import (
     TINY_OPTIONS,
     published_size_options,
     write_random_files,
 )
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.sentences import (
     normalize_sentence,
     read_sts_archive,
@@ -213,18 +214,18 @@ def streamed_extraction(
     return {"seconds": report.seconds, "tokens_per_s": report.tokens_per_second}
 
 
-def _spec(name: str, corpus: list[str], budget: int | None, work: Path) -> ModelSpec:
+def _spec(name: str, corpus: list[str], budget: int | None, work: Path) -> ModelSettings:
     """The benchmark's models: real MiniLM and SmolLM2 (shipped by packages), random-init
     BERT and GPT-2 shapes."""
     if name == "minilm":
-        return ModelSpec(name=name, source=MINILM, token_budget=budget)
+        return ModelSettings(name=name, source=MINILM, token_budget=budget)
     if name == "smollm2":
-        return ModelSpec(name=name, source=SMOLLM2, gguf_file=SMOLLM2_FILE, token_budget=budget)
+        return ModelSettings(name=name, source=SMOLLM2, gguf_file=SMOLLM2_FILE, token_budget=budget)
     size = name.removesuffix("-carried")
     if size in ELMO_OPTIONS:
         write_random_files(work / name, ELMO_OPTIONS[size]())
         states = "carried" if name.endswith("-carried") else "per_sentence"
-        return ModelSpec(
+        return ModelSettings(
             name=name,
             source=str(work / name),
             loader="elmo",
@@ -232,7 +233,7 @@ def _spec(name: str, corpus: list[str], budget: int | None, work: Path) -> Model
             lstm_states=states,
         )
     source = str(_random_init_model(name, work / name, corpus))
-    return ModelSpec(name=name, source=source, token_budget=budget)
+    return ModelSettings(name=name, source=source, token_budget=budget)
 
 
 def bench_model(name: str, corpus: list[str], device: str, budget: int | None, work: Path) -> dict:
@@ -426,7 +427,7 @@ def main() -> None:
     corpus = load_corpus(args.tokens, corpus_name)
     if args.cold:  # one model's first pass in this fresh process (`cold_rows`)
         work = args.work / args.models[0]
-        spec = ModelSpec(name=args.models[0], source=str(work))
+        spec = ModelSettings(name=args.models[0], source=str(work))
         loaded = backends.load_model(spec, device)
         units = sentence_units(loaded, corpus)
         plan = plan_extraction(loaded, units.counts, tuple(range(loaded.n_layers + 1)))

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from contextuality import __version__, backends
-from contextuality.backends.base import ModelSpec
+from contextuality.backends.settings import ModelSettings
 from contextuality.cli.argument_types import positive_int
 from contextuality.corpus.sentences import normalize_sentence, read_text_corpus
 from contextuality.extraction import forward
@@ -120,7 +120,7 @@ def differences(sentences: list[str], directory: Path) -> list[dict]:
     alone, on the correct code and under each planted error."""
     rows = []
     for dtype in ("float32", "bfloat16", "float16"):
-        spec = ModelSpec(
+        spec = ModelSettings(
             name="minilm",
             source=MINILM,
             device="cpu",
@@ -223,7 +223,9 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     sentences = lee_sentences()
     with tempfile.TemporaryDirectory() as directory:
-        loaded = backends.load_model(ModelSpec(name="minilm", source=MINILM, device="cpu"), "cpu")
+        loaded = backends.load_model(
+            ModelSettings(name="minilm", source=MINILM, device="cpu"), "cpu"
+        )
         load = os.getloadavg()[0]
         results = {
             "version": __version__,

@@ -36,7 +36,7 @@ from forward_bounds import greedy_batches  # noqa: E402
 from large_model import SIZES  # noqa: E402
 
 from contextuality import backends  # noqa: E402
-from contextuality.backends.base import ModelSpec  # noqa: E402
+from contextuality.backends.settings import ModelSettings  # noqa: E402
 from contextuality.extraction.forward import pad_batch  # noqa: E402
 from contextuality.extraction.units import sentence_units  # noqa: E402
 
@@ -135,7 +135,7 @@ def profile(model, batches, autocast):
 
 
 def bench_shape(name, corpus, work):
-    spec = ModelSpec(name=name, source=str(_random_init_model(name, work / name, corpus)))
+    spec = ModelSettings(name=name, source=str(_random_init_model(name, work / name, corpus)))
     loaded = backends.load_model(spec, DEVICE.type)
     model = loaded.model
     emit(

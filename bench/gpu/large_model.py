@@ -42,7 +42,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import forward_bounds  # noqa: E402
 
-from contextuality.backends import load_model, model_spec  # noqa: E402
+from contextuality.backends import load_model, model_settings  # noqa: E402
 from contextuality.backends.base import token_budget  # noqa: E402
 from contextuality.extraction.partitions import plan_extraction  # noqa: E402
 from contextuality.extraction.units import sentence_units  # noqa: E402
@@ -170,7 +170,7 @@ def measure(device: str, corpus: Path, work: Path) -> dict:
         "layers": list(range(0, SIZES[device]["num_hidden_layers"] + 1, LAYER_STEP)),
     }
     started = time.perf_counter()
-    loaded = load_model(model_spec("large", settings), device)
+    loaded = load_model(model_settings("large", settings), device)
     loaded_seconds = time.perf_counter() - started
     chosen = load_corpus(WORDS[device], str(corpus))
     units = sentence_units(loaded, chosen)
