@@ -9,13 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import markdown
 import pytest
 
 from contextuality.catalogue import glossary, module_map
 from contextuality.geometry import alignment_catalogue
 from contextuality.measures import registry
 from contextuality.transforms import fitting
+
+# The site is built with the docs extra (`pip install -e '.[docs]'`, in `dev`).
+markdown = pytest.importorskip("markdown")
+pytest.importorskip("mkdocs_macros")
 
 REPO = Path(__file__).resolve().parents[1]
 
