@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Iterable
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
+
+Record = TypeVar("Record")
 
 
 def _place(module: ModuleType) -> tuple[bool, float, str]:
@@ -45,3 +48,11 @@ def discover(package: str, attribute: str) -> tuple[Any, ...]:
             origin[record.name] = module.__name__
             found.append(record)
     return tuple(found)
+
+
+def record_named(records: Iterable[Record], name: str) -> Record:
+    """The record of `records` called `name` (KeyError if none is)."""
+    for record in records:
+        if record.name == name:
+            return record
+    raise KeyError(name)

@@ -6,7 +6,7 @@ alignment measures (`docs_table`) follow from them."""
 
 from __future__ import annotations
 
-from contextuality.catalogue.discovery import discover
+from contextuality.catalogue.discovery import discover, record_named
 from contextuality.geometry.alignment_record import AlignmentMeasure
 
 ALIGNMENT_MEASURES: tuple[AlignmentMeasure, ...] = discover(
@@ -16,15 +16,12 @@ ALIGNMENT_MEASURES: tuple[AlignmentMeasure, ...] = discover(
 
 def alignment_measure(name: str) -> AlignmentMeasure:
     """The record of the alignment measure called `name` (KeyError if none is)."""
-    for record in ALIGNMENT_MEASURES:
-        if record.name == name:
-            return record
-    raise KeyError(name)
+    return record_named(ALIGNMENT_MEASURES, name)
 
 
 def docs_table() -> str:
-    """The docs' list of alignment measures (docs/instruments.md holds it; a test
-    compares): a row per record, which way is closer, the figures' colour scale and what
+    """The docs' list of alignment measures (drawn into docs/instruments.md when
+    mkdocs builds): a row per record, which way is closer, the figures' colour scale and what
     it is computed from; each has its null beside it (``null_<column>``)."""
     lines = [
         "| column | what it is | closer | colour scale | computed from |",

@@ -87,7 +87,7 @@ def axis_label(row: str, column: str = "raw") -> str:
 
 
 def docs_table() -> str:
-    """The docs' list of measures (docs/measures.md holds it; a test compares): a row per
+    """The docs' list of measures (drawn into docs/measures.md when mkdocs builds): a row per
     record, what it is and how it is estimated."""
     lines = [
         "| rows | what it is | value | baseline | interval | streamed | step | optional |",

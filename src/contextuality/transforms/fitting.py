@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-from contextuality.catalogue.discovery import discover
+from contextuality.catalogue.discovery import discover, record_named
 from contextuality.configuration.random_streams import generator
 from contextuality.configuration.schema import check_bounds, default
 from contextuality.errors import ConfigError, NonFiniteValueError
@@ -41,14 +41,11 @@ _FIT = ("measures", "transform_fit")
 
 def correction(name: str) -> Correction:
     """The record of the correction called `name` (KeyError if none is)."""
-    for record in CORRECTIONS:
-        if record.name == name:
-            return record
-    raise KeyError(name)
+    return record_named(CORRECTIONS, name)
 
 
 def docs_table() -> str:
-    """The docs' list of corrections (docs/degeneration.md holds it; a test compares): a
+    """The docs' list of corrections (drawn into docs/degeneration.md when mkdocs builds): a
     row per record: what it is and does, and the settings of ``measures.transform_fit`` it
     reads."""
     lines = ["| transform | what it is | what it does | settings |", "|---|---|---|---|"]
