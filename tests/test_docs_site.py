@@ -48,31 +48,31 @@ def _holds(site: Path, page: str, table: str) -> bool:
     return _text(markdown.markdown(table, extensions=["tables"])) in built and "{{" not in built
 
 
-def test_the_measures_page_lists_every_record_of_the_registry(site):
-    table = registry.docs_table()
-    assert all(f"`{row}`" in table for row in registry.row_names())
-    assert _holds(site, "measures", table)
+# Each page's table drawn from the package, and how the table names each thing it lists.
+DRAWN_TABLES = {
+    "measures": (registry.docs_table, lambda: [f"`{row}`" for row in registry.row_names()]),
+    "instruments": (
+        alignment_catalogue.docs_table,
+        lambda: [f"`{record.name}`" for record in alignment_catalogue.ALIGNMENT_MEASURES],
+    ),
+    "architecture (module map)": (
+        module_map.docs_table,
+        lambda: [f"`{entry.path}`" for entry in module_map.module_map()],
+    ),
+    "architecture (glossary)": (
+        glossary.docs_table,
+        lambda: [f"*{name.name}*" for name in glossary.names()],
+    ),
+    "degeneration": (
+        fitting.docs_table,
+        lambda: [f"`{record.name}`" for record in fitting.CORRECTIONS],
+    ),
+}
 
 
-def test_the_instruments_page_lists_every_alignment_measure(site):
-    table = alignment_catalogue.docs_table()
-    assert all(f"`{record.name}`" in table for record in alignment_catalogue.ALIGNMENT_MEASURES)
-    assert _holds(site, "instruments", table)
-
-
-def test_the_architecture_page_maps_every_module(site):
-    table = module_map.docs_table()
-    assert all(f"`{entry.path}`" in table for entry in module_map.module_map())
-    assert _holds(site, "architecture", table)
-
-
-def test_the_architecture_page_holds_the_glossary(site):
-    table = glossary.docs_table()
-    assert all(f"*{name.name}*" in table for name in glossary.names())
-    assert _holds(site, "architecture", table)
-
-
-def test_the_degeneration_page_lists_every_correction(site):
-    table = fitting.docs_table()
-    assert all(f"`{record.name}`" in table for record in fitting.CORRECTIONS)
-    assert _holds(site, "degeneration", table)
+@pytest.mark.parametrize("page", DRAWN_TABLES)
+def test_each_page_holds_its_table_of_every_record(site, page):
+    docs_table, entries = DRAWN_TABLES[page]
+    table = docs_table()
+    assert all(entry in table for entry in entries())
+    assert _holds(site, page.split()[0], table)
