@@ -52,22 +52,27 @@ def test_word_vectors_validate_their_shape():
 
 def test_lowercase_lookup_keeps_the_first_entry_of_a_lowercase_form():
     vectors = _vectors({"Paris": [1, 0], "paris": [0, 1], "London": [1, 1], "paris ": [2, 2]})
-    assert vectors.indices(["PARIS", "paris", "london", "Rome"]).tolist() == [0, 0, 2, -1]
+    assert vectors.indices(["PARIS", "paris", "london", "Rome"], lowercase=True).tolist() == [
+        0,
+        0,
+        2,
+        -1,
+    ]
     assert vectors.indices(["PARIS", "paris", "London"], lowercase=False).tolist() == [-1, 1, 2]
     assert vectors.candidate_rows(lowercase=True).tolist() == [0, 2, 3]
     assert vectors.candidate_rows(lowercase=False).tolist() == [0, 1, 2, 3]
 
-    found_vectors, found = vectors.lookup(["paris", "Rome", "LONDON"])
+    found_vectors, found = vectors.lookup(["paris", "Rome", "LONDON"], lowercase=True, oov="mean")
     assert found.tolist() == [True, False, True]
     np.testing.assert_array_equal(found_vectors[0], [1, 0])  # "Paris", not "paris"
     np.testing.assert_allclose(found_vectors[1], [1.0, 1.0])  # the mean of the vocabulary
     np.testing.assert_array_equal(found_vectors[2], [1, 1])
 
-    skipped, found = vectors.lookup(["paris", "Rome", "LONDON"], oov="skip")
+    skipped, found = vectors.lookup(["paris", "Rome", "LONDON"], lowercase=True, oov="skip")
     assert found.tolist() == [True, False, True]
     np.testing.assert_array_equal(skipped, [[1, 0], [1, 1]])
     with pytest.raises(ValueError, match="oov"):
-        vectors.lookup(["paris"], oov="zero")
+        vectors.lookup(["paris"], lowercase=True, oov="zero")
 
 
 def test_lowercase_changes_which_vector_a_benchmark_word_gets():
@@ -169,8 +174,8 @@ def test_similarity_oov_mean_vector_or_skip():
     mean = bm.score_similarity(pairs, vectors, oov="mean")
     assert (mean.coverage, mean.n) == (0.8, 5)
     # The OOV word is the mean vector, so the pair gets a real cosine, not a gap.
-    first, _ = vectors.lookup(["zebra"])
-    second, _ = vectors.lookup(["w4"])
+    first, _ = vectors.lookup(["zebra"], lowercase=True, oov="mean")
+    second, _ = vectors.lookup(["w4"], lowercase=True, oov="mean")
     cosine = float(first[0] @ second[0] / np.linalg.norm(first[0]) / np.linalg.norm(second[0]))
     cosines = [math.cos(a) for a in np.linspace(0.0, 3.0, 5)[1:]] + [cosine]
     expected = pd.Series(cosines).rank().corr(pairs["score"].rank())
@@ -377,17 +382,17 @@ def _groups(seed: int = 4) -> tuple[WordVectors, pd.DataFrame]:
 
 def test_well_separated_groups_have_purity_one():
     vectors, items = _groups()
-    assert bm.score_categorization(items, vectors) == Score(1.0, 1.0, 24)
+    assert bm.score_categorization(items, vectors, seed=0) == Score(1.0, 1.0, 24)
     shuffled = items.assign(category=items["category"].sample(frac=1, random_state=0).to_numpy())
-    assert bm.score_categorization(shuffled, vectors).value < 1.0
+    assert bm.score_categorization(shuffled, vectors, seed=0).value < 1.0
 
 
 def test_categorization_oov_words():
     vectors, items = _groups()
     extra = pd.DataFrame({"word": ["nowhere1", "nowhere2"], "category": ["category0"] * 2})
     asked = pd.concat([items, extra], ignore_index=True)
-    assert bm.score_categorization(asked, vectors, oov="skip") == Score(1.0, 24 / 26, 24)
-    mean = bm.score_categorization(asked, vectors, oov="mean")
+    assert bm.score_categorization(asked, vectors, oov="skip", seed=0) == Score(1.0, 24 / 26, 24)
+    mean = bm.score_categorization(asked, vectors, oov="mean", seed=0)
     assert (mean.coverage, mean.n) == (pytest.approx(24 / 26), 26)
 
 
@@ -435,13 +440,17 @@ def test_paper_similarity_gives_an_oov_word_the_mean_of_the_unit_vectors(tmp_pat
 
     raw_mean = np.mean(list(table.values()), axis=0)
     unit_mean = np.mean([np.array(v) / np.linalg.norm(v) for v in table.values()], axis=0)
-    paper = bm.score_benchmark("simlex999", vectors, root, protocol="paper")
-    standard = bm.score_benchmark("simlex999", vectors, root)
+    paper = bm.score_benchmark(
+        "simlex999", vectors, root, lowercase=True, oov="mean", protocol="paper"
+    )
+    standard = bm.score_benchmark("simlex999", vectors, root, lowercase=True, oov="mean")
     assert paper.value == pytest.approx(spearman_with_stand_in(unit_mean))
     assert standard.value == pytest.approx(spearman_with_stand_in(raw_mean))
     assert (paper.value, standard.value) == (pytest.approx(1.0), pytest.approx(0.8))
     assert (paper.coverage, paper.n) == (0.75, 4)
-    skipped = bm.score_benchmark("simlex999", vectors, root, oov="skip", protocol="paper")
+    skipped = bm.score_benchmark(
+        "simlex999", vectors, root, lowercase=True, oov="skip", protocol="paper"
+    )
     assert skipped == Score(pytest.approx(1.0), 0.75, 3)
 
 
@@ -481,9 +490,15 @@ def test_paper_analogy_differs_from_standard_only_by_the_oov_stand_in(tmp_path):
         assert solved.loc[0, "predicted_3cosmul"] == answers["3cosmul"]
 
     root = _write_benchmark(tmp_path, "analogy/questions-words.txt", ": x\na b c q\n")
-    assert bm.score_benchmark("google", vectors, root, protocol="paper") == Score(1.0, 0.0, 1)
-    assert bm.score_benchmark("google", vectors, root) == Score(0.0, 0.0, 1)
-    skipped = bm.score_benchmark("google", vectors, root, oov="skip", protocol="paper")
+    assert bm.score_benchmark(
+        "google", vectors, root, lowercase=True, oov="mean", protocol="paper"
+    ) == Score(1.0, 0.0, 1)
+    assert bm.score_benchmark("google", vectors, root, lowercase=True, oov="mean") == Score(
+        0.0, 0.0, 1
+    )
+    skipped = bm.score_benchmark(
+        "google", vectors, root, lowercase=True, oov="skip", protocol="paper"
+    )
     assert math.isnan(skipped.value)
     assert skipped.n == 0
 
@@ -541,18 +556,36 @@ def test_protocol_and_shared_vocabulary_errors(tmp_path):
     with pytest.raises(
         ValueError, match=re.escape("protocol must be one of ('standard', 'paper')")
     ):
-        bm.score_benchmark("simlex999", vectors, root, protocol="web")
+        bm.score_benchmark("simlex999", vectors, root, lowercase=True, oov="mean", protocol="web")
     with pytest.raises(ValueError, match="protocol must be one of"):
-        bm.score_benchmarks(vectors, root, ["simlex999"], protocol="web")
+        bm.score_benchmarks(
+            vectors, root, ["simlex999"], lowercase=True, oov="mean", protocol="web"
+        )
     with pytest.raises(ValueError, match="protocol must be one of"):
         bm.score_analogy(pd.DataFrame(columns=["category", *"abcd"]), vectors, protocol="web")
     with pytest.raises(ValueError, match="shared_vocabulary belongs to the paper protocol"):
-        bm.score_benchmark("simlex999", vectors, root, shared_vocabulary=["w0"])
+        bm.score_benchmark(
+            "simlex999", vectors, root, lowercase=True, oov="mean", shared_vocabulary=["w0"]
+        )
     with pytest.raises(InputDataError, match="shared vocabulary"):
-        bm.score_benchmark("simlex999", vectors, root, protocol="paper", shared_vocabulary=["x"])
+        bm.score_benchmark(
+            "simlex999",
+            vectors,
+            root,
+            lowercase=True,
+            oov="mean",
+            protocol="paper",
+            shared_vocabulary=["x"],
+        )
     # Trimmed to w0 and w1, w2 is OOV: the stand-in lies between w0 and w1.
     trimmed = bm.score_benchmark(
-        "simlex999", vectors, root, protocol="paper", shared_vocabulary=["W0", "w1"]
+        "simlex999",
+        vectors,
+        root,
+        lowercase=True,
+        oov="mean",
+        protocol="paper",
+        shared_vocabulary=["W0", "w1"],
     )
     assert trimmed == Score(pytest.approx(1.0), 0.5, 2)
 
@@ -729,10 +762,12 @@ def test_semeval2012_paper_protocol_averages_all_79_subcategories(data_root):
         relation = offsets(paradigms[paradigms["subcategory"] == subcategory]).mean(axis=0)
         correlations.append(spearmanr(offsets(table) @ relation, table["gold"]).statistic)
     assert np.isnan(correlations).any()  # a subcategory with constant ratings counts 0
-    paper = bm.score_benchmark("semeval2012", vectors, data_root, protocol="paper")
+    paper = bm.score_benchmark(
+        "semeval2012", vectors, data_root, lowercase=True, oov="mean", protocol="paper"
+    )
     assert paper.value == pytest.approx(np.nansum(correlations) / 79, abs=1e-12)
     assert paper.n == 2791 + 427
-    standard = bm.score_benchmark("semeval2012", vectors, data_root)
+    standard = bm.score_benchmark("semeval2012", vectors, data_root, lowercase=True, oov="mean")
     assert standard.n == 2791
     assert standard.value != pytest.approx(paper.value)
 
@@ -856,7 +891,7 @@ def test_registry_names_the_nine_benchmarks_and_3cosmul_variants():
     assert len(files) == 80  # the paradigms and the gold ratings of all 79 subcategories
     assert set(files) <= set(bm.known_checksums())
     with pytest.raises(KeyError, match="unknown benchmark 'simlex'"):
-        bm.score_benchmark("simlex", _fan_vectors(2), ".")
+        bm.score_benchmark("simlex", _fan_vectors(2), ".", lowercase=True, oov="mean")
 
 
 def test_urls_are_the_origins_listed_in_sources(data_root):
@@ -931,7 +966,7 @@ def covering_vectors(data_root, benchmark_tables) -> WordVectors:
 
 def test_every_benchmark_scores_with_full_coverage(data_root, benchmark_tables, covering_vectors):
     tables, vectors, words = benchmark_tables, covering_vectors, covering_vectors.words
-    results = bm.score_benchmarks(vectors, data_root)
+    results = bm.score_benchmarks(vectors, data_root, lowercase=True, oov="mean")
     assert results["benchmark"].tolist() == list(bm.BENCHMARKS)
     assert (results["coverage"] == 1.0).all()
     expected_n = {name: len(table) for name, table in tables.items()}
@@ -947,19 +982,25 @@ def test_every_benchmark_scores_with_full_coverage(data_root, benchmark_tables, 
     smaller = WordVectors(kept, vectors.matrix[[w[0] != "a" for w in words]])
     table = tables["simlex999"]
     share = (~table["word1"].str.startswith("a") & ~table["word2"].str.startswith("a")).mean()
-    assert bm.score_benchmark("simlex999", smaller, data_root).coverage == pytest.approx(share)
+    assert bm.score_benchmark(
+        "simlex999", smaller, data_root, lowercase=True, oov="mean"
+    ).coverage == pytest.approx(share)
 
 
 def test_paper_protocol_scores_every_benchmark(data_root, benchmark_tables, covering_vectors):
     vectors = covering_vectors
-    paper = bm.score_benchmarks(vectors, data_root, protocol="paper").set_index("benchmark")
+    paper = bm.score_benchmarks(
+        vectors, data_root, lowercase=True, oov="mean", protocol="paper"
+    ).set_index("benchmark")
     assert (paper["coverage"] == 1.0).all()
     expected_n = {name: len(table) for name, table in benchmark_tables.items()}
     expected_n["semeval2012"] = 2791 + 427
     assert paper["n"].to_dict() == expected_n
     # With every word covered, cosines do not see the unit-normalization.
     similarity = ["simlex999", "men", "ws353", "rw"]
-    standard = bm.score_benchmarks(vectors, data_root, similarity).set_index("benchmark")
+    standard = bm.score_benchmarks(
+        vectors, data_root, similarity, lowercase=True, oov="mean"
+    ).set_index("benchmark")
     np.testing.assert_allclose(paper.loc[similarity, "value"], standard["value"], atol=1e-6)
     assert paper.loc[["bless", "ap"], "value"].between(0.05, 0.6).all()
     # The shared vocabulary is matched by lowercase form.
@@ -967,6 +1008,12 @@ def test_paper_protocol_scores_every_benchmark(data_root, benchmark_tables, cove
     table = benchmark_tables["simlex999"]
     share = (~table["word1"].str.startswith("a") & ~table["word2"].str.startswith("a")).mean()
     trimmed = bm.score_benchmark(
-        "simlex999", vectors, data_root, protocol="paper", shared_vocabulary=shared
+        "simlex999",
+        vectors,
+        data_root,
+        lowercase=True,
+        oov="mean",
+        protocol="paper",
+        shared_vocabulary=shared,
     )
     assert trimmed.coverage == pytest.approx(share)

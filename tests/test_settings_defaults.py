@@ -20,15 +20,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "contextuality"
 # (module, function or ``.get``, setting): a new one fails the test, and one removed must
 # leave this list too. None is a model setting.
 KNOWN_REPEATS = {
-    ("benchmarks/registry.py", "score_benchmark", "static.lowercase"),
-    ("benchmarks/registry.py", "score_benchmark", "static.oov"),
-    ("benchmarks/registry.py", "score_benchmarks", "static.lowercase"),
-    ("benchmarks/registry.py", "score_benchmarks", "static.oov"),
-    ("benchmarks/scorers.py", "score_categorization", "measures.seed"),
-    ("benchmarks/vectors.py", "candidate_rows", "static.lowercase"),
-    ("benchmarks/vectors.py", "indices", "static.lowercase"),
-    ("benchmarks/vectors.py", "lookup", "static.lowercase"),
-    ("benchmarks/vectors.py", "lookup", "static.oov"),
     ("corpus/sentences.py", "read_sts_archive", "corpus.sts.verify_checksums"),
     ("corpus/sentences.py", "text_corpus_files", "corpus.text.pattern"),
     ("extraction/run.py", "run_extraction", "measures.seed"),

@@ -41,6 +41,9 @@ from contextuality.errors import ConfigError
 
 Reader = Callable[[Path], pd.DataFrame]
 Scorer = Callable[[pd.DataFrame, WordVectors, bool, OovPolicy], Score]
+# The seed of a categorization benchmark's clusterings (the standard protocol's KMeans, the
+# paper protocol's order of the words): fixed, so that a score is the vectors' alone.
+CATEGORIZATION_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ def _analogy(
 
 
 def _categorization(name: str, title: str, relative: str) -> BenchmarkSpec:
+    scorer = functools.partial(score_categorization, seed=CATEGORIZATION_SEED)
     return _spec(
         name,
         title,
@@ -132,8 +136,8 @@ def _categorization(name: str, title: str, relative: str) -> BenchmarkSpec:
         "purity",
         [relative],
         _file_reader(read_categorization, relative),
-        score_categorization,
-        paper_scorer=functools.partial(score_categorization, protocol="paper"),
+        scorer,
+        paper_scorer=functools.partial(scorer, protocol="paper"),
     )
 
 
@@ -231,14 +235,16 @@ def score_benchmark(
     name: str,
     vectors: WordVectors,
     data_root: str | Path,
-    lowercase: bool = True,
-    oov: OovPolicy = "mean",
+    *,
+    lowercase: bool,
+    oov: OovPolicy,
     protocol: ScoringProtocol = "standard",
     shared_vocabulary: Iterable[str] | None = None,
 ) -> Score:
     """Read benchmark `name` (a key of BENCHMARKS) under `data_root` and score `vectors`
-    under `protocol` (one of PROTOCOLS). `shared_vocabulary`: the paper protocol's common
-    vocabulary (see `paper_vectors`); None keeps every word."""
+    under `protocol` (one of PROTOCOLS), their words lowercased or not, an OOV word as `oov`
+    says (`ScoringSettings`). `shared_vocabulary`: the paper protocol's common vocabulary
+    (see `paper_vectors`); None keeps every word."""
     spec = _spec_of(name)
     prepared = _protocol_vectors(vectors, protocol, shared_vocabulary)
     return _score(spec, prepared, data_root, lowercase, oov, protocol)
@@ -248,8 +254,9 @@ def score_benchmarks(
     vectors: WordVectors,
     data_root: str | Path,
     names: Sequence[str] | None = None,
-    lowercase: bool = True,
-    oov: OovPolicy = "mean",
+    *,
+    lowercase: bool,
+    oov: OovPolicy,
     protocol: ScoringProtocol = "standard",
     shared_vocabulary: Iterable[str] | None = None,
 ) -> pd.DataFrame:

@@ -60,8 +60,9 @@ def score_similarity(
     word is the mean vector; with ``"skip"`` its pairs are left out.
     """
     check_oov(oov)
-    first, found_first = vectors.lookup(pairs["word1"].tolist(), lowercase)
-    second, found_second = vectors.lookup(pairs["word2"].tolist(), lowercase)
+    # A row for every word (the mean for an OOV one); `oov` then chooses the pairs kept.
+    first, found_first = vectors.lookup(pairs["word1"].tolist(), lowercase, "mean")
+    second, found_second = vectors.lookup(pairs["word2"].tolist(), lowercase, "mean")
     covered = found_first & found_second
     keep = covered if oov == "skip" else np.ones(len(pairs), dtype=bool)
     cosines = np.sum(unit_rows(first[keep]) * unit_rows(second[keep]), axis=1)
@@ -189,8 +190,8 @@ def score_semeval2012(
     correlations = []
     covered_total = asked_total = 0
     for _, group in table.groupby("subcategory", sort=False):
-        x, found_x = vectors.lookup(group["x"].tolist(), lowercase)
-        y, found_y = vectors.lookup(group["y"].tolist(), lowercase)
+        x, found_x = vectors.lookup(group["x"].tolist(), lowercase, "mean")
+        y, found_y = vectors.lookup(group["y"].tolist(), lowercase, "mean")
         found = found_x & found_y
         is_paradigm = group["paradigm"].to_numpy(dtype=bool)
         covered_total += int(np.sum(found & ~is_paradigm))
@@ -225,7 +226,8 @@ def score_categorization(
     vectors: WordVectors,
     lowercase: bool = LOWERCASE,
     oov: OovPolicy = OOV,
-    seed: int = 0,
+    *,
+    seed: int,
     protocol: ScoringProtocol = "standard",
 ) -> Score:
     """Purity of a clustering of the words' vectors into k = number of gold categories.
@@ -242,7 +244,7 @@ def score_categorization(
 
     check_oov(oov)
     check_protocol(protocol)
-    matrix, found = vectors.lookup(items["word"].tolist(), lowercase)
+    matrix, found = vectors.lookup(items["word"].tolist(), lowercase, "mean")
     keep = found if oov == "skip" else np.ones(len(items), dtype=bool)
     gold = items["category"].to_numpy()[keep]
     if len(gold) == 0:

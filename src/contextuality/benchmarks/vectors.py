@@ -106,12 +106,12 @@ class WordVectors:
             index.setdefault(word.lower(), row)
         return index
 
-    def candidate_rows(self, lowercase: bool = True) -> np.ndarray:
+    def candidate_rows(self, lowercase: bool) -> np.ndarray:
         """Rows that a lookup can return (first entry of each word form), ascending."""
         index = self._lowercase_index if lowercase else self._exact_index
         return np.sort(np.fromiter(index.values(), dtype=np.int64, count=len(index)))
 
-    def indices(self, words: Sequence[str], lowercase: bool = True) -> np.ndarray:
+    def indices(self, words: Sequence[str], lowercase: bool) -> np.ndarray:
         """Vocabulary row of each word (int64), −1 where the word is out of vocabulary."""
         if lowercase:
             index = self._lowercase_index
@@ -120,7 +120,7 @@ class WordVectors:
         return np.array([index.get(str(w), -1) for w in words], dtype=np.int64)
 
     def lookup(
-        self, words: Sequence[str], lowercase: bool = True, oov: OovPolicy = "mean"
+        self, words: Sequence[str], lowercase: bool, oov: OovPolicy
     ) -> tuple[np.ndarray, np.ndarray]:
         """Vectors of `words` (float64) and a boolean mask of the words found.
 

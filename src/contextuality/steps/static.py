@@ -138,8 +138,8 @@ def score_static(
         vectors,
         data_root,
         settings.benchmarks,
-        settings.lowercase,
-        settings.oov,
+        lowercase=settings.lowercase,
+        oov=settings.oov,
         protocol=protocol,
         shared_vocabulary=shared,
     )
