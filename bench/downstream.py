@@ -75,7 +75,7 @@ def sampled_pairs(sts: Path, count: int, seed: int):
     if `count` is 0 or more than there are), as `ScoredPairs` over their sentences."""
     pairs = []
     for year in range(2012, 2017):
-        pairs += read_sts_archive(sts / f"STS{year}-en-test.zip", year)[0]
+        pairs += read_sts_archive(sts / f"STS{year}-en-test.zip", year, verify_checksums=True)[0]
     scored = [pair for pair in pairs if pair.gold is not None]
     if 0 < count < len(scored):
         chosen = np.sort(np.random.default_rng(seed).choice(len(scored), count, replace=False))

@@ -94,7 +94,9 @@ def load_corpus(n_tokens: int, corpus: str) -> list[str]:
     elif corpus == "sts":
         sentences = []
         for year in (2012, 2013, 2014, 2015, 2016):
-            pairs, _ = read_sts_archive(STS_MIRROR / f"STS{year}-en-test.zip", year)
+            pairs, _ = read_sts_archive(
+                STS_MIRROR / f"STS{year}-en-test.zip", year, verify_checksums=True
+            )
             sentences += [normalize_sentence(item.text) for item in sts_sentences(pairs)]
     else:
         path = resolve_data_path("package:gensim/test/test_data/lee_background.cor")

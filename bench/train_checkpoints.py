@@ -102,7 +102,7 @@ def training_sentences(sts: Path) -> list[str]:
 
     seen: dict[str, None] = {}
     for year in STS_YEARS:
-        pairs, _ = read_sts_archive(sts / sts_archive_name(year), year)
+        pairs, _ = read_sts_archive(sts / sts_archive_name(year), year, verify_checksums=True)
         for sentence in sts_sentences(pairs):
             seen.setdefault(normalize_sentence(sentence.text), None)
     return [text for text in seen if text]

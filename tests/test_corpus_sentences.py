@@ -78,7 +78,10 @@ def sts_read():
     """{year: (pairs, checksums)} for the five real archives, read once."""
     if not STS_DIR.is_dir():
         pytest.skip(f"STS mirror not found at {STS_DIR}")
-    return {year: read_sts_archive(STS_DIR / sts_archive_name(year), year) for year in STS_YEARS}
+    return {
+        year: read_sts_archive(STS_DIR / sts_archive_name(year), year, verify_checksums=True)
+        for year in STS_YEARS
+    }
 
 
 @needs_sts
@@ -264,7 +267,7 @@ def test_sentence_table_over_all_sts_years(sts_read):
 def test_missing_archive_is_named(tmp_path):
     missing = tmp_path / "STS2012-en-test.zip"
     with pytest.raises(InputDataError, match="not found") as caught:
-        read_sts_archive(missing, 2012)
+        read_sts_archive(missing, 2012, verify_checksums=True)
     assert str(missing) in str(caught.value)
 
 
@@ -272,7 +275,7 @@ def test_file_that_is_not_a_zip(tmp_path):
     bogus = tmp_path / "bogus.zip"
     bogus.write_bytes(b"this is not a zip archive")
     with pytest.raises(InputDataError, match="not a zip") as caught:
-        read_sts_archive(bogus, 2012)
+        read_sts_archive(bogus, 2012, verify_checksums=True)
     assert str(bogus) in str(caught.value)
 
 
@@ -358,7 +361,7 @@ def test_checksum_mismatch_is_refused_unless_disabled(tmp_path):
     digest = hashlib.sha256(data).hexdigest()
     assert known_sts_checksums()["2012/MSRpar"] != digest
     with pytest.raises(InputDataError, match="checksum") as caught:
-        read_sts_archive(archive, 2012)
+        read_sts_archive(archive, 2012, verify_checksums=True)
     message = str(caught.value)
     assert f"{archive}:{member}" in message
     assert digest in message
@@ -396,7 +399,7 @@ def test_tampered_gold_file_is_refused(tmp_path):
         {member: data, "STS.gs.belief.txt": b"5\n" * n_lines},
     )
     with pytest.raises(InputDataError, match="STS.gs.belief.txt: checksum"):
-        read_sts_archive(archive, 2015)
+        read_sts_archive(archive, 2015, verify_checksums=True)
     pairs, checksums = read_sts_archive(archive, 2015, verify_checksums=False)
     assert {pair.gold for pair in pairs} == {5.0} and "2015/belief.gs" in checksums
 
@@ -556,7 +559,7 @@ def test_a_directory_of_text_files_is_one_corpus(tmp_path):
     for name, text in texts.items():
         (tmp_path / "corpus" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "corpus" / name).write_text(text)
-    files = text_corpus_files(tmp_path / "corpus")
+    files = text_corpus_files(tmp_path / "corpus", "**/*.txt")
     labels = corpus_file_labels(files)
     assert labels == ["a.txt", "b/two.txt", "c/d/three.txt"]
     (tmp_path / "all.txt").write_text("".join(texts[label] for label in labels))
@@ -572,7 +575,7 @@ def test_a_directory_of_text_files_is_one_corpus(tmp_path):
     with pytest.raises(InputDataError, match="no corpus file matches '\\*.csv'"):
         text_corpus_files(tmp_path / "corpus", "*.csv")
     with pytest.raises(InputDataError, match="corpus file or directory not found"):
-        text_corpus_files(tmp_path / "absent")
+        text_corpus_files(tmp_path / "absent", "**/*.txt")
 
 
 # --------------------------------------------------------------------------------------
@@ -719,7 +722,7 @@ def test_a_member_the_published_list_does_not_name_is_refused(tmp_path):
     with pytest.raises(
         InputDataError, match=r"STS.input.newset.txt: not an STS file .*2012/newset"
     ):
-        read_sts_archive(archive, 2012)
+        read_sts_archive(archive, 2012, verify_checksums=True)
     pairs, checksums = read_sts_archive(archive, 2012, verify_checksums=False)
     assert [pair.gold for pair in pairs] == [3.0]
     assert set(checksums) == {"2012/newset", "2012/newset.gs"}

@@ -131,7 +131,9 @@ def test_scored_pairs_keep_gold_scored_pairs_over_distinct_normalized_sentences(
 
 
 def test_scored_pairs_of_the_real_sts_2016_archive(shared_data: Path):
-    pairs, _ = read_sts_archive(shared_data / "sts" / "STS2016-en-test.zip", 2016)
+    pairs, _ = read_sts_archive(
+        shared_data / "sts" / "STS2016-en-test.zip", 2016, verify_checksums=True
+    )
     found = scored_pairs(pairs)
     assert len(found.gold) == sum(pair.gold is not None for pair in pairs) > 1000
     assert found.gold.min() >= 0 and found.gold.max() <= 5

@@ -20,8 +20,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "contextuality"
 # (module, function or ``.get``, setting): a new one fails the test, and one removed must
 # leave this list too. None is a model setting.
 KNOWN_REPEATS = {
-    ("corpus/sentences.py", "read_sts_archive", "corpus.sts.verify_checksums"),
-    ("corpus/sentences.py", "text_corpus_files", "corpus.text.pattern"),
     ("extraction/run.py", "run_extraction", "measures.seed"),
     ("extraction/run.py", "extract", "measures.seed"),
     ("extraction/units.py", ".get", "index.lowercase"),

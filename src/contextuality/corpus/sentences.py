@@ -145,7 +145,7 @@ def _gold_scores(lines: list[str], n_pairs: int, where: str) -> list[float | Non
 
 
 def read_sts_archive(
-    path: str | Path, year: int, verify_checksums: bool = True
+    path: str | Path, year: int, verify_checksums: bool
 ) -> tuple[list[SentencePair], dict[str, str]]:
     """Read every ``STS*.input.<dataset>.txt`` member of one STS archive, with its gold scores.
 
@@ -230,7 +230,7 @@ def split_sentences(paragraph: str) -> list[str]:
     return [sentence for sentence in sentences if sentence]
 
 
-def text_corpus_files(path: str | Path, pattern: str = "**/*.txt") -> list[Path]:
+def text_corpus_files(path: str | Path, pattern: str) -> list[Path]:
     """The files of a text corpus: `path` itself, or the files under the directory `path`
     whose path matches `pattern` (``**`` for any depth), sorted by path."""
     path = Path(path)
