@@ -82,9 +82,10 @@ def measure_layer(
     whole number, 0 the sentence's first word; default: a sentence's rows in the order
     given); a row of NaN or zeros has no vector, and so has a row with an infinite element
     or a NaN among numbers, with a warning that counts them. A word is measured where it
-    occurs in at least `index`'s ``min_contexts`` sentences (default 5). transform: a
-    correction (``center``, ``standardize``, ``abtt``, ``whiten``, ``drop_rogue``) fitted
-    on a held-out share of the sentences (`fit`) and measured on the others.
+    occurs in at least `index`'s ``min_contexts`` sentences (the schema's default without
+    it). transform: ``none`` (the vectors as given) or the name of a correction's record
+    (`fitting.CORRECTIONS`), fitted on a held-out share of the sentences (`fit`) and
+    measured on the others.
     past_first_word: also the ``[position>0]`` measures. model, layer, n_layers (default:
     `layer`, at least 1) and layer_output label the rows. Returns the rows of measures.tsv
     for this layer (columns `summary.SUMMARY_COLUMNS`, one row per measure); what rests
