@@ -11,7 +11,9 @@ from contextuality.transforms import fitting
 def define_env(env) -> None:
     """The macros the pages call."""
     env.macro(registry.docs_table, "measures_table")
+    env.macro(registry.census_outputs, "census_outputs")
     env.macro(alignment_catalogue.docs_table, "alignment_measures_table")
+    env.macro(alignment_catalogue.docs_columns, "alignment_columns")
     env.macro(fitting.docs_table, "corrections_table")
     env.macro(module_map.docs_table, "module_map")
     env.macro(glossary.docs_table, "names_table")

@@ -16,7 +16,7 @@ from contextuality.cli import main
 from contextuality.figures.specs import DEGENERATION_FIGURES
 from contextuality.files.provenance import read_json, write_json
 from contextuality.files.tables import read_tsv, write_tsv
-from contextuality.measures.registry import measure
+from contextuality.measures.registry import CENSUSES, measure
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -107,12 +107,13 @@ def test_all_steps_from_the_command_line(tmp_path, tiny_bert_dir, capsys):
     assert without["n_rows"].max() < cka["n_rows"].max()  # the fitting sentences left out
     fit = json.loads(Path(f"{rogue}.dimension.json").read_text())["layers"][1]["transform_fit"]
     assert fit["name"] == "drop_rogue" and len(fit["parameters"]["dimensions"]) == 3
-    table, census = tmp_path / "measures.tsv", tmp_path / "census.tsv"
+    table, census = tmp_path / "measures.tsv", tmp_path / "censuses"
     assert main(["summarize", *summaries, "-o", str(table), "--census", str(census)]) == 0
     rows = pd.read_csv(table, sep="\t")
     assert len(rows) == 2 * len(summary["measures"])
     assert set(rows["layer"]) == {0, 2}
-    found = read_tsv(census)
+    assert sorted(path.stem for path in census.glob("*.tsv")) == sorted(CENSUSES)
+    found = read_tsv(census / "massive_activations.tsv")
     assert list(found.columns) == list(measure("massive_activations").census.columns)
     assert len(found) == sum(
         len(json.loads(Path(path).read_text())["measures"]["massive_activations"]["census"])
@@ -163,7 +164,7 @@ def _wrong_inputs_exit_with_one_line(tmp_path, shards, index, sentences, summari
     commands = {
         "with massive_activations in measures.leave_out: it has no census": [
             *census,
-            str(tmp_path / "census.tsv"),
+            str(tmp_path / "censuses"),
         ],
         "measures.seed must be at least 0": [*measure, "--seed", "-1"],
         "fit_fraction must be in (0, 1)": [*measure, "--fit-fraction", "1.5"],
@@ -482,7 +483,7 @@ def test_arguments_no_command_could_run_with_are_refused_before_any_work(tmp_pat
         ("-o/--output", is_a_directory, ["static", "a.h5", "--index", "i", "-o", str(tmp_path)]),
         ("-o/--output", is_a_directory, ["score", "v.txt", "--data", "d", "-o", str(tmp_path)]),
         ("-o/--output", is_a_directory, ["summarize", "a.json", "-o", str(tmp_path)]),
-        ("--census", is_a_directory, ["summarize", "a.json", "-o", out, "--census", str(tmp_path)]),
+        ("--census", is_a_file, ["summarize", "a.json", "-o", out, "--census", str(a_file)]),
         (
             "-o/--output",
             is_a_directory,

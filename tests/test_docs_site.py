@@ -63,6 +63,14 @@ DRAWN_TABLES = {
         glossary.docs_table,
         lambda: [f"*{name.name}*" for name in glossary.names()],
     ),
+    "outputs (censuses)": (
+        registry.census_outputs,
+        lambda: [f"results/tables/{name}.tsv" for name in registry.CENSUSES],
+    ),
+    "outputs (alignment columns)": (
+        alignment_catalogue.docs_columns,
+        lambda: [record.name for record in alignment_catalogue.ALIGNMENT_MEASURES],
+    ),
     "degeneration": (
         fitting.docs_table,
         lambda: [f"`{record.name}`" for record in fitting.CORRECTIONS],

@@ -97,22 +97,31 @@ rule measures_table:
         "../scripts/measures_table.py"
 
 
-rule massive_activations_table:
-    input:
-        get_layer_summaries,
-    output:
-        table=report(
-            "results/tables/massive_activations.tsv",
-            caption="../report/massive_activations_table.rst",
-            **ctx.report_section("massive_activations_table"),
-        ),
-        provenance="results/tables/massive_activations.provenance.json",
-    log:
-        "logs/tables/massive_activations.log",
-    conda:
-        "../envs/contextuality.yaml"
-    script:
-        "../scripts/massive_activations_table.py"
+# A table per census that the measures' rows gather across layers (`Measure.census`).
+for census in ctx.censuses(config):
+
+    rule:
+        name:
+            f"{census.name}_table"
+        input:
+            get_layer_summaries,
+        output:
+            table=report(
+                f"results/tables/{census.name}.tsv",
+                caption=ctx.record_caption(
+                    workflow.source_path("../report/census_table.rst"), census=census
+                ),
+                **ctx.report_section(f"{census.name}_table"),
+            ),
+            provenance=f"results/tables/{census.name}.provenance.json",
+        log:
+            f"logs/tables/{census.name}.log",
+        conda:
+            "../envs/contextuality.yaml"
+        params:
+            census=census.name,
+        script:
+            "../scripts/census_table.py"
 
 
 rule context_specific_words:

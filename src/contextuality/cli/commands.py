@@ -52,6 +52,7 @@ from contextuality.corpus.index import COUNT_RULES, IndexFiles, IndexSettings
 from contextuality.corpus.settings import STS_YEARS, CorpusSettings, StsSource, TextSource
 from contextuality.corpus.words import WORD_TOKENIZERS
 from contextuality.errors import ConfigError
+from contextuality.measures.registry import CENSUSES
 from contextuality.measures.settings import MeasureSettings
 from contextuality.measures.static import METHODS
 from contextuality.streaming.state import StreamingSettings
@@ -166,8 +167,8 @@ def _merge_stream(args: argparse.Namespace) -> None:
 
 
 def _summarize(args: argparse.Namespace) -> None:
-    if args.census:  # first: a summary without the census is refused before any write
-        steps.massive_activations_table(args.summaries, args.census)
+    for census in CENSUSES if args.census else ():  # first: a summary without one is refused
+        steps.census_table(args.summaries, Path(args.census) / f"{census}.tsv", census)
     steps.measures_table(args.summaries, args.output)
 
 
@@ -402,8 +403,8 @@ def _add_measure_commands(commands: Any) -> None:
     )
     command.add_argument(
         "--census",
-        type=output_file,
-        help="also write their census of massive activations to this .tsv",
+        type=output_directory,
+        help="also write the measures' census tables (<census>.tsv) into this directory",
     )
     command.set_defaults(run=_summarize)
 

@@ -36,3 +36,8 @@ def docs_table() -> str:
             f"| {source} |"
         )
     return "\n".join(lines)
+
+
+def docs_columns() -> str:
+    """The alignment measures' columns, in the table's order (docs/outputs.md)."""
+    return ", ".join(record.name for record in ALIGNMENT_MEASURES)

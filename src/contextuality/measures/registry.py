@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from contextuality.catalogue.discovery import discover
 from contextuality.errors import ConfigError
 from contextuality.measures.record import Measure
+from contextuality.measures.summary import CENSUS_LAYER_COLUMNS
 
 MEASURES: tuple[Measure, ...] = tuple(
     sorted(
@@ -32,10 +33,23 @@ MEASURES: tuple[Measure, ...] = tuple(
 OPTIONAL = tuple(record.name for record in MEASURES if record.optional)
 
 
+# The censuses the measures' rows gather across layers (`Measure.census`), by name.
+CENSUSES = tuple(record.census.name for record in MEASURES if record.census is not None)
+
+
 def measure(name: str) -> Measure:
     """The record of the measure called `name` (KeyError if none is)."""
     for record in MEASURES:
         if record.name == name:
+            return record
+    raise KeyError(name)
+
+
+def measure_of_census(name: str) -> Measure:
+    """The record of the measure whose census (`Measure.census`) is called `name`
+    (KeyError if none is)."""
+    for record in MEASURES:
+        if record.census is not None and record.census.name == name:
             return record
     raise KeyError(name)
 
@@ -102,5 +116,26 @@ def docs_table() -> str:
         lines.append(
             f"| {rows} | {record.caption} | {value} | {family} | {record.interval} "
             f"| {streamed} | `{record.step}` | {optional} |"
+        )
+    return "\n".join(lines)
+
+
+def census_outputs() -> str:
+    """The docs' lines of the census tables (drawn into docs/outputs.md when mkdocs
+    builds): a line per census, its path, what a row is and its columns."""
+    lines = []
+    for record in MEASURES:
+        if record.census is None:
+            continue
+        census = record.census
+        own = [
+            column
+            for column in census.columns
+            if column not in CENSUS_LAYER_COLUMNS and column != census.key
+        ]
+        path = f"results/tables/{census.name}.tsv"
+        lines.append(
+            f"{path:<41} model, transform, layer, {census.key}: {', '.join(own)} "
+            f"(not where measures.leave_out leaves out {record.name})"
         )
     return "\n".join(lines)

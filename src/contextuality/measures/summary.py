@@ -241,13 +241,15 @@ class Census:
 
     row: the summary row whose `entries` (a list of mappings, one a table row) it gathers,
     each beside its layer (`CENSUS_LAYER_COLUMNS`) and the row's values named in `totals`;
-    columns: the table's columns, in order; key: what orders a layer's entries.
+    columns: the table's columns, in order; key: what orders a layer's entries; caption:
+    what the table holds, column by column (reStructuredText: the report's caption).
     """
 
     name: str
     row: str
     columns: tuple[str, ...]
     key: str
+    caption: str
     totals: tuple[str, ...] = ()
     entries: str = "census"
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from contextuality.figures.specs import GEOMETRY_FIGURES
+from contextuality.measures.registry import CENSUSES
 
 _MODEL = r"(?P<model>[^/]+)"
 # (pattern of a path relative to the study, rule name: its {model} and {transform}
@@ -35,7 +36,7 @@ RULES: tuple[tuple[str, str], ...] = (
     (r"results/figures/reference_.*", "compare_reference"),
     (r"results/(tables|figures)/word_benchmarks\..*", "word_benchmarks_table"),
     (r"results/tables/embedding_matrices\..*", "embedding_matrices"),
-    (r"results/tables/(measures|massive_activations|degeneration)\..*", "{table}_table"),
+    (rf"results/tables/({'|'.join(('measures', 'degeneration', *CENSUSES))})\..*", "{table}_table"),
     (r"results/tables/positions\..*", "degeneration_table"),
     (r"results/tables/(alignment|best_layers)\..*", "alignment_table"),
     (r"results/tables/dimension_scales\..*", "dimension_scales_table"),

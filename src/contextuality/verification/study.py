@@ -32,6 +32,7 @@ from contextuality.figures.paper import figure_sidecar
 from contextuality.files.fetch import packaged_checksums
 from contextuality.files.provenance import read_json, sha256_file
 from contextuality.files.tables import check_against_sidecar, read_provenance, tsv_provenance_path
+from contextuality.measures.registry import CENSUSES
 from contextuality.storage.hdf5 import reading
 from contextuality.storage.shards import DATASET, load_shard
 from contextuality.streaming.state import load_state
@@ -45,7 +46,7 @@ PUBLISHED = (
 )
 FIGURE_SUFFIXES = (".png", ".pdf")
 # The tables whose provenance keeps every layer summary's they were gathered from.
-GATHERED_FROM_SUMMARIES = ("measures_table", "massive_activations_table")
+GATHERED_FROM_SUMMARIES = ("measures_table", *(f"{name}_table" for name in CENSUSES))
 _SOURCE = re.compile(r"^(?P<name>[^ /]+) sha256 (?P<digest>[0-9a-f]{64})$")
 
 

@@ -14,10 +14,12 @@ import re
 from typing import Any
 
 from contextuality.backends.base import tokenizer_key
+from contextuality.configuration.schema import setting
 from contextuality.corpus.index import INDEX_FILE_NAMES
 from contextuality.corpus.sentences import sts_archive_name, text_corpus_files
 from contextuality.errors import ConfigError
 from contextuality.files.fetch import resolve_data_path
+from contextuality.measures.summary import Census
 from contextuality.workflow.config import (
     degeneration_transforms,
     extraction_partitions,
@@ -307,7 +309,7 @@ def absent_rows(config: dict[str, Any]) -> set[str]:
     and, where every model streams, those a streamed layer lacks (`registry.not_streamed`)."""
     from contextuality.measures.registry import left_out_rows, not_streamed
 
-    absent = set(left_out_rows(config["measures"].get("leave_out", ())))
+    absent = set(left_out_rows(setting(config, "measures", "leave_out")))
     if not streamed_models(config, streamed=False):
         absent |= set(not_streamed())
     return absent
@@ -326,17 +328,22 @@ def paper_figure_names(config: dict[str, Any]) -> list[str]:
     ]
 
 
-def census_tables(config: dict[str, Any]) -> list[str]:
+def censuses(config: dict[str, Any]) -> list[Census]:
     """The tables the measures' rows gather across layers (`record.Measure.census`), of
-    the measures ``measures.leave_out`` does not leave out."""
+    the rows some layer of the run has (not `absent_rows`), in the catalogue's order."""
     from contextuality.measures.registry import MEASURES
 
-    left_out = set(config["measures"].get("leave_out", ()))
+    absent = absent_rows(config)
     return [
-        f"results/tables/{record.census.name}.tsv"
+        record.census
         for record in MEASURES
-        if record.census is not None and record.name not in left_out
+        if record.census is not None and record.census.row not in absent
     ]
+
+
+def census_tables(config: dict[str, Any]) -> list[str]:
+    """The census tables of the run (`censuses`), ``results/tables/<name>.tsv``."""
+    return [f"results/tables/{census.name}.tsv" for census in censuses(config)]
 
 
 def ablation_alignment(config: dict[str, Any]) -> list[str]:

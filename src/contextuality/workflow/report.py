@@ -8,20 +8,21 @@ import hashlib
 import os
 from pathlib import Path
 
-from contextuality.figures.specs import FIGURES, MASSIVE_ACTIVATIONS
+from contextuality.figures.specs import FIGURES, FIGURES_OF_ROWS
+from contextuality.measures.registry import measure_of_census
 
 _POSITIONS = "Positions and first-token sinks"
 _DIMENSION = ("Geometry", "intrinsic dimension")
 _ALIGNMENT = ("Geometry", "alignment between layers and models")
 _EMBEDDING_MATRICES = "Embedding matrices"
 _EACH_TRANSFORM = "transform {transform}"
+_CENSUS = "census of every layer"
 
 # Output name (a table rule's, or a figure's but a measures' figure's) → (category,
 # subcategory); "{transform}" is the transform a rule's outputs are for, and any other
 # field a wildcard of its rule. A measures' figure (`figures.specs.FIGURES`) is in the
 # section its spec names, under the transform it shows.
 REPORT_SECTIONS = {
-    "massive_activations_table": (MASSIVE_ACTIVATIONS, "census of every layer"),
     "transforms_figure": ("Corrections of the space", "every transform side by side"),
     "measures_table": ("Tables", "every measure of every layer"),
     "context_specific_words": ("Tables", "context-specific words by model and transform"),
@@ -53,9 +54,12 @@ def report_section(name: str, transform: str | None = None) -> dict[str, str]:
     """The ``category`` and ``subcategory`` of output `name` in the report (keyword
     arguments of Snakemake's ``report()``), for `transform` where its rule is one's: a
     measures' figure's its spec's (`figures.specs.FIGURES`), under the transform it
-    shows; any other output's `REPORT_SECTIONS`'."""
+    shows; a census table's (``<census>_table``) `census_section`; any other output's
+    `REPORT_SECTIONS`'."""
     if name in FIGURES:
         category, subcategory = FIGURES[name].section, _EACH_TRANSFORM
+    elif name.endswith("_table") and name not in REPORT_SECTIONS:
+        category, subcategory = census_section(name.removesuffix("_table")), _CENSUS
     else:
         category, subcategory = REPORT_SECTIONS[name]
     if transform is not None:
@@ -63,18 +67,26 @@ def report_section(name: str, transform: str | None = None) -> dict[str, str]:
     return {"category": category, "subcategory": subcategory}
 
 
+def census_section(name: str) -> str:
+    """The report's section of census `name` (`record.Measure.census`): that of the first
+    figure drawing its measure's rows (`record.Measure.drawn_in`), else the tables'."""
+    drawn_in = measure_of_census(name).drawn_in
+    return FIGURES_OF_ROWS[drawn_in[0].figure].section if drawn_in else "Tables"
+
+
 # Where the captions filled in from the records are written: beside Snakemake's own
 # records, in the working directory.
 CAPTIONS_DIRECTORY = Path(".snakemake/captions")
 
 
-def record_caption(template: str | os.PathLike) -> str:
+def record_caption(template: str | os.PathLike, **records: object) -> str:
     """The caption of a report template (an .rst file) with the records' lists filled in:
     its ``[% ... %]`` and ``[[ ... ]]`` parts rendered (Jinja) with every measure
     (``measures``, `measures.registry.MEASURES`) and every alignment measure
-    (``alignment_measures``), its ``{{ ... }}`` left for the report (Snakemake renders
-    them with the job's wildcards, params and config). A new measure is in the caption
-    as its record describes it, no caption file naming it.
+    (``alignment_measures``) and `records` (as a census, ``census``), its ``{{ ... }}``
+    left for the report (Snakemake renders them with the job's wildcards, params and
+    config). A new measure is in the caption as its record describes it, no caption file
+    naming it.
 
     Returns the absolute path of the file written (`CAPTIONS_DIRECTORY`, named by the
     template and a digest of the text, written once), what a rule's ``report(caption=…)``
@@ -95,7 +107,7 @@ def record_caption(template: str | os.PathLike) -> str:
         keep_trailing_newline=True,
     )
     text = environment.from_string(Path(template).read_text()).render(
-        measures=MEASURES, alignment_measures=ALIGNMENT_MEASURES
+        measures=MEASURES, alignment_measures=ALIGNMENT_MEASURES, **records
     )
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     path = (CAPTIONS_DIRECTORY / f"{Path(template).stem}.{digest}.rst").resolve()

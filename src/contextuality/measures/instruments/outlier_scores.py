@@ -41,6 +41,18 @@ MASSIVE_ACTIVATIONS_CENSUS = Census(
     ),
     key="dimension",
     totals=("median_abs", "threshold"),
+    caption=(
+        "The massive activations of every stored layer (Sun et al. 2024): activations of an "
+        "occurrence vector whose magnitude is above both 100 and 1,000 times the layer's median "
+        "magnitude (``median_abs``, over every element of the layer's occurrence vectors; "
+        "``threshold`` the larger of the two). One row per (model, transform, layer, dimension) "
+        "that has any: ``n_activations`` (how many), ``n_occurrences`` (on how many "
+        "occurrences), ``share_first_word`` (the share of those that are their sentence's first "
+        "word), ``max_abs`` and ``mean`` (their largest magnitude and mean signed value) and "
+        "``top_words`` (the words that carry them most often). A layer with none has no row; "
+        "the share of a layer's occurrences with one is the ``massive_activations`` row of "
+        "measures.tsv."
+    ),
 )
 
 
