@@ -216,18 +216,13 @@ def _enum(*path: str) -> list:
 def test_the_schema_s_choices_are_the_package_s_own():
     from contextuality import backends
     from contextuality.benchmarks import BENCHMARKS, OOV_POLICIES, PROTOCOLS
-    from contextuality.corpus.index import COUNT_RULES
-    from contextuality.corpus.settings import CORPUS_SOURCES, STS_YEARS
     from contextuality.corpus.words import WORD_TOKENIZERS
     from contextuality.measures.static import METHODS
     from contextuality.reference import MODELS
 
     model = ("models", "additionalProperties", "properties")
     expected = {
-        ("corpus", "properties", "source"): CORPUS_SOURCES,
-        ("corpus", "properties", "sts", "properties", "years"): STS_YEARS,
         ("index", "properties", "tokenizer"): WORD_TOKENIZERS,
-        ("index", "properties", "count_by"): COUNT_RULES,
         (*model, "loader"): backends.LOADERS,
         ("static", "properties", "methods"): METHODS,
         ("static", "properties", "benchmarks"): tuple(BENCHMARKS),

@@ -116,7 +116,7 @@ def test_a_default_changed_in_the_schema_changes_the_settings(monkeypatch):
 
 
 def _outside(spec: dict) -> list[object]:
-    """Values the schema refuses by its bounds (and one of a wrong type)."""
+    """Values the schema refuses by its bounds or choices (and one of a wrong type)."""
     values = []
     if "minimum" in spec:
         values.append(
@@ -125,6 +125,8 @@ def _outside(spec: dict) -> list[object]:
     if "maximum" in spec:
         values.append(spec["maximum"] + 0.5)
     values += [spec[key] for key in ("exclusiveMinimum", "exclusiveMaximum") if key in spec]
+    if "enum" in spec:
+        values.append(f"none of {spec['enum']}")
     if values:
         values.append("3")
     return values

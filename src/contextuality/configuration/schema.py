@@ -10,7 +10,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from contextuality.errors import check_integer, check_number
+from contextuality.errors import ConfigError, check_integer, check_number
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "data" / "config.schema.yaml"
 # The part of a path that stands for any model's name (``models.<model>.layers``).
@@ -62,32 +62,63 @@ def properties(*path: str | int) -> dict[str, Any]:
     return _node(path)["properties"]
 
 
-def check_bounds(path: tuple[str, ...], values: dict[str, Any]) -> None:
+def choices(*path: str | int) -> tuple[Any, ...]:
+    """The values the schema allows the setting at `path` (its ``enum``, or its items'
+    for a list), in the schema's order."""
+    node = _node(path)
+    return tuple(node.get("items", node)["enum"])
+
+
+def check_bounds(path: tuple[str | int, ...], values: dict[str, Any]) -> None:
     """Refuse (ConfigError naming ``<section>.<key>``, one line) a value of `values` (settings
     of the section at `path`, by key) that is not of the type or within the bounds the
-    schema gives that key: its ``minimum``, ``maximum`` and their exclusive forms, for an
-    integer or a number (None where the schema allows null). Settings made without a
-    config (the command line, the library) are so refused as a dry run refuses the config,
-    by the bounds written once, in the schema."""
-    section = ".".join(str(key) for key in path)
+    schema gives that key: its ``enum``, ``minimum``, ``maximum`` and their exclusive forms
+    for an integer or a number (None where the schema allows null), and a list's length,
+    distinct items and each item's bounds. Settings made without a config (the command
+    line, the library) are so refused as a dry run refuses the config, by the bounds
+    written once, in the schema."""
+    section = ".".join(key for key in path if isinstance(key, str))
     for name, value in values.items():
-        node = properties(*path)[name]
-        types = node.get("type") if isinstance(node.get("type"), list) else [node.get("type")]
-        if value is None and "null" in types:
-            continue
-        if "integer" in types:
-            check_integer(section, name, value, node.get("minimum"))
-        beyond_a_minimum = {"maximum", "exclusiveMinimum", "exclusiveMaximum"} & set(node)
-        if "number" in types or ("integer" in types and beyond_a_minimum):
-            check_number(
-                section,
-                name,
-                value,
-                node.get("minimum", node.get("exclusiveMinimum", -float("inf"))),
-                node.get("maximum", node.get("exclusiveMaximum", float("inf"))),
-                open_low="exclusiveMinimum" in node,
-                open_high="exclusiveMaximum" in node,
-            )
+        _check_value(section, name, value, properties(*path)[name])
+
+
+def _check_value(section: str, name: str, value: Any, node: dict[str, Any]) -> None:
+    """Refuse (ConfigError) `value` of setting ``section.name`` outside schema `node`'s bounds."""
+    types = node.get("type") if isinstance(node.get("type"), list) else [node.get("type")]
+    if value is None and "null" in types:
+        return
+    if "enum" in node and value not in node["enum"]:
+        raise ConfigError(f"{section}.{name} must be one of {node['enum']}, got {value!r}")
+    if "integer" in types:
+        check_integer(section, name, value, node.get("minimum"))
+    beyond_a_minimum = {"maximum", "exclusiveMinimum", "exclusiveMaximum"} & set(node)
+    if "number" in types or ("integer" in types and beyond_a_minimum):
+        check_number(
+            section,
+            name,
+            value,
+            node.get("minimum", node.get("exclusiveMinimum", -float("inf"))),
+            node.get("maximum", node.get("exclusiveMaximum", float("inf"))),
+            open_low="exclusiveMinimum" in node,
+            open_high="exclusiveMaximum" in node,
+        )
+    if "array" in types and isinstance(value, list | tuple):
+        _check_list(section, name, value, node)
+
+
+def _check_list(section: str, name: str, value: list | tuple, node: dict[str, Any]) -> None:
+    """Refuse (ConfigError) list `value` of setting ``section.name`` of another length than
+    schema `node` allows, with an item repeated where it wants them distinct, or with an
+    item outside its items' bounds."""
+    low, high = node.get("minItems", 0), node.get("maxItems")
+    if len(value) < low or (high is not None and len(value) > high):
+        count = f"at least {low}" if high is None else low if low == high else f"{low} to {high}"
+        noun = "item" if (high or low) == 1 else "items"
+        raise ConfigError(f"{section}.{name} must have {count} {noun}, got {list(value)}")
+    if node.get("uniqueItems") and len(set(value)) < len(value):
+        raise ConfigError(f"{section}.{name} must not repeat an item, got {list(value)}")
+    for item in value:
+        _check_value(section, name, item, node.get("items", {}))
 
 
 def with_defaults(config: dict[str, Any]) -> dict[str, Any]:

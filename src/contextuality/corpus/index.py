@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contextuality.configuration.schema import default
-from contextuality.corpus.words import WORD_TOKENIZERS, is_punctuation
-from contextuality.errors import ConfigError, InputDataError, check_integer
+from contextuality.configuration.schema import check_bounds, choices, default
+from contextuality.corpus.words import is_punctuation
+from contextuality.errors import ConfigError, InputDataError
 from contextuality.files.provenance import read_json, write_json
 from contextuality.files.tables import read_parquet, read_parquet_with_provenance, write_parquet
 
-COUNT_RULES = ("contexts", "occurrences")
+# What ``min_contexts`` counts (the schema's choices of ``index.count_by``).
+COUNT_RULES: tuple[str, ...] = choices("index", "count_by")
 # The files of an occurrence index, by the names rules and `IndexFiles` give them.
 INDEX_FILE_NAMES = {
     "occurrences": "occurrences.parquet",
@@ -54,11 +55,7 @@ class IndexSettings:
     count_by: str = default("index", "count_by")
 
     def __post_init__(self) -> None:
-        check_integer("index", "min_contexts", self.min_contexts, 1)
-        if self.tokenizer not in WORD_TOKENIZERS:
-            raise ConfigError(f"tokenizer must be one of {WORD_TOKENIZERS}, not {self.tokenizer!r}")
-        if self.count_by not in COUNT_RULES:
-            raise ConfigError(f"count_by must be one of {COUNT_RULES}, not {self.count_by!r}")
+        check_bounds(("index",), asdict(self))
 
     def as_dict(self) -> dict:
         return asdict(self)

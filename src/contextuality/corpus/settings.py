@@ -8,11 +8,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from contextuality.configuration.schema import default
-from contextuality.errors import ConfigError, check_integer
+from contextuality.configuration.schema import check_bounds, choices, default
 
-CORPUS_SOURCES = ("text", "sts")
-STS_YEARS = (2012, 2013, 2014, 2015, 2016)
+# The STS years there are to read (the schema's choices of ``corpus.sts.years``).
+STS_YEARS: tuple[int, ...] = choices("corpus", "sts", "years")
 
 
 @dataclass(frozen=True)
@@ -37,19 +36,14 @@ class StsSource:
     scored_only: bool = default("corpus", "sts", "scored_only")
 
     def __post_init__(self) -> None:
-        years = tuple(self.years)  # a YAML list
-        object.__setattr__(self, "years", years)
-        unknown = [year for year in years if year not in STS_YEARS]
-        if not years or unknown or len(set(years)) < len(years):
-            raise ConfigError(
-                f"corpus.sts.years: {list(years)}; give distinct years of {list(STS_YEARS)}"
-            )
+        object.__setattr__(self, "years", tuple(self.years))  # a YAML list
+        check_bounds(("corpus", "sts"), {"years": self.years})
 
 
 @dataclass(frozen=True)
 class CorpusSettings:
     """Where the sentences come from (config ``corpus``): its `name` (provenance), the
-    `source` read (`CORPUS_SOURCES`) with its settings, and `max_sentences` (the first that
+    `source` read (the schema's choices) with its settings, and `max_sentences` (the first that
     many read; None: all)."""
 
     name: str = default("corpus", "name")
@@ -59,10 +53,7 @@ class CorpusSettings:
     sts: StsSource = field(default_factory=StsSource)
 
     def __post_init__(self) -> None:
-        if self.source not in CORPUS_SOURCES:
-            raise ConfigError(f"corpus.source must be one of {CORPUS_SOURCES}, not {self.source!r}")
-        if self.max_sentences is not None:
-            check_integer("corpus", "max_sentences", self.max_sentences, 1)
+        check_bounds(("corpus",), {"source": self.source, "max_sentences": self.max_sentences})
 
     @classmethod
     def from_config(cls, corpus: dict[str, Any]) -> CorpusSettings:

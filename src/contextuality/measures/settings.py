@@ -12,10 +12,6 @@ from dataclasses import dataclass, fields
 from contextuality.configuration.schema import check_bounds, default
 from contextuality.errors import ConfigError
 
-# What curvature does with a zero step (`spectra.curvature`): leave the sentence out, or
-# count the angle as 0 (Skean et al.'s code).
-CURVATURE_ZERO_STEPS = ("leave_out", "zero")
-
 
 @dataclass(frozen=True)
 class MeasureSettings:
@@ -40,13 +36,8 @@ class MeasureSettings:
         object.__setattr__(self, "alpha_req_ranks", tuple(self.alpha_req_ranks))
         check_bounds(("measures",), {item.name: getattr(self, item.name) for item in fields(self)})
         first, last = self.alpha_req_ranks
-        if not 1 <= first < last:
+        if first >= last:
             raise ConfigError(
                 f"measures.alpha_req_ranks must be two ranks, the first below the last, got "
                 f"{list(self.alpha_req_ranks)}"
-            )
-        if self.curvature_zero_steps not in CURVATURE_ZERO_STEPS:
-            raise ConfigError(
-                f"measures.curvature_zero_steps must be one of {list(CURVATURE_ZERO_STEPS)}, "
-                f"got {self.curvature_zero_steps!r}"
             )

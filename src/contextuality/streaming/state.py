@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from contextuality.configuration.schema import ANY_MODEL, default
-from contextuality.errors import ShardMismatchError, check_integer
+from contextuality.configuration.schema import ANY_MODEL, check_bounds, default
+from contextuality.errors import ShardMismatchError
 from contextuality.measures.settings import MeasureSettings
 from contextuality.storage.hdf5 import (
     check_attributes,
@@ -56,7 +56,9 @@ class StreamingSettings:
     sample_replicates: int = default("measures", "sample_replicates")
 
     def __post_init__(self) -> None:
-        check_integer("models.<model>.streaming", "word_sample_size", self.word_sample_size, 1)
+        check_bounds(
+            ("models", ANY_MODEL, "streaming", 1), {"word_sample_size": self.word_sample_size}
+        )
         MeasureSettings(
             seed=self.seed,
             baseline_sample_size=self.baseline_sample_size,
