@@ -53,6 +53,7 @@ from contextuality.backends.elmo.synthetic import (
     write_random_files,
 )
 from contextuality.backends.settings import ModelSettings
+from contextuality.configuration.schema import default
 from contextuality.corpus.sentences import (
     normalize_sentence,
     read_sts_archive,
@@ -172,7 +173,9 @@ def full_extraction(loaded: LoadedModel, units, plan, directory: Path) -> dict[s
     def open_sink(dtype: str) -> ShardSetWriter:
         return ShardSetWriter(paths, plan.n_rows, loaded.hidden_size, dtype, {"model": "bench"})
 
-    report = extract(loaded, units, plan, open_sink, progress=False)
+    report = extract(
+        loaded, units, plan, open_sink, progress=False, seed=default("measures", "seed")
+    )
     written = sum(path.stat().st_size for path in paths.values())
     for path in paths.values():
         path.unlink()
@@ -210,7 +213,9 @@ def streamed_extraction(
             StreamingSettings(), dtype=dtype, device=device,
         )  # fmt: skip
 
-    report = extract(loaded, units, plan, open_sink, progress=False)
+    report = extract(
+        loaded, units, plan, open_sink, progress=False, seed=default("measures", "seed")
+    )
     for path in paths.values():
         path.unlink()
     return {"seconds": report.seconds, "tokens_per_s": report.tokens_per_second}

@@ -36,6 +36,7 @@ import torch
 from contextuality import __version__, backends
 from contextuality.backends.settings import ModelSettings
 from contextuality.cli.argument_types import positive_int
+from contextuality.configuration.schema import default
 from contextuality.corpus.sentences import normalize_sentence, read_text_corpus
 from contextuality.extraction import forward
 from contextuality.extraction.parity import PARITY_TOLERANCE
@@ -85,7 +86,9 @@ def run(loaded, sentences: list[str], directory: Path) -> dict:
         return ShardSetWriter(paths, plan.n_rows, loaded.hidden_size, dtype, {"dtype": dtype})
 
     try:
-        return extract(loaded, units, plan, open_sink, progress=False).as_dict()
+        return extract(
+            loaded, units, plan, open_sink, progress=False, seed=default("measures", "seed")
+        ).as_dict()
     except Exception as error:  # a planted error's refusal, reported as such
         return {"refused": str(error)}
 

@@ -40,7 +40,7 @@ def extract_into(
     """Part `part` of `n_parts` of the extraction of `layers` into `sink`, as the extract
     step runs it."""
     plan = plan_extraction(loaded, units.counts, layers, part, n_parts)
-    return run_extraction(loaded, units, plan, sink, progress=False)
+    return run_extraction(loaded, units, plan, sink, progress=False, seed=0)
 
 
 def extract_into_shards(
@@ -68,8 +68,8 @@ def extract_into_shards(
         )
 
     if storage_dtype is None:
-        return extract(loaded, units, plan, open_sink, progress=False)
-    return run_extraction(loaded, units, plan, open_sink(storage_dtype), progress=False)
+        return extract(loaded, units, plan, open_sink, progress=False, seed=0)
+    return run_extraction(loaded, units, plan, open_sink(storage_dtype), progress=False, seed=0)
 
 
 def extract_every_layer(loaded, sentences, directory: Path, **spec_changes):

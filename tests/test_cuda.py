@@ -155,7 +155,7 @@ def _extract(loaded, sentences=SENTENCES, **spec_changes):
         sinks.append(_MemorySink(layers, plan.n_rows, loaded.hidden_size, dtype))
         return sinks[-1]
 
-    report = extract(loaded, units, plan, open_sink, progress=False)
+    report = extract(loaded, units, plan, open_sink, progress=False, seed=0)
     return report, sinks[-1].vectors
 
 
@@ -333,7 +333,7 @@ def test_shards_written_from_the_device_are_verified_on_reading(on_device, devic
     def open_sink(dtype: str) -> ShardSetWriter:
         return ShardSetWriter(paths, plan.n_rows, loaded.hidden_size, dtype, {"model": "m"})
 
-    extract(loaded, units, plan, open_sink, progress=False)
+    extract(loaded, units, plan, open_sink, progress=False, seed=0)
     _, expected = _extract(loaded, sentences, storage_dtype="float16")
     for position, layer in enumerate(layers):
         vectors, _ = load_shard(paths[layer], None, plan.n_rows)
@@ -370,7 +370,7 @@ def _stream_into(loaded, sentences, vectors, device_name, directory):
         )  # fmt: skip
 
     if vectors is None:
-        extract(loaded, units, plan, open_sink, progress=False)
+        extract(loaded, units, plan, open_sink, progress=False, seed=0)
     else:
         with open_sink("float16") as sink:
             for start, end in plan.segments:

@@ -288,7 +288,8 @@ def run_extraction(
     sink: Sink,
     progress: bool = True,
     before_commit: Callable[[], None] | None = None,
-    seed: int = 0,
+    *,
+    seed: int,
 ) -> ExtractionReport:
     """Extract `plan`'s layers for every unit of its sentences into `sink`, and commit it
     (after `before_commit`, which may refuse the extraction, and the parity check of a
@@ -449,7 +450,8 @@ def extract(
     plan: ExtractionPlan,
     open_sink: Callable[[str], Sink],
     progress: bool = True,
-    seed: int = 0,
+    *,
+    seed: int,
 ) -> ExtractionReport:
     """`run_extraction` into ``open_sink(dtype)`` (seed: the run's, which draws the parity
     check's sentences), in the model's ``storage_dtype``: with
@@ -480,18 +482,18 @@ def _extract_as_stored(
     if spec.storage_dtype == "auto":
         try:
             return run_extraction(
-                loaded, units, plan, open_sink("float16"), progress, before_commit, seed
+                loaded, units, plan, open_sink("float16"), progress, before_commit, seed=seed
             )
         except NumericOverflowError as error:
             log.warning("%s; storing model %s as float32 instead", error, spec.name)
             report = run_extraction(
-                loaded, units, plan, open_sink("float32"), progress, before_commit, seed
+                loaded, units, plan, open_sink("float32"), progress, before_commit, seed=seed
             )
             report.stored_float32_after_overflow = True
             return report
     try:
         sink = open_sink(spec.storage_dtype)
-        return run_extraction(loaded, units, plan, sink, progress, before_commit, seed)
+        return run_extraction(loaded, units, plan, sink, progress, before_commit, seed=seed)
     except NumericOverflowError as error:
         raise NumericOverflowError(
             f"{error}; set models.{spec.name}.storage_dtype: float32 (or auto)"

@@ -365,7 +365,7 @@ def units_matching_index(
             for sentence, sentence_spans in zip(chosen, spans, strict=True)
         ]
         units = word_inputs(loaded, chosen, spans)
-        if index_summary.get("lowercase", False):
+        if index_summary["lowercase"]:
             found = [[word.lower() for word in words] for words in found]
     indexed = occurrences.groupby("sentence_id", sort=True)["word"].agg(list)
     for sentence_id, words in enumerate(found, start=first):

@@ -184,7 +184,7 @@ def extract(
         attributes = {**job.attributes, "dtype": dtype, **job.plan.part_attributes()}
         return ShardSetWriter(job.files, job.plan.n_rows, job.loaded.hidden_size, dtype, attributes)
 
-    report = run_extract(job.loaded, job.units, job.plan, open_sink, progress, seed)
+    report = run_extract(job.loaded, job.units, job.plan, open_sink, progress, seed=seed)
     return _write_meta(job, report, outputs.meta)
 
 
@@ -237,7 +237,9 @@ def stream(
             rows=(plan.first_row, plan.first_row + plan.n_rows) if plan.partitioned else None,
         )
 
-    report = run_extract(job.loaded, job.units, plan, open_sink, progress, stream_settings.seed)
+    report = run_extract(
+        job.loaded, job.units, plan, open_sink, progress, seed=stream_settings.seed
+    )
     return _write_meta(job, report, outputs.meta)
 
 
