@@ -20,7 +20,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "contextuality"
 # (module, function or ``.get``, setting): a new one fails the test, and one removed must
 # leave this list too. None is a model setting.
 KNOWN_REPEATS = {
-    ("figures/paper.py", "layer_axis_label", "figures.relative_layers"),
     ("steps/measures.py", ".get", "measures.leave_out"),
     ("workflow/paths.py", ".get", "measures.leave_out"),
     ("workflow/targets.py", ".get", "static.activate"),

@@ -92,7 +92,7 @@ def plot_ablation(
         panel.set_ylim(-0.05, 1.05)
     for panel in axes:
         panel.axvline(block, color="grey", linestyle=":", linewidth=1)
-        panel.set_xlabel(layer_axis_label())
+        panel.set_xlabel(layer_axis_label(relative_layers=False))
         panel.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers
         panel.grid(alpha=0.3)
         panel.legend(fontsize=7)

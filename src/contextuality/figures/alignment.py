@@ -76,8 +76,8 @@ def plot_alignment(table: pd.DataFrame, outputs: list[str | os.PathLike], source
                 title += f", critical value {critical:.3f}"
         panel.set_title(title, fontsize=8)
         then = "; then the word baselines" if blocks.extra else ""
-        panel.set_xlabel(f"{layer_axis_label()}{then}", fontsize=7)
-        panel.set_ylabel(layer_axis_label(), fontsize=7)
+        panel.set_xlabel(f"{layer_axis_label(relative_layers=False)}{then}", fontsize=7)
+        panel.set_ylabel(layer_axis_label(relative_layers=False), fontsize=7)
     for panel in axes.ravel()[len(PANELS) :]:
         panel.set_visible(False)
     k = int(every["k"].iloc[0]) if len(every) else 0

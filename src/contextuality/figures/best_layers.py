@@ -123,7 +123,7 @@ def plot_best_layers(
                     panel.plot(layers, alone, "-.", color=colour, lw=1)
             panel.set_ylim(*record.limits)
             panel.set_xticks(layers)
-            panel.set_xlabel(f"{model} {layer_axis_label()}", fontsize=8)
+            panel.set_xlabel(f"{model} {layer_axis_label(relative_layers=False)}", fontsize=8)
             panel.set_ylabel(record.label, fontsize=8)
             panel.set_title(f"{model}: {record.label} of the best match", fontsize=8)
             panel.grid(alpha=0.3)

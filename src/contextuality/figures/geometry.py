@@ -49,8 +49,8 @@ def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str 
         sample = "every row" if not rows["sampled"].any() else f"{rows['n_rows'].iloc[0]:,} rows"
         which = "every occurrence" if kind == "all" else "past the first word"
         panel.set_title(f"{which}, {sample}", fontsize=9)
-        panel.set_xlabel(layer_axis_label(), fontsize=8)
-        panel.set_ylabel(layer_axis_label(), fontsize=8)
+        panel.set_xlabel(layer_axis_label(relative_layers=False), fontsize=8)
+        panel.set_ylabel(layer_axis_label(relative_layers=False), fontsize=8)
         label_cells(panel, blocks.values, bright_above=0.6, limit=196)
     if image is not None:
         figure.colorbar(image, ax=axes.ravel().tolist(), label="linear CKA", shrink=0.9)
@@ -139,7 +139,7 @@ def plot_geometry_transforms(
                 panel.plot(x, y, "o-", color=colour, markersize=3, label=transform)
             panel.set_title(f"{model}: {label}", fontsize=9)
             panel.set_ylabel(label)
-            panel.set_xlabel(layer_axis_label())
+            panel.set_xlabel(layer_axis_label(relative_layers=False))
             panel.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers
             panel.grid(alpha=0.3)
         panels[-1].legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))

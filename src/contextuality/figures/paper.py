@@ -128,7 +128,7 @@ def say_where_the_axis_starts(panel: Any) -> None:
         panel.set_ylabel(f"{panel.get_ylabel()}\n(axis up to {high:.3g}, not 0)")
 
 
-def layer_axis_label(relative_layers: bool = False) -> str:
+def layer_axis_label(relative_layers: bool) -> str:
     """The label of an axis of layers: layer 0 is the embedding output, not a block's."""
     return f"{'layer / number of layers' if relative_layers else 'layer'} (0: embedding output)"
 
@@ -352,7 +352,7 @@ def plot_reference(comparison: pd.DataFrame, model: str, outputs: list[str | os.
         panel.plot(line["layer"], line["ours"], "o-", color="C0", label="this run")
         panel.set_title(statistic, fontsize=8)
         panel.set_xticks(rows["layer"].unique())
-        panel.set_xlabel(layer_axis_label())
+        panel.set_xlabel(layer_axis_label(relative_layers=False))
         panel.grid(alpha=0.3)
     axes[0][0].legend(frameon=False)
     figure.suptitle(f"{model}: this run against Ethayarajh (2019)'s published values")
