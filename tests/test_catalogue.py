@@ -1,7 +1,8 @@
 """The catalogues of instruments: records found in their packages' modules and placed by
 their declared order, so that adding a measure, an optional measure or an alignment
-measure is one module and one test. The worked examples of docs/architecture.md, dropped
-into a copy of the package, reach every output the docs say they reach."""
+measure or a correction is one module and one test. The worked examples of
+docs/architecture.md, dropped into a copy of the package, reach every output the docs say
+they reach."""
 
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ def _worked_examples() -> list[WorkedExample]:
 
 
 # The records a worked example's module declares.
-KINDS = ("Measure", "AlignmentMeasure")
+KINDS = ("Measure", "AlignmentMeasure", "Correction")
 
 
 def _record(code: str) -> types.SimpleNamespace:
@@ -132,7 +133,7 @@ def _record(code: str) -> types.SimpleNamespace:
 
 
 # Run in the copy of the package: what the docs tables, the alignment figure, the
-# figures of the measures, the config check and the API hold.
+# figures of the measures, the config check, the fitted corrections and the API hold.
 _PROBE = """
 import json
 import numpy as np
@@ -143,6 +144,7 @@ from contextuality.errors import ConfigError
 from contextuality.figures import alignment, specs
 from contextuality.geometry import alignment_catalogue
 from contextuality.measures import registry
+from contextuality.transforms import fitting
 from contextuality.workflow import measures_in_run
 from contextuality.workflow.config import check_config
 
@@ -155,11 +157,29 @@ for name in registry.OPTIONAL + tuple(
         check_config(config | {"measures": {"leave_out": [name]}})
     except ConfigError as error:
         refusals[name] = str(error)
+try:
+    check_config(config | {"measures": {"transforms": ["none", "unknown"]}})
+except ConfigError as error:
+    transform_refusal = str(error)
 rng = np.random.default_rng(0)
 layers = [rng.normal(size=(120, 8)) for _ in range(2)]
+words, sentences = [f"w{i % 12}" for i in range(120)], np.repeat(np.arange(30), 4)
+corrected = {
+    name: sorted(set(api.measure_layer(layers[0] + 5, words, sentences, transform=name)["measure"]))
+    for name in fitting.TRANSFORMS
+}
+fitted = {
+    name: fitting.fit_transform(name, layers[0] + 5, fitting.TransformSettings()).describe()
+    for name in fitting.TRANSFORMS[1:]
+}
 print(json.dumps({
     "measures_docs": registry.docs_table(),
     "alignment_docs": alignment_catalogue.docs_table(),
+    "corrections_docs": fitting.docs_table(),
+    "transforms": fitting.TRANSFORMS,
+    "corrected": corrected,
+    "fitted": fitted,
+    "transform_refusal": transform_refusal,
     "panels": [record.name for record in alignment.PANELS],
     "figures": sorted(specs.FIGURES),
     "optional": registry.OPTIONAL,
@@ -171,10 +191,12 @@ print(json.dumps({
 """
 
 
-def _run_in_copy(tmp_path: Path, examples: list[WorkedExample], tiny_bert_dir) -> tuple:
+def _run_in_copy(
+    tmp_path: Path, examples: list[WorkedExample], tiny_bert_dir, transforms: list[str]
+) -> tuple:
     """A copy of the package with the worked examples' modules and tests added, nothing
-    else edited, and a study on two tiny models run by the workflow with it: (the study,
-    the environment that imports the copy)."""
+    else edited, and a study on two tiny models under `transforms` run by the workflow
+    with it: (the study, the environment that imports the copy)."""
     source = tmp_path / "src"
     shutil.copytree(
         REPO / "src" / "contextuality",
@@ -190,7 +212,7 @@ def _run_in_copy(tmp_path: Path, examples: list[WorkedExample], tiny_bert_dir) -
     _write_corpus(study / "corpus.txt")
     model = {"source": str(tiny_bert_dir)}
     config = _config(study / "corpus.txt", {"a": model, "b": model})
-    config["measures"]["transforms"] = ["none"]
+    config["measures"]["transforms"] = transforms
     config["geometry"] = {"activate": True, "alignment_between_models": True}
     _write_config(study, config)
     environment = {**os.environ, "PYTHONPATH": str(source)}
@@ -200,19 +222,21 @@ def _run_in_copy(tmp_path: Path, examples: list[WorkedExample], tiny_bert_dir) -
 
 
 def test_the_worked_examples_added_as_the_docs_show_reach_every_output(tmp_path, tiny_bert_dir):
-    """The worked examples (a measure, an optional measure, an alignment measure), each a
-    module and its test dropped into a copy of the package with nothing else edited: their
-    tests pass; the workflow on a tiny model writes the measures' rows and figure and the
-    alignment measure's columns after every other, its null and best-matching layers; the
-    docs' tables, the alignment figure's panels, the config check, the API and the report
-    hold them."""
+    """The worked examples (a measure, an optional measure, an alignment measure, a
+    correction), each a module and its test dropped into a copy of the package with
+    nothing else edited: their tests pass; the workflow on a tiny model writes the
+    measures' rows and figure, under the correction too, and the alignment measure's
+    columns after every other, its null and best-matching layers; the docs' tables, the
+    alignment figure's panels, the config check, the fitted corrections, the API and the
+    report hold them."""
     examples = _worked_examples()
     records = [_record(example.module_code) for example in examples]
     measures = [record for record in records if record.kind == "Measure"]
     optional = [record.name for record in measures if record.optional]
     (aligned,) = [record.name for record in records if record.kind == "AlignmentMeasure"]
+    (correction,) = [record for record in records if record.kind == "Correction"]
     assert optional and len(optional) < len(measures), "an optional measure and another"
-    study, environment = _run_in_copy(tmp_path, examples, tiny_bert_dir)
+    study, environment = _run_in_copy(tmp_path, examples, tiny_bert_dir, ["none", correction.name])
 
     tests = [str(tmp_path / example.test) for example in examples]
     passed = subprocess.run(
@@ -229,9 +253,10 @@ def test_the_worked_examples_added_as_the_docs_show_reach_every_output(tmp_path,
     layers = table.groupby("model")["layer"].nunique().to_dict()
     for record in measures:
         for row in record.rows:
-            found = table[table["measure"] == row]
-            assert found.groupby("model")["layer"].nunique().to_dict() == layers, row
-            assert found["raw"].notna().all(), row
+            for transform in ("none", correction.name):
+                found = table[(table["measure"] == row) & (table["transform"] == transform)]
+                assert found.groupby("model")["layer"].nunique().to_dict() == layers, row
+                assert found["raw"].notna().all(), row
     assert (study / "results/figures/norm.png").stat().st_size > 0
 
     alignment = pd.read_csv(study / "results/tables/alignment.tsv", sep="\t")
@@ -254,6 +279,13 @@ def test_the_worked_examples_added_as_the_docs_show_reach_every_output(tmp_path,
     for record in measures:
         assert f"| `{record.name}` | {record.caption} |" in found["measures_docs"]
     assert f"| `{aligned}` |" in found["alignment_docs"]
+    described = f"| `{correction.name}` | {correction.label} | {correction.caption} |"
+    assert described in found["corrections_docs"]
+    assert found["transforms"][-1] == correction.name  # after every existing correction
+    assert found["transform_refusal"].endswith(", ".join(found["transforms"]))
+    assert found["fitted"][correction.name]["name"] == correction.name
+    for record in measures:
+        assert set(record.rows) <= set(found["corrected"][correction.name])
     assert aligned in found["panels"] and "norm" in found["figures"]
     assert set(optional) <= set(found["optional"])
     (refused,) = found["refusals"]  # of the optional measures and one other, the other
