@@ -22,8 +22,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "contextuality"
 KNOWN_REPEATS = {
     ("steps/measures.py", ".get", "measures.leave_out"),
     ("workflow/paths.py", ".get", "measures.leave_out"),
-    ("workflow/targets.py", ".get", "static.activate"),
-    ("workflow/targets.py", ".get", "embedding_matrices.activate"),
 }
 # Parameters that share a setting's name but are not that setting.
 NOT_SETTINGS = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextuality.configuration.schema import setting
 from contextuality.workflow.config import (
     ablated_models,
     compared_models,
@@ -82,7 +83,7 @@ def final_outputs(config: dict[str, Any]) -> list[str]:
     outputs = _tables_figures_and_summaries(config)
     if geometry_models(config):
         outputs.append("results/tables/best_layers.tsv")
-    if config.get("static", {}).get("activate", False):
+    if setting(config, "static", "activate"):
         built = [static_vectors_file(config, name) for name in static_embeddings(config, False)]
         outputs += static_score_paths(config) + built + [f"{path}.json" for path in built]
     sidecars = [
@@ -136,7 +137,7 @@ def _tables_figures_and_summaries(config: dict[str, Any]) -> list[str]:
         ],
         *(
             ["results/tables/word_benchmarks.tsv", "results/figures/word_benchmarks.png"]
-            if config.get("static", {}).get("activate", False)
+            if setting(config, "static", "activate")
             else []
         ),
         *[
