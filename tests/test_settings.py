@@ -201,7 +201,12 @@ def test_only_the_optional_measures_may_be_left_out(tiny_bert_dir):
     """The records say which measures are optional, not a list in the schema: the config
     check (a dry run) and the measure step refuse any other name in one line that names
     the optional ones."""
-    from contextuality.measures.registry import MEASURES, OPTIONAL, check_left_out
+    from contextuality.measures.registry import (
+        EVERY_OPTIONAL,
+        MEASURES,
+        OPTIONAL,
+        check_left_out,
+    )
 
     assert "enum" not in _section("measures")["leave_out"]["items"]
     required = next(record.name for record in MEASURES if not record.optional)
@@ -209,8 +214,16 @@ def test_only_the_optional_measures_may_be_left_out(tiny_bert_dir):
     workflow_config.check_config({"models": models, "measures": {"leave_out": list(OPTIONAL)}})
     assert MeasureSettings(leave_out=OPTIONAL[:1]).leave_out == OPTIONAL[:1]
     check_left_out(OPTIONAL)
+    # The name for them all is every optional measure, each once, those named first first.
+    everything = [EVERY_OPTIONAL]
+    workflow_config.check_config({"models": models, "measures": {"leave_out": everything}})
+    assert MeasureSettings(leave_out=everything).leave_out == OPTIONAL
+    assert MeasureSettings(leave_out=[*OPTIONAL[-1:], *everything]).leave_out == (
+        *OPTIONAL[-1:],
+        *OPTIONAL[:-1],
+    )
     refusal = f"measures.leave_out: {re.escape(required)} cannot be left out; the optional "
-    refusal += f"measures are {re.escape(', '.join(OPTIONAL))}$"
+    refusal += f"measures are {re.escape(', '.join(OPTIONAL))} \\({EVERY_OPTIONAL}: all of them\\)$"
     with pytest.raises(ConfigError, match=refusal):
         workflow_config.check_config(
             {"models": models, "measures": {"leave_out": [*OPTIONAL, required]}}

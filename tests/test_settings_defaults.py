@@ -16,13 +16,6 @@ from contextuality.configuration.schema import ANY_MODEL, schema
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "contextuality"
 
-# Repeats of other sections' defaults not yet read from the schema, each
-# (module, function or ``.get``, setting): a new one fails the test, and one removed must
-# leave this list too. None is a model setting.
-KNOWN_REPEATS = {
-    ("steps/measures.py", ".get", "measures.leave_out"),
-    ("workflow/paths.py", ".get", "measures.leave_out"),
-}
 # Parameters that share a setting's name but are not that setting.
 NOT_SETTINGS = {
     ("backends/elmo/synthetic.py", "write_random_files", "measures.seed"),  # random weights'
@@ -110,14 +103,12 @@ def _repeats() -> set[tuple[str, str, str]]:
 
 
 def test_no_setting_s_default_is_written_outside_the_schema():
-    repeats = _repeats() - NOT_SETTINGS
-    assert sorted(repeats - KNOWN_REPEATS) == []
-    assert sorted(KNOWN_REPEATS - repeats) == [], "removed: take them off KNOWN_REPEATS"
+    assert sorted(_repeats() - NOT_SETTINGS) == []
 
 
-def test_no_model_setting_s_default_is_allowed_a_repeat():
+def test_no_model_setting_is_excused_as_another_parameter():
     model = f"models.{ANY_MODEL}."
-    assert not [repeat for repeat in KNOWN_REPEATS | NOT_SETTINGS if model in repeat[2]]
+    assert not [repeat for repeat in NOT_SETTINGS if model in repeat[2]]
 
 
 def test_the_walk_finds_every_kind_of_repeat(tmp_path):

@@ -1107,10 +1107,14 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
         assert jobs[f"extract_{model}"] == 1
     ablated = [model for model, section in config["models"].items() if "ablation" in section]
     assert jobs.get("ablation_figure", 0) == len(ablated)
-    # The default leaves the census out with its measure; every other config puts it back.
-    census = "massive_activations" not in config["measures"].get("leave_out", [])
-    assert census == bool(names)
-    assert jobs.get("massive_activations_table", 0) == int(census)
+    # The default leaves the censuses out with their measures; every other config puts them
+    # back.
+    left_out = registry.left_out(config["measures"].get("leave_out", []))
+    for record in registry.MEASURES:
+        if record.census is not None:
+            census = record.name not in left_out
+            assert census == bool(names)
+            assert jobs.get(f"{record.census.name}_table", 0) == int(census)
     if config.get("static", {}).get("activate"):
         assert jobs["download_benchmarks"] == 1
         assert jobs["score_static"] == 2 * layers  # methods × layers, every protocol a job

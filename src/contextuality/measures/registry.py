@@ -31,6 +31,9 @@ MEASURES: tuple[Measure, ...] = tuple(
 # The measures `MeasureSettings.leave_out` may name: the field's instruments beyond the
 # paper, which the embedded default run leaves out to keep to its minute.
 OPTIONAL = tuple(record.name for record in MEASURES if record.optional)
+# The name that, in ``measures.leave_out``, stands for every optional measure (`OPTIONAL`),
+# so that a run leaving them out leaves out one added later too.
+EVERY_OPTIONAL = "optional"
 
 
 # The censuses the measures' rows gather across layers (`Measure.census`), by name.
@@ -54,19 +57,29 @@ def measure_of_census(name: str) -> Measure:
     raise KeyError(name)
 
 
+def left_out(leave_out: Iterable[str]) -> tuple[str, ...]:
+    """The names of `leave_out` in their order, `EVERY_OPTIONAL` replaced by every optional
+    measure (`OPTIONAL`), each name once."""
+    names = (
+        name for given in leave_out for name in (OPTIONAL if given == EVERY_OPTIONAL else (given,))
+    )
+    return tuple(dict.fromkeys(names))
+
+
 def check_left_out(leave_out: Iterable[str]) -> None:
-    """Refuse (ConfigError) a name in ``measures.leave_out`` that is not an optional measure."""
-    unknown = sorted(set(leave_out) - set(OPTIONAL))
+    """Refuse (ConfigError) a name in ``measures.leave_out`` that is not an optional measure
+    (or `EVERY_OPTIONAL`)."""
+    unknown = sorted(set(leave_out) - {*OPTIONAL, EVERY_OPTIONAL})
     if unknown:
         raise ConfigError(
             f"measures.leave_out: {', '.join(unknown)} cannot be left out; the optional "
-            f"measures are {', '.join(OPTIONAL)}"
+            f"measures are {', '.join(OPTIONAL)} ({EVERY_OPTIONAL}: all of them)"
         )
 
 
 def left_out_rows(leave_out: Iterable[str]) -> frozenset[str]:
-    """The summary rows of the measures named in `leave_out`."""
-    names = set(leave_out)
+    """The summary rows of the measures named in `leave_out` (`left_out`)."""
+    names = set(left_out(leave_out))
     return frozenset(row for record in MEASURES if record.name in names for row in record.rows)
 
 
