@@ -21,8 +21,8 @@ from contextuality.figures.paper import (
     save_figure,
     with_gaps,
 )
-from contextuality.geometry.alignment_catalogue import alignment_measure
-from contextuality.measures.registry import axis_label
+from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
+from contextuality.measures.registry import MEASURES, axis_label
 from contextuality.transforms.fitting import TRANSFORMS
 
 
@@ -61,13 +61,21 @@ def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str 
 # A dimension line's columns: the layer, its value and, where the table has it, its interval.
 INTERVAL_COLUMNS = ("layer", "raw", "raw_low", "raw_high")
 
-# The panels of the corrections figure: (source, column, axis label); ``dimension`` rows
-# come from the measures table, the others are a layer's alignment with the previous one.
+# The panels of the corrections figure, from the records: (source, column, axis label).
+# ``dimension``: the first row of each measure the layer geometry step computes (under
+# every transform of ``geometry.transforms``), from the measures table; ``alignment``: each
+# alignment measure whose record asks for it (`AlignmentMeasure.corrections_panel`), a
+# layer's with the stored layer before it.
 CORRECTION_PANELS = (
-    ("dimension", "intrinsic_dimension[twonn]", axis_label("intrinsic_dimension[twonn]")),
     *(
-        ("alignment", name, f"{alignment_measure(name).label} with the previous layer")
-        for name in ("cka", "mutual_knn")
+        ("dimension", record.rows[0], axis_label(record.rows[0]))
+        for record in MEASURES
+        if record.step == "layer_geometry"
+    ),
+    *(
+        ("alignment", record.name, f"{record.label} with the previous layer")
+        for record in ALIGNMENT_MEASURES
+        if record.corrections_panel
     ),
 )
 
@@ -95,12 +103,13 @@ def plot_geometry_transforms(
     outputs: list[str | os.PathLike],
     source: str = "",
 ) -> None:
-    """Per stored model (a row of panels), one line per transform (`CORRECTION_PANELS`):
-    the intrinsic dimension (TwoNN, its plateau's range shaded), and linear CKA and mutual
-    k-NN between each layer and the stored layer before it on the occurrences past each
-    sentence's first word (a decoder's first-token rows, of huge norm, are all that CKA
-    sees of every occurrence), each with its permutation null dotted. Under a correction,
-    values come from the sentences it was not fitted on; raw, from the whole sample."""
+    """Per stored model (a row of panels), one line per transform in each panel of
+    `CORRECTION_PANELS`: a geometry measure's row by layer (its interval, a plateau's
+    range, shaded), and each alignment measure between each layer and the stored layer
+    before it on the occurrences past each sentence's first word (a decoder's first-token
+    rows, of huge norm, are all that CKA sees of every occurrence), with its permutation
+    null dotted. Under a correction, values come from the sentences it was not fitted on;
+    raw, from the whole sample."""
     present = set(alignment["transform"]) | set(measures["transform"])
     transforms = [name for name in TRANSFORMS if name in present]
     models = sorted(set(alignment["model_a"]) & set(alignment["model_b"]))
@@ -123,9 +132,7 @@ def plot_geometry_transforms(
                     ].sort_values("layer")
                     if not len(line):
                         continue
-                    columns = [
-                        name for name in ("layer", "raw", "raw_low", "raw_high") if name in line
-                    ]
+                    columns = [name for name in INTERVAL_COLUMNS if name in line]
                     line = with_gaps(line, columns, layers_of_depth(measures, line))
                     x, y = line["layer"], line["raw"]
                     if "raw_low" in line:

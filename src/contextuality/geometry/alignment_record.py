@@ -28,6 +28,9 @@ class AlignmentMeasure(Instrument):
     each row counted as many times as a third argument says (a bootstrap draw's weights;
     None: once).
     panel: drawn as a panel of the alignment figure.
+    corrections_panel: drawn as a panel of the corrections figure
+    (`figures.geometry.plot_geometry_transforms`): its value between each layer and the
+    stored layer before it, raw and under each correction.
     """
 
     label: str
@@ -36,6 +39,7 @@ class AlignmentMeasure(Instrument):
     of_products: Callable[[CrossProducts], np.ndarray] | None = None
     of_neighbours: Callable[[Neighbours, Neighbours, np.ndarray | None], float] | None = None
     panel: bool = True
+    corrections_panel: bool = False
 
     def __post_init__(self) -> None:
         if (self.of_products is None) == (self.of_neighbours is None):

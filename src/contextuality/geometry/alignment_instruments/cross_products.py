@@ -20,6 +20,7 @@ MEASURES: tuple[AlignmentMeasure, ...] = (
         ),
         of_products=lambda products: products.cka(),
         panel=False,
+        corrections_panel=True,
     ),
     AlignmentMeasure(
         name="cka_debiased",

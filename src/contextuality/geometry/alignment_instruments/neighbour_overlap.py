@@ -18,6 +18,7 @@ MEASURES: tuple[AlignmentMeasure, ...] = (
             "neighbours in both layers (Huh et al. 2024)."
         ),
         of_neighbours=mutual_knn,
+        corrections_panel=True,
     ),
     AlignmentMeasure(
         name="cknna",
