@@ -173,6 +173,52 @@ def test_the_ablation_draws_every_similarity_by_its_records_label(monkeypatch):
         assert (record.label in legend) == (not record.distance), record.name
 
 
+def test_the_corrections_figure_draws_a_panel_for_each_record_that_asks(monkeypatch):
+    """The corrections figure's panels come from the records: the geometry step's
+    measures, then each alignment measure whose record asks for a corrections panel,
+    called by its label; a new record that asks gets a panel of its own."""
+    import dataclasses
+
+    from contextuality.figures import geometry
+    from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
+
+    asking = [record for record in ALIGNMENT_MEASURES if record.corrections_panel]
+    assert asking and len(asking) < len(ALIGNMENT_MEASURES)
+    joining = dataclasses.replace(
+        next(record for record in ALIGNMENT_MEASURES if not record.corrections_panel),
+        name="overlap",
+        label="overlap",
+        corrections_panel=True,
+    )
+    monkeypatch.setattr(geometry, "ALIGNMENT_MEASURES", (*ALIGNMENT_MEASURES, joining))
+    panels = geometry.correction_panels()
+    assert [column for kind, column, _ in panels if kind == "dimension"] == [
+        record.rows[0] for record in MEASURES if record.step == "layer_geometry"
+    ]
+    assert [(column, label) for kind, column, label in panels if kind == "alignment"] == [
+        (record.name, f"{record.label} with the previous layer") for record in (*asking, joining)
+    ]
+    aligned = [column for kind, column, _ in panels if kind == "alignment"]
+    kept = []
+    monkeypatch.setattr(
+        geometry, "save_figure", lambda figure, outputs, source: kept.append(figure)
+    )
+    measures = pd.DataFrame(
+        {"model": "m", "transform": "none", "layer": [0, 1], "measure": panels[0][1]}
+        | {"raw": [5.0, 6.0]}
+    )
+    alignment = pd.DataFrame(
+        {"model_a": "m", "model_b": "m", "layer_a": [0], "layer_b": [1], "transform": "none"}
+        | {"occurrences": "position>0"}
+        | {column: [0.5] for column in aligned}
+        | {f"null_{column}": [0.1] for column in aligned}
+    )
+    geometry.plot_geometry_transforms(measures, alignment, [])
+    titles = [panel.get_title() for panel in kept[0].axes]
+    paper.plt.close(kept[0])
+    assert titles == [f"m: {label}" for _, _, label in panels]
+
+
 def test_models_of_one_depth_share_layer_indices_and_of_two_depths_relative_depth(drawn):
     table = _summary_table(np.random.default_rng(3))
     alone = table[table["model"] == "alpha"]

@@ -306,7 +306,7 @@ RELATIVE_HOLE = HOLE[1] / max(MODELS[HOLE[0]])
 GAPS = {name: ("", HOLE[0], RELATIVE_HOLE) for name in DRAW if name.startswith("plot_figure[")}
 GAPS |= {
     "plot_transforms": (f"{HOLE[0]}:", None, HOLE[1]),
-    "plot_geometry_transforms": (f"{HOLE[0]}: {geometry.CORRECTION_PANELS[0][2]}", None, HOLE[1]),
+    "plot_geometry_transforms": (f"{HOLE[0]}: {geometry.correction_panels()[0][2]}", None, HOLE[1]),
     "plot_reference": (REFERENCE_HOLE[0], None, REFERENCE_HOLE[1]),
     "plot_ablation": ("", HOLE[0], HOLE[1]),
 }

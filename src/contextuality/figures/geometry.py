@@ -61,23 +61,25 @@ def plot_cka(table: pd.DataFrame, outputs: list[str | os.PathLike], source: str 
 # A dimension line's columns: the layer, its value and, where the table has it, its interval.
 INTERVAL_COLUMNS = ("layer", "raw", "raw_low", "raw_high")
 
-# The panels of the corrections figure, from the records: (source, column, axis label).
-# ``dimension``: the first row of each measure the layer geometry step computes (under
-# every transform of ``geometry.transforms``), from the measures table; ``alignment``: each
-# alignment measure whose record asks for it (`AlignmentMeasure.corrections_panel`), a
-# layer's with the stored layer before it.
-CORRECTION_PANELS = (
-    *(
-        ("dimension", record.rows[0], axis_label(record.rows[0]))
-        for record in MEASURES
-        if record.step == "layer_geometry"
-    ),
-    *(
-        ("alignment", record.name, f"{record.label} with the previous layer")
-        for record in ALIGNMENT_MEASURES
-        if record.corrections_panel
-    ),
-)
+
+def correction_panels() -> list[tuple[str, str, str]]:
+    """The panels of the corrections figure, from the records: (source, column, axis label).
+    ``dimension``: the first row of each measure the layer geometry step computes (under
+    every transform of ``geometry.transforms``), from the measures table; ``alignment``:
+    each alignment measure whose record asks for it (`AlignmentMeasure.corrections_panel`),
+    a layer's with the stored layer before it."""
+    return [
+        *(
+            ("dimension", record.rows[0], axis_label(record.rows[0]))
+            for record in MEASURES
+            if record.step == "layer_geometry"
+        ),
+        *(
+            ("alignment", record.name, f"{record.label} with the previous layer")
+            for record in ALIGNMENT_MEASURES
+            if record.corrections_panel
+        ),
+    ]
 
 
 def _with_previous_layer(
@@ -104,7 +106,7 @@ def plot_geometry_transforms(
     source: str = "",
 ) -> None:
     """Per stored model (a row of panels), one line per transform in each panel of
-    `CORRECTION_PANELS`: a geometry measure's row by layer (its interval, a plateau's
+    `correction_panels`: a geometry measure's row by layer (its interval, a plateau's
     range, shaded), and each alignment measure between each layer and the stored layer
     before it on the occurrences past each sentence's first word (a decoder's first-token
     rows, of huge norm, are all that CKA sees of every occurrence), with its permutation
@@ -113,15 +115,16 @@ def plot_geometry_transforms(
     present = set(alignment["transform"]) | set(measures["transform"])
     transforms = [name for name in TRANSFORMS if name in present]
     models = sorted(set(alignment["model_a"]) & set(alignment["model_b"]))
+    panels_drawn = correction_panels()
     figure, axes = plt.subplots(
         max(1, len(models)),
-        len(CORRECTION_PANELS),
-        figsize=(4.2 * len(CORRECTION_PANELS), 3.0 * max(1, len(models))),
+        len(panels_drawn),
+        figsize=(4.2 * len(panels_drawn), 3.0 * max(1, len(models))),
         layout="constrained",
         squeeze=False,
     )
     for panels, model in zip(axes, models, strict=False):
-        for panel, (kind, column, label) in zip(panels, CORRECTION_PANELS, strict=True):
+        for panel, (kind, column, label) in zip(panels, panels_drawn, strict=True):
             for place, transform in enumerate(transforms):
                 colour = f"C{place}"
                 if kind == "dimension":
