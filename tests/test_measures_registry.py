@@ -139,6 +139,9 @@ def test_leaving_out_the_optional_measures_drops_their_rows_alone():
     expected = {row: v for row, v in every.summary["measures"].items() if row not in left_out}
     assert _same(lean.summary["measures"], expected)
     assert tuple(lean.summary["leave_out"]) == registry.OPTIONAL
+    every_optional = dataclasses.replace(SETTINGS, leave_out=(registry.EVERY_OPTIONAL,))
+    named_once = measure_layer(vectors, index.occurrences, index.vocab, every_optional)
+    assert _same(named_once.summary["measures"], expected)
 
 
 def test_streams_differ_by_row_and_follow_the_seed():

@@ -119,13 +119,14 @@ def measure_rows(
     position profile only with `positions`, last (they may drop rows in place); none that
     the settings leave out."""
     registry.check_left_out(layer.settings.leave_out)
+    left_out = registry.left_out(layer.settings.leave_out)
     chosen = [
         record
         for record in registry.MEASURES
         if record.compute is not None
         and (record.streamed or not streamed)
         and (positions or not record.needs_positions)
-        and record.name not in layer.settings.leave_out
+        and record.name not in left_out
     ]
     results: dict[str, SummaryRow] = {}
     for record in sorted(chosen, key=lambda record: record.needs_positions):

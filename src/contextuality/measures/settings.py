@@ -32,10 +32,8 @@ class MeasureSettings:
 
     def __post_init__(self) -> None:
         # Its names are checked against the registry (`registry.check_left_out`), above;
-        # "optional" is every optional measure (`registry.left_out`).
-        from contextuality.measures.registry import left_out
-
-        object.__setattr__(self, "leave_out", left_out(self.leave_out))
+        # "optional" is every optional measure (`registry.left_out` reads it).
+        object.__setattr__(self, "leave_out", tuple(self.leave_out))
         object.__setattr__(self, "alpha_req_ranks", tuple(self.alpha_req_ranks))
         check_bounds(("measures",), {item.name: getattr(self, item.name) for item in fields(self)})
         first, last = self.alpha_req_ranks
