@@ -49,7 +49,7 @@ def test_a_sentence_of_two_rows_has_entropy_zero_one_row_none():
     vectors = rng.normal(size=(6, 3))
     triangle = _circle([0, 120, 240])
     rows = np.vstack([vectors[:1], vectors[1:3], triangle])
-    shapes = spectra.sentence_shapes(rows, np.array([0, 1, 3]))
+    shapes = spectra.sentence_shapes(rows, np.array([0, 1, 3]), "leave_out")
     found = shapes.entropies
     np.testing.assert_allclose(shapes.means[1], rows[1:3].mean(axis=0), atol=1e-6)
     assert np.isnan(found[0])
@@ -60,16 +60,16 @@ def test_a_sentence_of_two_rows_has_entropy_zero_one_row_none():
 def test_curvature_of_known_trajectories():
     """Four points a quarter turn apart: consecutive steps at right angles (π/2); three
     a third of a turn apart: steps at 120°, of |cosine| 1/2 (π/3)."""
-    assert spectra.curvature(_circle([0, 90, 180, 270])) == pytest.approx(np.pi / 2)
-    assert spectra.curvature(_circle([0, 120, 240])) == pytest.approx(np.pi / 3)
-    assert np.isnan(spectra.curvature(_circle([0, 90])))
+    assert spectra.curvature(_circle([0, 90, 180, 270]), "leave_out") == pytest.approx(np.pi / 2)
+    assert spectra.curvature(_circle([0, 120, 240]), "leave_out") == pytest.approx(np.pi / 3)
+    assert np.isnan(spectra.curvature(_circle([0, 90]), "leave_out"))
 
 
 def test_a_zero_step_leaves_the_sentence_out_or_counts_as_a_right_angle_of_zero():
-    """Two words sharing one vector make a zero step: left out (NaN) by default; with
+    """Two words sharing one vector make a zero step: left out (NaN) with ``leave_out``; with
     ``zero`` (Skean et al.'s code) that angle is 0 and the others are kept."""
     rows = _circle([0, 90, 90, 180, 270])  # the second step is zero
-    assert np.isnan(spectra.curvature(rows))
+    assert np.isnan(spectra.curvature(rows, "leave_out"))
     assert spectra.curvature(rows, "zero") == pytest.approx((0 + 0 + np.pi / 2) / 3)
     shapes = spectra.sentence_shapes(rows, np.array([0]), "zero")
     assert shapes.curvatures[0] == pytest.approx(spectra.curvature(rows, "zero"), abs=1e-6)
@@ -88,12 +88,14 @@ def test_curvature_agrees_with_a_loop_and_is_invariant():
         before, after = unit[k] - unit[k - 1], unit[k + 1] - unit[k]
         cosine = abs(before @ after) / (np.linalg.norm(before) * np.linalg.norm(after))
         angles.append(np.arccos(min(cosine, 1.0)))
-    found = spectra.curvature(rows)
+    found = spectra.curvature(rows, "leave_out")
     assert found == pytest.approx(np.mean(angles), abs=1e-12)
     moved = 0.3 * rows @ ortho_group.rvs(5, random_state=5) + 2.0
-    assert spectra.curvature(moved) == pytest.approx(found, abs=1e-10)
+    assert spectra.curvature(moved, "leave_out") == pytest.approx(found, abs=1e-10)
     assert 0.0 <= found <= np.pi / 2
-    per_sentence = spectra.sentence_shapes(np.vstack([rows, rows[:2]]), np.array([0, 9])).curvatures
+    per_sentence = spectra.sentence_shapes(
+        np.vstack([rows, rows[:2]]), np.array([0, 9]), "leave_out"
+    ).curvatures
     assert per_sentence[0] == pytest.approx(found) and np.isnan(per_sentence[1])
 
 
@@ -173,7 +175,7 @@ def test_a_layer_s_spectrum_rows_from_its_occurrences():
             spectra.dataset_entropy(means), abs=1e-6
         )
         entropies = [spectra.dataset_entropy(vectors[m]) for m in by_sentence if len(m) > 1]
-        curvatures = [spectra.curvature(vectors[m]) for m in by_sentence if len(m) > 2]
+        curvatures = [spectra.curvature(vectors[m], "leave_out") for m in by_sentence if len(m) > 2]
         for row, values in (("prompt_entropy", entropies), ("curvature", curvatures)):
             # batched in float32 against one sentence at a time in float64
             assert rows[row]["raw"] == pytest.approx(np.mean(values), abs=1e-6)
@@ -192,12 +194,12 @@ def test_batched_sentences_agree_with_one_at_a_time():
     entropy exactly 0, three-row ones agree with the float64 path within 1e-6."""
     rng = np.random.default_rng(7)
     pairs = rng.normal(size=(40, 16)).astype(np.float16)
-    assert np.all(spectra.sentence_shapes(pairs, np.arange(0, 40, 2)).entropies == 0)
+    assert np.all(spectra.sentence_shapes(pairs, np.arange(0, 40, 2), "leave_out").entropies == 0)
     triples = rng.normal(size=(30, 16)).astype(np.float16)
-    shapes = spectra.sentence_shapes(triples, np.arange(0, 30, 3))
+    shapes = spectra.sentence_shapes(triples, np.arange(0, 30, 3), "leave_out")
     one_at_a_time = [spectra.dataset_entropy(triples[i : i + 3]) for i in range(0, 30, 3)]
     np.testing.assert_allclose(shapes.entropies, one_at_a_time, atol=1e-6)
-    curvatures = [spectra.curvature(triples[i : i + 3]) for i in range(0, 30, 3)]
+    curvatures = [spectra.curvature(triples[i : i + 3], "leave_out") for i in range(0, 30, 3)]
     np.testing.assert_allclose(shapes.curvatures, curvatures, atol=1e-5)
     np.testing.assert_allclose(
         shapes.means, triples.astype(np.float64).reshape(10, 3, 16).mean(axis=1), atol=1e-12

@@ -76,7 +76,7 @@ def dataset_entropy(vectors: np.ndarray) -> float:
     return matrix_entropy(normalized_rows(vectors))
 
 
-def _curvatures(unit: np.ndarray, zero_steps: str = "leave_out") -> np.ndarray:
+def _curvatures(unit: np.ndarray, zero_steps: str) -> np.ndarray:
     """Mean angle between consecutive steps of normalised rows (..., n, d), n ≥ 3; where a
     step is zero, NaN (`zero_steps` ``leave_out``) or that angle 0 (``zero``, Skean et
     al.'s ``compute_curvature``)."""
@@ -91,7 +91,7 @@ def _curvatures(unit: np.ndarray, zero_steps: str = "leave_out") -> np.ndarray:
     return np.where(np.all(products > 0, axis=-1), angles.mean(axis=-1), np.nan)
 
 
-def curvature(rows: np.ndarray, zero_steps: str = "leave_out") -> float:
+def curvature(rows: np.ndarray, zero_steps: str) -> float:
     """Mean angle (radians) between consecutive differences of `rows` (n, d) in order,
     normalised first; NaN below 3 rows; a zero difference as `_curvatures` takes it."""
     if len(rows) < 3:
@@ -112,7 +112,7 @@ class SentenceShapes:
 
 
 def sentence_shapes(
-    vectors: np.ndarray, starts: np.ndarray, zero_steps: str = "leave_out"
+    vectors: np.ndarray, starts: np.ndarray, zero_steps: str
 ) -> SentenceShapes:
     """`SentenceShapes` of rows (n, d), the rows of sentence s ``starts[s]:starts[s + 1]``:
     the sentences of one length at a time, batched, their unit rows in float32, from one
