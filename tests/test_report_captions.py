@@ -91,3 +91,19 @@ def test_a_measures_figure_is_in_the_section_its_spec_names_under_its_transform(
         figure=MeasureFigure("norms", "Norms by layer", "norm"),
     )
     assert record_figure(record).section == BEYOND_THE_PAPER  # not among the paper's
+
+
+def test_a_corrections_record_reaches_the_caption_that_lists_them(study, monkeypatch):
+    from contextuality.transforms import fitting
+    from contextuality.transforms.record import Correction
+
+    added = Correction(
+        name="rescale",
+        label="rescaled",
+        caption="Every vector divided by the mean norm of the fitting rows.",
+        fit=lambda vectors, settings, stored_as: None,
+    )
+    monkeypatch.setattr(fitting, "CORRECTIONS", (*fitting.CORRECTIONS, added))
+    text = Path(record_caption(REPORT / "figures/geometry_transforms.rst")).read_text()
+    for record in fitting.CORRECTIONS:
+        assert f"``{record.name}`` ({record.label}): {record.caption}" in text

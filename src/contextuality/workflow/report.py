@@ -82,11 +82,11 @@ CAPTIONS_DIRECTORY = Path(".snakemake/captions")
 def record_caption(template: str | os.PathLike, **records: object) -> str:
     """The caption of a report template (an .rst file) with the records' lists filled in:
     its ``[% ... %]`` and ``[[ ... ]]`` parts rendered (Jinja) with every measure
-    (``measures``, `measures.registry.MEASURES`) and every alignment measure
-    (``alignment_measures``) and `records` (as a census, ``census``), its ``{{ ... }}``
-    left for the report (Snakemake renders them with the job's wildcards, params and
-    config). A new measure is in the caption as its record describes it, no caption file
-    naming it.
+    (``measures``, `measures.registry.MEASURES`), every alignment measure
+    (``alignment_measures``), every correction (``corrections``) and `records` (as a
+    census, ``census``), its ``{{ ... }}`` left for the report (Snakemake renders them with
+    the job's wildcards, params and config). A new record is in the caption as it
+    describes itself, no caption file naming it.
 
     Returns the absolute path of the file written (`CAPTIONS_DIRECTORY`, named by the
     template and a digest of the text, written once), what a rule's ``report(caption=…)``
@@ -95,6 +95,7 @@ def record_caption(template: str | os.PathLike, **records: object) -> str:
 
     from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
     from contextuality.measures.registry import MEASURES
+    from contextuality.transforms.fitting import CORRECTIONS
 
     environment = jinja2.Environment(
         block_start_string="[%",
@@ -107,7 +108,10 @@ def record_caption(template: str | os.PathLike, **records: object) -> str:
         keep_trailing_newline=True,
     )
     text = environment.from_string(Path(template).read_text()).render(
-        measures=MEASURES, alignment_measures=ALIGNMENT_MEASURES, **records
+        measures=MEASURES,
+        alignment_measures=ALIGNMENT_MEASURES,
+        corrections=CORRECTIONS,
+        **records,
     )
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     path = (CAPTIONS_DIRECTORY / f"{Path(template).stem}.{digest}.rst").resolve()
