@@ -567,25 +567,12 @@ def test_protocol_and_shared_vocabulary_errors(tmp_path):
         bm.score_benchmark(
             "simlex999", vectors, root, lowercase=True, oov="mean", shared_vocabulary=["w0"]
         )
+    paper = {"lowercase": True, "oov": "mean", "protocol": "paper"}
     with pytest.raises(InputDataError, match="shared vocabulary"):
-        bm.score_benchmark(
-            "simlex999",
-            vectors,
-            root,
-            lowercase=True,
-            oov="mean",
-            protocol="paper",
-            shared_vocabulary=["x"],
-        )
+        bm.score_benchmark("simlex999", vectors, root, **paper, shared_vocabulary=["x"])
     # Trimmed to w0 and w1, w2 is OOV: the stand-in lies between w0 and w1.
     trimmed = bm.score_benchmark(
-        "simlex999",
-        vectors,
-        root,
-        lowercase=True,
-        oov="mean",
-        protocol="paper",
-        shared_vocabulary=["W0", "w1"],
+        "simlex999", vectors, root, **paper, shared_vocabulary=["W0", "w1"]
     )
     assert trimmed == Score(pytest.approx(1.0), 0.5, 2)
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy.stats import ortho_group
 
-from contextuality import steps
+from contextuality import backends, steps
 from contextuality.api.geometry import intrinsic_dimension
 from contextuality.corpus.index import IndexFiles, index_checksum
 from contextuality.files.provenance import read_json, write_json
@@ -554,7 +554,8 @@ def test_every_cka_comes_with_its_debiased_form_and_a_permutation_null(stored, t
 
 def test_a_model_extracted_otherwise_is_refused(stored, tmp_path):
     model_a, _, index, settings, _ = stored
-    changed = ModelLayers("a", model_a.shards, {"source": "test/a", "pooling": "first"})
+    extracted_otherwise = backends.model_settings("a", {"source": "test/a", "pooling": "first"})
+    changed = ModelLayers("a", model_a.shards, extracted_otherwise)
     with pytest.raises(Exception, match="pooling|model_id"):
         steps.layer_geometry(changed, index, typed(settings), *outputs(tmp_path, "changed"))
     assert not (tmp_path / "changed.dimension.json").exists()

@@ -107,6 +107,26 @@ def test_a_shard_copied_over_another_layer_s_name_is_refused(tmp_path):
     assert expected_extraction(None) is None
 
 
+@pytest.mark.parametrize("layers", [None, [2, 0]])
+def test_a_job_s_settings_expect_the_hash_the_extraction_recorded(tiny_bert_dir, layers):
+    """A measure or geometry job is given the settings the workflow records (``layers``
+    written out) and builds the model's settings from them: it expects a shard to hold
+    the hash of that same record, whether the config lists the layers or not."""
+    from contextuality import backends
+    from contextuality.files.provenance import config_hash
+    from contextuality.workflow import recorded_settings
+
+    config = {"models": {"tiny": {"source": str(tiny_bert_dir), "layers": layers}}}
+    recorded = recorded_settings(config, "tiny")
+    expected = expected_extraction(backends.model_settings("tiny", recorded), 1)
+    assert expected == {
+        "model_id": str(tiny_bert_dir),
+        "pooling": recorded["pooling"],
+        "config_hash": config_hash(recorded),
+        "layer": 1,
+    }
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_rows_without_a_vector_must_match_n_missing(tmp_path, dtype):
     """A shard written without checksums (before them) is still read, but one holding

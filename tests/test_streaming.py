@@ -434,7 +434,6 @@ def test_streaming_extraction_equals_shards_and_measure_layer(tiny_bert_dir, tmp
 
 def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_path):
     from contextuality import steps
-    from contextuality.backends import model_settings, recorded_settings
     from contextuality.corpus.index import IndexFiles
     from contextuality.files.provenance import read_json
 
@@ -457,8 +456,9 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
     )
     shard_paths = {layer: tmp_path / "emb" / f"layer_{layer}.h5" for layer in (1, 2)}
     state_paths = {layer: tmp_path / "stream" / f"layer_{layer}.state.h5" for layer in (2, 1)}
+    extracted = backends.model_settings("tiny", model)
     steps.extract(
-        backends.model_settings("tiny", model),
+        extracted,
         sentences,
         index,
         steps.LayerOutputs(files=shard_paths, meta=tmp_path / "emb" / "meta.json"),
@@ -466,7 +466,7 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
         seed=0,
     )
     meta = steps.stream(
-        backends.model_settings("tiny", model),
+        extracted,
         sentences,
         index,
         steps.LayerOutputs(files=state_paths, meta=tmp_path / "stream" / "meta.json"),
@@ -475,7 +475,6 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
         progress=False,
     )
     assert meta["layers"] == [1, 2] and meta["shard_bytes"] == 0
-    spec_settings = recorded_settings(model_settings("tiny", model))
     for layer in (1, 2):
         outputs = {kind: tmp_path / "out" / f"{kind}{layer}" for kind in ("shard", "stream")}
         steps.measure_layer(
@@ -488,6 +487,8 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
                 f"{outputs['shard']}.sentences.parquet",
                 f"{outputs['shard']}.json",
             ),
+            model_settings=extracted,
+            layer=layer,
         )
         streamed = steps.measure_streamed_layer(
             state_paths[layer],
@@ -498,7 +499,8 @@ def test_stream_model_step_equals_extract_and_measure_steps(tiny_bert_dir, tmp_p
                 f"{outputs['stream']}.sentences.parquet",
                 f"{outputs['stream']}.json",
             ),
-            model_settings=spec_settings,
+            model_settings=extracted,
+            layer=layer,
         )
         expected = read_json(f"{outputs['shard']}.json")
         assert streamed["layer"] == expected["layer"] == layer

@@ -5,19 +5,20 @@ from contextuality.jobs.process import run_job
 
 
 def alignment_between_models() -> None:
-    from contextuality import steps
+    from contextuality import backends, steps
     from contextuality.corpus.index import IndexFiles
     from contextuality.geometry.settings import GeometrySettings
     from contextuality.transforms.layers import TransformFit
 
+    names = {side: getattr(snakemake.wildcards, f"model_{side}") for side in ("a", "b")}
     models = {
         side: steps.ModelLayers.of_inputs(
-            getattr(snakemake.wildcards, f"model_{side}"),
+            name,
             snakemake.input,
-            snakemake.params.model_settings[getattr(snakemake.wildcards, f"model_{side}")],
+            backends.model_settings(name, snakemake.params.model_settings[name]),
             prefix=f"{side}_",
         )
-        for side in ("a", "b")
+        for side, name in names.items()
     }
     steps.alignment_between_models(
         models["a"],

@@ -5,14 +5,17 @@ from contextuality.jobs.process import run_job
 
 
 def layer_geometry() -> None:
-    from contextuality import steps
+    from contextuality import backends, steps
     from contextuality.corpus.index import IndexFiles
     from contextuality.geometry.settings import GeometrySettings
     from contextuality.transforms.layers import TransformFit
 
+    model = snakemake.wildcards.model
     steps.layer_geometry(
         steps.ModelLayers.of_inputs(
-            snakemake.wildcards.model, snakemake.input, snakemake.params.model_settings
+            model,
+            snakemake.input,
+            backends.model_settings(model, snakemake.params.model_settings),
         ),
         IndexFiles.of(snakemake.input),
         GeometrySettings.from_config(snakemake.params.settings),

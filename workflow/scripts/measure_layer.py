@@ -4,7 +4,7 @@ from contextuality.jobs.process import run_job
 
 
 def measure_layer() -> None:
-    from contextuality import steps
+    from contextuality import backends, steps
     from contextuality.corpus.index import IndexFiles
     from contextuality.measures.degeneration import DegenerationSettings
     from contextuality.measures.settings import MeasureSettings
@@ -22,7 +22,9 @@ def measure_layer() -> None:
         ),
         transform=snakemake.wildcards.transform,
         layer=int(snakemake.wildcards.layer),
-        model_settings=snakemake.params.model_settings,
+        model_settings=backends.model_settings(
+            snakemake.wildcards.model, snakemake.params.model_settings
+        ),
         transform_fit=TransformFit.of(snakemake.input.get("split"), snakemake.params.transform_fit),
         degeneration_outputs=None
         if degeneration is None

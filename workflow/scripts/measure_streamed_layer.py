@@ -4,7 +4,7 @@ from contextuality.jobs.process import run_job
 
 
 def measure_streamed_layer() -> None:
-    from contextuality import steps
+    from contextuality import backends, steps
     from contextuality.corpus.index import IndexFiles
     from contextuality.measures.settings import MeasureSettings
 
@@ -15,7 +15,9 @@ def measure_streamed_layer() -> None:
         steps.MeasureOutputs(
             snakemake.output.words, snakemake.output.sentences, snakemake.output.summary
         ),
-        model_settings=snakemake.params.model_settings,
+        model_settings=backends.model_settings(
+            snakemake.wildcards.model, snakemake.params.model_settings
+        ),
         layer=int(snakemake.wildcards.layer),
     )
 

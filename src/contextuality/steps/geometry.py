@@ -25,6 +25,7 @@ from contextuality.api.geometry import (
     within_model_alignment,
 )
 from contextuality.backends.base import layer_output
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.index import IndexFiles
 from contextuality.files.provenance import config_hash, provenance_record, write_json
 from contextuality.files.tables import gather_parquet, write_parquet, write_tsv
@@ -53,16 +54,17 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ModelLayers:
     """A model's layer shards as the geometry steps read them: `shards` maps each layer
-    to its shard or its parts' shards, `settings` is the model's config section (defaults
-    filled in), refusing shards extracted otherwise."""
+    to its shard or its parts' shards; with `settings` (the model's settings as its
+    extraction had them, `storage.shards.expected_extraction`) shards extracted otherwise
+    are refused."""
 
     name: str
     shards: dict[int, PathLike | Sequence[PathLike]]
-    settings: dict[str, Any] | None = None
+    settings: ModelSettings | None = None
 
     @classmethod
     def of_inputs(
-        cls, name: str, inputs: Any, settings: dict[str, Any] | None, prefix: str = ""
+        cls, name: str, inputs: Any, settings: ModelSettings | None, prefix: str = ""
     ) -> ModelLayers:
         """A model's layers from a rule's named inputs ``<prefix>layer_<L>``
         (`workflow.model_shards`, `workflow.pair_shards`)."""

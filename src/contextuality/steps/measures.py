@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from contextuality.backends.base import layer_output
+from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.index import IndexFiles
 from contextuality.errors import ConfigError, warn
 from contextuality.files.provenance import config_hash, provenance_record, write_json
@@ -112,7 +113,7 @@ def measure_layer(
     settings: MeasureSettings,
     outputs: MeasureOutputs,
     transform: str = "none",
-    model_settings: dict[str, Any] | None = None,
+    model_settings: ModelSettings | None = None,
     transform_fit: TransformFit | None = None,
     degeneration_outputs: DegenerationOutputs | None = None,
     layer: int | None = None,
@@ -123,10 +124,10 @@ def measure_layer(
 
     shards: the layer's shard, or the shards of its parts in order (a partitioned
     extraction, gathered into the same rows). sentences_path: the sentence table, whose
-    ``n_copies`` the paper's estimators use. With `model_settings` (the model's config
-    section, defaults filled in) a shard extracted with other settings is refused rather
-    than measured, and with `layer` a shard of another layer. A transform other than
-    ``none`` is fitted as `transform_fit` says
+    ``n_copies`` the paper's estimators use. With `model_settings` (the model's settings as
+    its extraction had them, `storage.shards.expected_extraction`) a shard extracted with
+    other settings is refused rather than measured, and with `layer` a shard of another
+    layer. A transform other than ``none`` is fitted as `transform_fit` says
     (`layers.load_layer`) and measured on the other sentences.
     """
     registry.check_left_out(settings.leave_out)  # before any data is read
@@ -178,7 +179,7 @@ def measure_streamed_layer(
     index: IndexFiles,
     settings: MeasureSettings,
     outputs: MeasureOutputs,
-    model_settings: dict[str, Any] | None = None,
+    model_settings: ModelSettings | None = None,
     layer: int | None = None,
 ) -> dict[str, Any]:
     """`measure_layer` for a layer streamed by the stream step (transform ``none`` only: a

@@ -23,6 +23,8 @@ from typing import Any
 import h5py
 import numpy as np
 
+from contextuality.backends import recorded_settings
+from contextuality.backends.settings import ModelSettings
 from contextuality.errors import ShardMismatchError, StorageError
 from contextuality.files.provenance import config_hash
 from contextuality.rows import row_chunks
@@ -481,19 +483,15 @@ def check_free_space(
 
 
 def expected_extraction(
-    model_settings: dict[str, Any] | None, layer: int | None = None
+    spec: ModelSettings | None, layer: int | None = None
 ) -> dict[str, Any] | None:
-    """What a shard or state file of a model with `model_settings` (its config section,
-    defaults filled in) and of `layer` records, for refusing one extracted with other
-    settings or holding another layer (a shard copied over another's name); None checks
-    nothing."""
+    """What a shard or state file extracted with `spec` (its ``layers`` written out) of
+    `layer` records, for refusing one extracted otherwise or holding another layer (a
+    shard copied over another's name); None checks nothing."""
     expected: dict[str, Any] = {}
-    if model_settings is not None:
-        expected = {
-            "model_id": model_settings["source"],
-            "pooling": model_settings["pooling"],
-            "config_hash": config_hash(model_settings),
-        }
+    if spec is not None:
+        settings_hash = config_hash(recorded_settings(spec))
+        expected = {"model_id": spec.source, "pooling": spec.pooling, "config_hash": settings_hash}
     if layer is not None:
         expected["layer"] = int(layer)
     return expected or None
