@@ -111,9 +111,7 @@ class SentenceShapes:
     means: np.ndarray
 
 
-def sentence_shapes(
-    vectors: np.ndarray, starts: np.ndarray, zero_steps: str
-) -> SentenceShapes:
+def sentence_shapes(vectors: np.ndarray, starts: np.ndarray, zero_steps: str) -> SentenceShapes:
     """`SentenceShapes` of rows (n, d), the rows of sentence s ``starts[s]:starts[s + 1]``:
     the sentences of one length at a time, batched, their unit rows in float32, from one
     read of every row; a zero step in a curvature as `_curvatures` takes it."""

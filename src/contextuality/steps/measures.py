@@ -224,14 +224,14 @@ def measures_table(
     return table
 
 
-def massive_activations_table(summary_paths: Sequence[PathLike], output: PathLike) -> pd.DataFrame:
-    """The layer summaries' census of massive activations as one table
-    (`summary.census_table`); a summary that left the measure out is refused, as its
-    layers would read as having none."""
-    record = registry.measure("massive_activations")
+def census_table(summary_paths: Sequence[PathLike], output: PathLike, name: str) -> pd.DataFrame:
+    """The layer summaries' census `name` (`record.Measure.census`, as
+    ``massive_activations``) as one table (`summary.census_table`); a summary that left
+    its measure out is refused, as its layers would read as having none."""
+    record = registry.measure_of_census(name)
     summaries = summary.read_layer_summaries(summary_paths)
     for layer_summary in summaries:
-        if record.name in layer_summary.get("leave_out", ()):
+        if record.name in registry.left_out(layer_summary["leave_out"]):
             raise ConfigError(
                 f"{layer_summary['model']} layer {layer_summary['layer']} "
                 f"({layer_summary['transform']}) was measured with {record.name} in "
@@ -239,7 +239,7 @@ def massive_activations_table(summary_paths: Sequence[PathLike], output: PathLik
             )
     table = summary.census_table(summaries, record.census)
     sources = [_layer_summary_provenance(layer_summary) for layer_summary in summaries]
-    write_tsv(table, output, provenance_record(step="massive_activations_table", sources=sources))
+    write_tsv(table, output, provenance_record(step=f"{name}_table", sources=sources))
     return table
 
 
