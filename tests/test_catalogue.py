@@ -183,6 +183,7 @@ print(json.dumps({
     "panels": [record.name for record in alignment.PANELS],
     "figures": sorted(specs.FIGURES),
     "optional": registry.OPTIONAL,
+    "default_left_out": registry.left_out(config["measures"]["leave_out"]),
     "refusals": refusals,
     "api_alignment": list(api.alignment(layers, sentences=np.repeat(np.arange(30), 4))
                           .table.columns),
@@ -288,6 +289,7 @@ def test_the_worked_examples_added_as_the_docs_show_reach_every_output(tmp_path,
         assert set(record.rows) <= set(found["corrected"][correction.name])
     assert aligned in found["panels"] and "norm" in found["figures"]
     assert set(optional) <= set(found["optional"])
+    assert set(optional) <= set(found["default_left_out"]), "the embedded default's minute"
     (refused,) = found["refusals"]  # of the optional measures and one other, the other
     assert refused not in found["optional"]
     assert all(name in found["refusals"][refused] for name in optional)
