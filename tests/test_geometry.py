@@ -17,6 +17,7 @@ from contextuality.files.provenance import read_json, write_json
 from contextuality.files.tables import read_provenance, write_parquet
 from contextuality.geometry import dimension, linear_cka
 from contextuality.geometry.alignment import sample_rows
+from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 from contextuality.geometry.dimension import CURVE_COLUMNS
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.steps.geometry import ModelLayers
@@ -491,7 +492,7 @@ def test_alignment_between_models_is_on_the_same_occurrences(stored, tmp_path):
     assert list(pd.read_csv(tmp_path / "alignment.tsv", sep="\t").columns) == list(gathered.columns)
     best = pd.read_csv(tmp_path / "best_layers.tsv", sep="\t")
     best = best[best["occurrences"] == "all"].set_index(["model", "layer", "measure"])
-    for measure in ("cka", "cka_debiased", "procrustes", "mutual_knn", "cknna"):
+    for measure in (record.name for record in ALIGNMENT_MEASURES):
         assert best.loc[("a", 1, measure), "best_layer"] == 0, measure  # its rotated copy
         assert best.loc[("b", 0, measure), "best_layer"] == 1, measure
         assert best.loc[("b", 0, measure), "depth"] == 0.0
