@@ -85,6 +85,25 @@ def test_the_alignment_table_has_each_measure_its_interval_and_its_calibration()
         alignment_catalogue.AlignmentMeasure(name="x", label="x", caption="X.")
 
 
+@pytest.mark.parametrize(
+    "caption", ["Its |a| above the median.", "Without a full stop"], ids=["bar", "no stop"]
+)
+def test_every_kind_of_record_refuses_a_caption_a_docs_table_or_the_report_would_break(caption):
+    from contextuality.measures.record import Measure
+    from contextuality.transforms.record import Correction
+
+    kinds = [
+        lambda: Measure(name="x", rows=("x",), caption=caption, compute=lambda layer: {}),
+        lambda: alignment_catalogue.AlignmentMeasure(
+            name="x", label="x", caption=caption, of_neighbours=lambda left, right, weights: 0.0
+        ),
+        lambda: Correction(name="x", label="x", caption=caption, fit=lambda *arguments: None),
+    ]
+    for make in kinds:
+        with pytest.raises(ValueError, match="a caption is a sentence, without '|'"):
+            make()
+
+
 class WorkedExample(NamedTuple):
     """One worked example of docs/architecture.md: a module and its test, each a path
     and its code as the docs show it."""

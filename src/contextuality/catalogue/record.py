@@ -20,3 +20,8 @@ class Instrument:
 
     name: str
     caption: str
+
+    def __post_init__(self) -> None:
+        # A "|" would split a cell of the docs' tables and be a substitution in the report.
+        if "|" in self.caption or not self.caption.endswith("."):
+            raise ValueError(f"{self.name}: a caption is a sentence, without '|'")

@@ -42,6 +42,7 @@ class AlignmentMeasure(Instrument):
     corrections_panel: bool = False
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if (self.of_products is None) == (self.of_neighbours is None):
             raise ValueError(f"{self.name}: computed from cross-products or from neighbours")
 

@@ -161,6 +161,7 @@ class Measure(Instrument):
         return self.interval in ("sample spread", "plateau range")
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.family is not None and self.family not in BASELINE_FAMILIES:
             raise ValueError(f"{self.name}: family must be one of {BASELINE_FAMILIES}")
         if self.interval not in INTERVALS:

@@ -108,9 +108,9 @@ MEASURES: tuple[Measure, ...] = (
         name="massive_activations",
         rows=("massive_activations",),
         caption=(
-            "Share of occurrences with a massive activation (|a| above 100 and 1,000 times the "
-            "layer's median |a|, Sun et al. 2024); the dimensions in `dimensions`, a census in "
-            "massive_activations.tsv."
+            "Share of occurrences with a massive activation (a magnitude above 100 and 1,000 "
+            "times the layer's median magnitude, Sun et al. 2024); the dimensions in "
+            "`dimensions`, a census in massive_activations.tsv."
         ),
         compute=massive,
         optional=True,
