@@ -9,6 +9,7 @@ import pytest
 
 from contextuality.figures import paper, specs
 from contextuality.figures.specs import DIMENSION_FIGURE, FIGURES
+from contextuality.measures import registry
 from contextuality.measures.ranks import spearman_interval
 from contextuality.measures.record import FigureRows, Measure, MeasureFigure
 from contextuality.measures.registry import MEASURES, axis_label
@@ -122,6 +123,8 @@ def test_a_records_drawn_in_puts_its_rows_in_that_figure_at_its_place(monkeypatc
     record joins a figure by its own, and one that takes a taken place is refused."""
     for record in MEASURES:
         for drawn in record.drawn_in:
+            if drawn.figure in specs.PANEL_FIGURES:
+                continue
             rows = drawn.rows or record.rows
             series = FIGURES[drawn.figure].series[drawn.place : drawn.place + len(rows)]
             assert [line.measure for line in series] == list(rows), record.name
@@ -145,6 +148,40 @@ def test_a_records_drawn_in_puts_its_rows_in_that_figure_at_its_place(monkeypatc
     monkeypatch.setattr(specs, "MEASURES", (*MEASURES, clashing))
     with pytest.raises(ValueError, match=name):
         specs.rows_drawn_in(name)
+
+
+def test_a_figure_of_a_panel_per_row_draws_each_records_rows_in_their_column(monkeypatch):
+    """The figures of a panel per row (the transforms figure, the ablation's, a series')
+    have a panel for each row their records place there, in the column the record names,
+    called by its axis label; a new record adds a panel, and a record without a column, or
+    one with a column in a figure of several rows' lines, is refused."""
+    for name in specs.PANEL_FIGURES:
+        for row, column, label in specs.panels_drawn_in(name):
+            assert column in ("raw", "adjusted") and label == axis_label(row, column)
+    name = specs.PANEL_FIGURES[0]
+    panels = specs.panels_drawn_in(name)
+
+    def norm(*drawn_in: FigureRows) -> Measure:
+        return Measure(
+            name="norm",
+            rows=("norm",),
+            caption="The mean norm of a layer's occurrences.",
+            step="layer_geometry",
+            drawn_in=drawn_in,
+        )
+
+    joining = norm(FigureRows(name, column="raw", place=len(panels)))
+    monkeypatch.setattr(specs, "MEASURES", (*MEASURES, joining))
+    monkeypatch.setattr(registry, "MEASURES", (*MEASURES, joining))  # its axis label
+    assert specs.panels_drawn_in(name) == (*panels, ("norm", "raw", axis_label("norm", "raw")))
+    monkeypatch.setattr(specs, "MEASURES", (*MEASURES, norm(FigureRows(name, place=len(panels)))))
+    with pytest.raises(ValueError, match="says which column"):
+        specs.panels_drawn_in(name)
+    lines, spec = next(iter(FIGURES.items()))
+    with_column = norm(FigureRows(lines, column="raw", place=len(spec.series)))
+    monkeypatch.setattr(specs, "MEASURES", (*MEASURES, with_column))
+    with pytest.raises(ValueError, match="draws its own column"):
+        specs.rows_drawn_in(lines)
 
 
 def test_the_ablation_draws_every_similarity_by_its_records_label(monkeypatch):

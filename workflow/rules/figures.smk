@@ -75,7 +75,9 @@ rule transforms_figure:
     output:
         png=report(
             "results/figures/transforms.png",
-            caption="../report/transforms_figure.rst",
+            caption=ctx.record_caption(
+                workflow.source_path("../report/transforms_figure.rst")
+            ),
             **ctx.report_section("transforms_figure"),
         ),
         pdf="results/figures/transforms.pdf",

@@ -10,19 +10,17 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from contextuality.figures.paper import (
-    labelled_panels,
     layer_axis_label,
     plt,
     save_figure,
     with_gaps,
 )
-from contextuality.figures.specs import LINE_STYLES
+from contextuality.figures.specs import ABLATION_FIGURE, LINE_STYLES, panels_drawn_in
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 
-# The measures drawn from the measures table: (measure, column, axis label).
-MEASURE_PANELS = labelled_panels(
-    ("anisotropy", "raw"), ("selfsim", "adjusted"), ("intrinsic_dimension[twonn]", "raw")
-)
+# The measures drawn from the measures table, (row, column, axis label): the rows whose
+# records draw them in the ablation figure.
+MEASURE_PANELS = panels_drawn_in(ABLATION_FIGURE)
 
 # The alignment between each layer of the model and the same layer of its ablated copy:
 # every alignment measure that is a similarity (0 to 1; the figure's alignment caption

@@ -22,7 +22,11 @@ import pandas as pd  # noqa: E402
 from contextuality import __version__  # noqa: E402
 from contextuality.benchmarks import BENCHMARKS  # noqa: E402
 from contextuality.configuration.schema import default  # noqa: E402
-from contextuality.figures.specs import FigureSpec  # noqa: E402
+from contextuality.figures.specs import (  # noqa: E402
+    TRANSFORMS_FIGURE,
+    FigureSpec,
+    panels_drawn_in,
+)
 from contextuality.files.provenance import (  # noqa: E402
     atomic_path,
     provenance_record,
@@ -31,7 +35,6 @@ from contextuality.files.provenance import (  # noqa: E402
 )
 from contextuality.files.tables import TABLE_DIGEST  # noqa: E402
 from contextuality.measures.ranks import spearman_interval  # noqa: E402
-from contextuality.measures.registry import axis_label  # noqa: E402
 from contextuality.transforms.fitting import TRANSFORMS  # noqa: E402
 
 # Confidence of the closed-form interval of a Spearman ρ (`FigureSpec.spearman`).
@@ -172,13 +175,8 @@ def with_gaps(group: pd.DataFrame, columns: list[str], layers: np.ndarray) -> pd
 TRANSFORM_MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
-def labelled_panels(*panels: tuple[str, str]) -> tuple[tuple[str, str, str], ...]:
-    """(summary row, column drawn, its axis label) for each (row, column) of `panels`,
-    the label its measure's record gives (`registry.axis_label`)."""
-    return tuple((row, column, axis_label(row, column)) for row, column in panels)
-
-
-TRANSFORM_PANELS = labelled_panels(("selfsim", "adjusted"), ("anisotropy", "raw"))
+# The transforms figure's panels, from the records that draw in it.
+TRANSFORM_PANELS = panels_drawn_in(TRANSFORMS_FIGURE)
 
 
 def _band(

@@ -122,26 +122,56 @@ FIGURES_OF_ROWS = {
 }
 
 
-def rows_drawn_in(name: str) -> tuple[str, ...]:
-    """The summary rows that figure `name` draws, in the order of the places their records
-    give them (`record.FigureRows`); a ValueError unless they take each place from 0 once."""
+# The figures of a panel per row, each row's record naming it with the column drawn
+# (`record.FigureRows.column`): the transforms figure (results/figures/transforms.png,
+# every transform side by side), each ablated model's
+# (results/figures/ablation/<model>.png) and the figures of a series of models, a
+# checkpoint sweep's and a family's (`SERIES_FIGURE`).
+TRANSFORMS_FIGURE = "transforms"
+ABLATION_FIGURE = "ablation"
+SERIES_FIGURE = "series"
+PANEL_FIGURES = (TRANSFORMS_FIGURE, ABLATION_FIGURE, SERIES_FIGURE)
+
+
+def _placed(name: str) -> list[tuple[int, str, str | None]]:
+    """(place, row, column) of every row the records draw in figure `name`, by place
+    (`record.FigureRows`); a ValueError unless they take each place from 0 once."""
     placed = sorted(
-        (drawn.place + offset, row)
+        (drawn.place + offset, row, drawn.column)
         for record in MEASURES
         for drawn in record.drawn_in
         if drawn.figure == name
         for offset, row in enumerate(drawn.rows or record.rows)
     )
-    if not placed or [place for place, _ in placed] != list(range(len(placed))):
+    if not placed or [place for place, _, _ in placed] != list(range(len(placed))):
         raise ValueError(f"{name}: its records' rows must take each place from 0 once: {placed}")
-    return tuple(row for _, row in placed)
+    return placed
+
+
+def rows_drawn_in(name: str) -> tuple[str, ...]:
+    """The summary rows that figure `name` (of `FIGURES_OF_ROWS`) draws, in the order of the
+    places their records give them; the figure's column, none of their own."""
+    placed = _placed(name)
+    if any(column is not None for _, _, column in placed):
+        raise ValueError(f"{name}: a figure of several rows draws its own column, not a row's")
+    return tuple(row for _, row, _ in placed)
+
+
+def panels_drawn_in(name: str) -> tuple[tuple[str, str, str], ...]:
+    """(summary row, column drawn, its axis label) of each panel of figure `name` (of
+    `PANEL_FIGURES`), in the order of the places their records give them."""
+    placed = _placed(name)
+    if any(column is None for _, _, column in placed):
+        raise ValueError(f"{name}: each of its panels' records says which column it draws")
+    return tuple((row, column, axis_label(row, column)) for _, row, column in placed)
 
 
 _UNKNOWN_FIGURES = sorted(
-    {drawn.figure for record in MEASURES for drawn in record.drawn_in} - set(FIGURES_OF_ROWS)
+    {drawn.figure for record in MEASURES for drawn in record.drawn_in}
+    - {*FIGURES_OF_ROWS, *PANEL_FIGURES}
 )
 if _UNKNOWN_FIGURES:
-    raise ValueError(f"records draw in figures FIGURES_OF_ROWS lacks: {_UNKNOWN_FIGURES}")
+    raise ValueError(f"records draw in figures of neither kind: {_UNKNOWN_FIGURES}")
 
 FIGURES = {
     name: figure_of_rows(
@@ -211,6 +241,3 @@ SWEEP_FIGURE = "sweep"
 
 # The figure of each family of model sizes (results/figures/families/<family>.png).
 FAMILY_FIGURE = "family"
-
-# The figure of each ablated model (results/figures/ablation/<model>.png).
-ABLATION_FIGURE = "ablation"

@@ -14,16 +14,15 @@ import pandas as pd
 
 from contextuality.figures.paper import (
     label_cells,
-    labelled_panels,
     layer_colours,
     plt,
     save_figure,
 )
+from contextuality.figures.specs import SERIES_FIGURE, panels_drawn_in
 
-# (measure, column of the measures table, axis label) of each line panel.
-SERIES_PANELS = labelled_panels(
-    ("anisotropy", "raw"), ("selfsim", "adjusted"), ("intrasim", "adjusted"), ("mev", "adjusted")
-)
+# (row, column of the measures table, axis label) of each line panel: the rows whose
+# records draw them in the figures of a series.
+SERIES_PANELS = panels_drawn_in(SERIES_FIGURE)
 # The fractions of a model's depth a family's lines follow.
 DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
 

@@ -101,13 +101,16 @@ class MeasureFigure:
 class FigureRows:
     """Rows of a measure drawn in a figure of several measures' rows (`figures.specs`).
 
-    figure: the figure's name (a key of `figures.specs.FIGURES_OF_ROWS`); rows: which of
-    the measure's rows it draws, in order (none: every row); place: where the first of them
-    comes among the figure's lines (0: first), the others right after it."""
+    figure: the figure's name (a key of `figures.specs.FIGURES_OF_ROWS`, or one of
+    `figures.specs.PANEL_FIGURES`); rows: which of the measure's rows it draws, in order
+    (none: every row); place: where the first of them comes among the figure's lines or
+    panels (0: first), the others right after it; column: the summary column a figure of a
+    panel per row draws of them (a figure of several rows' lines draws its own: None)."""
 
     figure: str
     rows: tuple[str, ...] = ()
     place: int = 0
+    column: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

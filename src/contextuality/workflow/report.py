@@ -8,7 +8,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from contextuality.figures.specs import FIGURES, FIGURES_OF_ROWS
+from contextuality.figures.specs import FIGURES, FIGURES_OF_ROWS, panels_drawn_in
 from contextuality.measures.registry import measure_of_census
 
 _POSITIONS = "Positions and first-token sinks"
@@ -83,8 +83,9 @@ def record_caption(template: str | os.PathLike, **records: object) -> str:
     """The caption of a report template (an .rst file) with the records' lists filled in:
     its ``[% ... %]`` and ``[[ ... ]]`` parts rendered (Jinja) with every measure
     (``measures``, `measures.registry.MEASURES`), every alignment measure
-    (``alignment_measures``), every correction (``corrections``) and `records` (as a
-    census, ``census``), its ``{{ ... }}`` left for the report (Snakemake renders them with
+    (``alignment_measures``), every correction (``corrections``), the panels of a figure
+    of a panel per row (``panels(figure)``, `figures.specs.panels_drawn_in`) and `records`
+    (as a census, ``census``), its ``{{ ... }}`` left for the report (Snakemake renders them with
     the job's wildcards, params and config). A new record is in the caption as it
     describes itself, no caption file naming it.
 
@@ -111,6 +112,7 @@ def record_caption(template: str | os.PathLike, **records: object) -> str:
         measures=MEASURES,
         alignment_measures=ALIGNMENT_MEASURES,
         corrections=CORRECTIONS,
+        panels=panels_drawn_in,
         **records,
     )
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -4,7 +4,7 @@ several scales."""
 
 from __future__ import annotations
 
-from contextuality.measures.record import Measure
+from contextuality.measures.record import FigureRows, Measure
 
 # Where these records come in the catalogue (`contextuality.catalogue.discovery`).
 ORDER = 3
@@ -20,5 +20,8 @@ MEASURES: tuple[Measure, ...] = (
         interval="plateau range",
         step="layer_geometry",
         labels=("intrinsic dimension (TwoNN)", "intrinsic dimension (GRIDE)"),
+        drawn_in=(
+            FigureRows("ablation", rows=("intrinsic_dimension[twonn]",), column="raw", place=2),
+        ),
     ),
 )

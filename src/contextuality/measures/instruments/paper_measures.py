@@ -110,7 +110,12 @@ MEASURES: tuple[Measure, ...] = (
         "different sentences, exactly.",
         streamed=True,
         labels=("SelfSim",),
-        drawn_in=(FigureRows("fig2_selfsim"),),
+        drawn_in=(
+            FigureRows("fig2_selfsim"),
+            FigureRows("transforms", column="adjusted"),
+            FigureRows("ablation", column="adjusted", place=1),
+            FigureRows("series", column="adjusted", place=1),
+        ),
     ),
     _mean(
         "selfsim[paper]",
@@ -130,7 +135,10 @@ MEASURES: tuple[Measure, ...] = (
         "Mean over words of MEV (Def. 3), σ₁²/Σσ² of a word's occurrence matrix, uncentered.",
         streamed=True,
         labels=("MEV",),
-        drawn_in=(FigureRows("mev_definition3"),),
+        drawn_in=(
+            FigureRows("mev_definition3"),
+            FigureRows("series", column="adjusted", place=3),
+        ),
     ),
     _mean(
         "mev_centered",
@@ -160,7 +168,10 @@ MEASURES: tuple[Measure, ...] = (
         "with their mean.",
         streamed=True,
         labels=("IntraSim",),
-        drawn_in=(FigureRows("fig3_intrasim"),),
+        drawn_in=(
+            FigureRows("fig3_intrasim"),
+            FigureRows("series", column="adjusted", place=2),
+        ),
     ),
     *(
         _mean(
@@ -187,7 +198,12 @@ MEASURES: tuple[Measure, ...] = (
         streamed=True,
         compute=anisotropy,
         labels=("anisotropy (mean cosine)",),
-        drawn_in=(FigureRows("fig1_anisotropy"),),
+        drawn_in=(
+            FigureRows("fig1_anisotropy"),
+            FigureRows("transforms", column="raw", place=1),
+            FigureRows("ablation", column="raw"),
+            FigureRows("series", column="raw"),
+        ),
     ),
     Measure(
         name="selfsim~frequency",
