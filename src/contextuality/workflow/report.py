@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from contextuality.figures.specs import FIGURES, FIGURES_OF_ROWS, panels_drawn_in
-from contextuality.measures.registry import measure_of_census
+from contextuality.measures.registry import CENSUSES, measure_of_census
 
 _POSITIONS = "Positions and first-token sinks"
 _DIMENSION = ("Geometry", "intrinsic dimension")
@@ -58,7 +58,7 @@ def report_section(name: str, transform: str | None = None) -> dict[str, str]:
     `REPORT_SECTIONS`'."""
     if name in FIGURES:
         category, subcategory = FIGURES[name].section, _EACH_TRANSFORM
-    elif name.endswith("_table") and name not in REPORT_SECTIONS:
+    elif name.removesuffix("_table") in CENSUSES:
         category, subcategory = census_section(name.removesuffix("_table")), _CENSUS
     else:
         category, subcategory = REPORT_SECTIONS[name]
