@@ -229,8 +229,8 @@ def test_the_corrections_figure_draws_a_panel_for_each_record_that_asks(monkeypa
     )
     monkeypatch.setattr(geometry, "ALIGNMENT_MEASURES", (*ALIGNMENT_MEASURES, joining))
     panels = geometry.correction_panels()
-    assert [column for kind, column, _ in panels if kind == "dimension"] == [
-        record.rows[0] for record in MEASURES if record.step == "layer_geometry"
+    assert [(column, label) for kind, column, label in panels if kind == "dimension"] == [
+        (row, label) for row, _, label in specs.panels_drawn_in(specs.CORRECTIONS_FIGURE)
     ]
     assert [(column, label) for kind, column, label in panels if kind == "alignment"] == [
         (record.name, f"{record.label} with the previous layer") for record in (*asking, joining)

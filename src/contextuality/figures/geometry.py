@@ -21,8 +21,9 @@ from contextuality.figures.paper import (
     save_figure,
     with_gaps,
 )
+from contextuality.figures.specs import CORRECTIONS_FIGURE, panels_drawn_in
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
-from contextuality.measures.registry import MEASURES, axis_label
+from contextuality.measures.registry import axis_label
 from contextuality.transforms.fitting import TRANSFORMS
 
 
@@ -64,16 +65,12 @@ INTERVAL_COLUMNS = ("layer", "raw", "raw_low", "raw_high")
 
 def correction_panels() -> list[tuple[str, str, str]]:
     """The panels of the corrections figure, from the records: (source, column, axis label).
-    ``dimension``: the first row of each measure the layer geometry step computes (under
-    every transform of ``geometry.transforms``), from the measures table; ``alignment``:
+    ``dimension``: each row whose record draws it in this figure (`specs.panels_drawn_in`,
+    under every transform of ``geometry.transforms``), from the measures table; ``alignment``:
     each alignment measure whose record asks for it (`AlignmentMeasure.corrections_panel`),
     a layer's with the stored layer before it."""
     return [
-        *(
-            ("dimension", record.rows[0], axis_label(record.rows[0]))
-            for record in MEASURES
-            if record.step == "layer_geometry"
-        ),
+        *(("dimension", row, label) for row, _, label in panels_drawn_in(CORRECTIONS_FIGURE)),
         *(
             ("alignment", record.name, f"{record.label} with the previous layer")
             for record in ALIGNMENT_MEASURES

@@ -126,11 +126,13 @@ FIGURES_OF_ROWS = {
 # (`record.FigureRows.column`): the transforms figure (results/figures/transforms.png,
 # every transform side by side), each ablated model's
 # (results/figures/ablation/<model>.png) and the figures of a series of models, a
-# checkpoint sweep's and a family's (`SERIES_FIGURE`).
+# checkpoint sweep's and a family's (`SERIES_FIGURE`), and the geometry under the
+# corrections (its measures' panels; `figures.geometry.correction_panels`).
 TRANSFORMS_FIGURE = "transforms"
 ABLATION_FIGURE = "ablation"
 SERIES_FIGURE = "series"
-PANEL_FIGURES = (TRANSFORMS_FIGURE, ABLATION_FIGURE, SERIES_FIGURE)
+CORRECTIONS_FIGURE = "geometry_transforms"
+PANEL_FIGURES = (TRANSFORMS_FIGURE, ABLATION_FIGURE, SERIES_FIGURE, CORRECTIONS_FIGURE)
 
 
 def _placed(name: str) -> list[tuple[int, str, str | None]]:

@@ -69,9 +69,14 @@ def report_section(name: str, transform: str | None = None) -> dict[str, str]:
 
 def census_section(name: str) -> str:
     """The report's section of census `name` (`record.Measure.census`): that of the first
-    figure drawing its measure's rows (`record.Measure.drawn_in`), else the tables'."""
-    drawn_in = measure_of_census(name).drawn_in
-    return FIGURES_OF_ROWS[drawn_in[0].figure].section if drawn_in else "Tables"
+    figure of several rows drawing its measure's rows (`record.Measure.drawn_in`), else
+    the tables'."""
+    drawn_in = [
+        drawn.figure
+        for drawn in measure_of_census(name).drawn_in
+        if drawn.figure in FIGURES_OF_ROWS
+    ]
+    return FIGURES_OF_ROWS[drawn_in[0]].section if drawn_in else "Tables"
 
 
 # Where the captions filled in from the records are written: beside Snakemake's own

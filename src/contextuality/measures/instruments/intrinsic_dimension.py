@@ -22,6 +22,7 @@ MEASURES: tuple[Measure, ...] = (
         labels=("intrinsic dimension (TwoNN)", "intrinsic dimension (GRIDE)"),
         drawn_in=(
             FigureRows("ablation", rows=("intrinsic_dimension[twonn]",), column="raw", place=2),
+            FigureRows("geometry_transforms", rows=("intrinsic_dimension[twonn]",), column="raw"),
         ),
     ),
 )
