@@ -387,7 +387,7 @@ def test_a_job_out_of_memory_or_disk_ends_with_one_line(tmp_path, monkeypatch, c
 
 def test_sts_corpus_inputs_are_downloaded_archives():
     config = {"corpus": {"source": "sts", "sts": {"years": [2012, 2015]}}}
-    assert workflow.corpus_inputs(config) == [
+    assert workflow.corpus_archives(config) == [
         "resources/sts/STS2012-en-test.zip",
         "resources/sts/STS2015-en-test.zip",
     ]
