@@ -9,9 +9,11 @@ exactly the code path a hub model uses.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 TRAINING_SENTENCES = [
     "The cat sat on the mat.",
@@ -22,6 +24,24 @@ TRAINING_SENTENCES = [
     "Is it true that 1,650 people voted?",
 ]
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shipped(path: Path) -> str:
+    """A file of the repository as it ships (its committed text, where this is a git
+    checkout): a user's edits of config/config.yaml are their study, not what is tested."""
+    committed = subprocess.run(
+        ["git", "show", f"HEAD:{path.relative_to(REPO).as_posix()}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    return committed.stdout if committed.returncode == 0 else path.read_text()
+
+
+def shipped_config(name: str = "config.yaml") -> dict:
+    """config/`name` as the repository ships it (`shipped`), parsed."""
+    return yaml.safe_load(shipped(REPO / "config" / name))
 
 
 def _train_wordpiece(directory: Path) -> None:

@@ -42,6 +42,8 @@ from contextuality.files.tables import read_tsv_provenance
 from contextuality.geometry.baselines import BASELINES
 from contextuality.measures import registry
 
+from conftest import shipped
+
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "workflow" / "Snakefile"
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -999,18 +1001,6 @@ def test_a_corpus_with_nothing_to_measure_stops_at_the_index(tmp_path, tiny_bert
     assert not (tmp_path / "results/figures").exists()
 
 
-def _shipped(path: Path) -> str:
-    """A config file as the repository ships it (its committed text, where this is a git
-    checkout): a user's edits of config/config.yaml are their study, not what is tested."""
-    committed = subprocess.run(
-        ["git", "show", f"HEAD:{path.relative_to(REPO).as_posix()}"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
-    return committed.stdout if committed.returncode == 0 else path.read_text()
-
-
 def _merged(base: dict, overlay: dict) -> dict:
     """`overlay` on `base`, section by section, as ``snakemake --configfile`` merges."""
     merged = dict(base)
@@ -1059,7 +1049,7 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     and plans exactly the models of the last file that names ``models:``."""
     (tmp_path / "config").mkdir()
     for path in (REPO / "config").glob("*.yaml"):
-        (tmp_path / "config" / path.name).write_text(_shipped(path))
+        (tmp_path / "config" / path.name).write_text(shipped(path))
     config = yaml.safe_load((tmp_path / "config" / "config.yaml").read_text())
     named = config["models"]
     for name in names:
