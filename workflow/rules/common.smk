@@ -27,8 +27,13 @@ wildcard_constraints:
     **ctx.wildcard_constraints(config),
 
 
+# Downloads by their published checksums and outside files by their fingerprint records,
+# not by time stamps (contextuality.workflow.inputs).
 def get_corpus_inputs(wildcards):
-    return ctx.corpus_inputs(config)
+    return {
+        "archives": ancient(ctx.corpus_archives(config)),
+        "files": ctx.input_record(config, "corpus"),
+    }
 
 
 def get_index_files(wildcards):
@@ -37,6 +42,10 @@ def get_index_files(wildcards):
 
 def get_subword_settings_record(wildcards):
     return ctx.settings_record(config, ctx.SUBWORD_STAGE + wildcards.tokenizer)
+
+
+def get_input_checksums(wildcards):
+    return ctx.input_checksums(config, wildcards.source)
 
 
 def get_stage_settings(wildcards):
@@ -52,7 +61,10 @@ def get_model_settings(wildcards):
 
 
 def get_model_files(wildcards):
-    return ctx.model_files(config, wildcards.model)
+    return {
+        "model_files": ctx.input_record(config, ctx.MODEL_SOURCE + wildcards.model),
+        "downloads": ancient(ctx.downloaded_model_files(config, wildcards.model)),
+    }
 
 
 def get_embedding_matrix_settings(wildcards):
@@ -60,7 +72,10 @@ def get_embedding_matrix_settings(wildcards):
 
 
 def get_special_token_inputs(wildcards):
-    return ctx.special_token_inputs(config, wildcards.model)
+    downloads = ctx.downloaded_model_files(config, wildcards.model)
+    return ctx.special_token_inputs(config, wildcards.model) | {
+        "downloads": ancient(downloads)
+    }
 
 
 def get_model_gpus(wildcards):
@@ -108,7 +123,7 @@ def get_layer_word_tables(wildcards):
 
 
 def get_published_files(wildcards):
-    return ctx.published_files(ctx.compared_models(config)[wildcards.model])
+    return ancient(ctx.published_files(ctx.compared_models(config)[wildcards.model]))
 
 
 def get_model_summaries(wildcards):
@@ -120,10 +135,17 @@ def get_model_word_tables(wildcards):
 
 
 def get_benchmark_files(wildcards):
-    return ctx.benchmark_files(config)
+    return ancient(ctx.benchmark_files(config))
 
 
 def get_static_vectors(wildcards):
+    if wildcards.embedding.startswith("compare/"):
+        name = wildcards.embedding.removeprefix("compare/")
+        return ctx.input_record(config, ctx.COMPARE_SOURCE + name)
+    return ctx.static_vectors_file(config, wildcards.embedding)
+
+
+def get_static_vectors_file(wildcards):
     return ctx.static_vectors_file(config, wildcards.embedding)
 
 

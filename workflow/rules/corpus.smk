@@ -13,7 +13,7 @@ rule download_sts:
 
 rule sentences:
     input:
-        sources=get_corpus_inputs,
+        unpack(get_corpus_inputs),
         settings=ctx.settings_record(config, "corpus"),
     output:
         "results/corpus/sentences.parquet",
@@ -96,3 +96,22 @@ rule settings_record:
         settings=get_stage_settings,
     script:
         "../scripts/settings_record.py"
+
+
+# The checksums of a source's files from outside results/ (a corpus, a model directory, a
+# comparison embedding) as a file named by their digest: an input of every rule reading
+# them, so a change of their bytes, not of their time stamps or place, reruns it.
+rule input_fingerprint:
+    output:
+        "results/inputs/{source}-{digest}.json",
+    log:
+        "logs/inputs/{source}-{digest}.log",
+    wildcard_constraints:
+        digest="[0-9a-f]{16}",
+    localrule: True
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        checksums=get_input_checksums,
+    script:
+        "../scripts/input_fingerprint.py"

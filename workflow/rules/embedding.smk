@@ -3,8 +3,8 @@
 # where the model has its own, measured against its tokens' counts in the corpus.
 rule embedding_matrix:
     input:
+        unpack(get_model_files),
         sentences="results/corpus/sentences.parquet",
-        model_files=get_model_files,
     output:
         measures="results/embedding_matrices/{model}/measures.parquet",
         norms="results/embedding_matrices/{model}/norms.parquet",

@@ -52,6 +52,7 @@ rule score_static:
     conda:
         "../envs/contextuality.yaml"
     params:
+        vectors=get_static_vectors_file,
         settings=ctx.static_settings(config),
         protocols=config["static"]["protocols"],
     script:

@@ -12,7 +12,7 @@ def score_static() -> None:
     protocols = snakemake.params.protocols
     embedding = snakemake.wildcards.embedding
     steps.score_static_protocols(
-        snakemake.input.vectors,
+        snakemake.params.vectors,
         "resources/benchmarks",
         ScoringSettings(**snakemake.params.settings),
         {protocol: static_labels(embedding, protocol) for protocol in protocols},

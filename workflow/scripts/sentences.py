@@ -8,7 +8,7 @@ def sentences() -> None:
     from contextuality.corpus.settings import CorpusSettings
 
     settings = CorpusSettings.from_config(snakemake.params.corpus)
-    steps.sentences(settings, snakemake.input.sources, snakemake.output[0])
+    steps.sentences(settings, list(snakemake.input.archives) or None, snakemake.output[0])
 
 
 run_job(snakemake, sentences)

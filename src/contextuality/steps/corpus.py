@@ -30,6 +30,7 @@ from contextuality.corpus.index import (
 from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import tokenize_sentences
 from contextuality.errors import InputDataError, warn
+from contextuality.files.fetch import resolve_data_path
 from contextuality.files.provenance import config_hash, provenance_record, write_json
 from contextuality.files.tables import read_parquet, write_parquet
 from contextuality.transforms import fitting
@@ -43,10 +44,16 @@ def download_sts(year: int, destination: PathLike, mirror: PathLike | None) -> N
     corpus_io.fetch_sts_archive(year, destination, mirror)
 
 
-def sentences(settings: CorpusSettings, sources: Sequence[PathLike], output: PathLike) -> None:
+def sentences(
+    settings: CorpusSettings, sources: Sequence[PathLike] | None, output: PathLike
+) -> None:
     """The sentence table of the configured corpus (its `sources` as
-    `sentences.read_corpus` takes them). With ``max_sentences``, the first that many
-    sentences read, and a WARNING on the console saying how many were left out."""
+    `sentences.read_corpus` takes them; None: the files a text corpus's settings name).
+    With ``max_sentences``, the first that many sentences read, and a WARNING on the
+    console saying how many were left out."""
+    if sources is None:
+        text = settings.text
+        sources = corpus_io.text_corpus_files(resolve_data_path(text.path), text.pattern)
     read, checksums = corpus_io.read_corpus(settings, sources)
     limit = settings.max_sentences
     if limit is not None and len(read) > limit:
@@ -152,7 +159,8 @@ def subword_index(
 def settings_record(stage: str, settings: dict[str, Any], output: PathLike) -> None:
     """The record of a corpus stage's `settings` at `output` (``<stage>-<digest>.json``,
     the digest their hash: see `contextuality.workflow.study_files`), the stage's records
-    of other settings beside it removed, so that returning to them rebuilds the stage."""
+    of other settings beside it removed, so that returning to them rebuilds the stage.
+    The same for the checksums of a source's outside files (`workflow.inputs`)."""
     output = Path(output)
     digest = config_hash(settings)
     if output.name != f"{stage}-{digest}.json":

@@ -29,7 +29,6 @@ from contextuality.workflow.config import (
     is_streamed,
     keep_models_named_by,
     measure_settings,
-    model_files,
     model_gpus,
     model_layers,
     model_names,
@@ -60,13 +59,22 @@ from contextuality.workflow.geometry_paths import (
     geometry_figure_names,
     pair_shards,
 )
+from contextuality.workflow.inputs import (
+    COMPARE_SOURCE,
+    MODEL_SOURCE,
+    corpus_archives,
+    downloaded_model_files,
+    input_checksums,
+    input_record,
+    input_sources,
+    outside_files,
+)
 from contextuality.workflow.paths import (
     PART_PATTERN,
     WORD_INDEX,
     ablation_alignment,
     benchmark_files,
     censuses,
-    corpus_inputs,
     every_layer_output,
     extraction_inputs,
     extraction_log,
@@ -132,7 +140,14 @@ __all__ = [
     "check_config",
     "keep_models_named_by",
     "compared_models",
-    "corpus_inputs",
+    "corpus_archives",
+    "downloaded_model_files",
+    "input_record",
+    "input_checksums",
+    "input_sources",
+    "outside_files",
+    "MODEL_SOURCE",
+    "COMPARE_SOURCE",
     "transform_fit_settings",
     "degeneration_settings",
     "degeneration_transforms",
@@ -173,7 +188,6 @@ __all__ = [
     "measures_in_run",
     "measure_settings",
     "merged_streams",
-    "model_files",
     "model_shards",
     "model_gpus",
     "model_layers",
@@ -225,7 +239,7 @@ def check_planned_inputs(config: dict[str, Any], dry_run: bool = False) -> None:
     try:
         if config["corpus"]["source"] == "text":
             try:
-                corpus_inputs(config)
+                outside_files(config, "corpus")
             except InputDataError as error:
                 raise ConfigError(f"corpus.text.path: {error}") from error
         check_stage_settings(config)

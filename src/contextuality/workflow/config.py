@@ -319,12 +319,6 @@ def model_layers(config: dict[str, Any], model: str) -> list[int]:
     return list(backends.model_layers(model_settings(config, model)))
 
 
-def model_files(config: dict[str, Any], model: str) -> list[str]:
-    """Files an extraction of `model` reads besides the corpus (an ELMo's options and
-    weights; a published release's are fetched by rule download_elmo)."""
-    return [str(path) for path in backends.model_files(model_settings(config, model))]
-
-
 def model_gpus(config: dict[str, Any], model: str) -> int:
     """GPUs a scheduler gives `model`'s extraction (``models.<name>.gpus``)."""
     return int(config["models"][model]["gpus"])

@@ -16,9 +16,7 @@ from typing import Any
 from contextuality.backends.base import tokenizer_key
 from contextuality.configuration.schema import setting
 from contextuality.corpus.index import INDEX_FILE_NAMES
-from contextuality.corpus.sentences import sts_archive_name, text_corpus_files
 from contextuality.errors import ConfigError
-from contextuality.files.fetch import resolve_data_path
 from contextuality.measures.summary import Census
 from contextuality.workflow.config import (
     degeneration_transforms,
@@ -26,7 +24,6 @@ from contextuality.workflow.config import (
     figure_transforms,
     geometry_models,
     is_streamed,
-    model_files,
     model_layers,
     model_names,
     model_settings,
@@ -34,6 +31,7 @@ from contextuality.workflow.config import (
     streamed_models,
     subword_tokenizers,
 )
+from contextuality.workflow.inputs import MODEL_SOURCE, input_record
 from contextuality.workflow.sweeps import sweeps
 
 WORD_INDEX = "results/corpus"
@@ -45,18 +43,6 @@ PART_PATTERN = r"\d+-of-\d+"
 def pattern(values: list[str]) -> str:
     """A wildcard constraint matching exactly `values` (nothing when there are none)."""
     return "|".join(map(re.escape, values)) or "(?!)"
-
-
-def corpus_inputs(config: dict[str, Any]) -> list[str]:
-    """Files the sentence table is built from: STS archives under resources/, or the text
-    file or the matching files of the text directory (so adding one rebuilds the table)."""
-    corpus = config["corpus"]
-    if corpus["source"] == "sts":
-        return [f"resources/sts/{sts_archive_name(year)}" for year in corpus["sts"]["years"]]
-    text = corpus["text"]
-    return [
-        str(path) for path in text_corpus_files(resolve_data_path(text["path"]), text["pattern"])
-    ]
 
 
 def index_directory(config: dict[str, Any], model: str | None = None) -> str:
@@ -114,11 +100,12 @@ def extraction_rule(config: dict[str, Any], model: str) -> str:
 
 def extraction_inputs(config: dict[str, Any], model: str) -> dict[str, Any]:
     """What `model`'s extraction reads: the sentence table, its occurrence index and the
-    model's own files."""
+    fingerprint record of the model's own files (`inputs.input_record`; those the
+    workflow downloads are the rules' ``downloads``, taken with ``ancient``)."""
     return {
         "sentences": "results/corpus/sentences.parquet",
         **index_files(config, model),
-        "model_files": model_files(config, model),
+        "model_files": input_record(config, MODEL_SOURCE + model),
     }
 
 

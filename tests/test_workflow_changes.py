@@ -1,0 +1,131 @@
+"""What a change reruns: after a finished run, each kind of edit a user makes plans exactly
+the jobs whose outputs depend on it, and an edit that changes no byte (a reinstall, a
+copy, a ``touch``) plans none.
+
+The study reads its corpus and both models from an installed package (``package:``
+paths, as the embedded default reads the Lee corpus and MiniLM), so that a reinstall is
+the package's files copied to a new place on ``PYTHONPATH``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import safetensors.torch
+from workflow_runs import planned_jobs, snakemake, write_config
+
+pytestmark = pytest.mark.workflow
+
+PACKAGE = "studyfiles"
+SENTENCES = [
+    "The cat sat on the mat.",
+    "A dog ran in the park, and the cat watched.",
+    "The quick brown fox jumps over the lazy dog!",
+    "The bank raised interest rates.",
+]
+
+
+def _install(site: Path, tiny_bert_dir: Path, tiny_gpt2_dir: Path) -> Path:
+    """A package holding a two-file corpus and both tiny models, under `site`."""
+    package = site / PACKAGE
+    (package / "corpus").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    for part in range(2):
+        lines = [f"{sentence} Case {part}{k}." for k in range(3) for sentence in SENTENCES]
+        (package / "corpus" / f"part{part}.txt").write_text("\n".join(lines) + "\n")
+    shutil.copytree(tiny_bert_dir, package / "bert")
+    shutil.copytree(tiny_gpt2_dir, package / "gpt2")
+    return package
+
+
+def _environment(site: Path) -> dict[str, str]:
+    """This process's environment with `site` first on PYTHONPATH: where the package is
+    installed, for Snakemake and its jobs."""
+    return os.environ | {
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
+    }
+
+
+CONFIG = {
+    "corpus": {
+        "name": "tiny",
+        "source": "text",
+        "text": {"path": f"package:{PACKAGE}/corpus", "split_sentences": False},
+    },
+    "index": {"min_contexts": 5},
+    "models": {
+        "bert": {"source": f"package:{PACKAGE}/bert"},
+        "gpt2": {"source": f"package:{PACKAGE}/gpt2", "layers": [0, 1, 2]},
+    },
+    "measures": {
+        "transforms": ["none"],
+        "leave_out": ["optional"],
+        "baseline_sample_size": 50,
+        "seed": 1,
+    },
+    "degeneration": {"transforms": []},
+    "geometry": {"activate": False},
+}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, tiny_bert_dir, tiny_gpt2_dir) -> tuple[Path, Path]:
+    """A finished run of `CONFIG` (its directory) and the site its package lies in."""
+    site = tmp_path_factory.mktemp("site")
+    _install(site, tiny_bert_dir, tiny_gpt2_dir)
+    study = tmp_path_factory.mktemp("study")
+    write_config(study, CONFIG)
+    result = snakemake(study, environment=_environment(site))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return study, site
+
+
+@pytest.fixture
+def study(finished, tmp_path) -> tuple[Path, Path]:
+    """A copy of the finished run and of its package, time stamps kept, for a test to edit."""
+    study, site = finished
+    copy = shutil.copytree(study, tmp_path / "study", symlinks=True)
+    return copy, shutil.copytree(site, tmp_path / "site")
+
+
+def test_a_reinstall_or_a_touch_plans_nothing(study, tmp_path):
+    directory, site = study
+    assert planned_jobs(directory, environment=_environment(site)) == {}
+    for path in site.rglob("*"):  # every file of the package touched
+        path.touch()
+    assert planned_jobs(directory, environment=_environment(site)) == {}
+    # Installed again elsewhere: the same bytes, new paths and new time stamps.
+    reinstalled = tmp_path / "reinstalled"
+    shutil.copytree(site, reinstalled, copy_function=shutil.copyfile)
+    assert planned_jobs(directory, environment=_environment(reinstalled)) == {}
+
+
+def _dependents(directory: Path, environment: dict[str, str], *rules: str) -> dict[str, int]:
+    """The jobs of `rules` and every job downstream of them, as a forced rerun plans them,
+    with the one fingerprint record that an edit of outside files writes."""
+    forced = planned_jobs(directory, "--forcerun", *rules, environment=environment)
+    return forced | {"input_fingerprint": 1}
+
+
+def test_one_weight_reruns_that_model_and_what_follows_it(study):
+    directory, site = study
+    environment = _environment(site)
+    expected = _dependents(directory, environment, "extract_gpt2")
+    assert "extract_bert" not in expected
+    weights = site / PACKAGE / "gpt2" / "model.safetensors"
+    tensors = safetensors.torch.load_file(weights)
+    tensors["wte.weight"][0, 0] += 1.0
+    safetensors.torch.save_file(tensors, weights, metadata={"format": "pt"})
+    assert planned_jobs(directory, environment=environment) == expected
+
+
+def test_one_corpus_file_reruns_everything_from_the_sentence_table(study):
+    directory, site = study
+    environment = _environment(site)
+    expected = _dependents(directory, environment, "sentences")
+    assert expected["extract_bert"] == expected["extract_gpt2"] == 1
+    with (site / PACKAGE / "corpus" / "part1.txt").open("a") as corpus:
+        corpus.write("One more sentence.\n")
+    assert planned_jobs(directory, environment=environment) == expected
