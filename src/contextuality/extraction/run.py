@@ -42,6 +42,7 @@ from contextuality.extraction.forward import (
 )
 from contextuality.extraction.parity import ParityCheck, SegmentParity
 from contextuality.extraction.partitions import ExtractionPlan
+from contextuality.extraction.progress import ExtractionProgress
 from contextuality.extraction.report import ExtractionReport, count_coverage
 from contextuality.extraction.segments import (
     Handoff,
@@ -53,7 +54,6 @@ from contextuality.extraction.segments import (
     pooled_batch,
 )
 from contextuality.extraction.units import EncodedSentence, SentenceUnits
-from contextuality.jobs.console import Progress, say
 
 log = logging.getLogger(__name__)
 
@@ -188,13 +188,14 @@ def _run_segment(
     segment: Segment,
     first_row: int,
     report: ExtractionReport,
+    told: ExtractionProgress,
     parity: SegmentParity | None = None,
 ) -> None:
     """Run one segment's inputs in token-budget batches, in ``report.forward_dtype``, and
-    place their pooled vectors in `segment`; each batch's checks are read while the next
-    batch runs (`_finished` may run one again, in turn). Rows that no subword reached are
-    NaN. `parity` keeps its sampled inputs' rows from their batches, then runs them alone
-    (`parity.SegmentParity`)."""
+    place their pooled vectors in `segment`, each batch counted in `told`; each batch's
+    checks are read while the next batch runs (`_finished` may run one again, in turn).
+    Rows that no subword reached are NaN. `parity` keeps its sampled inputs' rows from
+    their batches, then runs them alone (`parity.SegmentParity`)."""
     import torch
 
     device = next(loaded.model.parameters()).device
@@ -217,6 +218,7 @@ def _run_segment(
             segment.place(done, name)
             report.n_batches += 1
             report.n_subword_tokens += int(lengths[done.positions].sum())
+            told.batch(done.positions)
 
     pending = None
     planned = model_batches(loaded, lengths, report.token_budget)
@@ -365,20 +367,15 @@ def _run_segments(
 ) -> None:
     """Run every segment of `plan` in order and hand its vectors to `sink`, through a
     writer thread (`_handoff` says how they leave the device); with `progress`, its
-    start, its words done, rate and time left, and its end told on the console. Each
-    segment's sampled sentences are run alone too (`parity`)."""
+    start, its sentences and words done between batches, and its end told on the console
+    (`ExtractionProgress`). Each segment's sampled sentences are run alone too (`parity`)."""
     device = next(loaded.model.parameters()).device
     writer = _BackgroundWriter(sink)
     copies = HostCopies() if device.type == "cuda" else None
     tokenizing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tokenize")
     what = loaded.spec.name + (f" (part {plan.part + 1} of {plan.n_parts})" * plan.partitioned)
-    told = Progress(f"{what}: extraction", plan.n_rows, "words", always=True)
-    if progress:
-        n_sentences = plan.end_sentence - plan.first_sentence
-        say(
-            f"{what}: extracting {plan.n_rows:,} words of {n_sentences:,} sentences, "
-            f"{len(plan.layers)} layers, on {device}"
-        )
+    n_sentences = plan.end_sentence - plan.first_sentence
+    told = ExtractionProgress(what, n_sentences, plan.n_rows, len(plan.layers), device, progress)
     try:
         encodings = _encoded_segments(units, plan, report.device, tokenizing)
         for (start, end), encoded in zip(plan.segments, encodings, strict=True):
@@ -388,14 +385,12 @@ def _run_segments(
             segment = Segment(len(plan.layers), n_rows, loaded.hidden_size, sink.dtype, device)
             first_rows = plan.row_offsets[start:end] - first_row
             checked = parity.segment(encoded, start, first_rows)
+            told.segment(encoded)
             _run_segment(
-                loaded, encoded, plan.layers, first_rows, segment, first_row, report, checked
+                loaded, encoded, plan.layers, first_rows, segment, first_row, report, told, checked
             )
             writer.write(_handoff(segment, first_row - plan.first_row, sink, copies))
-            if progress:
-                told.update(n_rows)
-        if progress:
-            told.finish()
+        told.finish()
     finally:
         tokenizing.shutdown(cancel_futures=True)
         writer.close()
