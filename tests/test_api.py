@@ -27,6 +27,7 @@ from contextuality.measures.settings import MeasureSettings
 from contextuality.storage.shards import load_shard
 from contextuality.workflow.config import geometry_settings
 
+from conftest import shipped_config
 from extraction import extract_every_layer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,7 +39,7 @@ def default_run(tmp_path_factory) -> Path:
     """The default config (MiniLM over the Lee corpus) on layers 0 and 6, with the
     ``center`` correction and the geometry on a sample: the workflow's outputs to match."""
     directory = tmp_path_factory.mktemp("default-run")
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config = shipped_config()
     config["models"]["minilm"]["layers"] = list(LAYERS)
     config["measures"]["transforms"] = ["none", "center"]
     config["geometry"] = {

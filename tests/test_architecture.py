@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import shipped, shipped_config
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "contextuality"
 MAX_MODULE_LINES = 500
@@ -320,11 +322,9 @@ def _workflow_outputs() -> set[str]:
     from contextuality.workflow import targets
     from contextuality.workflow.sweeps import expand_sweeps
 
-    configs = [
-        yaml.safe_load(path.read_text()) for path in sorted((ROOT / "config").glob("*.yaml"))
-    ]
+    configs = [yaml.safe_load(shipped(path)) for path in sorted((ROOT / "config").glob("*.yaml"))]
     configs = [config for config in configs if "models" in config]  # corrections.yaml: an overlay
-    extended = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    extended = shipped_config()
     sweep = {"steps": [0, 10], "source": "ckpt/{step}"}
     extended["models"]["stepped"] = {"layers": [0, 1], "sweep": sweep}
     extended["figures"] = {"families": {"sizes": list(extended["models"])}}
@@ -353,7 +353,7 @@ def _is_rule(rule: str, rules: list[str]) -> bool:
     return rule in rules
 
 
-def test_the_glossary_s_names_are_the_code_s():
+def test_the_glossary_s_names_are_the_code_s(tmp_path):
     """Each name of the glossary (data/names.yaml, docs/architecture.md's table of names):
     its config keys are the schema's, its rules the workflow's, its library names
     importable from the package, its outputs paths the workflow writes."""
@@ -363,14 +363,16 @@ def test_the_glossary_s_names_are_the_code_s():
 
     from contextuality.catalogue.glossary import names
 
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text(shipped(ROOT / "config" / "config.yaml"))
+    snakefile = str(ROOT / "workflow" / "Snakefile")
     listed = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--list-rules"],
-        cwd=ROOT,
+        [sys.executable, "-m", "snakemake", "-s", snakefile, "-d", str(tmp_path), "--list-rules"],
         capture_output=True,
         text=True,
         check=True,
     )
-    rules = listed.stdout.split()  # the default config's: extract_<m> for each of its models
+    rules = listed.stdout.split()  # the shipped default's: extract_<m> for each of its models
     outputs = _workflow_outputs()
     missing = []
     for name in names():

@@ -27,6 +27,8 @@ from contextuality.catalogue.discovery import discover
 from contextuality.geometry import alignment_catalogue
 from contextuality.geometry.alignment import ALIGNMENT_COLUMNS, MEASURE_COLUMNS
 
+from conftest import shipped
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 
@@ -293,8 +295,10 @@ def test_the_worked_examples_added_as_the_docs_show_reach_every_output(tmp_path,
     best = pd.read_csv(study / "results/tables/best_layers.tsv", sep="\t")
     assert aligned in set(best["measure"])
 
+    embedded = tmp_path / "shipped-config.yaml"
+    embedded.write_text(shipped(REPO / "config" / "config.yaml"))
     probe = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(REPO / "config/config.yaml")],
+        [sys.executable, "-c", _PROBE, str(embedded)],
         capture_output=True,
         text=True,
         env=environment,

@@ -317,13 +317,14 @@ def test_the_geometry_settings_are_the_workflow_s_typed_and_checked():
     """The workflow's geometry settings make a typed record whose `config` is what the
     outputs hash; a key it does not know or one without a default here is refused, and a
     nested setting is checked as it is made."""
-    import yaml
-    from test_workflow import REPO, _with_defaults
+    from test_workflow import _with_defaults
 
     from contextuality import workflow
     from contextuality.errors import ConfigError
 
-    config = _with_defaults(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    from conftest import shipped_config
+
+    config = _with_defaults(shipped_config())
     found = workflow.geometry_settings(config)
     settings = GeometrySettings.from_config(found)
     assert settings.config == found and settings.seed == config["measures"]["seed"]
