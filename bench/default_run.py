@@ -34,7 +34,7 @@ from pathlib import Path
 import yaml
 
 from contextuality import rows as row_passes
-from contextuality.workflow import measure_settings, recorded_settings
+from contextuality.workflow import measure_settings, vector_settings
 
 from arguments import output_directory, positive_int
 from workdir import REPO, benchmark_seconds, run_workflow, write_report
@@ -218,7 +218,7 @@ def main() -> None:
         chunk = row_passes._CHUNK_BYTES / 2**20
         threads = {limit: measure_step(directory, limit, chunk, config) for limit in ("all", "1")}
         chunks = {mib: measure_step(directory, "1", mib, config) for mib in CHUNK_MIB}
-        settings = recorded_settings(validated(config), "minilm")
+        settings = vector_settings(validated(config), "minilm")
         collector = {
             mode: extraction_job(directory, mode == "handled", settings)
             for mode in ("plain", "handled")

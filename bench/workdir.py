@@ -19,7 +19,7 @@ from contextuality import backends, steps
 from contextuality.configuration.schema import with_defaults
 from contextuality.corpus.index import IndexFiles
 from contextuality.files.provenance import atomic_path
-from contextuality.workflow.config import recorded_settings
+from contextuality.workflow.config import vector_settings
 from contextuality.workflow.paths import index_directory, model_shards
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,7 +104,7 @@ def stored_layers(
         name: [directory / path for path in paths]
         for name, paths in model_shards(config, model).items()
     }
-    extracted = backends.model_settings(model, recorded_settings(config, model))
+    extracted = backends.model_settings(model, vector_settings(config, model))
     layers = steps.ModelLayers.of_inputs(model, shards, extracted)
     return layers, IndexFiles.in_directory(directory / index_directory(config, model))
 

@@ -109,15 +109,15 @@ def test_a_shard_copied_over_another_layer_s_name_is_refused(tmp_path):
 
 @pytest.mark.parametrize("layers", [None, [2, 0]])
 def test_a_job_s_settings_expect_the_hash_the_extraction_recorded(tiny_bert_dir, layers):
-    """A measure or geometry job is given the settings the workflow records (``layers``
-    written out) and builds the model's settings from them: it expects a shard to hold
-    the hash of that same record, whether the config lists the layers or not."""
+    """A measure or geometry job is given the model's vector settings (its layers left
+    out) and builds the model's settings from them: it expects a shard to hold the hash
+    of that same record, whichever layers the config lists."""
     from contextuality import backends
     from contextuality.files.provenance import config_hash
-    from contextuality.workflow import recorded_settings
+    from contextuality.workflow import vector_settings
 
     config = {"models": {"tiny": {"source": str(tiny_bert_dir), "layers": layers}}}
-    recorded = recorded_settings(config, "tiny")
+    recorded = vector_settings(config, "tiny")
     expected = expected_extraction(backends.model_settings("tiny", recorded), 1)
     assert expected == {
         "model_id": str(tiny_bert_dir),

@@ -12,6 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
+import h5py
 import pytest
 import safetensors.torch
 from workflow_runs import planned_jobs, snakemake, write_config
@@ -129,3 +130,60 @@ def test_one_corpus_file_reruns_everything_from_the_sentence_table(study):
     with (site / PACKAGE / "corpus" / "part1.txt").open("a") as corpus:
         corpus.write("One more sentence.\n")
     assert planned_jobs(directory, environment=environment) == expected
+
+
+def _with_layers(layers: list[int] | None) -> dict:
+    """`CONFIG` with gpt2's layers `layers`."""
+    models = CONFIG["models"] | {"gpt2": CONFIG["models"]["gpt2"] | {"layers": layers}}
+    return CONFIG | {"models": models}
+
+
+def _vectors(shard: Path) -> bytes:
+    with h5py.File(shard) as handle:
+        return handle["vectors"][:].tobytes()
+
+
+def _extraction_or_measure(planned: dict[str, int]) -> list[str]:
+    return [rule for rule in planned if rule.startswith(("extract_", "measure_layer"))]
+
+
+def test_a_layer_list_shrunk_or_reordered_extracts_and_measures_nothing(study):
+    directory, site = study
+    environment = _environment(site)
+    write_config(directory, _with_layers([2, 0, 1]))  # the same layers in another order
+    assert planned_jobs(directory, environment=environment) == {}
+    write_config(directory, _with_layers([0, 2]))
+    result = snakemake(directory, "--dry-run", environment=environment)
+    assert result.returncode == 0, result.stderr[-3000:]
+    warning = (
+        "WARNING: models.gpt2.layers no longer names layers 1 stored in results/embeddings/gpt2/"
+    )
+    assert warning in result.stderr
+    planned = planned_jobs(directory, environment=environment)
+    assert planned and not _extraction_or_measure(planned)
+    # the tables that list gpt2's layers, and what they feed, made again: nothing else
+    gatherers = ("results/tables/measures.tsv", "results/tables/words/gpt2.none.tsv")
+    assert planned == planned_jobs(directory, "--forcerun", *gatherers, environment=environment)
+
+
+def test_a_layer_list_grown_extracts_and_measures_the_new_layers_alone(study):
+    """A run of layers 0 and 2 (layer 1 never stored) grown to 0..2: one forward pass
+    writes layer 1 alone, as a run of every layer writes it, and the stored shards are
+    not touched."""
+    directory, site = study
+    environment = _environment(site)
+    shards = directory / "results/embeddings/gpt2"
+    full_run = _vectors(shards / "layer_1.h5")
+    (shards / "layer_1.h5").unlink()
+    for path in (directory / "results/measures/gpt2/none").glob("layer_1.*"):
+        path.unlink()
+    kept = {layer: (shards / f"layer_{layer}.h5").read_bytes() for layer in (0, 2)}
+    write_config(directory, _with_layers([0, 1, 2]))
+    planned = planned_jobs(directory, environment=environment)
+    assert planned["extract_gpt2"] == 1 and "extract_bert" not in planned
+    assert [planned[rule] for rule in _extraction_or_measure(planned)] == [1, 1]
+    result = snakemake(directory, environment=environment)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert {layer: (shards / f"layer_{layer}.h5").read_bytes() for layer in (0, 2)} == kept
+    assert _vectors(shards / "layer_1.h5") == full_run
+    assert planned_jobs(directory, environment=environment) == {}

@@ -17,6 +17,8 @@ ctx.plan_config(
 )
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 ctx.check_planned_inputs(config, dry_run=workflow.output_settings.dryrun)
+if workflow.is_main_process:
+    ctx.warn_unnamed_layers(config)
 
 
 onstart:
@@ -56,8 +58,12 @@ def get_tokenizer_settings(wildcards):
     return ctx.subword_tokenizers(config)[wildcards.tokenizer]
 
 
+def get_model_layers(wildcards):
+    return ctx.model_layers(config, wildcards.model)
+
+
 def get_model_settings(wildcards):
-    return ctx.recorded_settings(config, wildcards.model)
+    return ctx.vector_settings(config, wildcards.model)
 
 
 def get_model_files(wildcards):
@@ -167,7 +173,7 @@ def get_pair_index_files(wildcards):
 
 def get_pair_model_settings(wildcards):
     return {
-        model: ctx.recorded_settings(config, model)
+        model: ctx.vector_settings(config, model)
         for model in (wildcards.model_a, wildcards.model_b)
     }
 

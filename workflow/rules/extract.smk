@@ -25,8 +25,7 @@ for model in ctx.model_names(config):
             gpu=ctx.model_gpus(config, model),
         params:
             model=model,
-            settings=ctx.recorded_settings(config, model),
-            layers=ctx.model_layers(config, model),
+            settings=ctx.vector_settings(config, model),
             streaming=ctx.streaming_settings(config, model),
         script:
             "../scripts/extract.py"
@@ -66,8 +65,6 @@ for model in ctx.merged_streams(config):
             "../envs/contextuality.yaml"
         resources:
             mem_mb=16000,
-        params:
-            layers=ctx.model_layers(config, model),
         script:
             "../scripts/merge_stream.py"
 
@@ -93,6 +90,7 @@ rule special_tokens:
         gpu=get_model_gpus,
     params:
         settings=get_model_settings,
+        layers=get_model_layers,
         special=ctx.special_token_settings(config),
     script:
         "../scripts/special_tokens.py"

@@ -8,14 +8,15 @@ def extract() -> None:
     from contextuality import backends, steps
     from contextuality.corpus.index import IndexFiles
     from contextuality.measures.settings import MeasureSettings
-    from contextuality.workflow import parse_part
+    from contextuality.workflow import layer_of_file, parse_part
 
+    layers = [layer_of_file(path) for path in snakemake.output.layers]
     outputs = steps.LayerOutputs(
-        dict(zip(snakemake.params.layers, snakemake.output.layers, strict=True)),
-        snakemake.output.meta,
+        dict(zip(layers, snakemake.output.layers, strict=True)), snakemake.output.meta
     )
+    settings = snakemake.params.settings | {"layers": layers}  # this job's: its outputs'
     common = {
-        "model": backends.model_settings(snakemake.params.model, snakemake.params.settings),
+        "model": backends.model_settings(snakemake.params.model, settings),
         "sentences_path": snakemake.input.sentences,
         "index": IndexFiles.of(snakemake.input),
         "outputs": outputs,

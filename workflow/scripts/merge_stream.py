@@ -5,8 +5,9 @@ from contextuality.jobs.process import run_job
 
 def merge_stream() -> None:
     from contextuality import steps
+    from contextuality.workflow import layer_of_file
 
-    layers = snakemake.params.layers
+    layers = [layer_of_file(path) for path in snakemake.output.layers]
     steps.merge_stream(
         {layer: list(snakemake.input[f"layer_{layer}"]) for layer in layers},
         list(snakemake.input.metas),

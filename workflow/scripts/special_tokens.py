@@ -9,7 +9,10 @@ def special_tokens() -> None:
     from contextuality.corpus.index import IndexFiles
 
     steps.special_tokens(
-        backends.model_settings(snakemake.wildcards.model, snakemake.params.settings),
+        backends.model_settings(
+            snakemake.wildcards.model,
+            snakemake.params.settings | {"layers": snakemake.params.layers},
+        ),
         snakemake.input.sentences,
         IndexFiles.of(snakemake.input),
         snakemake.output[0],

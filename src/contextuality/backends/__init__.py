@@ -55,6 +55,13 @@ def recorded_settings(spec: ModelSettings) -> dict[str, Any]:
     return dict(sorted(settings.items(), key=lambda item: order.index(item[0])))
 
 
+def vector_settings(spec: ModelSettings) -> dict[str, Any]:
+    """Every setting that changes a layer's vectors: `recorded_settings` less ``layers``,
+    since which layers are extracted changes none of them. A shard records their hash, so
+    a layer extracted alone later is the same extraction as the layers stored beside it."""
+    return {key: value for key, value in recorded_settings(spec).items() if key != "layers"}
+
+
 def count_hidden_layers(spec: ModelSettings) -> int:
     """L, the model's number of layers (hidden states are 0..L), from its config or
     options file alone."""

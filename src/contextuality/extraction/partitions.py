@@ -44,13 +44,17 @@ def default_segment_words(n_layers: int, dim: int, device_type: str = "cpu") -> 
     return max(SEGMENT_WORDS, SEGMENT_BYTES // row_bytes)
 
 
-def segment_words_of(loaded: LoadedModel, layers: tuple[int, ...]) -> int:
-    """The units per segment an extraction of `layers` runs in: the model's
-    ``segment_words`` setting, else `default_segment_words` for the device it is on."""
+def segment_words_of(loaded: LoadedModel) -> int:
+    """The units per segment an extraction runs in: the model's ``segment_words`` setting,
+    else `default_segment_words` for the device it is on, bounded as if every hidden state
+    were extracted. Batches are planned within a segment, and a batch's padding moves a
+    vector's last bits, so segments that do not depend on which layers are extracted keep
+    a layer's vectors the same bytes whether it is extracted alone or with the others (a
+    layer list grown later extracts the new layers as a run of them all would)."""
     if loaded.spec.segment_words:
         return loaded.spec.segment_words
     device_type = next(loaded.model.parameters()).device.type
-    return default_segment_words(len(layers), loaded.hidden_size, device_type)
+    return default_segment_words(loaded.n_layers + 1, loaded.hidden_size, device_type)
 
 
 def segments(rows_per_sentence: np.ndarray, segment_words: int) -> list[tuple[int, int]]:
@@ -192,7 +196,7 @@ def plan_extraction(
     """The `ExtractionPlan` of part `part` of `n_parts` of an extraction of `layers`, for
     sentences of `rows_per_sentence` units (from the occurrence index). A model that must
     read the corpus as one sequence (`LoadedModel.sequential`) cannot be partitioned."""
-    segment_words = segment_words_of(loaded, layers)
+    segment_words = segment_words_of(loaded)
     counts = np.asarray(rows_per_sentence, dtype=np.int64)
     first, end = part_sentences(counts, part, n_parts)
     if loaded.sequential and n_parts > 1:

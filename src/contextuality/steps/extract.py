@@ -270,7 +270,7 @@ def _model_source(
         "pooling": spec.pooling,
         "corpus_checksum": index_summary["corpus_checksum"],
         "index_checksum": index_summary["index_checksum"],
-        "config_hash": config_hash(backends.recorded_settings(spec)),
+        "config_hash": config_hash(backends.vector_settings(spec)),
     }
 
 

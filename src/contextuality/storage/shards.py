@@ -23,7 +23,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from contextuality.backends import recorded_settings
+from contextuality.backends import vector_settings
 from contextuality.backends.settings import ModelSettings
 from contextuality.errors import ShardMismatchError, StorageError
 from contextuality.files.provenance import config_hash
@@ -485,12 +485,13 @@ def check_free_space(
 def expected_extraction(
     spec: ModelSettings | None, layer: int | None = None
 ) -> dict[str, Any] | None:
-    """What a shard or state file extracted with `spec` (its ``layers`` written out) of
-    `layer` records, for refusing one extracted otherwise or holding another layer (a
-    shard copied over another's name); None checks nothing."""
+    """What a shard or state file extracted with `spec` of `layer` records (its
+    `vector_settings`' hash, whatever layers were extracted with it), for refusing one
+    extracted otherwise or holding another layer (a shard copied over another's name);
+    None checks nothing."""
     expected: dict[str, Any] = {}
     if spec is not None:
-        settings_hash = config_hash(recorded_settings(spec))
+        settings_hash = config_hash(vector_settings(spec))
         expected = {"model_id": spec.source, "pooling": spec.pooling, "config_hash": settings_hash}
     if layer is not None:
         expected["layer"] = int(layer)

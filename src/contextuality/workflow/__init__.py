@@ -33,7 +33,6 @@ from contextuality.workflow.config import (
     model_layers,
     model_names,
     model_settings,
-    recorded_settings,
     refuse_duplicate_keys,
     special_token_settings,
     static_settings,
@@ -43,6 +42,7 @@ from contextuality.workflow.config import (
     subword_tokenizers,
     transform_fit_settings,
     transforms_without_degeneration,
+    vector_settings,
     word_sample_size,
 )
 from contextuality.workflow.embedding import (
@@ -87,6 +87,7 @@ from contextuality.workflow.paths import (
     figures_directory,
     index_directory,
     index_files,
+    layer_of_file,
     layer_outputs,
     layer_shards,
     measure_memory_mb,
@@ -109,6 +110,7 @@ from contextuality.workflow.paths import (
     wildcard_constraints,
 )
 from contextuality.workflow.report import record_caption, report_section
+from contextuality.workflow.stored import layers_to_write, warn_unnamed_layers
 from contextuality.workflow.study import check_devices
 from contextuality.workflow.study_files import (
     SUBWORD_STAGE,
@@ -182,7 +184,10 @@ __all__ = [
     "index_directory",
     "index_files",
     "is_streamed",
+    "layer_of_file",
     "layer_outputs",
+    "layers_to_write",
+    "warn_unnamed_layers",
     "layer_shards",
     "measure_memory_mb",
     "measures_in_run",
@@ -193,7 +198,7 @@ __all__ = [
     "model_layers",
     "model_names",
     "model_settings",
-    "recorded_settings",
+    "vector_settings",
     "pair_shards",
     "parse_part",
     "part_label",

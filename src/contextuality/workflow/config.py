@@ -304,14 +304,13 @@ def model_settings(config: dict[str, Any], model: str) -> ModelSettings:
     return backends.model_settings(model, config["models"][model])
 
 
-def recorded_settings(config: dict[str, Any], model: str) -> dict[str, Any]:
-    """Every setting of `model` that changes its vectors, defaults filled in: what its
-    extraction records and hashes (`backends.recorded_settings`), its ``layers`` written out
-    in order (`model_layers`), so that a list in another order, with a repeat, or
-    ``layers: null`` for the same layers is the same extraction."""
-    return backends.recorded_settings(model_settings(config, model)) | {
-        "layers": model_layers(config, model)
-    }
+def vector_settings(config: dict[str, Any], model: str) -> dict[str, Any]:
+    """Every setting of `model` that changes a layer's vectors, defaults filled in: what
+    its shards record the hash of (`backends.vector_settings`), and what its jobs are given.
+    Its ``layers`` are not among them, so that listing more, fewer, or the same layers in
+    another order reruns no job of a layer already extracted (a job's own layers are
+    those of its outputs, `paths.layer_of_file`)."""
+    return backends.vector_settings(model_settings(config, model))
 
 
 def model_layers(config: dict[str, Any], model: str) -> list[int]:

@@ -87,9 +87,18 @@ def _extraction_directory(config: dict[str, Any], model: str, part: str = "{part
     return f"results/{kind}/{model}/part_{part}"
 
 
-def _layer_file(config: dict[str, Any], model: str, layer: int | str) -> str:
+def layer_file(config: dict[str, Any], model: str, layer: int | str) -> str:
     """A layer's file in an extraction directory: a shard, or a streamed layer's state."""
     return f"layer_{layer}.state.h5" if is_streamed(config, model) else f"layer_{layer}.h5"
+
+
+def layer_of_file(path: str) -> int:
+    """The layer whose file (`layer_file`) `path` is: how an extraction or merge job knows
+    its own layers, which its outputs name (`stored.layers_to_write`)."""
+    match = re.fullmatch(r"layer_(\d+)(\.state)?\.h5", path.rsplit("/", 1)[-1])
+    if match is None:
+        raise ConfigError(f"{path}: not a layer's file of an extraction")
+    return int(match[1])
 
 
 def extraction_rule(config: dict[str, Any], model: str) -> str:
@@ -110,14 +119,16 @@ def extraction_inputs(config: dict[str, Any], model: str) -> dict[str, Any]:
 
 
 def extraction_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
-    """The extraction rule's outputs for `model`: one file per layer (``layers``: shards,
-    or a streamed model's state files) and meta.json, those of part {part} (a wildcard)
-    when it is partitioned."""
+    """The extraction rule's outputs for `model`: one file per layer it writes
+    (``layers``: shards, or a streamed model's state files; `stored.layers_to_write`) and
+    meta.json, those of part {part} (a wildcard) when it is partitioned."""
+    from contextuality.workflow.stored import layers_to_write
+
     directory = _extraction_directory(config, model)
     return {
         "layers": [
-            f"{directory}/{_layer_file(config, model, layer)}"
-            for layer in model_layers(config, model)
+            f"{directory}/{layer_file(config, model, layer)}"
+            for layer in layers_to_write(config, model)
         ],
         "meta": f"{directory}/meta.json",
     }
@@ -132,7 +143,7 @@ def extraction_log(config: dict[str, Any], model: str, kind: str = "logs") -> st
     return f"{kind}/{step}/{model}/part_{{part}}.{extension}"
 
 
-def _part_directories(config: dict[str, Any], model: str, merged: bool = True) -> list[str]:
+def part_directories(config: dict[str, Any], model: str, merged: bool = True) -> list[str]:
     """Every directory `model`'s extraction writes: one, or one per part; for a streamed
     model the one its parts are merged into, unless not `merged`."""
     n_parts = extraction_partitions(config, model)
@@ -153,12 +164,14 @@ def merged_streams(config: dict[str, Any]) -> list[str]:
 def stream_merge_inputs(config: dict[str, Any], model: str) -> dict[str, list[str]]:
     """What the merge rule of partitioned streamed model `model` reads: each layer's part
     state files in order (``layer_<L>``) and the parts' meta.json files (``metas``)."""
-    directories = _part_directories(config, model, merged=False)
+    from contextuality.workflow.stored import layers_to_write
+
+    directories = part_directories(config, model, merged=False)
     inputs = {
         f"layer_{layer}": [
-            f"{directory}/{_layer_file(config, model, layer)}" for directory in directories
+            f"{directory}/{layer_file(config, model, layer)}" for directory in directories
         ]
-        for layer in model_layers(config, model)
+        for layer in layers_to_write(config, model)
     }
     return {**inputs, "metas": [f"{directory}/meta.json" for directory in directories]}
 
@@ -166,11 +179,13 @@ def stream_merge_inputs(config: dict[str, Any], model: str) -> dict[str, list[st
 def stream_merge_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
     """The merged state files of partitioned streamed model `model` (``layers``) and its
     meta.json, where a one-job extraction writes them."""
+    from contextuality.workflow.stored import layers_to_write
+
     directory = f"results/streaming/{model}"
     return {
         "layers": [
-            f"{directory}/{_layer_file(config, model, layer)}"
-            for layer in model_layers(config, model)
+            f"{directory}/{layer_file(config, model, layer)}"
+            for layer in layers_to_write(config, model)
         ],
         "meta": f"{directory}/meta.json",
     }
@@ -178,7 +193,7 @@ def stream_merge_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
 
 def extraction_metas(config: dict[str, Any], model: str) -> list[str]:
     """`model`'s meta.json files: one, one per part, or a streamed model's."""
-    return [f"{directory}/meta.json" for directory in _part_directories(config, model)]
+    return [f"{directory}/meta.json" for directory in part_directories(config, model)]
 
 
 def layer_shards(config: dict[str, Any], model: str, layer: int | str) -> dict[str, Any]:
@@ -186,8 +201,8 @@ def layer_shards(config: dict[str, Any], model: str, layer: int | str) -> dict[s
     shard or its parts' in order (the steps gather them, `storage.shards.load_shards`), or
     ``state``, a streamed layer's state file."""
     files = [
-        f"{directory}/{_layer_file(config, model, layer)}"
-        for directory in _part_directories(config, model)
+        f"{directory}/{layer_file(config, model, layer)}"
+        for directory in part_directories(config, model)
     ]
     return {"state": files[0]} if is_streamed(config, model) else {"shard": files}
 
