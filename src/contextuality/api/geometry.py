@@ -1,13 +1,16 @@
 """The geometry of layers from arrays. Intrinsic dimension over scale, and the alignment
 between the layers of one model, or between two models (every alignment measure with its
 bootstrap interval, permutation null and calibrated score), each computed by the functions
-the geometry steps call (`steps.geometry` calls these)."""
+the geometry steps call (`steps.geometry` calls these; within one model the API computes
+each unordered pair of layers once, `layer_pairs`, where the workflow's table computes
+every ordered pair, `within_model_alignment`). Each call tells its progress through this
+module's logger (`progress.Told`)."""
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +25,7 @@ from contextuality.api.arguments import (
     vector_rows,
     words_of,
 )
+from contextuality.api.progress import Told
 from contextuality.api.rows import row_sentences
 from contextuality.configuration.random_streams import generator
 from contextuality.configuration.schema import default
@@ -36,6 +40,7 @@ from contextuality.geometry.alignment import (
 )
 from contextuality.geometry.baselines import word_baselines
 from contextuality.geometry.best_layers import empty_best_layers
+from contextuality.geometry.layer_pairs import layer_pair_alignment
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.measures.summary import measures_table as summary_table
 
@@ -82,23 +87,39 @@ def intrinsic_dimension(
     n_layers: int | None = None,
     layer_output: str = "",
     transform: str = "none",
+    progress: bool | None = None,
 ) -> LayerDimension:
     """Both intrinsic-dimension curves (TwoNN and GRIDE over scale) of one layer's
     `vectors` ((n, d) numpy array or torch tensor; rows without a vector skipped as
     `measure_layer` skips them, repeats removed: `dimension.neighbourhoods`) and the value
     on each plateau, warning where the points are few or a curve has no plateau. The
     geometry step calls it on each layer's sampled rows; `model`, `layer`, `n_layers`
-    (default: `layer`, at least 1) and `layer_output` label the rows."""
+    (default: `layer`, at least 1) and `layer_output` label the rows.
+
+    Cost: a search of each row's ``range_max`` nearest neighbours among the n rows
+    (O(n² d)), then one per subset of TwoNN's later scales. Its stages are logged (a
+    line at the start, one every 15 s, one at the end); progress: a tqdm bar (None: where
+    stderr is a terminal or the call runs in a notebook)."""
     settings = settings or default_settings()
     layer, n_layers = layer_labels(layer, n_layers)
     vectors = as_matrix(vectors)
     has_vector = vector_rows(vectors, required=False)  # none: NaN, with a warning below
     dimension_settings = settings.intrinsic_dimension
-    neighbours = dimension.neighbourhoods(
-        np.asarray(vectors[has_vector]), dimension_settings.range_max
+    cost = (
+        f"{int(has_vector.sum()):,} rows × {vectors.shape[1]} dimensions, "
+        f"{dimension_settings.range_max} nearest neighbours of each"
     )
-    rng = generator(settings.seed, "dimension_samples")  # the same cuts for every layer
-    curves = dimension.dimension_curves(neighbours, dimension_settings, settings.confidence, rng)
+    what = f"{model} layer {layer}: intrinsic dimension"
+    with Told(log, what, cost, progress=progress) as told:
+        told.stage("nearest neighbours")
+        neighbours = dimension.neighbourhoods(
+            np.asarray(vectors[has_vector]), dimension_settings.range_max
+        )
+        told.stage("curves over scale")
+        rng = generator(settings.seed, "dimension_samples")  # the same cuts for every layer
+        curves = dimension.dimension_curves(
+            neighbours, dimension_settings, settings.confidence, rng
+        )
     points = neighbours.points
     layer_fields = {
         "model": model,
@@ -119,32 +140,40 @@ def intrinsic_dimension(
         flat.append(
             f"{name} {found.value:.1f} at {found.scale(curve)}" if found else f"{name} none"
         )
-    if len(points) < dimension.MIN_DIMENSION_POINTS:
+    missing = [
+        name for name in curves if math.isnan(measures[f"intrinsic_dimension[{name}]"]["raw"])
+    ]
+    _dimension_warnings(f"{model} layer {layer} ({transform})", len(points), missing, settings)
+    log.info("layer %d: plateau %s (%d distinct points)", layer, ", ".join(flat), len(points))
+    summary = layer_fields | {"measures": measures}
+    return LayerDimension(summary, rows)
+
+
+def _dimension_warnings(
+    where: str, points: int, missing: list[str], settings: GeometrySettings
+) -> None:
+    """Warn where a layer's intrinsic dimension rests on too few distinct `points`, or
+    else where the curves named `missing` have no plateau."""
+    if points < dimension.MIN_DIMENSION_POINTS:
         warn(
             [
-                f"{model} layer {layer} ({transform}): intrinsic dimension from "
-                f"{len(points)} distinct points (fewer than "
+                f"{where}: intrinsic dimension from {points} distinct points (fewer than "
                 f"{dimension.MIN_DIMENSION_POINTS}): its estimate means little, and is NaN "
                 "where too few to estimate"
             ]
         )
-    missing = [
-        name for name in curves if math.isnan(measures[f"intrinsic_dimension[{name}]"]["raw"])
-    ]
-    if missing and len(points) >= dimension.MIN_DIMENSION_POINTS:
+    elif missing:
+        found = settings.intrinsic_dimension
         warn(
             [
-                f"{model} layer {layer} ({transform}): no plateau in the {' and '.join(missing)} "
+                f"{where}: no plateau in the {' and '.join(missing)} "
                 f"curve{'s' if len(missing) > 1 else ''} "
-                f"(no {dimension_settings.plateau_width} consecutive scales within "
-                f"{dimension_settings.plateau_tolerance:.0%} of each other): its intrinsic "
+                f"(no {found.plateau_width} consecutive scales within "
+                f"{found.plateau_tolerance:.0%} of each other): its intrinsic "
                 "dimension moves with the scale it is read at, so the measures table gives "
                 "NaN; results/tables/dimension_scales.tsv gives the curve"
             ]
         )
-    log.info("layer %d: plateau %s (%d distinct points)", layer, ", ".join(flat), len(points))
-    summary = layer_fields | {"measures": measures}
-    return LayerDimension(summary, rows)
 
 
 def within_model_alignment(
@@ -157,7 +186,9 @@ def within_model_alignment(
 ) -> pd.DataFrame:
     """The alignment between every two layers of a model on the `occurrences` named and
     between each layer and each word baseline on every one (`ALIGNMENT_COLUMNS`), as the
-    geometry step writes it; no baseline where `sample` has no words."""
+    geometry step writes it: every ordered pair of layers computed, the diagonal included
+    (`alignment` computes each unordered pair once); no baseline where `sample` has no
+    words."""
     log.info("alignment between %d layers on %d rows", len(layers.vectors), len(sample.later))
     arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
     tables = [alignment_between((name, layers), None, *arguments, occurrences).table]
@@ -181,6 +212,34 @@ def baseline_alignments(
         alignment_between((name, layers), baseline, *arguments, ("all",)).table
         for baseline in baselines.items()
     ]
+
+
+def baselines_at_once(
+    name: str,
+    layers: SampledLayers,
+    sample: SampleRows,
+    settings: GeometrySettings,
+    transform: str,
+    progress: Callable[[], None] | None = None,
+) -> pd.DataFrame:
+    """The rows of `baseline_alignments`, in its order, from one alignment with the word
+    baselines as the layers of one model: each null and draw multiplies and searches the
+    model's layers once for every baseline. The same permutations and draws (each
+    baseline alone starts the streams afresh, as this does), the same values to rounding;
+    `progress` called after each null and draw."""
+    baselines = word_baselines(sample.words, sample.positions, settings.alignment.baselines)
+    named = list(baselines)
+    joined = SampledLayers(
+        {place: baselines[each].vectors[0] for place, each in enumerate(named)}, {}
+    )
+    arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
+    table = alignment_between(
+        (name, layers), ("baselines", joined), *arguments, ("all",), progress
+    ).table
+    table["model_b"] = np.asarray(named, dtype=object)[table["layer_b"].to_numpy()]
+    table["layer_b"] = 0
+    order = np.argsort(table["model_b"].map(named.index).to_numpy(), kind="stable")
+    return table.iloc[order].reset_index(drop=True)
 
 
 def sample_of(
@@ -222,6 +281,58 @@ def _layers(layers: Mapping[int, Any] | Sequence[Any], n_rows: int, side: str) -
     return SampledLayers(vectors, {layer: {} for layer in vectors})
 
 
+def _cost(
+    pairs: int, settings: GeometrySettings, n_rows: int, occurrences: tuple[str, ...]
+) -> tuple[str, int]:
+    """What an alignment computes, in words, and its count of resamples (each a null or a
+    bootstrap draw: the progress's unit)."""
+    alignment = settings.alignment
+    draws = 1 + alignment.permutations + alignment.bootstrap
+    said = (
+        f"{pairs} pair{'s' * (pairs != 1)} of layers × {draws} computations (the value, "
+        f"{alignment.permutations} permutations, {alignment.bootstrap} bootstrap draws) × "
+        f"{n_rows:,} rows, on {' and '.join(occurrences)} occurrences"
+    )
+    return said, len(occurrences) * (draws - 1)
+
+
+def _layer_pairs(
+    name: str,
+    layers: SampledLayers,
+    sample: SampleRows,
+    settings: GeometrySettings,
+    transform: str,
+    occurrences: tuple[str, ...],
+    progress: bool | None,
+) -> pd.DataFrame:
+    """`alignment` within one model: each unordered pair of layers once
+    (`layer_pairs.layer_pair_alignment`), then each layer with the word baselines where
+    `sample` has words, its cost and progress told (`progress.Told`)."""
+    count = len(layers.vectors)
+    cost, total = _cost(count * (count - 1) // 2, settings, len(sample.sentences), occurrences)
+    baselines = settings.alignment.baselines if sample.words is not None else ()
+    if baselines:
+        cost += f"; and {count} layers × {len(baselines)} word baselines on all occurrences"
+        total += total // len(occurrences)
+    with Told(log, f"alignment of {name}'s {count} layers", cost, total, "draws", progress) as told:
+        tables = [
+            layer_pair_alignment(
+                name,
+                layers,
+                sample,
+                settings.seed,
+                settings.confidence,
+                settings.alignment,
+                transform,
+                occurrences,
+                told.update,
+            )
+        ]
+        if baselines:
+            tables.append(baselines_at_once(name, layers, sample, settings, transform, told.update))
+    return pd.concat(tables, ignore_index=True)
+
+
 def alignment(
     left: Mapping[int, Any] | Sequence[Any],
     right: Mapping[int, Any] | Sequence[Any] | None = None,
@@ -233,6 +344,7 @@ def alignment(
     names: tuple[str, str] = ("left", "right"),
     transform: str = "none",
     occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
+    progress: bool | None = None,
 ) -> AlignmentResult:
     """Every alignment measure (linear CKA, debiased CKA, angular Procrustes, mutual k-NN,
     CKNNA) between every layer of `left` and every layer of `right` (of `left` itself when
@@ -245,6 +357,23 @@ def alignment(
     ``settings.alignment.baselines`` (what the word alone gives). Returns the table
     (`alignment.ALIGNMENT_COLUMNS`) and, between two models, each layer's best-matching
     layer of the other.
+
+    Within one model each unordered pair of layers is computed once
+    (`geometry.layer_pairs`) and listed in both orders, the same value, interval and null
+    in both rows (CKNNA, not quite symmetric, that of the order a < b); a layer with
+    itself is listed with the measure's best value (1, 0 for Procrustes; NaN where
+    undefined), that value for interval and no null (NaN null, threshold, p-value and
+    calibrated score).
+
+    Cost: pairs × (1 + permutations + bootstrap) × rows, on each set of `occurrences`
+    (pairs: L(L − 1)/2 within one model of L layers, L × L' between two), each
+    computation a product of the layers' rows (rows × width²) and a neighbour measure per
+    pair (rows × k); with `words`, layers × baselines × as many on every row more. For a
+    quicker look, ``AlignmentSettings(permutations=1, bootstrap=0)`` (no interval, a rough
+    null) on ``occurrences=("all",)`` costs 2 computations of the default 51 on one set of
+    rows of two. The cost is logged at the start, the draws done every 15 s, and the end;
+    progress: a tqdm bar of the draws (None: where stderr is a terminal or the call runs in
+    a notebook).
     """
     settings = settings or default_settings()
     settings.alignment.search_device()
@@ -252,17 +381,24 @@ def alignment(
     n_rows = len(sample.sentences)
     left_layers = _layers(left, n_rows, names[0])
     if right is None:
-        table = within_model_alignment(
-            names[0], left_layers, sample, settings, transform, occurrences
+        table = _layer_pairs(
+            names[0], left_layers, sample, settings, transform, occurrences, progress
         )
         return AlignmentResult(table, empty_best_layers())
-    return alignment_between(
-        (names[0], left_layers),
-        (names[1], _layers(right, n_rows, names[1])),
-        sample,
-        settings.seed,
-        settings.confidence,
-        settings.alignment,
-        transform,
-        occurrences,
-    )
+    right_layers = _layers(right, n_rows, names[1])
+    pairs = len(left_layers.vectors) * len(right_layers.vectors)
+    cost, total = _cost(pairs, settings, n_rows, occurrences)
+    with Told(
+        log, f"alignment of {names[0]} and {names[1]}", cost, total, "draws", progress
+    ) as told:
+        return alignment_between(
+            (names[0], left_layers),
+            (names[1], right_layers),
+            sample,
+            settings.seed,
+            settings.confidence,
+            settings.alignment,
+            transform,
+            occurrences,
+            told.update,
+        )

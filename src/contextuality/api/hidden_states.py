@@ -6,13 +6,21 @@ per word as the extract step pools them (`extraction.units.align_to_words`,
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from contextuality.api.arguments import batch_array, chosen_layers, offsets_in_texts, texts_of
+from contextuality.api.arguments import (
+    batch_array,
+    chosen_layers,
+    labels_of,
+    offsets_in_texts,
+    shown,
+    texts_of,
+)
 from contextuality.backends.settings import POOLINGS, model_default
 from contextuality.configuration.schema import default
 from contextuality.corpus.words import word_spans
@@ -25,13 +33,60 @@ from contextuality.extraction.units import align_to_words
 class WordRows:
     """One row per word of the sentences given, in sentence then word order: `layers`
     maps each layer to its (n_words, d) float32 vectors (NaN for a word no token touched),
-    and `words`, `sentences` (index into the texts) and `positions` (the word's place in
-    its sentence) label the rows, as `measure_layer` and `alignment` take them."""
+    and `words`, `sentences` (each text's id: `word_rows`' ``sentence_ids``) and
+    `positions` (the word's place in its sentence) label the rows, as `measure_layer` and
+    `alignment` take them."""
 
     layers: dict[int, np.ndarray]
     words: list[str]
     sentences: np.ndarray
     positions: np.ndarray
+
+    @classmethod
+    def concatenate(cls, parts: Sequence[WordRows]) -> WordRows:
+        """The rows of several batches, one after the other: each batch's rows given with
+        their own ``sentence_ids``, the same layers in every batch; a sentence id that
+        two batches share is refused (their words would be read as one sentence)."""
+        if not parts:
+            raise ConfigError("WordRows.concatenate: no batch given")
+        layers = list(parts[0].layers)
+        for number, part in enumerate(parts):
+            if list(part.layers) != layers:
+                raise ConfigError(
+                    f"WordRows.concatenate: batch {number} has layers {list(part.layers)}, "
+                    f"batch 0 {layers}"
+                )
+        seen: dict[Any, int] = {}
+        for number, part in enumerate(parts):
+            for label in dict.fromkeys(part.sentences.tolist()):
+                if label in seen:
+                    raise ConfigError(
+                        f"WordRows.concatenate: batches {seen[label]} and {number} both have "
+                        f"sentence {shown(label)} (give each batch its texts' sentence_ids)"
+                    )
+                seen[label] = number
+        return cls(
+            {layer: np.concatenate([part.layers[layer] for part in parts]) for layer in layers},
+            [word for part in parts for word in part.words],
+            np.concatenate([part.sentences for part in parts]),
+            np.concatenate([part.positions for part in parts]),
+        )
+
+
+def text_ids(sentence_ids: Sequence[Any] | None, n_texts: int) -> list[Any]:
+    """Each text's sentence label (`arguments.labels_of`; default its index), refused where
+    two texts have the same."""
+    if sentence_ids is None:
+        return list(range(n_texts))
+    ids = labels_of(sentence_ids, n_texts, "sentence_ids").tolist()
+    first: dict[Any, int] = {}
+    for item, label in enumerate(ids):
+        if label in first:
+            raise ConfigError(
+                f"sentence_ids: text {item} has id {shown(label)}, as text {first[label]} has"
+            )
+        first[label] = item
+    return ids
 
 
 def _layer_stack(hidden_states: Any) -> list[Any]:
@@ -57,6 +112,7 @@ def word_rows(
     layers: Sequence[int] | None = None,
     pooling: str = model_default("pooling"),
     tokenizer: str = default("index", "tokenizer"),
+    sentence_ids: Sequence[Any] | None = None,
 ) -> WordRows:
     """Each word's vector in each layer, from the token vectors of a batch of `texts`.
 
@@ -67,12 +123,17 @@ def word_rows(
     masked out by `attention_mask` serves no word. Words are found by `tokenizer` (the
     index's ``regex`` or ``spacy``) and each takes the `pooling` (``mean``, ``first``,
     ``last``) of the tokens whose span overlaps it. layers: which to keep (default all).
+    sentence_ids: each text's sentence label (any hashable value, one per text, none
+    twice; default 0 to len(texts) − 1), so that the rows of batches of a corpus, each
+    given its texts' ids (``range(start, start + len(texts))``), concatenate into
+    distinct sentences (`WordRows.concatenate`).
     """
     import torch
 
     if pooling not in POOLINGS:
         raise ConfigError(f"pooling must be one of {POOLINGS}, not {pooling!r}")
     texts = texts_of(texts)
+    ids = text_ids(sentence_ids, len(texts))
     stack = _layer_stack(hidden_states)
     chosen = chosen_layers(layers, len(stack))
     batch = tuple(stack[0].shape[:2])
@@ -100,11 +161,15 @@ def word_rows(
         for place, layer in enumerate(chosen):
             pooled[layer].append(vectors[place].to("cpu").numpy())
         words += [text[start:end] for start, end in text_spans]
-        sentences += [item] * len(text_spans)
+        sentences += [ids[item]] * len(text_spans)
         positions += list(range(len(text_spans)))
+    labels = np.empty(len(sentences), dtype=object)
+    labels[:] = sentences
+    if all(isinstance(label, numbers.Integral) and not isinstance(label, bool) for label in ids):
+        labels = labels.astype(np.int64)
     return WordRows(
         {layer: np.concatenate(parts) for layer, parts in pooled.items()},
         words,
-        np.asarray(sentences, dtype=np.int64),
+        labels,
         np.asarray(positions, dtype=np.int64),
     )

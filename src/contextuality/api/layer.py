@@ -4,6 +4,7 @@ measures.tsv for that layer, computed by the functions the measure step calls
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from contextuality.api.arguments import (
     shown,
     vector_rows,
 )
+from contextuality.api.progress import Told
 from contextuality.api.rows import IndexedRows, index_rows
 from contextuality.corpus.index import IndexSettings
 from contextuality.errors import ConfigError, warn
@@ -24,6 +26,8 @@ from contextuality.measures import analysis, summary
 from contextuality.measures.settings import MeasureSettings
 from contextuality.transforms.fitting import TransformSettings, fit_split
 from contextuality.transforms.layers import fit_on, rows_fitted
+
+log = logging.getLogger(__name__)
 
 
 def corrected(
@@ -72,6 +76,7 @@ def measure_layer(
     layer: int = 0,
     n_layers: int | None = None,
     layer_output: str = "",
+    progress: bool | None = None,
 ) -> pd.DataFrame:
     """Every measure of one layer: SelfSim, IntraSim, MEV, their anisotropy baselines and
     adjusted values, exact and as the paper estimated them, the isotropy scores and the
@@ -90,6 +95,12 @@ def measure_layer(
     `layer`, at least 1) and layer_output label the rows. Returns the rows of measures.tsv
     for this layer (columns `summary.SUMMARY_COLUMNS`, one row per measure); what rests
     on too few words or sentences is a warning, as in the workflow.
+
+    Cost: passes over the n × d rows for every measure, and ``bootstrap_resamples``
+    resamples of their sentences for each interval. Its stages are logged (a line at the
+    start stating the rows, the words measured and the resamples, one every 15 s, one at
+    the end); progress: a tqdm bar (None: where stderr is a terminal or the call runs in a
+    notebook).
     """
     settings = settings or MeasureSettings()
     layer, n_layers = layer_labels(layer, n_layers)
@@ -97,6 +108,40 @@ def measure_layer(
     has_vector = vector_rows(matrix)
     indexed = index_rows(words, sentences, positions, index, sentence_copies, len(matrix))
     where = f"{model} layer {layer} ({transform})"
+    cost = (
+        f"{len(matrix):,} rows × {matrix.shape[1]} dimensions, "
+        f"{int(indexed.vocab['indexed'].sum()):,} words measured, "
+        f"{settings.bootstrap_resamples} bootstrap resamples"
+    )
+    with Told(log, f"{where}: measures", cost, progress=progress) as told:
+        layer_summary = _measured(
+            matrix, has_vector, indexed, where, transform, settings, fit, past_first_word, told
+        )
+    layer_summary = {
+        "model": model,
+        "transform": transform,
+        "layer": layer,
+        "n_layers": n_layers,
+        "layer_output": layer_output,
+        **layer_summary,
+    }
+    warn([f"{where}: {line}" for line in analysis.thin_estimates(layer_summary)])
+    return summary.measures_table([layer_summary]).reset_index(drop=True)
+
+
+def _measured(
+    matrix: np.ndarray,
+    has_vector: np.ndarray,
+    indexed: IndexedRows,
+    where: str,
+    transform: str,
+    settings: MeasureSettings,
+    fit: TransformSettings | None,
+    past_first_word: bool,
+    told: Told,
+) -> dict[str, Any]:
+    """The layer's summary (`analysis.measure_layer`) from its rows in occurrence order,
+    under `transform`, its record of the fit first where there is one."""
     sentence_ids = indexed.occurrences["sentence_id"].to_numpy()
     one_sentence_warning(sentence_ids[has_vector[indexed.order]], indexed.labels, where)
     stored = str(matrix.dtype) if matrix.dtype == np.float16 else None
@@ -104,9 +149,11 @@ def measure_layer(
     occurrences = indexed.occurrences
     header: dict[str, Any] = {}
     if transform != "none":
+        told.stage(f"fitting {transform}")
         fit = fit or TransformSettings(seed=settings.seed)
         rows, occurrences, header["transform_fit"] = corrected(rows, indexed, transform, fit)
         stored = None
+    told.stage("measures")
     measured = analysis.measure_layer(
         rows,
         occurrences,
@@ -117,14 +164,4 @@ def measure_layer(
         positions=past_first_word,
         stored_dtype=stored,
     )
-    layer_summary = {
-        "model": model,
-        "transform": transform,
-        "layer": layer,
-        "n_layers": n_layers,
-        "layer_output": layer_output,
-        **header,
-        **measured.summary,
-    }
-    warn([f"{where}: {line}" for line in analysis.thin_estimates(layer_summary)])
-    return summary.measures_table([layer_summary]).reset_index(drop=True)
+    return {**header, **measured.summary}

@@ -12,7 +12,7 @@ the other (`best_layers`)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -300,12 +300,14 @@ def resampled_alignment(
     alignment: AlignmentSettings,
     randoms: tuple[np.random.Generator, np.random.Generator],
     what: str = "alignment",
+    progress: Callable[[], None] | None = None,
 ) -> ResampledAlignment:
     """`ResampledAlignment` of the sampled `rows` (positions in the sample; `sentences`
     the sentence of each sampled row): the values, ``alignment.permutations`` nulls
     (one permutation of the rows for every layer, from the first generator) and
     ``alignment.bootstrap`` draws over sentences (`resampling.sentence_weights`, from
-    the second), their progress told on the console as `what` (`console.Progress`)."""
+    the second), their progress told on the console as `what` (`console.Progress`) and
+    to `progress`, called after each."""
     searched = search_neighbours(left, right, rows, alignment.k, alignment.search_device())
     values = measure_grids(left, right, rows, searched)
     permutation_random, bootstrap_random = randoms
@@ -316,11 +318,15 @@ def resampled_alignment(
         pairing = permutation_random.permutation(len(rows))
         nulls.append(measure_grids(left, right, rows, searched, pairing=pairing))
         told.update()
+        if progress:
+            progress()
     draws = []
     weights = sentence_weights(sentences[rows], alignment.bootstrap, bootstrap_random)
     for counts in weights:
         draws.append(measure_grids(left, right, rows, searched, weights=counts))
         told.update()
+        if progress:
+            progress()
     told.finish()
     return ResampledAlignment(
         values, _by_measure(nulls, values), _by_measure(draws, values), alignment.k, len(rows)
@@ -399,6 +405,7 @@ def alignment_between(
     alignment: AlignmentSettings = AlignmentSettings(),
     transform: str = "none",
     occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
+    progress: Callable[[], None] | None = None,
 ) -> AlignmentResult:
     """Every alignment measure, its interval and its permutation null between every layer
     of `left` and every layer of `right` (of `left` itself when None), on the rows with a
@@ -408,7 +415,7 @@ def alignment_between(
     the same rows (stream ``alignment_null``), so it keeps nothing of the rows' order; a
     bootstrap draw resamples their sentences (stream ``alignment_bootstrap``). Each set of
     occurrences gets the draws it gets with every set computed: those of a set left out
-    before it are drawn and passed over."""
+    before it are drawn and passed over. `progress`: called after each null and draw."""
     other = None if right is None else right[1]
     paired = other or left[1]
     kept = rows_in_every_layer(left[1], *([] if other is None else [other]))
@@ -436,7 +443,7 @@ def alignment_between(
                 ]
             )
         found = resampled_alignment(
-            left[1], other, rows, sample.sentences, alignment, randoms, what
+            left[1], other, rows, sample.sentences, alignment, randoms, what, progress
         )
         frames.append(
             alignment_frame(found, names, layers, subset, sample.sampled, confidence, transform)

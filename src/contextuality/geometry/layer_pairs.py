@@ -1,0 +1,213 @@
+"""Alignment between the layers of one model, each unordered pair of layers computed once.
+
+The pair (a, b) and its reverse (b, a) are one computation: one value, one bootstrap
+interval and one permutation null, listed in both orders. Every alignment measure but
+CKNNA is symmetric in its two layers; CKNNA as platonic-rep defines it is nearly so (the
+unbiased HSIC of two neighbour kernels, neither of them symmetric, has a term 1ᵀK̃L̃1 that
+is not 1ᵀL̃K̃1: the two orders of MiniLM's layers 0 and 6 differ by 10⁻⁴ of the value), and
+both rows carry the value of the order a < b. A permutation null shuffles the rows of
+every layer but the first, each layer by a permutation of its own (stream
+``alignment_null``), so that the rows of any two layers are paired at random and every
+pair's null comes from one product of the shuffled layers with themselves, as the value
+does. A layer with itself (the diagonal) is a perfect match by definition: its value is
+the measure's best (`AlignmentMeasure.perfect`; NaN where the measure is undefined for the
+layer), its interval that value, and it has no null. For L layers: L(L − 1)/2 pairs,
+against the L² ordered pairs of `alignment.alignment_between`, whose bootstrap draws this
+shares (stream ``alignment_bootstrap``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from contextuality.configuration.random_streams import generator
+from contextuality.errors import warn
+from contextuality.geometry.alignment import (
+    ALIGNMENT_OCCURRENCES,
+    AlignmentSettings,
+    SampledLayers,
+    SampleRows,
+    SearchedNeighbours,
+    alignment_frame,
+    layer_products,
+    rows_in_every_layer,
+    search_neighbours,
+)
+from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
+from contextuality.geometry.neighbours import Neighbours
+from contextuality.geometry.resampling import ResampledAlignment, sentence_weights
+
+
+def pair_grids(
+    layers: SampledLayers,
+    rows: np.ndarray,
+    searched: SearchedNeighbours | None,
+    weights: np.ndarray | None = None,
+    resample: bool = False,
+    diagonal: bool = False,
+) -> dict[str, np.ndarray]:
+    """Every alignment measure between every two layers (a < b; a ≤ b with `diagonal`)
+    of `layers` on the sampled `rows`, each row counted `weights` times (None: once), as
+    (L × L) grids filled on those pairs (NaN elsewhere); a `resample` (a draw or a null)
+    multiplied in float32 (`alignment.measure_grids`). Measures of neighbours on
+    `searched` (NaN where there are none)."""
+    precision = np.float32 if resample else np.float64
+    products = layer_products(layers, None, rows, None, weights, precision)
+    count = len(layers.vectors)
+    pairs = np.triu(np.ones((count, count), dtype=bool), 0 if diagonal else 1)
+    grids = {}
+    for record in ALIGNMENT_MEASURES:
+        grid = np.full((count, count), np.nan)
+        if record.of_products is not None:
+            grid[pairs] = record.of_products(products)[pairs]
+        elif searched is not None:
+            for a, b in zip(*np.nonzero(pairs), strict=True):
+                grid[a, b] = record.of_neighbours(searched.left[a], searched.left[b], weights)
+        grids[record.name] = grid
+    return grids
+
+
+def _shuffled(
+    layers: SampledLayers,
+    rows: np.ndarray,
+    searched: SearchedNeighbours | None,
+    random: np.random.Generator,
+) -> tuple[SampledLayers, SearchedNeighbours | None]:
+    """The sampled `rows` of every layer, each layer's but the first in an order drawn
+    for it alone, and their neighbours re-paired to match (`Neighbours.paired`)."""
+    orders = [np.arange(len(rows))]
+    orders += [random.permutation(len(rows)) for _ in range(len(layers.vectors) - 1)]
+    vectors = {
+        layer: matrix[rows[order]]
+        for (layer, matrix), order in zip(layers.vectors.items(), orders, strict=True)
+    }
+    shuffled = SampledLayers(vectors, layers.attributes)
+    if searched is None:
+        return shuffled, None
+    rest = zip(searched.left[1:], orders[1:], strict=True)
+    neighbours = [searched.left[0], *(_permuted(found, order) for found, order in rest)]
+    return shuffled, SearchedNeighbours(neighbours, neighbours)
+
+
+def _permuted(found: Neighbours, order: np.ndarray) -> Neighbours:
+    """`found.paired(order)` with `found`'s own HSIC (CKNNA's scale), which a permutation
+    of the rows leaves as it is, so that a null does not compute it again."""
+    moved = found.paired(order)
+    moved.__dict__["own_hsic"] = found.own_hsic  # `Neighbours.own_hsic`, a cached_property
+    return moved
+
+
+def _symmetric(grid: np.ndarray, diagonal: np.ndarray | float) -> np.ndarray:
+    """A grid filled above its diagonal (any leading axes: resamples), mirrored below it,
+    `diagonal` on it."""
+    count = grid.shape[-1]
+    full = grid.copy()
+    below = np.tril_indices(count, -1)
+    full[..., below[0], below[1]] = grid[..., below[1], below[0]]
+    full[..., np.arange(count), np.arange(count)] = diagonal
+    return full
+
+
+def unordered_alignment(
+    layers: SampledLayers,
+    rows: np.ndarray,
+    sentences: np.ndarray,
+    alignment: AlignmentSettings,
+    randoms: tuple[np.random.Generator, np.random.Generator],
+    progress: Callable[[], None] | None = None,
+) -> ResampledAlignment:
+    """`ResampledAlignment` of one model's layers on the sampled `rows` (positions in the
+    sample; `sentences` each sampled row's sentence), each measure on every unordered
+    pair once and mirrored, the diagonal its best (module docstring): the values,
+    ``alignment.permutations`` nulls (from the first generator) and
+    ``alignment.bootstrap`` draws over sentences (from the second), `progress` called
+    after each."""
+    searched = search_neighbours(layers, None, rows, alignment.k, alignment.search_device())
+    values = pair_grids(layers, rows, searched, diagonal=True)
+    # A layer with itself: the measure's best where it is defined for the layer.
+    diagonal = {
+        record.name: np.where(np.isfinite(np.diag(values[record.name])), record.perfect, np.nan)
+        for record in ALIGNMENT_MEASURES
+    }
+    nulls = []
+    for _ in range(alignment.permutations):
+        shuffled, paired = _shuffled(layers, rows, searched, randoms[0])
+        nulls.append(pair_grids(shuffled, np.arange(len(rows)), paired, resample=True))
+        if progress:
+            progress()
+    draws = []
+    for counts in sentence_weights(sentences[rows], alignment.bootstrap, randoms[1]):
+        draws.append(pair_grids(layers, rows, searched, weights=counts, resample=True))
+        if progress:
+            progress()
+    count = len(layers.vectors)
+
+    def stacked(grids: list[dict[str, np.ndarray]], name: str) -> np.ndarray:
+        return np.stack([grid[name] for grid in grids]) if grids else np.empty((0, count, count))
+
+    return ResampledAlignment(
+        {name: _symmetric(grid, diagonal[name]) for name, grid in values.items()},
+        {name: _symmetric(stacked(nulls, name), np.nan) for name in values},
+        {name: _symmetric(stacked(draws, name), diagonal[name]) for name in values},
+        alignment.k,
+        len(rows),
+    )
+
+
+def layer_pair_alignment(
+    name: str,
+    layers: SampledLayers,
+    sample: SampleRows,
+    seed: int,
+    confidence: float,
+    alignment: AlignmentSettings,
+    transform: str = "none",
+    occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
+    progress: Callable[[], None] | None = None,
+) -> pd.DataFrame:
+    """Every alignment measure, its interval and its permutation null between every two
+    layers of one model (rows of `alignment.ALIGNMENT_COLUMNS`, both orders of a pair and
+    the diagonal listed: module docstring), on the rows with a vector in every layer:
+    every one, and those past each sentence's first word (those of
+    `ALIGNMENT_OCCURRENCES` named in `occurrences`, a set left out drawing and passing
+    over its draws); `progress` called after each null and draw."""
+    kept = rows_in_every_layer(layers)
+    subsets = {"all": kept, "position>0": kept[sample.later[kept]]}
+    unknown = sorted(set(occurrences) - set(subsets))
+    if unknown:
+        raise ValueError(f"no occurrences called {', '.join(unknown)}: {list(subsets)}")
+    randoms = (generator(seed, "alignment_null"), generator(seed, "alignment_bootstrap"))
+    numbers = list(layers.vectors)
+    last = max(ALIGNMENT_OCCURRENCES.index(subset) for subset in occurrences)
+    frames = []
+    for subset in ALIGNMENT_OCCURRENCES[: last + 1]:
+        rows = subsets[subset]
+        if subset not in occurrences:
+            for _ in range(alignment.permutations * (len(numbers) - 1)):
+                randoms[0].permutation(len(rows))
+            for _ in sentence_weights(sample.sentences[rows], alignment.bootstrap, randoms[1]):
+                pass
+            continue
+        if len(rows) <= alignment.k:
+            warn(
+                [
+                    f"{name} ({subset} occurrences): geometry.alignment.k = {alignment.k} is "
+                    f"not below the {len(rows)} rows with a vector, so their mutual k-NN and "
+                    "CKNNA are NaN; set it lower"
+                ]
+            )
+        found = unordered_alignment(layers, rows, sample.sentences, alignment, randoms, progress)
+        frames.append(
+            alignment_frame(
+                found,
+                (name, name),
+                (numbers, numbers),
+                subset,
+                sample.sampled,
+                confidence,
+                transform,
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
