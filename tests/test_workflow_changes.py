@@ -8,14 +8,17 @@ the package's files copied to a new place on ``PYTHONPATH``."""
 
 from __future__ import annotations
 
+import copy
 import os
+import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import h5py
 import pytest
 import safetensors.torch
-from workflow_runs import planned_jobs, snakemake, write_config
+from workflow_runs import REPO, planned_jobs, snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 
@@ -67,7 +70,7 @@ CONFIG = {
         "seed": 1,
     },
     "degeneration": {"transforms": []},
-    "geometry": {"activate": False},
+    "geometry": {"activate": True, "sample_size": 200},
 }
 
 
@@ -89,18 +92,6 @@ def study(finished, tmp_path) -> tuple[Path, Path]:
     study, site = finished
     copy = shutil.copytree(study, tmp_path / "study", symlinks=True)
     return copy, shutil.copytree(site, tmp_path / "site")
-
-
-def test_a_reinstall_or_a_touch_plans_nothing(study, tmp_path):
-    directory, site = study
-    assert planned_jobs(directory, environment=_environment(site)) == {}
-    for path in site.rglob("*"):  # every file of the package touched
-        path.touch()
-    assert planned_jobs(directory, environment=_environment(site)) == {}
-    # Installed again elsewhere: the same bytes, new paths and new time stamps.
-    reinstalled = tmp_path / "reinstalled"
-    shutil.copytree(site, reinstalled, copy_function=shutil.copyfile)
-    assert planned_jobs(directory, environment=_environment(reinstalled)) == {}
 
 
 def _dependents(directory: Path, environment: dict[str, str], *rules: str) -> dict[str, int]:
@@ -147,11 +138,9 @@ def _extraction_or_measure(planned: dict[str, int]) -> list[str]:
     return [rule for rule in planned if rule.startswith(("extract_", "measure_layer"))]
 
 
-def test_a_layer_list_shrunk_or_reordered_extracts_and_measures_nothing(study):
+def test_a_layer_list_shrunk_says_which_stored_layers_it_no_longer_names(study):
     directory, site = study
     environment = _environment(site)
-    write_config(directory, _with_layers([2, 0, 1]))  # the same layers in another order
-    assert planned_jobs(directory, environment=environment) == {}
     write_config(directory, _with_layers([0, 2]))
     result = snakemake(directory, "--dry-run", environment=environment)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -187,3 +176,104 @@ def test_a_layer_list_grown_extracts_and_measures_the_new_layers_alone(study):
     assert {layer: (shards / f"layer_{layer}.h5").read_bytes() for layer in (0, 2)} == kept
     assert _vectors(shards / "layer_1.h5") == full_run
     assert planned_jobs(directory, environment=environment) == {}
+
+
+# Each kind of edit a user makes, applied to a copy of the finished run: (config, site,
+# study directory) → the config and the site the dry run is given.
+Edit = Callable[[dict, Path, Path], tuple[dict, Path]]
+
+
+def _config_edit(change: Callable[[dict], None]) -> Edit:
+    def edit(config: dict, site: Path, directory: Path) -> tuple[dict, Path]:
+        change(config)
+        return config, site
+
+    return edit
+
+
+def _add_model(config: dict) -> None:
+    config["models"]["bert_first"] = {"source": f"package:{PACKAGE}/bert", "pooling": "first"}
+
+
+def _remove_gpt2(config: dict) -> None:
+    del config["models"]["gpt2"]
+
+
+def _unstore_layer(config: dict, site: Path, directory: Path) -> tuple[dict, Path]:
+    """gpt2's layer 1 named but not stored: its list grown by it after a run without it."""
+    for path in (directory / "results").rglob("layer_1.*"):
+        if "gpt2" in path.parts:
+            path.unlink()
+    return config, site
+
+
+def _add_corpus_file(config: dict, site: Path, directory: Path) -> tuple[dict, Path]:
+    lines = [f"{sentence} More {k}." for k in range(3) for sentence in SENTENCES]
+    (site / PACKAGE / "corpus" / "part2.txt").write_text("\n".join(lines) + "\n")
+    return config, site
+
+
+def _reinstall(config: dict, site: Path, directory: Path) -> tuple[dict, Path]:
+    reinstalled = site.parent / "reinstalled"
+    shutil.copytree(site, reinstalled, copy_function=shutil.copyfile)
+    return config, reinstalled
+
+
+def _touch(config: dict, site: Path, directory: Path) -> tuple[dict, Path]:
+    for path in site.rglob("*"):
+        path.touch()
+    return config, site
+
+
+def _set(*keys_and_value) -> Callable[[dict], None]:
+    *keys, last, value = keys_and_value
+
+    def change(config: dict) -> None:
+        section = config
+        for key in keys:
+            section = section.setdefault(key, {})
+        section[last] = value
+
+    return change
+
+
+EDITS: dict[str, Edit] = {
+    "model-added": _config_edit(_add_model),
+    "model-removed": _config_edit(_remove_gpt2),
+    "layers-shrunk": _config_edit(_set("models", "gpt2", "layers", [0, 2])),
+    "layers-reordered": _config_edit(_set("models", "gpt2", "layers", [2, 1, 0])),
+    "layers-grown": _unstore_layer,
+    "model-setting": _config_edit(_set("models", "bert", "pooling", "first")),
+    "measure-setting": _config_edit(_set("measures", "baseline_sample_size", 60)),
+    "top-words": _config_edit(_set("measures", "top_words", 5)),
+    "geometry-setting": _config_edit(_set("geometry", "sample_size", 150)),
+    "figure-setting": _config_edit(_set("figures", "relative_layers", True)),
+    "transform-added": _config_edit(_set("measures", "transforms", ["none", "center"])),
+    "corpus-file-added": _add_corpus_file,
+    "package-reinstalled": _reinstall,
+    "package-touched": _touch,
+}
+CHANGE_TABLE = REPO / "docs" / "reruns.md"
+
+
+def change_table() -> dict[str, dict[str, int]]:
+    """docs/reruns.md's table: each edit → the jobs (rule → count) its dry run plans."""
+    planned = {}
+    for row in re.findall(r"^\| `([a-z-]+)` \|[^|]*\|([^|]*)\|$", CHANGE_TABLE.read_text(), re.M):
+        edit, jobs = row
+        counted = re.findall(r"`(\w+)` × (\d+)", jobs)
+        planned[edit] = {rule: int(count) for rule, count in counted}
+    return planned
+
+
+def test_the_change_table_names_every_edit():
+    assert list(change_table()) == list(EDITS)
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_an_edit_plans_the_jobs_the_change_table_lists(study, edit):
+    directory, site = study
+    config, site = EDITS[edit](copy.deepcopy(CONFIG), site, directory)
+    write_config(directory, config)
+    planned = planned_jobs(directory, environment=_environment(site))
+    assert planned == change_table()[edit], planned

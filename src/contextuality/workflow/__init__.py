@@ -79,7 +79,6 @@ from contextuality.workflow.paths import (
     extraction_inputs,
     extraction_log,
     extraction_metas,
-    extraction_outputs,
     extraction_rule,
     family_metas,
     family_summaries,
@@ -104,13 +103,17 @@ from contextuality.workflow.paths import (
     static_labels,
     static_score_paths,
     static_vectors_file,
-    stream_merge_inputs,
-    stream_merge_outputs,
     sweep_summaries,
     wildcard_constraints,
 )
 from contextuality.workflow.report import record_caption, report_section
-from contextuality.workflow.stored import layers_to_write, warn_unnamed_layers
+from contextuality.workflow.stored import (
+    extraction_outputs,
+    layers_to_write,
+    stream_merge_inputs,
+    stream_merge_outputs,
+    warn_unnamed_layers,
+)
 from contextuality.workflow.study import check_devices
 from contextuality.workflow.study_files import (
     SUBWORD_STAGE,

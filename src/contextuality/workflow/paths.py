@@ -77,7 +77,7 @@ def parse_part(label: str | None) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
-def _extraction_directory(config: dict[str, Any], model: str, part: str = "{part}") -> str:
+def extraction_directory(config: dict[str, Any], model: str, part: str = "{part}") -> str:
     """Where `model`'s extraction writes: results/embeddings/<model> (a streamed model's
     results/streaming/<model>), or for a partitioned model the directory of part `part`
     (a label, or the {part} wildcard) inside it."""
@@ -118,22 +118,6 @@ def extraction_inputs(config: dict[str, Any], model: str) -> dict[str, Any]:
     }
 
 
-def extraction_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
-    """The extraction rule's outputs for `model`: one file per layer it writes
-    (``layers``: shards, or a streamed model's state files; `stored.layers_to_write`) and
-    meta.json, those of part {part} (a wildcard) when it is partitioned."""
-    from contextuality.workflow.stored import layers_to_write
-
-    directory = _extraction_directory(config, model)
-    return {
-        "layers": [
-            f"{directory}/{layer_file(config, model, layer)}"
-            for layer in layers_to_write(config, model)
-        ],
-        "meta": f"{directory}/meta.json",
-    }
-
-
 def extraction_log(config: dict[str, Any], model: str, kind: str = "logs") -> str:
     """The extraction rule's log (`kind` ``logs``) or benchmark (``benchmarks``) file."""
     extension = "log" if kind == "logs" else "tsv"
@@ -150,45 +134,15 @@ def part_directories(config: dict[str, Any], model: str, merged: bool = True) ->
     if merged and is_streamed(config, model):
         return [f"results/streaming/{model}"]
     if n_parts == 1:
-        return [_extraction_directory(config, model)]
+        return [extraction_directory(config, model)]
     return [
-        _extraction_directory(config, model, part_label(part, n_parts)) for part in range(n_parts)
+        extraction_directory(config, model, part_label(part, n_parts)) for part in range(n_parts)
     ]
 
 
 def merged_streams(config: dict[str, Any]) -> list[str]:
     """The streamed models extracted in parts, whose parts a merge rule merges."""
     return [model for model in streamed_models(config) if extraction_partitions(config, model) > 1]
-
-
-def stream_merge_inputs(config: dict[str, Any], model: str) -> dict[str, list[str]]:
-    """What the merge rule of partitioned streamed model `model` reads: each layer's part
-    state files in order (``layer_<L>``) and the parts' meta.json files (``metas``)."""
-    from contextuality.workflow.stored import layers_to_write
-
-    directories = part_directories(config, model, merged=False)
-    inputs = {
-        f"layer_{layer}": [
-            f"{directory}/{layer_file(config, model, layer)}" for directory in directories
-        ]
-        for layer in layers_to_write(config, model)
-    }
-    return {**inputs, "metas": [f"{directory}/meta.json" for directory in directories]}
-
-
-def stream_merge_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
-    """The merged state files of partitioned streamed model `model` (``layers``) and its
-    meta.json, where a one-job extraction writes them."""
-    from contextuality.workflow.stored import layers_to_write
-
-    directory = f"results/streaming/{model}"
-    return {
-        "layers": [
-            f"{directory}/{layer_file(config, model, layer)}"
-            for layer in layers_to_write(config, model)
-        ],
-        "meta": f"{directory}/meta.json",
-    }
 
 
 def extraction_metas(config: dict[str, Any], model: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""Which of a model's layers its extraction writes, given what results/ already holds.
+"""Which of a model's layers its extraction writes, given what results/ already holds, and
+the extraction and merge rules' files that follow from it.
 
 A model's layers are extracted in one forward pass, but a layer list grown by a few
 layers should not extract the others again, nor rewrite their shards: Snakemake removes
@@ -33,6 +34,7 @@ from contextuality.workflow.config import (
 )
 from contextuality.workflow.inputs import MODEL_SOURCE, input_record
 from contextuality.workflow.paths import (
+    extraction_directory,
     extraction_inputs,
     index_directory,
     layer_file,
@@ -139,3 +141,43 @@ def warn_unnamed_layers(config: dict[str, Any]) -> None:
                 f"{where}: they stay on disk and no table or figure lists them",
                 file=sys.stderr,
             )
+
+
+def extraction_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
+    """The extraction rule's outputs for `model`: one file per layer it writes
+    (``layers``: shards, or a streamed model's state files; `stored.layers_to_write`) and
+    meta.json, those of part {part} (a wildcard) when it is partitioned."""
+    directory = extraction_directory(config, model)
+    return {
+        "layers": [
+            f"{directory}/{layer_file(config, model, layer)}"
+            for layer in layers_to_write(config, model)
+        ],
+        "meta": f"{directory}/meta.json",
+    }
+
+
+def stream_merge_inputs(config: dict[str, Any], model: str) -> dict[str, list[str]]:
+    """What the merge rule of partitioned streamed model `model` reads: each layer's part
+    state files in order (``layer_<L>``) and the parts' meta.json files (``metas``)."""
+    directories = part_directories(config, model, merged=False)
+    inputs = {
+        f"layer_{layer}": [
+            f"{directory}/{layer_file(config, model, layer)}" for directory in directories
+        ]
+        for layer in layers_to_write(config, model)
+    }
+    return {**inputs, "metas": [f"{directory}/meta.json" for directory in directories]}
+
+
+def stream_merge_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
+    """The merged state files of partitioned streamed model `model` (``layers``) and its
+    meta.json, where a one-job extraction writes them."""
+    directory = f"results/streaming/{model}"
+    return {
+        "layers": [
+            f"{directory}/{layer_file(config, model, layer)}"
+            for layer in layers_to_write(config, model)
+        ],
+        "meta": f"{directory}/meta.json",
+    }
