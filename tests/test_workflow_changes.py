@@ -277,3 +277,54 @@ def test_an_edit_plans_the_jobs_the_change_table_lists(study, edit):
     write_config(directory, config)
     planned = planned_jobs(directory, environment=_environment(site))
     assert planned == change_table()[edit], planned
+
+
+def test_a_partitioned_and_a_streamed_model_s_layer_lists(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
+    """Extracted in two parts, a stored model (bert) and a streamed one (gpt2): their
+    layer lists shrunk plan no extraction job and no measure job of the stored model (the
+    streamed one's parts are merged again, and its merged layers measured again: the
+    merge job reads every layer); a layer named but not stored is extracted alone, every
+    part's stored files untouched."""
+    site = tmp_path / "site"
+    _install(site, tiny_bert_dir, tiny_gpt2_dir)
+    environment = _environment(site)
+    directory = tmp_path / "study"
+    directory.mkdir()
+    config = copy.deepcopy(CONFIG)
+    config["extraction"] = {"partitions": 2}
+    config["models"]["gpt2"]["streaming"] = True
+    config["geometry"] = {"activate": False}
+    write_config(directory, config)
+    result = snakemake(directory, environment=environment)
+    assert result.returncode == 0, result.stderr[-3000:]
+    layer_jobs = ("extract_", "stream_", "merge_stream_", "measure_")
+
+    shrunk = copy.deepcopy(config)
+    for model in ("bert", "gpt2"):
+        shrunk["models"][model]["layers"] = [0, 2]
+    write_config(directory, shrunk)
+    planned = planned_jobs(directory, environment=environment)
+    rerun = [rule for rule in planned if rule.startswith(layer_jobs)]
+    assert planned and rerun == ["merge_stream_gpt2", "measure_streamed_layer"]
+    assert planned["measure_streamed_layer"] == 2
+
+    stored = sorted(
+        path
+        for path in (directory / "results").rglob("layer_*.h5")
+        if not path.name.startswith("layer_1.")
+    )
+    kept = {path: path.read_bytes() for path in stored}
+    for path in (directory / "results").rglob("layer_1.*"):
+        path.unlink()
+    write_config(directory, config)
+    planned = planned_jobs(directory, environment=environment)
+    assert {rule: planned.get(rule) for rule in ("extract_bert", "stream_gpt2")} == {
+        "extract_bert": 2,
+        "stream_gpt2": 2,
+    }
+    assert planned["merge_stream_gpt2"] == 1
+    assert planned["measure_layer_without_degeneration"] == planned["measure_streamed_layer"] == 1
+    result = snakemake(directory, environment=environment)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert {path: path.read_bytes() for path in stored} == kept
+    assert len(list((directory / "results").rglob("layer_1.*h5"))) == 2 + 2 + 1
