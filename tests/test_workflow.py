@@ -22,6 +22,7 @@ import pytest
 import safetensors.torch
 import transformers
 import yaml
+from workflow_runs import planned_jobs, snakemake, write_config
 
 from contextuality import __version__, workflow
 from contextuality.backends.elmo.release import RELEASES
@@ -45,7 +46,6 @@ from contextuality.measures import registry
 from conftest import shipped
 
 REPO = Path(__file__).resolve().parents[1]
-SNAKEFILE = REPO / "workflow" / "Snakefile"
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 # Six short sentences, repeated with a numbered suffix so that common words reach five
@@ -76,48 +76,9 @@ def _config(corpus: Path, models: dict) -> dict:
     }
 
 
-def _snakemake(
-    directory: Path, *arguments: str, environment: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
-    """Snakemake on the workflow in `directory`, 2 cores, with `environment` (None: this
-    process's)."""
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(SNAKEFILE),
-        "--directory",
-        str(directory),
-        "--cores",
-        "2",
-        *arguments,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, env=environment)
-
-
-def _write_config(directory: Path, config: dict) -> None:
-    (directory / "config").mkdir(exist_ok=True)
-    (directory / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-
-
 def _with_defaults(config: dict) -> dict:
     """`config` as the workflow plans it: every default of the schema filled in."""
     return with_defaults(copy.deepcopy(config))
-
-
-def _planned_jobs(directory: Path, *arguments: str) -> dict[str, int]:
-    """Rule name → job count of a dry run (empty when nothing is to be done)."""
-    result = _snakemake(directory, "--dry-run", *arguments)
-    assert result.returncode == 0, result.stderr
-    output = result.stdout + result.stderr
-    if "Nothing to be done" in output:
-        return {}
-    table = output.split("Job stats:")[1].split("total")[0]
-    return {
-        match[1]: int(match[2])
-        for match in re.finditer(r"^(\S+)\s+(\d+)$", table, flags=re.MULTILINE)
-    }
 
 
 def test_final_outputs_name_every_layer_and_figure():
@@ -300,11 +261,11 @@ def test_a_transform_s_figures_wait_for_its_own_measures_alone(tmp_path):
     _write_corpus(corpus)
     config = _config(corpus, {"a": {"source": "unused", "layers": [0, 2]}})
     config["measures"]["transforms"] = ["none", "center"]
-    _write_config(tmp_path, config)
-    jobs = _planned_jobs(tmp_path, "results/figures/fig1_anisotropy.png")
+    write_config(tmp_path, config)
+    jobs = planned_jobs(tmp_path, "results/figures/fig1_anisotropy.png")
     assert jobs["figures_none"] == 1 and jobs["measure_layer"] == 2
     assert "measure_layer_without_degeneration" not in jobs and "measures_table" not in jobs
-    jobs = _planned_jobs(tmp_path, "results/figures/transforms.png")
+    jobs = planned_jobs(tmp_path, "results/figures/transforms.png")
     assert jobs["measure_layer_without_degeneration"] == 2 and "measures_table" not in jobs
 
 
@@ -420,9 +381,9 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
             "compare": {"toy-glove": str(glove)},
             "protocols": ["standard", "paper"],
         }
-    _write_config(tmp_path, config)
+    write_config(tmp_path, config)
 
-    result = _snakemake(tmp_path)
+    result = snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
 
     table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
@@ -487,14 +448,14 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     assert len(tables) >= (2 if not published.is_dir() else 2 + 1 + 1 + 3 * 2 * 2 + 2)
     for path in tables:  # every table carries its provenance
         assert read_tsv_provenance(path)["package_version"] == __version__, path
-    assert _planned_jobs(tmp_path) == {}
+    assert planned_jobs(tmp_path) == {}
     # The model's layers (null: all) listed, in another order: the same extraction,
     # nothing to do.
-    _write_config(tmp_path, config | {"models": {"bert": bert | {"layers": [2, 0, 1]}}})
-    assert _planned_jobs(tmp_path) == {}
-    _write_config(tmp_path, config)
+    write_config(tmp_path, config | {"models": {"bert": bert | {"layers": [2, 0, 1]}}})
+    assert planned_jobs(tmp_path) == {}
+    write_config(tmp_path, config)
     _damaged_intermediates_are_refused_and_missing_ones_rebuilt(tmp_path)
-    report = _snakemake(tmp_path, "--report", "report.html")
+    report = snakemake(tmp_path, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-2000:]
     html = (tmp_path / "report.html").read_text(errors="replace")
     captions = sorted((REPO / "workflow/report/figures").glob("*.rst"))
@@ -519,9 +480,9 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     # a model indexed by its own subwords, that index).
     gpt2_dir = shutil.copytree(tiny_gpt2_dir, tmp_path / "tiny-gpt2")
     config["models"]["gpt2"] = {"source": str(gpt2_dir), "layers": [0, 2], "units": "subword"}
-    _write_config(tmp_path, config)
+    write_config(tmp_path, config)
     static = {"static_vectors": 4, "score_static": 4, "word_benchmarks_table": 1}
-    assert _planned_jobs(tmp_path) == (static if published.is_dir() else {}) | {
+    assert planned_jobs(tmp_path) == (static if published.is_dir() else {}) | {
         "subword_index": 1,
         "settings_record": 1,  # the subword index's settings, named by their hash
         "extract_gpt2": 1,
@@ -539,7 +500,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "figures_none": 1,
         "all": 1,
     }
-    result = _snakemake(tmp_path)
+    result = snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     (subword_index,) = (tmp_path / "results/corpus/subwords").iterdir()
     tokens = pd.read_parquet(subword_index / "occurrences.parquet")["word"]
@@ -553,13 +514,13 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     tensors = safetensors.torch.load_file(weights)  # re-saved with one weight changed
     tensors["wte.weight"][0, 0] += 1.0
     safetensors.torch.save_file(tensors, weights, metadata={"format": "pt"})
-    assert _planned_jobs(tmp_path)["extract_gpt2"] == 1
-    assert _snakemake(tmp_path).returncode == 0
+    assert planned_jobs(tmp_path)["extract_gpt2"] == 1
+    assert snakemake(tmp_path).returncode == 0
 
     # A correction added to the geometry plans its geometry jobs and the split it is fitted
     # on, and the tables and figures gathering them: not one measure job.
-    _write_config(tmp_path, config | {"geometry": {"transforms": ["none", "drop_rogue"]}})
-    assert _planned_jobs(tmp_path) == {
+    write_config(tmp_path, config | {"geometry": {"transforms": ["none", "drop_rogue"]}})
+    assert planned_jobs(tmp_path) == {
         "fit_split": 1,
         "settings_record": 1,  # the split's settings, named by their hash
         "layer_geometry": 2,
@@ -569,7 +530,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "measures_table": 1,
         "all": 1,
     }
-    result = _snakemake(tmp_path)
+    result = snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     alignment = pd.read_csv(tmp_path / "results/tables/alignment.tsv", sep="\t")
     assert list(dict.fromkeys(alignment["transform"])) == ["none", "drop_rogue"]
@@ -579,11 +540,11 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     rows = measures[measures["transform"] == "drop_rogue"]
     assert set(rows["measure"]) == {"intrinsic_dimension[twonn]", "intrinsic_dimension[gride]"}
     assert (tmp_path / "results/figures/geometry_transforms.png").stat().st_size > 0
-    _write_config(tmp_path, config)
+    write_config(tmp_path, config)
 
     # Changing one model's settings reruns that model only (and its reference comparison).
     config["models"]["bert"]["pooling"] = "first"
-    _write_config(tmp_path, config)
+    write_config(tmp_path, config)
     expected = {
         "extract_bert": 1,
         "measure_layer": 3,
@@ -607,7 +568,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
             "score_static": 6,  # a job scores both protocols
             "word_benchmarks_table": 1,
         }
-    assert _planned_jobs(tmp_path) == expected
+    assert planned_jobs(tmp_path) == expected
 
     # A mistake in a model's settings is refused while the DAG is built, so the valid
     # extraction it would replace is never deleted.
@@ -617,15 +578,15 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     }
     for message, mistake in mistakes.items():
         models = config["models"] | {"bert": config["models"]["bert"] | mistake}
-        _write_config(tmp_path, config | {"models": models})
-        result = _snakemake(tmp_path)
+        write_config(tmp_path, config | {"models": models})
+        result = snakemake(tmp_path)
         assert result.returncode != 0 and message in result.stdout + result.stderr
         assert (tmp_path / "results/embeddings/bert/layer_2.h5").is_file()
     # So is a min_contexts no word of the corpus reaches: the index at hand is kept.
     index = tmp_path / "results/corpus/index.json"
     built = index.read_bytes()
-    _write_config(tmp_path, config | {"index": config["index"] | {"min_contexts": 10**5}})
-    result = _snakemake(tmp_path)
+    write_config(tmp_path, config | {"index": config["index"] | {"min_contexts": 10**5}})
+    result = snakemake(tmp_path)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "index.min_contexts: 100000: no word of the corpus reaches it" in result.stderr
     assert index.read_bytes() == built
@@ -648,7 +609,7 @@ def _damaged_intermediates_are_refused_and_missing_ones_rebuilt(directory: Path)
     raw = json.loads(summary.read_text())["measures"]["selfsim"]["raw"]
     summary.write_text(summary.read_text().replace(repr(raw), repr(raw + 1e-6), 1))
     for damaged in (words, summary):
-        result = _snakemake(directory, "--keep-going")
+        result = snakemake(directory, "--keep-going")
         assert result.returncode != 0
         refusals = [
             line
@@ -662,10 +623,10 @@ def _damaged_intermediates_are_refused_and_missing_ones_rebuilt(directory: Path)
         damaged.unlink()
     (directory / "results/embeddings/bert/layer_0.h5").unlink()
     (directory / "results/geometry/bert/none/alignment.parquet").unlink()
-    planned = _planned_jobs(directory)
+    planned = planned_jobs(directory)
     assert planned["extract_bert"] == 1 and planned["layer_geometry"] == 1
-    assert _snakemake(directory).returncode == 0
-    assert _planned_jobs(directory) == {}
+    assert snakemake(directory).returncode == 0
+    assert planned_jobs(directory) == {}
     for name, content in before.items():
         assert (directory / "results/tables" / name).read_bytes() == content, name
 
@@ -685,8 +646,8 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
             "benchmarks": ["simlex999"],
             "methods": ["mean"],
         }
-    _write_config(tmp_path, config)
-    result = _snakemake(tmp_path)
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     before = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
 
@@ -700,8 +661,8 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
     if with_benchmarks:
         config["static"]["transforms"] = ["none", "abtt"]
         static = {"static_vectors": 2, "score_static": 2, "word_benchmarks_table": 1}
-    _write_config(tmp_path, config)
-    assert _planned_jobs(tmp_path) == static | {
+    write_config(tmp_path, config)
+    assert planned_jobs(tmp_path) == static | {
         "fit_split": 1,
         "settings_record": 1,  # the split's settings, named by their hash
         "measure_layer": 2 * (len(analysed) - 1),
@@ -716,7 +677,7 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
         "transforms_figure": 1,
         "all": 1,
     }
-    result = _snakemake(tmp_path)
+    result = snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
 
     after = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
@@ -745,7 +706,7 @@ def test_adding_corrections_leaves_the_raw_measures_alone(tmp_path, tiny_bert_di
         ours = scores[scores["source"] == "this run"]
         assert sorted(ours["transform"].unique()) == ["abtt", "none"]
         assert len(ours) == 2 * 2  # transforms × layers, one method and benchmark
-    assert _planned_jobs(tmp_path) == {}
+    assert planned_jobs(tmp_path) == {}
 
 
 def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_dir, tiny_bert_dir):
@@ -766,8 +727,8 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
     config = _config(corpus, models)
     config["measures"]["transforms"] = ["none"]
     config["figures"] = {"families": {"tiny": ["gpt2.step0", "bert"]}}
-    _write_config(tmp_path, config)
-    result = _snakemake(tmp_path)
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
     assert set(table["model"]) == {"gpt2.step0", "gpt2.step10", "bert"}
@@ -787,7 +748,7 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
     bert_meta = json.loads((tmp_path / "results/embeddings/bert/meta.json").read_text())
     model = transformers.AutoModel.from_pretrained(tiny_bert_dir)
     assert bert_meta["n_parameters"] == sum(weight.numel() for weight in model.parameters())
-    report = _snakemake(tmp_path, "--report", "report.html")
+    report = snakemake(tmp_path, "--report", "report.html")
     assert report.returncode == 0, report.stderr[-2000:]
     html = (tmp_path / "report.html").read_text(errors="replace")
     for name in (SWEEP_FIGURE, FAMILY_FIGURE):
@@ -798,8 +759,8 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
     assert meta["model_file_checksums"]["model.safetensors"] == checksum
 
     sweep["steps"].append(20)
-    _write_config(tmp_path, config)
-    planned = _planned_jobs(tmp_path)
+    write_config(tmp_path, config)
+    planned = planned_jobs(tmp_path)
     assert planned.pop("extract_gpt2.step20") == 1
     assert planned.pop("measure_layer") == 2  # the new checkpoint's two layers
     assert planned.pop("alignment_between_models") == 2  # step 20 against step 10 and bert
@@ -825,7 +786,7 @@ def test_the_test_config_runs_to_the_end(tmp_path):
     """.test/config/config.yaml (the catalog's convention, CI's dry run) runs as it is: a
     real model over the first 500 sentences of a real corpus, saying what it left out."""
     shutil.copytree(REPO / ".test" / "config", tmp_path / "config")
-    result = _snakemake(tmp_path)
+    result = snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert re.search(r"WARNING: corpus.max_sentences: kept the first 500 of \d+", result.stderr)
     sentences = pd.read_parquet(tmp_path / "results/corpus/sentences.parquet")
@@ -839,10 +800,10 @@ def test_a_study_in_its_own_directory_reads_its_relative_paths_there(tmp_path):
     """``--directory`` makes a study's directory the working directory: a relative corpus
     path resolves there, and nothing else is read from the directory snakemake runs in."""
     _write_corpus(tmp_path / "corpus.txt")
-    _write_config(tmp_path, _config(Path("corpus.txt"), {"m": {"source": "x", "layers": [0]}}))
-    assert _planned_jobs(tmp_path)["sentences"] == 1
+    write_config(tmp_path, _config(Path("corpus.txt"), {"m": {"source": "x", "layers": [0]}}))
+    assert planned_jobs(tmp_path)["sentences"] == 1
     (tmp_path / "corpus.txt").unlink()
-    result = _snakemake(tmp_path, "--dry-run")
+    result = snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0 and "corpus.txt" in result.stdout + result.stderr
 
 
@@ -852,12 +813,12 @@ def test_a_hub_id_missing_offline_ends_the_dry_run_in_one_line(tmp_path):
     saying so, no traceback, no retries."""
     corpus = tmp_path / "corpus.txt"
     _write_corpus(corpus)
-    _write_config(tmp_path, _config(corpus, {"typo": {"source": "acme/no-such-model"}}))
+    write_config(tmp_path, _config(corpus, {"typo": {"source": "acme/no-such-model"}}))
     environment = os.environ | {
         "HF_ENDPOINT": "https://hub.invalid",
         "HF_HUB_CACHE": str(tmp_path / "empty-cache"),
     }
-    result = _snakemake(tmp_path, "--dry-run", environment=environment)
+    result = snakemake(tmp_path, "--dry-run", environment=environment)
     assert result.returncode == 1
     output = result.stdout + result.stderr
     assert "Traceback" not in output and "Retrying" not in output, output[-3000:]
@@ -871,56 +832,56 @@ def test_bad_config_is_refused_with_a_clear_message(tmp_path):
     corpus = tmp_path / "corpus.txt"
     _write_corpus(corpus)
     config = _config(corpus, {"m": {"source": "x", "layers": [0], "poolling": "mean"}})
-    _write_config(tmp_path, config)
-    result = _snakemake(tmp_path, "--dry-run")
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0
     assert "models.m: Additional properties are not allowed ('poolling'" in result.stderr
 
     config = _config(corpus, {"m": {"source": "x", "layers": [0]}})
     config["index"]["min_contexts"] = "five"
-    _write_config(tmp_path, config)
-    result = _snakemake(tmp_path, "--dry-run")
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0
     assert "index.min_contexts: 'five' is not of type 'integer'" in result.stderr
 
     config = _config(corpus, {"m": {"source": "x", "layers": [0]}})
     config["reference"] = {"models": {"bert-base-cased": "bert"}}
-    _write_config(tmp_path, config)
-    result = _snakemake(tmp_path, "--dry-run")
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0
     assert "reference.models.bert-base-cased: no model named 'bert-base-cased'" in result.stderr
 
     config = _config(corpus, {"m": {"source": "x", "layers": [0]}})
     config["figures"] = {"transforms": ["whiten"]}  # measures.transforms: default none, center
-    _write_config(tmp_path, config)
-    result = _snakemake(tmp_path, "--dry-run")
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0
     assert "figures.transforms: 'whiten' is not in measures.transforms" in result.stderr
 
     config = _config(corpus, {"m": {"source": "x", "layers": [0]}})
     config["geometry"] = {"transforms": ["center"]}
-    _write_config(tmp_path, config)
-    result = _snakemake(tmp_path, "--dry-run")
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0
     assert "geometry.transforms: must include none" in result.stderr
 
     # A relative directory written like a hub id, a family naming no model, a bad sweep.
     config = _config(corpus, {"m": {"source": "models/my-model/v2", "layers": [0]}})
     config["figures"] = {"families": {"sizes": ["m", "m-large"]}}
-    _write_config(tmp_path, config)
-    result = _snakemake(tmp_path, "--dry-run")
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0 and "Traceback" not in result.stdout + result.stderr
     assert "models.m.source: 'models/my-model/v2' is not a hub id" in result.stderr
     assert "figures.families.sizes: no model named 'm-large'" in result.stderr
     sweep = {"source": "x", "sweep": {"steps": [1, 1], "source": "c/{step}"}}
-    _write_config(tmp_path, _config(corpus, {"m": sweep}))
-    result = _snakemake(tmp_path, "--dry-run")
+    write_config(tmp_path, _config(corpus, {"m": sweep}))
+    result = snakemake(tmp_path, "--dry-run")
     assert result.returncode != 0 and "Traceback" not in result.stdout + result.stderr
     assert "models.m.sweep.steps: [1, 1] has non-unique elements" in result.stderr
 
     # A value of another type: one line naming the key, without Snakemake's frames around it.
-    _write_config(tmp_path, _config(corpus, {"m": {"source": "x", "layers": "0,1,2"}}))
-    result = _snakemake(tmp_path, "--dry-run")
+    write_config(tmp_path, _config(corpus, {"m": {"source": "x", "layers": "0,1,2"}}))
+    result = snakemake(tmp_path, "--dry-run")
     assert result.returncode == 1
     assert "models.m.layers: '0,1,2' is not of type 'array', 'null'" in result.stderr
     assert 'File "' not in result.stdout + result.stderr
@@ -928,18 +889,18 @@ def test_bad_config_is_refused_with_a_clear_message(tmp_path):
     # A model written twice in one file: refused, not the last one silently kept.
     text = yaml.safe_dump(_config(corpus, {"m": {"source": "x", "layers": [0]}}))
     (tmp_path / "config" / "config.yaml").write_text(text + "models:\n  n:\n    source: y\n")
-    result = _snakemake(tmp_path, "--dry-run")
+    result = snakemake(tmp_path, "--dry-run")
     assert result.returncode == 1 and "'models' is given twice in one mapping" in result.stderr
 
     # A misspelt key and a corpus path with a typo: one line each, with the close match.
     config = _config(corpus, {"m": {"source": "x", "layers": [0]}})
     config["index"]["min_context"] = 3
-    _write_config(tmp_path, config)
-    result = _snakemake(tmp_path, "--dry-run")
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path, "--dry-run")
     assert result.returncode == 1 and "did you mean min_contexts?" in result.stderr
     typo = tmp_path / "corpsu.txt"
-    _write_config(tmp_path, _config(typo, {"m": {"source": "x", "layers": [0]}}))
-    result = _snakemake(tmp_path, "--dry-run")
+    write_config(tmp_path, _config(typo, {"m": {"source": "x", "layers": [0]}}))
+    result = snakemake(tmp_path, "--dry-run")
     assert result.returncode == 1 and 'File "' not in result.stdout + result.stderr
     (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert line == (
@@ -954,8 +915,8 @@ def test_unloadable_model_fails_its_job_with_a_message(tmp_path, tiny_bert_dir):
     _write_corpus(corpus)
     broken = shutil.copytree(tiny_bert_dir, tmp_path / "broken-bert")
     (broken / "model.safetensors").write_bytes(b"not a safetensors file")
-    _write_config(tmp_path, _config(corpus, {"m": {"source": str(broken), "layers": [0]}}))
-    result = _snakemake(tmp_path)
+    write_config(tmp_path, _config(corpus, {"m": {"source": str(broken), "layers": [0]}}))
+    result = snakemake(tmp_path)
     assert result.returncode != 0
     log = (tmp_path / "logs/extract/m.log").read_text()
     assert "cannot load the weights" in log and "Traceback" not in log
@@ -971,15 +932,15 @@ def test_a_config_in_which_every_model_streams_runs_to_the_end(tmp_path, tiny_be
     _write_corpus(corpus)
     config = _config(corpus, {"m": {"source": str(tiny_bert_dir), "streaming": True}})
     config["measures"]["transforms"] = ["none"]
-    _write_config(tmp_path, config)
-    result = _snakemake(tmp_path)
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     table = pd.read_csv(tmp_path / "results/tables/measures.tsv", sep="\t")
     assert set(table["model"]) == {"m"} and sorted(table["layer"].unique()) == [0, 1, 2]
     assert not (tmp_path / "results/tables/degeneration.tsv").exists()
     figures = {path.stem for path in (tmp_path / "results/figures").glob("*.png")}
     assert "fig2_selfsim" in figures and "fig4_mev" not in figures
-    assert _planned_jobs(tmp_path) == {}
+    assert planned_jobs(tmp_path) == {}
 
 
 @pytest.mark.parametrize("sentences", [["The cat sat on the mat."], BASE_SENTENCES])
@@ -988,8 +949,8 @@ def test_a_corpus_with_nothing_to_measure_stops_at_the_index(tmp_path, tiny_bert
     step, and no model run and no figure drawn."""
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(sentences) + "\n")
-    _write_config(tmp_path, _config(corpus, {"m": {"source": str(tiny_bert_dir)}}))
-    result = _snakemake(tmp_path)
+    write_config(tmp_path, _config(corpus, {"m": {"source": str(tiny_bert_dir)}}))
+    result = snakemake(tmp_path)
     assert result.returncode != 0
     message = (
         rf"error: 0 of \d+ words in {len(sentences)} sentences occur at least min_contexts=5 "
@@ -1071,7 +1032,7 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
         assemble(str(tmp_path / "resources/models/gemma-3-270m/gemma-3-270m-q4_k_m.gguf"))
     configfiles = [str(tmp_path / "config" / name) for name in names]
     configfiles.append(str(tmp_path / "mirrors.yaml"))
-    jobs = _planned_jobs(tmp_path, "--configfile", *configfiles)
+    jobs = planned_jobs(tmp_path, "--configfile", *configfiles)
     extractions = {rule.split("_", 1)[1] for rule in jobs if rule.startswith("extract_")}
     assert extractions == set(named)
     layers = sum(len(model["layers"]) for model in config["models"].values())
@@ -1137,8 +1098,8 @@ def test_the_paper_config_builds_every_output(tmp_path, tiny_bert_dir, tiny_gpt2
     release = RELEASES[config["models"]["elmo"]["source"]]
     config["elmo"]["mirror"] = str(tmp_path / "elmo-mirror")
     write_random_files(tmp_path / "elmo-mirror", stem=release.stem)
-    _write_config(tmp_path, config)
-    result = _snakemake(tmp_path)
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     for path in workflow.final_outputs(_with_defaults(config)):
         assert (tmp_path / path).stat().st_size > 0, path

@@ -15,20 +15,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from contextuality.extraction.units import EncodedSentence
-from contextuality.jobs.console import PROGRESS_INTERVAL, say
+from contextuality.jobs.console import PROGRESS_INTERVAL, duration, say
 
 INTERVAL = PROGRESS_INTERVAL  # seconds of wall time between two progress lines
 FIRST_INTERVAL = 5.0  # seconds from the start to the first
-
-
-def _duration(seconds: float) -> str:
-    """``42 s``, ``3 min 5 s`` or ``2 h 4 min``, as the console's other lines write it."""
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
 class ExtractionProgress:
@@ -99,8 +89,8 @@ class ExtractionProgress:
             f"({percent}%), {self.rows:,} of {self.n_rows:,} words"
         )
         if done:
-            return f"{counts}, in {_duration(elapsed)}, {rate:,.1f} words/s"
+            return f"{counts}, in {duration(elapsed)}, {rate:,.1f} words/s"
         left = (
-            "not yet known" if not rate else f"about {_duration((self.n_rows - self.rows) / rate)}"
+            "not yet known" if not rate else f"about {duration((self.n_rows - self.rows) / rate)}"
         )
-        return f"{counts}, {_duration(elapsed)}, {rate:,.1f} words/s, time left {left}"
+        return f"{counts}, {duration(elapsed)}, {rate:,.1f} words/s, time left {left}"

@@ -27,7 +27,7 @@ def say(message: str) -> None:
     on_console(message)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     """``42 s``, ``3 min 5 s`` or ``2 h 4 min``."""
     seconds = max(0, round(seconds))
     if seconds < 60:
@@ -68,11 +68,11 @@ class Progress:
             say(
                 f"{self.what}: {self.done:,} of {self.total:,} {self.unit} "
                 f"({self.done / self.total:.0%}), {rate:,.1f} {self.unit}/s, "
-                f"about {_duration(left)} left"
+                f"about {duration(left)} left"
             )
 
     def finish(self) -> None:
         """The line saying the loop ended, its count and the time it took."""
         elapsed = self.clock() - self.start
         if self.always or elapsed >= self.interval:
-            say(f"{self.what}: {self.done:,} {self.unit} in {_duration(elapsed)}")
+            say(f"{self.what}: {self.done:,} {self.unit} in {duration(elapsed)}")
