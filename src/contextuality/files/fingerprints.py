@@ -76,4 +76,3 @@ def relative_labels(files: list[Path], root: Path) -> dict[str, Path]:
     if len(files) == 1 and files[0] == root:
         return {root.name: root}
     return {file.relative_to(root).as_posix(): file for file in files}
-
