@@ -21,7 +21,8 @@ from typing import NamedTuple
 
 import pandas as pd
 import pytest
-from test_workflow import _config, _snakemake, _write_config, _write_corpus
+from test_workflow import _config, _write_corpus
+from workflow_runs import snakemake, write_config
 
 from contextuality.catalogue.discovery import discover
 from contextuality.geometry import alignment_catalogue
@@ -238,9 +239,9 @@ def _run_in_copy(
     config = _config(study / "corpus.txt", {"a": model, "b": model})
     config["measures"]["transforms"] = transforms
     config["geometry"] = {"activate": True, "alignment_between_models": True}
-    _write_config(study, config)
+    write_config(study, config)
     environment = {**os.environ, "PYTHONPATH": str(source)}
-    run = _snakemake(study, environment=environment)
+    run = snakemake(study, environment=environment)
     assert run.returncode == 0, run.stderr[-3000:]
     return study, environment
 
@@ -325,6 +326,6 @@ def test_the_worked_examples_added_as_the_docs_show_reach_every_output(tmp_path,
     assert found["api_alignment"][-len(added) - 5 : -5] == added
     listed = {row for rows in found["in_run"] for row in rows.split(", ")}
     assert listed == set(table["measure"]), "the report lists the rows the table holds"
-    report = _snakemake(study, "--report", "report.html", environment=environment)
+    report = snakemake(study, "--report", "report.html", environment=environment)
     assert report.returncode == 0, report.stderr[-3000:]
     assert measures[0].caption in (study / "report.html").read_text()

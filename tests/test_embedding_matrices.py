@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_workflow import _config, _planned_jobs, _snakemake, _write_config, _write_corpus
+from test_workflow import _config, _write_corpus
 from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+from workflow_runs import planned_jobs, snakemake, write_config
 
 from contextuality import backends, steps, workflow
 from contextuality.configuration.schema import with_defaults
@@ -166,13 +167,13 @@ def test_a_dry_run_plans_the_jobs_when_activated_and_refuses_what_is_not_a_boole
     config = _config(
         tmp_path / "corpus.txt", {"gpt2": {"source": str(tiny_gpt2_dir), "layers": [0]}}
     )
-    _write_config(tmp_path, config)
-    assert not set(EMBEDDING_JOBS) & set(_planned_jobs(tmp_path))
-    _write_config(tmp_path, config | {"embedding_matrices": {"activate": True}})
-    planned = _planned_jobs(tmp_path)
+    write_config(tmp_path, config)
+    assert not set(EMBEDDING_JOBS) & set(planned_jobs(tmp_path))
+    write_config(tmp_path, config | {"embedding_matrices": {"activate": True}})
+    planned = planned_jobs(tmp_path)
     assert {job: planned.get(job) for job in EMBEDDING_JOBS} == dict.fromkeys(EMBEDDING_JOBS, 1)
-    _write_config(tmp_path, config | {"embedding_matrices": {"activate": "maybe"}})
-    result = _snakemake(tmp_path, "--dry-run")
+    write_config(tmp_path, config | {"embedding_matrices": {"activate": "maybe"}})
+    result = snakemake(tmp_path, "--dry-run")
     assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
     problems = [line.strip() for line in result.stderr.splitlines() if "embedding_matrices" in line]
     assert problems == ["embedding_matrices.activate: 'maybe' is not of type 'boolean'"]

@@ -195,7 +195,8 @@ def test_an_ablated_model_runs_through_the_workflow_beside_its_model(tmp_path, t
     import json
 
     import pandas as pd
-    from test_workflow import _config, _snakemake, _write_config, _write_corpus
+    from test_workflow import _config, _write_corpus
+    from workflow_runs import snakemake, write_config
 
     corpus = tmp_path / "corpus.txt"
     _write_corpus(corpus)
@@ -204,8 +205,8 @@ def test_an_ablated_model_runs_through_the_workflow_beside_its_model(tmp_path, t
     models = {"gpt2": {"source": source}, "gpt2-ablated": {"source": source, "ablation": ablation}}
     config = _config(corpus, models)
     config["measures"]["transforms"] = ["none"]
-    _write_config(tmp_path, config)
-    result = _snakemake(tmp_path)
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "results/figures/ablation/gpt2-ablated.png").stat().st_size > 0
     meta = json.loads((tmp_path / "results/embeddings/gpt2-ablated/meta.json").read_text())

@@ -520,7 +520,8 @@ def _static_vectors(path: Path) -> tuple[list[str], np.ndarray]:
 
 @pytest.mark.workflow
 def test_a_partitioned_run_gives_the_results_of_one_job(tmp_path, tiny_bert_dir):
-    from test_workflow import _config, _snakemake, _write_config
+    from test_workflow import _config
+    from workflow_runs import snakemake, write_config
 
     _large_corpus(tmp_path / "corpus.txt")
     bert = {"source": str(tiny_bert_dir), "segment_words": WORKFLOW_SEGMENT_WORDS}
@@ -531,8 +532,8 @@ def test_a_partitioned_run_gives_the_results_of_one_job(tmp_path, tiny_bert_dir)
         "results/static/bert/none/pc1/layer_2.txt",
         "results/static/bert/none/mean/layer_1.txt",
     ]
-    _write_config(tmp_path, config)
-    result = _snakemake(tmp_path, *tables, *vectors)
+    write_config(tmp_path, config)
+    result = snakemake(tmp_path, *tables, *vectors)
     assert result.returncode == 0, result.stderr[-3000:]
     one_job = {path: read_tsv(tmp_path / path) for path in tables}
     one_job_vectors = {path: _static_vectors(tmp_path / path) for path in vectors}
@@ -544,14 +545,14 @@ def test_a_partitioned_run_gives_the_results_of_one_job(tmp_path, tiny_bert_dir)
     assert len(occurrences) > 4 * WORKFLOW_SEGMENT_WORDS  # five segments of the extraction
 
     config["extraction"] = {"partitions": 3}
-    _write_config(tmp_path, config)
-    planned = _snakemake(tmp_path, "--dry-run", *tables, *vectors)
+    write_config(tmp_path, config)
+    planned = snakemake(tmp_path, "--dry-run", *tables, *vectors)
     assert planned.returncode == 0, planned.stderr[-3000:]
     stats = (planned.stdout + planned.stderr).split("Job stats:")[1]
     assert re.search(r"^extract_bert\s+3$", stats, re.MULTILINE)
     assert re.search(r"^measure_layer\s+3$", stats, re.MULTILINE)
     assert not re.search(r"^(sentences|occurrence_index)\s", stats, re.MULTILINE)
-    result = _snakemake(tmp_path, *tables, *vectors)
+    result = snakemake(tmp_path, *tables, *vectors)
     assert result.returncode == 0, result.stderr[-3000:]
 
     # every measure, word and static vector: the one job's, within the rounding of the

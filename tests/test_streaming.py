@@ -609,7 +609,8 @@ def test_a_streamed_model_in_the_workflow_measures_as_its_shards(tmp_path, tiny_
     """``models.<name>.streaming`` runs the model into state files, no shard: the layer
     table's streamed measures equal those of the same model extracted to shards, with a
     word sample holding every occurrence (so MEV is exact too); static vectors come too."""
-    from test_workflow import _config, _snakemake, _write_config, _write_corpus
+    from test_workflow import _config, _write_corpus
+    from workflow_runs import snakemake, write_config
 
     corpus = tmp_path / "corpus.txt"
     _write_corpus(corpus)
@@ -617,9 +618,9 @@ def test_a_streamed_model_in_the_workflow_measures_as_its_shards(tmp_path, tiny_
     streamed = {**bert, "streaming": {"word_sample_size": 100_000}}
     config = _config(corpus, {"stored": bert, "streamed": streamed})
     config["measures"]["transforms"] = ["none"]
-    _write_config(tmp_path, config)
+    write_config(tmp_path, config)
     targets = ["all", "results/static/streamed/none/pc1/layer_2.txt"]
-    result = _snakemake(tmp_path, *targets)
+    result = snakemake(tmp_path, *targets)
     assert result.returncode == 0, result.stderr[-3000:]
     assert not (tmp_path / "results/embeddings/streamed").exists()
     assert (tmp_path / "results/streaming/streamed/layer_2.state.h5").is_file()
@@ -643,7 +644,7 @@ def test_a_streamed_model_in_the_workflow_measures_as_its_shards(tmp_path, tiny_
 
 
 def test_streaming_is_refused_with_corrections_or_a_reference_and_allowed_in_parts(tmp_path):
-    from test_workflow import SNAKEFILE
+    from workflow_runs import SNAKEFILE
 
     from contextuality.errors import ConfigError
     from contextuality.workflow import check_config

@@ -363,7 +363,8 @@ def test_a_streamed_model_in_parts_is_the_one_job_in_the_workflow(tmp_path, tiny
     state files one job writes, within the rounding of the batches the cuts regroup, and
     the same tables; the merged meta.json counts every part's rows."""
     from test_extraction_partitions import _assert_tables_agree
-    from test_workflow import _config, _snakemake, _write_config, _write_corpus
+    from test_workflow import _config, _write_corpus
+    from workflow_runs import snakemake, write_config
 
     from contextuality.files.tables import read_tsv
 
@@ -377,8 +378,8 @@ def test_a_streamed_model_in_parts_is_the_one_job_in_the_workflow(tmp_path, tiny
         config = _config(corpus, {"streamed": {**model, "streaming": True}})
         config["measures"]["transforms"] = ["none"]
         config["extraction"] = {"partitions": parts}
-        _write_config(directory, config)
-        result = _snakemake(directory, "all")
+        write_config(directory, config)
+        result = snakemake(directory, "all")
         assert result.returncode == 0, result.stderr[-3000:]
         runs[parts] = directory
     state = "results/streaming/streamed/layer_2.state.h5"

@@ -20,14 +20,8 @@ from test_study_files import (
     copy,  # noqa: F401 (a fixture)
     finished,  # noqa: F401 (a fixture)
 )
-from test_workflow import (
-    _config,
-    _planned_jobs,
-    _snakemake,
-    _with_defaults,
-    _write_config,
-    _write_corpus,
-)
+from test_workflow import _config, _with_defaults, _write_corpus
+from workflow_runs import planned_jobs, snakemake, write_config
 
 from contextuality import steps
 from contextuality.corpus.index import IndexFiles, IndexSettings
@@ -193,8 +187,8 @@ def test_another_studys_whole_corpus_directory_is_refused_at_the_dry_run(copy, t
     _refused_twice(copy, "results/corpus/sentences.parquet: 3 sentences", "another study's file")
     config = yaml.safe_load((copy / "config" / "config.yaml").read_text())
     config["index"]["min_contexts"] = 1
-    _write_config(copy, config)
-    result = _snakemake(copy, "--dry-run")
+    write_config(copy, config)
+    result = snakemake(copy, "--dry-run")
     assert result.returncode == 1
     assert "results/corpus/sentences.parquet: 3 sentences" in _one_error_line(result)
     assert _tables(copy) == before
@@ -219,8 +213,8 @@ def test_a_corpus_setting_edited_rebuilds_the_corpus_instead(copy):  # noqa: F81
     what follows, and refuses nothing."""
     config = yaml.safe_load((copy / "config" / "config.yaml").read_text())
     config["corpus"]["max_sentences"] = 20
-    _write_config(copy, config)
-    planned = _planned_jobs(copy)
+    write_config(copy, config)
+    planned = planned_jobs(copy)
     assert planned["settings_record"] == 1
     assert planned["sentences"] == 1 and planned["occurrence_index"] == 1
 
@@ -238,9 +232,9 @@ def test_an_overlap_that_leaves_the_content_window_no_step_is_refused_at_the_dry
     config["models"]["bert"].update(
         {"max_length": 12, "long_sentences": "window", "window_overlap": overlap}
     )
-    _write_config(copy, config)
+    write_config(copy, config)
     for arguments in (["--dry-run"], []):
-        result = _snakemake(copy, *arguments)
+        result = snakemake(copy, *arguments)
         assert result.returncode == 1
         assert f"models.bert.window_overlap: {overlap} leaves no step in a window of 10 " in (
             result.stderr

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_workflow import _config, _snakemake, _write_config, _write_corpus
+from test_workflow import _config, _write_corpus
+from workflow_runs import snakemake, write_config
 
 from contextuality.files.tables import read_tsv
 
@@ -30,7 +31,7 @@ def _study(directory: Path, model_dir: Path, **changes) -> dict:
     config["measures"]["transforms"] = ["none"]
     config["geometry"] = {"sample_size": 200}
     config.update(changes)
-    _write_config(directory, config)
+    write_config(directory, config)
     return config
 
 
@@ -39,7 +40,7 @@ def finished(tmp_path_factory, tiny_bert_dir) -> Path:
     """A study run to the end."""
     directory = tmp_path_factory.mktemp("finished")
     _study(directory, tiny_bert_dir)
-    result = _snakemake(directory)
+    result = snakemake(directory)
     assert result.returncode == 0, result.stderr[-3000:]
     return directory
 
@@ -72,8 +73,8 @@ def _copied_from_another_study(copy: Path, model_dir: Path, names: tuple[str, ..
     config = _study(other, model_dir)
     config["corpus"]["max_sentences"] = 3
     config["index"]["min_contexts"] = 1
-    _write_config(other, config)
-    made = _snakemake(other, *(f"results/corpus/{name}" for name in names))
+    write_config(other, config)
+    made = snakemake(other, *(f"results/corpus/{name}" for name in names))
     assert made.returncode == 0, made.stderr[-3000:]
     for name in names:
         shutil.copy(other / "results/corpus" / name, copy / "results/corpus")
@@ -82,7 +83,7 @@ def _copied_from_another_study(copy: Path, model_dir: Path, names: tuple[str, ..
 def _refused_twice(copy: Path, *expected: str) -> None:
     """The dry run and the run of `copy` each end in one error line holding `expected`."""
     for arguments in (["--dry-run"], []):
-        result = _snakemake(copy, *arguments)
+        result = snakemake(copy, *arguments)
         assert result.returncode == 1
         line = _one_error_line(result)
         assert all(text in line for text in expected), line
@@ -121,7 +122,7 @@ def test_a_lost_sidecar_is_rebuilt_by_the_next_run(copy):
     before = _tables(copy)
     for name in TABLES:
         Path(copy / name).with_suffix(".provenance.json").unlink()
-    result = _snakemake(copy)
+    result = snakemake(copy)
     assert result.returncode == 0, result.stderr[-3000:]
     for name in TABLES:
         assert Path(copy / name).with_suffix(".provenance.json").is_file()
@@ -148,9 +149,9 @@ def test_a_model_setting_that_cannot_take_effect_is_refused_at_the_dry_run(
     before = _tables(copy)
     config = yaml.safe_load((copy / "config" / "config.yaml").read_text())
     config["models"]["bert"].update(change)
-    _write_config(copy, config)
+    write_config(copy, config)
     for arguments in (["--dry-run"], []):
-        result = _snakemake(copy, *arguments)
+        result = snakemake(copy, *arguments)
         assert result.returncode == 1
         assert _one_error_line(result) == "error: invalid config:"  # the problems below it
         assert f"\n  {expected}" in result.stderr
@@ -160,8 +161,8 @@ def test_a_model_setting_that_cannot_take_effect_is_refused_at_the_dry_run(
 def test_neighbours_as_many_as_the_sample_are_refused_at_the_dry_run(copy):
     config = yaml.safe_load((copy / "config" / "config.yaml").read_text())
     config["geometry"]["alignment"] = {"k": 200}
-    _write_config(copy, config)
-    result = _snakemake(copy, "--dry-run")
+    write_config(copy, config)
+    result = snakemake(copy, "--dry-run")
     assert result.returncode == 1 and _one_error_line(result) == "error: invalid config:"
     assert "\n  geometry.alignment.k: 200 is not below geometry.sample_size 200" in result.stderr
 
@@ -182,14 +183,14 @@ def test_a_gpu_asked_for_where_there_is_none_is_refused_before_any_job(copy):
             config["models"]["bert"]["device"] = "cuda"
         else:
             config["geometry"]["alignment"] = {"device": "cuda:1"}
-        _write_config(copy, config)
+        write_config(copy, config)
         key = "models.bert.device: cuda" if setting == "models" else "geometry.alignment.device"
-        planned = _snakemake(copy, "--dry-run")
+        planned = snakemake(copy, "--dry-run")
         assert planned.returncode == 0, planned.stderr[-3000:]
         warned = [line for line in planned.stderr.splitlines() if line.startswith("WARNING:")]
         assert len(warned) == 1 and warned[0].startswith(f"WARNING: {key}")
         assert "a run whose jobs run here will refuse it" in warned[0]
-        result = _snakemake(copy)
+        result = snakemake(copy)
         assert result.returncode == 1
         line = _one_error_line(result)
         assert line.startswith(f"error: {key}") and "sees no GPU here" in line
@@ -214,18 +215,18 @@ def test_a_device_this_torch_lacks_or_does_not_know_is_refused_before_any_job(co
             config["models"]["bert"]["device"] = "mps"
         else:
             config["geometry"]["alignment"] = {"device": "mps"}
-        _write_config(copy, config)
+        write_config(copy, config)
         said = f"{key}: mps asked for, but torch sees no mps device here; use auto"
-        planned = _snakemake(copy, "--dry-run")
+        planned = snakemake(copy, "--dry-run")
         assert planned.returncode == 0, planned.stderr[-3000:]
         warned = [line for line in planned.stderr.splitlines() if line.startswith("WARNING:")]
         assert len(warned) == 1 and warned[0].startswith(f"WARNING: {said}"), warned
-        result = _snakemake(copy)
+        result = snakemake(copy)
         assert result.returncode == 1 and _one_error_line(result).startswith(f"error: {said}")
     config = yaml.safe_load(written)
     config["models"]["bert"]["device"] = "tpu"
-    _write_config(copy, config)
-    planned = _snakemake(copy, "--dry-run")
+    write_config(copy, config)
+    planned = snakemake(copy, "--dry-run")
     assert planned.returncode == 1 and _one_error_line(planned) == "error: invalid config:"
     assert "\n  models.bert.device: tpu is not a device torch knows; use auto" in planned.stderr
     assert sorted((copy / "results/embeddings/bert").iterdir()) == kept

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from test_study_files import _study
-from test_workflow import _planned_jobs, _snakemake
+from workflow_runs import planned_jobs, snakemake
 
 from contextuality.cli import main
 from contextuality.files.fetch import packaged_checksums
@@ -34,7 +34,7 @@ def finished(tmp_path_factory, tiny_bert_dir) -> Path:
     """A tiny study run to the end (a tiny BERT's layers 0 and 2, the geometry)."""
     directory = tmp_path_factory.mktemp("verified")
     _study(directory, tiny_bert_dir)
-    result = _snakemake(directory)
+    result = snakemake(directory)
     assert result.returncode == 0, result.stderr[-3000:]
     return directory
 
@@ -90,7 +90,7 @@ def test_a_finished_study_verifies(finished, capsys):
 def test_each_file_is_named_with_a_rule_that_writes_it(finished):
     """The rule `rule_of` names for every file of the study is one of the rules the
     workflow runs to make it (Snakemake's own plan, every job forced)."""
-    planned = set(_planned_jobs(finished, "--forceall")) - {"all"}
+    planned = set(planned_jobs(finished, "--forceall")) - {"all"}
     named = {rule_of(finished, relative) for relative in study_files(finished)}
     assert named <= planned, named - planned
     assert {"extract_bert", "measure_layer", "alignment_table", "figures_none"} <= named
@@ -164,7 +164,7 @@ def test_each_damaged_file_is_one_line_and_repair_deletes_it_for_the_next_run(co
         - {Path("results/tables/measures.provenance.json")}
     )
     assert untouched <= left
-    result = _snakemake(copy)
+    result = snakemake(copy)
     assert result.returncode == 0, result.stderr[-3000:]
     status, lines, error = _verify(capsys, copy)
     assert status == 0, lines + [error]

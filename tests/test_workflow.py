@@ -331,8 +331,9 @@ print(json.dumps(seen))
     ],
 )
 def test_a_job_out_of_memory_or_disk_ends_with_one_line(tmp_path, monkeypatch, capfd, fault, said):
-    """Out of memory or disk in any step: one line saying what ran out, in the job's log,
-    or on the console where the log cannot be written (a full disk: /dev/full)."""
+    """Out of memory or disk in any step: one line saying what ran out, in the job's log
+    and on the console, or on the console alone where the log cannot be written (a full
+    disk: /dev/full)."""
     from contextuality.jobs.process import run_step
 
     def step():
@@ -340,12 +341,15 @@ def test_a_job_out_of_memory_or_disk_ends_with_one_line(tmp_path, monkeypatch, c
 
     for log in (tmp_path / "job.log", Path("/dev/full")):
         monkeypatch.setattr(sys, "stderr", sys.stderr)  # run_step points stderr at the log
+        capfd.readouterr()
         with pytest.raises(SystemExit) as exit_status:
             run_step(log, step)
         assert exit_status.value.code == 1
-        shown = log.read_text() if log.is_file() else capfd.readouterr().err
+        console = capfd.readouterr().err
+        shown = log.read_text() if log.is_file() else console
         (line,) = [line for line in shown.splitlines() if line.startswith("error: ")]
         assert said in line and "Traceback" not in shown
+        assert [text for text in console.splitlines() if text.startswith("error: ")] == [line]
 
 
 def test_sts_corpus_inputs_are_downloaded_archives():
@@ -485,6 +489,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     assert planned_jobs(tmp_path) == (static if published.is_dir() else {}) | {
         "subword_index": 1,
         "settings_record": 1,  # the subword index's settings, named by their hash
+        "input_fingerprint": 1,  # the model directory's checksums, named by their digest
         "extract_gpt2": 1,
         "special_tokens": 1,
         "measure_layer": 2,
@@ -762,6 +767,7 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
     write_config(tmp_path, config)
     planned = planned_jobs(tmp_path)
     assert planned.pop("extract_gpt2.step20") == 1
+    assert planned.pop("input_fingerprint") == 1  # the new checkpoint's files' checksums
     assert planned.pop("measure_layer") == 2  # the new checkpoint's two layers
     assert planned.pop("alignment_between_models") == 2  # step 20 against step 10 and bert
     assert planned == {

@@ -19,7 +19,8 @@ import h5py
 import numpy as np
 import pandas as pd
 import pytest
-from test_workflow import SNAKEFILE, _config, _snakemake, _write_config, _write_corpus
+from test_workflow import _config, _write_corpus
+from workflow_runs import SNAKEFILE, snakemake, write_config
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 SCRIPTS = Path(__file__).resolve().parent / "slurm"
@@ -82,10 +83,10 @@ def test_the_workflow_through_the_slurm_profile_equals_a_local_run(
     config["measures"]["transforms"] = ["none"]
     for name in ("local", "slurm"):
         (tmp_path / name).mkdir()
-        _write_config(tmp_path / name, config)
+        write_config(tmp_path / name, config)
     # The table compared, and what it needs: the index, the extraction and the measures.
     table = "results/tables/measures.tsv"
-    local = _snakemake(tmp_path / "local", table)
+    local = snakemake(tmp_path / "local", table)
     assert local.returncode == 0, local.stderr[-3000:]
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE)]
     command += ["--directory", str(tmp_path / "slurm"), "--workflow-profile", str(PROFILE)]

@@ -20,6 +20,7 @@ RULES: tuple[tuple[str, str], ...] = (
     (r"results/corpus/sentences\.parquet", "sentences"),
     (r"results/corpus/fit_split\.parquet", "fit_split"),
     (r"results/corpus/settings/.*", "settings_record"),
+    (r"results/inputs/.*", "input_fingerprint"),
     (r"results/corpus/subwords/.*", "subword_index"),
     (r"results/corpus/(occurrences|vocab)\.parquet|results/corpus/index\.json", "occurrence_index"),
     (rf"results/embeddings/{_MODEL}/.*", "extract_{model}"),
