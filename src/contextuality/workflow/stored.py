@@ -7,8 +7,8 @@ a job's outputs before it runs. So the extraction's outputs are the layers the c
 names that are not stored yet, where the others are stored from this same extraction
 (the shards' recorded settings hash, layer and occurrence index those of the config and
 the index at hand, and every input of the extraction current and no newer than them);
-else every layer the config names. A layer list shrunk, reordered or written as a range
-names stored layers only, and plans no extraction.
+else every layer the config names. A layer list shrunk, reordered, or written as
+``null`` for the same layers names stored layers only, and plans no extraction.
 """
 
 from __future__ import annotations
