@@ -66,11 +66,16 @@ def get_model_settings(wildcards):
     return ctx.vector_settings(config, wildcards.model)
 
 
-def get_model_files(wildcards):
+# A model's own files: their fingerprint record, and those the workflow downloads.
+def model_file_inputs(model):
     return {
-        "model_files": ctx.input_record(config, ctx.MODEL_SOURCE + wildcards.model),
-        "downloads": ancient(ctx.downloaded_model_files(config, wildcards.model)),
+        "model_files": ctx.input_record(config, ctx.MODEL_SOURCE + model),
+        "downloads": ancient(ctx.downloaded_model_files(config, model)),
     }
+
+
+def get_model_files(wildcards):
+    return model_file_inputs(wildcards.model)
 
 
 def get_embedding_matrix_settings(wildcards):
@@ -78,10 +83,8 @@ def get_embedding_matrix_settings(wildcards):
 
 
 def get_special_token_inputs(wildcards):
-    downloads = ctx.downloaded_model_files(config, wildcards.model)
-    return ctx.special_token_inputs(config, wildcards.model) | {
-        "downloads": ancient(downloads)
-    }
+    model = wildcards.model
+    return ctx.special_token_inputs(config, model) | model_file_inputs(model)
 
 
 def get_model_gpus(wildcards):

@@ -9,7 +9,7 @@ for model in ctx.model_names(config):
             ctx.extraction_rule(config, model)
         input:
             **ctx.extraction_inputs(config, model),
-            downloads=ancient(ctx.downloaded_model_files(config, model)),
+            **model_file_inputs(model),
         output:
             **ctx.extraction_outputs(config, model),
         log:

@@ -41,8 +41,8 @@ def file_checksums(
     """Each label of `files` → the SHA-256 of its file's bytes, read from `cache` where
     the file's path, size and modification time are those recorded (None: no cache)."""
     entries = {} if cache is None else _read_cache(cache)
-    stats = {label: Path(path).resolve().stat() for label, path in files.items()}
     keys = {label: str(Path(path).resolve()) for label, path in files.items()}
+    stats = {label: Path(key).stat() for label, key in keys.items()}
     stale = [
         label
         for label, stat in stats.items()

@@ -66,7 +66,6 @@ from contextuality.workflow.inputs import (
     downloaded_model_files,
     input_checksums,
     input_record,
-    input_sources,
     outside_files,
 )
 from contextuality.workflow.paths import (
@@ -149,7 +148,6 @@ __all__ = [
     "downloaded_model_files",
     "input_record",
     "input_checksums",
-    "input_sources",
     "outside_files",
     "MODEL_SOURCE",
     "COMPARE_SOURCE",

@@ -23,7 +23,7 @@ from contextuality.corpus.sentences import sts_archive_name, text_corpus_files
 from contextuality.errors import ConfigError
 from contextuality.files.fetch import resolve_data_path
 from contextuality.files.fingerprints import file_checksums, fingerprint, relative_labels
-from contextuality.workflow.config import model_names, model_settings
+from contextuality.workflow.config import model_settings
 
 INPUT_RECORDS = "results/inputs"
 DOWNLOADS = Path("resources")
@@ -49,19 +49,9 @@ def downloaded_model_files(config: dict[str, Any], model: str) -> list[str]:
     return [str(path) for path in files if _is_download(path)]
 
 
-def input_sources(config: dict[str, Any]) -> list[str]:
-    """Every source of outside files in `config`: ``corpus``, ``model-<name>`` and
-    ``compare-<embedding>`` (a comparison embedding of ``static.compare``)."""
-    compared = config["static"]["compare"] if config["static"]["activate"] else {}
-    return [
-        "corpus",
-        *(MODEL_SOURCE + model for model in model_names(config)),
-        *(COMPARE_SOURCE + name for name in compared),
-    ]
-
-
 def outside_files(config: dict[str, Any], source: str) -> dict[str, Path]:
-    """The files of `source` (`input_sources`) that no rule makes, each by a label that
+    """The files of `source` (``corpus``, ``model-<name>``, ``compare-<embedding>``)
+    that no rule makes, each by a label that
     does not depend on where they lie: a text corpus's files under its path, a model's
     files by name, a comparison embedding by its name in config."""
     if source == "corpus":

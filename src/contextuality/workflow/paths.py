@@ -31,7 +31,6 @@ from contextuality.workflow.config import (
     streamed_models,
     subword_tokenizers,
 )
-from contextuality.workflow.inputs import MODEL_SOURCE, input_record
 from contextuality.workflow.sweeps import sweeps
 
 WORD_INDEX = "results/corpus"
@@ -108,14 +107,10 @@ def extraction_rule(config: dict[str, Any], model: str) -> str:
 
 
 def extraction_inputs(config: dict[str, Any], model: str) -> dict[str, Any]:
-    """What `model`'s extraction reads: the sentence table, its occurrence index and the
-    fingerprint record of the model's own files (`inputs.input_record`; those the
-    workflow downloads are the rules' ``downloads``, taken with ``ancient``)."""
-    return {
-        "sentences": "results/corpus/sentences.parquet",
-        **index_files(config, model),
-        "model_files": input_record(config, MODEL_SOURCE + model),
-    }
+    """What `model`'s extraction reads besides the model's own files (which the rules add,
+    workflow/rules/common.smk's ``model_file_inputs``): the sentence table and its
+    occurrence index."""
+    return {"sentences": "results/corpus/sentences.parquet", **index_files(config, model)}
 
 
 def extraction_log(config: dict[str, Any], model: str, kind: str = "logs") -> str:

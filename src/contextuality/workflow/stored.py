@@ -86,11 +86,9 @@ def stored_layers(config: dict[str, Any], model: str) -> list[int]:
     summary = Path(index_directory(config, model)) / INDEX_FILE_NAMES["summary"]
     inputs = [
         Path(path)
-        for named in extraction_inputs(config, model).values()
-        for path in ([named] if isinstance(named, str) else named)
+        for path in [*extraction_inputs(config, model).values(), *_upstream_records(config, model)]
     ]
-    records = [Path(path) for path in _upstream_records(config, model)]
-    if not all(path.is_file() for path in [*inputs, *records, summary]):
+    if not all(path.is_file() for path in [*inputs, summary]):
         return []
     index_checksum = read_json(summary).get("index_checksum")
     newest_input = max(os.stat(path).st_mtime for path in inputs)
