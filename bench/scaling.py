@@ -254,7 +254,7 @@ def study(tokens_per_word: float) -> str:
     lines += [
         "",
         "Each partitioned job writes its own part (a stored model's shards on its node's "
-        "disk; a streamed model's state, merged by one job at the end). Streamed, each "
+        "disk; a streamed model's state, merged at the end by a job per layer). Streamed, each "
         "layer's state, held in GPU memory while the model runs, has two float64 sums per "
         "indexed word (each kept exactly as two int64 limbs) and a float32 sample of at most "
         f"word_sample_size occurrences per word (for {STUDY_INDEXED_WORDS:,} indexed words, "

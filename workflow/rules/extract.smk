@@ -47,26 +47,44 @@ rule download_elmo:
         "../scripts/download_elmo.py"
 
 
-# A streamed model extracted in parts: its parts' state files merged into the one job's.
+# A streamed model extracted in parts: each layer's part state files merged into the one
+# job's, one job per layer (a layer added or dropped merges no other), and the parts'
+# meta.json files into its meta.json.
 for model in ctx.merged_streams(config):
 
     rule:
         name:
             f"merge_stream_{model}"
         input:
-            **ctx.stream_merge_inputs(config, model),
+            ctx.stream_merge_inputs(config, model),
         output:
-            **ctx.stream_merge_outputs(config, model),
+            ctx.stream_merge_output(config, model),
         log:
-            f"logs/stream/{model}/merge.log",
+            f"logs/stream/{model}/merge_layer_{{layer}}.log",
         benchmark:
-            f"benchmarks/stream/{model}/merge.tsv"
+            f"benchmarks/stream/{model}/merge_layer_{{layer}}.tsv"
+        wildcard_constraints:
+            layer=r"\d+",
         conda:
             "../envs/contextuality.yaml"
         resources:
             mem_mb=16000,
         script:
             "../scripts/merge_stream.py"
+
+    rule:
+        name:
+            f"merge_metas_{model}"
+        input:
+            ctx.stream_meta_inputs(config, model),
+        output:
+            f"results/streaming/{model}/meta.json",
+        log:
+            f"logs/stream/{model}/merge_metas.log",
+        conda:
+            "../envs/contextuality.yaml"
+        script:
+            "../scripts/merge_stream_metas.py"
 
 
 # The special tokens of a stored model ([CLS], [SEP], <bos>), which no word pools: rows

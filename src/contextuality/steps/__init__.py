@@ -22,6 +22,8 @@ from contextuality.steps.extract import (
     download_elmo,
     extract,
     merge_stream,
+    merge_stream_layer,
+    merge_stream_metas,
     special_tokens,
     stream,
 )
@@ -99,6 +101,8 @@ __all__ = [
     "measure_layer",
     "measure_streamed_layer",
     "merge_stream",
+    "merge_stream_layer",
+    "merge_stream_metas",
     "census_table",
     "measures_table",
     "occurrence_index",

@@ -243,19 +243,32 @@ def stream(
     return _write_meta(job, report, outputs.meta)
 
 
+def merge_stream_layer(layer: int, part_files: list[PathLike], output: PathLike) -> dict[str, Any]:
+    """Layer `layer` of a streamed model extracted in parts (`stream` with ``part``): its
+    parts' state files, in order, merged into `output` (`streaming.merge.merge_parts`: the
+    state one job writes of the parts' rows, its sums exact). Returns its attributes."""
+    from contextuality.streaming.merge import merge_parts
+
+    return merge_parts({layer: part_files}, {layer: output})
+
+
+def merge_stream_metas(part_metas: list[PathLike], output: PathLike) -> dict[str, Any]:
+    """The meta.json files of a streamed model's parts, in order, merged into `output`
+    (`report.merged_meta`)."""
+    meta = merged_meta([read_json(path) for path in part_metas])
+    write_json(output, meta)
+    return meta
+
+
 def merge_stream(
     part_files: dict[int, list[PathLike]], part_metas: list[PathLike], outputs: LayerOutputs
 ) -> dict[str, Any]:
-    """A streamed model extracted in parts (`stream` with ``part``): each layer's part
-    state files merged into one (`streaming.merge.merge_parts`: the state one job writes
-    of the parts' rows, its sums exact) and their meta.json files into one
-    (`report.merged_meta`)."""
+    """Every layer of a streamed model extracted in parts merged (`merge_stream_layer`,
+    written together: all or none) and their meta.json files (`merge_stream_metas`)."""
     from contextuality.streaming.merge import merge_parts
 
     merge_parts(part_files, outputs.files)
-    meta = merged_meta([read_json(path) for path in part_metas])
-    write_json(outputs.meta, meta)
-    return meta
+    return merge_stream_metas(part_metas, outputs.meta)
 
 
 def _model_source(

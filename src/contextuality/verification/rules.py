@@ -56,7 +56,8 @@ RULES: tuple[tuple[str, str], ...] = (
 def rule_of(study: Path, relative: Path) -> str:
     """The name of the rule that writes `relative` (a path inside the study `study`), or
     ``"none (not a file the workflow writes)"``. A streamed model's state files come from
-    its merge rule where it streams in parts; a measure job's rule is the streamed one
+    its merge rule where it streams in parts (its meta.json from the one that merges the
+    parts' meta.json files); a measure job's rule is the streamed one
     for a streamed model and the one without the degeneration analysis where the layer
     has no degeneration tables."""
     text = relative.as_posix()
@@ -66,8 +67,10 @@ def rule_of(study: Path, relative: Path) -> str:
             continue
         found = match.groupdict()
         if rule == "{stream_or_merge}":
-            parted = any((study / f"results/streaming/{found['model']}").glob("part_*"))
-            return f"{'merge_stream' if parted else 'stream'}_{found['model']}"
+            if not any((study / f"results/streaming/{found['model']}").glob("part_*")):
+                return f"stream_{found['model']}"
+            merge = "merge_metas" if text.endswith("/meta.json") else "merge_stream"
+            return f"{merge}_{found['model']}"
         if rule == "{measure_rule}":
             return _measure_rule(study, found["model"], text)
         if rule == "{table}_table":

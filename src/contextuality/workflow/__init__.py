@@ -110,7 +110,8 @@ from contextuality.workflow.stored import (
     extraction_outputs,
     layers_to_write,
     stream_merge_inputs,
-    stream_merge_outputs,
+    stream_merge_output,
+    stream_meta_inputs,
     warn_unnamed_layers,
 )
 from contextuality.workflow.study import check_devices
@@ -215,7 +216,8 @@ __all__ = [
     "static_settings",
     "static_vectors_file",
     "stream_merge_inputs",
-    "stream_merge_outputs",
+    "stream_merge_output",
+    "stream_meta_inputs",
     "streamed_models",
     "streaming_settings",
     "sweep_summaries",

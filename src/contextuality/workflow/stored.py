@@ -155,27 +155,22 @@ def extraction_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
     }
 
 
-def stream_merge_inputs(config: dict[str, Any], model: str) -> dict[str, list[str]]:
-    """What the merge rule of partitioned streamed model `model` reads: each layer's part
-    state files in order (``layer_<L>``) and the parts' meta.json files (``metas``)."""
-    directories = part_directories(config, model, merged=False)
-    inputs = {
-        f"layer_{layer}": [
-            f"{directory}/{layer_file(config, model, layer)}" for directory in directories
-        ]
-        for layer in layers_to_write(config, model)
-    }
-    return {**inputs, "metas": [f"{directory}/meta.json" for directory in directories]}
+def stream_merge_inputs(config: dict[str, Any], model: str) -> list[str]:
+    """What a merge job of partitioned streamed model `model` reads: layer {layer}'s (a
+    wildcard) state file of each part, in order. One job per layer, so a layer added,
+    dropped or remade merges that layer alone."""
+    return [
+        f"{directory}/{layer_file(config, model, '{layer}')}"
+        for directory in part_directories(config, model, merged=False)
+    ]
 
 
-def stream_merge_outputs(config: dict[str, Any], model: str) -> dict[str, Any]:
-    """The merged state files of partitioned streamed model `model` (``layers``) and its
-    meta.json, where a one-job extraction writes them."""
-    directory = f"results/streaming/{model}"
-    return {
-        "layers": [
-            f"{directory}/{layer_file(config, model, layer)}"
-            for layer in layers_to_write(config, model)
-        ],
-        "meta": f"{directory}/meta.json",
-    }
+def stream_merge_output(config: dict[str, Any], model: str) -> str:
+    """The merged state file of layer {layer} (a wildcard) of partitioned streamed model
+    `model`, where a one-job extraction writes it."""
+    return f"results/streaming/{model}/{layer_file(config, model, '{layer}')}"
+
+
+def stream_meta_inputs(config: dict[str, Any], model: str) -> list[str]:
+    """The parts' meta.json files of partitioned streamed model `model`, in order."""
+    return [f"{directory}/meta.json" for directory in part_directories(config, model, merged=False)]
