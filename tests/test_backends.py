@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -104,6 +105,44 @@ def test_planning_refuses_a_missing_model_and_layers_beyond_its_last(section, tm
         backends.check_planned_layers(backends.model_settings("tiny", missing))
 
 
+@pytest.mark.parametrize(
+    ("spelled", "listed"),
+    [
+        ("0-32/4", list(range(0, 33, 4))),
+        ("0-10/4", [0, 4, 8]),
+        (" 0, 6-8 ", [0, 6, 7, 8]),
+        ("12,3", [3, 12]),
+        ("5", [5]),
+    ],
+)
+def test_layers_written_as_ranges_are_the_listed_layers_and_the_same_extraction(spelled, listed):
+    """A string of layers and ranges is the list it names: the same settings and the same
+    settings hash as the list in any order, so no shard of either is made again."""
+    section = {"source": "no-such-org/no-such-model"}
+    as_string = backends.model_settings("m", {**section, "layers": spelled})
+    as_list = backends.model_settings("m", {**section, "layers": listed[::-1]})
+    assert as_string == as_list
+    assert as_string.layers == tuple(listed)
+    assert config_hash(backends.recorded_settings(as_string)) == config_hash(
+        backends.recorded_settings(as_list)
+    )
+
+
+@pytest.mark.parametrize(
+    ("spelled", "message"),
+    [
+        ("3-1", "is neither a list of layers nor layers and ranges"),
+        ("0..2", "is neither a list of layers nor layers and ranges"),
+        ("0-8/0", "is neither a list of layers nor layers and ranges"),
+        ("", "is neither a list of layers nor layers and ranges"),
+        ("0-4,2", r"names layers \[2\] twice"),
+    ],
+)
+def test_layers_written_wrongly_are_refused_in_one_line_naming_the_key(spelled, message):
+    with pytest.raises(ConfigError, match=rf"^models\.m\.layers: '{re.escape(spelled)}' {message}"):
+        backends.model_settings("m", {"source": "x/y", "layers": spelled})
+
+
 def test_planning_leaves_an_uncached_hub_model_to_its_job():
     spec = backends.model_settings("hub", {"source": "no-such-org/no-such-model", "layers": [99]})
     backends.check_planned_layers(spec)  # nothing local tells its layer count
@@ -163,6 +202,7 @@ def test_a_hub_that_cannot_be_reached_is_known_before_any_request(hub_at, tmp_pa
 _HUB_CHECK = """
 import dataclasses
 import json
+import re
 from contextuality import backends
 from contextuality.errors import ConfigError
 spec = backends.model_settings("hub", {"source": "acme/tiny-bert", "layers": [0, 9]})

@@ -242,6 +242,7 @@ EDITS: dict[str, Edit] = {
     "model-removed": _config_edit(_remove_gpt2),
     "layers-shrunk": _config_edit(_set("models", "gpt2", "layers", [0, 2])),
     "layers-reordered": _config_edit(_set("models", "gpt2", "layers", [2, 1, 0])),
+    "layers-as-range": _config_edit(_set("models", "gpt2", "layers", "0-2")),
     "layers-grown": _unstore_layer,
     "model-setting": _config_edit(_set("models", "bert", "pooling", "first")),
     "measure-setting": _config_edit(_set("measures", "baseline_sample_size", 60)),

@@ -8,6 +8,7 @@ section leaves out, so that the steps and the backends take the record as it is.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -62,6 +63,32 @@ class Ablation:
     target: str = model_default("ablation", "target")
     value: str = model_default("ablation", "value")
     calibration_sentences: int = model_default("ablation", "calibration_sentences")
+
+
+# One item of layers written as a string: a layer, an inclusive range, or every step-th
+# layer of one ("6", "0-12", "0-32/4").
+_LAYER_ITEM = re.compile(r"(\d+)(?:-(\d+)(?:/([1-9]\d*))?)?")
+
+
+def spelled_layers(name: str, text: str) -> tuple[int, ...]:
+    """The layers of ``models.<name>.layers`` written as a string: comma-separated layers
+    and inclusive ranges, ``A-B/S`` every S-th of them (``"0-32/4"``: 0, 4, …, 32), in
+    order; ConfigError where it is no such list or names a layer twice."""
+    layers: list[int] = []
+    for item in text.split(","):
+        match = _LAYER_ITEM.fullmatch(item.strip())
+        first = int(match[1]) if match else 0
+        last = int(match[2] or first) if match else 0
+        if match is None or last < first:
+            raise ConfigError(
+                f"models.{name}.layers: {text!r} is neither a list of layers nor layers and "
+                "ranges such as '0-12' or '0-32/4' (every fourth of 0 to 32)"
+            )
+        layers.extend(range(first, last + 1, int(match[3] or 1)))
+    twice = sorted({layer for layer in layers if layers.count(layer) > 1})
+    if twice:
+        raise ConfigError(f"models.{name}.layers: {text!r} names layers {twice} twice")
+    return tuple(sorted(layers))
 
 
 @functools.cache
@@ -133,6 +160,8 @@ class ModelSettings:
         if problems:
             raise ConfigError("; ".join(problems))
         values = {key: value for key, value in section.items() if key not in SCHEDULING_KEYS}
+        if isinstance(values.get("layers"), str):
+            values["layers"] = spelled_layers(name, values["layers"])
         if values.get("layers") is not None:  # in order, once each: the same extraction
             values["layers"] = tuple(sorted(values["layers"]))
         if values.get("ablation") is not None:
