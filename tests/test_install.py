@@ -4,6 +4,8 @@ usable as a Snakemake module, the workflow catalog's file."""
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import importlib.util
 import re
 import subprocess
@@ -16,6 +18,7 @@ import pytest
 import torch
 import yaml
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 from workflow_runs import docs_host_snakefile
 
@@ -45,6 +48,44 @@ def _extras(extra: str) -> set[str]:
             if requirement.name == "contextuality":
                 todo += sorted(requirement.extras - found)
     return found
+
+
+def _imported_packages(root: Path) -> dict[str, str]:
+    """Each module outside the standard library that the code under `root` imports, by
+    its top-level name, with one file importing it."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for top in (name.split(".")[0] for name in names):
+                if top not in sys.stdlib_module_names and top != "contextuality":
+                    found.setdefault(top, str(path.relative_to(REPO)))
+    return found
+
+
+def test_every_package_the_library_imports_is_one_it_requires():
+    """Installed beside a user's stack, the library finds what it imports because it asks
+    for it (the library's requirements or an extra's), not because another package
+    happened to bring it."""
+    declared = {
+        canonicalize_name(Requirement(line).name)
+        for line in PROJECT["dependencies"]
+        + [line for lines in PROJECT["optional-dependencies"].values() for line in lines]
+    }
+    distributions = importlib.metadata.packages_distributions()
+    imported = _imported_packages(REPO / "src" / "contextuality")
+    assert {"torch", "numpy", "yaml"} <= set(imported)
+    undeclared = {
+        module: where
+        for module, where in imported.items()
+        if not {canonicalize_name(name) for name in distributions.get(module, [])} & declared
+    }
+    assert not undeclared, undeclared
 
 
 def test_torch_is_a_range_whose_lowest_release_ci_tests_and_this_one_is_inside():
