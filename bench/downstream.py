@@ -40,7 +40,9 @@ from contextuality.errors import ConfigError  # noqa: E402
 from contextuality.extraction.sentence_vectors import POOLINGS, sentence_vectors  # noqa: E402
 from contextuality.files.provenance import atomic_path  # noqa: E402
 from contextuality.measures.downstream import (  # noqa: E402
+    AGREEMENT_MEASURES,
     layer_agreement,
+    measures_by_layer,
     pair_cosines,
     task_scores,
 )
@@ -56,17 +58,6 @@ from workdir import short_commit, write_report  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
-# The geometry measures set against the task: (label, measure, column) of the tables.
-GEOMETRY = (
-    ("anisotropy", "anisotropy", "raw"),
-    ("adjusted SelfSim", "selfsim", "adjusted"),
-    ("matrix entropy", "dataset_entropy", "raw"),
-    ("prompt entropy", "prompt_entropy", "raw"),
-    ("effective rank", "effective_rank", "raw"),
-    ("α-ReQ", "alpha_req", "raw"),
-    ("curvature", "curvature", "raw"),
-    ("intrinsic dimension (GRIDE)", "intrinsic_dimension[gride]", "raw"),
-)
 MEASURE_TABLES = ("instruments-measures.tsv", "geometry-corrections-measures.tsv")
 
 
@@ -87,12 +78,7 @@ def geometry_by_layer(model: str) -> pd.DataFrame:
     """The geometry measures of `model`'s layers (raw vectors), a column per label."""
     tables = [pd.read_csv(RESULTS / name, sep="\t") for name in MEASURE_TABLES]
     rows = pd.concat(tables, ignore_index=True)
-    rows = rows[(rows["model"] == model) & (rows["transform"] == "none")]
-    columns = {}
-    for label, measure, column in GEOMETRY:
-        chosen = rows[rows["measure"] == measure].drop_duplicates("layer")
-        columns[label] = chosen.set_index("layer")[column]
-    return pd.DataFrame(columns)
+    return measures_by_layer(rows, model)
 
 
 def write_table(table: pd.DataFrame, path: Path) -> None:
@@ -104,7 +90,7 @@ def draw(scores: pd.DataFrame, geometry: dict[str, pd.DataFrame], path: Path) ->
     """Top left: each model's STS score by relative depth (dashed: past the first token).
     Then one panel per geometry measure: the measure against the STS score (mean pooling),
     a point per layer, joined in depth order, the first layer labelled."""
-    labels = [label for label, _, _ in GEOMETRY]
+    labels = [label for label, _, _ in AGREEMENT_MEASURES]
     columns = 3
     rows = int(np.ceil((len(labels) + 1) / columns))
     figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows))
@@ -124,6 +110,8 @@ def draw(scores: pd.DataFrame, geometry: dict[str, pd.DataFrame], path: Path) ->
     axes[0].legend(fontsize=8)
     for axis, label in zip(axes[1:], labels, strict=False):
         for model, table in scores.groupby("model", sort=False):
+            if label not in geometry[model]:
+                continue
             measured = geometry[model][label].dropna()
             score = table.set_index("layer")["spearman"].reindex(measured.index)
             axis.plot(measured.to_numpy(), score.to_numpy(), marker="o", markersize=3, label=model)

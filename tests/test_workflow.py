@@ -1025,7 +1025,8 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
         named = overlay.get("models", named)
     config["models"] = {model: config["models"][model] for model in named}
     mirrors = {}
-    if config["corpus"]["source"] == "sts":
+    scores_sts = config.get("downstream", {}).get("activate", False)
+    if config["corpus"]["source"] == "sts" or scores_sts:
         mirrors["corpus"] = {"sts": {"mirror": str(shared_data / "sts")}}
     if "reference" in config:
         mirrors["reference"] = {"mirror": str(shared_data / "reference" / "ethayarajh2019")}
@@ -1055,7 +1056,10 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     assert jobs["context_specific_words"] == len(config["models"]) * len(transforms)
     assert jobs.get("degeneration_figures", 0) == len(config["models"]) * len(with_degeneration)
     assert jobs.get("fit_split", 0) == (1 if set(transforms) - {"none"} else 0)
-    assert jobs.get("download_sts", 0) == (5 if config["corpus"]["source"] == "sts" else 0)
+    reads_sts = config["corpus"]["source"] == "sts" or scores_sts
+    assert jobs.get("download_sts", 0) == (5 if reads_sts else 0)
+    scored = [name for name, model in config["models"].items() if "ablation" not in model]
+    assert jobs.get("sts_by_layer", 0) == (len(scored) if scores_sts else 0)
     releases = {
         model["source"] for model in config["models"].values() if model.get("loader") == "elmo"
     }

@@ -38,6 +38,10 @@ def get_corpus_inputs(wildcards):
     }
 
 
+def task_archive_inputs():
+    return {name: ancient(path) for name, path in ctx.task_archives().items()}
+
+
 def get_index_files(wildcards):
     return ctx.index_files(config, wildcards.model)
 
@@ -80,6 +84,10 @@ def get_model_files(wildcards):
 
 def get_embedding_matrix_settings(wildcards):
     return ctx.embedding_matrix_settings(config, wildcards.model)
+
+
+def get_task_score_settings(wildcards):
+    return ctx.task_score_settings(config, wildcards.model)
 
 
 def get_special_token_inputs(wildcards):

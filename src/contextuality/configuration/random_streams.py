@@ -40,6 +40,14 @@ STREAMS = {
     "alignment_bootstrap": (19,),
     # The sentences each extraction runs alone as well as in their batches (`parity`).
     "parity_sentences": (20,),
+    # The scored STS pairs the downstream task draws (`steps.downstream.sts_pairs`).
+    "downstream_pairs": (21,),
+    # Which pairs each bootstrap draw of a layer's task score takes, the same draws for
+    # every layer and sentence pooling (`downstream.task_scores`).
+    "downstream_bootstrap": (22,),
+    # The orderings of the layers an agreement's permutation test samples, past
+    # `downstream.EXACT_ORDERINGS_UP_TO` layers (`downstream.layer_agreement`).
+    "downstream_orderings": (23,),
 }
 
 

@@ -145,3 +145,46 @@ def layer_agreement(
         "p_value": p_value,
         "n_layers": int(present.sum()),
     }
+
+
+# The geometry measures set against the task score: (label, measure, column) of a
+# measures table (results/tables/measures.tsv; `summary.measures_table`), each row's raw
+# value but SelfSim's, adjusted for anisotropy as the paper reads it.
+AGREEMENT_MEASURES = (
+    ("anisotropy", "anisotropy", "raw"),
+    ("adjusted SelfSim", "selfsim", "adjusted"),
+    ("matrix entropy", "dataset_entropy", "raw"),
+    ("prompt entropy", "prompt_entropy", "raw"),
+    ("effective rank", "effective_rank", "raw"),
+    ("α-ReQ", "alpha_req", "raw"),
+    ("curvature", "curvature", "raw"),
+    ("intrinsic dimension (GRIDE)", "intrinsic_dimension[gride]", "raw"),
+)
+
+
+def measures_by_layer(measures: pd.DataFrame, model: str) -> pd.DataFrame:
+    """`model`'s `AGREEMENT_MEASURES` on its raw vectors (transform ``none``) from a
+    measures table: a column per label the table holds a finite value of, indexed by
+    layer."""
+    rows = measures[(measures["model"] == model) & (measures["transform"] == "none")]
+    columns = {}
+    for label, measure, column in AGREEMENT_MEASURES:
+        chosen = rows[rows["measure"] == measure].drop_duplicates("layer")
+        values = chosen.set_index("layer")[column].astype(float)
+        if np.isfinite(values).any():
+            columns[label] = values
+    return pd.DataFrame(columns)
+
+
+def agreement_rows(
+    by_layer: pd.DataFrame, scores: TaskScores, rng: np.random.Generator
+) -> list[dict[str, float | str]]:
+    """Each measure of `by_layer` (`measures_by_layer`) against the task `scores` of the
+    same model (`layer_agreement`, a row per measure, ``measure`` its label); the layers
+    without the measure left out."""
+    layers = scores.table["layer"].to_numpy()
+    return [
+        {"measure": label}
+        | layer_agreement(by_layer[label].reindex(layers).to_numpy(), scores, rng)
+        for label in by_layer
+    ]

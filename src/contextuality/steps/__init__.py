@@ -16,6 +16,14 @@ from contextuality.steps.corpus import (
     settings_record,
     subword_index,
 )
+from contextuality.steps.downstream import (
+    DownstreamTables,
+    PairFiles,
+    ScoreFiles,
+    downstream_tables,
+    sts_by_layer,
+    sts_pairs,
+)
 from contextuality.steps.embedding import MatrixFiles, embedding_matrices, embedding_matrix
 from contextuality.steps.extract import (
     LayerOutputs,
@@ -70,11 +78,14 @@ from contextuality.steps.static import (
 
 __all__ = [
     "DegenerationOutputs",
+    "DownstreamTables",
     "LayerOutputs",
     "GeometryTransform",
     "ModelLayers",
     "MatrixFiles",
     "MeasureOutputs",
+    "PairFiles",
+    "ScoreFiles",
     "ablation_figure",
     "alignment_between_models",
     "alignment_table",
@@ -88,6 +99,7 @@ __all__ = [
     "download_elmo",
     "download_reference",
     "download_sts",
+    "downstream_tables",
     "embedding_matrices",
     "embedding_matrix",
     "extract",
@@ -115,6 +127,8 @@ __all__ = [
     "special_tokens",
     "static_vectors",
     "stream",
+    "sts_by_layer",
+    "sts_pairs",
     "subword_index",
     "sweep_figure",
     "transforms_figure",

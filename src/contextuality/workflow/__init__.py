@@ -45,6 +45,14 @@ from contextuality.workflow.config import (
     vector_settings,
     word_sample_size,
 )
+from contextuality.workflow.downstream import (
+    downstream_files,
+    downstream_models,
+    downstream_outputs,
+    task_archives,
+    task_pair_settings,
+    task_score_settings,
+)
 from contextuality.workflow.embedding import (
     embedding_matrix_files,
     embedding_matrix_models,
@@ -160,6 +168,9 @@ __all__ = [
     "special_token_inputs",
     "special_token_settings",
     "dimension_curve_files",
+    "downstream_files",
+    "downstream_models",
+    "downstream_outputs",
     "embedding_matrix_files",
     "embedding_matrix_models",
     "embedding_matrix_settings",
@@ -224,6 +235,9 @@ __all__ = [
     "sweeps",
     "subword_index_settings",
     "subword_tokenizers",
+    "task_archives",
+    "task_pair_settings",
+    "task_score_settings",
     "transforms_without_degeneration",
     "wildcard_constraints",
     "word_sample_size",

@@ -15,6 +15,7 @@ _POSITIONS = "Positions and first-token sinks"
 _DIMENSION = ("Geometry", "intrinsic dimension")
 _ALIGNMENT = ("Geometry", "alignment between layers and models")
 _EMBEDDING_MATRICES = "Embedding matrices"
+_DOWNSTREAM = "Layers against a downstream task"
 _EACH_TRANSFORM = "transform {transform}"
 _CENSUS = "census of every layer"
 
@@ -47,6 +48,9 @@ REPORT_SECTIONS = {
     "embedding_matrices_table": (_EMBEDDING_MATRICES, "every matrix of every model"),
     "embedding_matrix_norms_table": (_EMBEDDING_MATRICES, "row norm by frequency bin"),
     "embedding_matrix_spectra_table": (_EMBEDDING_MATRICES, "singular spectrum"),
+    "downstream_figure": (_DOWNSTREAM, "STS score by layer and each measure against it"),
+    "downstream_table": (_DOWNSTREAM, "STS score by layer"),
+    "downstream_agreement_table": (_DOWNSTREAM, "each geometry measure's agreement"),
 }
 
 

@@ -15,6 +15,13 @@ from contextuality.workflow.config import (
     model_names,
     streamed_models,
 )
+from contextuality.workflow.downstream import (
+    PAIR_FILES,
+    SCORE_FILES,
+    downstream_files,
+    downstream_models,
+    downstream_outputs,
+)
 from contextuality.workflow.embedding import (
     MATRIX_FILES,
     embedding_matrix_files,
@@ -72,6 +79,8 @@ def intermediate_outputs(config: dict[str, Any]) -> list[str]:
         *dimension_files(config),
         *dimension_curve_files(config),
         *[path for kind in MATRIX_FILES for path in embedding_matrix_files(config, kind)],
+        *[path for kind in SCORE_FILES for path in downstream_files(config, kind)],
+        *(PAIR_FILES if downstream_models(config) else []),
     ]
 
 
@@ -120,6 +129,7 @@ def _tables_figures_and_summaries(config: dict[str, Any]) -> list[str]:
         *figure_paths(config),
         *geometry_figure_paths(config),
         *embedding_matrix_outputs(config),
+        *downstream_outputs(config),
         *[
             f"results/figures/sweeps/{sweep}.{extension}"
             for sweep in sweeps(config)
