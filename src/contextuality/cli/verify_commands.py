@@ -1,6 +1,9 @@
-"""The ``verify`` command: a finished study checked. Every file against its
-recorded digest and its siblings (`contextuality.verification`), the step before
-publishing its numbers; ``--repair`` deletes the damaged files for Snakemake to remake."""
+"""The ``verify`` and ``publish`` commands: a finished study checked, then its tables and
+figures published with the commit that made them.
+
+``verify`` checks every file against its recorded digest and its siblings
+(`contextuality.verification`); ``--repair`` deletes the damaged files for Snakemake to
+remake. ``publish`` copies them into a folder that docs pages read."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import argparse
 from typing import Any
 
 from contextuality.errors import InputDataError
+from contextuality.verification.publish import publish_study
 from contextuality.verification.study import repair, verify_study
 
 
@@ -34,6 +38,12 @@ def _verify(args: argparse.Namespace) -> None:
     )
 
 
+def _publish(args: argparse.Namespace) -> None:
+    record = publish_study(args.directory, args.destination)
+    files, commit = len(record["files"]), record["made_by"]
+    print(f"published {files} files of commit {commit} to {args.destination}")
+
+
 def add_verify_command(commands: Any) -> None:
     """The 'verify' command."""
     command = commands.add_parser(
@@ -53,3 +63,14 @@ def add_verify_command(commands: Any) -> None:
         help="delete the damaged files (and only those), so that snakemake remakes them",
     )
     command.set_defaults(run=_verify)
+    command = commands.add_parser(
+        "publish",
+        help="copy a finished study's tables and figures with their provenance into a folder "
+        "(docs/results/<run>/), refused where a file is damaged or was made by code no one "
+        "commit holds",
+    )
+    command.add_argument("directory", help="the study's working directory, holding results/")
+    command.add_argument(
+        "destination", help="the folder to publish into (replaced whole once complete)"
+    )
+    command.set_defaults(run=_publish)

@@ -8,6 +8,7 @@ and then renamed, so a crash never leaves a file that looks complete.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -16,6 +17,7 @@ import numbers
 import os
 import platform
 import socket
+import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +27,11 @@ from contextuality import __version__
 from contextuality.errors import InputDataError, one_line
 
 _partial_counter = itertools.count()
+# The checkout the package runs from, where it is installed editable from one.
+CHECKOUT = Path(__file__).resolve().parents[3]
+# What a checkout's code is: the files whose changes change what a run computes.
+CODE_PATHS = ("src", "workflow", "pyproject.toml")
+UNCOMMITTED = "+uncommitted"
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -51,11 +58,46 @@ def config_hash(settings: Any) -> str:
     return sha256_bytes(canonical_json(settings).encode())[:16]
 
 
+def _git(checkout: Path, *arguments: str) -> str:
+    """Git's output in `checkout`; empty where git or the repository is not there."""
+    try:
+        found = subprocess.run(
+            ["git", "-C", str(checkout), *arguments],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return found.stdout.strip()
+
+
+def source_version(checkout: Path = CHECKOUT) -> str:
+    """The code a run of `checkout` computes with: its commit, with `UNCOMMITTED` appended
+    where a file of `CODE_PATHS` differs from it (or is not yet in it); empty where the
+    package is not run from a git checkout (an installed wheel: its version says it)."""
+    if not (checkout / ".git").exists() or not (checkout / "pyproject.toml").is_file():
+        return ""
+    commit = _git(checkout, "rev-parse", "HEAD")
+    if not commit:
+        return ""
+    changed = _git(checkout, "status", "--porcelain", "--", *CODE_PATHS)
+    return commit + (UNCOMMITTED if changed else "")
+
+
+@functools.cache
+def _running_source_version() -> str:
+    """`source_version` of the running package's checkout, asked once per process."""
+    return source_version()
+
+
 def provenance_record(**fields: Any) -> dict[str, Any]:
     """Fields every output records, plus the caller's own (model, layer, checksums, ...)."""
     record = {
         "package": "contextuality",
         "package_version": __version__,
+        "source_version": _running_source_version(),
         "python": platform.python_version(),
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
     }

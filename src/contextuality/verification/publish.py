@@ -1,0 +1,150 @@
+"""A finished study's tables and figures published (``contextuality publish``) with the
+commit that made them, into a folder that docs pages read.
+
+They are verified first (`verify_study`), must all be made by one committed state of the
+code, and are copied with their provenance beside a record of what the folder holds.
+
+A results page quotes a number by naming a published table, its row and column; the
+record names the commit whose code made every table, so that a page never quotes
+numbers of code that no commit holds.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from contextuality.errors import InputDataError
+from contextuality.files.provenance import (
+    UNCOMMITTED,
+    partial_path,
+    provenance_record,
+    read_json,
+    sha256_file,
+    write_json,
+)
+from contextuality.files.tables import read_tsv_provenance, tsv_provenance_path
+from contextuality.verification.study import verify_study
+
+# What a study publishes: every table and every PNG figure under these folders of it.
+PUBLISHED = (("results/tables", "*.tsv"), ("results/figures", "*.png"))
+RECORD = "publication.json"
+
+
+def published_files(study: Path) -> list[Path]:
+    """The study's tables and PNG figures, relative to it, in order."""
+    return sorted(
+        path.relative_to(study)
+        for folder, pattern in PUBLISHED
+        for path in (study / folder).rglob(pattern)
+        if not path.name.startswith(".")
+    )
+
+
+def _sidecar(path: Path) -> Path:
+    """A published file's provenance: a table's ``.provenance.json``, a figure's
+    ``<name>.provenance.json``."""
+    return tsv_provenance_path(path) if path.suffix == ".tsv" else Path(f"{path}.provenance.json")
+
+
+def _versions(record: Any) -> Iterator[str]:
+    """Every ``source_version`` a provenance record holds, its sources' included."""
+    if isinstance(record, dict):
+        for key, value in record.items():
+            if key == "source_version":
+                yield str(value)
+            else:
+                yield from _versions(value)
+    elif isinstance(record, list):
+        for value in record:
+            yield from _versions(value)
+
+
+def made_by(records: dict[Path, Any]) -> str:
+    """The one commit whose code made every file of `records` (relative path →
+    provenance); InputDataError, one line naming the first file, where one was made by
+    uncommitted code, by an installed package (no commit recorded), by another commit, or
+    records no code at all."""
+    found: tuple[Path, str] | None = None
+    for path, record in records.items():
+        versions = list(_versions(record))
+        if not versions:
+            raise InputDataError(
+                f"{path.as_posix()}: its provenance names no code (made by a package that did "
+                "not record it); run the study again to publish it"
+            )
+        for version in versions:
+            if not version:
+                raise InputDataError(
+                    f"{path.as_posix()}: made by an installed package, whose code no commit "
+                    "names; run the study from a git checkout to publish it"
+                )
+            if version.endswith(UNCOMMITTED):
+                raise InputDataError(
+                    f"{path.as_posix()}: made from uncommitted code ({version}); commit it "
+                    "and run the study again"
+                )
+            if found is None:
+                found = (path, version)
+            elif version != found[1]:
+                raise InputDataError(
+                    f"{path.as_posix()}: made by commit {version}, {found[0].as_posix()} by "
+                    f"{found[1]}; run the study again at one commit"
+                )
+    if found is None:
+        raise InputDataError("nothing to publish: no file's provenance was given")
+    return found[1]
+
+
+def publish_study(study: str | Path, destination: str | Path) -> dict[str, Any]:
+    """Copy a finished `study`'s tables and figures with their provenance into
+    `destination` (``tables/…`` and ``figures/…``, as under results/) and write its
+    `RECORD`: the commit that made them and each file's SHA-256. Refused, in one line and
+    before `destination` is touched, where a file is damaged (`verify_study`) or the files
+    are not all of one committed state of the code (`made_by`); a destination already
+    there is replaced whole once the new one is complete."""
+    study, destination = Path(study), Path(destination)
+    verification = verify_study(study)
+    if verification.damaged:
+        raise InputDataError(
+            f"{study}: {verification.summary()}; 'contextuality verify {study}' names them"
+        )
+    files = published_files(study)
+    if not files:
+        raise InputDataError(f"{study}/results: no table or figure to publish")
+    records = {
+        path: read_tsv_provenance(study / path)
+        if path.suffix == ".tsv"
+        else read_json(_sidecar(study / path))
+        for path in files
+    }
+    commit = made_by(records)
+    staging = partial_path(destination)
+    staging.mkdir()
+    try:
+        digests = {}
+        for path in files:
+            target = staging / path.relative_to("results")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(study / path, target)
+            shutil.copy2(_sidecar(study / path), _sidecar(target))
+            digests[target.relative_to(staging).as_posix()] = sha256_file(target)
+        record = provenance_record(step="publish", study=str(study), made_by=commit, files=digests)
+        write_json(staging / RECORD, record)
+        _replace(destination, staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return record
+
+
+def _replace(destination: Path, complete: Path) -> None:
+    """`complete` renamed to `destination`, the folder there before removed after."""
+    previous = partial_path(destination) if destination.exists() else None
+    if previous is not None:
+        destination.rename(previous)
+    complete.rename(destination)
+    if previous is not None:
+        shutil.rmtree(previous)
