@@ -2,7 +2,7 @@
 (mkdocs-macros; a page opts in with ``render_macros: true``), so that no docs page lists
 an instrument by hand."""
 
-from contextuality.catalogue import glossary, module_map
+from contextuality.catalogue import glossary, module_map, quotes
 from contextuality.geometry import alignment_catalogue
 from contextuality.measures import registry
 from contextuality.transforms import fitting
@@ -17,3 +17,11 @@ def define_env(env) -> None:
     env.macro(fitting.docs_table, "corrections_table")
     env.macro(module_map.docs_table, "module_map")
     env.macro(glossary.docs_table, "names_table")
+    for quote in (
+        quotes.value,
+        quotes.bounds,
+        quotes.interval,
+        quotes.extreme,
+        quotes.smallest_significant_rho,
+    ):
+        env.macro(quote)

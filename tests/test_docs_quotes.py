@@ -1,0 +1,141 @@
+"""Numbers quoted by lookup (`catalogue.quotes`, the docs' macros): a row picked by its
+keys, formatted as asked, refused when missing or matched twice (the site's build then
+fails), and no number typed by hand in a section that says its numbers are looked up."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+
+from contextuality.catalogue import quotes
+from contextuality.errors import InputDataError
+
+ROOT = Path(__file__).resolve().parents[1]
+# The comment under a heading that says its section's numbers are looked up.
+MARKER = "<!-- numbers: looked up -->"
+# Numbers a looked-up section may type: constants of its text, not results.
+CONSTANTS = {
+    "0.05": "the significance level a sentence tests at",
+    "12,544": "the scored pairs of STS 2012–2016, a fact of the data (corpus.sts.scored_only)",
+}
+# A result as a page would type it: a decimal, or a count with thousands separators.
+TYPED = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d*\.\d+)(?![\w])")
+
+
+@pytest.fixture
+def table(tmp_path) -> str:
+    path = tmp_path / "scores.tsv"
+    frame = pd.DataFrame(
+        {
+            "model": ["a", "a", "a", "b", "b"],
+            "layer": [0, 1, 2, 0, 0],
+            "spearman": [0.5, -0.25, 0.75, 0.125, 0.375],
+            "low": [0.25, -0.5, 0.5, 0.0, 0.25],
+            "high": [0.75, 0.0, 1.0, 0.25, math.nan],
+        }
+    )
+    frame.to_csv(path, sep="\t", index=False)
+    return str(path)
+
+
+def test_a_quote_is_its_row_s_value_formatted(table):
+    assert quotes.value(table, "spearman", model="a", layer=1) == "−0.250"
+    assert quotes.value(table, "spearman", ".1%", model="a", layer=2) == "75.0%"
+    assert quotes.interval(table, "spearman", model="a", layer=0) == "0.500 (0.250–0.750)"
+    assert quotes.bounds(table, model="a", layer="1") == "−0.500–0.000"
+    assert quotes.extreme(table, "spearman", "max", model="a") == "0.750"
+    assert quotes.extreme(table, "spearman", "min", "layer", model="a") == "1"
+    assert quotes.extreme(table, "spearman", "max", model="a", layer=range(0, 2)) == "0.500"
+
+
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [
+        ({"model": "c"}, r"no row where \{'model': 'c'\}"),
+        ({"model": "b", "layer": 0}, r"2 rows where .*a quote names one"),
+        ({"family": "a"}, r"no column \['family'\]"),
+    ],
+)
+def test_a_quote_of_no_row_or_two_is_refused(table, keys, message):
+    with pytest.raises(InputDataError, match=message):
+        quotes.value(table, "spearman", **keys)
+
+
+def test_a_quote_of_an_empty_cell_or_a_missing_table_is_refused(table, tmp_path):
+    frame = pd.read_csv(table, sep="\t").iloc[:4]
+    frame.assign(high=[0.75, 0.0, 1.0, math.nan]).to_csv(table, sep="\t", index=False)
+    quotes._table.cache_clear()
+    with pytest.raises(InputDataError, match="high is empty"):
+        quotes.bounds(table, model="b")
+    with pytest.raises(InputDataError, match="no such table"):
+        quotes.value(str(tmp_path / "none.tsv"), "spearman", model="a")
+
+
+@pytest.mark.parametrize("n", [5, 6, 7])
+def test_the_smallest_significant_rho_is_that_of_every_ordering(n):
+    """Brute force over every ordering with scipy's Spearman: the smallest |ρ| whose share
+    of orderings at least as strong is below 0.05."""
+    rhos = np.round(
+        [abs(spearmanr(order, range(n)).statistic) for order in itertools.permutations(range(n))],
+        12,
+    )
+    significant = [rho for rho in np.unique(rhos) if np.mean(rhos >= rho) < 0.05]
+    assert quotes.smallest_significant_rho(n) == f"{min(significant):.3f}"
+
+
+def _typed(text: str) -> list[str]:
+    """The numbers typed in `text` outside code, comments and macro calls."""
+    for pattern in (r"```.*?```", r"`[^`]*`", r"\{\{.*?\}\}", r"\{%.*?%\}", r"<!--.*?-->"):
+        text = re.sub(pattern, " ", text, flags=re.DOTALL)
+    return TYPED.findall(text)
+
+
+def _looked_up_sections() -> dict[str, str]:
+    """Each section of docs/ whose heading is followed by `MARKER`, by page and heading,
+    up to the next heading of its level or above."""
+    found = {}
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        text = page.read_text()
+        for heading in re.finditer(rf"^(#+) (.+)\n{re.escape(MARKER)}", text, flags=re.MULTILINE):
+            level = len(heading[1])
+            rest = text[heading.end() :]
+            end = re.search(rf"^#{{1,{level}}} ", rest, flags=re.MULTILINE)
+            found[f"{page.name}: {heading[2]}"] = rest[: end.start() if end else len(rest)]
+    return found
+
+
+def test_the_scan_finds_typed_numbers_and_passes_looked_up_ones():
+    text = "ρ = 0.805 over 1,000 draws in 2025 {{ value(t, 'x', model='a') }} `0.5` at layer 12"
+    assert _typed(text) == ["0.805", "1,000"]
+
+
+def test_no_number_is_typed_in_a_section_whose_numbers_are_looked_up():
+    sections = _looked_up_sections()
+    assert "evidence.md: Layers against a downstream task" in sections
+    typed = {name: sorted(set(_typed(text)) - set(CONSTANTS)) for name, text in sections.items()}
+    assert not any(typed.values()), typed
+
+
+def test_a_quote_of_a_missing_row_fails_the_site_s_build(tmp_path, table):
+    pytest.importorskip("mkdocs_macros")
+    (tmp_path / "docs").mkdir()
+    quote = f'{{{{ value("{table}", "spearman", model="c") }}}}'
+    (tmp_path / "docs/index.md").write_text(f"---\nrender_macros: true\n---\n\n# Page\n\n{quote}\n")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: quotes\nstrict: true\nplugins:\n  - macros:\n"
+        f"      module_name: {ROOT / 'docs/macros'}\n      render_by_default: false\n"
+        "      on_undefined: strict\n      on_error_fail: true\n"
+    )
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", "site"]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "no row where {'model': 'c'}" in result.stdout + result.stderr
