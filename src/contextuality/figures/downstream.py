@@ -1,8 +1,8 @@
 """The figure of the downstream task (`measures.downstream`): each model's STS score by
 layer, then each geometry measure against it, a point per layer in depth order.
 
-A measure's panel joins its points from the first layer (an open square) to the last (a
-filled triangle), so that it is read from one end."""
+A measure's panel joins its points from the first layer measured (an open square) to the
+last (a filled triangle), so that it is read from one end."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def draw_agreement(
     panel: Any, label: str, scores: pd.DataFrame, by_layer: dict[str, pd.DataFrame], colours
 ) -> None:
     """Measure `label` (x) against the mean-pooled score (y) of each model that has it, a
-    point per layer in depth order, its first and last layers marked."""
+    point per layer measured in depth order, the first and last marked."""
     for model, rows in scores[scores["pooling"] == "mean"].groupby("model", sort=False):
         if label not in by_layer[model]:
             continue
@@ -55,7 +55,7 @@ def draw_agreement(
         panel.plot(x, y, "-", marker="o", markersize=3, color=colours[model], label=model)
         panel.plot(x[0], y[0], "s", markersize=8, fillstyle="none", color=colours[model])
         panel.plot(x[-1], y[-1], "^", markersize=8, color=colours[model])
-    panel.set(title=f"{label} against the STS score", xlabel=label, ylabel="STS Spearman ρ")
+    panel.set(title=label, xlabel=f"{label} at the layer", ylabel="STS Spearman ρ")
 
 
 def plot_downstream(
@@ -91,7 +91,7 @@ def plot_downstream(
     ]
     figure.legend(
         keys + (ends if labels else []),
-        names + (["first layer (layer 0)", "last layer"] if labels else []),
+        names + (["first layer measured", "last layer measured"] if labels else []),
         loc="outside lower center",
         ncol=min(4, len(names) + 2),
         fontsize="small",

@@ -1,0 +1,66 @@
+"""The figures the docs show, each drawn again from its committed tables by the package's
+own figure code, so that a test compares every one with its file and none goes stale.
+
+    python -m contextuality.figures.docs [NAME ...]   # draw them again
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from contextuality.catalogue.quotes import ROOT
+from contextuality.files.provenance import sha256_file
+
+IMAGES = ROOT / "docs" / "images"
+
+
+@dataclass(frozen=True)
+class DocsFigure:
+    """A figure under docs/images: the committed tables it is drawn from (paths from the
+    repository's root) and how (`draw`: the tables read, in that order, what they are for
+    the figure's provenance, and the file to write)."""
+
+    tables: tuple[str, ...]
+    draw: Callable[[list[pd.DataFrame], str, Path], None]
+
+
+def _downstream(tables: list[pd.DataFrame], source: str, output: Path) -> None:
+    """STS by layer (`figures.downstream`) with the geometry of the measures tables."""
+    from contextuality.figures.downstream import plot_downstream
+    from contextuality.measures.downstream import measures_by_layer
+
+    scores, *measures = tables
+    geometry = pd.concat(measures, ignore_index=True)
+    by_layer = {model: measures_by_layer(geometry, model) for model in scores["model"].unique()}
+    plot_downstream(scores, by_layer, [output], source)
+
+
+FIGURES = {
+    "downstream.png": DocsFigure(
+        (
+            "bench/results/downstream.tsv",
+            "bench/results/instruments-measures.tsv",
+            "bench/results/geometry-corrections-measures.tsv",
+        ),
+        _downstream,
+    ),
+}
+
+
+def redraw(name: str, output: Path) -> Path:
+    """Figure `name` of `FIGURES` drawn from its tables into `output`."""
+    figure = FIGURES[name]
+    tables = [pd.read_csv(ROOT / table, sep="\t", comment="#") for table in figure.tables]
+    source = ", ".join(f"{table} sha256 {sha256_file(ROOT / table)}" for table in figure.tables)
+    figure.draw(tables, source, output)
+    return output
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or list(FIGURES):
+        print(redraw(name, IMAGES / name).relative_to(ROOT))

@@ -1,0 +1,54 @@
+"""The docs' figures drawn again from their committed tables (`figures.docs`): each is the
+file the docs show, within a small tolerance of its pixels, so that a change of the
+figure code or of a table without the figure drawn again fails here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from matplotlib.testing.compare import compare_images
+
+from contextuality.figures import docs
+
+ROOT = Path(__file__).resolve().parents[1]
+# Root-mean-square difference of the pixels (0–255) a redrawn figure may show.
+TOLERANCE = 2.0
+
+
+@pytest.mark.parametrize("name", list(docs.FIGURES))
+def test_a_docs_figure_is_its_tables_drawn_again(tmp_path, name):
+    drawn = docs.redraw(name, tmp_path / name)
+    again = f"python -m contextuality.figures.docs {name}"
+    found = compare_images(str(docs.IMAGES / name), str(drawn), TOLERANCE)
+    assert found is None, f"docs/images/{name} is not its tables drawn again ({again}): {found}"
+
+
+def test_every_figure_drawn_again_is_shown_by_a_page_and_its_tables_committed():
+    shown = {
+        match
+        for page in (ROOT / "docs").glob("*.md")
+        for match in re.findall(r"images/([\w.-]+\.png)", page.read_text())
+    }
+    assert set(docs.FIGURES) <= shown
+    for figure in docs.FIGURES.values():
+        for table in figure.tables:
+            assert (ROOT / table).is_file(), table
+
+
+def test_a_figure_of_other_numbers_is_told_apart(tmp_path, monkeypatch):
+    """The comparison can fail: the STS scores halved draw another figure."""
+    original = pd.read_csv
+    scores = docs.FIGURES["downstream.png"].tables[0]
+
+    def halved(path, *arguments, **options):
+        table = original(path, *arguments, **options)
+        if str(path).endswith(scores):
+            table[["spearman", "low", "high"]] /= 2
+        return table
+
+    monkeypatch.setattr(pd, "read_csv", halved)
+    drawn = docs.redraw("downstream.png", tmp_path / "downstream.png")
+    assert compare_images(str(docs.IMAGES / "downstream.png"), str(drawn), TOLERANCE) is not None
