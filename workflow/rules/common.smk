@@ -86,8 +86,8 @@ def get_embedding_matrix_settings(wildcards):
     return ctx.embedding_matrix_settings(config, wildcards.model)
 
 
-def get_task_score_settings(wildcards):
-    return ctx.task_score_settings(config, wildcards.model)
+def get_forward_settings(wildcards):
+    return ctx.forward_settings(config, wildcards.model)
 
 
 def get_special_token_inputs(wildcards):

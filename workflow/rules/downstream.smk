@@ -38,7 +38,7 @@ rule sts_by_layer:
         mem_mb=16000,
         gpu=get_model_gpus,
     params:
-        settings=get_task_score_settings,
+        settings=get_forward_settings,
         draws=config["downstream"]["draws"],
         seed=config["measures"]["seed"],
     script:

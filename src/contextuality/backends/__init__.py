@@ -55,6 +55,22 @@ def recorded_settings(spec: ModelSettings) -> dict[str, Any]:
     return dict(sorted(settings.items(), key=lambda item: order.index(item[0])))
 
 
+def model_record(spec: ModelSettings, loaded: LoadedModel) -> dict[str, Any]:
+    """What an output of a model loaded from `spec` records of it: its name, source and
+    revision, its files' checksums, its settings (`recorded_settings`) and their hash."""
+    from contextuality.files.provenance import config_hash
+
+    recorded = recorded_settings(spec)
+    return {
+        "model": spec.name,
+        "model_id": spec.source,
+        "model_revision": loaded.revision,
+        "model_file_checksums": loaded.file_checksums,
+        "settings": recorded,
+        "config_hash": config_hash(recorded),
+    }
+
+
 def vector_settings(spec: ModelSettings) -> dict[str, Any]:
     """Every setting that changes a layer's vectors: `recorded_settings` less ``layers``,
     since which layers are extracted changes none of them. A shard records their hash, so

@@ -40,8 +40,8 @@ def _verify(args: argparse.Namespace) -> None:
 
 def _publish(args: argparse.Namespace) -> None:
     record = publish_study(args.directory, args.destination)
-    files, commit = len(record["files"]), record["made_by"]
-    print(f"published {files} files of commit {commit} to {args.destination}")
+    files, commits = len(record["files"]), ", ".join(record["made_by"])
+    print(f"published {files} files made by commit {commits} to {args.destination}")
 
 
 def add_verify_command(commands: Any) -> None:
@@ -66,7 +66,7 @@ def add_verify_command(commands: Any) -> None:
     command = commands.add_parser(
         "publish",
         help="copy a finished study's tables and figures with their provenance into a folder "
-        "(docs/results/<run>/), refused where a file is damaged or was made by code no one "
+        "(docs/results/<run>/), refused where a file is damaged or was made by code no "
         "commit holds",
     )
     command.add_argument("directory", help="the study's working directory, holding results/")

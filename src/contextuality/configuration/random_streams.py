@@ -48,6 +48,9 @@ STREAMS = {
     # The orderings of the layers an agreement's permutation test samples, past
     # `downstream.EXACT_ORDERINGS_UP_TO` layers (`downstream.layer_agreement`).
     "downstream_orderings": (23,),
+    # Which held-out sentences each bootstrap draw of a perplexity takes, the same draws
+    # for every condition (`extraction.ablation_effects`).
+    "ablation_effects_bootstrap": (24,),
 }
 
 

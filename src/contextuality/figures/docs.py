@@ -40,7 +40,22 @@ def _downstream(tables: list[pd.DataFrame], source: str, output: Path) -> None:
     plot_downstream(scores, by_layer, [output], source)
 
 
+def _ablation_effects(tables: list[pd.DataFrame], source: str, output: Path) -> None:
+    """Perplexity and attention under the ablation (`figures.ablation_effects`)."""
+    from contextuality.figures.ablation_effects import plot_ablation_effects
+
+    perplexity, attention = tables
+    plot_ablation_effects(perplexity, attention, [output], source)
+
+
 FIGURES = {
+    "ablation-effects.png": DocsFigure(
+        (
+            "bench/results/ablation-effects-perplexity.tsv",
+            "bench/results/ablation-effects-attention.tsv",
+        ),
+        _ablation_effects,
+    ),
     "downstream.png": DocsFigure(
         (
             "bench/results/downstream.tsv",

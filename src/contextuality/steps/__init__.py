@@ -8,6 +8,11 @@ and the reference comparison are imported by the steps that use them, so that a 
 job does not pay for loading matplotlib and scipy.stats.
 """
 
+from contextuality.steps.ablation_effects import (
+    EffectFiles,
+    ablation_effects,
+    ablation_effects_tables,
+)
 from contextuality.steps.corpus import (
     download_sts,
     fit_split,
@@ -79,6 +84,7 @@ from contextuality.steps.static import (
 __all__ = [
     "DegenerationOutputs",
     "DownstreamTables",
+    "EffectFiles",
     "LayerOutputs",
     "GeometryTransform",
     "ModelLayers",
@@ -86,6 +92,8 @@ __all__ = [
     "MeasureOutputs",
     "PairFiles",
     "ScoreFiles",
+    "ablation_effects",
+    "ablation_effects_tables",
     "ablation_figure",
     "alignment_between_models",
     "alignment_table",

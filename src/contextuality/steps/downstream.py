@@ -20,7 +20,7 @@ from contextuality.backends.settings import ModelSettings
 from contextuality.configuration import random_streams
 from contextuality.corpus.sentences import ScoredPairs, read_sts_archive, scored_pairs
 from contextuality.errors import InputDataError
-from contextuality.files.provenance import config_hash, provenance_record, sha256_file
+from contextuality.files.provenance import provenance_record, sha256_file
 from contextuality.files.tables import (
     read_parquet_with_provenance,
     read_tsv,
@@ -177,15 +177,9 @@ def sts_by_layer(
         long = drawn.reset_index().melt(id_vars="draw", var_name="layer", value_name="spearman")
         per_draw.append(long.assign(pooling=pooling)[["pooling", "draw", "layer", "spearman"]])
     table = pd.concat(scores, ignore_index=True)[list(SCORE_COLUMNS)]
-    recorded = backends.recorded_settings(spec)
     provenance = provenance_record(
         step="sts_by_layer",
-        model=spec.name,
-        model_id=spec.source,
-        model_revision=loaded.revision,
-        model_file_checksums=loaded.file_checksums,
-        settings=recorded,
-        config_hash=config_hash(recorded),
+        **backends.model_record(spec, loaded),
         pairs=pairs_provenance,
         draws=draws,
         seed=seed,

@@ -16,7 +16,7 @@ import pandas as pd
 from contextuality import backends
 from contextuality.backends.settings import ModelSettings
 from contextuality.extraction.token_counts import token_counts
-from contextuality.files.provenance import config_hash, provenance_record, sha256_file
+from contextuality.files.provenance import provenance_record, sha256_file
 from contextuality.files.tables import read_parquet_with_provenance, write_parquet, write_tsv
 from contextuality.measures.embedding_matrix import MatrixTables, measure_matrices
 
@@ -64,15 +64,9 @@ def embedding_matrix(
     corpus_counts = token_counts(loaded.encoder, sentences["text"].tolist(), n_rows)
     counts = {corpus["corpus"]: corpus_counts}
     tables = measure_matrices(name, embeddings.inputs, embeddings.outputs, embeddings.tied, counts)
-    recorded = backends.recorded_settings(spec)
     provenance = provenance_record(
         step="embedding_matrix",
-        model=name,
-        model_id=spec.source,
-        model_revision=loaded.revision,
-        model_file_checksums=loaded.file_checksums,
-        settings=recorded,
-        config_hash=config_hash(recorded),
+        **backends.model_record(spec, loaded),
         weights_dtype=spec.weights_dtype,
         stored_as=embeddings.stored_as,
         tied=embeddings.tied,

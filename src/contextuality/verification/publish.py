@@ -1,12 +1,12 @@
 """A finished study's tables and figures published (``contextuality publish``) with the
 commit that made them, into a folder that docs pages read.
 
-They are verified first (`verify_study`), must all be made by one committed state of the
-code, and are copied with their provenance beside a record of what the folder holds.
+They are verified first (`verify_study`), must be made by committed code, and are copied
+with their provenance beside a record of what the folder holds.
 
 A results page quotes a number by naming a published table, its row and column; the
-record names the commit whose code made every table, so that a page never quotes
-numbers of code that no commit holds.
+record names the commits whose code made the tables, so that a page never quotes numbers
+of code that no commit holds.
 """
 
 from __future__ import annotations
@@ -62,12 +62,13 @@ def _versions(record: Any) -> Iterator[str]:
             yield from _versions(value)
 
 
-def made_by(records: dict[Path, Any]) -> str:
-    """The one commit whose code made every file of `records` (relative path →
-    provenance); InputDataError, one line naming the first file, where one was made by
-    uncommitted code, by an installed package (no commit recorded), by another commit, or
-    records no code at all."""
-    found: tuple[Path, str] | None = None
+def made_by(records: dict[Path, Any]) -> list[str]:
+    """The commits whose code made the files of `records` (relative path → provenance),
+    in order; InputDataError, one line naming the first file, where one was made by
+    uncommitted code, by an installed package (no commit recorded), or records no code at
+    all. Files of several commits are published together, each commit named: the
+    workflow made again what a change of code touched."""
+    commits: set[str] = set()
     for path, record in records.items():
         versions = list(_versions(record))
         if not versions:
@@ -86,24 +87,18 @@ def made_by(records: dict[Path, Any]) -> str:
                     f"{path.as_posix()}: made from uncommitted code ({version}); commit it "
                     "and run the study again"
                 )
-            if found is None:
-                found = (path, version)
-            elif version != found[1]:
-                raise InputDataError(
-                    f"{path.as_posix()}: made by commit {version}, {found[0].as_posix()} by "
-                    f"{found[1]}; run the study again at one commit"
-                )
-    if found is None:
+            commits.add(version)
+    if not commits:
         raise InputDataError("nothing to publish: no file's provenance was given")
-    return found[1]
+    return sorted(commits)
 
 
 def publish_study(study: str | Path, destination: str | Path) -> dict[str, Any]:
     """Copy a finished `study`'s tables and figures with their provenance into
     `destination` (``tables/…`` and ``figures/…``, as under results/) and write its
-    `RECORD`: the commit that made them and each file's SHA-256. Refused, in one line and
-    before `destination` is touched, where a file is damaged (`verify_study`) or the files
-    are not all of one committed state of the code (`made_by`); a destination already
+    `RECORD`: the commits that made them and each file's SHA-256. Refused, in one line and
+    before `destination` is touched, where a file is damaged (`verify_study`) or was not
+    made by committed code (`made_by`); a destination already
     there is replaced whole once the new one is complete."""
     study, destination = Path(study), Path(destination)
     verification = verify_study(study)
@@ -120,7 +115,7 @@ def publish_study(study: str | Path, destination: str | Path) -> dict[str, Any]:
         else read_json(_sidecar(study / path))
         for path in files
     }
-    commit = made_by(records)
+    commits = made_by(records)
     staging = partial_path(destination)
     staging.mkdir()
     try:
@@ -131,7 +126,7 @@ def publish_study(study: str | Path, destination: str | Path) -> dict[str, Any]:
             shutil.copy2(study / path, target)
             shutil.copy2(_sidecar(study / path), _sidecar(target))
             digests[target.relative_to(staging).as_posix()] = sha256_file(target)
-        record = provenance_record(step="publish", study=str(study), made_by=commit, files=digests)
+        record = provenance_record(step="publish", study=str(study), made_by=commits, files=digests)
         write_json(staging / RECORD, record)
         _replace(destination, staging)
     except BaseException:

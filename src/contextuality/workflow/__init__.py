@@ -14,6 +14,12 @@ from typing import Any
 from contextuality.configuration.schema import with_defaults
 from contextuality.corpus.index import IndexFiles, IndexSettings, check_min_contexts
 from contextuality.errors import ConfigError, ContextualityError, InputDataError
+from contextuality.workflow.ablation_effects import (
+    ablation_effect_files,
+    ablation_effect_models,
+    ablation_effect_outputs,
+    ablation_effect_settings,
+)
 from contextuality.workflow.config import (
     TOKENIZER_SETTINGS,
     ablated_models,
@@ -23,6 +29,7 @@ from contextuality.workflow.config import (
     degeneration_transforms,
     extraction_partitions,
     figure_transforms,
+    forward_settings,
     geometry_models,
     geometry_settings,
     geometry_transforms,
@@ -51,7 +58,6 @@ from contextuality.workflow.downstream import (
     downstream_outputs,
     task_archives,
     task_pair_settings,
-    task_score_settings,
 )
 from contextuality.workflow.embedding import (
     embedding_matrix_files,
@@ -141,6 +147,10 @@ __all__ = [
     "TOKENIZER_SETTINGS",
     "WORD_INDEX",
     "ablated_models",
+    "ablation_effect_files",
+    "ablation_effect_models",
+    "ablation_effect_outputs",
+    "ablation_effect_settings",
     "record_caption",
     "report_section",
     "settings_record",
@@ -187,6 +197,7 @@ __all__ = [
     "family_summaries",
     "figure_paths",
     "figure_transforms",
+    "forward_settings",
     "figures_directory",
     "geometry_figure_names",
     "paper_figure_names",
@@ -237,7 +248,6 @@ __all__ = [
     "subword_tokenizers",
     "task_archives",
     "task_pair_settings",
-    "task_score_settings",
     "transforms_without_degeneration",
     "wildcard_constraints",
     "word_sample_size",

@@ -313,6 +313,20 @@ def vector_settings(config: dict[str, Any], model: str) -> dict[str, Any]:
     return backends.vector_settings(model_settings(config, model))
 
 
+# The model settings that do not change its forward pass: how its word vectors are pooled,
+# stored and checked.
+WORD_VECTOR_SETTINGS = ("units", "pooling", "storage_dtype", "segment_words", "parity_sentences")
+
+
+def forward_settings(config: dict[str, Any], model: str) -> dict[str, Any]:
+    """The settings of `model` that change its forward pass (`vector_settings` less
+    `WORD_VECTOR_SETTINGS`): what a job running the model on sentences of its own (the
+    downstream task, the ablation's effects) is given, so that another layer list or word
+    pooling does not run it again."""
+    settings = vector_settings(config, model)
+    return {key: value for key, value in settings.items() if key not in WORD_VECTOR_SETTINGS}
+
+
 def model_layers(config: dict[str, Any], model: str) -> list[int]:
     """Layers to extract for `model`: its ``layers`` list, else all, read from its config."""
     return list(backends.model_layers(model_settings(config, model)))

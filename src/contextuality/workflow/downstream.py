@@ -7,14 +7,11 @@ from typing import Any
 
 from contextuality.configuration.schema import default, setting
 from contextuality.corpus.sentences import sts_archive_name
-from contextuality.workflow.config import model_names, model_settings, vector_settings
+from contextuality.workflow.config import model_names, model_settings
 
 DOWNSTREAM = "results/downstream"
 # The STS years every model is scored on: all of them, whatever the corpus reads.
 TASK_YEARS = tuple(default("corpus", "sts", "years"))
-# The model settings that do not change a sentence's vectors: how the word vectors are
-# pooled, stored and checked.
-WORD_VECTOR_SETTINGS = ("units", "pooling", "storage_dtype", "segment_words", "parity_sentences")
 # The pairs every model is scored on, and their sentences.
 PAIR_FILES = (f"{DOWNSTREAM}/sts_pairs.parquet", f"{DOWNSTREAM}/sts_sentences.parquet")
 # Each model's files, by kind: its scores and the scores of each bootstrap draw.
@@ -45,14 +42,6 @@ def task_pair_settings(config: dict[str, Any]) -> dict[str, Any]:
         "seed": config["measures"]["seed"],
         "verify_checksums": config["corpus"]["sts"]["verify_checksums"],
     }
-
-
-def task_score_settings(config: dict[str, Any], model: str) -> dict[str, Any]:
-    """The settings of `model` its scoring job is given: those that change its sentence
-    vectors (`vector_settings` less `WORD_VECTOR_SETTINGS`), so that another layer list or
-    word pooling does not score it again."""
-    settings = vector_settings(config, model)
-    return {key: value for key, value in settings.items() if key not in WORD_VECTOR_SETTINGS}
 
 
 def downstream_files(config: dict[str, Any], kind: str) -> list[str]:

@@ -16,6 +16,7 @@ _DIMENSION = ("Geometry", "intrinsic dimension")
 _ALIGNMENT = ("Geometry", "alignment between layers and models")
 _EMBEDDING_MATRICES = "Embedding matrices"
 _DOWNSTREAM = "Layers against a downstream task"
+_ABLATION_EFFECTS = "Ablations"
 _EACH_TRANSFORM = "transform {transform}"
 _CENSUS = "census of every layer"
 
@@ -51,6 +52,9 @@ REPORT_SECTIONS = {
     "downstream_figure": (_DOWNSTREAM, "STS score by layer and each measure against it"),
     "downstream_table": (_DOWNSTREAM, "STS score by layer"),
     "downstream_agreement_table": (_DOWNSTREAM, "each geometry measure's agreement"),
+    "ablation_effects_figure": (_ABLATION_EFFECTS, "perplexity and attention"),
+    "ablation_effects_perplexity_table": (_ABLATION_EFFECTS, "perplexity by condition"),
+    "ablation_effects_attention_table": (_ABLATION_EFFECTS, "attention by block and head"),
 }
 
 

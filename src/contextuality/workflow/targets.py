@@ -6,6 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from contextuality.configuration.schema import setting
+from contextuality.workflow.ablation_effects import (
+    EFFECT_FILES,
+    ablation_effect_files,
+    ablation_effect_outputs,
+)
 from contextuality.workflow.config import (
     ablated_models,
     compared_models,
@@ -81,6 +86,7 @@ def intermediate_outputs(config: dict[str, Any]) -> list[str]:
         *[path for kind in MATRIX_FILES for path in embedding_matrix_files(config, kind)],
         *[path for kind in SCORE_FILES for path in downstream_files(config, kind)],
         *(PAIR_FILES if downstream_models(config) else []),
+        *[path for kind in EFFECT_FILES for path in ablation_effect_files(config, kind)],
     ]
 
 
@@ -130,6 +136,7 @@ def _tables_figures_and_summaries(config: dict[str, Any]) -> list[str]:
         *geometry_figure_paths(config),
         *embedding_matrix_outputs(config),
         *downstream_outputs(config),
+        *ablation_effect_outputs(config),
         *[
             f"results/figures/sweeps/{sweep}.{extension}"
             for sweep in sweeps(config)
