@@ -886,11 +886,17 @@ def test_bad_config_is_refused_with_a_clear_message(tmp_path):
     assert "models.m.sweep.steps: [1, 1] has non-unique elements" in result.stderr
 
     # A value of another type: one line naming the key, without Snakemake's frames around it.
-    write_config(tmp_path, _config(corpus, {"m": {"source": "x", "layers": "0,1,2"}}))
+    write_config(tmp_path, _config(corpus, {"m": {"source": "x", "layers": 2.5}}))
     result = snakemake(tmp_path, "--dry-run")
     assert result.returncode == 1
-    assert "models.m.layers: '0,1,2' is not of type 'array', 'null'" in result.stderr
+    assert "models.m.layers: 2.5 is not of type 'array', 'string', 'null'" in result.stderr
     assert 'File "' not in result.stdout + result.stderr
+    write_config(tmp_path, _config(corpus, {"m": {"source": "x", "layers": "0..2"}}))
+    result = snakemake(tmp_path, "--dry-run")
+    assert result.returncode == 1 and 'File "' not in result.stdout + result.stderr
+    assert "models.m.layers: '0..2' is neither a list of layers nor layers and ranges" in (
+        result.stderr
+    )
 
     # A model written twice in one file: refused, not the last one silently kept.
     text = yaml.safe_dump(_config(corpus, {"m": {"source": "x", "layers": [0]}}))
