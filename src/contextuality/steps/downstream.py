@@ -213,14 +213,14 @@ def downstream_tables(
     from contextuality.figures.downstream import plot_downstream
 
     measures = read_tsv(measures_table)
-    tables, agreement, sources = [], [], []
+    tables, agreement, sources, geometry = [], [], [], {}
     for files in inputs:
         scores, source = read_parquet_with_provenance(files.scores)
         draws, _ = read_parquet_with_provenance(files.draws)
         sources.append(source)
         tables.append(scores)
         model = str(scores["model"].iloc[0])
-        by_layer = measures_by_layer(measures, model)
+        by_layer = geometry[model] = measures_by_layer(measures, model)
         for pooling, rows in scores.groupby("pooling", sort=False):
             result = _task_scores(rows, draws[draws["pooling"] == pooling])
             rng = random_streams.generator(seed, "downstream_orderings")
@@ -238,9 +238,8 @@ def downstream_tables(
     provenance = provenance_record(step="downstream_tables", sources=sources, seed=seed)
     write_tsv(table, outputs.scores, provenance)
     write_tsv(agreed, outputs.agreement, provenance)
-    by_layer = {model: measures_by_layer(measures, model) for model in table["model"].unique()}
     source = ", ".join(
         f"{Path(path).name} sha256 {sha256_file(path)}" for path in (outputs.scores, measures_table)
     )
-    plot_downstream(table, by_layer, list(figures), source)
+    plot_downstream(table, geometry, list(figures), source)
     return table, agreed
