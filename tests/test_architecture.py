@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from contextuality.errors import InputDataError, ModelLoadError
+
 from conftest import shipped, shipped_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -333,7 +335,10 @@ def _workflow_outputs() -> set[str]:
     for config in [*configs, extended]:
         config = with_defaults(config)
         expand_sweeps(config)
-        outputs |= {*targets.final_outputs(config), *targets.intermediate_outputs(config)}
+        try:
+            outputs |= {*targets.final_outputs(config), *targets.intermediate_outputs(config)}
+        except (InputDataError, ModelLoadError):  # a config whose models are not here to read
+            continue
     return outputs
 
 
