@@ -98,6 +98,7 @@ def sts_pairs(
         pairs += found
         checksums |= members
     scored = [pair for pair in pairs if pair.gold is not None]
+    n_scored = len(scored)
     if count is not None and count < len(scored):
         rng = random_streams.generator(seed, "downstream_pairs")
         scored = [scored[i] for i in np.sort(rng.choice(len(scored), count, replace=False))]
@@ -105,7 +106,7 @@ def sts_pairs(
     provenance = provenance_record(
         step="sts_pairs",
         years=sorted(archives),
-        n_scored=sum(pair.gold is not None for pair in pairs),
+        n_scored=n_scored,
         n_pairs=len(task.gold),
         n_sentences=len(task.sentences),
         requested=count,
@@ -117,7 +118,9 @@ def sts_pairs(
     )
     write_parquet(frame, outputs.pairs, provenance)
     write_parquet(pd.DataFrame({"text": task.sentences}), outputs.sentences, provenance)
-    log.info("%d of %d scored STS pairs, %d sentences", len(task.gold), len(scored), len(frame))
+    log.info(
+        "%d of %d scored STS pairs, %d sentences", len(task.gold), n_scored, len(task.sentences)
+    )
     return task
 
 
