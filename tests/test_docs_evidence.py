@@ -308,3 +308,22 @@ def test_the_sweep_s_embedding_matrices_quoted_are_the_committed_run():
         assert expected in page, expected
     assert abs(gpt2.loc[0, "isoscore"] - bert.loc[0, "isoscore"]) < 5e-4
     assert rows["tied"].all()
+
+
+def test_the_rogue_dimensions_share_of_smollm2_s_entropy_fall_is_what_the_page_says():
+    """docs/instruments.md: of SmolLM2's fall in dataset entropy from block 9 to block 12,
+    the three rogue dimensions' own share (the raw fall less the fall without them) is
+    about half, neither most nor little of it."""
+    rows = _table("instruments-measures")
+    entropy = rows[(rows["model"] == "smollm2") & (rows["measure"] == "dataset_entropy")]
+    by = entropy.set_index(["transform", "layer"])["raw"]
+    raw_fall = by[("none", 9)] - by[("none", 12)]
+    remaining_fall = by[("drop_rogue", 9)] - by[("drop_rogue", 12)]
+    rogue_share = 1 - remaining_fall / raw_fall
+    assert 0.4 <= rogue_share <= 0.6
+    page = " ".join((ROOT / "docs" / "instruments.md").read_text().split())
+    assert "About half of that fall is the rogue dimensions' own" in page
+    assert f"fall {remaining_fall:.2f} nats to block 12" in page
+    shown_fall = round(by[("none", 9)], 2) - round(by[("none", 12)], 2)  # of the values shown
+    assert f"raw fall of {shown_fall:.2f}" in page
+

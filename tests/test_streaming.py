@@ -7,6 +7,7 @@ sentences, then written to a state file and read back.
 
 from __future__ import annotations
 
+import h5py
 import numpy as np
 import pandas as pd
 import pytest
@@ -85,6 +86,7 @@ def _stream(
         settings,
         indexed=index.vocab["indexed"].to_numpy(),
         sentence_copies=copies,
+        dtype=stacked.dtype.name,
     ) as accumulator:
         for start, end in _blocks(sentence_id, n_blocks):
             accumulator.write(start, stacked[:, start:end])
@@ -120,14 +122,10 @@ def test_streamed_measures_equal_the_shard_path(tmp_path, corpus):
     columns = [c for c in words.columns if c != "n_sampled"]
     assert set(columns) <= set(expected.words.columns)
     assert not {"selfsim_paper", "mev_truncated_svd"} & set(words.columns)
-    # the sample is kept as float32: MEV to float32 precision (exact for stored vectors,
-    # see the float16 test), every other column to float64 rounding
-    exact = [c for c in columns if not c.startswith("mev")]
+    # the sample is kept in the rows' own dtype (float64 here): every column, MEV included,
+    # to float64 rounding
     pd.testing.assert_frame_equal(
-        words[exact], expected.words[exact], check_exact=False, rtol=1e-10, atol=1e-12
-    )
-    pd.testing.assert_frame_equal(
-        words[columns], expected.words[columns], check_exact=False, rtol=1e-6
+        words[columns], expected.words[columns], check_exact=False, rtol=1e-10, atol=1e-12
     )
     assert (words["n_sampled"] == words["n"]).all()
     # per sentence and every summary value, intervals included
@@ -177,6 +175,11 @@ def test_float16_blocks_equal_the_shard_path_on_the_stored_values(tmp_path, corp
         tmp_path, index, stored.astype(np.float32), copies, n_blocks=3
     )
     state = _stream(tmp_path, index, {0: stored}, copies=copies, name="f16")[0]
+    # kept as stored, in half the bytes of float32, and read back as float32 exactly
+    with h5py.File(tmp_path / "f16" / "layer_0.state.h5") as handle:
+        assert handle["kept_vectors"].dtype == np.float16
+    assert state.kept_vectors.dtype == np.float32
+    np.testing.assert_array_equal(state.kept_vectors, stored[state.kept_rows])
     from_float16 = measure_streamed_layer(state, index.occurrences, index.vocab, SETTINGS)
     for result in (streamed, from_float16):
         columns = ["selfsim", "mev", "mev_centered"]
@@ -301,8 +304,7 @@ def test_state_file_round_trip_and_refusals(tmp_path, corpus):
     assert attributes["model"] == "test" and attributes["layer"] == 2
     assert attributes["n_missing"] == 0 and attributes["n_valid"] == len(vectors)
     assert attributes["streaming"]["word_sample_size"] == 10_000
-    kept = vectors[state.kept_rows].astype(np.float32)
-    np.testing.assert_array_equal(state.kept_vectors, kept)
+    np.testing.assert_array_equal(state.kept_vectors, vectors[state.kept_rows])
     assert state.sums.word_n.sum() == index.vocab.loc[index.vocab["indexed"], "count"].sum()
     path = tmp_path / "state" / "layer_2.state.h5"
     assert sorted(p.name for p in path.parent.iterdir()) == ["layer_2.state.h5"]

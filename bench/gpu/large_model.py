@@ -1,5 +1,5 @@
 """A 7B decoder through the project: a random-init Llama-2-7B shape in bfloat16, every
-fourth hidden state of 200,000 tokens extracted, against the bare model and the disk.
+fourth hidden state of about 75,000 tokens extracted, against the bare model and the disk.
 
     python bench/gpu/large_model.py --device cuda --out large-model.json   # Llama-2-7B shape
     python bench/gpu/large_model.py --device cpu --out large-model.json    # tiny, same path
@@ -21,7 +21,9 @@ values. On the same padded batches (the extraction's own; `forward_bounds`), in 
 each rate the second of two passes (the bare model without cuDNN shares the project's
 first), in tokens/s and as model FLOP utilisation, 2 × non-embedding parameters × tokens/s
 ÷ the card's dense 16-bit peak (`DENSE_PEAK`; on a CPU a float32 matrix product's
-measured rate stands in), with peak GPU memory and the bytes written.
+measured rate stands in), with peak GPU memory and the bytes written. Each phase says
+when it starts and what it took as it ends (`phase`), so that a run stopped at its limit
+still tells where the time went.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -48,6 +51,7 @@ from contextuality.extraction.partitions import plan_extraction  # noqa: E402
 from contextuality.extraction.units import sentence_units  # noqa: E402
 
 import random_models  # noqa: E402
+from arguments import positive_int  # noqa: E402
 from extraction import (  # noqa: E402
     disk_bounds,
     full_extraction,
@@ -73,7 +77,10 @@ SIZES = {
         "vocab_size": 32000,
     },
 }
-WORDS = {"cuda": 165_000, "cpu": 2_000}  # about 200,000 tokens on the GPU
+# About 75,000 tokens on the GPU: a 7B forward pass runs at about 30,000 tok/s on an H100
+# (forward-profile-cuda-h100.md), so each of the stage's ten passes takes seconds and its
+# writes a few GB, and the acceptance fits one device call.
+WORDS = {"cuda": 60_000, "cpu": 2_000}
 LAYER_STEP = 4
 # Dense 16-bit tensor-core peaks (NVIDIA's data sheets, without sparsity), FLOP/s.
 DENSE_PEAK = {"H100": 989.4e12, "H200": 989.4e12, "A100": 312e12}
@@ -154,11 +161,22 @@ def bare_passes(loaded, batches: forward_bounds.Batches) -> dict:
     return {"by_attention": rows, "fastest": best, "tokens_per_s": rows[best]["tokens_per_s"]}
 
 
-def measure(device: str, corpus: Path, work: Path) -> dict:
-    """Build, load and measure the model (see the module docstring)."""
+@contextlib.contextmanager
+def phase(name: str) -> Iterator[None]:
+    """Say on the console that `name` starts, and its seconds once it ends."""
+    print(f"large model: {name} ...", flush=True)
+    started = time.perf_counter()
+    yield
+    print(f"large model: {name}: {time.perf_counter() - started:.1f} s", flush=True)
+
+
+def measure(device: str, corpus: Path, work: Path, words: int) -> dict:
+    """Build, load and measure the model on about `words` words of `corpus` (see the module
+    docstring)."""
     sentences = corpus.read_text(encoding="utf-8").splitlines()
     started = time.perf_counter()
-    parameters, non_embedding = build(work / "model", sentences, device)
+    with phase("build and save"):
+        parameters, non_embedding = build(work / "model", sentences, device)
     built = time.perf_counter() - started
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -170,20 +188,28 @@ def measure(device: str, corpus: Path, work: Path) -> dict:
         "layers": list(range(0, SIZES[device]["num_hidden_layers"] + 1, LAYER_STEP)),
     }
     started = time.perf_counter()
-    loaded = load_model(model_settings("large", settings), device)
+    with phase("load"):
+        loaded = load_model(model_settings("large", settings), device)
     loaded_seconds = time.perf_counter() - started
-    chosen = load_corpus(WORDS[device], str(corpus))
-    units = sentence_units(loaded, chosen)
-    plan = plan_extraction(loaded, units.counts, tuple(settings["layers"]))
-    budget = token_budget(loaded.spec, device)
-    batches = forward_bounds.plan_padded(loaded, units, plan.segments, budget)
-    project = forward_bounds.project_forward(loaded, batches, plan.layers)
-    profile = forward_bounds.profile_table(loaded, batches, plan.layers)
-    bare = bare_passes(loaded, batches)
-    full = full_extraction(loaded, units, plan, work)
-    streamed = streamed_extraction(loaded, units, plan, chosen, work)
+    with phase("tokenize and plan"):
+        chosen = load_corpus(words, str(corpus))
+        units = sentence_units(loaded, chosen)
+        plan = plan_extraction(loaded, units.counts, tuple(settings["layers"]))
+        budget = token_budget(loaded.spec, device)
+        batches = forward_bounds.plan_padded(loaded, units, plan.segments, budget)
+    with phase(f"the project's forward pass, twice ({batches.tokens:,} tokens)"):
+        project = forward_bounds.project_forward(loaded, batches, plan.layers)
+    with phase("profile"):
+        profile = forward_bounds.profile_table(loaded, batches, plan.layers)
+    with phase("the bare model, twice with and twice without cuDNN's attention"):
+        bare = bare_passes(loaded, batches)
+    with phase("full extraction"):
+        full = full_extraction(loaded, units, plan, work)
+    with phase("streamed extraction"):
+        streamed = streamed_extraction(loaded, units, plan, chosen, work)
     n_bytes = plan.n_rows * len(plan.layers) * loaded.hidden_size * 2
-    disk = disk_bounds(n_bytes, len(plan.layers), loaded.hidden_size, work, filtered=False)
+    with phase(f"the disk ({n_bytes / 1e9:.1f} GB)"):
+        disk = disk_bounds(n_bytes, len(plan.layers), loaded.hidden_size, work, filtered=False)
     disk_tokens_per_s = disk["plain_mb_per_s"] * 1e6 / (n_bytes / full["tokens"])
     peak, peak_of = dense_peak(device)
 
@@ -235,9 +261,13 @@ def main() -> None:
     parser.add_argument("--device", choices=("cuda", "cpu"), required=True)
     parser.add_argument("--out", type=Path, required=True, help="the result's JSON file")
     parser.add_argument("--corpus", type=Path, default=HERE / "travel" / "corpus.txt")
+    parser.add_argument(
+        "--words", type=positive_int, help="words of the corpus to extract (default: WORDS)"
+    )
     arguments = parser.parse_args()
+    words = arguments.words or WORDS[arguments.device]
     with tempfile.TemporaryDirectory(prefix="large-model-", dir=Path.cwd()) as scratch:
-        result = measure(arguments.device, arguments.corpus, Path(scratch))
+        result = measure(arguments.device, arguments.corpus, Path(scratch), words)
     arguments.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k not in ("extraction", "profile")}))
 

@@ -151,7 +151,7 @@ class StreamingAccumulator:
             len(self.layers),
             self.device,
             len(self.layers) * len(self.word_ids) * self.dim * 32 / 1e9,
-            len(self.layers) * len(self.kept_rows) * self.dim * 4 / 1e9,
+            len(self.layers) * len(self.kept_rows) * self.dim * np.dtype(self.dtype).itemsize / 1e9,
             len(self.kept_rows),
         )
         self._open_files(paths, attributes)
@@ -168,10 +168,11 @@ class StreamingAccumulator:
         return indexed
 
     def state_bytes(self) -> int:
-        """Bytes the state files take: per layer, the kept rows (float32) and the sums
+        """Bytes the state files take: per layer, the kept rows (in `dtype`) and the sums
         (two float64 per tracked word and dimension, each also as two int64 limbs; a few
         per sentence)."""
-        per_layer = len(self.kept_rows) * self.dim * 4 + 6 * len(self.word_ids) * self.dim * 8
+        kept = len(self.kept_rows) * self.dim * np.dtype(self.dtype).itemsize
+        per_layer = kept + 6 * len(self.word_ids) * self.dim * 8
         return len(self.layers) * (per_layer + self.index.n_sentences * 16)
 
     def _open_files(self, paths: dict[int, str | os.PathLike], attributes: dict[str, Any]) -> None:
@@ -190,7 +191,7 @@ class StreamingAccumulator:
         try:
             for layer, handle in self._files.files.items():
                 self._kept[layer] = create_kept_datasets(
-                    handle, self.kept_rows, self._in_word_sample, self.dim
+                    handle, self.kept_rows, self._in_word_sample, self.dim, self.dtype
                 )
         except BaseException:
             self.abort()
@@ -230,7 +231,7 @@ class StreamingAccumulator:
         low, high = np.searchsorted(self.kept_rows, [first_row, end])
         if high > low:
             kept = torch.as_tensor(self.kept_rows[low:high] - first_row, device=self.device)
-            sampled = vectors[:, kept].to(torch.float32).cpu().numpy()
+            sampled = vectors[:, kept].to(getattr(torch, self.dtype)).cpu().numpy()
             for position, layer in enumerate(self.layers):
                 self._kept[layer][low:high] = sampled[position]
         for position, layer in enumerate(self.layers):
@@ -293,16 +294,18 @@ def state_attributes(
 
 
 def create_kept_datasets(
-    handle: h5py.File, kept_rows: np.ndarray, in_word_sample: np.ndarray, dim: int
+    handle: h5py.File, kept_rows: np.ndarray, in_word_sample: np.ndarray, dim: int, dtype: str
 ) -> h5py.Dataset:
-    """A state file's sampled rows (``kept_rows``, ``in_word_sample``) and the float32
-    ``kept_vectors`` dataset that their vectors go into, returned."""
+    """A state file's sampled rows (``kept_rows``, ``in_word_sample``) and the
+    ``kept_vectors`` dataset that their vectors go into, returned: in `dtype`, the one
+    the vectors were stored as before they were summed (float16 unless it overflowed), so
+    that the rows are exact and take the bytes a shard's would."""
     handle.create_dataset("kept_rows", data=kept_rows)
     handle.create_dataset("in_word_sample", data=in_word_sample)
     return handle.create_dataset(
         "kept_vectors",
         shape=(len(kept_rows), dim),
-        dtype=np.float32,
+        dtype=np.dtype(dtype),
         chunks=(max(1, min(len(kept_rows), 4096)), dim) if len(kept_rows) else None,
     )
 

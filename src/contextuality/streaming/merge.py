@@ -127,7 +127,11 @@ def merge_parts(
         for layer, handle in files.files.items():
             layer_data = merged[layer]
             kept = create_kept_datasets(
-                handle, layer_data["kept_rows"], layer_data["in_word_sample"], layer_data["dim"]
+                handle,
+                layer_data["kept_rows"],
+                layer_data["in_word_sample"],
+                layer_data["dim"],
+                layer_data["kept_vectors"].dtype,
             )
             kept[...] = layer_data["kept_vectors"]
             write_sums(handle, layer_data["word_id"], layer_data["sums"])

@@ -9,7 +9,8 @@ Per layer, in float64 (u = f/‖f‖; a context is a sentence), a state holds:
   dimension's share of it (``rogue_share[k]``);
 - per sentence: IntraSim(s) = (Σ_i u_i)·s̄ / (n ‖s̄‖), s̄ = Σ_i f_i, from the sentence's two
   sums (a sentence never spans two segments);
-- the rows of its seeded samples (see `accumulate`), float32.
+- the rows of its seeded samples (see `accumulate`), as the vectors were stored (float16
+  unless they overflowed it), read as float32.
 
 One HDF5 state file per layer (``layer_<L>.state.h5``), written like a shard (temporary
 name, then renamed) with the same provenance attributes. What a streamed layer cannot give
@@ -124,7 +125,8 @@ class StreamingState:
     """One layer's state file: its attributes (provenance, ``layer``, ``streaming``
     settings, ``n_rows``, ``n_valid``, ``same_sentence_pairs``), its sums (see
     `StreamingAccumulator`) and its kept rows (``kept_rows`` sorted occurrence ids,
-    ``kept_vectors`` float32, NaN where an occurrence had no vector; ``in_word_sample``
+    ``kept_vectors`` stored as the vectors were (float16 unless they overflowed it) and
+    read as float32 at least, NaN where an occurrence had no vector; ``in_word_sample``
     marks the words' sample, the others are the MEV baseline's)."""
 
     attributes: dict[str, Any]
@@ -173,6 +175,12 @@ def load_state(
             word_id=data["word_id"],
             sums=sums,
             kept_rows=data["kept_rows"],
-            kept_vectors=data["kept_vectors"],
+            kept_vectors=_at_least_float32(data["kept_vectors"]),
             in_word_sample=data["in_word_sample"],
         )
+
+
+def _at_least_float32(vectors: np.ndarray) -> np.ndarray:
+    """Stored rows as the measures compute on them: float16 widened to float32 (exactly),
+    wider ones as they are."""
+    return vectors.astype(np.promote_types(vectors.dtype, np.float32), copy=False)
