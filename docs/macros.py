@@ -22,6 +22,8 @@ def define_env(env) -> None:
         quotes.bounds,
         quotes.interval,
         quotes.extreme,
+        quotes.means,
+        quotes.change,
         quotes.smallest_significant_rho,
     ):
         env.macro(quote)

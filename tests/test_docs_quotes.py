@@ -26,9 +26,11 @@ MARKER = "<!-- numbers: looked up -->"
 CONSTANTS = {
     "0.05": "the significance level a sentence tests at",
     "12,544": "the scored pairs of STS 2012–2016, a fact of the data (corpus.sts.scored_only)",
+    "1,000": "a massive activation's least ratio to its median, a definition (MASSIVE_RATIO)",
 }
-# A result as a page would type it: a decimal, or a count with thousands separators.
-TYPED = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d*\.\d+)(?![\w])")
+# A result as a page would type it: a decimal, or a count with thousands separators; not
+# an arXiv identifier.
+TYPED = re.compile(r"(?<![\w.,])(?<!arXiv:)(?:\d{1,3}(?:,\d{3})+|\d*\.\d+)(?![\w])")
 
 
 @pytest.fixture
@@ -55,6 +57,34 @@ def test_a_quote_is_its_row_s_value_formatted(table):
     assert quotes.extreme(table, "spearman", "max", model="a") == "0.750"
     assert quotes.extreme(table, "spearman", "min", "layer", model="a") == "1"
     assert quotes.extreme(table, "spearman", "max", model="a", layer=range(0, 2)) == "0.500"
+
+
+def test_means_and_their_largest_change_are_brute_force_s(table):
+    """`means` averages within each layer, `largest_change` compares two models' averages
+    layer by layer; both against the fixture's values worked by hand."""
+    # model a's layers are one row each; a and b share layer 0 (two rows of b)
+    assert quotes.means(table, "spearman", "layer", model="a") == "−0.250 to 0.750"
+    assert quotes.means(table, "spearman", "layer", "max", model="b") == "0.250"
+    assert quotes.means(table, "spearman", "model", "min", ".2f", layer=0) == "0.25"
+    # layer 0 only: a's 0.5 against b's mean (0.125 + 0.375) / 2 = 0.25
+    assert quotes.change(table, "spearman", "layer", "model", "b", model="a", layer=0) == "0.250"
+    # a against itself at layers 0 and 2 (where b is absent) is refused; a's layers 0-1
+    # against a shifted copy: the differences 0.25 and 0.5, smallest at layer 0
+    shifted = pd.read_csv(table, sep="\t").iloc[:2].assign(model="c")
+    shifted["spearman"] += [0.25, -0.5]
+    both = pd.concat([pd.read_csv(table, sep="\t"), shifted])
+    path = table.replace("scores", "shifted")
+    both.to_csv(path, sep="\t", index=False)
+    keys = {"model": "c", "layer": [0, 1]}
+    assert quotes.change(path, "spearman", "layer", "model", "a", "max", ".2f", **keys) == "0.50"
+    assert quotes.change(path, "spearman", "layer", "model", "a", "min", ".2f", **keys) == "0.25"
+    assert quotes.change(path, "spearman", "layer", "model", "a", "argmin", **keys) == "0"
+    with pytest.raises(InputDataError, match="not all found"):
+        quotes.change(table, "spearman", "layer", "model", "b", model="a")
+    with pytest.raises(InputDataError, match="which is max, min, argmax or argmin"):
+        quotes.change(path, "spearman", "layer", "model", "a", "mean", **keys)
+    with pytest.raises(InputDataError, match="which is min, max or range"):
+        quotes.means(table, "spearman", "layer", "median", model="a")
 
 
 @pytest.mark.parametrize(
@@ -114,8 +144,23 @@ def _looked_up_sections() -> dict[str, str]:
 
 
 def test_the_scan_finds_typed_numbers_and_passes_looked_up_ones():
-    text = "ρ = 0.805 over 1,000 draws in 2025 {{ value(t, 'x', model='a') }} `0.5` at layer 12"
+    text = (
+        "ρ = 0.805 over 1,000 draws in 2025 {{ value(t, 'x', model='a') }} `0.5` at layer 12"
+        " (arXiv:2603.05498)"
+    )
     assert _typed(text) == ["0.805", "1,000"]
+
+
+def test_the_constants_a_looked_up_section_may_type_are_the_code_s():
+    """A constant's value is the definition it names, not a number typed to match."""
+    from contextuality.extraction import ablation
+    from contextuality.measures import outliers
+
+    assert float(
+        next(k for k, v in CONSTANTS.items() if "MASSIVE_RATIO" in v).replace(",", "")
+    ) == (ablation.MASSIVE_RATIO)
+    assert ablation.MASSIVE_RATIO == outliers.MASSIVE_RATIO
+    assert ablation.MASSIVE_MAGNITUDE == outliers.MASSIVE_MAGNITUDE
 
 
 def test_no_number_is_typed_in_a_section_whose_numbers_are_looked_up():

@@ -103,6 +103,54 @@ def extreme(
     return _formatted(table, chosen.loc[position, column], column, format)
 
 
+def means(
+    table: str,
+    column: str,
+    by: str,
+    which: str = "range",
+    format: str = ".3f",
+    **keys: Any,
+) -> str:
+    """`column` averaged within each value of `by` over the rows `keys` pick (a block's
+    heads, say): the smallest (``which="min"``), the largest (``"max"``) or both
+    (``"range"``: ``low to high``) of those means."""
+    averaged = rows(table, **keys).groupby(by)[column].mean()
+    ends = {"min": [averaged.min()], "max": [averaged.max()]}
+    ends["range"] = ends["min"] + ends["max"]
+    if which not in ends:
+        raise InputDataError(f"means: which is min, max or range, not {which!r}")
+    return " to ".join(_formatted(table, end, column, format) for end in ends[which])
+
+
+def change(
+    table: str,
+    column: str,
+    by: str,
+    contrast: str,
+    against: str,
+    which: str = "max",
+    format: str = ".3f",
+    **keys: Any,
+) -> str:
+    """How `column`, averaged within each value of `by`, differs where column `contrast` is
+    the value `keys` name from where it is `against` (a block's attention with and without
+    an intervention, each averaged over heads): the largest |difference| (``which="max"``),
+    the smallest (``"min"``), or the value of `by` where either is (``"argmax"``,
+    ``"argmin"``)."""
+    changed = rows(table, **keys).groupby(by)[column].mean()
+    base = {**keys, contrast: against}
+    unchanged = rows(table, **base).groupby(by)[column].mean()
+    difference = (changed - unchanged.reindex(changed.index)).abs()
+    if difference.isna().any():
+        raise InputDataError(f"{table}: {by} {list(changed.index)} not all found where {base}")
+    if which in ("argmax", "argmin"):
+        return str(difference.idxmax() if which == "argmax" else difference.idxmin())
+    if which not in ("max", "min"):
+        raise InputDataError(f"change: which is max, min, argmax or argmin, not {which!r}")
+    found = difference.max() if which == "max" else difference.min()
+    return _formatted(table, found, column, format)
+
+
 @functools.cache
 def smallest_significant_rho(n: int, level: float = 0.05) -> str:
     """The smallest |Spearman's ρ| between two orderings of `n` items whose exact two-sided
