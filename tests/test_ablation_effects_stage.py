@@ -9,6 +9,7 @@ import copy
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from test_ablation_effects import _brute_force_loss
 from test_workflow import _config, _write_corpus
@@ -17,6 +18,7 @@ from workflow_runs import planned_jobs, snakemake, write_config
 from contextuality import workflow
 from contextuality.backends import load_language_model
 from contextuality.backends.settings import ModelSettings
+from contextuality.cli import main
 from contextuality.configuration.schema import with_defaults
 from contextuality.files.tables import read_parquet, read_tsv
 
@@ -89,3 +91,23 @@ def test_decoders_without_an_ablation_are_measured_when_the_stage_is_on(
     assert workflow.ablation_effect_models(with_defaults(copy.deepcopy(config))) == []
     config["ablation_effects"] = {"activate": True}
     assert workflow.ablation_effect_models(with_defaults(copy.deepcopy(config))) == ["gpt2"]
+
+
+def test_the_commands_write_what_the_workflow_writes(study, tmp_path, tiny_gpt2_dir):
+    """'ablation-effects' and 'ablation-effects-table' outside Snakemake, on the run's
+    decoder and sentence table: the workflow's two tables."""
+    directory, config = study
+    measured = tmp_path / "gpt2"
+    arguments = ["ablation-effects", str(tiny_gpt2_dir), "--name", "gpt2"]
+    arguments += ["--sentences", str(directory / "results/corpus/sentences.parquet")]
+    arguments += ["--measured-sentences", str(SENTENCES)]
+    arguments += ["--calibration-sentences", str(CALIBRATION), "--draws", str(DRAWS)]
+    arguments += ["--seed", str(config["measures"]["seed"]), "--threads", "1"]
+    assert main([*arguments, "-o", str(measured)]) == 0
+    prefix = tmp_path / "effects"
+    assert main(["ablation-effects-table", str(measured), "-o", str(prefix)]) == 0
+    for kind in ("perplexity", "attention"):
+        found = read_tsv(tmp_path / f"effects_{kind}.tsv")
+        expected = read_tsv(directory / f"results/tables/ablation_effects_{kind}.tsv")
+        pd.testing.assert_frame_equal(found, expected, check_exact=False, rtol=1e-9)
+    assert (tmp_path / "effects.png").stat().st_size > 0

@@ -16,6 +16,7 @@ from test_workflow import _config, _write_corpus
 from workflow_runs import planned_jobs, snakemake, write_config
 
 from contextuality import backends, workflow
+from contextuality.cli import main
 from contextuality.configuration.schema import with_defaults
 from contextuality.extraction.sentence_vectors import sentence_vectors
 from contextuality.files.tables import read_parquet_with_provenance, read_tsv
@@ -151,3 +152,32 @@ def test_the_pairs_are_the_same_draw_for_every_seed_s_run_and_another_for_anothe
         steps.PairFiles(tmp_path / "all.parquet", tmp_path / "all.s.parquet"),
     )
     assert len(every.gold) == 12_544 and np.isfinite(every.gold).all()
+
+
+def test_the_commands_write_what_the_workflow_writes(study, tmp_path, shared_data, tiny_bert_dir):
+    """'sts-by-layer' and 'downstream-table' outside Snakemake, on the run's model, pairs
+    and measures table: the same scores and agreement as the workflow's tables."""
+    directory, config = study
+    scored = tmp_path / "bert"
+    arguments = ["sts-by-layer", str(tiny_bert_dir), "--name", "bert"]
+    arguments += ["--sts", str(shared_data / "sts"), "--pairs", str(PAIRS)]
+    arguments += ["--draws", str(DRAWS), "--seed", str(config["measures"]["seed"])]
+    assert main([*arguments, "--threads", "1", "-o", str(scored)]) == 0
+    measures = directory / "results/tables/measures.tsv"
+    prefix = tmp_path / "downstream"
+    assert (
+        main(["downstream-table", str(scored), "--measures", str(measures), "-o", str(prefix)]) == 0
+    )
+    for name, workflow_table in (
+        ("downstream.tsv", "downstream.tsv"),
+        ("downstream_agreement.tsv", "downstream_agreement.tsv"),
+    ):
+        found = read_tsv(tmp_path / name)
+        expected = read_tsv(directory / "results/tables" / workflow_table)
+        expected = expected[expected["model"] == "bert"].reset_index(drop=True)
+        pd.testing.assert_frame_equal(found, expected, check_exact=False, rtol=1e-9)
+    assert (tmp_path / "downstream.png").stat().st_size > 0
+    # a directory without the STS archives is one line, before any model loads
+    assert (
+        main(["sts-by-layer", str(tiny_bert_dir), "--sts", str(tmp_path), "-o", str(scored)]) == 1
+    )

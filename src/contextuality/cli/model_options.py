@@ -1,4 +1,4 @@
-"""The options of 'extract' and 'stream': the model and every setting of its config
+"""The options of the commands that run a model: the model and every setting of its config
 section (``models.<name>``), so that a workflow's model runs the same outside Snakemake."""
 
 from __future__ import annotations
@@ -32,7 +32,18 @@ _OPTION_TYPES = {
 
 def add_model_arguments(command: argparse.ArgumentParser) -> None:
     """The options of 'extract' and 'stream': the model and every setting of its config
-    section (`MODEL_OPTION_HELP`), the corpus and index, the output."""
+    section (`add_model_setting_arguments`), the corpus and index, the output."""
+    add_model_setting_arguments(command)
+    command.add_argument("--sentences", required=True, help="sentences.parquet from 'sentences'")
+    command.add_argument("--index", required=True, help="directory written by 'occurrence-index'")
+    command.add_argument(
+        "-o", "--output", type=output_directory, required=True, help="directory to write into"
+    )
+
+
+def add_model_setting_arguments(command: argparse.ArgumentParser) -> None:
+    """The model, every setting of its config section (`MODEL_OPTION_HELP`) and the CPU
+    threads it runs on: the options of every command that runs a model."""
     command.add_argument("model", help="hub id, local directory or package:<module>/<dir>")
     command.add_argument("--name", help="name recorded in the outputs (default: MODEL's last part)")
     for setting, help_text in MODEL_OPTION_HELP.items():
@@ -55,16 +66,11 @@ def add_model_arguments(command: argparse.ArgumentParser) -> None:
             choices=model_choices(setting),
             help=help_text + ("" if "default:" in help_text else shown),
         )
-    command.add_argument("--sentences", required=True, help="sentences.parquet from 'sentences'")
-    command.add_argument("--index", required=True, help="directory written by 'occurrence-index'")
     command.add_argument(
         "--threads",
         type=positive_int,
         default=usable_cpus(),
         help=f"CPU threads for the model (default: the CPUs this process may use, {usable_cpus()})",
-    )
-    command.add_argument(
-        "-o", "--output", type=output_directory, required=True, help="directory to write into"
     )
 
 
