@@ -451,3 +451,30 @@ def test_a_layer_without_a_value_is_a_gap_in_its_line(draw, name):
             if finite[i] and finite[i + 1] and min(x[i], x[i + 1]) < missing < max(x[i], x[i + 1])
         ]
         assert not joined, f"{name}, gap: {line.get_label()!r} joins {joined} across {missing}"
+
+
+def test_the_norms_panel_draws_no_line_across_a_bin_a_corpus_has_no_token_in(monkeypatch):
+    """A corpus without tokens in a frequency bin (the Lee corpus past rank 10,000) has a
+    gap there, its line not joining the bins on either side."""
+    kept = []
+    monkeypatch.setattr(
+        embedding, "save_figure", lambda figure, outputs, source: kept.append(figure)
+    )
+    bins = ["1–100", "101–1,000", "1,001+", "unseen"]
+    norms = pd.DataFrame(
+        {"model": "minilm", "matrix": "input", "frequency_corpus": corpus, "bin": label}
+        | {"rank_low": 1 + 100 * place, "n_tokens": 10, "mean_norm": 1.0 + 0.1 * place}
+        for corpus in ("sts", "lee")
+        for place, label in enumerate(bins)
+        if not (corpus == "lee" and label == "1,001+")
+    )
+    spectra = pd.DataFrame(
+        {"model": "minilm", "matrix": "input", "centered": False, "rank": [1, 2], "share": 0.5}
+    )
+    embedding.plot_embedding_matrices(spectra, norms, [])
+    lines = [line for line in kept[0].axes[1].get_lines() if len(line.get_xdata()) == len(bins)]
+    lee = next(line for line in lines if line.get_linestyle() == ":")
+    heights = np.asarray(lee.get_ydata(), dtype=float)
+    assert np.isnan(heights[bins.index("1,001+")])
+    assert np.isfinite(np.delete(heights, bins.index("1,001+"))).all()
+    paper.plt.close(kept[0])

@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from contextuality.figures.alignment import PANELS
+from contextuality.figures.model_styles import model_colours
 from contextuality.figures.paper import layer_axis_label, plt, save_figure
 from contextuality.geometry.baselines import BASELINES
 
@@ -100,7 +101,7 @@ def plot_best_layers(
         (alignment["occurrences"] == "all") & alignment["model_b"].isin(BASELINES)
     ]
     models = list(dict.fromkeys(every["model"]))
-    others = {name: f"C{k}" for k, name in enumerate(dict.fromkeys(every["other_model"]))}
+    others = model_colours(every["other_model"])
     figure, axes = plt.subplots(
         max(len(models), 1),
         len(PANELS),

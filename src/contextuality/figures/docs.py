@@ -48,6 +48,14 @@ def _ablation_effects(tables: list[pd.DataFrame], source: str, output: Path) -> 
     plot_ablation_effects(perplexity, attention, [output], source)
 
 
+def _embedding_matrices(tables: list[pd.DataFrame], source: str, output: Path) -> None:
+    """The input embedding matrices' spectra and norms (`figures.embedding`)."""
+    from contextuality.figures.embedding import plot_embedding_matrices
+
+    spectra, norms = tables
+    plot_embedding_matrices(spectra, norms, [output], source)
+
+
 FIGURES = {
     "ablation-effects.png": DocsFigure(
         (
@@ -55,6 +63,13 @@ FIGURES = {
             "bench/results/ablation-effects-attention.tsv",
         ),
         _ablation_effects,
+    ),
+    "embedding-matrices.png": DocsFigure(
+        (
+            "bench/results/embedding-matrices-spectrum.tsv",
+            "bench/results/embedding-matrices-norms.tsv",
+        ),
+        _embedding_matrices,
     ),
     "downstream.png": DocsFigure(
         (

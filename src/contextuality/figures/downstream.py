@@ -6,21 +6,22 @@ last (a filled triangle), so that it is read from one end."""
 
 from __future__ import annotations
 
-import itertools
 import os
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from contextuality.figures.model_styles import ModelStyle, model_styles
 from contextuality.figures.paper import plt, save_figure
 
 COLUMNS = 3
 
 
-def draw_scores(panel: Any, scores: pd.DataFrame, colours: dict[str, Any]) -> None:
-    """Each model's score by relative depth (layer / its number of blocks), its interval a
-    band; solid for mean pooling, dashed past the first content token."""
+def draw_scores(panel: Any, scores: pd.DataFrame, styles: dict[str, ModelStyle]) -> None:
+    """Each model's score by relative depth (layer / its number of blocks), in its colour
+    and marker, its interval a band; solid for mean pooling, dashed past the first content
+    token."""
     for (model, pooling), rows in scores.groupby(["model", "pooling"], sort=False):
         depth = rows["layer"] / rows["n_layers"]
         mean = pooling == "mean"
@@ -29,11 +30,13 @@ def draw_scores(panel: Any, scores: pd.DataFrame, colours: dict[str, Any]) -> No
             depth,
             rows["spearman"],
             "-" if mean else "--",
-            marker=".",
-            color=colours[model],
+            marker=styles[model].marker,
+            markersize=3.5,
+            fillstyle="full" if mean else "none",
+            color=styles[model].colour,
             label=label,
         )
-        panel.fill_between(depth, rows["low"], rows["high"], alpha=0.15, color=colours[model])
+        panel.fill_between(depth, rows["low"], rows["high"], alpha=0.15, color=styles[model].colour)
     panel.set(
         title="STS score by layer, 95 % bootstrap band",
         xlabel="relative depth (layer / number of blocks)",
@@ -42,7 +45,11 @@ def draw_scores(panel: Any, scores: pd.DataFrame, colours: dict[str, Any]) -> No
 
 
 def draw_agreement(
-    panel: Any, label: str, scores: pd.DataFrame, by_layer: dict[str, pd.DataFrame], colours
+    panel: Any,
+    label: str,
+    scores: pd.DataFrame,
+    by_layer: dict[str, pd.DataFrame],
+    styles: dict[str, ModelStyle],
 ) -> None:
     """Measure `label` (x) against the mean-pooled score (y) of each model that has it, a
     point per layer measured in depth order, the first and last marked."""
@@ -52,9 +59,10 @@ def draw_agreement(
         measured = by_layer[model][label].dropna()
         score = rows.set_index("layer")["spearman"].reindex(measured.index)
         x, y = measured.to_numpy(), score.to_numpy()
-        panel.plot(x, y, "-", marker="o", markersize=3, color=colours[model], label=model)
-        panel.plot(x[0], y[0], "s", markersize=8, fillstyle="none", color=colours[model])
-        panel.plot(x[-1], y[-1], "^", markersize=8, color=colours[model])
+        colour = styles[model].colour
+        panel.plot(x, y, "-", marker="o", markersize=3, color=colour, label=model)
+        panel.plot(x[0], y[0], "s", markersize=8, fillstyle="none", color=colour)
+        panel.plot(x[-1], y[-1], "^", markersize=8, color=colour)
     panel.set(title=label, xlabel=f"{label} at the layer", ylabel="STS Spearman ρ")
 
 
@@ -65,8 +73,9 @@ def plot_downstream(
     source: str = "",
 ) -> None:
     """The scores (`draw_scores`), then one panel per geometry measure that some model has
-    (`draw_agreement`), a colour per model in table order; the keys below the panels,
-    outside the data; written to each of `outputs` (`source`: what it was drawn from)."""
+    (`draw_agreement`), each model in its colour and marker (`model_styles`); the keys
+    below the panels, outside the data; written to each of `outputs` (`source`: what it
+    was drawn from)."""
     labels = list(dict.fromkeys(label for table in by_layer.values() for label in table))
     rows = int(np.ceil((len(labels) + 1) / COLUMNS))
     figure, axes = plt.subplots(
@@ -78,10 +87,10 @@ def plot_downstream(
     )
     panels = axes.ravel()
     models = list(scores["model"].unique())
-    colours = dict(zip(models, itertools.cycle(plt.get_cmap("tab10").colors)))
-    draw_scores(panels[0], scores, colours)
+    styles = model_styles(models)
+    draw_scores(panels[0], scores, styles)
     for panel, label in zip(panels[1:], labels, strict=False):
-        draw_agreement(panel, label, scores, by_layer, colours)
+        draw_agreement(panel, label, scores, by_layer, styles)
     for panel in panels[len(labels) + 1 :]:
         panel.set_visible(False)
     keys, names = panels[0].get_legend_handles_labels()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from contextuality.figures.model_styles import model_colours
 from contextuality.figures.paper import plt, save_figure
 
 # Each frequency corpus's line style and marker in the norms panel, in order.
@@ -37,15 +38,17 @@ def draw_spectra(panel: Any, spectra: pd.DataFrame, colours: dict[str, Any]) -> 
 def draw_norms(panel: Any, norms: pd.DataFrame, colours: dict[str, Any]) -> None:
     """Each input matrix's mean row norm by frequency-rank bin (`NORM_COLUMNS` rows) over
     its mean over every row (a ratio, 1 drawn as a rule), a colour per model and a line
-    style per frequency corpus."""
+    style per frequency corpus, broken at a bin the corpus has no token in."""
     bins = list(dict.fromkeys(norms.sort_values("rank_low", na_position="last")["bin"]))
     inputs = norms[norms["matrix"] == "input"]
     corpora = inputs["frequency_corpus"].unique()
     styles = dict(zip(corpora, itertools.cycle(CORPUS_STYLES)))
     for (model, corpus), rows in inputs.groupby(["model", "frequency_corpus"], sort=False):
         mean_norm = (rows["mean_norm"] * rows["n_tokens"]).sum() / rows["n_tokens"].sum()
-        positions = [bins.index(label) for label in rows["bin"]]
-        panel.plot(positions, rows["mean_norm"] / mean_norm, styles[corpus], color=colours[model])
+        # every bin on the axis, a corpus's empty ones as gaps: no line across a bin it
+        # has no token in (the Lee corpus's few words reach no rank past 10,000)
+        ratio = (rows.set_index("bin")["mean_norm"] / mean_norm).reindex(bins)
+        panel.plot(range(len(bins)), ratio.to_numpy(), styles[corpus], color=colours[model])
     panel.axhline(1.0, color="0.6", lw=0.8)
     panel.set_xticks(range(len(bins)), bins)
     panel.set(
@@ -79,10 +82,10 @@ def plot_embedding_matrices(
     source: str = "",
 ) -> None:
     """The spectra (`draw_spectra`) beside the norms by frequency (`draw_norms`), a colour
-    per model in the order the spectra name them (ten, then again), written to each of `outputs`."""
+    per model (`model_styles`), written to each of `outputs`."""
     figure, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5), layout="constrained")
     models = spectra["model"].unique()
-    colours = dict(zip(models, itertools.cycle(plt.get_cmap("tab10").colors)))
+    colours = model_colours(models)
     draw_spectra(left, spectra, colours)
     draw_norms(right, norms, colours)
     save_figure(figure, outputs, source)

@@ -22,6 +22,7 @@ import pandas as pd  # noqa: E402
 from contextuality import __version__  # noqa: E402
 from contextuality.benchmarks import BENCHMARKS  # noqa: E402
 from contextuality.configuration.schema import default  # noqa: E402
+from contextuality.figures.model_styles import model_colours  # noqa: E402
 from contextuality.figures.specs import (  # noqa: E402
     TRANSFORMS_FIGURE,
     FigureSpec,
@@ -62,7 +63,7 @@ def plot_figure(
     relative_layers = relative_layers or mixed_depths(rows)
     x_column = "relative_layer" if relative_layers else "layer"
     figure, axes = plt.subplots(figsize=(5.0, 3.6), layout="constrained")
-    colors = {model: f"C{k}" for k, model in enumerate(sorted(rows["model"].unique()))}
+    colors = model_colours(rows["model"].unique())
     valueless = set(colors)
     for marker, series in zip(SERIES_MARKERS, spec.series, strict=False):
         selected = rows[rows["measure"] == series.measure]
