@@ -4,7 +4,9 @@ figure code or of a table without the figure drawn again fails here."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +14,7 @@ import pytest
 from matplotlib.testing.compare import compare_images
 
 from contextuality.figures import docs
+from contextuality.files.provenance import sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
 # Root-mean-square difference of the pixels (0–255) a redrawn figure may show.
@@ -27,10 +30,9 @@ def test_a_docs_figure_is_its_tables_drawn_again(tmp_path, name):
 
 
 def test_every_figure_drawn_again_is_shown_by_a_page_and_its_tables_committed():
+    pages = [*(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
     shown = {
-        match
-        for page in (ROOT / "docs").glob("*.md")
-        for match in re.findall(r"images/([\w.-]+\.png)", page.read_text())
+        match for page in pages for match in re.findall(r"images/([\w.-]+\.png)", page.read_text())
     }
     assert set(docs.FIGURES) <= shown
     for figure in docs.FIGURES.values():
@@ -52,3 +54,31 @@ def test_a_figure_of_other_numbers_is_told_apart(tmp_path, monkeypatch):
     monkeypatch.setattr(pd, "read_csv", halved)
     drawn = docs.redraw("downstream.png", tmp_path / "downstream.png")
     assert compare_images(str(docs.IMAGES / "downstream.png"), str(drawn), TOLERANCE) is not None
+
+
+@pytest.mark.parametrize(
+    "publication",
+    sorted((ROOT / "docs" / "results").glob("*/publication.json")),
+    ids=lambda path: path.parent.name,
+)
+def test_a_published_run_is_what_its_record_says(publication):
+    """Each file of a run published under docs/results/ (`contextuality publish`) has the
+    SHA-256 its publication.json records, with its provenance beside it, and was made by
+    commits of this repository's history."""
+    record = json.loads(publication.read_text())
+    folder = publication.parent
+    for name, digest in record["files"].items():
+        assert sha256_file(folder / name) == digest, name
+        sidecar = folder / (
+            f"{name}.provenance.json" if name.endswith(".png") else
+            str(Path(name).with_suffix(".provenance.json"))
+        )  # fmt: skip
+        assert sidecar.is_file(), sidecar
+    assert record["made_by"] and not any("+" in commit for commit in record["made_by"])
+    shallow = subprocess.run(
+        ["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    if shallow == "false":
+        for commit in record["made_by"]:
+            found = subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=ROOT)
+            assert found.returncode == 0, f"{publication}: made by {commit}, not in the history"

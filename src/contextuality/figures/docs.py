@@ -56,6 +56,15 @@ def _embedding_matrices(tables: list[pd.DataFrame], source: str, output: Path) -
     plot_embedding_matrices(spectra, norms, [output], source)
 
 
+def _figure_2(tables: list[pd.DataFrame], source: str, output: Path) -> None:
+    """The paper's Figure 2, adjusted SelfSim by layer (`figures.paper.plot_figure`)."""
+    from contextuality.figures.paper import plot_figure
+    from contextuality.figures.specs import FIGURES as PAPER_FIGURES
+
+    (measures,) = tables
+    plot_figure(measures, PAPER_FIGURES["fig2_selfsim"], [output], source=source)
+
+
 FIGURES = {
     "ablation-effects.png": DocsFigure(
         (
@@ -63,6 +72,9 @@ FIGURES = {
             "bench/results/ablation-effects-attention.tsv",
         ),
         _ablation_effects,
+    ),
+    "default-fig2-selfsim.png": DocsFigure(
+        ("docs/results/default/tables/measures.tsv",), _figure_2
     ),
     "embedding-matrices.png": DocsFigure(
         (
