@@ -632,3 +632,37 @@ def test_a_line_is_broken_where_its_model_lacks_layers_and_a_model_without_value
     assert np.isnan(ablated).sum() == 1 and list(np.isfinite(ablated)) == [1, 0, 1, 1]
     assert not any(label.startswith("empty") for label in lines)
     assert any(text.get_text() == "no value: empty" for text in axes.texts)
+
+
+@pytest.mark.parametrize(("threshold", "drawn_as_line"), [(0.001, False), (0.1, True)])
+def test_a_critical_value_on_the_axis_is_written_not_hidden(drawn, threshold, drawn_as_line):
+    """The critical value of the best of a row near 0 (a permutation null), which a dashed
+    line along the axis would hide, is written in the panel instead; one clear of the
+    axis stays a line."""
+    from contextuality.geometry.best_layers import BEST_LAYER_COLUMNS
+
+    rows = [
+        {"model": model, "layer": layer, "other_model": other, "transform": "none"}
+        | {"occurrences": "all", "measure": record.name, "best_layer": 0, "value": 0.5}
+        | {"low": 0.4, "high": 0.6, "null": 0.0, "stays_best": 0.9}
+        | {"best_threshold": threshold}
+        for model, other in (("a", "b"), ("b", "a"))
+        for layer in range(3)
+        for record in alignment.PANELS
+    ]
+    best_layers.plot_best_layers(
+        pd.DataFrame(rows, columns=BEST_LAYER_COLUMNS),
+        pd.DataFrame(columns=["model_a", "layer_a", "model_b", "occurrences"]),
+        [],
+    )
+    (figure,) = drawn
+    cka = figure.axes[0]  # debiased CKA: a similarity whose axis starts at 0
+    lines = [line for line in cka.lines if list(line.get_ydata()) == [threshold] * 3]
+    written = [text.get_text() for text in cka.texts if "critical value" in text.get_text()]
+    assert bool(lines) == drawn_as_line
+    assert written == (
+        []
+        if drawn_as_line
+        else [f"critical value of the best of the row ≤ {threshold:.3f} (on the axis)"]
+    )
+    _text_inside_the_canvas(figure)

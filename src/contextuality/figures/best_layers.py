@@ -20,16 +20,20 @@ from contextuality.geometry.baselines import BASELINES
 # A best match that stays best in fewer bootstrap draws than this is drawn hollow.
 STABLE_SHARE = 0.5
 
+# Critical values closer than this share of a panel's y range to the bottom of its axis
+# are written in the panel instead of drawn on the axis.
+AXIS_SHARE = 0.02
+
 # The word baselines' line colours, in `BASELINES`' order.
 BASELINE_COLOURS = ("0.35", "0.6")
 
 
-def _draw_matches(panel, found: pd.DataFrame, colour: str) -> None:
+def _draw_matches(panel, found: pd.DataFrame, colour: str) -> Line2D:
     """One other model's best matches of a model's layers on `panel`: the intervals as
     bars from their own ends (less the bootstrap's bias an interval need not hold its
     value, where the draws are skewed), filled points where the match stays best,
     hollow where not, the matched layer written above, and the critical value of the
-    choice dashed."""
+    choice dashed (its line returned)."""
     found = found.sort_values("layer")
     layers = found["layer"].to_numpy()
     values = found["value"].to_numpy(dtype=float)
@@ -45,7 +49,7 @@ def _draw_matches(panel, found: pd.DataFrame, colour: str) -> None:
             color=colour,
             markerfacecolor=colour if filled else "white",
         )
-    panel.plot(layers, found["best_threshold"], "--", color=colour, lw=1)
+    (critical,) = panel.plot(layers, found["best_threshold"], "--", color=colour, lw=1)
     for layer, value, match in zip(layers, values, found["best_layer"], strict=True):
         panel.annotate(
             f"{match}",
@@ -56,6 +60,29 @@ def _draw_matches(panel, found: pd.DataFrame, colour: str) -> None:
             fontsize=6,
             color=colour,
         )
+    return critical
+
+
+def _say_critical_values_on_the_axis(panel, lines: list[Line2D], limits: tuple) -> None:
+    """Where every critical value of a panel lies within `AXIS_SHARE` of its y range from
+    the bottom of the axis (a null near 0), its dashed lines, which the axis would hide,
+    replaced by the largest of them written in the panel."""
+    values = [value for line in lines for value in line.get_ydata() if pd.notna(value)]
+    low, high = limits
+    if not values or max(values) > low + AXIS_SHARE * (high - low):
+        return
+    for line in lines:
+        line.remove()
+    panel.text(
+        0.98,
+        0.03,
+        f"critical value of the best of the row ≤ {max(values):.3f} (on the axis)",
+        transform=panel.transAxes,
+        ha="right",
+        fontsize=6,
+        color="0.3",
+        bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1},
+    )
 
 
 def _legend(figure, others: dict[str, str]) -> None:
@@ -114,8 +141,10 @@ def plot_best_layers(
         known = baselines[baselines["model_a"] == model]
         for panel, record in zip(row_axes, PANELS, strict=True):
             measured = rows[rows["measure"] == record.name]
-            for other, found in measured.groupby("other_model", sort=False):
+            critical = [
                 _draw_matches(panel, found, others[other])
+                for other, found in measured.groupby("other_model", sort=False)
+            ]
             layers = sorted(measured["layer"].unique())
             for name, colour in zip(BASELINES, BASELINE_COLOURS, strict=True):
                 alone = known[known["model_b"] == name]
@@ -123,6 +152,7 @@ def plot_best_layers(
                     alone = alone.set_index("layer_a")[record.name].reindex(layers)
                     panel.plot(layers, alone, "-.", color=colour, lw=1)
             panel.set_ylim(*record.limits)
+            _say_critical_values_on_the_axis(panel, critical, record.limits)
             panel.set_xticks(layers)
             panel.set_xlabel(f"{model} {layer_axis_label(relative_layers=False)}", fontsize=8)
             panel.set_ylabel(record.label, fontsize=8)

@@ -65,6 +65,43 @@ def _figure_2(tables: list[pd.DataFrame], source: str, output: Path) -> None:
     plot_figure(measures, PAPER_FIGURES["fig2_selfsim"], [output], source=source)
 
 
+def _untransformed(table: pd.DataFrame) -> pd.DataFrame:
+    """An alignment table's rows without a correction (all of a table without the column)."""
+    return table[table["transform"] == "none"] if "transform" in table else table
+
+
+def _families_alignment(tables: list[pd.DataFrame], source: str, output: Path) -> None:
+    """Every alignment measure between the families' layers (`figures.alignment`)."""
+    from contextuality.figures.alignment import plot_alignment
+
+    plot_alignment(_untransformed(tables[0]), [output], source)
+
+
+def _families_cka(tables: list[pd.DataFrame], source: str, output: Path) -> None:
+    """Linear CKA within and between the families (`figures.geometry.plot_cka`)."""
+    from contextuality.figures.geometry import plot_cka
+    from contextuality.geometry.baselines import without_baselines
+
+    plot_cka(without_baselines(_untransformed(tables[0])), [output], source)
+
+
+def _families_best_layers(tables: list[pd.DataFrame], source: str, output: Path) -> None:
+    """Each layer's best match in the other families, with each layer's alignment with
+    the word baselines (`figures.best_layers`)."""
+    from contextuality.figures.best_layers import plot_best_layers
+
+    best, between = tables
+    plot_best_layers(_untransformed(best), _untransformed(between), [output], source)
+
+
+def _families_positions(tables: list[pd.DataFrame], source: str, output: Path) -> None:
+    """Norm and anisotropy by sentence position (`figures.geometry.plot_positions`)."""
+    from contextuality.figures.geometry import plot_positions
+
+    plot_positions(tables[0], [output], source)
+
+
+FAMILIES = "bench/results/geometry-families"
 FIGURES = {
     "ablation-effects.png": DocsFigure(
         (
@@ -83,6 +120,13 @@ FIGURES = {
         ),
         _embedding_matrices,
     ),
+    "families-alignment.png": DocsFigure((f"{FAMILIES}-alignment.tsv",), _families_alignment),
+    "families-cka.png": DocsFigure((f"{FAMILIES}-alignment.tsv",), _families_cka),
+    "families-best_layers.png": DocsFigure(
+        (f"{FAMILIES}-best_layers.tsv", f"{FAMILIES}-between.tsv"),
+        _families_best_layers,
+    ),
+    "families-positions.png": DocsFigure((f"{FAMILIES}-positions.tsv",), _families_positions),
     "downstream.png": DocsFigure(
         (
             "bench/results/downstream.tsv",
