@@ -9,6 +9,7 @@ import os
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
+from contextuality.figures.model_styles import model_colours
 from contextuality.figures.paper import (
     layer_axis_label,
     plt,
@@ -22,6 +23,9 @@ from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 # records draw them in the ablation figure.
 MEASURE_PANELS = panels_drawn_in(ABLATION_FIGURE)
 
+# The alignment measures' markers in the same-layer panel, in `SAME_LAYER_LINES`' order.
+MEASURE_MARKERS = ("o", "s", "^", "D", ".")
+
 # The alignment between each layer of the model and the same layer of its ablated copy:
 # every alignment measure that is a similarity (0 to 1; the figure's alignment caption
 # lists the same), a line style each, and linear CKA's null, dotted.
@@ -34,6 +38,53 @@ SAME_LAYER_LINES = {
 }
 
 
+def _draw_measure(panel, measured: pd.DataFrame, column: str, models: tuple[str, str], block):
+    """One measure of the model (solid) and its ablated copy (dashed, from the ablated
+    `block` on: before it the two are one model, drawn once), each in its colour, broken
+    at a layer the other has and it lacks rather than drawn across it."""
+    colours = model_colours(models)
+    base, ablated = models
+    for model, style in ((base, "-"), (ablated, "--")):
+        line = measured[measured["model"] == model]
+        if model == ablated:
+            line = line[line["layer"] >= block]
+        line = with_gaps(line.sort_values("layer"), ["layer", column], measured["layer"])
+        panel.plot(
+            line["layer"],
+            line[column],
+            style,
+            marker="o",
+            markersize=3,
+            color=colours[model],
+            label=model,
+        )
+    panel.legend(fontsize=7)
+
+
+def _draw_same_layer(panel, pair: pd.DataFrame, base_layers) -> None:
+    """Each similarity of `SAME_LAYER_LINES` between a layer of the model and the same
+    layer of its copy, in shades of grey told apart by line style and marker (a layer
+    measured alone is a point; the models' colours stay the models'), its key beside the
+    panel, which its lines, falling from 1 to near 0, cross at every corner."""
+    columns = {name: line for name, line in SAME_LAYER_LINES.items() if name in pair}
+    line = with_gaps(pair.rename(columns={"layer_a": "layer"}), ["layer", *columns], base_layers)
+    shades = ("0.0", "0.3", "0.45", "0.6", "0.7")
+    for place, (column, (style, label)) in enumerate(columns.items()):
+        panel.plot(
+            line["layer"],
+            line[column],
+            style,
+            marker=MEASURE_MARKERS[place % len(MEASURE_MARKERS)],
+            markersize=3.5,
+            color=shades[place % len(shades)],
+            label=label,
+        )
+    rows = int(pair["n_rows"].iloc[0])
+    panel.set_ylabel(f"alignment at the same layer ({rows:,} rows)", fontsize=9)
+    panel.set_ylim(-0.05, 1.05)
+    panel.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+
+
 def plot_ablation(
     measures: pd.DataFrame,
     alignment: pd.DataFrame | None,
@@ -44,10 +95,9 @@ def plot_ablation(
     source: str = "",
 ) -> None:
     """One panel per measure of `MEASURE_PANELS` that both models have (transform
-    ``none``), `base` solid and `ablated` dashed by layer from the ablated block on (before
-    it the two are the same), and, where `alignment` holds the pair, each similarity of
-    `SAME_LAYER_LINES` that it has between each layer of one and the same layer of the
-    other, with CKA's null; a dotted line at the ablated `block`."""
+    ``none``; `_draw_measure`) and, where `alignment` holds the pair, one of each
+    similarity between a layer of one and the same layer of the other, with CKA's null
+    (`_draw_same_layer`); a dotted line at the ablated `block`."""
     rows = measures[(measures["transform"] == "none") & measures["model"].isin([base, ablated])]
     panels = [
         panel
@@ -67,32 +117,14 @@ def plot_ablation(
     )
     axes = list(axes[0])
     for panel, (measure, column, label) in zip(axes, panels, strict=False):
-        measured = rows[rows["measure"] == measure]
-        for model, style in ((base, "-"), (ablated, "--")):
-            line = measured[measured["model"] == model]
-            if model == ablated:  # before the block the two are one model: drawn once
-                line = line[line["layer"] >= block]
-            # broken at a layer the other has and this one lacks, not drawn across it
-            line = with_gaps(line.sort_values("layer"), ["layer", column], measured["layer"])
-            panel.plot(line["layer"], line[column], style, marker="o", markersize=3, label=model)
+        _draw_measure(panel, rows[rows["measure"] == measure], column, (base, ablated), block)
         panel.set_ylabel(label)
     if pair is not None:
-        panel = axes[-1]
-        columns = {name: line for name, line in SAME_LAYER_LINES.items() if name in pair}
-        base_layers = measures.loc[measures["model"] == base, "layer"].unique()
-        line = with_gaps(
-            pair.rename(columns={"layer_a": "layer"}), ["layer", *columns], base_layers
-        )
-        for column, (style, label) in columns.items():
-            panel.plot(line["layer"], line[column], style, marker="o", markersize=3, label=label)
-        rows = int(pair["n_rows"].iloc[0])
-        panel.set_ylabel(f"alignment at the same layer ({rows:,} rows)", fontsize=9)
-        panel.set_ylim(-0.05, 1.05)
+        _draw_same_layer(axes[-1], pair, measures.loc[measures["model"] == base, "layer"].unique())
     for panel in axes:
         panel.axvline(block, color="grey", linestyle=":", linewidth=1)
         panel.set_xlabel(layer_axis_label(relative_layers=False))
         panel.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers
         panel.grid(alpha=0.3)
-        panel.legend(fontsize=7)
     figure.suptitle(f"{ablated}: {base} with block {block}'s output ablated", fontsize=10)
     save_figure(figure, outputs, source)

@@ -101,6 +101,17 @@ def _families_positions(tables: list[pd.DataFrame], source: str, output: Path) -
     plot_positions(tables[0], [output], source)
 
 
+def _ablation_zeroed(tables: list[pd.DataFrame], source: str, output: Path) -> None:
+    """SmolLM2 with its massive activations zeroed at block 12 against itself
+    (`figures.ablation.plot_ablation`)."""
+    from contextuality.figures.ablation import plot_ablation
+
+    measures, alignment = tables
+    plot_ablation(
+        measures, _untransformed(alignment), "smollm2", "smollm2-zeroed", 12, [output], source
+    )
+
+
 FAMILIES = "bench/results/geometry-families"
 FIGURES = {
     "ablation-effects.png": DocsFigure(
@@ -127,6 +138,10 @@ FIGURES = {
         _families_best_layers,
     ),
     "families-positions.png": DocsFigure((f"{FAMILIES}-positions.tsv",), _families_positions),
+    "instruments-ablation-smollm2-zeroed.png": DocsFigure(
+        ("bench/results/instruments-measures.tsv", "bench/results/instruments-alignment.tsv"),
+        _ablation_zeroed,
+    ),
     "downstream.png": DocsFigure(
         (
             "bench/results/downstream.tsv",
