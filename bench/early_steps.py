@@ -36,7 +36,6 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
@@ -46,7 +45,7 @@ from transformers.utils import logging  # noqa: E402
 
 from contextuality.api import word_rows  # noqa: E402
 from contextuality.corpus.sentences import build_sentence_table, read_text_corpus  # noqa: E402
-from contextuality.figures.paper import layer_colours  # noqa: E402
+from contextuality.figures.early_steps import plot_early_steps  # noqa: E402
 from contextuality.files.fetch import resolve_data_path  # noqa: E402
 from contextuality.files.provenance import atomic_path  # noqa: E402
 from contextuality.measures.equations import anisotropy_baseline  # noqa: E402
@@ -335,60 +334,6 @@ def kind_summary(found: pd.DataFrame, kind: str) -> str:
     )
 
 
-PLOTTED = {
-    "anisotropy": "anisotropy",
-    "cos_mean_unigram": "cos(layer mean, unigram direction)",
-    "cos_pc1_unigram": "|cos(first principal direction, unigram direction)|",
-}
-
-
-def _draw_panel(panel, rows: pd.DataFrame, column: str, found: pd.DataFrame) -> None:
-    """One warm-up's `column` against step: per layer the seeds' mean (thick) and each seed
-    (thin); the end of warm-up (dotted) and each seed's unigram crossing (dashed)."""
-    layers = sorted(rows["layer"].unique())
-    for colour, layer in zip(layer_colours(len(layers)), layers, strict=True):
-        chosen = rows[rows["layer"] == layer]
-        for _, seed_rows in chosen.groupby("seed"):
-            panel.plot(seed_rows["step"], seed_rows[column], color=colour, lw=0.5, alpha=0.5)
-        mean = chosen.groupby("step")[column].mean()
-        panel.plot(mean.index, mean, color=colour, lw=1.8, label=f"layer {layer}")
-    warmup = int(rows["warmup"].iloc[0])
-    panel.axvline(warmup, color="black", linestyle=":", lw=1.2, label="end of warm-up")
-    for number, step in enumerate(found.loc[found["layer"] == 0, "unigram_crossing"].dropna()):
-        label = "loss below unigram (each seed)" if number == 0 else None
-        panel.axvline(step, color="tab:red", linestyle="--", lw=0.9, alpha=0.7, label=label)
-    panel.set_xscale("symlog", linthresh=1, linscale=0.4)
-    panel.set_xlim(0, max(rows["step"]))
-    panel.grid(alpha=0.3, lw=0.5)
-
-
-def draw(table: pd.DataFrame, found: pd.DataFrame, kind: str, path: Path) -> None:
-    """A kind's anisotropy and the cosines of the mean and first principal direction with
-    the unigram direction (`PLOTTED`, a row each) against step, a column per warm-up."""
-    rows, kind_events = table[table["kind"] == kind], found[found["kind"] == kind]
-    warmups = sorted(rows["warmup"].unique())
-    size = {"figsize": (5 * len(warmups), 10), "layout": "constrained", "squeeze": False}
-    figure, panels = plt.subplots(len(PLOTTED), len(warmups), sharex=True, sharey="row", **size)
-    for (row_index, (column, name)), (column_index, warmup) in itertools.product(
-        enumerate(PLOTTED.items()), enumerate(warmups)
-    ):
-        panel = panels[row_index, column_index]
-        chosen = kind_events[kind_events["warmup"] == warmup]
-        _draw_panel(panel, rows[rows["warmup"] == warmup], column, chosen)
-        panel.set_ylabel(name if column_index == 0 else "")
-        panel.axhline(0, color="0.5", lw=0.6)
-    for top, bottom, warmup in zip(panels[0], panels[-1], warmups, strict=True):
-        top.set_title(f"warm-up {warmup} steps")
-        bottom.set_xlabel("training step (symlog; 0 = initialization)")
-    handles, labels = panels[0, 0].get_legend_handles_labels()
-    title = "thick: mean of seeds\nthin: each seed"
-    figure.legend(handles, labels, loc="outside right center", frameon=False, title=title)
-    figure.suptitle(f"{KINDS[kind]}: every early step, measured on held-out Lee sentences")
-    with atomic_path(path) as temporary:
-        figure.savefig(temporary, dpi=110, format="png")
-    plt.close(figure)
-
-
 def _commit() -> str:
     """The short commit, and whether this script or what it measures with differs from it."""
     paths = ["bench/early_steps.py", "bench/train_checkpoints.py", "src/contextuality/measures"]
@@ -500,8 +445,9 @@ def main() -> None:
     for frame, name in ((table, "early-steps.tsv"), (found, "early-steps-events.tsv")):
         with atomic_path(RESULTS / name) as temporary:  # each written whole, then renamed
             frame.to_csv(temporary, sep="\t", index=False, float_format="%.6g")
-    for kind in KINDS:
-        draw(table, found, kind, RESULTS / f"early-steps-{kind}.png")
+    for kind, name in KINDS.items():
+        title = f"{name}: every early step, measured on held-out Lee sentences"
+        plot_early_steps(table, found, kind, title, [RESULTS / f"early-steps-{kind}.png"])
     with atomic_path(RESULTS / "early-steps.md") as temporary:
         temporary.write_text(report(table, found, runs, options))
 

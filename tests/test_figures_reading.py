@@ -14,7 +14,15 @@ import pytest
 
 from contextuality import steps
 from contextuality.errors import InputDataError
-from contextuality.figures import alignment, best_layers, degeneration, geometry, paper, sweeps
+from contextuality.figures import (
+    alignment,
+    best_layers,
+    degeneration,
+    early_steps,
+    geometry,
+    paper,
+    sweeps,
+)
 from contextuality.figures.specs import FIGURES
 from contextuality.files.tables import write_parquet
 from contextuality.measures.degeneration import DegenerationSettings, bins_table, rank_bins
@@ -26,7 +34,7 @@ from contextuality.measures.registry import axis_label
 def drawn(monkeypatch):
     """Figures as drawn, kept open to be read: each module's `save_figure` records them."""
     kept = []
-    for module in (paper, geometry, degeneration, sweeps, alignment, best_layers):
+    for module in (paper, geometry, degeneration, sweeps, alignment, best_layers, early_steps):
         monkeypatch.setattr(
             module, "save_figure", lambda figure, outputs, source: kept.append(figure)
         )
@@ -665,4 +673,40 @@ def test_a_critical_value_on_the_axis_is_written_not_hidden(drawn, threshold, dr
         if drawn_as_line
         else [f"critical value of the best of the row ≤ {threshold:.3f} (on the axis)"]
     )
+    _text_inside_the_canvas(figure)
+
+
+def test_the_early_steps_figure_draws_each_layer_s_mean_over_seeds_and_the_events(drawn):
+    """Per warm-up and column, each layer's thick line is the mean over seeds at each step,
+    a thin line each seed; the end of warm-up and each seed's unigram crossing are
+    vertical lines at their steps."""
+    rng = np.random.default_rng(0)
+    rows = [
+        {"kind": "gpt2", "seed": seed, "warmup": warmup, "step": step, "layer": layer}
+        | {column: rng.uniform(-1, 1) for column in early_steps.PLOTTED}
+        for seed in (0, 1)
+        for warmup in (10, 50)
+        for step in range(6)
+        for layer in (0, 1)
+    ]
+    table = pd.DataFrame(rows)
+    events = pd.DataFrame(
+        {"kind": "gpt2", "seed": seed, "warmup": warmup, "layer": 0, "unigram_crossing": 3 + seed}
+        for seed in (0, 1)
+        for warmup in (10, 50)
+    )
+    early_steps.plot_early_steps(table, events, "gpt2", "tiny GPT-2", [])
+    (figure,) = drawn
+    assert len(figure.axes) == len(early_steps.PLOTTED) * 2
+    panel = figure.axes[0]  # anisotropy, warm-up 10
+    chosen = table[(table["warmup"] == 10) & (table["layer"] == 1)]
+    mean = chosen.groupby("step")["anisotropy"].mean()
+    thick = next(line for line in panel.get_lines() if line.get_label() == "layer 1")
+    np.testing.assert_allclose(thick.get_ydata(), mean.to_numpy())
+    vertical = sorted(
+        line.get_xdata()[0]
+        for line in panel.get_lines()
+        if len(set(line.get_xdata())) == 1 and len(line.get_xdata()) == 2
+    )
+    assert vertical == [3, 4, 10]
     _text_inside_the_canvas(figure)

@@ -112,6 +112,20 @@ def _ablation_zeroed(tables: list[pd.DataFrame], source: str, output: Path) -> N
     )
 
 
+def _early_steps(kind: str, name: str) -> Callable[[list[pd.DataFrame], str, Path], None]:
+    """Tiny `kind` (titled `name`) at every early step (`figures.early_steps`)."""
+
+    def draw(tables: list[pd.DataFrame], source: str, output: Path) -> None:
+        from contextuality.figures.early_steps import plot_early_steps
+
+        table, events = tables
+        title = f"{name}: every early step, measured on held-out Lee sentences"
+        plot_early_steps(table, events, kind, title, [output], source)
+
+    return draw
+
+
+EARLY_STEPS = ("bench/results/early-steps.tsv", "bench/results/early-steps-events.tsv")
 FAMILIES = "bench/results/geometry-families"
 FIGURES = {
     "ablation-effects.png": DocsFigure(
@@ -124,6 +138,8 @@ FIGURES = {
     "default-fig2-selfsim.png": DocsFigure(
         ("docs/results/default/tables/measures.tsv",), _figure_2
     ),
+    "early-steps-gpt2.png": DocsFigure(EARLY_STEPS, _early_steps("gpt2", "tiny GPT-2")),
+    "early-steps-bert.png": DocsFigure(EARLY_STEPS, _early_steps("bert", "tiny BERT")),
     "embedding-matrices.png": DocsFigure(
         (
             "bench/results/embedding-matrices-spectrum.tsv",
