@@ -446,8 +446,7 @@ def main() -> None:
         with atomic_path(RESULTS / name) as temporary:  # each written whole, then renamed
             frame.to_csv(temporary, sep="\t", index=False, float_format="%.6g")
     for kind, name in KINDS.items():
-        title = f"{name}: every early step, measured on held-out Lee sentences"
-        plot_early_steps(table, found, kind, title, [RESULTS / f"early-steps-{kind}.png"])
+        plot_early_steps(table, found, kind, name, [RESULTS / f"early-steps-{kind}.png"])
     with atomic_path(RESULTS / "early-steps.md") as temporary:
         temporary.write_text(report(table, found, runs, options))
 

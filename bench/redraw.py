@@ -19,6 +19,7 @@ import pandas as pd
 from contextuality.figures.ablation import plot_ablation
 from contextuality.figures.alignment import plot_alignment
 from contextuality.figures.best_layers import plot_best_layers
+from contextuality.figures.docs import untransformed
 from contextuality.figures.geometry import plot_cka
 from contextuality.geometry.baselines import without_baselines
 
@@ -29,8 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _alignment(results: Path, name: str) -> pd.DataFrame:
     """The untransformed rows of ``<results>/<name>-alignment.tsv``."""
-    table = pd.read_csv(results / f"{name}-alignment.tsv", sep="\t", comment="#")
-    return table[table["transform"] == "none"] if "transform" in table else table
+    return untransformed(pd.read_csv(results / f"{name}-alignment.tsv", sep="\t", comment="#"))
 
 
 def redraw(results: Path, name: str) -> list[Path]:

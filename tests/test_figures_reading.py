@@ -697,6 +697,7 @@ def test_the_early_steps_figure_draws_each_layer_s_mean_over_seeds_and_the_event
     )
     early_steps.plot_early_steps(table, events, "gpt2", "tiny GPT-2", [])
     (figure,) = drawn
+    assert figure.get_suptitle().startswith("tiny GPT-2: ")
     assert len(figure.axes) == len(early_steps.PLOTTED) * 2
     panel = figure.axes[0]  # anisotropy, warm-up 10
     chosen = table[(table["warmup"] == 10) & (table["layer"] == 1)]

@@ -65,7 +65,7 @@ def _figure_2(tables: list[pd.DataFrame], source: str, output: Path) -> None:
     plot_figure(measures, PAPER_FIGURES["fig2_selfsim"], [output], source=source)
 
 
-def _untransformed(table: pd.DataFrame) -> pd.DataFrame:
+def untransformed(table: pd.DataFrame) -> pd.DataFrame:
     """An alignment table's rows without a correction (all of a table without the column)."""
     return table[table["transform"] == "none"] if "transform" in table else table
 
@@ -74,7 +74,7 @@ def _families_alignment(tables: list[pd.DataFrame], source: str, output: Path) -
     """Every alignment measure between the families' layers (`figures.alignment`)."""
     from contextuality.figures.alignment import plot_alignment
 
-    plot_alignment(_untransformed(tables[0]), [output], source)
+    plot_alignment(untransformed(tables[0]), [output], source)
 
 
 def _families_cka(tables: list[pd.DataFrame], source: str, output: Path) -> None:
@@ -82,7 +82,7 @@ def _families_cka(tables: list[pd.DataFrame], source: str, output: Path) -> None
     from contextuality.figures.geometry import plot_cka
     from contextuality.geometry.baselines import without_baselines
 
-    plot_cka(without_baselines(_untransformed(tables[0])), [output], source)
+    plot_cka(without_baselines(untransformed(tables[0])), [output], source)
 
 
 def _families_best_layers(tables: list[pd.DataFrame], source: str, output: Path) -> None:
@@ -91,7 +91,7 @@ def _families_best_layers(tables: list[pd.DataFrame], source: str, output: Path)
     from contextuality.figures.best_layers import plot_best_layers
 
     best, between = tables
-    plot_best_layers(_untransformed(best), _untransformed(between), [output], source)
+    plot_best_layers(untransformed(best), untransformed(between), [output], source)
 
 
 def _families_positions(tables: list[pd.DataFrame], source: str, output: Path) -> None:
@@ -108,7 +108,7 @@ def _ablation_zeroed(tables: list[pd.DataFrame], source: str, output: Path) -> N
 
     measures, alignment = tables
     plot_ablation(
-        measures, _untransformed(alignment), "smollm2", "smollm2-zeroed", 12, [output], source
+        measures, untransformed(alignment), "smollm2", "smollm2-zeroed", 12, [output], source
     )
 
 
@@ -119,8 +119,7 @@ def _early_steps(kind: str, name: str) -> Callable[[list[pd.DataFrame], str, Pat
         from contextuality.figures.early_steps import plot_early_steps
 
         table, events = tables
-        title = f"{name}: every early step, measured on held-out Lee sentences"
-        plot_early_steps(table, events, kind, title, [output], source)
+        plot_early_steps(table, events, kind, name, [output], source)
 
     return draw
 

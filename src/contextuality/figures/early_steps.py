@@ -43,24 +43,25 @@ def plot_early_steps(
     table: pd.DataFrame,
     events: pd.DataFrame,
     kind: str,
-    title: str,
+    name: str,
     outputs: list[str | os.PathLike],
     source: str = "",
 ) -> None:
     """Model `kind`'s rows of the early-steps table (kind, seed, warmup, step, layer and
     the `PLOTTED` columns) against step, a row of panels per column and a column per
-    warm-up, with its `events` (each seed's unigram crossing); titled `title`."""
+    warm-up, with its `events` (each seed's unigram crossing); the model named `name` in
+    the title."""
     rows, kind_events = table[table["kind"] == kind], events[events["kind"] == kind]
     warmups = sorted(rows["warmup"].unique())
     size = {"figsize": (5 * len(warmups), 10), "layout": "constrained", "squeeze": False}
     figure, panels = plt.subplots(len(PLOTTED), len(warmups), sharex=True, sharey="row", **size)
-    for (row_index, (column, name)), (column_index, warmup) in itertools.product(
+    for (row_index, (column, label)), (column_index, warmup) in itertools.product(
         enumerate(PLOTTED.items()), enumerate(warmups)
     ):
         panel = panels[row_index, column_index]
         chosen = kind_events[kind_events["warmup"] == warmup]
         _draw_panel(panel, rows[rows["warmup"] == warmup], column, chosen)
-        panel.set_ylabel(name if column_index == 0 else "")
+        panel.set_ylabel(label if column_index == 0 else "")
         panel.axhline(0, color="0.5", lw=0.6)
     for top, bottom, warmup in zip(panels[0], panels[-1], warmups, strict=True):
         top.set_title(f"warm-up {warmup} steps")
@@ -68,5 +69,5 @@ def plot_early_steps(
     handles, labels = panels[0, 0].get_legend_handles_labels()
     legend_title = "thick: mean of seeds\nthin: each seed"
     figure.legend(handles, labels, loc="outside right center", frameon=False, title=legend_title)
-    figure.suptitle(title)
+    figure.suptitle(f"{name}: every early step, measured on held-out Lee sentences")
     save_figure(figure, outputs, source)
