@@ -40,6 +40,12 @@ def test_every_figure_drawn_again_is_shown_by_a_page_and_its_tables_committed():
             assert (ROOT / table).is_file(), table
 
 
+def test_every_docs_image_is_drawn_again_from_its_tables():
+    """No figure under docs/images is left to go stale: each is one `figures.docs` draws."""
+    images = {path.name for path in docs.IMAGES.glob("*.png")}
+    assert images == set(docs.FIGURES), sorted(images ^ set(docs.FIGURES))
+
+
 def test_a_figure_of_other_numbers_is_told_apart(tmp_path, monkeypatch):
     """The comparison can fail: the STS scores halved draw another figure."""
     original = pd.read_csv

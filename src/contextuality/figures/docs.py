@@ -65,6 +65,17 @@ def _figure_2(tables: list[pd.DataFrame], source: str, output: Path) -> None:
     plot_figure(measures, PAPER_FIGURES["fig2_selfsim"], [output], source=source)
 
 
+def _families_figure_1(tables: list[pd.DataFrame], source: str, output: Path) -> None:
+    """The paper's Figure 1, anisotropy by relative layer, for the three families alone
+    (`figures.paper.plot_figure`; the instruments run's ablated copies left out)."""
+    from contextuality.figures.paper import plot_figure
+    from contextuality.figures.specs import FIGURES as PAPER_FIGURES
+
+    (measures,) = tables
+    families = measures[measures["model"].isin(["minilm", "smollm2", "gemma3"])]
+    plot_figure(families, PAPER_FIGURES["fig1_anisotropy"], [output], source=source)
+
+
 def untransformed(table: pd.DataFrame) -> pd.DataFrame:
     """An alignment table's rows without a correction (all of a table without the column)."""
     return table[table["transform"] == "none"] if "transform" in table else table
@@ -145,6 +156,9 @@ FIGURES = {
             "bench/results/embedding-matrices-norms.tsv",
         ),
         _embedding_matrices,
+    ),
+    "families-fig1-anisotropy.png": DocsFigure(
+        ("bench/results/instruments-measures.tsv",), _families_figure_1
     ),
     "families-alignment.png": DocsFigure((f"{FAMILIES}-alignment.tsv",), _families_alignment),
     "families-cka.png": DocsFigure((f"{FAMILIES}-alignment.tsv",), _families_cka),

@@ -22,6 +22,7 @@ import pandas as pd  # noqa: E402
 from contextuality import __version__  # noqa: E402
 from contextuality.benchmarks import BENCHMARKS  # noqa: E402
 from contextuality.configuration.schema import default  # noqa: E402
+from contextuality.figures.legends import keep_legends_off_data  # noqa: E402
 from contextuality.figures.model_styles import model_colours  # noqa: E402
 from contextuality.figures.specs import (  # noqa: E402
     TRANSFORMS_FIGURE,
@@ -316,9 +317,10 @@ def save_figure(figure: Any, outputs: list[str | os.PathLike], source: str) -> N
     y axis saying where it leaves 0 out (`say_where_the_axis_starts`), with provenance in
     its metadata and, before the file gets its name, in its sidecar (`figure_sidecar`)
     with the SHA-256 of its bytes (`tables.TABLE_DIGEST`, which `contextuality verify`
-    compares), and close it."""
+    compares), no legend over its data (`legends.keep_legends_off_data`), and close it."""
     for panel in figure.axes:
         say_where_the_axis_starts(panel)
+    keep_legends_off_data(figure)
     settle_layout(figure)
     for output in outputs:
         with atomic_path(output) as temporary:
