@@ -27,6 +27,7 @@ from contextuality.figures import (
     paper,
     sweeps,
 )
+from contextuality.figures.legends import legend_over_data
 from contextuality.figures.specs import DIMENSION_FIGURE, FIGURES
 from contextuality.geometry.alignment import ALIGNMENT_COLUMNS
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
@@ -326,7 +327,7 @@ def draw():
         return kept[name, hole]
 
     def keep(figure, outputs, source):
-        paper.settle_layout(figure)  # as `save_figure` does before its first file
+        paper.finish_figure(figure)  # as `save_figure` does before its first file
         captured.append(figure)
 
     with pytest.MonkeyPatch.context() as patch:
@@ -360,6 +361,14 @@ def test_every_text_lies_on_the_canvas(draw, name):
         if Bbox.union([artist.get_tightbbox(renderer), edge]).bounds != edge.bounds
     ]
     assert not outside, f"{name}, text outside the canvas: {outside}"
+
+
+@pytest.mark.parametrize("name", DRAW)
+def test_no_legend_lies_over_the_data(draw, name):
+    """No panel's legend covers a line's points or segments, or a scatter's markers."""
+    figure = draw(name)
+    covering = [panel.get_title() or str(panel) for panel in figure.axes if legend_over_data(panel)]
+    assert not covering, f"{name}: a legend over the data of {covering}"
 
 
 def _colour_key(mappable) -> tuple:

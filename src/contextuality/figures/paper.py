@@ -307,21 +307,27 @@ def settle_layout(figure: Any) -> None:
     figure.draw_without_rendering()
 
 
+def finish_figure(figure: Any) -> None:
+    """What every figure gets before its first file: each line plot's y axis saying where
+    it leaves 0 out (`say_where_the_axis_starts`), no legend over its data
+    (`legends.keep_legends_off_data`), and its layout settled (`settle_layout`)."""
+    for panel in figure.axes:
+        say_where_the_axis_starts(panel)
+    keep_legends_off_data(figure)
+    settle_layout(figure)
+
+
 def figure_sidecar(path: str | os.PathLike) -> Path:
     """The provenance sidecar of a figure file: ``x.png`` → ``x.png.provenance.json``."""
     return Path(f"{path}.provenance.json")
 
 
 def save_figure(figure: Any, outputs: list[str | os.PathLike], source: str) -> None:
-    """Write `figure` in each output's format (`settle_layout` first), each line plot's
-    y axis saying where it leaves 0 out (`say_where_the_axis_starts`), with provenance in
+    """Write `figure` in each output's format (`finish_figure` first), with provenance in
     its metadata and, before the file gets its name, in its sidecar (`figure_sidecar`)
     with the SHA-256 of its bytes (`tables.TABLE_DIGEST`, which `contextuality verify`
-    compares), no legend over its data (`legends.keep_legends_off_data`), and close it."""
-    for panel in figure.axes:
-        say_where_the_axis_starts(panel)
-    keep_legends_off_data(figure)
-    settle_layout(figure)
+    compares), and close it."""
+    finish_figure(figure)
     for output in outputs:
         with atomic_path(output) as temporary:
             figure.savefig(
