@@ -24,6 +24,10 @@ def define_env(env) -> None:
         quotes.extreme,
         quotes.means,
         quotes.change,
+        quotes.count,
+        quotes.ratios,
+        quotes.quotient,
+        quotes.difference,
         quotes.smallest_significant_rho,
     ):
         env.macro(quote)

@@ -226,69 +226,58 @@ def _events(kind: str) -> pd.DataFrame:
     return rows[(rows["kind"] == kind)].set_index(["seed", "warmup", "layer"]).sort_index()
 
 
-def _cells(values: list[float], places: str) -> str:
-    """Three values as the page's table writes them: ' / '-joined, no leading zero."""
-    return " / ".join(_short(value, places) for value in values)
-
-
-def _short(value: float, places: str) -> str:
-    if places == "int":
-        return f"{int(value)}"
-    return f"{value:.{places}f}".replace("0.", ".", 1).replace("-", "−")
-
-
-def test_the_early_steps_quoted_are_the_committed_run():
-    page = _page()
-    for kind, label in (("gpt2", "GPT-2"), ("bert", "BERT")):
+def test_what_the_page_says_of_the_early_steps_holds():
+    """docs/evidence.md looks its numbers up; what it says of them must hold: every
+    layer past the embeddings peaks before its unigram crossing, after a 10-step warm-up
+    ends and before a 200-step one does; GPT-2's crossing moves with the warm-up as its
+    peak does; GPT-2's layer 4 mean lies along the unigram direction at the peak, layers 1
+    and 2 short of it, BERT's means do not but its layer 4's first principal direction
+    does."""
+    for kind in ("gpt2", "bert"):
         events = _events(kind)
-        for seed in (0, 1, 2):
-            rows = events.xs((seed, 4), level=("seed", "layer"))
-            cells = [
-                _cells(rows["unigram_crossing"].tolist(), "int"),
-                _cells(rows["peak_anisotropy"].tolist(), "3"),
-                _cells(rows["peak_step"].tolist(), "int"),
-                _cells(rows["cos_mean_unigram_at_peak"].tolist(), "2"),
-            ]
-            row = f"| {label} | {seed} | " + " | ".join(cells) + " |"
-            assert row in page, row
         assert (events["peak_step"] < events["unigram_crossing"]).loc[:, :, [1, 2, 3, 4]].all()
         after_end = events["peak_step"] > events["warmup_end"]
         blocks = after_end.loc[:, :, [1, 2, 3, 4]]
         assert blocks.xs(10, level="warmup").all() and not blocks.xs(200, level="warmup").any()
-    gpt2 = _events("gpt2").xs(4, level="layer")
+    gpt2 = _events("gpt2")
+    peaks = gpt2["peak_step"].xs(4, level="layer").unstack("warmup")
+    crossings = gpt2["unigram_crossing"].xs(4, level="layer").unstack("warmup")
+    assert (crossings[200] / crossings[10] > 1.5).all() and (peaks[200] / peaks[10] > 1.5).all()
     cosines = gpt2["cos_mean_unigram_at_peak"]
-    assert f"{cosines.min():.2f}".lstrip("0") == ".95" and f"{cosines.max():.2f}" == "0.98"
-    peaks = gpt2["peak_step"].unstack("warmup")
-    first, second, third = peaks[200] / peaks[10]
-    assert f"the peak's ×{first:.1f}, ×{second:.1f} and ×{third:.1f})" in page
+    assert cosines.xs(4, level="layer").min() > 0.9
+    assert cosines.xs(2, level="layer").max() < cosines.xs(4, level="layer").min()
+    assert cosines.xs(1, level="layer").max() < 0.8
+    bert = _events("bert")
+    assert bert["cos_mean_unigram_at_peak"].loc[:, :, [1, 2, 3, 4]].abs().max() < 0.2
+    assert bert["cos_pc1_unigram_at_peak"].xs(4, level="layer").min() > 0.9
+    crossing = bert["unigram_crossing"].xs(4, level="layer").unstack("warmup")
+    assert crossing.loc[0].nunique() == crossing.loc[2].nunique() == 1  # seeds 0 and 2
+    assert crossing.loc[1].nunique() > 1
 
 
-def test_the_sweep_s_embedding_matrices_quoted_are_the_committed_run():
-    page = _page()
+def test_what_the_page_says_of_the_sweep_s_embedding_matrices_holds():
+    """Both tied matrices start isotropic, degenerate by step 200 (more anisotropic than
+    at step 50, norm falling with training frequency, unseen tokens deep in the cone and
+    the most frequent outside it) and partly recover by the last step, unseen tokens still
+    in the cone."""
     rows = _table("sweep-embedding-matrices").set_index(["kind", "step"])
     norms = _table("sweep-embedding-matrices-norms").set_index(["kind", "step", "bin"])
-    gpt2, bert = rows.loc["gpt2"], rows.loc["bert"]
-    assert f"{gpt2.loc[0, 'anisotropy']:.3f}" == f"{bert.loc[0, 'anisotropy']:.3f}" == "0.000"
-
-    def cone(kind: str, step: int, bin_: str) -> str:
-        return _signed(norms.loc[(kind, step, bin_), "cone_cosine"])
-
-    for expected in (
-        f"IsoScore {gpt2.loc[0, 'isoscore']:.3f})",
-        f"GPT-2's anisotropy is {gpt2.loc[50, 'anisotropy']:.3f} at step 50 and "
-        f"{gpt2.loc[200, 'anisotropy']:.3f} at step 200, BERT's "
-        f"{bert.loc[50, 'anisotropy']:.3f} and {bert.loc[200, 'anisotropy']:.3f}",
-        f"(ρ = {_signed(gpt2.loc[200, 'norm_frequency_spearman'])} and "
-        f"{_signed(bert.loc[200, 'norm_frequency_spearman'])} at step 200)",
-        f"(cone cosine {cone('gpt2', 200, 'unseen')} and {cone('bert', 200, 'unseen')}, "
-        f"against {cone('gpt2', 200, '1–100')} and {cone('bert', 200, '1–100')} for the 100",
-        f"(anisotropy {gpt2.loc[2000, 'anisotropy']:.3f} and {bert.loc[2000, 'anisotropy']:.3f}, "
-        f"ρ = {_signed(gpt2.loc[2000, 'norm_frequency_spearman'])} and "
-        f"{_signed(bert.loc[2000, 'norm_frequency_spearman'])})",
-        f"still in the cone ({cone('gpt2', 2000, 'unseen')} and {cone('bert', 2000, 'unseen')})",
-    ):
-        assert expected in page, expected
-    assert abs(gpt2.loc[0, "isoscore"] - bert.loc[0, "isoscore"]) < 5e-4
+    last = rows.index.get_level_values("step").max()
+    for kind in ("gpt2", "bert"):
+        matrix = rows.loc[kind]
+        assert matrix.loc[0, "anisotropy"] < 5e-4 and matrix.loc[0, "isoscore"] > 0.95
+        assert matrix.loc[0, "anisotropy"] < matrix.loc[50, "anisotropy"]
+        assert matrix.loc[50, "anisotropy"] < matrix.loc[200, "anisotropy"]
+        assert matrix.loc[200, "norm_frequency_spearman"] < -0.5
+        assert matrix.loc[last, "anisotropy"] < matrix.loc[200, "anisotropy"]
+        assert (
+            matrix.loc[200, "norm_frequency_spearman"]
+            < matrix.loc[last, "norm_frequency_spearman"]
+            < 0
+        )
+        for step in (200, last):
+            assert norms.loc[(kind, step, "unseen"), "cone_cosine"] > 0.8
+        assert norms.loc[(kind, 200, "1–100"), "cone_cosine"] < -0.5
     assert rows["tied"].all()
 
 
@@ -325,11 +314,7 @@ def test_bert_s_longest_warm_up_peaks_at_the_grid_s_end_so_its_ratios_are_bounds
     ].pivot_table(index="step", columns="seed", values="anisotropy")
     assert (curve.loc[100] > curve.loc[99]).all() and (curve.loc[120] < curve.loc[100]).all()
     assert not set(range(101, 120)) & set(curve.index)  # nothing between the two
-    short = bert.xs(10, level="warmup")
-    low, high = 100 / short, 120 / short
-    page = _page()
-    assert f"BERT's three ratios ({low.min():.1f} to {low.max():.1f}) are lower bounds" in page
-    assert f"the ratio between {low.min():.1f} and {high.max():.1f}" in page
+    assert "are lower bounds" in _page()
 
 
 def test_why_bert_s_unigram_crossings_differ_between_the_two_runs():
@@ -347,8 +332,8 @@ def test_why_bert_s_unigram_crossings_differ_between_the_two_runs():
     steps = _table("early-steps")
     early = steps[(steps["kind"] == "bert") & (steps["layer"] == 4)]
     page = _page()
-    lines = (early["unigram_loss"].iloc[0], bert["unigram_loss"].iloc[0])
-    assert f"whose unigram line is {lines[0]:.3f} nats rather than {lines[1]:.3f}" in page
+    assert early["unigram_loss"].nunique() == 1 and bert["unigram_loss"].nunique() == 1
+    assert abs(early["unigram_loss"].iloc[0] - bert["unigram_loss"].iloc[0]) > 0.01
     for run in (early, bert):
         near = run[run["step"].isin([150, 200])]
         assert (near["held_out_loss"] - near["unigram_loss"]).abs().max() < 0.04
@@ -363,6 +348,7 @@ def test_why_bert_s_unigram_crossings_differ_between_the_two_runs():
     gpt2 = events[(events["kind"] == "gpt2") & (events["layer"] == 4) & (events["warmup"] == 50)]
     crossings = gpt2["unigram_crossing"]
     assert f"its crossings here (steps {crossings.min()} to {crossings.max()})" in page
+    assert "below it at step 150 here and above it again at 200" in page
     assert crossings.min() > 50 and crossings.max() <= 70
     sweep = losses[losses["model"] == "gpt2"]
     first = sweep[sweep["held_out_loss"] < sweep["unigram_loss"]].groupby("seed")["step"].min()

@@ -87,6 +87,40 @@ def test_means_and_their_largest_change_are_brute_force_s(table):
         quotes.means(table, "spearman", "layer", "median", model="a")
 
 
+def test_counts_ratios_quotients_and_differences_are_worked_by_hand(table):
+    """The fixture's rows: a at layers 0, 1, 2 (0.5, −0.25, 0.75) and b twice at layer 0
+    (0.125, 0.375)."""
+    assert quotes.count(table) == "5"
+    assert quotes.count(table, "spearman > 0.2") == "3"
+    assert quotes.count(table, "spearman > 0.2", model="a") == "2"
+    assert quotes.count(table, distinct=["model", "layer"]) == "4"
+    # layer 2 over layer 0 of model a: 0.75 / 0.5; b has no layer 2 to pair with
+    assert quotes.ratios(table, "spearman", "layer", 2, 0, ["model"], "one", model="a") == "1.5"
+    with pytest.raises(InputDataError, match="not paired"):
+        quotes.ratios(table, "spearman", "layer", 2, 0, ["model"])
+    with pytest.raises(InputDataError, match="not paired"):  # b's two rows at layer 0
+        quotes.ratios(table, "spearman", "model", "b", "a", ["layer"], layer=0)
+    # 1 over the smallest and over the largest of b's values
+    assert quotes.quotient(1, table, "spearman", "min", ".1f", model="b") == "8.0"
+    assert quotes.quotient(1, table, "spearman", "max", ".2f", model="b") == "2.67"
+    # |spearman − low| per row: 0.25, 0.25, 0.25, 0.125, 0.125
+    assert quotes.difference(table, "spearman", "low", "min") == "0.125"
+    assert quotes.difference(table, "spearman", "low", "max", model="a") == "0.250"
+    with pytest.raises(InputDataError, match="which is min or max"):
+        quotes.difference(table, "spearman", "low", "mean")
+
+
+def test_ratios_pair_rows_by_their_columns(tmp_path):
+    """Two seeds, each a short and a long warm-up: the ratios pair each seed with itself."""
+    path = tmp_path / "events.tsv"
+    pd.DataFrame(
+        {"seed": [0, 0, 1, 1], "warmup": [10, 200, 10, 200], "peak": [20, 50, 16, 32]}
+    ).to_csv(path, sep="\t", index=False)
+    assert quotes.ratios(str(path), "peak", "warmup", 200, 10, ["seed"]) == "2.0 to 2.5"
+    assert quotes.ratios(str(path), "peak", "warmup", 200, 10, ["seed"], "max", ".2f") == "2.50"
+    assert quotes.ratios(str(path), "peak", "warmup", 200, 10, ["seed"], "one", seed=1) == "2.0"
+
+
 @pytest.mark.parametrize(
     ("keys", "message"),
     [

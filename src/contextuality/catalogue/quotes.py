@@ -151,6 +151,79 @@ def change(
     return _formatted(table, found, column, format)
 
 
+def count(
+    table: str, where: str | None = None, distinct: list[str] | None = None, **keys: Any
+) -> str:
+    """How many of the rows `keys` pick satisfy `where` (a pandas query over the table's
+    columns; every row without it), or how many distinct combinations of the columns
+    `distinct` they hold, with thousands separators."""
+    chosen = rows(table, **keys)
+    if where is not None:
+        chosen = chosen.query(where)
+    found = len(chosen.drop_duplicates(distinct)) if distinct else len(chosen)
+    return f"{found:,d}"
+
+
+def ratios(
+    table: str,
+    column: str,
+    contrast: str,
+    over: Any,
+    against: Any,
+    pairs: list[str],
+    which: str = "range",
+    format: str = ".1f",
+    **keys: Any,
+) -> str:
+    """`column` where column `contrast` is `over` divided by where it is `against`, the
+    rows paired by their columns `pairs` (a peak's step with a long warm-up over the same
+    model's and seed's with a short one), among the rows `keys` pick: the smallest
+    (``which="min"``), the largest (``"max"``), both (``"range"``: ``low to high``) or the
+    one ratio (``"one"``)."""
+    chosen = rows(table, **keys)
+    side = {
+        end: chosen[chosen[contrast].astype(str) == str(value)].set_index(pairs)[column]
+        for end, value in (("over", over), ("against", against))
+    }
+    if not (side["over"].index.is_unique and side["against"].index.is_unique):
+        raise InputDataError(f"{table}: {contrast} {over} and {against} not paired where {keys}")
+    quotient = (side["over"] / side["against"].reindex(side["over"].index)).astype(float)
+    if quotient.empty or quotient.isna().any():
+        raise InputDataError(f"{table}: {contrast} {over} and {against} not paired where {keys}")
+    ends = {"min": [quotient.min()], "max": [quotient.max()], "one": list(quotient)}
+    ends["range"] = ends["min"] + ends["max"]
+    if which not in ends or (which == "one" and len(quotient) != 1):
+        raise InputDataError(
+            f"ratios: which is min, max, range or one (of one pair), not {which!r}"
+        )
+    return " to ".join(_formatted(table, end, column, format) for end in ends[which])
+
+
+def quotient(
+    numerator: float, table: str, column: str, which: str = "min", format: str = ".1f", **keys: Any
+) -> str:
+    """A constant (the next checkpoint's step) over the smallest (``which="min"``) or the
+    largest (``"max"``) `column` of the rows `keys` pick: a bound on a ratio."""
+    values = rows(table, **keys)[column].astype(float)
+    if which not in ("min", "max"):
+        raise InputDataError(f"quotient: which is min or max, not {which!r}")
+    return _formatted(
+        table, numerator / (values.min() if which == "min" else values.max()), column, format
+    )
+
+
+def difference(
+    table: str, column: str, other: str, which: str = "max", format: str = ".3f", **keys: Any
+) -> str:
+    """The largest (``which="max"``) or smallest (``"min"``) |`column` − `other`| over the
+    rows `keys` pick (a loss's distance from its unigram line)."""
+    chosen = rows(table, **keys)
+    gaps = (chosen[column].astype(float) - chosen[other].astype(float)).abs()
+    if which not in ("min", "max"):
+        raise InputDataError(f"difference: which is min or max, not {which!r}")
+    return _formatted(table, gaps.max() if which == "max" else gaps.min(), column, format)
+
+
 @functools.cache
 def smallest_significant_rho(n: int, level: float = 0.05) -> str:
     """The smallest |Spearman's ρ| between two orderings of `n` items whose exact two-sided
