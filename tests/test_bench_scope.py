@@ -35,7 +35,6 @@ STUDIES_NOT_YET_STAGES = {
     "ablation_intervals",
     "alignment_sensitivity",
     "alignment_uncertainty",
-    "corrections",
     "dimension_scales",
     "downstream",
     "early_steps",

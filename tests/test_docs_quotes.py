@@ -79,9 +79,16 @@ def test_means_and_their_largest_change_are_brute_force_s(table):
     assert quotes.change(path, "spearman", "layer", "model", "a", "max", ".2f", **keys) == "0.50"
     assert quotes.change(path, "spearman", "layer", "model", "a", "min", ".2f", **keys) == "0.25"
     assert quotes.change(path, "spearman", "layer", "model", "a", "argmin", **keys) == "0"
+    # signed: c − a is +0.25 at layer 0 and −0.5 at layer 1
+    assert quotes.change(path, "spearman", "layer", "model", "a", "range", "+.2f", **keys) == (
+        "−0.50 to +0.25"
+    )
+    assert quotes.change(
+        path, "spearman", "layer", "model", "a", "one", "+.2f", model="c", layer=1
+    ) == ("−0.50")
     with pytest.raises(InputDataError, match="not all found"):
         quotes.change(table, "spearman", "layer", "model", "b", model="a")
-    with pytest.raises(InputDataError, match="which is max, min, argmax or argmin"):
+    with pytest.raises(InputDataError, match="which is max, min, argmax, argmin, range or one"):
         quotes.change(path, "spearman", "layer", "model", "a", "mean", **keys)
     with pytest.raises(InputDataError, match="which is min, max or range"):
         quotes.means(table, "spearman", "layer", "median", model="a")

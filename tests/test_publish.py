@@ -16,8 +16,8 @@ from contextuality.errors import InputDataError
 from contextuality.figures.paper import plt, save_figure
 from contextuality.files import provenance
 from contextuality.files.provenance import read_json, sha256_file, source_version
-from contextuality.files.tables import write_tsv
-from contextuality.verification.publish import RECORD, made_by, publish_study
+from contextuality.files.tables import read_tsv, write_tsv
+from contextuality.verification.publish import JOB_TIMES, RECORD, made_by, publish_study
 
 COMMIT = "0" * 39 + "1"
 
@@ -48,6 +48,7 @@ def test_a_study_of_one_commit_is_published_with_its_provenance(tmp_path, monkey
         "tables/measures.tsv",
         "tables/words/minilm.none.tsv",
         "figures/fig1.png",
+        "job_times.tsv",
     }
     for name, digest in record["files"].items():
         assert sha256_file(destination / name) == digest
@@ -127,3 +128,39 @@ def test_the_source_version_is_the_commit_and_says_where_the_code_differs(tmp_pa
     assert source_version(tmp_path) == commit
     (tmp_path / "src/new.py").write_text("y = 2\n")
     assert source_version(tmp_path) == f"{commit}+uncommitted"
+
+
+def test_a_publication_gives_the_run_s_job_times_by_step(tmp_path, monkeypatch):
+    """Each job's benchmark file (Snakemake's, the last line its last run) counted in its
+    step: three measure jobs of 2, 4 and 9 s, one extraction of 30 s."""
+    study, destination = tmp_path / "study", tmp_path / "published"
+    _write_study(
+        study, monkeypatch, dict.fromkeys(("measures", "words/minilm.none", "figure"), COMMIT)
+    )
+    header = "s\th:m:s\tmax_rss\tmax_vms\n"
+    runs = {
+        "measures/minilm/none/layer_0.tsv": ["2.0\t0:00:02\t100.5\t900"],
+        "measures/minilm/none/layer_1.tsv": ["7.0\t0:00:07\t50\t900", "4.0\t0:00:04\t60\t900"],
+        "measures/minilm/center/layer_0.tsv": ["9.0\t0:00:09\t80\t900"],
+        "extract/minilm.tsv": ["30.0\t0:00:30\t1200\t4000"],
+    }
+    for name, lines in runs.items():
+        path = study / "benchmarks" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(header + "\n".join(lines) + "\n")
+    publish_study(study, destination)
+    times = read_tsv(destination / JOB_TIMES).set_index("step")
+    assert times.loc[
+        "measures", ["jobs", "seconds_min", "seconds_median", "seconds_max"]
+    ].tolist() == [
+        3,
+        2.0,
+        4.0,
+        9.0,
+    ]
+    assert times.loc["measures", "seconds_total"] == 15.0
+    assert times.loc["measures", "max_rss_mb"] == 100.5
+    assert times.loc["extract", "jobs"] == 1 and times.loc["extract", "seconds_total"] == 30.0
+    assert (
+        sha256_file(destination / JOB_TIMES) == read_json(destination / RECORD)["files"][JOB_TIMES]
+    )

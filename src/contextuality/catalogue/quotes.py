@@ -135,18 +135,25 @@ def change(
     """How `column`, averaged within each value of `by`, differs where column `contrast` is
     the value `keys` name from where it is `against` (a block's attention with and without
     an intervention, each averaged over heads): the largest |difference| (``which="max"``),
-    the smallest (``"min"``), or the value of `by` where either is (``"argmax"``,
-    ``"argmin"``)."""
+    the smallest (``"min"``), the value of `by` where either is (``"argmax"``,
+    ``"argmin"``), the signed differences' smallest to largest (``"range"``), or the one
+    signed difference where `keys` leave one value of `by` (``"one"``)."""
     changed = rows(table, **keys).groupby(by)[column].mean()
     base = {**keys, contrast: against}
     unchanged = rows(table, **base).groupby(by)[column].mean()
-    difference = (changed - unchanged.reindex(changed.index)).abs()
-    if difference.isna().any():
+    signed = changed - unchanged.reindex(changed.index)
+    if signed.isna().any():
         raise InputDataError(f"{table}: {by} {list(changed.index)} not all found where {base}")
+    if which == "range" or (which == "one" and len(signed) == 1):
+        ends = (signed.min(), signed.max()) if which == "range" else (signed.iloc[0],)
+        return " to ".join(_formatted(table, end, column, format) for end in ends)
+    difference = signed.abs()
     if which in ("argmax", "argmin"):
         return str(difference.idxmax() if which == "argmax" else difference.idxmin())
     if which not in ("max", "min"):
-        raise InputDataError(f"change: which is max, min, argmax or argmin, not {which!r}")
+        raise InputDataError(
+            f"change: which is max, min, argmax, argmin, range or one (of one), not {which!r}"
+        )
     found = difference.max() if which == "max" else difference.min()
     return _formatted(table, found, column, format)
 

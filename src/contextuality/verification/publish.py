@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from contextuality.errors import InputDataError
 from contextuality.files.provenance import (
     UNCOMMITTED,
@@ -25,12 +27,15 @@ from contextuality.files.provenance import (
     sha256_file,
     write_json,
 )
-from contextuality.files.tables import read_tsv_provenance, tsv_provenance_path
+from contextuality.files.tables import read_tsv_provenance, tsv_provenance_path, write_tsv
 from contextuality.verification.study import verify_study
 
 # What a study publishes: every table and every PNG figure under these folders of it.
 PUBLISHED = (("results/tables", "*.tsv"), ("results/figures", "*.png"))
 RECORD = "publication.json"
+# The run's job times by step, from the benchmark files its rules write (Snakemake's
+# ``benchmark:``, one per job under benchmarks/<step>/…), published beside its tables.
+JOB_TIMES = "job_times.tsv"
 
 
 def published_files(study: Path) -> list[Path]:
@@ -60,6 +65,36 @@ def _versions(record: Any) -> Iterator[str]:
     elif isinstance(record, list):
         for value in record:
             yield from _versions(value)
+
+
+def job_times(study: Path) -> pd.DataFrame:
+    """Each step's jobs in `study`'s last run of them (one row per folder under
+    benchmarks/: its jobs, their wall-clock seconds' least, median, largest and sum, and
+    the largest resident memory in MB), from the benchmark file each job wrote; no rows
+    where the study has none."""
+    rows = []
+    for path in sorted((study / "benchmarks").rglob("*.tsv")):
+        times = pd.read_csv(path, sep="\t")
+        step = path.relative_to(study / "benchmarks").parts[0]
+        rows.append(
+            {
+                "step": step,
+                "seconds": float(times["s"].iloc[-1]),
+                "max_rss_mb": float(times["max_rss"].iloc[-1]),
+            }
+        )
+    frame = pd.DataFrame(rows, columns=["step", "seconds", "max_rss_mb"])
+    grouped = frame.groupby("step", sort=True)
+    return pd.DataFrame(
+        {
+            "jobs": grouped.size(),
+            "seconds_min": grouped["seconds"].min(),
+            "seconds_median": grouped["seconds"].median(),
+            "seconds_max": grouped["seconds"].max(),
+            "seconds_total": grouped["seconds"].sum(),
+            "max_rss_mb": grouped["max_rss_mb"].max(),
+        }
+    ).reset_index()
 
 
 def made_by(records: dict[Path, Any]) -> list[str]:
@@ -95,11 +130,11 @@ def made_by(records: dict[Path, Any]) -> list[str]:
 
 def publish_study(study: str | Path, destination: str | Path) -> dict[str, Any]:
     """Copy a finished `study`'s tables and figures with their provenance into
-    `destination` (``tables/…`` and ``figures/…``, as under results/) and write its
-    `RECORD`: the commits that made them and each file's SHA-256. Refused, in one line and
-    before `destination` is touched, where a file is damaged (`verify_study`) or was not
-    made by committed code (`made_by`); a destination already
-    there is replaced whole once the new one is complete."""
+    `destination` (``tables/…`` and ``figures/…``, as under results/), with the run's
+    `job_times`, and write its `RECORD`: the commits that made them and each file's
+    SHA-256. Refused, in one line and before `destination` is touched, where a file is
+    damaged (`verify_study`) or was not made by committed code (`made_by`); a destination
+    already there is replaced whole once the new one is complete."""
     study, destination = Path(study), Path(destination)
     verification = verify_study(study)
     if verification.damaged:
@@ -126,6 +161,8 @@ def publish_study(study: str | Path, destination: str | Path) -> dict[str, Any]:
             shutil.copy2(study / path, target)
             shutil.copy2(_sidecar(study / path), _sidecar(target))
             digests[target.relative_to(staging).as_posix()] = sha256_file(target)
+        write_tsv(job_times(study), staging / JOB_TIMES, provenance_record(step="job_times"))
+        digests[JOB_TIMES] = sha256_file(staging / JOB_TIMES)
         record = provenance_record(step="publish", study=str(study), made_by=commits, files=digests)
         write_json(staging / RECORD, record)
         _replace(destination, staging)
