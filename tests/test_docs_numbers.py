@@ -68,79 +68,51 @@ def test_the_cka_nulls_quoted_in_the_geometry_page_are_the_acceptance_tables():
     assert (table["cka"] > table["null_cka"]).all()
 
 
-def test_the_intrinsic_dimensions_quoted_in_the_geometry_page_are_the_committed_curves():
-    """docs/geometry.md quotes MiniLM's curves over scale from
-    bench/results/dimension-scales-minilm.tsv: each number, rounded as quoted, is there."""
-    page = " ".join((ROOT / "docs/geometry.md").read_text().split())
-    curves = pd.read_csv(ROOT / "bench/results/dimension-scales-minilm.tsv", sep="\t")
-
-    def at(estimator: str, layer: int, scale: int) -> str:
-        row = curves[
-            (curves["estimator"] == estimator)
-            & (curves["layer"] == layer)
-            & (curves["scale"] == scale)
-        ]
-        return f"{row['dimension'].item():.1f}"
-
-    def spread(estimator: str, layer: int, scale: int, places: int = 2) -> str:
-        row = curves[
-            (curves["estimator"] == estimator)
-            & (curves["layer"] == layer)
-            & (curves["scale"] == scale)
-        ].iloc[0]
-        low, value, high = (row[name] for name in ("dimension_low", "dimension", "dimension_high"))
-        return f"{value:.{places}f}, {low:.{places}f}–{high:.{places}f}"
-
-    def plateau(estimator: str, layer: int) -> str:
-        rows = curves[(curves["estimator"] == estimator) & (curves["layer"] == layer)]
-        return f"{rows.loc[rows['on_plateau'], 'dimension'].mean():.1f}"
-
-    quoted = [
-        f"from {plateau('twonn', 1)} (GRIDE {plateau('gride', 1)}) after block 1 to "
-        f"{plateau('twonn', 4)} ({plateau('gride', 4)}) after block 4",
-        f"after block 5 ({plateau('twonn', 5)}; {plateau('gride', 5)})",
-        f"The embedding output is {plateau('twonn', 0)} by TwoNN",
-        f"TwoNN from {at('twonn', 6, 10000)} on all 10,000 points to {at('twonn', 6, 156)} on "
-        f"subsets of 156, GRIDE from {at('gride', 6, 1)} at k = 1 to {at('gride', 6, 32)} at "
-        "k = 32",
-        f"such as {spread('twonn', 6, 1250, 1).replace(', ', ' (')}) on subsets of 1,250",
-        f"at layer 4, {at('gride', 4, 1)} against {at('twonn', 4, 10000)})",
-        f"by GRIDE at k = 2 ({spread('gride', 5, 2)}, against {spread('gride', 4, 2)})",
-        f"by TwoNN on 5,000 points ({spread('twonn', 5, 5000)}, against "
-        f"{spread('twonn', 4, 5000)})",
-        f"(GRIDE at k = 1: {spread('gride', 6, 1)}, against {spread('gride', 2, 1)})",
-        f"its interval meets layer 5's ({spread('twonn', 6, 156, 1)}, against "
-        f"{spread('twonn', 5, 156, 1)})",
-    ]
-    for phrase in quoted:
-        assert phrase in page, phrase
-    row = curves.set_index(["estimator", "layer", "scale"])
-    for scale, layer in ((2, 4), (5000, 4)):
-        estimator = "gride" if scale == 2 else "twonn"
+def test_what_the_geometry_page_says_of_the_intrinsic_dimension_over_scale_holds():
+    """docs/geometry.md looks MiniLM's curves up in the published run of config/full.yaml;
+    what it says of them must hold: plateaus at layers 1 to 5 (and TwoNN's at the
+    embedding output), none at the last layer, the dimension rising to block 4 and block 5
+    below it beyond both intervals by GRIDE at k = 2 and TwoNN on 5,000 points, the last
+    layer level with layer 2 and below layers 3 to 5 at k = 1 and above every layer at
+    k = 32."""
+    run = ROOT / "docs/results/full/tables"
+    curves = pd.read_csv(run / "dimension_scales.tsv", sep="\t")
+    curves = curves[curves["model"] == "minilm"].set_index(["estimator", "layer", "scale"])
+    measures = pd.read_csv(run / "measures.tsv", sep="\t")
+    plateaus = measures[
+        (measures["model"] == "minilm")
+        & (measures["transform"] == "none")
+        & measures["measure"].str.startswith("intrinsic_dimension[")
+    ].pivot(index="layer", columns="measure", values="raw")
+    scales = measures[(measures["model"] == "minilm") & (measures["transform"] == "none")]
+    scales = scales.pivot(index="layer", columns="measure", values="scale")
+    assert scales.loc[2:5, "intrinsic_dimension[twonn]"].nunique() == 1  # "layers 1 to 5 …
+    assert scales.loc[1:5, "intrinsic_dimension[gride]"].nunique() == 1  # … layer 1 at …"
+    found = plateaus.notna()
+    assert found.loc[1:5].all().all() and not found.loc[6].any()
+    assert (
+        found.loc[0, "intrinsic_dimension[twonn]"]
+        and not found.loc[0, "intrinsic_dimension[gride]"]
+    )
+    for column in plateaus:
+        assert plateaus.loc[1:4, column].is_monotonic_increasing
+        assert plateaus.loc[5, column] < plateaus.loc[4, column]
+    for estimator, scale in (("gride", 2), ("twonn", 5000)):
         assert (
-            row.loc[(estimator, 5, scale), "dimension_high"]
-            < (row.loc[(estimator, layer, scale), "dimension_low"])
+            curves.loc[(estimator, 5, scale), "dimension_high"]
+            < (curves.loc[(estimator, 4, scale), "dimension_low"])
         )
-    last = row.loc[("gride", 6, 1)]
-    assert last["dimension_high"] > row.loc[("gride", 2, 1), "dimension_low"]
+    last = curves.loc[("gride", 6, 1)]
+    assert last["dimension_high"] > curves.loc[("gride", 2, 1), "dimension_low"]
     assert all(
-        last["dimension_high"] < row.loc[("gride", layer, 1), "dimension_low"]
+        last["dimension_high"] < curves.loc[("gride", layer, 1), "dimension_low"]
         for layer in (3, 4, 5)
     )
-    largest = row.xs(32, level="scale").loc["gride"]
-    assert largest.loc[:5, "dimension"].max() < largest.loc[6, "dimension_low"]
-    assert f"(24.8 against at most {largest.loc[:5, 'dimension'].max():.1f}" in page
-    assert (largest["dimension_high"] - largest["dimension_low"]).max() < 0.2
-    assert (
-        row.loc[("twonn", 6, 156), "dimension_low"] < row.loc[("twonn", 5, 156), "dimension_high"]
-    )
-    spans = curves[curves["on_plateau"]].groupby(["estimator", "layer"])["dimension"]
-    span = (spans.max() - spans.min()).loc[(slice(None), slice(1, 5))].max()
-    assert f"whose readings span {span:.2f} at most" in page
-    flat = curves[curves["on_plateau"]].groupby(["estimator", "layer"])["scale"]
-    assert (flat.min()["twonn"][2:6] == 2500).all() and (flat.max()["gride"][1:6] == 4).all()
-    assert {0, 6} == set(range(7)) - set(flat.min()["gride"].index)  # no GRIDE plateau
-    assert 6 not in flat.min()["twonn"].index
+    largest = curves.xs(32, level="scale").loc["gride"]
+    assert largest["dimension"].idxmax() == 6
+    assert largest.loc[6, "dimension_low"] > largest.drop(6)["dimension_high"].max()
+    twonn_last = curves.loc[("twonn", 6, 156)]
+    assert twonn_last["dimension_low"] <= curves.loc[("twonn", 5, 156), "dimension_high"]
 
 
 def test_minilm_s_anisotropy_past_the_first_words_quoted_in_the_geometry_page():
@@ -469,9 +441,10 @@ def _cosine(value: float) -> str:
 
 def test_the_special_token_numbers_quoted_for_minilm_are_the_committed_rows():
     """docs/geometry.md quotes MiniLM's [CLS] and [SEP] rows of the position profile and its
-    word buckets by layer from bench/results/special-tokens-minilm.tsv."""
+    word buckets by layer from the published run of config/full.yaml (its positions.tsv)."""
     page = _page("geometry.md")
-    table = pd.read_csv(ROOT / "bench/results/special-tokens-minilm.tsv", sep="\t")
+    table = pd.read_csv(ROOT / "docs/results/full/tables/positions.tsv", sep="\t")
+    table = table[(table["model"] == "minilm") & (table["transform"] == "none")]
     words = table[table["kind"] == "word position"]
     special = table[table["kind"] == "special token"].set_index(["bucket", "layer"])
 
