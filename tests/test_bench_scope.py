@@ -34,7 +34,6 @@ STUDIES_NOT_YET_STAGES = {
     "ablation_effects",
     "ablation_intervals",
     "alignment_sensitivity",
-    "alignment_uncertainty",
     "downstream",
     "early_steps",
     "embedding_matrices",

@@ -113,7 +113,10 @@ def test_counts_ratios_quotients_and_differences_are_worked_by_hand(table):
     # |spearman − low| per row: 0.25, 0.25, 0.25, 0.125, 0.125
     assert quotes.difference(table, "spearman", "low", "min") == "0.125"
     assert quotes.difference(table, "spearman", "low", "max", model="a") == "0.250"
-    with pytest.raises(InputDataError, match="which is min or max"):
+    assert quotes.difference(table, "spearman", "low", "median") == "0.250"
+    assert quotes.difference(table, "spearman", "low", "max", where="layer == 0") == "0.250"
+    assert quotes.difference(table, "spearman", "low", "min", where="model == 'a'") == "0.250"
+    with pytest.raises(InputDataError, match="which is min, median or max"):
         quotes.difference(table, "spearman", "low", "mean")
 
 

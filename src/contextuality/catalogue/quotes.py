@@ -220,15 +220,26 @@ def quotient(
 
 
 def difference(
-    table: str, column: str, other: str, which: str = "max", format: str = ".3f", **keys: Any
+    table: str,
+    column: str,
+    other: str,
+    which: str = "max",
+    format: str = ".3f",
+    where: str | None = None,
+    **keys: Any,
 ) -> str:
-    """The largest (``which="max"``) or smallest (``"min"``) |`column` − `other`| over the
-    rows `keys` pick (a loss's distance from its unigram line)."""
+    """The largest (``which="max"``), median (``"median"``) or smallest (``"min"``)
+    |`column` − `other`| over the rows `keys` pick that satisfy `where` (a pandas query;
+    a loss's distance from its unigram line, an interval's width between distinct
+    layers)."""
     chosen = rows(table, **keys)
+    if where is not None:
+        chosen = chosen.query(where)
     gaps = (chosen[column].astype(float) - chosen[other].astype(float)).abs()
-    if which not in ("min", "max"):
-        raise InputDataError(f"difference: which is min or max, not {which!r}")
-    return _formatted(table, gaps.max() if which == "max" else gaps.min(), column, format)
+    found = {"max": gaps.max, "median": gaps.median, "min": gaps.min}
+    if which not in found:
+        raise InputDataError(f"difference: which is min, median or max, not {which!r}")
+    return _formatted(table, found[which](), column, format)
 
 
 @functools.cache
