@@ -52,6 +52,28 @@ def row(table: str, **keys: Any) -> pd.Series:
     return chosen.iloc[0]
 
 
+def _matching(table: str, where: str | None, **keys: Any) -> pd.DataFrame:
+    """The rows `keys` pick (`rows`) that satisfy `where`, a pandas query (all without)."""
+    chosen = rows(table, **keys)
+    return chosen if where is None else chosen.query(where)
+
+
+def _ends(values: pd.Series, which: str, caller: str, allowed: tuple[str, ...]) -> list[Any]:
+    """What `which` names of `values`: its smallest (``"min"``), largest (``"max"``), both
+    (``"range"``) or its one value (``"one"``, where it holds one); InputDataError for a
+    `which` outside `allowed`."""
+    ends = {
+        "min": [values.min()],
+        "max": [values.max()],
+        "range": [values.min(), values.max()],
+        "one": list(values),
+    }
+    if which not in allowed or (which == "one" and len(values) != 1):
+        named = f"{', '.join(allowed[:-1])} or {allowed[-1]}" + (" (of one)" * ("one" in allowed))
+        raise InputDataError(f"{caller}: which is {named}, not {which!r}")
+    return ends[which]
+
+
 def _formatted(table: str, found: Any, column: str, format: str) -> str:
     if isinstance(found, float) and not np.isfinite(found):
         raise InputDataError(f"{table}: {column} is empty in the row quoted")
@@ -115,11 +137,8 @@ def means(
     heads, say): the smallest (``which="min"``), the largest (``"max"``) or both
     (``"range"``: ``low to high``) of those means."""
     averaged = rows(table, **keys).groupby(by)[column].mean()
-    ends = {"min": [averaged.min()], "max": [averaged.max()]}
-    ends["range"] = ends["min"] + ends["max"]
-    if which not in ends:
-        raise InputDataError(f"means: which is min, max or range, not {which!r}")
-    return " to ".join(_formatted(table, end, column, format) for end in ends[which])
+    ends = _ends(averaged, which, "means", ("min", "max", "range"))
+    return " to ".join(_formatted(table, end, column, format) for end in ends)
 
 
 def change(
@@ -145,7 +164,7 @@ def change(
     if signed.isna().any():
         raise InputDataError(f"{table}: {by} {list(changed.index)} not all found where {base}")
     if which == "range" or (which == "one" and len(signed) == 1):
-        ends = (signed.min(), signed.max()) if which == "range" else (signed.iloc[0],)
+        ends = _ends(signed, which, "change", ("range", "one"))
         return " to ".join(_formatted(table, end, column, format) for end in ends)
     difference = signed.abs()
     if which in ("argmax", "argmin"):
@@ -164,9 +183,7 @@ def count(
     """How many of the rows `keys` pick satisfy `where` (a pandas query over the table's
     columns; every row without it), or how many distinct combinations of the columns
     `distinct` they hold, with thousands separators."""
-    chosen = rows(table, **keys)
-    if where is not None:
-        chosen = chosen.query(where)
+    chosen = _matching(table, where, **keys)
     found = len(chosen.drop_duplicates(distinct)) if distinct else len(chosen)
     return f"{found:,d}"
 
@@ -197,13 +214,8 @@ def ratios(
     quotient = (side["over"] / side["against"].reindex(side["over"].index)).astype(float)
     if quotient.empty or quotient.isna().any():
         raise InputDataError(f"{table}: {contrast} {over} and {against} not paired where {keys}")
-    ends = {"min": [quotient.min()], "max": [quotient.max()], "one": list(quotient)}
-    ends["range"] = ends["min"] + ends["max"]
-    if which not in ends or (which == "one" and len(quotient) != 1):
-        raise InputDataError(
-            f"ratios: which is min, max, range or one (of one pair), not {which!r}"
-        )
-    return " to ".join(_formatted(table, end, column, format) for end in ends[which])
+    ends = _ends(quotient, which, "ratios", ("min", "max", "range", "one"))
+    return " to ".join(_formatted(table, end, column, format) for end in ends)
 
 
 def quotient(
@@ -232,9 +244,7 @@ def difference(
     |`column` − `other`| over the rows `keys` pick that satisfy `where` (a pandas query;
     a loss's distance from its unigram line, an interval's width between distinct
     layers)."""
-    chosen = rows(table, **keys)
-    if where is not None:
-        chosen = chosen.query(where)
+    chosen = _matching(table, where, **keys)
     gaps = (chosen[column].astype(float) - chosen[other].astype(float)).abs()
     found = {"max": gaps.max, "median": gaps.median, "min": gaps.min}
     if which not in found:
