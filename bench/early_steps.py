@@ -43,14 +43,12 @@ import yaml  # noqa: E402
 from train_checkpoints import held_out_sentences, train, training_sentences  # noqa: E402
 from transformers.utils import logging  # noqa: E402
 
-from contextuality.api import word_rows  # noqa: E402
+from contextuality.api.probes import probe_batches, probe_layers  # noqa: E402
 from contextuality.corpus.sentences import build_sentence_table, read_text_corpus  # noqa: E402
 from contextuality.figures.early_steps import plot_early_steps  # noqa: E402
 from contextuality.files.fetch import resolve_data_path  # noqa: E402
 from contextuality.files.provenance import atomic_path  # noqa: E402
-from contextuality.measures.equations import anisotropy_baseline  # noqa: E402
-from contextuality.measures.unigram import direction_cosines, unigram_direction  # noqa: E402
-from contextuality.rows import rows_with_vectors, run_starts  # noqa: E402
+from contextuality.training.events import probe_events  # noqa: E402
 
 from arguments import input_directory, nonnegative_int, positive_int  # noqa: E402
 
@@ -68,7 +66,6 @@ CHECKPOINTS = {
     for kind, last in LAST_STEPS.items()
 }
 SENTENCE_SEED = 0  # draws the measured subset of the Lee sentences
-BATCH_SENTENCES = 64  # sentences per forward pass, of similar length (little padding)
 VALUES = ["anisotropy", "cos_mean_unigram", "cos_pc1_unigram", "held_out_loss", "unigram_loss"]
 COLUMNS = ["kind", "seed", "warmup", "step", "layer", *VALUES]
 
@@ -85,67 +82,6 @@ def lee_sentences(count: int | None = None) -> list[str]:
     return [texts[index] for index in np.sort(chosen)]
 
 
-def encoded_batches(tokenizer, sentences: list[str]) -> list[dict]:
-    """The sentences tokenized as the extract step does (special tokens, offsets), by length,
-    in padded batches: input_ids, attention_mask, offsets (padding serves no word), texts."""
-    encoded = tokenizer(sentences, add_special_tokens=True, return_offsets_mapping=True)
-    order = np.argsort([len(ids) for ids in encoded["input_ids"]], kind="stable")
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    batches = []
-    for start in range(0, len(order), BATCH_SENTENCES):
-        chosen = order[start : start + BATCH_SENTENCES]
-        width = max(len(encoded["input_ids"][index]) for index in chosen)
-        ids, mask = torch.full((len(chosen), width), pad), torch.zeros((len(chosen), width))
-        offsets = torch.zeros((len(chosen), width, 2), dtype=torch.long)
-        for row, index in enumerate(chosen):
-            length = len(encoded["input_ids"][index])
-            ids[row, :length] = torch.tensor(encoded["input_ids"][index])
-            mask[row, :length] = 1
-            offsets[row, :length] = torch.tensor(encoded["offset_mapping"][index])
-        texts = [sentences[index] for index in chosen]
-        batches.append(
-            {"input_ids": ids, "attention_mask": mask.long(), "offsets": offsets, "texts": texts}
-        )
-    return batches
-
-
-@torch.no_grad()
-def layer_rows(model, batches: list[dict]) -> tuple[dict[int, np.ndarray], np.ndarray]:
-    """Each layer's word rows (n_words, d) over all batches and each row's sentence (n_words,),
-    a sentence's rows contiguous; the words no token touched left out."""
-    layers, sentences, first = {}, [], 0
-    for batch in batches:
-        mask = batch["attention_mask"]
-        hidden = model.base_model(
-            input_ids=batch["input_ids"], attention_mask=mask, output_hidden_states=True
-        ).hidden_states
-        rows = word_rows(hidden, batch["offsets"], batch["texts"], attention_mask=mask)
-        for layer, vectors in rows.layers.items():
-            layers.setdefault(layer, []).append(vectors)
-        sentences.append(rows.sentences + first)
-        first += len(batch["texts"])
-    stacked = {layer: np.concatenate(parts) for layer, parts in layers.items()}
-    kept = rows_with_vectors(stacked[0])
-    return {layer: rows[kept] for layer, rows in stacked.items()}, np.concatenate(sentences)[kept]
-
-
-def measure_checkpoint(model, batches: list[dict], counts: np.ndarray) -> tuple[list[dict], int]:
-    """Per layer of the model as it stands: the anisotropy and the cosines of its mean and first
-    principal direction with its output layer's unigram direction; and the rows measured."""
-    direction = unigram_direction(model.get_output_embeddings().weight.detach().numpy(), counts)
-    model.eval()
-    try:
-        layers, sentences = layer_rows(model, batches)
-    finally:
-        model.train()
-    starts = run_starts(sentences)
-    measured = []
-    for layer, rows in layers.items():
-        values = [anisotropy_baseline(rows, starts), *direction_cosines(rows, direction)]
-        measured.append({"layer": layer, **dict(zip(VALUES[:3], values, strict=True))})
-    return measured, len(sentences)
-
-
 def measure_run(kind: str, seed: int, warmup: int, corpora: dict, options) -> dict:
     """Train one run, measuring each checkpoint as it is reached: its rows (`COLUMNS`) and
     the seconds spent training (with the held-out loss) and measuring."""
@@ -155,11 +91,12 @@ def measure_run(kind: str, seed: int, warmup: int, corpora: dict, options) -> di
     def measure(record: dict, model, tokenizer, data: torch.Tensor) -> None:
         start = time.perf_counter()
         if clock["batches"] is None:
-            clock["batches"] = encoded_batches(tokenizer, corpora["measured"])
+            clock["batches"] = probe_batches(tokenizer, corpora["measured"])
             clock["counts"] = torch.bincount(data.reshape(-1), minlength=len(tokenizer)).numpy()
         labels = {"kind": kind, "seed": seed, "warmup": warmup, "step": record["step"]}
         losses = {name: record[name] for name in ("held_out_loss", "unigram_loss")}
-        layers, clock["words"] = measure_checkpoint(model, clock["batches"], clock["counts"])
+        layers = probe_layers(model, clock["batches"], clock["counts"])
+        clock["words"] = layers[0]["words"]
         rows.extend({**labels, **layer, **losses} for layer in layers)
         clock["measuring"] += time.perf_counter() - start
 
@@ -192,36 +129,9 @@ def kept_run(kind: str, seed: int, warmup: int, corpora: dict, options) -> dict:
     return run
 
 
-def layer_events(rows: pd.DataFrame) -> dict:
-    """One run's layer's events (`rows` in step order): the markers, the anisotropy's peak,
-    the first steps past half the peak and half the rise to it, the cosines at the peak."""
-    steps, anisotropy = rows["step"].to_numpy(float), rows["anisotropy"]
-    peak = rows.loc[anisotropy.idxmax()]
-    initial = anisotropy.iloc[0]
-
-    def first_step(condition: pd.Series) -> float:  # NaN if it never holds
-        return steps[condition.to_numpy()][0] if condition.any() else float("nan")
-
-    return {
-        "warmup_end": int(rows["warmup"].iloc[0]),
-        "unigram_crossing": first_step(rows["held_out_loss"] < rows["unigram_loss"]),
-        "peak_step": int(peak["step"]),
-        "peak_anisotropy": peak["anisotropy"],
-        "half_peak_step": first_step(anisotropy > peak["anisotropy"] / 2),
-        "half_rise_step": first_step(anisotropy > (initial + peak["anisotropy"]) / 2),
-        "cos_mean_unigram_at_peak": peak["cos_mean_unigram"],
-        "cos_pc1_unigram_at_peak": peak["cos_pc1_unigram"],
-        "cos_mean_unigram_last": rows["cos_mean_unigram"].iloc[-1],
-    }
-
-
 def run_events(table: pd.DataFrame) -> pd.DataFrame:
-    """`layer_events` of every kind, seed, warm-up and layer."""
-    keys = ["kind", "seed", "warmup", "layer"]
-    grouped = table.sort_values([*keys, "step"]).groupby(keys, sort=False)
-    return pd.DataFrame(
-        [{**dict(zip(keys, key, strict=True)), **layer_events(rows)} for key, rows in grouped]
-    )
+    """`training.events.probe_events` of every kind, seed, warm-up and layer."""
+    return probe_events(table, ["kind", "seed", "warmup", "layer"])
 
 
 # Two steps whose factors of change are within this factor move alike (`moves_with`).
@@ -446,7 +356,8 @@ def main() -> None:
         with atomic_path(RESULTS / name) as temporary:  # each written whole, then renamed
             frame.to_csv(temporary, sep="\t", index=False, float_format="%.6g")
     for kind, name in KINDS.items():
-        plot_early_steps(table, found, kind, name, [RESULTS / f"early-steps-{kind}.png"])
+        labelled = (frame.rename(columns={"kind": "architecture"}) for frame in (table, found))
+        plot_early_steps(*labelled, kind, name, "Lee", [RESULTS / f"early-steps-{kind}.png"])
     with atomic_path(RESULTS / "early-steps.md") as temporary:
         temporary.write_text(report(table, found, runs, options))
 

@@ -19,6 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "contextuality"
 # Parameters that share a setting's name but are not that setting.
 NOT_SETTINGS = {
     ("backends/elmo/synthetic.py", "write_random_files", "measures.seed"),  # random weights'
+    ("backends/elmo/synthetic.py", "write_random_files", "training.runs.<model>.seed"),
 }
 
 

@@ -42,6 +42,10 @@ def task_archive_inputs():
     return {name: ancient(path) for name, path in ctx.task_archives().items()}
 
 
+def get_run_settings(wildcards):
+    return ctx.run_settings(config, wildcards.run)
+
+
 def get_index_files(wildcards):
     return ctx.index_files(config, wildcards.model)
 
@@ -70,11 +74,13 @@ def get_model_settings(wildcards):
     return ctx.vector_settings(config, wildcards.model)
 
 
-# A model's own files: their fingerprint record, and those the workflow downloads.
+# A model's own files: their fingerprint record, those the workflow downloads, and the
+# checkpoints directory of the run it is a checkpoint of.
 def model_file_inputs(model):
     return {
         "model_files": ctx.input_record(config, ctx.MODEL_SOURCE + model),
         "downloads": ancient(ctx.downloaded_model_files(config, model)),
+        **ctx.trained_model_inputs(config, model),
     }
 
 

@@ -65,30 +65,35 @@ class Ablation:
     calibration_sentences: int = model_default("ablation", "calibration_sentences")
 
 
-# One item of layers written as a string: a layer, an inclusive range, or every step-th
-# layer of one ("6", "0-12", "0-32/4").
-_LAYER_ITEM = re.compile(r"(\d+)(?:-(\d+)(?:/([1-9]\d*))?)?")
+# One item of numbers written as a string: a number, an inclusive range, or every step-th
+# number of one ("6", "0-12", "0-32/4").
+_NUMBERS_ITEM = re.compile(r"(\d+)(?:-(\d+)(?:/([1-9]\d*))?)?")
 
 
-def spelled_layers(name: str, text: str) -> tuple[int, ...]:
-    """The layers of ``models.<name>.layers`` written as a string: comma-separated layers
+def spelled_numbers(key: str, text: str, noun: str) -> tuple[int, ...]:
+    """Setting `key` written as a string of `noun` (layers, steps): comma-separated numbers
     and inclusive ranges, ``A-B/S`` every S-th of them (``"0-32/4"``: 0, 4, …, 32), in
-    order; ConfigError where it is no such list or names a layer twice."""
-    layers: list[int] = []
+    order; ConfigError where it is no such list or names a number twice."""
+    numbers: list[int] = []
     for item in text.split(","):
-        match = _LAYER_ITEM.fullmatch(item.strip())
+        match = _NUMBERS_ITEM.fullmatch(item.strip())
         first = int(match[1]) if match else 0
         last = int(match[2] or first) if match else 0
         if match is None or last < first:
             raise ConfigError(
-                f"models.{name}.layers: {text!r} is neither a list of layers nor layers and "
+                f"{key}: {text!r} is neither a list of {noun} nor {noun} and "
                 "ranges such as '0-12' or '0-32/4' (every fourth of 0 to 32)"
             )
-        layers.extend(range(first, last + 1, int(match[3] or 1)))
-    twice = sorted({layer for layer in layers if layers.count(layer) > 1})
+        numbers.extend(range(first, last + 1, int(match[3] or 1)))
+    twice = sorted({number for number in numbers if numbers.count(number) > 1})
     if twice:
-        raise ConfigError(f"models.{name}.layers: {text!r} names layers {twice} twice")
-    return tuple(sorted(layers))
+        raise ConfigError(f"{key}: {text!r} names {noun} {twice} twice")
+    return tuple(sorted(numbers))
+
+
+def spelled_layers(name: str, text: str) -> tuple[int, ...]:
+    """The layers of ``models.<name>.layers`` written as a string (`spelled_numbers`)."""
+    return spelled_numbers(f"models.{name}.layers", text, "layers")
 
 
 @functools.cache

@@ -45,6 +45,7 @@ from contextuality.cli.measure_commands import (
 )
 from contextuality.cli.model_options import add_model_arguments, model_options
 from contextuality.cli.study_commands import add_study_commands
+from contextuality.cli.training_commands import add_training_commands
 from contextuality.cli.verify_commands import add_verify_command
 from contextuality.cli.workflow_commands import add_workflow_command
 from contextuality.configuration.schema import default
@@ -421,6 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_measure_commands(commands)
     add_geometry_command(commands)
     add_study_commands(commands)
+    add_training_commands(commands)
     add_figure_commands(commands)
     add_workflow_command(commands)
     add_verify_command(commands)

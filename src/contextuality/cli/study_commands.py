@@ -30,12 +30,27 @@ def _within(directory: str | Path, files: Any) -> Any:
     return type(files)(*(str(Path(directory) / name) for name in names))
 
 
-def _sts_by_layer(args: argparse.Namespace) -> None:
-    years = default("corpus", "sts", "years")  # every model is scored on all five
+def add_sts_arguments(command: argparse.ArgumentParser) -> None:
+    """``--sts`` (the directory of the five archives) and ``--no-verify``."""
+    command.add_argument(
+        "--sts", required=True, help="directory holding STS<year>-en-test.zip, 2012 to 2016"
+    )
+    command.add_argument("--no-verify", action="store_true", help="skip STS checksum checks")
+
+
+def sts_archives(args: argparse.Namespace) -> dict[int, Path]:
+    """Each year's archive in ``--sts``, all five whatever a corpus reads; InputDataError
+    naming the command and the archives missing."""
+    years = default("corpus", "sts", "years")
     archives = {year: Path(args.sts) / sts_archive_name(year) for year in years}
     missing = [str(path) for path in archives.values() if not path.is_file()]
     if missing:
-        raise InputDataError(f"sts-by-layer --sts: no STS archive {', '.join(missing)}")
+        raise InputDataError(f"{args.command} --sts: no STS archive {', '.join(missing)}")
+    return archives
+
+
+def _sts_by_layer(args: argparse.Namespace) -> None:
+    archives = sts_archives(args)
     pairs = _within(args.output, PAIR_FILES)
     steps.sts_pairs(archives, args.pairs or None, args.seed, not args.no_verify, pairs)
     steps.sts_by_layer(
@@ -107,9 +122,7 @@ def _add_downstream_commands(commands: Any) -> None:
         "(config downstream)",
     )
     add_model_setting_arguments(command)
-    command.add_argument(
-        "--sts", required=True, help="directory holding STS<year>-en-test.zip, 2012 to 2016"
-    )
+    add_sts_arguments(command)
     command.add_argument(
         "--pairs",
         type=nonnegative_int,
@@ -118,7 +131,6 @@ def _add_downstream_commands(commands: Any) -> None:
     )
     _draws(command, "downstream")
     _seed(command)
-    command.add_argument("--no-verify", action="store_true", help="skip STS checksum checks")
     command.add_argument(
         "-o",
         "--output",

@@ -51,6 +51,9 @@ STREAMS = {
     # Which held-out sentences each bootstrap draw of a perplexity takes, the same draws
     # for every condition (`extraction.ablation_effects`).
     "ablation_effects_bootstrap": (24,),
+    # The corpus sentences a training run's early steps are probed on, the same for every
+    # run (`steps.training.train_run`).
+    "training_probes": (25,),
 }
 
 

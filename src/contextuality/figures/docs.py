@@ -129,8 +129,8 @@ def _early_steps(kind: str, name: str) -> Callable[[list[pd.DataFrame], str, Pat
     def draw(tables: list[pd.DataFrame], source: str, output: Path) -> None:
         from contextuality.figures.early_steps import plot_early_steps
 
-        table, events = tables
-        plot_early_steps(table, events, kind, name, [output], source)
+        table, events = (frame.rename(columns={"kind": "architecture"}) for frame in tables)
+        plot_early_steps(table, events, kind, name, "Lee", [output], source)
 
     return draw
 

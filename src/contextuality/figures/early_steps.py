@@ -35,25 +35,28 @@ def _draw_panel(panel, rows: pd.DataFrame, column: str, events: pd.DataFrame) ->
         label = "loss below unigram (each seed)" if number == 0 else None
         panel.axvline(step, color="tab:red", linestyle="--", lw=0.9, alpha=0.7, label=label)
     panel.set_xscale("symlog", linthresh=1, linscale=0.4)
-    panel.set_xlim(0, max(rows["step"]))
+    panel.set_xlim(0, max(*rows["step"], warmup))  # the end of warm-up drawn, if past them
     panel.grid(alpha=0.3, lw=0.5)
 
 
 def plot_early_steps(
     table: pd.DataFrame,
     events: pd.DataFrame,
-    kind: str,
+    architecture: str,
     name: str,
+    corpus: str,
     outputs: list[str | os.PathLike],
     source: str = "",
 ) -> None:
-    """Model `kind`'s rows of the early-steps table (kind, seed, warmup, step, layer and
-    the `PLOTTED` columns) against step, a row of panels per column and a column per
-    warm-up, with its `events` (each seed's unigram crossing); the model named `name` in
-    the title."""
-    rows, kind_events = table[table["kind"] == kind], events[events["kind"] == kind]
+    """The `architecture`'s rows of the probes table (architecture, seed, warmup, step,
+    layer and the `PLOTTED` columns) against step, a row of panels per column and a column
+    per warm-up, with its `events` (each seed's unigram crossing); the model named `name`
+    and the `corpus` it is measured on in the title."""
+    rows = table[table["architecture"] == architecture]
+    kind_events = events[events["architecture"] == architecture]
     warmups = sorted(rows["warmup"].unique())
-    size = {"figsize": (5 * len(warmups), 10), "layout": "constrained", "squeeze": False}
+    # Room for the title and the key beside a single warm-up's column.
+    size = {"figsize": (max(5 * len(warmups), 9), 10), "layout": "constrained", "squeeze": False}
     figure, panels = plt.subplots(len(PLOTTED), len(warmups), sharex=True, sharey="row", **size)
     for (row_index, (column, label)), (column_index, warmup) in itertools.product(
         enumerate(PLOTTED.items()), enumerate(warmups)
@@ -69,5 +72,5 @@ def plot_early_steps(
     handles, labels = panels[0, 0].get_legend_handles_labels()
     legend_title = "thick: mean of seeds\nthin: each seed"
     figure.legend(handles, labels, loc="outside right center", frameon=False, title=legend_title)
-    figure.suptitle(f"{name}: every early step, measured on held-out Lee sentences")
+    figure.suptitle(f"{name}: every early step, measured on held-out {corpus} sentences")
     save_figure(figure, outputs, source)

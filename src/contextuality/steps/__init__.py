@@ -80,8 +80,22 @@ from contextuality.steps.static import (
     static_vectors,
     word_benchmarks_table,
 )
+from contextuality.steps.training import (
+    RunFiles,
+    read_training_sentences,
+    train_run,
+    training_losses_table,
+    training_probes_table,
+    training_sentences,
+)
 
 __all__ = [
+    "RunFiles",
+    "read_training_sentences",
+    "training_probes_table",
+    "train_run",
+    "training_losses_table",
+    "training_sentences",
     "DegenerationOutputs",
     "DownstreamTables",
     "EffectFiles",

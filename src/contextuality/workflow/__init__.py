@@ -140,6 +140,16 @@ from contextuality.workflow.study_files import (
 )
 from contextuality.workflow.sweeps import expand_sweeps, sweeps
 from contextuality.workflow.targets import final_outputs, intermediate_outputs, measures_in_run
+from contextuality.workflow.training import (
+    TRAINING_SENTENCES,
+    expand_trained_sources,
+    probe_figures,
+    run_files,
+    run_settings,
+    trained_model_inputs,
+    training_outputs,
+    training_runs,
+)
 
 __all__ = [
     "PART_PATTERN",
@@ -187,6 +197,7 @@ __all__ = [
     "dimension_files",
     "every_layer_output",
     "expand_sweeps",
+    "expand_trained_sources",
     "extraction_inputs",
     "extraction_log",
     "extraction_metas",
@@ -247,6 +258,13 @@ __all__ = [
     "subword_index_settings",
     "subword_tokenizers",
     "task_archives",
+    "TRAINING_SENTENCES",
+    "probe_figures",
+    "run_files",
+    "run_settings",
+    "trained_model_inputs",
+    "training_outputs",
+    "training_runs",
     "task_pair_settings",
     "transforms_without_degeneration",
     "wildcard_constraints",
@@ -324,6 +342,7 @@ def plan_config(
         with_defaults(config)  # what check_config and every slice read: the schema's defaults
         check_config(config, schema_path)
         expand_sweeps(config)
+        expand_trained_sources(config)
         for model in model_names(config):
             model_layers(config, model)  # what the rules' outputs need, asked here first
     except ContextualityError as error:

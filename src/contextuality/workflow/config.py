@@ -25,6 +25,7 @@ from contextuality.configuration.schema import (
 from contextuality.errors import ConfigError
 from contextuality.transforms.fitting import TRANSFORMS
 from contextuality.workflow.sweeps import expand_sweeps
+from contextuality.workflow.training import expand_trained_sources, trained_run
 
 # The settings a subword index depends on: the tokenizer's, not the model's others.
 TOKENIZER_SETTINGS = ("source", "revision", "trust_remote_code", "units")
@@ -78,6 +79,7 @@ def check_config(config: dict[str, Any], schema_path: str | Path = SCHEMA_PATH) 
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
     config = with_defaults(copy.deepcopy(config))
     expand_sweeps(config)  # the models as planned: each checkpoint of a sweep is one
+    expand_trained_sources(config)
     models = config.get("models") or {}
     reference = config.get("reference") or {}
     for model in reference.get("models") or {}:
@@ -109,8 +111,8 @@ def _model_problems(models: dict[str, Any]) -> list[str]:
     could not move on, found while the workflow plans."""
     problems = []
     for name, section in models.items():
-        if not isinstance(section, dict):
-            continue
+        if not isinstance(section, dict) or trained_run(section):
+            continue  # a trained checkpoint is made by the workflow, checked as planned
         try:
             spec = backends.model_settings(name, section)
             backends.check_planned_layers(spec)

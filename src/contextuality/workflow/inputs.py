@@ -24,6 +24,7 @@ from contextuality.errors import ConfigError
 from contextuality.files.fetch import resolve_data_path
 from contextuality.files.fingerprints import file_checksums, fingerprint, relative_labels
 from contextuality.workflow.config import model_settings
+from contextuality.workflow.training import trained_run
 
 INPUT_RECORDS = "results/inputs"
 DOWNLOADS = Path("resources")
@@ -45,6 +46,8 @@ def _is_download(path: Path) -> bool:
 
 def downloaded_model_files(config: dict[str, Any], model: str) -> list[str]:
     """`model`'s files that the workflow downloads (a published ELMo release's)."""
+    if trained_run(config["models"][model]):
+        return []
     files = backends.model_files(model_settings(config, model))
     return [str(path) for path in files if _is_download(path)]
 
@@ -61,7 +64,10 @@ def outside_files(config: dict[str, Any], source: str) -> dict[str, Path]:
         root = resolve_data_path(text["path"])
         return relative_labels(text_corpus_files(root, text["pattern"]), root)
     if source.startswith(MODEL_SOURCE):
-        files = backends.model_files(model_settings(config, source.removeprefix(MODEL_SOURCE)))
+        model = source.removeprefix(MODEL_SOURCE)
+        if trained_run(config["models"][model]):
+            return {}  # a checkpoint the workflow trains: its run's job is the input
+        files = backends.model_files(model_settings(config, model))
         return {path.name: path for path in files if not _is_download(path)}
     if source.startswith(COMPARE_SOURCE):
         name = source.removeprefix(COMPARE_SOURCE)

@@ -55,6 +55,9 @@ REPORT_SECTIONS = {
     "ablation_effects_figure": (_ABLATION_EFFECTS, "perplexity and attention"),
     "ablation_effects_perplexity_table": (_ABLATION_EFFECTS, "perplexity by condition"),
     "ablation_effects_attention_table": (_ABLATION_EFFECTS, "attention by block and head"),
+    "training_losses_table": ("Checkpoint sweeps", "training: loss curves"),
+    "training_losses_figure": ("Checkpoint sweeps", "training: loss curves"),
+    "training_probes_table": ("Checkpoint sweeps", "training: early steps"),
 }
 
 

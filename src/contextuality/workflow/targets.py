@@ -53,6 +53,14 @@ from contextuality.workflow.paths import (
     static_vectors_file,
 )
 from contextuality.workflow.sweeps import sweeps
+from contextuality.workflow.training import (
+    RUN_FILES,
+    TRAINING_SENTENCES,
+    checkpoints_directory,
+    run_files,
+    training_outputs,
+    training_runs,
+)
 
 
 def intermediate_outputs(config: dict[str, Any]) -> list[str]:
@@ -87,6 +95,9 @@ def intermediate_outputs(config: dict[str, Any]) -> list[str]:
         *[path for kind in SCORE_FILES for path in downstream_files(config, kind)],
         *(PAIR_FILES if downstream_models(config) else []),
         *[path for kind in EFFECT_FILES for path in ablation_effect_files(config, kind)],
+        *([TRAINING_SENTENCES] if training_runs(config) else []),
+        *[checkpoints_directory(run) for run in training_runs(config)],
+        *[path for kind in RUN_FILES for path in run_files(config, kind)],
     ]
 
 
@@ -137,6 +148,7 @@ def _tables_figures_and_summaries(config: dict[str, Any]) -> list[str]:
         *embedding_matrix_outputs(config),
         *downstream_outputs(config),
         *ablation_effect_outputs(config),
+        *training_outputs(config),
         *[
             f"results/figures/sweeps/{sweep}.{extension}"
             for sweep in sweeps(config)
