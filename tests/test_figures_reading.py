@@ -682,7 +682,7 @@ def test_the_early_steps_figure_draws_each_layer_s_mean_over_seeds_and_the_event
     vertical lines at their steps."""
     rng = np.random.default_rng(0)
     rows = [
-        {"kind": "gpt2", "seed": seed, "warmup": warmup, "step": step, "layer": layer}
+        {"architecture": "gpt2", "seed": seed, "warmup": warmup, "step": step, "layer": layer}
         | {column: rng.uniform(-1, 1) for column in early_steps.PLOTTED}
         for seed in (0, 1)
         for warmup in (10, 50)
@@ -691,13 +691,20 @@ def test_the_early_steps_figure_draws_each_layer_s_mean_over_seeds_and_the_event
     ]
     table = pd.DataFrame(rows)
     events = pd.DataFrame(
-        {"kind": "gpt2", "seed": seed, "warmup": warmup, "layer": 0, "unigram_crossing": 3 + seed}
+        {
+            "architecture": "gpt2",
+            "seed": seed,
+            "warmup": warmup,
+            "layer": 0,
+            "unigram_crossing": 3 + seed,
+        }
         for seed in (0, 1)
         for warmup in (10, 50)
     )
-    early_steps.plot_early_steps(table, events, "gpt2", "tiny GPT-2", [])
+    early_steps.plot_early_steps(table, events, "gpt2", "tiny GPT-2", "Lee", [])
     (figure,) = drawn
     assert figure.get_suptitle().startswith("tiny GPT-2: ")
+    assert "held-out Lee sentences" in figure.get_suptitle()
     assert len(figure.axes) == len(early_steps.PLOTTED) * 2
     panel = figure.axes[0]  # anisotropy, warm-up 10
     chosen = table[(table["warmup"] == 10) & (table["layer"] == 1)]
@@ -710,4 +717,5 @@ def test_the_early_steps_figure_draws_each_layer_s_mean_over_seeds_and_the_event
         if len(set(line.get_xdata())) == 1 and len(line.get_xdata()) == 2
     )
     assert vertical == [3, 4, 10]
+    assert panel.get_xlim()[1] == 50  # the warm-ups end past the last step: drawn (shared x)
     _text_inside_the_canvas(figure)
