@@ -99,6 +99,9 @@ def test_agreement_leaves_out_unmeasured_layers_and_is_nan_without_three():
     assert partial["p_value"] == pytest.approx(2 / 6)
     assert math.isnan(layer_agreement(np.array([np.nan, np.nan, 1.0, 2.0]), scores, _rng())["rho"])
     assert math.isnan(layer_agreement(np.ones(4), scores, _rng())["rho"])
+    same = _scores([gold + rng.normal(scale=1, size=200)] * 4, gold)  # one score at every layer
+    undefined = layer_agreement(np.arange(4.0), same, _rng())
+    assert math.isnan(undefined["rho"]) and math.isnan(undefined["p_value"])
     with pytest.raises(ValueError, match="3 measure values for 4 layers"):
         layer_agreement(np.ones(3), scores, _rng())
 

@@ -121,14 +121,16 @@ def layer_agreement(
     """Spearman's ρ across layers between `measure` (n_layers,), in the order of
     ``scores.table``'s layers, and the task score: ``rho``, its interval over the score's
     bootstrap draws (``low``, ``high``), and the two-sided permutation ``p_value`` of
-    |ρ| over orderings of the layers. NaN where fewer than 3 layers have the measure."""
+    |ρ| over orderings of the layers. NaN where fewer than 3 layers have the measure, or
+    where the measure or the score is the same at every one of them (no ranking to agree
+    with: ρ is undefined, and so is its p-value)."""
     measure = np.asarray(measure, dtype=np.float64)
     score = scores.table["spearman"].to_numpy()
     if len(measure) != len(score):
         raise ValueError(f"{len(measure)} measure values for {len(score)} layers")
     present = np.isfinite(measure)
     empty = {"rho": math.nan, "low": math.nan, "high": math.nan, "p_value": math.nan}
-    if present.sum() < 3 or np.ptp(measure[present]) == 0:
+    if present.sum() < 3 or np.ptp(measure[present]) == 0 or np.ptp(score[present]) == 0:
         return empty | {"n_layers": int(present.sum())}
     values, score, draws = measure[present], score[present], scores.draws[:, present]
     rho = float(_spearman_rows(values[None], score[None])[0])
