@@ -39,7 +39,7 @@ def _train(args: argparse.Namespace) -> None:
     steps.train_run(
         output.name,
         RunSettings(args.architecture, args.seed, args.warmup),
-        TrainingSettings.from_config(shared),
+        TrainingSettings(**shared),
         args.steps,
         ProbeSettings(args.probe_steps, args.probe_sentences, args.probe_seed),
         (output / "sentences.parquet", args.sentences),

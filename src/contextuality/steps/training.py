@@ -18,7 +18,12 @@ from contextuality.configuration import random_streams
 from contextuality.corpus.sentences import normalize_sentence, read_sts_archive, sts_sentences
 from contextuality.errors import InputDataError
 from contextuality.files.provenance import provenance_record, sha256_file
-from contextuality.files.tables import read_parquet_with_provenance, write_parquet, write_tsv
+from contextuality.files.tables import (
+    gather_parquet,
+    read_parquet_with_provenance,
+    write_parquet,
+    write_tsv,
+)
 from contextuality.training import ProbeSettings, RunSettings, TrainingSettings
 
 PathLike = str | os.PathLike
@@ -198,15 +203,10 @@ def training_losses_table(
     into each of `figures`."""
     from contextuality.figures.training import plot_training_losses
 
-    read = [read_parquet_with_provenance(path) for path in inputs]
-    if not read:
+    if not inputs:
         raise InputDataError("training: no run's loss curve to gather (training.runs is empty)")
-    table = pd.concat([frame for frame, _ in read], ignore_index=True)
-    write_tsv(
-        table,
-        output,
-        provenance_record(step="training_losses_table", sources=[source for _, source in read]),
-    )
+    table, provenance = gather_parquet(inputs, "training_losses_table")
+    write_tsv(table, output, provenance)
     plot_training_losses(table, list(figures), f"{Path(output).name} sha256 {sha256_file(output)}")
     return table
 
@@ -225,12 +225,10 @@ def training_probes_table(
     from contextuality.figures.early_steps import plot_early_steps
     from contextuality.training.events import probe_events
 
-    read = [read_parquet_with_provenance(path) for path in inputs]
-    table = pd.concat([frame for frame, _ in read if len(frame)], ignore_index=True)
+    table, provenance = gather_parquet(inputs, "training_probes_table")
     events = probe_events(table)
-    record = provenance_record(step="training_probes_table", sources=[s for _, s in read])
-    write_tsv(table, outputs[0], record)
-    write_tsv(events, outputs[1], record)
+    write_tsv(table, outputs[0], provenance)
+    write_tsv(events, outputs[1], provenance)
     source = ", ".join(f"{Path(path).name} sha256 {sha256_file(path)}" for path in outputs)
     for architecture, paths in figures.items():
         name = f"tiny {architecture}"
