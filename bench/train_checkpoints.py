@@ -32,7 +32,8 @@ from transformers.utils import logging
 
 from contextuality.configuration.schema import ANY_MODEL, default
 from contextuality.corpus.sentences import normalize_sentence, split_sentences, sts_archive_name
-from contextuality.steps.training import CURVE_COLUMNS, read_training_sentences
+from contextuality.steps.corpus import read_distinct_sts_sentences
+from contextuality.steps.training import CURVE_COLUMNS
 from contextuality.training import RunSettings, TrainingSettings, loop
 
 from arguments import input_directory, nonnegative_int, output_directory, positive_int
@@ -46,7 +47,7 @@ STS_YEARS = default("corpus", "sts", "years")
 def training_sentences(sts: Path) -> list[str]:
     """The distinct sentences of the STS 2012–2016 archives in `sts`, in archive order."""
     archives = {year: sts / sts_archive_name(year) for year in STS_YEARS}
-    return read_training_sentences(archives, verify_checksums=True)
+    return read_distinct_sts_sentences(archives, verify_checksums=True)
 
 
 def held_out_sentences() -> list[str]:

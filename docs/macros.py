@@ -22,6 +22,8 @@ def define_env(env) -> None:
         quotes.bounds,
         quotes.interval,
         quotes.extreme,
+        quotes.span,
+        quotes.runs,
         quotes.means,
         quotes.change,
         quotes.count,

@@ -57,6 +57,12 @@ def test_a_quote_is_its_row_s_value_formatted(table):
     assert quotes.extreme(table, "spearman", "max", model="a") == "0.750"
     assert quotes.extreme(table, "spearman", "min", "layer", model="a") == "1"
     assert quotes.extreme(table, "spearman", "max", model="a", layer=range(0, 2)) == "0.500"
+    assert quotes.extreme(table, "spearman", "max", "layer", where="low < 0.3") == "0"
+    assert quotes.span(table, "spearman", model="a") == "−0.250 to 0.750"
+    assert quotes.span(table, "spearman", where="layer > 1") == "0.750"
+    assert quotes.span(table, "high", ".2f", where="high > low", sep="–") == "0.00–1.00"
+    assert quotes.runs(table, "model", "layer", where="layer > 0 or model == 'a'") == "0–2 → a"
+    assert quotes.runs(table, "high", "layer", model="a") == "0 → 0.75, 1 → 0.0, 2 → 1.0"
 
 
 def test_means_and_their_largest_change_are_brute_force_s(table):
@@ -142,6 +148,13 @@ def test_ratios_pair_rows_by_their_columns(tmp_path):
 def test_a_quote_of_no_row_or_two_is_refused(table, keys, message):
     with pytest.raises(InputDataError, match=message):
         quotes.value(table, "spearman", **keys)
+
+
+def test_a_run_of_a_repeated_key_or_a_span_of_no_row_is_refused(table):
+    with pytest.raises(InputDataError, match="layer repeats"):
+        quotes.runs(table, "spearman", "layer")
+    with pytest.raises(InputDataError, match="no row"):
+        quotes.span(table, "spearman", where="layer > 2")
 
 
 def test_a_quote_of_an_empty_cell_or_a_missing_table_is_refused(table, tmp_path):

@@ -19,7 +19,7 @@ from workflow_runs import planned_jobs, snakemake, write_config
 from contextuality import backends, steps, workflow
 from contextuality.configuration.schema import with_defaults
 from contextuality.corpus.settings import CorpusSettings
-from contextuality.errors import ModelLoadError
+from contextuality.errors import InputDataError, ModelLoadError
 from contextuality.extraction.token_counts import token_counts
 from contextuality.files.tables import read_parquet_with_provenance, read_tsv, read_tsv_provenance
 from contextuality.measures.embedding_matrix import LAYER
@@ -33,16 +33,24 @@ SENTENCES = [
 EMBEDDING_JOBS = ("embedding_matrix", "embedding_matrices")
 
 
+# A second frequency corpus, as the STS sentences are beside the config's.
+OTHER_SENTENCES = ["The river rose.", "Residents left the park; the dog stayed."]
+
+
+def _sentence_table(directory: Path, name: str, texts: list[str]) -> Path:
+    """A sentence table of `texts`, as the corpus step writes it (corpus `name`)."""
+    corpus = directory / f"{name}.txt"
+    corpus.write_text("\n".join(texts) + "\n")
+    text = {"path": str(corpus), "split_sentences": False}
+    settings = CorpusSettings.from_config({"name": name, "source": "text", "text": text})
+    steps.sentences(settings, [corpus], directory / f"{name}.parquet")
+    return directory / f"{name}.parquet"
+
+
 @pytest.fixture(scope="module")
 def sentences(tmp_path_factory) -> Path:
-    """A sentence table of `SENTENCES`, as the corpus step writes it (corpus "tiny")."""
-    directory = tmp_path_factory.mktemp("corpus")
-    corpus = directory / "corpus.txt"
-    corpus.write_text("\n".join(SENTENCES) + "\n")
-    text = {"path": str(corpus), "split_sentences": False}
-    settings = CorpusSettings.from_config({"name": "tiny", "source": "text", "text": text})
-    steps.sentences(settings, [corpus], directory / "sentences.parquet")
-    return directory / "sentences.parquet"
+    """A sentence table of `SENTENCES` (corpus "tiny")."""
+    return _sentence_table(tmp_path_factory.mktemp("corpus"), "tiny", SENTENCES)
 
 
 def _files(directory: Path) -> steps.MatrixFiles:
@@ -57,18 +65,18 @@ def measured(tmp_path_factory, sentences, tiny_gpt2_dir, tiny_bert_dir) -> dict:
     for name, directory in (("gpt2", tiny_gpt2_dir), ("bert", tiny_bert_dir)):
         files = _files(tmp_path_factory.mktemp(name))
         tables = steps.embedding_matrix(
-            backends.model_settings(name, {"source": str(directory)}), sentences, files
+            backends.model_settings(name, {"source": str(directory)}), [sentences], files
         )
         found[name] = (directory, files, tables)
     return found
 
 
-def _brute_force_counts(model_dir: Path, n_rows: int) -> np.ndarray:
-    """Each token id's count over `SENTENCES`, each tokenized alone without special tokens."""
+def _brute_force_counts(model_dir: Path, n_rows: int, texts: list[str] = SENTENCES) -> np.ndarray:
+    """Each token id's count over `texts`, each tokenized alone without special tokens."""
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     counted = Counter(
         token
-        for sentence in SENTENCES
+        for sentence in texts
         for token in tokenizer(sentence, add_special_tokens=False)["input_ids"]
     )
     counts = np.zeros(n_rows, dtype=np.int64)
@@ -104,16 +112,36 @@ def test_each_model_s_rows_describe_its_matrices(measured):
         assert rows["n_rows"].item() == n_rows and rows["dimensions"].item() == 32
         counts = _brute_force_counts(directory, n_rows)
         assert rows["n_seen"].item() == np.count_nonzero(counts)
-        assert provenance["n_tokens"] == counts.sum()
+        assert provenance["frequency_corpora"]["tiny"]["tokens"] == counts.sum()
         norms, _ = read_parquet_with_provenance(files.norms)
         assert norms["n_tokens"].sum() == n_rows
         assert norms["mean_count"] @ norms["n_tokens"] == pytest.approx(counts.sum())
-        assert provenance["model"] == name and provenance["corpus"] == "tiny"
-        assert {"corpus_checksum", "config_hash", "package_version", "model_revision"} <= set(
-            provenance
-        )
+        assert provenance["model"] == name and list(provenance["frequency_corpora"]) == ["tiny"]
+        assert {"config_hash", "package_version", "model_revision"} <= set(provenance)
     assert list(measured["gpt2"][2].measures["tied"]) == [True]
     assert measured["bert"][2].measures["tied"].isna().all()
+
+
+def test_each_frequency_corpus_has_its_rows_counted_in_its_own_sentences(
+    tmp_path, sentences, measured, tiny_gpt2_dir
+):
+    """With a second sentence table (the STS sentences, with embedding_matrices.sts_counts)
+    each matrix has a row per corpus, the first corpus's rows those of the step run on it
+    alone and the second's counted in its own sentences; two tables of one corpus name are
+    refused."""
+    other = _sentence_table(tmp_path, "other", OTHER_SENTENCES)
+    spec = backends.model_settings("gpt2", {"source": str(tiny_gpt2_dir)})
+    tables = steps.embedding_matrix(spec, [sentences, other], _files(tmp_path / "both"))
+    rows = tables.measures.set_index("frequency_corpus")
+    assert list(rows.index) == ["tiny", "other"]
+    alone = measured["gpt2"][2].measures.set_index("frequency_corpus")
+    pd.testing.assert_series_equal(rows.loc["tiny"], alone.loc["tiny"])
+    counts = _brute_force_counts(tiny_gpt2_dir, 300, OTHER_SENTENCES)
+    assert rows.loc["other", "n_seen"] == np.count_nonzero(counts)
+    other_norms = tables.norms[tables.norms["frequency_corpus"] == "other"]
+    assert other_norms["mean_count"] @ other_norms["n_tokens"] == pytest.approx(counts.sum())
+    with pytest.raises(InputDataError, match="share a name"):
+        steps.embedding_matrix(spec, [sentences, sentences], _files(tmp_path / "twice"))
 
 
 def test_an_untied_head_is_measured_as_an_output_matrix(tmp_path, sentences, tiny_gpt2_dir):
@@ -123,7 +151,7 @@ def test_an_untied_head_is_measured_as_an_output_matrix(tmp_path, sentences, tin
     GPT2LMHeadModel(config).save_pretrained(directory)
     tables = steps.embedding_matrix(
         backends.model_settings("untied", {"source": str(directory)}),
-        sentences,
+        [sentences],
         _files(tmp_path / "files"),
     )
     assert list(tables.measures["matrix"]) == ["input", "output"]
@@ -172,6 +200,9 @@ def test_a_dry_run_plans_the_jobs_when_activated_and_refuses_what_is_not_a_boole
     write_config(tmp_path, config | {"embedding_matrices": {"activate": True}})
     planned = planned_jobs(tmp_path)
     assert {job: planned.get(job) for job in EMBEDDING_JOBS} == dict.fromkeys(EMBEDDING_JOBS, 1)
+    assert "sts_sentences" not in planned
+    write_config(tmp_path, config | {"embedding_matrices": {"activate": True, "sts_counts": True}})
+    assert planned_jobs(tmp_path).get("sts_sentences") == 1
     write_config(tmp_path, config | {"embedding_matrices": {"activate": "maybe"}})
     result = snakemake(tmp_path, "--dry-run")
     assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr

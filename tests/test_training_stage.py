@@ -59,7 +59,7 @@ def study(tmp_path_factory, shared_data) -> tuple[Path, dict]:
 def test_the_runs_train_on_every_distinct_sts_sentence(study, shared_data):
     directory, _ = study
     table, provenance = read_parquet_with_provenance(
-        directory / "results/training/sentences.parquet"
+        directory / "results/corpus/sts_sentences.parquet"
     )
     distinct = set()
     for year in range(2012, 2017):
@@ -98,7 +98,7 @@ def test_a_run_added_or_changed_trains_and_extracts_that_run_alone(study):
     write_config(directory, added)
     planned = planned_jobs(directory)
     assert planned["train_model"] == 1 and planned["extract_g2"] == 1
-    assert not {"training_sentences", "extract_b", "extract_g.step4"} & set(planned)
+    assert not {"sts_sentences", "extract_b", "extract_g.step4"} & set(planned)
     changed = copy.deepcopy(config)
     changed["training"]["runs"]["b"]["warmup"] = 3
     write_config(directory, changed)

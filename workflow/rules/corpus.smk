@@ -27,6 +27,23 @@ rule sentences:
         "../scripts/sentences.py"
 
 
+# The distinct STS 2012-2016 sentences, whatever the corpus: what a training run trains on,
+# and a frequency corpus of the token embedding matrices.
+rule sts_sentences:
+    input:
+        **task_archive_inputs(),
+    output:
+        "results/corpus/sts_sentences.parquet",
+    log:
+        "logs/corpus/sts_sentences.log",
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        verify_checksums=config["corpus"]["sts"]["verify_checksums"],
+    script:
+        "../scripts/sts_sentences.py"
+
+
 rule occurrence_index:
     input:
         "results/corpus/sentences.parquet",

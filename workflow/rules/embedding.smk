@@ -1,9 +1,11 @@
 # A model's token embedding matrices themselves (Gao et al. 2019), apart from layer 0 (the
 # embedding output for the corpus's occurrences): the input matrix, and the output one
-# where the model has its own, measured against its tokens' counts in the corpus.
+# where the model has its own, measured against its tokens' counts in the corpus (and in
+# the STS 2012-2016 sentences with embedding_matrices.sts_counts).
 rule embedding_matrix:
     input:
         unpack(get_model_files),
+        **ctx.embedding_matrix_frequency_corpora(config),
         sentences="results/corpus/sentences.parquet",
     output:
         measures="results/embedding_matrices/{model}/measures.parquet",

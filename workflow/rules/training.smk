@@ -1,25 +1,10 @@
-# Tiny models trained from scratch (config training): the sentences every run trains on,
-# each run's checkpoints, loss curve and probes of its early steps, and every run's curves
-# and probes gathered into tables and figures. A model whose source is training:<run>/step_<N> is extracted from its run's
-# checkpoints.
-rule training_sentences:
-    input:
-        **task_archive_inputs(),
-    output:
-        "results/training/sentences.parquet",
-    log:
-        "logs/training/sentences.log",
-    conda:
-        "../envs/contextuality.yaml"
-    params:
-        verify_checksums=config["corpus"]["sts"]["verify_checksums"],
-    script:
-        "../scripts/training_sentences.py"
-
-
+# Tiny models trained from scratch (config training) on the distinct STS 2012-2016
+# sentences: each run's checkpoints, loss curve and probes of its early steps, and every
+# run's curves and probes gathered into tables and figures. A model whose source is
+# training:<run>/step_<N> is extracted from its run's checkpoints.
 rule train_model:
     input:
-        training="results/training/sentences.parquet",
+        training="results/corpus/sts_sentences.parquet",
         held_out="results/corpus/sentences.parquet",
     output:
         checkpoints=directory("results/training/{run}/checkpoints"),

@@ -113,16 +113,38 @@ def extreme(
     which: str = "max",
     give: str | None = None,
     format: str = ".3f",
+    where: str | None = None,
     **keys: Any,
 ) -> str:
     """The largest (``which="max"``) or smallest value of `column` over the rows `keys`
-    pick (`rows`), or, with `give`, that row's value of column `give` (the layer that
-    scores best)."""
-    chosen = rows(table, **keys)
+    pick (`rows`) that satisfy `where` (a pandas query), or, with `give`, that row's value
+    of column `give` (the layer that scores best)."""
+    chosen = _matching(table, where, **keys)
+    if chosen.empty:
+        raise InputDataError(f"{table}: no row where {keys} and {where}")
     position = chosen[column].idxmax() if which == "max" else chosen[column].idxmin()
     if give is not None:
         return str(chosen.loc[position, give])
     return _formatted(table, chosen.loc[position, column], column, format)
+
+
+def span(
+    table: str,
+    column: str,
+    format: str = ".3f",
+    where: str | None = None,
+    sep: str = " to ",
+    **keys: Any,
+) -> str:
+    """The smallest and the largest `column` over the rows `keys` pick that satisfy `where`
+    (a pandas query: each block against the one before), joined by `sep` (``0.54 to
+    0.65``; ``"–"`` for a range in parentheses), or the one value where they all hold it."""
+    chosen = _matching(table, where, **keys)
+    if chosen.empty:
+        raise InputDataError(f"{table}: no row where {keys} and {where}")
+    ends = _ends(chosen[column], "range", "span", ("range",))
+    low, high = (_formatted(table, end, column, format) for end in ends)
+    return low if low == high else f"{low}{sep}{high}"
 
 
 def means(
@@ -229,6 +251,23 @@ def quotient(
     return _formatted(
         table, numerator / (values.min() if which == "min" else values.max()), column, format
     )
+
+
+def runs(table: str, column: str, by: str, where: str | None = None, **keys: Any) -> str:
+    """`column` along `by` over the rows `keys` pick, consecutive values of `by` that share
+    it written as one run: ``0–9 → 0, 12–24 → 3, 27 → 15`` (each SmolLM2 block's best
+    layer in Gemma-3), so that a map of integers is looked up like any number."""
+    chosen = _matching(table, where, **keys)
+    if not chosen[by].is_unique:
+        raise InputDataError(f"{table}: {by} repeats where {keys}; a run names one row each")
+    ordered = chosen.sort_values(by)
+    groups = (ordered[column] != ordered[column].shift()).cumsum()
+    written = []
+    for _, run in ordered.groupby(groups, sort=False):
+        first, last = run[by].iloc[0], run[by].iloc[-1]
+        span = f"{first}" if first == last else f"{first}–{last}"
+        written.append(f"{span} → {run[column].iloc[0]}")
+    return ", ".join(written)
 
 
 def difference(

@@ -32,7 +32,7 @@ def steps_list(text: str) -> tuple[int, ...]:
 def _train(args: argparse.Namespace) -> None:
     archives = sts_archives(args)
     output = Path(args.output)
-    steps.training_sentences(archives, output / "sentences.parquet", not args.no_verify)
+    steps.distinct_sts_sentences(archives, output / "sentences.parquet", not args.no_verify)
     shared = {
         field.name: getattr(args, field.name) for field in dataclasses.fields(TrainingSettings)
     }

@@ -14,6 +14,7 @@ from contextuality.steps.ablation_effects import (
     ablation_effects_tables,
 )
 from contextuality.steps.corpus import (
+    distinct_sts_sentences,
     download_sts,
     fit_split,
     occurrence_index,
@@ -82,21 +83,18 @@ from contextuality.steps.static import (
 )
 from contextuality.steps.training import (
     RunFiles,
-    read_training_sentences,
     train_run,
     training_losses_table,
     training_probes_table,
-    training_sentences,
 )
 
 __all__ = [
     "RunFiles",
-    "read_training_sentences",
     "training_probes_table",
     "train_run",
     "training_losses_table",
-    "training_sentences",
     "DegenerationOutputs",
+    "distinct_sts_sentences",
     "DownstreamTables",
     "EffectFiles",
     "LayerOutputs",

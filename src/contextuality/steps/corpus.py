@@ -1,12 +1,12 @@
-"""The steps of workflow/rules/corpus.smk: STS archives, the sentence table, the
-occurrence indexes and the correction split."""
+"""The steps of workflow/rules/corpus.smk: STS archives, the sentence table, the distinct
+STS 2012–2016 sentences, the occurrence indexes and the correction split."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import tokenize_sentences
 from contextuality.errors import InputDataError, warn
 from contextuality.files.fetch import resolve_data_path
-from contextuality.files.provenance import config_hash, provenance_record, write_json
+from contextuality.files.provenance import config_hash, provenance_record, sha256_file, write_json
 from contextuality.files.tables import read_parquet, write_parquet
 from contextuality.transforms import fitting
 
@@ -197,3 +197,38 @@ def fit_split(
     )
     write_parquet(split, output, provenance)
     return split
+
+
+def read_distinct_sts_sentences(
+    archives: Mapping[int, PathLike], verify_checksums: bool
+) -> list[str]:
+    """The distinct sentences of the STS archives (year → path), normalized as the corpus
+    step normalizes them, in archive order: what a training run trains on, and a frequency
+    corpus of the token embedding matrices."""
+    seen: dict[str, None] = {}
+    for year, path in sorted(archives.items()):
+        pairs, _ = corpus_io.read_sts_archive(path, year, verify_checksums=verify_checksums)
+        for sentence in corpus_io.sts_sentences(pairs):
+            seen.setdefault(corpus_io.normalize_sentence(sentence.text), None)
+    return [text for text in seen if text]
+
+
+def distinct_sts_sentences(
+    archives: Mapping[int, PathLike], output: PathLike, verify_checksums: bool
+) -> pd.DataFrame:
+    """`read_distinct_sts_sentences` written to `output` (column ``text``), its provenance
+    naming the corpus (``sts-<first year>-<last year>``) and the archives' checksums."""
+    table = pd.DataFrame({"text": read_distinct_sts_sentences(archives, verify_checksums)})
+    years = sorted(archives)
+    write_parquet(
+        table,
+        output,
+        provenance_record(
+            step="sts_sentences",
+            corpus=f"sts-{years[0]}-{years[-1]}",
+            archives={str(year): sha256_file(path) for year, path in sorted(archives.items())},
+            sentences=len(table),
+        ),
+    )
+    log.info("STS sentences: %s distinct, from %d archives", f"{len(table):,}", len(archives))
+    return table

@@ -15,6 +15,7 @@ import pandas as pd
 
 from contextuality import backends
 from contextuality.backends.settings import ModelSettings
+from contextuality.errors import InputDataError
 from contextuality.extraction.token_counts import token_counts
 from contextuality.files.provenance import provenance_record, sha256_file
 from contextuality.files.tables import read_parquet_with_provenance, write_parquet, write_tsv
@@ -43,26 +44,30 @@ class MatrixFiles:
 
 def embedding_matrix(
     spec: ModelSettings,
-    sentences_path: PathLike,
+    sentence_tables: Sequence[PathLike],
     outputs: MatrixFiles,
     threads: int = 1,
 ) -> MatrixTables:
     """Model `spec`'s token embedding matrices (`backends.read_token_embeddings`: the
     input one, the output one where it has its own), loaded on the CPU (in float32 unless
     `spec` names another ``weights_dtype``) and measured
-    (`embedding_matrix.measure_matrices`) against the counts of its tokens in the sentence
-    table at `sentences_path` (the frequency corpus named as the config's corpus), written
-    to `outputs` with their provenance."""
+    (`embedding_matrix.measure_matrices`) against the counts of its tokens in each sentence
+    table of `sentence_tables` (a frequency corpus each, named by its provenance's
+    ``corpus``), written to `outputs` with their provenance."""
     import torch
 
     torch.set_num_threads(max(1, threads))
     name = spec.name
-    sentences, corpus = read_parquet_with_provenance(sentences_path)
+    corpora = [read_parquet_with_provenance(path) for path in sentence_tables]
     loaded = backends.load_model(spec, "cpu")
     embeddings = backends.read_token_embeddings(loaded)
     n_rows = len(embeddings.inputs)
-    corpus_counts = token_counts(loaded.encoder, sentences["text"].tolist(), n_rows)
-    counts = {corpus["corpus"]: corpus_counts}
+    counts = {
+        record["corpus"]: token_counts(loaded.encoder, sentences["text"].tolist(), n_rows)
+        for sentences, record in corpora
+    }
+    if len(counts) < len(corpora):
+        raise InputDataError(f"{name}: two frequency corpora share a name: {sorted(counts)}")
     tables = measure_matrices(name, embeddings.inputs, embeddings.outputs, embeddings.tied, counts)
     provenance = provenance_record(
         step="embedding_matrix",
@@ -70,9 +75,13 @@ def embedding_matrix(
         weights_dtype=spec.weights_dtype,
         stored_as=embeddings.stored_as,
         tied=embeddings.tied,
-        corpus=corpus["corpus"],
-        corpus_checksum=corpus["corpus_checksum"],
-        n_tokens=int(corpus_counts.sum()),
+        frequency_corpora={
+            record["corpus"]: {
+                "sha256": sha256_file(path),
+                "tokens": int(counts[record["corpus"]].sum()),
+            }
+            for path, (_, record) in zip(sentence_tables, corpora, strict=True)
+        },
     )
     for kind, path in outputs.tables().items():
         write_parquet(getattr(tables, kind), path, provenance)

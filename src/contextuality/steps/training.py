@@ -1,5 +1,5 @@
-"""The steps of workflow/rules/training.smk: the training sentences, one run's checkpoints
-and loss curve, and every run's curves in a table and a figure."""
+"""The steps of workflow/rules/training.smk: one run's checkpoints, loss curve and probes,
+and every run's curves and probes in tables and figures."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from contextuality.configuration import random_streams
-from contextuality.corpus.sentences import normalize_sentence, read_sts_archive, sts_sentences
 from contextuality.errors import InputDataError
 from contextuality.files.provenance import provenance_record, sha256_file
 from contextuality.files.tables import (
@@ -50,36 +49,6 @@ class RunFiles:
     checkpoints: PathLike
     losses: PathLike
     probes: PathLike
-
-
-def read_training_sentences(archives: Mapping[int, PathLike], verify_checksums: bool) -> list[str]:
-    """The distinct sentences of the STS archives (year → path), normalized as the corpus
-    step normalizes them, in archive order: what every run trains on."""
-    seen: dict[str, None] = {}
-    for year, path in sorted(archives.items()):
-        pairs, _ = read_sts_archive(path, year, verify_checksums=verify_checksums)
-        for sentence in sts_sentences(pairs):
-            seen.setdefault(normalize_sentence(sentence.text), None)
-    return [text for text in seen if text]
-
-
-def training_sentences(
-    archives: Mapping[int, PathLike], output: PathLike, verify_checksums: bool
-) -> pd.DataFrame:
-    """`read_training_sentences` written to `output` (column ``text``) with the archives'
-    checksums as provenance."""
-    table = pd.DataFrame({"text": read_training_sentences(archives, verify_checksums)})
-    write_parquet(
-        table,
-        output,
-        provenance_record(
-            step="training_sentences",
-            archives={str(year): sha256_file(path) for year, path in sorted(archives.items())},
-            sentences=len(table),
-        ),
-    )
-    log.info("training sentences: %s distinct, from %d archives", f"{len(table):,}", len(archives))
-    return table
 
 
 def _probe_sentences(texts: list[str], probes: ProbeSettings) -> list[str]:

@@ -61,6 +61,7 @@ from contextuality.workflow.downstream import (
 )
 from contextuality.workflow.embedding import (
     embedding_matrix_files,
+    embedding_matrix_frequency_corpora,
     embedding_matrix_models,
     embedding_matrix_settings,
 )
@@ -141,7 +142,6 @@ from contextuality.workflow.study_files import (
 from contextuality.workflow.sweeps import expand_sweeps, sweeps
 from contextuality.workflow.targets import final_outputs, intermediate_outputs, measures_in_run
 from contextuality.workflow.training import (
-    TRAINING_SENTENCES,
     expand_trained_sources,
     probe_figures,
     run_files,
@@ -192,6 +192,7 @@ __all__ = [
     "downstream_models",
     "downstream_outputs",
     "embedding_matrix_files",
+    "embedding_matrix_frequency_corpora",
     "embedding_matrix_models",
     "embedding_matrix_settings",
     "dimension_files",
@@ -258,7 +259,6 @@ __all__ = [
     "subword_index_settings",
     "subword_tokenizers",
     "task_archives",
-    "TRAINING_SENTENCES",
     "probe_figures",
     "run_files",
     "run_settings",

@@ -12,6 +12,9 @@ from contextuality.workflow.config import model_names, model_settings
 DOWNSTREAM = "results/downstream"
 # The STS years every model is scored on: all of them, whatever the corpus reads.
 TASK_YEARS = tuple(default("corpus", "sts", "years"))
+# The distinct sentences of every STS year (rule sts_sentences): what a training run trains
+# on, and a frequency corpus of the token embedding matrices.
+STS_SENTENCES = "results/corpus/sts_sentences.parquet"
 # The pairs every model is scored on, and their sentences.
 PAIR_FILES = (f"{DOWNSTREAM}/sts_pairs.parquet", f"{DOWNSTREAM}/sts_sentences.parquet")
 # Each model's files, by kind: its scores and the scores of each bootstrap draw.

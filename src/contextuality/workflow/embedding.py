@@ -8,6 +8,7 @@ from typing import Any
 from contextuality import backends
 from contextuality.configuration.schema import setting
 from contextuality.workflow.config import model_names, model_settings
+from contextuality.workflow.downstream import STS_SENTENCES
 
 # The model settings a token embedding matrix depends on: its weights and its tokenizer,
 # none of how the forward pass runs or what it keeps.
@@ -43,6 +44,15 @@ def embedding_matrix_settings(config: dict[str, Any], model: str) -> dict[str, A
     way to run it, does not measure the matrix again."""
     recorded = backends.recorded_settings(model_settings(config, model))
     return {key: value for key, value in recorded.items() if key in MATRIX_SETTINGS}
+
+
+def embedding_matrix_frequency_corpora(config: dict[str, Any]) -> dict[str, str]:
+    """The sentence tables a matrix job counts tokens in beside the corpus's: the distinct
+    STS 2012-2016 sentences (``sts_sentences``) with ``embedding_matrices.sts_counts``,
+    none without."""
+    if not setting(config, "embedding_matrices", "sts_counts"):
+        return {}
+    return {"sts_sentences": STS_SENTENCES}
 
 
 def embedding_matrix_files(config: dict[str, Any], kind: str) -> list[str]:

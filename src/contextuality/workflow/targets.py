@@ -23,6 +23,7 @@ from contextuality.workflow.config import (
 from contextuality.workflow.downstream import (
     PAIR_FILES,
     SCORE_FILES,
+    STS_SENTENCES,
     downstream_files,
     downstream_models,
     downstream_outputs,
@@ -30,6 +31,7 @@ from contextuality.workflow.downstream import (
 from contextuality.workflow.embedding import (
     MATRIX_FILES,
     embedding_matrix_files,
+    embedding_matrix_frequency_corpora,
     embedding_matrix_outputs,
 )
 from contextuality.workflow.geometry_paths import (
@@ -55,7 +57,6 @@ from contextuality.workflow.paths import (
 from contextuality.workflow.sweeps import sweeps
 from contextuality.workflow.training import (
     RUN_FILES,
-    TRAINING_SENTENCES,
     checkpoints_directory,
     run_files,
     training_outputs,
@@ -95,7 +96,11 @@ def intermediate_outputs(config: dict[str, Any]) -> list[str]:
         *[path for kind in SCORE_FILES for path in downstream_files(config, kind)],
         *(PAIR_FILES if downstream_models(config) else []),
         *[path for kind in EFFECT_FILES for path in ablation_effect_files(config, kind)],
-        *([TRAINING_SENTENCES] if training_runs(config) else []),
+        *(
+            [STS_SENTENCES]
+            if training_runs(config) or embedding_matrix_frequency_corpora(config)
+            else []
+        ),
         *[checkpoints_directory(run) for run in training_runs(config)],
         *[path for kind in RUN_FILES for path in run_files(config, kind)],
     ]

@@ -15,7 +15,6 @@ from contextuality.backends.settings import spelled_numbers
 from contextuality.errors import ConfigError
 
 TRAINING = "results/training"
-TRAINING_SENTENCES = f"{TRAINING}/sentences.parquet"
 # A model's source naming a checkpoint, as written in a config and as planned.
 TRAINED_SOURCE = re.compile(r"^training:(?P<run>[A-Za-z0-9][A-Za-z0-9_.-]*)/step_(?P<step>\d+)$")
 PLANNED_SOURCE = re.compile(rf"^\./{TRAINING}/(?P<run>[^/]+)/checkpoints/step_(?P<step>\d+)$")
