@@ -40,20 +40,18 @@ BENCHES = sorted(
 @pytest.fixture
 def places(tmp_path, tiny_bert_dir) -> dict[str, str]:
     """The paths the bad arguments name: a file, a missing file and directory, a binary
-    config, a config whose one model is an encoder (a tiny BERT), one with no models."""
+    config, a config whose one model is an encoder (a tiny BERT)."""
     (tmp_path / "file.txt").write_text("kept\n")
     (tmp_path / "binary.yaml").write_bytes(bytes(range(256)))
     (tmp_path / "encoder.yaml").write_text(
         yaml.safe_dump({"models": {"bert": {"source": str(tiny_bert_dir)}}})
     )
-    (tmp_path / "no-models.yaml").write_text(yaml.safe_dump({"models": {}}))
     return {
         "FILE": str(tmp_path / "file.txt"),
         "MISSING": str(tmp_path / "missing.yaml"),
         "NO_DIRECTORY": str(tmp_path / "no-directory"),
         "BINARY": str(tmp_path / "binary.yaml"),
         "ENCODER": str(tmp_path / "encoder.yaml"),
-        "NO_MODELS": str(tmp_path / "no-models.yaml"),
     }
 
 
@@ -61,35 +59,15 @@ POSITIVE = "is not a positive integer"
 NONNEGATIVE = "is not an integer of 0 or more"
 # (bench, its arguments, what its one line says); FILE, MISSING, ... are `places`.
 REFUSED = [
-    ("ablation_effects", ["MISSING"], "argument config: MISSING: no such file"),
-    ("ablation_effects", ["BINARY"], "argument config: BINARY: not a YAML config"),
-    ("ablation_effects", ["ENCODER"], "error: ENCODER: no decoder among its models"),
-    ("ablation_effects", ["NO_MODELS"], "error: NO_MODELS: no models configured"),
-    ("ablation_effects", ["--threads", "0"], f"argument --threads: 0 {POSITIVE}"),
-    ("ablation_effects", ["--sentences", "0"], f"argument --sentences: 0 {POSITIVE}"),
-    ("ablation_effects", ["--calibration", "0"], f"argument --calibration: 0 {POSITIVE}"),
-    ("ablation_effects", ["--draws", "-1"], f"argument --draws: -1 {POSITIVE}"),
-    ("ablation_effects", ["--seed", "-1"], f"argument --seed: -1 {NONNEGATIVE}"),
-    ("ablation_effects", ["--out", "FILE"], "argument --out: FILE is a file, not a directory"),
-    ("ablation_intervals", ["--cores", "0"], f"argument --cores: 0 {POSITIVE}"),
-    ("ablation_intervals", ["--workdir", "FILE"], "argument --workdir: FILE is a file"),
     ("default_run", ["--repeats", "0"], f"argument --repeats: 0 {POSITIVE}"),
     ("measures", ["--out", "FILE/x"], "argument --out: FILE/x: FILE is a file"),
-    ("downstream", ["--pairs", "0"], f"argument --pairs: 0 {POSITIVE}"),
     ("parity", ["--repeats", "0"], f"argument --repeats: 0 {POSITIVE}"),
     ("parity", ["--sentences", "-3"], f"argument --sentences: -3 {POSITIVE}"),
-    ("downstream", ["--draws", "-1"], f"argument --draws: -1 {POSITIVE}"),
-    ("downstream", ["--threads", "0"], f"argument --threads: 0 {POSITIVE}"),
-    ("downstream", ["--sts", "NO_DIRECTORY"], "argument --sts: NO_DIRECTORY: no such directory"),
-    ("downstream", ["NO_MODELS"], "error: NO_MODELS: no models configured"),
-    ("downstream", ["BINARY"], "argument config: BINARY: not a YAML config"),
     ("early_steps", ["--warmups", "0"], f"argument --warmups: 0 {POSITIVE}"),
     ("early_steps", ["--warmups", "50", "-10"], f"argument --warmups: -10 {POSITIVE}"),
     ("early_steps", ["--sentences", "0"], f"argument --sentences: 0 {POSITIVE}"),
     ("early_steps", ["--held-out-blocks", "0"], f"argument --held-out-blocks: 0 {POSITIVE}"),
     ("early_steps", ["--seeds", "-1"], f"argument --seeds: -1 {NONNEGATIVE}"),
-    ("embedding_matrices", ["--out", "FILE"], "argument --out: FILE is a file"),
-    ("embedding_matrices", ["--config", "BINARY"], "argument --config: BINARY: not a YAML"),
     ("extraction", ["--device", "tpu"], "argument --device: tpu is not a device torch knows"),
     ("extraction", ["--tokens", "0"], f"argument --tokens: 0 {POSITIVE}"),
     ("extraction", ["--token-budget", "2048", "0"], f"argument --token-budget: 0 {POSITIVE}"),
@@ -99,8 +77,6 @@ REFUSED = [
     ("geometry", ["ENCODER", "--models", "bert"], "error: --untrained and --models go with"),
     ("geometry", ["ENCODER", "--within-models", "--models", "gpt2"], "not in the config: gpt2"),
     ("geometry_corrections", ["--cores", "0"], f"argument --cores: 0 {POSITIVE}"),
-    ("instruments", ["--out", "FILE"], "argument --out: FILE is a file"),
-    ("instruments", ["MISSING"], "argument config: MISSING: no such file"),
     ("lanczos", ["--shard", "MISSING"], "argument --shard: MISSING: no such file"),
     ("layer_profile", ["BINARY"], "argument config: BINARY: not a YAML config"),
     ("measure_memory", ["--sts", "NO_DIRECTORY"], "argument --sts: NO_DIRECTORY: no such"),

@@ -31,15 +31,10 @@ GPU_REPORTS = ("acceptance-", "forward-profile-")
 # Studies whose results the docs still read from bench/results: each to become a stage of
 # the workflow whose run is published, and to leave this list (and bench/) then.
 STUDIES_NOT_YET_STAGES = {
-    "ablation_effects",
-    "ablation_intervals",
     "alignment_sensitivity",
-    "downstream",
     "early_steps",
-    "embedding_matrices",
     "geometry",
     "geometry_corrections",
-    "instruments",
     "layer_profile",
     "protocols",
     "sweep_embedding_matrices",

@@ -72,8 +72,7 @@ def _families_figure_1(tables: list[pd.DataFrame], source: str, output: Path) ->
     from contextuality.figures.specs import FIGURES as PAPER_FIGURES
 
     (measures,) = tables
-    families = measures[measures["model"].isin(["minilm", "smollm2", "gemma3"])]
-    plot_figure(families, PAPER_FIGURES["fig1_anisotropy"], [output], source=source)
+    plot_figure(_families(measures), PAPER_FIGURES["fig1_anisotropy"], [output], source=source)
 
 
 def untransformed(table: pd.DataFrame) -> pd.DataFrame:
@@ -81,11 +80,27 @@ def untransformed(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["transform"] == "none"] if "transform" in table else table
 
 
+# The three offline families (docs/families.md): their figures leave the instruments run's
+# ablated copies out.
+THREE_FAMILIES = ("minilm", "smollm2", "gemma3")
+
+
+def _families(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `table` between the three families (and their word baselines) only."""
+    from contextuality.geometry.baselines import BASELINES
+
+    kept = [*THREE_FAMILIES, *BASELINES]
+    columns = [
+        column for column in ("model", "other_model", "model_a", "model_b") if column in table
+    ]
+    return table[table[columns].isin(kept).all(axis=1)]
+
+
 def _families_alignment(tables: list[pd.DataFrame], source: str, output: Path) -> None:
     """Every alignment measure between the families' layers (`figures.alignment`)."""
     from contextuality.figures.alignment import plot_alignment
 
-    plot_alignment(untransformed(tables[0]), [output], source)
+    plot_alignment(_families(untransformed(tables[0])), [output], source)
 
 
 def _families_cka(tables: list[pd.DataFrame], source: str, output: Path) -> None:
@@ -93,7 +108,7 @@ def _families_cka(tables: list[pd.DataFrame], source: str, output: Path) -> None
     from contextuality.figures.geometry import plot_cka
     from contextuality.geometry.baselines import without_baselines
 
-    plot_cka(without_baselines(untransformed(tables[0])), [output], source)
+    plot_cka(without_baselines(_families(untransformed(tables[0]))), [output], source)
 
 
 def _families_best_layers(tables: list[pd.DataFrame], source: str, output: Path) -> None:
@@ -101,8 +116,8 @@ def _families_best_layers(tables: list[pd.DataFrame], source: str, output: Path)
     the word baselines (`figures.best_layers`)."""
     from contextuality.figures.best_layers import plot_best_layers
 
-    best, between = tables
-    plot_best_layers(untransformed(best), untransformed(between), [output], source)
+    best, between = (_families(untransformed(table)) for table in tables)
+    plot_best_layers(best, between, [output], source)
 
 
 def _families_positions(tables: list[pd.DataFrame], source: str, output: Path) -> None:
@@ -136,12 +151,13 @@ def _early_steps(kind: str, name: str) -> Callable[[list[pd.DataFrame], str, Pat
 
 
 EARLY_STEPS = ("bench/results/early-steps.tsv", "bench/results/early-steps-events.tsv")
-FAMILIES = "bench/results/geometry-families"
+# The published run of config/instruments.yaml (docs/results/instruments/).
+INSTRUMENTS = "docs/results/instruments/tables"
 FIGURES = {
     "ablation-effects.png": DocsFigure(
         (
-            "bench/results/ablation-effects-perplexity.tsv",
-            "bench/results/ablation-effects-attention.tsv",
+            f"{INSTRUMENTS}/ablation_effects_perplexity.tsv",
+            f"{INSTRUMENTS}/ablation_effects_attention.tsv",
         ),
         _ablation_effects,
     ),
@@ -152,31 +168,29 @@ FIGURES = {
     "early-steps-bert.png": DocsFigure(EARLY_STEPS, _early_steps("bert", "tiny BERT")),
     "embedding-matrices.png": DocsFigure(
         (
-            "bench/results/embedding-matrices-spectrum.tsv",
-            "bench/results/embedding-matrices-norms.tsv",
+            f"{INSTRUMENTS}/embedding_matrix_spectra.tsv",
+            f"{INSTRUMENTS}/embedding_matrix_norms.tsv",
         ),
         _embedding_matrices,
     ),
     "families-fig1-anisotropy.png": DocsFigure(
-        ("bench/results/instruments-measures.tsv",), _families_figure_1
+        (f"{INSTRUMENTS}/measures.tsv",), _families_figure_1
     ),
-    "families-alignment.png": DocsFigure((f"{FAMILIES}-alignment.tsv",), _families_alignment),
-    "families-cka.png": DocsFigure((f"{FAMILIES}-alignment.tsv",), _families_cka),
+    "families-alignment.png": DocsFigure((f"{INSTRUMENTS}/alignment.tsv",), _families_alignment),
+    "families-cka.png": DocsFigure((f"{INSTRUMENTS}/alignment.tsv",), _families_cka),
     "families-best_layers.png": DocsFigure(
-        (f"{FAMILIES}-best_layers.tsv", f"{FAMILIES}-between.tsv"),
+        (f"{INSTRUMENTS}/best_layers.tsv", f"{INSTRUMENTS}/alignment.tsv"),
         _families_best_layers,
     ),
-    "families-positions.png": DocsFigure((f"{FAMILIES}-positions.tsv",), _families_positions),
+    "families-positions.png": DocsFigure(
+        ("bench/results/geometry-families-positions.tsv",), _families_positions
+    ),
     "instruments-ablation-smollm2-zeroed.png": DocsFigure(
-        ("bench/results/instruments-measures.tsv", "bench/results/instruments-alignment.tsv"),
+        (f"{INSTRUMENTS}/measures.tsv", f"{INSTRUMENTS}/alignment.tsv"),
         _ablation_zeroed,
     ),
     "downstream.png": DocsFigure(
-        (
-            "bench/results/downstream.tsv",
-            "bench/results/instruments-measures.tsv",
-            "bench/results/geometry-corrections-measures.tsv",
-        ),
+        (f"{INSTRUMENTS}/downstream.tsv", f"{INSTRUMENTS}/measures.tsv"),
         _downstream,
     ),
 }
