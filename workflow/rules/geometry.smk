@@ -101,3 +101,62 @@ rule dimension_scales_table:
         "../envs/contextuality.yaml"
     script:
         "../scripts/dimension_scales_table.py"
+
+
+# How far a map of best-matching layers holds (config alignment_sensitivity): each pair of
+# models aligned by mutual k-NN at every sample size, seed and k, then every pair's rows
+# gathered into tables and a figure.
+rule alignment_sensitivity:
+    input:
+        unpack(get_pair_index_files),
+        unpack(get_pair_shards),
+    output:
+        "results/geometry/alignment_sensitivity/{model_a}~{model_b}.parquet",
+    log:
+        "logs/geometry/alignment_sensitivity/{model_a}~{model_b}.log",
+    benchmark:
+        "benchmarks/geometry/alignment_sensitivity/{model_a}~{model_b}.tsv"
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        settings=ctx.geometry_settings(config),
+        sensitivity=ctx.sensitivity_settings(config),
+        model_settings=get_pair_model_settings,
+    script:
+        "../scripts/alignment_sensitivity.py"
+
+
+rule alignment_sensitivity_tables:
+    input:
+        ctx.sensitivity_files(config),
+    output:
+        rows=report(
+            "results/tables/alignment_sensitivity.tsv",
+            caption="../report/alignment_sensitivity_table.rst",
+            **ctx.report_section("alignment_sensitivity_table"),
+        ),
+        rows_provenance="results/tables/alignment_sensitivity.provenance.json",
+        matches=report(
+            "results/tables/alignment_sensitivity_matches.tsv",
+            caption="../report/alignment_sensitivity_matches_table.rst",
+            **ctx.report_section("alignment_sensitivity_matches_table"),
+        ),
+        matches_provenance="results/tables/alignment_sensitivity_matches.provenance.json",
+        seeds=report(
+            "results/tables/alignment_sensitivity_seeds.tsv",
+            caption="../report/alignment_sensitivity_seeds_table.rst",
+            **ctx.report_section("alignment_sensitivity_seeds_table"),
+        ),
+        seeds_provenance="results/tables/alignment_sensitivity_seeds.provenance.json",
+        png=report(
+            "results/figures/alignment_sensitivity.png",
+            caption="../report/alignment_sensitivity_figure.rst",
+            **ctx.report_section("alignment_sensitivity_figure"),
+        ),
+        pdf="results/figures/alignment_sensitivity.pdf",
+    log:
+        "logs/tables/alignment_sensitivity.log",
+    conda:
+        "../envs/contextuality.yaml"
+    script:
+        "../scripts/alignment_sensitivity_tables.py"

@@ -55,6 +55,8 @@ from contextuality.steps.geometry import (
     GeometryTransform,
     ModelLayers,
     alignment_between_models,
+    alignment_sensitivity,
+    alignment_sensitivity_tables,
     alignment_table,
     baseline_alignment,
     dimension_scales_table,
@@ -89,6 +91,8 @@ from contextuality.steps.training import (
 )
 
 __all__ = [
+    "alignment_sensitivity",
+    "alignment_sensitivity_tables",
     "RunFiles",
     "training_probes_table",
     "train_run",

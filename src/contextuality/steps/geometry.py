@@ -1,6 +1,7 @@
 """The steps of workflow/rules/geometry.smk. A model's layer geometry (intrinsic dimension
 per layer, the alignment between its layers), the alignment between two models, and the
-tables gathering them (their figures: `steps.figures.geometry_figures`).
+tables gathering them (their figures: `steps.figures.geometry_figures`); how a map of best
+matches moves with the sample, its seed and k (config ``alignment_sensitivity``).
 
 Every model's shards are rows of the same occurrence index, so one seeded sample of rows
 (config ``geometry.sample_size``; every row when null) is the same occurrences in every
@@ -13,7 +14,7 @@ import functools
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from contextuality.api.geometry import (
 from contextuality.backends.base import layer_output
 from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.index import IndexFiles
-from contextuality.files.provenance import config_hash, provenance_record, write_json
+from contextuality.files.provenance import config_hash, provenance_record, sha256_file, write_json
 from contextuality.files.tables import gather_parquet, write_parquet, write_tsv
 from contextuality.geometry import dimension
 from contextuality.geometry.alignment import (
@@ -40,6 +41,13 @@ from contextuality.geometry.alignment import (
 )
 from contextuality.geometry.best_layers import empty_best_layers
 from contextuality.geometry.paired import paired_alignment
+from contextuality.geometry.sensitivity import (
+    SENSITIVITY_COLUMNS,
+    SensitivitySettings,
+    best_matches,
+    mutual_knn_grid,
+    seed_spread,
+)
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.jobs.console import Progress, say
 from contextuality.storage.shards import expected_extraction, load_shards
@@ -365,3 +373,65 @@ def dimension_scales_table(paths: Sequence[PathLike], output: PathLike) -> pd.Da
     table = _by_transform(table)
     write_tsv(table, output, provenance)
     return table
+
+
+def alignment_sensitivity(
+    left: ModelLayers,
+    right: ModelLayers,
+    index: IndexFiles,
+    settings: GeometrySettings,
+    sensitivity: SensitivitySettings,
+    output: PathLike,
+) -> pd.DataFrame:
+    """Mutual k-NN between every layer of `left` and every layer of `right` for each
+    sample and k of `sensitivity` (`sensitivity.mutual_knn_grid`), each sample drawn as
+    the geometry stage draws its own (`alignment.sample_rows`), written to `output`
+    (parquet, ``model_a``, ``model_b`` and `SENSITIVITY_COLUMNS`) with its provenance."""
+    device = settings.alignment.search_device()
+    summary = index.read_summary()
+    n_rows = summary["n_occurrences"]
+    frames = []
+    for size, seed in sensitivity.samples(n_rows):
+        say(f"{left.name} and {right.name}: mutual k-NN on {size:,} rows drawn with seed {seed}")
+        rows = sample_rows(n_rows, size, seed)
+        sides = [read_sampled_layers(model, index, rows).vectors for model in (left, right)]
+        grid = mutual_knn_grid(*sides, sensitivity.ks(), seed, device)
+        reference = [sensitivity.is_reference(size, seed, k, n_rows) for k in grid["k"]]
+        frames.append(grid.assign(reference=reference, sample_size=size, seed=seed))
+    table = pd.concat(frames, ignore_index=True).assign(model_a=left.name, model_b=right.name)
+    table = table[["model_a", "model_b", *SENSITIVITY_COLUMNS]]
+    provenance = provenance_record(
+        step="alignment_sensitivity",
+        index_checksum=summary["index_checksum"],
+        settings=asdict(sensitivity),
+        models={
+            model.name: {str(layer): _digests(shards) for layer, shards in model.shards.items()}
+            for model in (left, right)
+        },
+    )
+    write_parquet(table, output, provenance)
+    return table
+
+
+def _digests(shards: PathLike | Sequence[PathLike]) -> list[str]:
+    """The SHA-256 of a layer's shard, or of each of its parts'."""
+    paths = [shards] if isinstance(shards, str | os.PathLike) else list(shards)
+    return [sha256_file(path) for path in paths]
+
+
+def alignment_sensitivity_tables(
+    inputs: Sequence[PathLike], outputs: Sequence[PathLike], figures: Sequence[PathLike]
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Every pair's rows (`inputs`) gathered into three TSV tables, `outputs`: the rows,
+    each setting's best match per layer (`sensitivity.best_matches`) and the spread of
+    each pair of layers over the seeds (`sensitivity.seed_spread`); and the figure of how
+    often each match is chosen (`figures.sensitivity`) into each of `figures`."""
+    from contextuality.figures.sensitivity import plot_match_shares
+
+    table, provenance = gather_parquet(inputs, "alignment_sensitivity_tables")
+    found = (table, best_matches(table), seed_spread(table))
+    for frame, path in zip(found, outputs, strict=True):
+        write_tsv(frame, path, provenance)
+    source = f"{os.path.basename(outputs[1])} sha256 {sha256_file(outputs[1])}"
+    plot_match_shares(found[1], list(figures), source)
+    return found

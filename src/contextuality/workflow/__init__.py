@@ -121,6 +121,13 @@ from contextuality.workflow.paths import (
     wildcard_constraints,
 )
 from contextuality.workflow.report import record_caption, report_section
+from contextuality.workflow.sensitivity import (
+    sensitivity_files,
+    sensitivity_outputs,
+    sensitivity_pairs,
+    sensitivity_problems,
+    sensitivity_settings,
+)
 from contextuality.workflow.stored import (
     extraction_outputs,
     layers_to_write,
@@ -152,6 +159,11 @@ from contextuality.workflow.training import (
 )
 
 __all__ = [
+    "sensitivity_files",
+    "sensitivity_outputs",
+    "sensitivity_pairs",
+    "sensitivity_problems",
+    "sensitivity_settings",
     "PART_PATTERN",
     "SUBWORD_STAGE",
     "TOKENIZER_SETTINGS",
@@ -331,7 +343,8 @@ def plan_config(
     """Make the Snakefile's `config` the one planned, in place: `every_configfile` free of
     keys given twice (`refuse_duplicate_keys`), the models of the last of `configfiles`
     (``--configfile``) that names models (`keep_models_named_by`), the schema's defaults
-    filled in (`schema.with_defaults`), checked (`check_config`), sweeps expanded, and
+    filled in (`schema.with_defaults`), checked (`check_config`), sweeps expanded, the
+    alignment sensitivity's pairs checked (`sensitivity_problems`), and
     each model's layers known (read from its config where ``layers`` is not given). A
     refusal ends the run with its message alone, exit status 1, without the traceback
     frames Snakemake prints around an exception in a Snakefile: a hub id the local cache
@@ -343,6 +356,9 @@ def plan_config(
         check_config(config, schema_path)
         expand_sweeps(config)
         expand_trained_sources(config)
+        problems = sensitivity_problems(config)  # of the models as planned
+        if problems:
+            raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
         for model in model_names(config):
             model_layers(config, model)  # what the rules' outputs need, asked here first
     except ContextualityError as error:

@@ -49,6 +49,15 @@ REPORT_SECTIONS = {
     "embedding_matrices_table": (_EMBEDDING_MATRICES, "every matrix of every model"),
     "embedding_matrix_norms_table": (_EMBEDDING_MATRICES, "row norm by frequency bin"),
     "embedding_matrix_spectra_table": (_EMBEDDING_MATRICES, "singular spectrum"),
+    **dict.fromkeys(
+        (
+            "alignment_sensitivity_table",
+            "alignment_sensitivity_matches_table",
+            "alignment_sensitivity_seeds_table",
+            "alignment_sensitivity_figure",
+        ),
+        (_ALIGNMENT[0], "best matches across samples, seeds and k"),
+    ),
     "downstream_figure": (_DOWNSTREAM, "STS score by layer and each measure against it"),
     "downstream_table": (_DOWNSTREAM, "STS score by layer"),
     "downstream_agreement_table": (_DOWNSTREAM, "each geometry measure's agreement"),

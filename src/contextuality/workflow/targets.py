@@ -54,6 +54,7 @@ from contextuality.workflow.paths import (
     static_score_paths,
     static_vectors_file,
 )
+from contextuality.workflow.sensitivity import sensitivity_files, sensitivity_outputs
 from contextuality.workflow.sweeps import sweeps
 from contextuality.workflow.training import (
     RUN_FILES,
@@ -94,6 +95,7 @@ def intermediate_outputs(config: dict[str, Any]) -> list[str]:
         *dimension_curve_files(config),
         *[path for kind in MATRIX_FILES for path in embedding_matrix_files(config, kind)],
         *[path for kind in SCORE_FILES for path in downstream_files(config, kind)],
+        *sensitivity_files(config),
         *(PAIR_FILES if downstream_models(config) else []),
         *[path for kind in EFFECT_FILES for path in ablation_effect_files(config, kind)],
         *(
@@ -152,6 +154,7 @@ def _tables_figures_and_summaries(config: dict[str, Any]) -> list[str]:
         *geometry_figure_paths(config),
         *embedding_matrix_outputs(config),
         *downstream_outputs(config),
+        *sensitivity_outputs(config),
         *ablation_effect_outputs(config),
         *training_outputs(config),
         *[
