@@ -116,7 +116,7 @@ def test_each_bench_refuses_bad_arguments_in_one_line_before_any_work(places, tm
         assert exited.value.code == 2 and _named(said, places) in line, (bench, argv, line)
     assert sorted(tmp_path.iterdir()) == before  # nothing made, the file under --out kept
     assert Path(places["FILE"]).read_text() == "kept\n"
-    assert {bench for bench, _, _ in REFUSED} >= set(BENCHES) - {"alignment_sensitivity"}
+    assert {bench for bench, _, _ in REFUSED} >= set(BENCHES)
 
 
 @pytest.mark.skipif(torch.backends.mps.is_available(), reason="this torch has MPS")

@@ -31,7 +31,6 @@ GPU_REPORTS = ("acceptance-", "forward-profile-")
 # Studies whose results the docs still read from bench/results: each to become a stage of
 # the workflow whose run is published, and to leave this list (and bench/) then.
 STUDIES_NOT_YET_STAGES = {
-    "alignment_sensitivity",
     "early_steps",
     "geometry",
     "geometry_corrections",
