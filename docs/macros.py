@@ -23,6 +23,7 @@ def define_env(env) -> None:
         quotes.interval,
         quotes.extreme,
         quotes.span,
+        quotes.spread,
         quotes.runs,
         quotes.means,
         quotes.change,

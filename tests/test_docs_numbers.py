@@ -992,3 +992,16 @@ def test_the_outputs_page_quotes_the_parity_check_as_measured():
         f"{min(parity):.1f} to {max(parity):.1f} s, {100 * min(shares):.1f} to "
         f"{100 * max(shares):.1f} % of the extraction" in page
     )
+
+
+def test_the_readme_s_corpus_is_the_published_default_run_s():
+    """README.md's sentences, occurrences and indexed words of the embedded default are
+    the counts of its published run (docs/results/default/): the occurrences the
+    anisotropy baseline is over, the sentences IntraSim averages, the words SelfSim does."""
+    table = pd.read_csv(ROOT / "docs/results/default/tables/measures.tsv", sep="\t")
+    counts = table[table["layer"] == 0].set_index("measure")["n"]
+    written = (
+        f"{counts['intrasim']:,} unique sentences, {counts['anisotropy']:,} word\n"
+        f"occurrences, {counts['selfsim']:,} indexed words"
+    )
+    assert written in (ROOT / "README.md").read_text()

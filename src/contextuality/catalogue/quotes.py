@@ -147,6 +147,14 @@ def span(
     return low if low == high else f"{low}{sep}{high}"
 
 
+def spread(table: str, column: str, format: str = ".3f", **keys: Any) -> str:
+    """The mean of `column` over the rows `keys` pick, with their smallest and largest in
+    parentheses: ``0.954 (0.945–0.963)``, a value over seeds with its range."""
+    values = rows(table, **keys)[column].astype(float)
+    low, high = (_formatted(table, end, column, format) for end in (values.min(), values.max()))
+    return f"{_formatted(table, values.mean(), column, format)} ({low}–{high})"
+
+
 def means(
     table: str,
     column: str,
