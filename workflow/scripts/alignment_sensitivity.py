@@ -5,24 +5,18 @@ from contextuality.jobs.process import run_job
 
 
 def alignment_sensitivity() -> None:
-    from contextuality import backends, steps
+    from contextuality import steps
     from contextuality.corpus.index import IndexFiles
     from contextuality.geometry.sensitivity import SensitivitySettings
     from contextuality.geometry.settings import GeometrySettings
 
-    names = {side: getattr(snakemake.wildcards, f"model_{side}") for side in ("a", "b")}
-    models = {
-        side: steps.ModelLayers.of_inputs(
-            name,
-            snakemake.input,
-            backends.model_settings(name, snakemake.params.model_settings[name]),
-            prefix=f"{side}_",
-        )
-        for side, name in names.items()
-    }
+    names = [snakemake.wildcards.model_a, snakemake.wildcards.model_b]
+    left, right = steps.ModelLayers.pair_of_inputs(
+        names, snakemake.input, snakemake.params.model_settings
+    )
     steps.alignment_sensitivity(
-        models["a"],
-        models["b"],
+        left,
+        right,
         IndexFiles.of(snakemake.input),
         GeometrySettings.from_config(snakemake.params.settings),
         SensitivitySettings.from_config(snakemake.params.sensitivity),

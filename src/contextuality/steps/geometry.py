@@ -84,6 +84,21 @@ class ModelLayers:
         }
         return cls(name, shards, settings)
 
+    @classmethod
+    def pair_of_inputs(
+        cls, names: Sequence[str], inputs: Any, settings: dict[str, dict[str, Any]]
+    ) -> tuple[ModelLayers, ModelLayers]:
+        """Two models' layers from a rule's named inputs ``a_layer_<L>`` and
+        ``b_layer_<L>`` (`workflow.pair_shards`), each with its settings (model → its
+        config section, `workflow.vector_settings`)."""
+        from contextuality import backends
+
+        left, right = (
+            cls.of_inputs(name, inputs, backends.model_settings(name, settings[name]), f"{side}_")
+            for side, name in zip("ab", names, strict=True)
+        )
+        return left, right
+
 
 @dataclass(frozen=True)
 class GeometryTransform:
