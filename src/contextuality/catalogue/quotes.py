@@ -7,6 +7,7 @@ macros), never by typing it: a row missing, or matched twice, fails the build.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import itertools
 from pathlib import Path
@@ -30,7 +31,9 @@ def _table(table: str) -> pd.DataFrame:
 
 def rows(table: str, **keys: Any) -> pd.DataFrame:
     """The rows of `table` whose columns equal `keys` (a list or range: any of its
-    values), compared as text so that ``layer=3`` matches a column of integers."""
+    values; a text with ``*``: every value it matches as a shell pattern, the seeds of a
+    run, ``tiny-gpt2-*.step20``), compared as text so that ``layer=3`` matches a column of
+    integers."""
     frame = _table(table)
     unknown = sorted(set(keys) - set(frame.columns))
     if unknown:
@@ -38,10 +41,18 @@ def rows(table: str, **keys: Any) -> pd.DataFrame:
     chosen = frame
     for column, wanted in keys.items():
         values = [wanted] if isinstance(wanted, str | int | float) else list(wanted)
-        chosen = chosen[chosen[column].astype(str).isin([str(value) for value in values])]
+        chosen = chosen[_matches(chosen[column].astype(str), [str(value) for value in values])]
     if chosen.empty:
         raise InputDataError(f"{table}: no row where {keys}")
     return chosen
+
+
+def _matches(cells: pd.Series, patterns: list[str]) -> pd.Series:
+    """Whether each cell is one of `patterns` (a shell pattern where it holds ``*``)."""
+    exact = cells.isin(patterns)
+    for pattern in (pattern for pattern in patterns if "*" in pattern):
+        exact |= cells.map(lambda cell, pattern=pattern: fnmatch.fnmatchcase(cell, pattern))
+    return exact
 
 
 def row(table: str, **keys: Any) -> pd.Series:
