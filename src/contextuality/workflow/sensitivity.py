@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextuality.configuration.schema import setting
 from contextuality.workflow.config import geometry_models, model_names
 from contextuality.workflow.paths import index_directory
 
@@ -25,7 +26,7 @@ def sensitivity_problems(config: dict[str, Any]) -> list[str]:
     a model with itself, two models whose rows are not the same occurrences."""
     names, stored = model_names(config), set(geometry_models(config))
     problems = []
-    for position, (left, right) in enumerate(config["alignment_sensitivity"]["pairs"]):
+    for position, (left, right) in enumerate(sensitivity_pairs(config)):
         where = f"alignment_sensitivity.pairs.{position}"
         unknown = [model for model in (left, right) if model not in names]
         if unknown:
@@ -41,7 +42,7 @@ def sensitivity_problems(config: dict[str, Any]) -> list[str]:
 
 def sensitivity_pairs(config: dict[str, Any]) -> list[tuple[str, str]]:
     """The pairs of models aligned at every setting, in config order."""
-    return [(left, right) for left, right in config["alignment_sensitivity"]["pairs"]]
+    return [(left, right) for left, right in setting(config, "alignment_sensitivity", "pairs")]
 
 
 def sensitivity_settings(config: dict[str, Any]) -> dict[str, Any]:
