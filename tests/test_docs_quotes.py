@@ -60,7 +60,9 @@ def test_a_quote_is_its_row_s_value_formatted(table):
     assert quotes.extreme(table, "spearman", "max", "layer", where="low < 0.3") == "0"
     assert quotes.span(table, "spearman", model="a") == "−0.250 to 0.750"
     assert quotes.spread(table, "spearman", model="a") == "0.333 (−0.250–0.750)"
-    assert quotes.spread(table, "spearman", model="*", layer=0) == "0.333 (0.125–0.500)"
+    assert quotes.spread(table, "spearman", model="like:*", layer=0) == "0.333 (0.125–0.500)"
+    with pytest.raises(InputDataError, match="no row"):
+        quotes.value(table, "spearman", model="a*")  # a value, not a pattern
     assert quotes.span(table, "spearman", where="layer > 1") == "0.750"
     assert quotes.span(table, "high", ".2f", where="high > low", sep="–") == "0.00–1.00"
     assert quotes.runs(table, "model", "layer", where="layer > 0 or model == 'a'") == "0–2 → a"

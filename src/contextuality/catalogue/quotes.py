@@ -31,9 +31,9 @@ def _table(table: str) -> pd.DataFrame:
 
 def rows(table: str, **keys: Any) -> pd.DataFrame:
     """The rows of `table` whose columns equal `keys` (a list or range: any of its
-    values; a text with ``*``: every value it matches as a shell pattern, the seeds of a
-    run, ``tiny-gpt2-*.step20``), compared as text so that ``layer=3`` matches a column of
-    integers."""
+    values; ``like:<pattern>``: every value a shell pattern matches, every seed's run at one
+    step, ``like:tiny-gpt2-*.step20``), compared as text so that ``layer=3`` matches a
+    column of integers."""
     frame = _table(table)
     unknown = sorted(set(keys) - set(frame.columns))
     if unknown:
@@ -47,12 +47,17 @@ def rows(table: str, **keys: Any) -> pd.DataFrame:
     return chosen
 
 
-def _matches(cells: pd.Series, patterns: list[str]) -> pd.Series:
-    """Whether each cell is one of `patterns` (a shell pattern where it holds ``*``)."""
-    exact = cells.isin(patterns)
-    for pattern in (pattern for pattern in patterns if "*" in pattern):
-        exact |= cells.map(lambda cell, pattern=pattern: fnmatch.fnmatchcase(cell, pattern))
-    return exact
+# A key's value that is a shell pattern, not a value: ``like:tiny-gpt2-*.step20``.
+PATTERN = "like:"
+
+
+def _matches(cells: pd.Series, wanted: list[str]) -> pd.Series:
+    """Whether each cell is one of `wanted`, or matches one given as ``like:<pattern>``
+    (a shell pattern matched whole; a cell such as ``isoscore*`` is a value)."""
+    found = cells.isin([value for value in wanted if not value.startswith(PATTERN)])
+    for pattern in (value.removeprefix(PATTERN) for value in wanted if value.startswith(PATTERN)):
+        found |= cells.map(lambda cell, pattern=pattern: fnmatch.fnmatchcase(cell, pattern))
+    return found
 
 
 def row(table: str, **keys: Any) -> pd.Series:
