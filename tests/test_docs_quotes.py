@@ -159,6 +159,8 @@ def test_a_run_of_a_repeated_key_or_a_span_of_no_row_is_refused(table):
         quotes.runs(table, "spearman", "layer")
     with pytest.raises(InputDataError, match="no row"):
         quotes.span(table, "spearman", where="layer > 2")
+    with pytest.raises(InputDataError, match="no row"):
+        quotes.runs(table, "spearman", "layer", where="layer > 2")
 
 
 def test_a_quote_of_an_empty_cell_or_a_missing_table_is_refused(table, tmp_path):

@@ -74,6 +74,14 @@ def _matching(table: str, where: str | None, **keys: Any) -> pd.DataFrame:
     return chosen if where is None else chosen.query(where)
 
 
+def _chosen(table: str, where: str | None, **keys: Any) -> pd.DataFrame:
+    """The rows `_matching` picks, InputDataError where there are none to quote."""
+    chosen = _matching(table, where, **keys)
+    if chosen.empty:
+        raise InputDataError(f"{table}: no row where {keys} and {where}")
+    return chosen
+
+
 def _ends(values: pd.Series, which: str, caller: str, allowed: tuple[str, ...]) -> list[Any]:
     """What `which` names of `values`: its smallest (``"min"``), largest (``"max"``), both
     (``"range"``) or its one value (``"one"``, where it holds one); InputDataError for a
@@ -135,9 +143,7 @@ def extreme(
     """The largest (``which="max"``) or smallest value of `column` over the rows `keys`
     pick (`rows`) that satisfy `where` (a pandas query), or, with `give`, that row's value
     of column `give` (the layer that scores best)."""
-    chosen = _matching(table, where, **keys)
-    if chosen.empty:
-        raise InputDataError(f"{table}: no row where {keys} and {where}")
+    chosen = _chosen(table, where, **keys)
     position = chosen[column].idxmax() if which == "max" else chosen[column].idxmin()
     if give is not None:
         return str(chosen.loc[position, give])
@@ -155,9 +161,7 @@ def span(
     """The smallest and the largest `column` over the rows `keys` pick that satisfy `where`
     (a pandas query: each block against the one before), joined by `sep` (``0.54 to
     0.65``; ``"–"`` for a range in parentheses), or the one value where they all hold it."""
-    chosen = _matching(table, where, **keys)
-    if chosen.empty:
-        raise InputDataError(f"{table}: no row where {keys} and {where}")
+    chosen = _chosen(table, where, **keys)
     ends = _ends(chosen[column], "range", "span", ("range",))
     low, high = (_formatted(table, end, column, format) for end in ends)
     return low if low == high else f"{low}{sep}{high}"
@@ -281,7 +285,7 @@ def runs(table: str, column: str, by: str, where: str | None = None, **keys: Any
     """`column` along `by` over the rows `keys` pick, consecutive values of `by` that share
     it written as one run: ``0–9 → 0, 12–24 → 3, 27 → 15`` (each SmolLM2 block's best
     layer in Gemma-3), so that a map of integers is looked up like any number."""
-    chosen = _matching(table, where, **keys)
+    chosen = _chosen(table, where, **keys)
     if not chosen[by].is_unique:
         raise InputDataError(f"{table}: {by} repeats where {keys}; a run names one row each")
     ordered = chosen.sort_values(by)

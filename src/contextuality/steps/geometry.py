@@ -409,8 +409,8 @@ def alignment_sensitivity(
     for size, seed in sensitivity.samples(n_rows):
         say(f"{left.name} and {right.name}: mutual k-NN on {size:,} rows drawn with seed {seed}")
         rows = sample_rows(n_rows, size, seed)
-        sides = [read_sampled_layers(model, index, rows).vectors for model in (left, right)]
-        grid = mutual_knn_grid(*sides, sensitivity.ks(), seed, device)
+        sides = [read_sampled_layers(model, index, rows) for model in (left, right)]
+        grid = mutual_knn_grid(*(side.vectors for side in sides), sensitivity.ks(), seed, device)
         reference = [sensitivity.is_reference(size, seed, k, n_rows) for k in grid["k"]]
         frames.append(grid.assign(reference=reference, sample_size=size, seed=seed))
     table = pd.concat(frames, ignore_index=True).assign(model_a=left.name, model_b=right.name)
@@ -420,18 +420,12 @@ def alignment_sensitivity(
         index_checksum=summary["index_checksum"],
         settings=asdict(sensitivity),
         models={
-            model.name: {str(layer): _digests(shards) for layer, shards in model.shards.items()}
-            for model in (left, right)
+            model.name: _model_provenance(side)
+            for model, side in zip((left, right), sides, strict=True)
         },
     )
     write_parquet(table, output, provenance)
     return table
-
-
-def _digests(shards: PathLike | Sequence[PathLike]) -> list[str]:
-    """The SHA-256 of a layer's shard, or of each of its parts'."""
-    paths = [shards] if isinstance(shards, str | os.PathLike) else list(shards)
-    return [sha256_file(path) for path in paths]
 
 
 def alignment_sensitivity_tables(
