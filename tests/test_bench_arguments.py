@@ -78,7 +78,6 @@ REFUSED = [
     ("geometry", ["ENCODER", "--within-models", "--models", "gpt2"], "not in the config: gpt2"),
     ("geometry_corrections", ["--cores", "0"], f"argument --cores: 0 {POSITIVE}"),
     ("lanczos", ["--shard", "MISSING"], "argument --shard: MISSING: no such file"),
-    ("layer_profile", ["BINARY"], "argument config: BINARY: not a YAML config"),
     ("measure_memory", ["--sts", "NO_DIRECTORY"], "argument --sts: NO_DIRECTORY: no such"),
     ("measure_memory", ["--sts", ".", "--cores", "0"], f"argument --cores: 0 {POSITIVE}"),
     ("measures", ["--sizes", "1000", "0"], f"argument --sizes: 0 {POSITIVE}"),

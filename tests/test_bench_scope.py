@@ -34,7 +34,6 @@ STUDIES_NOT_YET_STAGES = {
     "early_steps",
     "geometry",
     "geometry_corrections",
-    "layer_profile",
     "protocols",
     "sweep_embedding_matrices",
     "training_sweep",

@@ -1,6 +1,7 @@
-"""What docs/instruments.md's section on the three families says of the numbers it looks
-up, checked in the tables of the published run of config/instruments.yaml: each sentence
-that the lookups cannot keep true by themselves (a direction, a "most", a "none")."""
+"""What docs/instruments.md's section on the three families (and models.md's decoder
+profile) says of the numbers it looks up, checked in the tables of the published run of
+config/instruments.yaml: each sentence that the lookups cannot keep true by themselves (a
+direction, a "most", a "none")."""
 
 from __future__ import annotations
 
@@ -200,3 +201,18 @@ def test_the_zeroed_sink_changes_every_later_block_and_its_mean_does_not(alignme
     assert rise["smollm2-zeroed"] > rise["smollm2"]
     mean = _pairs(alignment, "smollm2", "smollm2-mean", "all").loc[same]
     assert (mean["mutual_knn"] > 0.95).all() and (mean["cka_debiased"] > 0.99).all()
+
+
+def test_smollm2_s_profile_is_a_decoder_s_as_the_models_page_says(measures):
+    """docs/models.md: SmolLM2's anisotropy baseline rises from the embeddings into every
+    block from 3 to 27, each above MiniLM's largest, and falls after the final
+    normalization; its adjusted SelfSim at block 27 is below the embeddings'."""
+    anisotropy = measures.loc[("smollm2", "none", "anisotropy"), "raw"]
+    blocks = anisotropy.loc[3:27]
+    minilm = measures.loc[("minilm", "none", "anisotropy"), "raw"]
+    assert (blocks > anisotropy.loc[0]).all() and (blocks > minilm.max()).all()
+    assert anisotropy.loc[30] < anisotropy.loc[27]
+    selfsim = measures.loc[("smollm2", "none", "selfsim"), "adjusted"]
+    assert selfsim.loc[27] < selfsim.loc[0]
+    page = " ".join((ROOT / "docs" / "models.md").read_text().split())
+    assert "adjusted SelfSim falls from" in page and "while MiniLM's reaches at most" in page
