@@ -197,6 +197,26 @@ def test_a_directory_without_results_is_one_line(tmp_path, capsys):
     )
 
 
+def test_a_training_run_s_checkpoints_are_left_alone_and_a_json_without_digest_is_not(
+    tmp_path, capsys
+):
+    """A training run's checkpoint folder (transformers' files, which record no digest) is
+    counted as left alone; the same JSON file elsewhere under results/ is damaged."""
+    checkpoint = tmp_path / "results/training/tiny/checkpoints/step_0"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "config.json").write_text('{"model_type": "gpt2"}')
+    (checkpoint / "model.safetensors").write_bytes(b"weights")
+    status, lines, _ = _verify(capsys, tmp_path)
+    assert status == 0 and lines == [
+        "0 files checked, 0 damaged, 2 others with no recorded digest left alone"
+    ]
+    stray = tmp_path / "results/tables/config.json"
+    stray.parent.mkdir(parents=True)
+    stray.write_text('{"model_type": "gpt2"}')
+    status, lines, _ = _verify(capsys, tmp_path)
+    assert status == 1 and lines[0].startswith("results/tables/config.json: no content_sha256")
+
+
 def _state_file(path: Path, index_checksum: str) -> None:
     """A streamed layer's state file of 120 rows, accumulated over index `index_checksum`."""
     rng = np.random.default_rng(2)

@@ -1,6 +1,7 @@
-"""A finished study verified (``contextuality verify``). Every file under ``results/``, and
-the downloads under ``resources/`` that have a published checksum, checked against the
-digest recorded with it, then against the files it was made from where its provenance
+"""A finished study verified (``contextuality verify``). Every file under ``results/`` but a
+training run's checkpoints (model directories, no digest of their own), and the downloads
+under ``resources/`` that have a published checksum, checked against the digest recorded
+with it, then against the files it was made from where its provenance
 names them. The step before publishing a study's numbers.
 
 Each file is read as the workflow reads it: a Parquet table's content against the digest
@@ -78,6 +79,12 @@ class Verification:
         if self.unchecked:
             text += f", {len(self.unchecked)} others with no recorded digest left alone"
         return text
+
+
+# The folder of a training run's checkpoints (results/training/<run>/checkpoints/step_<N>/):
+# model directories in transformers' layout (config.json, the weights), which record no
+# digest of their own; the models extracted from them record each file's SHA-256.
+CHECKPOINTS = "checkpoints"
 
 
 def study_files(study: Path) -> list[Path]:
@@ -163,6 +170,8 @@ def _checker(relative: Path) -> Callable[[Path], Any] | None:
     name = relative.name
     if relative.parts[0] == "resources":
         return _published_checker(relative)
+    if relative.parts[:2] == ("results", "training") and CHECKPOINTS in relative.parts:
+        return None
     if name.endswith(".state.h5"):
         return _check_state
     if name.endswith(".h5"):
