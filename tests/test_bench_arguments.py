@@ -63,11 +63,6 @@ REFUSED = [
     ("measures", ["--out", "FILE/x"], "argument --out: FILE/x: FILE is a file"),
     ("parity", ["--repeats", "0"], f"argument --repeats: 0 {POSITIVE}"),
     ("parity", ["--sentences", "-3"], f"argument --sentences: -3 {POSITIVE}"),
-    ("early_steps", ["--warmups", "0"], f"argument --warmups: 0 {POSITIVE}"),
-    ("early_steps", ["--warmups", "50", "-10"], f"argument --warmups: -10 {POSITIVE}"),
-    ("early_steps", ["--sentences", "0"], f"argument --sentences: 0 {POSITIVE}"),
-    ("early_steps", ["--held-out-blocks", "0"], f"argument --held-out-blocks: 0 {POSITIVE}"),
-    ("early_steps", ["--seeds", "-1"], f"argument --seeds: -1 {NONNEGATIVE}"),
     ("extraction", ["--device", "tpu"], "argument --device: tpu is not a device torch knows"),
     ("extraction", ["--tokens", "0"], f"argument --tokens: 0 {POSITIVE}"),
     ("extraction", ["--token-budget", "2048", "0"], f"argument --token-budget: 0 {POSITIVE}"),
@@ -89,13 +84,6 @@ REFUSED = [
     ("protocols", ["--sts", ".", "--data", ".", "--cores", "0"], f"--cores: 0 {POSITIVE}"),
     ("redraw", ["x", "--results", "NO_DIRECTORY"], "argument --results: NO_DIRECTORY: no such"),
     ("redraw", ["x", "--ablation", "a", "b", "c"], "--ablation: a b c: BLOCK is not a number"),
-    ("sweep_embedding_matrices", ["--threads", "0"], f"argument --threads: 0 {POSITIVE}"),
-    ("sweep_embedding_matrices", ["--steps", "-1"], f"argument --steps: -1 {NONNEGATIVE}"),
-    ("train_checkpoints", ["--out", "FILE"], "argument --out: FILE is a file"),
-    ("train_checkpoints", ["--out", "NO_DIRECTORY", "--warmup", "0"], f"--warmup: 0 {POSITIVE}"),
-    ("train_checkpoints", ["--out", "NO_DIRECTORY", "--steps", "-1"], "--steps: -1 is not an"),
-    ("training_sweep", ["--seeds", "-1"], f"argument --seeds: -1 {NONNEGATIVE}"),
-    ("training_sweep", ["--cores", "0"], f"argument --cores: 0 {POSITIVE}"),
 ]
 
 

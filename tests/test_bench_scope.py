@@ -31,12 +31,9 @@ GPU_REPORTS = ("acceptance-", "forward-profile-")
 # Studies whose results the docs still read from bench/results: each to become a stage of
 # the workflow whose run is published, and to leave this list (and bench/) then.
 STUDIES_NOT_YET_STAGES = {
-    "early_steps",
     "geometry",
     "geometry_corrections",
     "protocols",
-    "sweep_embedding_matrices",
-    "training_sweep",
 }
 WRITER = re.compile(r"Written by `bench/(\w+)\.py")
 

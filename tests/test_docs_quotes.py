@@ -27,6 +27,7 @@ CONSTANTS = {
     "0.05": "the significance level a sentence tests at",
     "12,544": "the scored pairs of STS 2012–2016, a fact of the data (corpus.sts.scored_only)",
     "1,000": "a massive activation's least ratio to its median, a definition (MASSIVE_RATIO)",
+    "10,000": "the occurrences the geometry samples by default, a setting (geometry.sample_size)",
 }
 # A result as a page would type it: a decimal, or a count with thousands separators; not
 # an arXiv identifier.
@@ -216,6 +217,7 @@ def test_the_scan_finds_typed_numbers_and_passes_looked_up_ones():
 
 def test_the_constants_a_looked_up_section_may_type_are_the_code_s():
     """A constant's value is the definition it names, not a number typed to match."""
+    from contextuality.configuration import schema
     from contextuality.extraction import ablation
     from contextuality.measures import outliers
 
@@ -223,6 +225,8 @@ def test_the_constants_a_looked_up_section_may_type_are_the_code_s():
         next(k for k, v in CONSTANTS.items() if "MASSIVE_RATIO" in v).replace(",", "")
     ) == (ablation.MASSIVE_RATIO)
     assert ablation.MASSIVE_RATIO == outliers.MASSIVE_RATIO
+    sampled = next(k for k, v in CONSTANTS.items() if "geometry.sample_size" in v)
+    assert int(sampled.replace(",", "")) == schema.default("geometry", "sample_size")
     assert ablation.MASSIVE_MAGNITUDE == outliers.MASSIVE_MAGNITUDE
 
 

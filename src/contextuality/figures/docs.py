@@ -144,13 +144,17 @@ def _early_steps(kind: str, name: str) -> Callable[[list[pd.DataFrame], str, Pat
     def draw(tables: list[pd.DataFrame], source: str, output: Path) -> None:
         from contextuality.figures.early_steps import plot_early_steps
 
-        table, events = (frame.rename(columns={"kind": "architecture"}) for frame in tables)
+        table, events = tables
         plot_early_steps(table, events, kind, name, "Lee", [output], source)
 
     return draw
 
 
-EARLY_STEPS = ("bench/results/early-steps.tsv", "bench/results/early-steps-events.tsv")
+# The published run of config/early_steps.yaml (docs/results/early_steps/).
+EARLY_STEPS = (
+    "docs/results/early_steps/tables/training_probes.tsv",
+    "docs/results/early_steps/tables/training_probe_events.tsv",
+)
 # The published run of config/instruments.yaml (docs/results/instruments/).
 INSTRUMENTS = "docs/results/instruments/tables"
 FIGURES = {
