@@ -5,6 +5,7 @@ fails), and no number typed by hand in a section that says its numbers are looke
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 import subprocess
@@ -172,6 +173,25 @@ def test_a_quote_of_an_empty_cell_or_a_missing_table_is_refused(table, tmp_path)
         quotes.bounds(table, model="b")
     with pytest.raises(InputDataError, match="no such table"):
         quotes.value(str(tmp_path / "none.tsv"), "spearman", model="a")
+
+
+def test_a_bench_s_json_records_are_quoted_as_a_table_and_anything_else_refused(tmp_path):
+    """A bench's JSON list of records (one per size and device) is a table like a TSV
+    file: each record a row, its keys the columns; a JSON object is refused."""
+    records = [
+        {"n": 10000, "device": "cpu", "search_s": 2.454},
+        {"n": 10000, "device": "cuda", "search_s": 0.139, "peak_mib": 799.1},
+    ]
+    path = tmp_path / "neighbours.json"
+    path.write_text(json.dumps(records))
+    assert quotes.value(str(path), "search_s", ".2f", n=10000, device="cuda") == "0.14"
+    assert quotes.span(str(path), "search_s", ".1f", n=10000) == "0.1 to 2.5"
+    with pytest.raises(InputDataError, match="peak_mib is empty"):
+        quotes.value(str(path), "peak_mib", device="cpu")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"n": 10000}))
+    with pytest.raises(InputDataError, match="not a JSON list of records"):
+        quotes.value(str(other), "n", n=10000)
 
 
 @pytest.mark.parametrize("n", [5, 6, 7])

@@ -1,8 +1,9 @@
 """Numbers a docs page quotes, looked up in committed tables when mkdocs builds it.
 
-A page quotes a number by naming its table (a TSV path from the repository's root), the
-columns that pick its row, its column and its format (docs/macros.py makes these its
-macros), never by typing it: a row missing, or matched twice, fails the build.
+A page quotes a number by naming its table (a TSV path from the repository's root, or a
+bench's JSON list of records), the columns that pick its row, its column and its format
+(docs/macros.py makes these its macros), never by typing it: a row missing, or matched
+twice, fails the build.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +25,17 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @functools.cache
 def _table(table: str) -> pd.DataFrame:
+    """A committed table: a TSV file, or a JSON list of records (a bench's measurements,
+    one record per size and device)."""
     path = ROOT / table
     if not path.is_file():
         raise InputDataError(f"{table}: no such table to quote from")
-    return pd.read_csv(path, sep="\t")
+    if path.suffix != ".json":
+        return pd.read_csv(path, sep="\t")
+    records = json.loads(path.read_text())
+    if not (isinstance(records, list) and all(isinstance(row, dict) for row in records)):
+        raise InputDataError(f"{table}: not a JSON list of records to quote from")
+    return pd.DataFrame.from_records(records)
 
 
 def rows(table: str, **keys: Any) -> pd.DataFrame:
