@@ -31,8 +31,8 @@ CONSTANTS = {
     "10,000": "the occurrences the geometry samples by default, a setting (geometry.sample_size)",
 }
 # A result as a page would type it: a decimal, or a count with thousands separators; not
-# an arXiv identifier.
-TYPED = re.compile(r"(?<![\w.,])(?<!arXiv:)(?:\d{1,3}(?:,\d{3})+|\d*\.\d+)(?![\w])")
+# an arXiv identifier or a version (scikit-dimension 0.5.0).
+TYPED = re.compile(r"(?<![\w.,])(?<!arXiv:)(?:\d{1,3}(?:,\d{3})+|\d*\.\d+)(?![\w]|\.\d)")
 
 
 @pytest.fixture
@@ -230,7 +230,7 @@ def _looked_up_sections() -> dict[str, str]:
 def test_the_scan_finds_typed_numbers_and_passes_looked_up_ones():
     text = (
         "ρ = 0.805 over 1,000 draws in 2025 {{ value(t, 'x', model='a') }} `0.5` at layer 12"
-        " (arXiv:2603.05498)"
+        " (arXiv:2603.05498), as scikit-dimension 0.5.0 gives."
     )
     assert _typed(text) == ["0.805", "1,000"]
 
