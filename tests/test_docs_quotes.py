@@ -176,8 +176,9 @@ def test_a_quote_of_an_empty_cell_or_a_missing_table_is_refused(table, tmp_path)
 
 
 def test_a_bench_s_json_records_are_quoted_as_a_table_and_anything_else_refused(tmp_path):
-    """A bench's JSON list of records (one per size and device) is a table like a TSV
-    file: each record a row, its keys the columns; a JSON object is refused."""
+    """A bench's JSON list of records (one per size and device), the file's own or under a
+    key of its object (``report.json#models``), is a table like a TSV file: each record a
+    row, its keys the columns, a nested key's dotted; anything else is refused."""
     records = [
         {"n": 10000, "device": "cpu", "search_s": 2.454},
         {"n": 10000, "device": "cuda", "search_s": 0.139, "peak_mib": 799.1},
@@ -188,10 +189,12 @@ def test_a_bench_s_json_records_are_quoted_as_a_table_and_anything_else_refused(
     assert quotes.span(str(path), "search_s", ".1f", n=10000) == "0.1 to 2.5"
     with pytest.raises(InputDataError, match="peak_mib is empty"):
         quotes.value(str(path), "peak_mib", device="cpu")
-    other = tmp_path / "other.json"
-    other.write_text(json.dumps({"n": 10000}))
-    with pytest.raises(InputDataError, match="not a JSON list of records"):
-        quotes.value(str(other), "n", n=10000)
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"threads": 2, "models": [{"model": "m", "full": {"s": 1.5}}]}))
+    assert quotes.value(f"{report}#models", "full.s", ".1f", model="m") == "1.5"
+    for wrong in (f"{report}#threads", f"{report}#none", str(report)):
+        with pytest.raises(InputDataError, match="not a JSON list of records"):
+            quotes.value(wrong, "model", model="m")
 
 
 @pytest.mark.parametrize("n", [5, 6, 7])

@@ -1,9 +1,9 @@
 """Numbers a docs page quotes, looked up in committed tables when mkdocs builds it.
 
 A page quotes a number by naming its table (a TSV path from the repository's root, or a
-bench's JSON list of records), the columns that pick its row, its column and its format
-(docs/macros.py makes these its macros), never by typing it: a row missing, or matched
-twice, fails the build.
+bench's JSON list of records: ``report.json#models``), the columns that pick its row, its
+column and its format (docs/macros.py makes these its macros), never by typing it: a row
+missing, or matched twice, fails the build.
 """
 
 from __future__ import annotations
@@ -23,19 +23,28 @@ from contextuality.errors import InputDataError
 ROOT = Path(__file__).resolve().parents[3]
 
 
+# What separates a JSON file from the key of its list of records: ``report.json#models``.
+RECORDS = "#"
+
+
 @functools.cache
 def _table(table: str) -> pd.DataFrame:
     """A committed table: a TSV file, or a JSON list of records (a bench's measurements,
-    one record per size and device)."""
-    path = ROOT / table
+    one record per size and device), the file's own or, as ``report.json#models``, the one
+    under a key of its object; a record's nested objects give columns such as
+    ``full_extraction.tokens_per_s``."""
+    file, _, key = table.partition(RECORDS)
+    path = ROOT / file
     if not path.is_file():
         raise InputDataError(f"{table}: no such table to quote from")
     if path.suffix != ".json":
         return pd.read_csv(path, sep="\t")
     records = json.loads(path.read_text())
+    if key:
+        records = records.get(key) if isinstance(records, dict) else None
     if not (isinstance(records, list) and all(isinstance(row, dict) for row in records)):
         raise InputDataError(f"{table}: not a JSON list of records to quote from")
-    return pd.DataFrame.from_records(records)
+    return pd.json_normalize(records)
 
 
 def rows(table: str, **keys: Any) -> pd.DataFrame:
