@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from test_docs_training import with_checkpoints
 
 from contextuality.catalogue import quotes
 from contextuality.measures.downstream import TaskScores, layer_agreement, task_scores
@@ -279,10 +280,8 @@ def test_what_the_page_says_of_the_early_steps_holds():
 def _checkpoints(table: pd.DataFrame) -> pd.DataFrame:
     """The rows of a training run's table counted in STS 2012-2016, indexed by
     architecture, step and seed (read from each checkpoint's model name)."""
-    table = table[table["frequency_corpus"] == "sts-2012-2016"]
-    named = table["model"].str.extract(r"^tiny-(?P<kind>\w+)-(?P<seed>\d)\.step(?P<step>\d+)$")
-    table = table.join(named.astype({"seed": int, "step": int}))
-    return table.set_index(["kind", "step", "seed"]).sort_index()
+    table = with_checkpoints(table[table["frequency_corpus"] == "sts-2012-2016"])
+    return table.set_index(["architecture", "step", "seed"]).sort_index()
 
 
 def test_what_the_page_says_of_the_training_run_s_embedding_matrices_holds():

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_docs_instruments import _pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 SINK = [15, 18, 21, 24, 27]
@@ -27,15 +28,6 @@ def full() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def families() -> pd.DataFrame:
     return _alignment("docs/results/instruments/tables/alignment.tsv")
-
-
-def _pairs(table: pd.DataFrame, model_a: str, model_b: str, occurrences: str) -> pd.DataFrame:
-    chosen = table[
-        (table["model_a"] == model_a)
-        & (table["model_b"] == model_b)
-        & (table["occurrences"] == occurrences)
-    ]
-    return chosen.set_index(["layer_a", "layer_b"]).sort_index()
 
 
 def test_each_null_is_what_the_page_says_of_it_on_the_acceptance_tables():

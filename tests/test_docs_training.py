@@ -12,6 +12,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "docs/results/training/tables"
 BLOCKS = [1, 2, 3, 4]
+# A checkpoint of the training runs as a model: tiny-<architecture>-<seed>.step<step>.
+CHECKPOINT = r"^tiny-(?P<architecture>\w+)-(?P<seed>\d)\.step(?P<step>\d+)$"
+
+
+def with_checkpoints(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with the architecture, seed and step that each row's model name gives."""
+    named = table["model"].str.extract(CHECKPOINT)
+    return table.join(named.astype({"seed": int, "step": int}))
 
 
 @pytest.fixture(scope="module")
@@ -20,9 +28,7 @@ def measures() -> pd.DataFrame:
     measure, step, seed; a column per layer."""
     table = pd.read_csv(RUN / "measures.tsv", sep="\t")
     table = table[(table["transform"] == "none") & table["measure"].isin(["anisotropy", "selfsim"])]
-    checkpoint = r"^tiny-(?P<architecture>\w+)-(?P<seed>\d)\.step(?P<step>\d+)$"
-    named = table["model"].str.extract(checkpoint)
-    table = table.join(named.astype({"seed": int, "step": int}))
+    table = with_checkpoints(table)
     table["value"] = table["raw"].where(table["measure"] == "anisotropy", table["adjusted"])
     return table.pivot_table(
         index=["architecture", "measure", "step", "seed"], columns="layer", values="value"
