@@ -1019,6 +1019,8 @@ def _merged(base: dict, overlay: dict) -> dict:
         ["config.yaml", "corrections.yaml"],
         ["full.yaml"],
         ["paper.yaml", "corrections.yaml"],
+        ["sts.yaml", "scored_only.yaml"],
+        ["paper_offline.yaml"],
     ],
 )
 def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
