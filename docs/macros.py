@@ -31,6 +31,7 @@ def define_env(env) -> None:
         quotes.ratios,
         quotes.quotient,
         quotes.difference,
+        quotes.shift,
         quotes.smallest_significant_rho,
     ):
         env.macro(quote)

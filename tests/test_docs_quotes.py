@@ -143,6 +143,27 @@ def test_ratios_pair_rows_by_their_columns(tmp_path):
     assert quotes.ratios(str(path), "peak", "warmup", 200, 10, ["seed"], "one", seed=1) == "2.0"
 
 
+def test_a_shift_pairs_each_layer_of_two_runs_or_two_estimators(table, tmp_path):
+    """Model a against model b in one table, and a table against a copy with every value
+    raised by a layer's own amount, each worked by hand."""
+    # a's and b's rows at layer 0: b has two, so they cannot pair one to one
+    with pytest.raises(InputDataError, match="do not pair one to one"):
+        quotes.shift(table, "spearman", {"model": "a"}, {"model": "b"})
+    raised = pd.read_csv(table, sep="\t")
+    raised["spearman"] += raised["layer"] * 0.25 - 0.125  # −0.125, +0.125, +0.375 by layer
+    path = tmp_path / "raised.tsv"
+    raised.to_csv(path, sep="\t", index=False)
+    keys = {"before": {"model": "a"}, "after": {"model": "a"}, "after_table": str(path)}
+    assert quotes.shift(table, "spearman", **keys) == "+0.125 (−0.125…+0.375)"
+    assert quotes.shift(table, "spearman", **keys, which="mean", format="+.2f") == "+0.12"
+    assert quotes.shift(table, "spearman", **keys, layer=[1, 2]) == "+0.250 (+0.125…+0.375)"
+    # the same table, two columns of keys: a's layer 1 against b's layer 0 is no pair
+    with pytest.raises(InputDataError, match="do not pair"):
+        quotes.shift(table, "spearman", {"layer": 1}, {"layer": 2})
+    with pytest.raises(InputDataError, match="which is spread or mean"):
+        quotes.shift(table, "spearman", **keys, which="max")
+
+
 @pytest.mark.parametrize(
     ("keys", "message"),
     [

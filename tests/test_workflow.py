@@ -405,6 +405,17 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     assert not vocab.loc[vocab["punctuation"], "indexed"].any()
     words = pd.read_parquet(tmp_path / "results/measures/bert/none/layer_1.parquet")
     assert set(words["word"]) == set(vocab.loc[vocab["indexed"], "word"])
+    # The corpus table counts what the index holds, each line of the file a sentence.
+    (corpus_row,) = pd.read_csv(tmp_path / "results/tables/corpus.tsv", sep="\t").itertuples()
+    occurrences = pd.read_parquet(tmp_path / "results/corpus/occurrences.parquet")
+    assert (corpus_row.model, corpus_row.units, corpus_row.tokenizer) == ("bert", "word", "spacy")
+    assert corpus_row.sentences == len(corpus.read_text().splitlines())
+    assert corpus_row.distinct_sentences == occurrences["sentence_id"].nunique()
+    assert corpus_row.occurrences == len(occurrences)
+    assert (corpus_row.distinct_units, corpus_row.indexed_units) == (
+        len(vocab),
+        vocab["indexed"].sum(),
+    )
     assert len(table) == 3 * table["measure"].nunique()
     assert {"intrinsic_dimension[gride]", "anisotropy[position>0]"} <= set(table["measure"])
     cka = pd.read_csv(tmp_path / "results/tables/alignment.tsv", sep="\t")
@@ -501,6 +512,7 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "dimension_scales_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
+        "corpus_table": 1,  # a row for the new model
         "massive_activations_table": 1,
         "figures_none": 1,
         "all": 1,
@@ -780,6 +792,7 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
         "dimension_scales_table": 1,
         "geometry_figures": 1,
         "measures_table": 1,
+        "corpus_table": 1,
         "massive_activations_table": 1,
         "figures_none": 1,
         "sweep_figure": 1,
@@ -1150,3 +1163,14 @@ def test_the_paper_config_builds_every_output(tmp_path, tiny_bert_dir, tiny_gpt2
         assert set(comparison["layer"]) == {0, 2}
     (subword_index,) = (tmp_path / "results/corpus/subwords").iterdir()
     assert (subword_index / "index.json").is_file()  # BERT's WordPiece units
+    # The corpus table: BERT's row counts its WordPiece index, every other model's the words'.
+    corpus = pd.read_csv(tmp_path / "results/tables/corpus.tsv", sep="\t").set_index("model")
+    assert set(corpus.index) == models
+    for model, index in (("bert-base-cased", subword_index), ("gpt2", tmp_path / "results/corpus")):
+        summary = json.loads((index / "index.json").read_text())
+        assert corpus.loc[model, "units"] == summary["units"]["kind"]
+        assert corpus.loc[model, "indexed_units"] == summary["n_indexed_words"]
+        assert corpus.loc[model, "occurrences"] == summary["n_occurrences"]
+    assert list(corpus.loc["bert-base-cased", ["units", "count_by"]]) == ["subword", "occurrences"]
+    listed = pd.read_parquet(tmp_path / "results/corpus/sentences.parquet")["n_copies"].sum()
+    assert (corpus["sentences"] == listed).all() and listed % 2 == 0  # STS lists pairs

@@ -79,6 +79,28 @@ rule subword_index:
         "../scripts/subword_index.py"
 
 
+# The corpus each model was measured on: sentences, and its index's units and counts.
+rule corpus_table:
+    input:
+        sentences="results/corpus/sentences.parquet",
+        summaries=ctx.index_summaries(config),
+    output:
+        table=report(
+            "results/tables/corpus.tsv",
+            caption="../report/corpus_table.rst",
+            **ctx.report_section("corpus_table"),
+        ),
+        provenance="results/tables/corpus.provenance.json",
+    log:
+        "logs/tables/corpus.log",
+    conda:
+        "../envs/contextuality.yaml"
+    params:
+        models=ctx.model_names(config),
+    script:
+        "../scripts/corpus_table.py"
+
+
 rule fit_split:
     input:
         "results/corpus/sentences.parquet",

@@ -337,6 +337,42 @@ def difference(
     return _formatted(table, found[which](), column, format)
 
 
+def shift(
+    table: str,
+    column: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    after_table: str | None = None,
+    by: str | list[str] = "layer",
+    which: str = "spread",
+    format: str = "+.3f",
+    **keys: Any,
+) -> str:
+    """How `column` moves from the rows `before` picks in `table` to those `after` picks
+    in `after_table` (`table` where None), both among the rows `keys` pick, each row paired
+    with the other side's of equal `by` (a layer): the mean change with its smallest and
+    largest (``which="spread"``: ``+0.003 (−0.012…+0.009)``), or the mean alone
+    (``"mean"``); an estimator against another in one run, or one run against another."""
+    by = [by] if isinstance(by, str) else list(by)
+    sides = [
+        rows(name, **keys, **picked).set_index(by)[column].astype(float)
+        for name, picked in ((table, before), (after_table or table, after))
+    ]
+    first, second = sides
+    if not (first.index.is_unique and second.index.is_unique) or set(first.index) != set(
+        second.index
+    ):
+        raise InputDataError(f"{table}: {before} and {after} do not pair one to one by {by}")
+    moved = second - first.reindex(second.index)
+    if which not in ("spread", "mean"):
+        raise InputDataError(f"shift: which is spread or mean, not {which!r}")
+    mean = _formatted(table, moved.mean(), column, format)
+    if which == "mean":
+        return mean
+    low, high = (_formatted(table, end, column, format) for end in (moved.min(), moved.max()))
+    return f"{mean} ({low}…{high})"
+
+
 @functools.cache
 def smallest_significant_rho(n: int, level: float = 0.05) -> str:
     """The smallest |Spearman's ρ| between two orderings of `n` items whose exact two-sided

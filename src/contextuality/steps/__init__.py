@@ -14,6 +14,7 @@ from contextuality.steps.ablation_effects import (
     ablation_effects_tables,
 )
 from contextuality.steps.corpus import (
+    corpus_table,
     distinct_sts_sentences,
     download_sts,
     fit_split,
@@ -91,6 +92,7 @@ from contextuality.steps.training import (
 )
 
 __all__ = [
+    "corpus_table",
     "alignment_sensitivity",
     "alignment_sensitivity_tables",
     "RunFiles",

@@ -1,5 +1,5 @@
 """The steps of workflow/rules/corpus.smk: STS archives, the sentence table, the distinct
-STS 2012–2016 sentences, the occurrence indexes and the correction split."""
+STS 2012–2016 sentences, the occurrence indexes, their table and the correction split."""
 
 from __future__ import annotations
 
@@ -31,8 +31,14 @@ from contextuality.corpus.settings import CorpusSettings
 from contextuality.corpus.words import tokenize_sentences
 from contextuality.errors import InputDataError, warn
 from contextuality.files.fetch import resolve_data_path
-from contextuality.files.provenance import config_hash, provenance_record, sha256_file, write_json
-from contextuality.files.tables import read_parquet, write_parquet
+from contextuality.files.provenance import (
+    config_hash,
+    provenance_record,
+    read_json,
+    sha256_file,
+    write_json,
+)
+from contextuality.files.tables import read_parquet, write_parquet, write_tsv
 from contextuality.transforms import fitting
 
 PathLike = str | os.PathLike
@@ -154,6 +160,36 @@ def subword_index(
     settings = dataclasses.replace(settings, lowercase=False)
     index = build_occurrence_index(units, settings, table["n_copies"].to_numpy())
     _write_index(index, texts, subword_units(tokenizer_key(spec), spec.source), settings, output)
+
+
+def corpus_table(
+    sentences_path: PathLike, summaries: Mapping[str, PathLike], output: PathLike
+) -> pd.DataFrame:
+    """The corpus a run measured, one row per model (`summaries`: model → the summary of
+    the occurrence index its rows align with): the sentences listed (repeats counted, as
+    the STS pairs list them) and distinct, and its index's units, occurrences, distinct
+    units and units indexed (those measured)."""
+    listed = int(read_parquet(sentences_path)["n_copies"].sum())
+    records = {model: read_json(path) for model, path in summaries.items()}
+    table = pd.DataFrame(
+        [
+            {
+                "model": model,
+                "units": record["units"]["kind"],
+                "tokenizer": record["units"]["tokenizer"],
+                "sentences": listed,
+                "distinct_sentences": record["n_sentences"],
+                "occurrences": record["n_occurrences"],
+                "distinct_units": record["n_words"],
+                "indexed_units": record["n_indexed_words"],
+                "min_contexts": record["min_contexts"],
+                "count_by": record["count_by"],
+            }
+            for model, record in records.items()
+        ]
+    )
+    write_tsv(table, output, provenance_record(step="corpus_table", sources=list(records.values())))
+    return table
 
 
 def settings_record(stage: str, settings: dict[str, Any], output: PathLike) -> None:

@@ -100,6 +100,7 @@ from contextuality.workflow.paths import (
     figures_directory,
     index_directory,
     index_files,
+    index_summaries,
     layer_of_file,
     layer_outputs,
     layer_shards,
@@ -159,6 +160,7 @@ from contextuality.workflow.training import (
 )
 
 __all__ = [
+    "index_summaries",
     "sensitivity_files",
     "sensitivity_outputs",
     "sensitivity_pairs",

@@ -61,6 +61,12 @@ def index_files(config: dict[str, Any], model: str | None = None) -> dict[str, s
     return {name: f"{directory}/{file}" for name, file in INDEX_FILE_NAMES.items()}
 
 
+def index_summaries(config: dict[str, Any]) -> list[str]:
+    """The summary of the occurrence index each configured model's rows align with
+    (`index_directory`), in `model_names`' order: the corpus table's rows."""
+    return [index_files(config, model)["summary"] for model in model_names(config)]
+
+
 def part_label(part: int, n_parts: int) -> str:
     """The {part} wildcard of part `part` (0-based) of `n_parts`: ``"<part>-of-<n_parts>"``."""
     return f"{part}-of-{n_parts}"

@@ -27,6 +27,7 @@ _CENSUS = "census of every layer"
 REPORT_SECTIONS = {
     "transforms_figure": ("Corrections of the space", "every transform side by side"),
     "measures_table": ("Tables", "every measure of every layer"),
+    "corpus_table": ("Tables", "the corpus and each model's units"),
     "context_specific_words": ("Tables", "context-specific words by model and transform"),
     "degeneration_figures": ("Degeneration", "{model}, transform {transform}"),
     "degeneration_table": ("Degeneration", "every layer by frequency bin"),

@@ -134,6 +134,7 @@ def _tables_figures_and_summaries(config: dict[str, Any]) -> list[str]:
         *[path for model in model_names(config) for path in extraction_metas(config, model)],
         *every_layer_output(config, ".json"),
         "results/tables/measures.tsv",
+        "results/tables/corpus.tsv",
         *census_tables(config),
         *[
             f"results/tables/words/{model}.{transform}.tsv"
