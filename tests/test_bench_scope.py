@@ -33,7 +33,6 @@ GPU_REPORTS = ("acceptance-", "forward-profile-")
 STUDIES_NOT_YET_STAGES = {
     "geometry",
     "geometry_corrections",
-    "protocols",
 }
 WRITER = re.compile(r"Written by `bench/(\w+)\.py")
 
