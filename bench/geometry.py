@@ -26,7 +26,7 @@ dimension) and writes ``geometry-<config>-within.tsv``, its figure and times
 (``geometry-<config>-within.md``); with ``--untrained SEED`` each model has its untrained
 twin beside it (``<model>-untrained``: its architecture with ``random_weights_seed``).
 
-    python bench/geometry.py config/decoder.yaml
+    python bench/geometry.py config/families.yaml
 """
 
 from __future__ import annotations

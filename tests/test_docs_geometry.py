@@ -93,3 +93,61 @@ def test_minilm_s_special_tokens_are_no_larger_than_its_words_and_cls_is_one_vec
     assert round(at_embeddings["n"].sum() / sentences) == 25
     page = " ".join((ROOT / "docs" / "geometry.md").read_text().split())
     assert "in a sentence of some 25 words" in page
+
+
+DECODER = ROOT / "docs/results/decoder/tables"
+LATER_WORDS = ROOT / "docs/results/decoder_later_words/tables"
+
+
+def _baselines(directory: Path, model: str, transform: str) -> pd.DataFrame:
+    """`model`'s cosine baseline over every occurrence and past the first words, by layer."""
+    table = pd.read_csv(directory / "measures.tsv", sep="\t")
+    table = table[(table["model"] == model) & (table["transform"] == transform)]
+    chosen = table[table["measure"].isin(["anisotropy", "anisotropy[position>0]"])]
+    return chosen.pivot_table(index="layer", columns="measure", values="raw")
+
+
+def test_smollm2_parks_its_sink_on_the_first_word_and_the_centering_follows_it():
+    """From block 3 to block 27 the first words' mean norm is over three times every later
+    bucket's, and they point one way; at the last layer the norms are alike. Centering
+    fitted on every held-out word raises the baseline in blocks 12 to 27, above the raw
+    one; fitted without the first words it takes it under a hundredth."""
+    positions = pd.read_csv(DECODER / "positions.tsv", sep="\t")
+    words = positions[
+        (positions["model"] == "smollm2")
+        & (positions["kind"] == "word position")
+        & (positions["transform"] == "none")
+    ]
+    first = words[words["first_position"] == 0].set_index("layer")
+    later = words[words["first_position"] > 0].groupby("layer")["mean_norm"].max()
+    sink = [3, *range(6, 30, 3)]
+    assert (first.loc[sink, "mean_norm"] > 3 * later[sink]).all()
+    assert (first.loc[SINK, "anisotropy"] > 0.9).all()
+    assert first.loc[30, "mean_norm"] < 2 * later[30]
+    runs = ((DECODER, "none"), (DECODER, "center"), (LATER_WORDS, "center"))
+    raw, every, later_only = (
+        _baselines(directory, "smollm2", transform) for directory, transform in runs
+    )
+    blocks = [12, *SINK]
+    assert (every.loc[blocks, "anisotropy"] > raw.loc[blocks, "anisotropy"]).all()
+    assert (later_only.loc[blocks, "anisotropy"].abs() < 0.01).all()
+    moved = (raw["anisotropy[position>0]"] - raw["anisotropy"]).abs()
+    assert moved[15] < 0.05  # "barely moves without them"
+
+
+def test_minilm_has_no_sink_and_its_centering_is_the_same_either_way():
+    """MiniLM's first words' norms are within a fifth of the second words' at every layer,
+    and its centered baseline moves by less than its own interval's worth, a hundredth, when
+    the fit leaves the first words out."""
+    positions = pd.read_csv(DECODER / "positions.tsv", sep="\t")
+    words = positions[
+        (positions["model"] == "minilm")
+        & (positions["kind"] == "word position")
+        & (positions["transform"] == "none")
+    ]
+    norms = words.pivot_table(index="layer", columns="bucket", values="mean_norm")
+    assert ((norms["0"] / norms["1"] - 1).abs() < 0.2).all()
+    every, later_only = (
+        _baselines(directory, "minilm", "center") for directory in (DECODER, LATER_WORDS)
+    )
+    assert ((every["anisotropy"] - later_only["anisotropy"]).abs() < 0.01).all()

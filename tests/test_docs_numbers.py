@@ -103,23 +103,6 @@ def test_what_the_geometry_page_says_of_the_intrinsic_dimension_over_scale_holds
     assert twonn_last["dimension_low"] <= curves.loc[("twonn", 5, 156), "dimension_high"]
 
 
-def test_minilm_s_anisotropy_past_the_first_words_quoted_in_the_geometry_page():
-    """docs/geometry.md: MiniLM's anisotropy past the first words against every occurrence,
-    in bench/results/geometry-decoder.md's table (three decimals, as written there)."""
-    report = (ROOT / "bench/results/geometry-decoder.md").read_text()
-    section = report.split("## minilm")[1].split("## ")[0]
-    lines = [line.split("|") for line in section.splitlines() if line.startswith("|")]
-    header = [cell.strip() for cell in lines[0]]
-    rows = lines[2:]
-    every, later = header.index("anisotropy"), header.index("anisotropy[position>0]")
-    gaps = [abs(float(row[every]) - float(row[later])) for row in rows]
-    assert len(gaps) == 7 and max(gaps) <= 0.001 + 1e-9
-    assert (
-        "anisotropy past the first words (`anisotropy[position>0]`) is within .001 of that "
-        "over every occurrence at every layer"
-    ) in _page("geometry.md")
-
-
 def test_the_cka_between_families_quoted_in_the_families_page_is_the_families_run():
     """docs/families.md: past the first words, the embedding layers and MiniLM's layer 1
     against the other models' embeddings (each pair of models' best) with their intervals,
