@@ -40,6 +40,7 @@ RULES: tuple[tuple[str, str], ...] = (
     (rf"results/tables/({'|'.join(('measures', 'degeneration', *CENSUSES))})\..*", "{table}_table"),
     (r"results/tables/positions\..*", "degeneration_table"),
     (r"results/tables/(alignment|best_layers)\..*", "alignment_table"),
+    (r"results/tables/corpus\..*", "corpus_table"),
     (r"results/tables/dimension_scales\..*", "dimension_scales_table"),
     (r"results/tables/words/.*", "context_specific_words"),
     (r"results/figures/degeneration/.*", "degeneration_figures"),
