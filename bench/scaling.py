@@ -15,7 +15,8 @@ and their shards take, stored as float16 with one row per word occurrence (every
 with words = tokens / (tokens per word), the ratio measured over the same corpus. Results
 go to bench/results/scaling-cpu.md; the worked estimate of a 10⁹-token study of a 7B model on
 a GPU cluster (docs/scale.md), every rate from the committed 7B-shaped GPU run
-(bench/results/large-model-cuda-*.json), to bench/results/scaling-study.md.
+(bench/results/large-model-cuda-*.json), to bench/results/scaling-study.md; the numbers of
+each as records beside it (`.json`), which docs/scale.md quotes.
 
     python bench/scaling.py
 """
@@ -97,8 +98,10 @@ def _bytes(count: float) -> str:
     return f"{count:,.0f} B"
 
 
-def report(rows: list[dict]) -> str:
-    """The measured rates, then time and storage per architecture and corpus size."""
+def report(rows: list[dict]) -> tuple[str, dict]:
+    """The measured rates, then time and storage per architecture and corpus size, as a
+    report and as records (``rates``: GFLOP/s by model; ``predictions``: days and TB by
+    model and corpus tokens)."""
     rate = sum(row["flop_per_s"] for row in rows) / len(rows)
     tokens_per_word = sum(row["tokens_per_word"] for row in rows) / len(rows)
     lines = [
@@ -126,6 +129,7 @@ def report(rows: list[dict]) -> str:
         + " |",
         "|---|---|" + "---|" * len(CORPUS_TOKENS),
     ]
+    predictions = []
     for architecture in (*(row["architecture"] for row in rows), *PREDICTED):
         cells = []
         for tokens in CORPUS_TOKENS:
@@ -133,12 +137,28 @@ def report(rows: list[dict]) -> str:
             words = tokens / tokens_per_word
             storage = words * (architecture.layers + 1) * architecture.hidden_size * 2
             cells.append(f"{_duration(seconds)}, {_bytes(storage)}")
+            predictions.append(
+                {
+                    "model": architecture.name,
+                    "tokens": tokens,
+                    "days": seconds / 86400,
+                    "shards_tb": storage / 1e12,
+                }
+            )
         lines.append(
             f"| {architecture.name} | {architecture.layers + 1}×{architecture.hidden_size} | "
             + " | ".join(cells)
             + " |"
         )
-    return "\n".join(lines) + "\n"
+    rates = [
+        {
+            "model": row["architecture"].name,
+            "gflop_per_s": row["flop_per_s"] / 1e9,
+            "tokens_per_word": row["tokens_per_word"],
+        }
+        for row in rows
+    ]
+    return "\n".join(lines) + "\n", {"rates": rates, "predictions": predictions}
 
 
 # The worked study of docs/scale.md: 10⁹ tokens through a 7B decoder.
@@ -194,12 +214,14 @@ def seven_b_rates() -> dict:
     }
 
 
-def study(tokens_per_word: float) -> str:
+def study(tokens_per_word: float) -> tuple[str, dict]:
     """The worked estimate from the 7B shape's committed rates (`seven_b_rates`), with
     `tokens_per_word` measured by real tokenizers (the random-init models' are trained on
     the benchmark's own corpus, and split its words less):
     GPU-hours of the forward pass, of the extraction of every fourth layer and of every
-    layer (the disk's pace where it is slower), the shards' bytes, and streamed."""
+    layer (the disk's pace where it is slower), the shards' bytes, and streamed; as a
+    report and as records (``rates``, ``estimate`` by quantity, ``partitions`` by jobs at
+    once and quantity, ``state`` by word_sample_size)."""
     rates = seven_b_rates()
     model = STUDY_MODEL
     words = STUDY_TOKENS / tokens_per_word
@@ -248,9 +270,40 @@ def study(tokens_per_word: float) -> str:
         "| every layer stored | streamed |",
         "|---|---|---|---|",
     ]
+    partitions = []
     for parts in STUDY_PARTITIONS:
         cells = [_duration(seconds[key] / parts) for key in ("selected", "every", "streamed")]
         lines.append(f"| {parts} | " + " | ".join(cells) + " |")
+        partitions += [
+            {
+                "partitions": parts,
+                "quantity": key,
+                "hours": seconds[key] / parts / 3600,
+                "minutes": seconds[key] / parts / 60,
+            }
+            for key in ("selected", "every", "streamed")
+        ]
+    measure_peak = words * model.hidden_size * 4 * MEASURE_PEAK_RATIO
+    shards = {"forward": 0.0, "selected": some_layers, "every": every_layer, "streamed": 0.0}
+    records = {
+        "rates": [
+            {
+                "forward_tokens_per_s": rates["forward"],
+                "utilisation": utilisation,
+                "disk_gb_per_s": rates["disk"] / 1e9,
+                "tokens_per_word": tokens_per_word,
+                "measure_peak_ratio": MEASURE_PEAK_RATIO,
+                "measure_peak_tb": measure_peak / 1e12,
+                "measured": rates["measured"],
+            }
+        ],
+        "estimate": [
+            {"quantity": key, "hours": seconds[key] / 3600, "shards_tb": shards[key] / 1e12}
+            for key in seconds
+        ],
+        "partitions": partitions,
+        "state": [],
+    }
     lines += [
         "",
         "Each partitioned job writes its own part (a stored model's shards on its node's "
@@ -266,17 +319,28 @@ def study(tokens_per_word: float) -> str:
     for sample in STUDY_SAMPLE_SIZES:
         per_layer = STUDY_INDEXED_WORDS * model.hidden_size * (2 * 16 + sample * 4)
         lines.append(f"| {sample:,} | {_bytes(per_layer)} | {_bytes(per_layer * states)} |")
-    return "\n".join(lines) + "\n"
+        records["state"].append(
+            {
+                "word_sample_size": sample,
+                "indexed_words": STUDY_INDEXED_WORDS,
+                "per_layer_gb": per_layer / 1e9,
+                "per_layer_tb": per_layer / 1e12,
+                "all_layers_tb": per_layer * states / 1e12,
+            }
+        )
+    return "\n".join(lines) + "\n", records
 
 
 def main() -> None:
     rows = measured_rates()
-    text = report(rows)
-    (RESULTS / "scaling-cpu.md").write_text(text)
-    print(text)
-    text = study(sum(row["tokens_per_word"] for row in rows) / len(rows))
-    (RESULTS / "scaling-study.md").write_text(text)
-    print(text)
+    written = {
+        "scaling-cpu": report(rows),
+        "scaling-study": study(sum(row["tokens_per_word"] for row in rows) / len(rows)),
+    }
+    for name, (text, records) in written.items():
+        (RESULTS / f"{name}.md").write_text(text)
+        (RESULTS / f"{name}.json").write_text(json.dumps(records, indent=1) + "\n")
+        print(text)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ def define_env(env) -> None:
     env.macro(glossary.docs_table, "names_table")
     for quote in (
         quotes.value,
+        quotes.constant,
         quotes.bounds,
         quotes.interval,
         quotes.extreme,

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from contextuality.catalogue import quotes
+from contextuality.catalogue import quoted_sources, quotes
 from contextuality.errors import InputDataError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,7 +189,7 @@ def test_a_run_of_a_repeated_key_or_a_span_of_no_row_is_refused(table):
 def test_a_quote_of_an_empty_cell_or_a_missing_table_is_refused(table, tmp_path):
     frame = pd.read_csv(table, sep="\t").iloc[:4]
     frame.assign(high=[0.75, 0.0, 1.0, math.nan]).to_csv(table, sep="\t", index=False)
-    quotes._table.cache_clear()
+    quoted_sources.table.cache_clear()
     with pytest.raises(InputDataError, match="high is empty"):
         quotes.bounds(table, model="b")
     with pytest.raises(InputDataError, match="no such table"):
@@ -199,7 +199,8 @@ def test_a_quote_of_an_empty_cell_or_a_missing_table_is_refused(table, tmp_path)
 def test_a_bench_s_json_records_are_quoted_as_a_table_and_anything_else_refused(tmp_path):
     """A bench's JSON list of records (one per size and device), the file's own or under a
     key of its object (``report.json#models``), is a table like a TSV file: each record a
-    row, its keys the columns, a nested key's dotted; anything else is refused."""
+    row, its keys the columns, a nested key's dotted; an object is one row, a list's items
+    numbered; anything else is refused."""
     records = [
         {"n": 10000, "device": "cpu", "search_s": 2.454},
         {"n": 10000, "device": "cuda", "search_s": 0.139, "peak_mib": 799.1},
@@ -213,9 +214,14 @@ def test_a_bench_s_json_records_are_quoted_as_a_table_and_anything_else_refused(
     report = tmp_path / "report.json"
     report.write_text(json.dumps({"threads": 2, "models": [{"model": "m", "full": {"s": 1.5}}]}))
     assert quotes.value(f"{report}#models", "full.s", ".1f", model="m") == "1.5"
-    for wrong in (f"{report}#threads", f"{report}#none", str(report)):
+    for wrong in (f"{report}#threads", f"{report}#none"):
         with pytest.raises(InputDataError, match="not a JSON list of records"):
             quotes.value(wrong, "model", model="m")
+    timed = tmp_path / "timed.json"
+    timed.write_text(json.dumps({"runs": [61.8, 60.0], "jobs": {"extract": {"total": 26.1}}}))
+    assert quotes.value(str(timed), "runs.1", ".1f") == "60.0"
+    assert quotes.value(str(timed), "jobs.extract.total", ".1f") == "26.1"
+    assert quotes.value(str(report), "threads", "d") == "2"
 
 
 @pytest.mark.parametrize("n", [5, 6, 7])
@@ -295,3 +301,45 @@ def test_a_quote_of_a_missing_row_fails_the_site_s_build(tmp_path, table):
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode != 0
     assert "no row where {'model': 'c'}" in result.stdout + result.stderr
+
+
+def test_a_report_s_markdown_table_and_json_lines_are_tables_too(tmp_path):
+    """A bench report's N-th pipe table (``report.md#2``), its numbers read as written
+    (``1,159``), and a JSON Lines file, one record a line; a table number out of range is
+    refused with the range."""
+    report = tmp_path / "report.md"
+    report.write_text(
+        "# Memory\n\n| step | peak (MiB) | ratio |\n|---|---:|---:|\n| `none` | 1,159 | 1.50 |\n"
+        "\nProse between.\n\n| a | b |\n|---|---|\n| x | 0.0095 |\n| y | 3.35e-05 |\n"
+    )
+    assert quotes.value(f"{report}#1", "peak (MiB)", ",d", step="none") == "1,159"
+    assert quotes.value(f"{report}#1", "ratio", ".2f", step="none") == "1.50"
+    assert quotes.value(f"{report}#2", "b", ".4f", a="x") == "0.0095"
+    assert quotes.value(f"{report}#2", "b", ".2e", a="y") == "3.35e−05"
+    for wrong in ("3", "0", "", "first"):
+        with pytest.raises(InputDataError, match="has tables 1 to 2"):
+            quotes.value(f"{report}#{wrong}", "b", a="x")
+    lines = tmp_path / "profile.jsonl"
+    lines.write_text('{"shape": "7b", "bare": {"tok_s": 30753.2}}\n\n{"shape": "bert"}\n')
+    assert quotes.value(str(lines), "bare.tok_s", ",.0f", shape="7b") == "30,753"
+
+
+def test_a_constant_is_the_code_s_own_value_by_its_name(tmp_path):
+    """A constant of the package by ``module:NAME``, indexed by its keys, or of a script by
+    its path; a name that is not one is refused."""
+    from contextuality.extraction import partitions
+
+    name = "contextuality.extraction.partitions:SEGMENT_WORDS"
+    assert quotes.constant(name, ",d") == f"{partitions.SEGMENT_WORDS:,d}"
+    assert quotes.constant("bench/gpu/compare.py:TOLERANCES[cosine][0]") == "0.01"
+    script = tmp_path / "limits.py"
+    script.write_text("GOALS = (('forward', 0.8), ('disk', 0.35))\n")
+    assert quotes.constant(f"{script}:GOALS[1][1]", ".0%") == "35%"
+    for wrong, message in (
+        (f"{script}:NONE", "has no NONE"),
+        (f"{script}:GOALS[2]", r"no \[2\]"),
+        ("GOALS", "not a constant's name"),
+        (f"{tmp_path}/none.py:X", "no such script"),
+    ):
+        with pytest.raises(InputDataError, match=message):
+            quotes.constant(wrong)

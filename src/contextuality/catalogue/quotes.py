@@ -1,9 +1,10 @@
 """Numbers a docs page quotes, looked up in committed tables when mkdocs builds it.
 
-A page quotes a number by naming its table (a TSV path from the repository's root, or a
-bench's JSON list of records: ``report.json#models``), the columns that pick its row, its
-column and its format (docs/macros.py makes these its macros), never by typing it: a row
-missing, or matched twice, fails the build.
+A page quotes a number by naming its table (`quoted_sources.table`: a TSV path from the
+repository's root, a bench's JSON records, a report's Markdown table), the columns that
+pick its row, its column and its format (docs/macros.py makes these its macros), or a
+constant of the code by its name, never by typing it: a row missing, or matched twice,
+fails the build.
 """
 
 from __future__ import annotations
@@ -11,48 +12,21 @@ from __future__ import annotations
 import fnmatch
 import functools
 import itertools
-import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from contextuality.catalogue import quoted_sources
 from contextuality.errors import InputDataError
 
-ROOT = Path(__file__).resolve().parents[3]
 
-
-# What separates a JSON file from the key of its list of records: ``report.json#models``.
-RECORDS = "#"
-
-
-@functools.cache
-def _table(table: str) -> pd.DataFrame:
-    """A committed table: a TSV file, or a JSON list of records (a bench's measurements,
-    one record per size and device), the file's own or, as ``report.json#models``, the one
-    under a key of its object; a record's nested objects give columns such as
-    ``full_extraction.tokens_per_s``."""
-    file, _, key = table.partition(RECORDS)
-    path = ROOT / file
-    if not path.is_file():
-        raise InputDataError(f"{table}: no such table to quote from")
-    if path.suffix != ".json":
-        return pd.read_csv(path, sep="\t")
-    records = json.loads(path.read_text())
-    if key:
-        records = records.get(key) if isinstance(records, dict) else None
-    if not (isinstance(records, list) and all(isinstance(row, dict) for row in records)):
-        raise InputDataError(f"{table}: not a JSON list of records to quote from")
-    return pd.json_normalize(records)
-
-
-def rows(table: str, **keys: Any) -> pd.DataFrame:
+def rows(table: str, /, **keys: Any) -> pd.DataFrame:
     """The rows of `table` whose columns equal `keys` (a list or range: any of its
     values; ``like:<pattern>``: every value a shell pattern matches, every seed's run at one
     step, ``like:tiny-gpt2-*.step20``), compared as text so that ``layer=3`` matches a
     column of integers."""
-    frame = _table(table)
+    frame = quoted_sources.table(table)
     unknown = sorted(set(keys) - set(frame.columns))
     if unknown:
         raise InputDataError(f"{table}: no column {unknown}; it has {list(frame.columns)}")
@@ -78,12 +52,12 @@ def _matches(cells: pd.Series, wanted: list[str]) -> pd.Series:
     return found
 
 
-def row(table: str, **keys: Any) -> pd.Series:
+def row(table: str, /, **keys: Any) -> pd.Series:
     """The one row of `table` whose columns equal `keys` (`rows`)."""
     chosen = rows(table, **keys)
     if len(chosen) > 1:
         raise InputDataError(f"{table}: {len(chosen)} rows where {keys}; a quote names one")
-    return chosen.iloc[0]
+    return chosen.astype(object).iloc[0]  # each column its own type: an int stays one
 
 
 def _matching(table: str, where: str | None, **keys: Any) -> pd.DataFrame:
@@ -122,8 +96,15 @@ def _formatted(table: str, found: Any, column: str, format: str) -> str:
     return f"{found:{format}}".replace("-", "−")
 
 
-def value(table: str, column: str, format: str = ".3f", **keys: Any) -> str:
-    """`column` of the row `keys` pick (`row`), in `format` (a minus as U+2212)."""
+def constant(name: str, format: str = "") -> str:
+    """A constant of the code (`quoted_sources.constant`: ``module:NAME[key]``), in
+    `format`: a setting's default or a bound a page states."""
+    return _formatted(name, quoted_sources.constant(name), name, format)
+
+
+def value(table: str, column: str, /, format: str = ".3f", **keys: Any) -> str:
+    """`column` of the row `keys` pick (`row`), in `format` (a minus as U+2212); a key may
+    be named ``table`` or ``column``, as a report's columns are."""
     return _formatted(table, row(table, **keys)[column], column, format)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from contextuality.catalogue.quotes import ROOT
+from contextuality.catalogue.quoted_sources import ROOT
 from contextuality.files.provenance import sha256_file
 
 IMAGES = ROOT / "docs" / "images"
