@@ -3,9 +3,16 @@
 an instrument by hand."""
 
 from contextuality.catalogue import glossary, module_map, quotes
+from contextuality.configuration import schema
 from contextuality.geometry import alignment_catalogue
 from contextuality.measures import registry
 from contextuality.transforms import fitting
+
+
+def default(*path: str, format: str = "") -> str:
+    """A setting's default as the schema declares it, in `format` (``default("measures",
+    "confidence")``): a page states a default by looking it up, never by typing it."""
+    return f"{schema.default(*path):{format}}"
 
 
 def define_env(env) -> None:
@@ -17,6 +24,7 @@ def define_env(env) -> None:
     env.macro(fitting.docs_table, "corrections_table")
     env.macro(module_map.docs_table, "module_map")
     env.macro(glossary.docs_table, "names_table")
+    env.macro(default)
     for quote in (
         quotes.value,
         quotes.constant,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from test_docs_quotes import PAGES_NOT_YET_LOOKED_UP
 
 from conftest import shipped
 
@@ -460,7 +461,8 @@ def _unfound(text: str, marked: dict[str, str], committed: set[str]) -> list[str
 
 
 def test_every_number_the_docs_quote_is_in_a_committed_file_or_marked():
-    """A number in docs/*.md or README.md that no committed result, table or config holds
+    """A number in the pages that still type results (`PAGES_NOT_YET_LOOKED_UP`; the others
+    look theirs up, test_docs_quotes.py) that no committed result, table or config holds
     (as written, or rounded as the docs round) fails, unless `_NOT_MEASURED` says what it
     is or `_CHECKED_BY_TESTS` names the test that computes it. The check itself finds a
     made-up number, and a rounded one only at the precision it is written."""
@@ -472,7 +474,8 @@ def test_every_number_the_docs_quote_is_in_a_committed_file_or_marked():
     made_up = "a share of 0.98765, 12,345,679 rows (Author 2019, arXiv:1905.12345), 0.3 and 20,900"
     assert _unfound(made_up, {}, committed | {"0.3", "20900"}) == ["0.98765", "12,345,679"]
     unfound = []
-    for page in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]:
+    pending = [ROOT / "docs" / name for name in sorted(PAGES_NOT_YET_LOOKED_UP)]
+    for page in pending:
         marked = _NOT_MEASURED.get(page.name, {}) | _CHECKED_BY_TESTS.get(page.name, {})
         unfound += [f"{page.name}: {n}" for n in _unfound(page.read_text(), marked, committed)]
     assert not unfound, unfound
@@ -545,9 +548,11 @@ def test_the_untrained_twins_word_baseline_quoted_in_the_families_page():
     ) in page
 
 
-def test_the_outputs_page_quotes_the_parity_check_as_measured():
-    """The parity check's differences, tolerances and cost that outputs.md quotes, read
-    from the committed run (bench/results/parity-cpu.json) and the tolerances in force."""
+def test_what_the_outputs_page_says_of_the_parity_check_holds():
+    """outputs.md looks the parity check's differences, tolerances and cost up in the
+    committed run (bench/results/parity-cpu.json); what it says of them must hold: each
+    tolerance at least 8 times the largest difference seen in its precision, and at most a
+    third of the smallest planted error; the check a small share of the extraction."""
     import json
 
     from contextuality.extraction.parity import PARITY_TOLERANCE
@@ -560,40 +565,17 @@ def test_the_outputs_page_quotes_the_parity_check_as_measured():
         if row["planted"] == "none"
     }
     planted = [
-        float(row["refused"].split(" (a row by ")[1].split(" of its")[0])
+        (row["dtype"], float(row["refused"].split(" (a row by ")[1].split(" of its")[0]))
         for row in run["differences"]
         if row["planted"] != "none"
     ]
-    written = {
-        dtype: f"{value:.0e}".replace("e-0", "e-") for dtype, value in PARITY_TOLERANCE.items()
-    }
-    assert (
-        f"float32 {written['float32']}, float16 {written['float16']}, "
-        f"bfloat16 {written['bfloat16']}" in page
-    )
-    assert (
-        f"at most {correct['float32']:.2g} in float32, {correct['float16']:.2g} in float16 and "
-        f"{correct['bfloat16']:.2g} in bfloat16" in page
-    )
-    assert f"a planted error by {min(planted):.2g} (a mask of ones) to {max(planted):.3g}" in page
-    margin = min(PARITY_TOLERANCE[dtype] / value for dtype, value in correct.items())
-    assert f"each tolerance is {math.floor(margin)} times the largest" in page
-    errors = [row for row in run["differences"] if row["planted"] != "none"]
+    assert set(correct) == set(PARITY_TOLERANCE) == {dtype for dtype, _ in planted}
+    assert "each tolerance is 8 times the largest difference seen or more" in page
+    assert min(PARITY_TOLERANCE[dtype] / value for dtype, value in correct.items()) >= 8
     assert "and a third of the smallest planted error or less" in page
-    assert all(
-        PARITY_TOLERANCE[row["dtype"]] <= value / 3
-        for row, value in zip(errors, planted, strict=True)
-    )
+    assert all(PARITY_TOLERANCE[dtype] <= value / 3 for dtype, value in planted)
     checked = [row for row in run["cost"] if row["parity_sentences"]]
-    unchecked = [row for row in run["cost"] if not row["parity_sentences"]]
-    shares = [row["parity_seconds"] / row["extraction_seconds"] for row in checked]
-    seconds = [row["extraction_seconds"] for row in checked + unchecked]
-    parity = [row["parity_seconds"] for row in checked]
-    assert (
-        f"{min(seconds):.0f} to {max(seconds):.0f} s on two CPU cores) is "
-        f"{min(parity):.1f} to {max(parity):.1f} s, {100 * min(shares):.1f} to "
-        f"{100 * max(shares):.1f} % of the extraction" in page
-    )
+    assert max(row["parity_seconds"] / row["extraction_seconds"] for row in checked) < 0.05
 
 
 def test_the_readme_s_corpus_is_the_published_default_run_s():
