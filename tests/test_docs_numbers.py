@@ -397,22 +397,9 @@ _SOURCES = (
 )
 # Numbers in the docs that are not measurements, by page: what each is.
 _NOT_MEASURED = {
-    "instruments.md": {
-        "0.489342739": "similarity-repository's published reference value (a peer's constant)",
-        "0.023598699": "similarity-repository's published reference value (a peer's constant)",
-        "0.762981580": "similarity-repository's published reference value (a peer's constant)",
-        "640": "Gemma-3-270M's hidden width (the model's configuration)",
-    },
+    "instruments.md": {"640": "Gemma-3-270M's hidden width (the model's configuration)"},
     "families.md": {"640": "Gemma-3-270M's hidden width (the model's configuration)"},
-    "scale.md": {
-        "40000": "a command-line argument (--tokens)",
-        "300000": "a command-line argument (--tokens)",
-        "300,000": "the benchmark's setting, the same argument",
-    },
 }
-# Numbers the docs quote that a test computes from the shared data (not a committed file),
-# by page: the test that holds each.
-_CHECKED_BY_TESTS = {"models.md": {"38,393": "tests/test_corpus_sentences.py"}}
 _NUMBER = re.compile(r"(?<![\w.,/])(?<!arXiv:)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+)(?![\w/])")
 
 
@@ -464,19 +451,15 @@ def test_every_number_the_docs_quote_is_in_a_committed_file_or_marked():
     """A number in the pages that still type results (`PAGES_NOT_YET_LOOKED_UP`; the others
     look theirs up, test_docs_quotes.py) that no committed result, table or config holds
     (as written, or rounded as the docs round) fails, unless `_NOT_MEASURED` says what it
-    is or `_CHECKED_BY_TESTS` names the test that computes it. The check itself finds a
-    made-up number, and a rounded one only at the precision it is written."""
-    for page, numbers in _CHECKED_BY_TESTS.items():
-        for written, test in numbers.items():
-            assert written in _page(page), (page, written)
-            assert written.replace(",", "") in (ROOT / test).read_text(), (page, written, test)
+    is. The check itself finds a made-up number, and a rounded one only at the precision
+    it is written."""
     committed = _committed_numbers()
     made_up = "a share of 0.98765, 12,345,679 rows (Author 2019, arXiv:1905.12345), 0.3 and 20,900"
     assert _unfound(made_up, {}, committed | {"0.3", "20900"}) == ["0.98765", "12,345,679"]
     unfound = []
     pending = [ROOT / "docs" / name for name in sorted(PAGES_NOT_YET_LOOKED_UP)]
     for page in pending:
-        marked = _NOT_MEASURED.get(page.name, {}) | _CHECKED_BY_TESTS.get(page.name, {})
+        marked = _NOT_MEASURED.get(page.name, {})
         unfound += [f"{page.name}: {n}" for n in _unfound(page.read_text(), marked, committed)]
     assert not unfound, unfound
 

@@ -24,17 +24,25 @@ def _products(left: np.ndarray, right: np.ndarray) -> CrossProducts:
     return products
 
 
+# similarity-repository's reference values on np.random.seed(0), X and Y uniform 30 × 25
+# (docs/instruments.md quotes them from here).
+SIMILARITY_REPOSITORY = {
+    "cka": 0.489342739104415,
+    "debiased_cka": 0.0235986985806,
+    "procrustes": 0.762981579934,
+}
+
+
 def test_similarity_repository_reference_values():
-    """similarity-repository's reference values on np.random.seed(0), X and Y uniform
-    30 × 25: linear CKA, unbiased CKA and the angular Procrustes distance, to the 12 digits
-    the reference gives (the cross-products are float64, `linear_cka`)."""
+    """similarity-repository's reference values: linear CKA, unbiased CKA and the angular
+    Procrustes distance, to the 12 digits the reference gives (the cross-products are
+    float64, `linear_cka`)."""
     np.random.seed(0)  # noqa: NPY002 (the reference's own generator)
     left = np.random.rand(30, 25)  # noqa: NPY002
     right = np.random.rand(30, 25)  # noqa: NPY002
     products = _products(left, right)
-    assert products.cka()[0, 0] == pytest.approx(0.489342739104415, abs=1e-12)
-    assert products.debiased_cka()[0, 0] == pytest.approx(0.0235986985806, abs=1e-12)
-    assert products.procrustes()[0, 0] == pytest.approx(0.762981579934, abs=1e-12)
+    for measure, expected in SIMILARITY_REPOSITORY.items():
+        assert getattr(products, measure)()[0, 0] == pytest.approx(expected, abs=1e-12)
 
 
 def test_procrustes_of_a_rotated_scaled_shifted_copy_is_zero():
@@ -99,14 +107,19 @@ def test_cosine_neighbours_refuse_k_out_of_range():
         cosine_neighbours(np.ones((5, 3)), 5)
 
 
+# Rows and tolerance of mutual k-NN between independent representations against its
+# expectation, k/(n − 1) (docs/instruments.md quotes them from here).
+INDEPENDENT_ROWS, INDEPENDENT_TOLERANCE = 2000, 0.003
+
+
 def test_mutual_knn_of_identical_is_one_and_of_independent_about_k_over_n_minus_one():
     rng = np.random.default_rng(9)
-    n, k = 2000, 10
+    n, k = INDEPENDENT_ROWS, 10
     vectors = rng.normal(size=(n, 16))
     found = cosine_neighbours(vectors, k)
     assert mutual_knn(found, found) == 1.0
     independent = cosine_neighbours(rng.normal(size=(n, 16)), k)
-    assert mutual_knn(found, independent) == pytest.approx(k / (n - 1), abs=0.003)
+    assert mutual_knn(found, independent) == pytest.approx(k / (n - 1), abs=INDEPENDENT_TOLERANCE)
 
 
 def test_paired_neighbours_are_those_of_the_permuted_rows():
