@@ -117,6 +117,11 @@ def test_means_and_their_largest_change_are_brute_force_s(table):
     ) == ("−0.50")
     with pytest.raises(InputDataError, match="not all found"):
         quotes.change(table, "spearman", "layer", "model", "b", model="a")
+    # where: both sides' rows satisfy it (layer 1 only: −0.5); by a list of columns
+    assert quotes.change(
+        path, "spearman", "layer", "model", "a", "one", "+.2f", where="layer > 0", **keys
+    ) == ("−0.50")
+    assert quotes.change(path, "spearman", ["layer"], "model", "a", "max", ".2f", **keys) == "0.50"
     with pytest.raises(InputDataError, match="which is max, min, argmax, argmin, range or one"):
         quotes.change(path, "spearman", "layer", "model", "a", "mean", **keys)
     with pytest.raises(InputDataError, match="which is min, max or range"):

@@ -198,17 +198,20 @@ def change(
     against: str,
     which: str = "max",
     format: str = ".3f",
+    where: str | None = None,
     **keys: Any,
 ) -> str:
-    """How `column`, averaged within each value of `by`, differs where column `contrast` is
-    the value `keys` name from where it is `against` (a block's attention with and without
-    an intervention, each averaged over heads): the largest |difference| (``which="max"``),
-    the smallest (``"min"``), the value of `by` where either is (``"argmax"``,
-    ``"argmin"``), the signed differences' smallest to largest (``"range"``), or the one
-    signed difference where `keys` leave one value of `by` (``"one"``)."""
-    changed = rows(table, **keys).groupby(by)[column].mean()
+    """How `column`, averaged within each value of `by` (a column, or a list of them),
+    differs where column `contrast` is the value `keys` name from where it is `against` (a
+    block's attention with and without an intervention, each averaged over heads), both
+    among the rows that satisfy `where` (a pandas query): the largest |difference|
+    (``which="max"``), the smallest (``"min"``), the value of `by` where either is
+    (``"argmax"``, ``"argmin"``), the signed differences' smallest to largest
+    (``"range"``), or the one signed difference where `keys` leave one value of `by`
+    (``"one"``)."""
+    changed = _chosen(table, where, **keys).groupby(by)[column].mean()
     base = {**keys, contrast: against}
-    unchanged = rows(table, **base).groupby(by)[column].mean()
+    unchanged = _chosen(table, where, **base).groupby(by)[column].mean()
     signed = changed - unchanged.reindex(changed.index)
     if signed.isna().any():
         raise InputDataError(f"{table}: {by} {list(changed.index)} not all found where {base}")
