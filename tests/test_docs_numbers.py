@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import re
 import subprocess
-from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -49,12 +48,6 @@ def _with_interval(row: pd.Series, measure: str = "cka", places: int = 3) -> str
     """A row's value of `measure` with its interval, as the docs write it: 0.123 (0.120–0.126)."""
     low, high = row[f"{measure}_low"], row[f"{measure}_high"]
     return f"{row[measure]:.{places}f} ({low:.{places}f}–{high:.{places}f})"
-
-
-def _adjacent(grid: pd.Series) -> pd.Series:
-    """Within one model: each layer's CKA with the previous layer measured, by layer."""
-    layers = sorted(grid.index.get_level_values(0).unique())
-    return pd.Series({layer: grid[(before, layer)] for before, layer in pairwise(layers)})
 
 
 def test_what_the_geometry_page_says_of_the_intrinsic_dimension_over_scale_holds():
@@ -104,131 +97,53 @@ def test_what_the_geometry_page_says_of_the_intrinsic_dimension_over_scale_holds
     assert twonn_last["dimension_low"] <= curves.loc[("twonn", 5, 156), "dimension_high"]
 
 
-def test_the_cka_between_families_quoted_in_the_families_page_is_the_families_run():
-    """docs/families.md: past the first words, the embedding layers and MiniLM's layer 1
-    against the other models' embeddings (each pair of models' best) with their intervals,
-    Gemma-3's blocks against MiniLM's layers, SmolLM2's last layer and the width of its sink
-    blocks' intervals, on bench/results/geometry-families-between.tsv."""
-    page = _page("families.md")
-    models = {"minilm": "MiniLM", "smollm2": "SmolLM2", "gemma3": "Gemma-3"}
-    between = "geometry-families-between"
-    grids = {(a, b): _pair(between, a, b, "position>0") for a in models for b in models if a != b}
-
-    def with_interval(row: pd.Series) -> str:
-        return _with_interval(row, places=2)
-
-    embeddings = [
-        f"of {models[b]} and {models[a]} {with_interval(grids[(a, b)].loc[(0, 0)])}"
-        for a, b in (("gemma3", "smollm2"), ("gemma3", "minilm"), ("smollm2", "minilm"))
+def test_what_the_families_page_says_between_the_models_holds():
+    """docs/families.md looks the alignment between the three models up in the published
+    run of config/instruments.yaml; what it says of it must hold: each two models most
+    alike at their embedding layers (or MiniLM's layer 1), SmolLM2's sink blocks' intervals
+    wider than any other between the models, its massive activation on some occurrences
+    past a first word, the two decoders' embeddings sharing more neighbours than either
+    shares with the word type (most of it), and in the sink blocks word and position above
+    every best match in the other models by whole intervals."""
+    models = ["minilm", "smollm2", "gemma3"]
+    table = _instruments("alignment")
+    later = table[(table["occurrences"] == "position>0") & (table["transform"] == "none")]
+    between = later[
+        later["model_a"].isin(models)
+        & later["model_b"].isin(models)
+        & (later["model_a"] != later["model_b"])
     ]
-    layer_1 = [
-        with_interval(grids[("minilm", other)].loc[(1, 0)]) for other in ("gemma3", "smollm2")
+    for _, pair in between.groupby(["model_a", "model_b"]):
+        best = pair.loc[pair["cka"].idxmax()]
+        assert max(best["layer_a"], best["layer_b"]) <= 1
+    sink = ((between["model_a"] == "smollm2") & between["layer_a"].between(12, 27)) | (
+        (between["model_b"] == "smollm2") & between["layer_b"].between(12, 27)
+    )
+    width = between["cka_high"] - between["cka_low"]
+    assert width[sink].min() > width[~sink].max()
+    census = _instruments("massive_activations").set_index(["model", "layer", "dimension"])
+    assert 0.99 < census.loc[("smollm2", 12, 507), "share_first_word"] < 1
+    every = table[(table["occurrences"] == "all") & (table["transform"] == "none")]
+    embeddings = every[(every["layer_a"] == 0) & (every["layer_b"] == 0)].set_index(
+        ["model_a", "model_b"]
+    )["mutual_knn"]
+    for model in ("smollm2", "gemma3"):
+        assert 0.5 < embeddings[model, "word_identity"] < embeddings["smollm2", "gemma3"]
+    words = every[(every["model_a"] == "smollm2") & every["layer_a"].between(12, 27)]
+    words = words.set_index(["model_b", "layer_a"])
+    best = _instruments("best_layers")
+    best = best[
+        (best["model"] == "smollm2")
+        & best["layer"].between(12, 27)
+        & best["other_model"].isin(["gemma3", "minilm"])
+        & (best["transform"] == "none")
+        & (best["occurrences"] == "all")
+        & (best["measure"] == "cka_debiased")
     ]
-    for pair, grid in grids.items():
-        assert max(grid["cka"].idxmax()) <= 1, pair  # the embedding layers, or MiniLM's layer 1
-    gemma = grids[("gemma3", "minilm")].drop(index=0, level="layer_a")
-    gemma_width = (gemma["cka_high"] - gemma["cka_low"]).max()
-    last = grids[("smollm2", "gemma3")].loc[(30, 18)]
-    assert grids[("smollm2", "gemma3")].loc[30]["cka"].idxmax() == 18
-    quoted = (
-        f"(the embedding layers {', '.join(embeddings)}; MiniLM's layer 1 a little more, "
-        f"{layer_1[0]} and {layer_1[1]}); deeper, Gemma-3's blocks are {gemma['cka'].min():.2f} "
-        f"to {gemma['cka'].max():.2f} from MiniLM's layers, each interval at most "
-        f"{gemma_width:.3f} wide, and after the final norms SmolLM2's layer 30 is "
-        f"{with_interval(last)} from Gemma-3's last"
-    )
-    assert quoted in page
-    smollm2 = pd.concat([grids[("smollm2", other)] for other in ("minilm", "gemma3")])
-    blocks = smollm2.index.get_level_values("layer_a")
-    sink = smollm2[(blocks >= 12) & (blocks <= 27)]
-    others = pd.concat([smollm2[(blocks < 12) | (blocks > 27)], grids[("minilm", "gemma3")]])
-    width = sink["cka_high"] - sink["cka_low"]
-    assert f"intervals are {width.min():.3f} to {width.max():.3f} wide" in page
-    widest = grids[("smollm2", "minilm")].loc[(18, 3)]
-    assert f"(block 18 against MiniLM's layer 3: {with_interval(widest)})" in page
-    assert f"at most {(others['cka_high'] - others['cka_low']).max():.3f}" in page
-    knn = (sink["mutual_knn_high"] - sink["mutual_knn_low"]).max()
-    assert f"mutual k-NN's on the same rows at most {knn:.3f}" in page
-    census = _instruments("massive_activations").set_index(["model", "transform", "layer"])
-    sink_row = census.loc[("smollm2", "none", 12)].set_index("dimension").loc[507]
-    later = sink_row["n_occurrences"] * (1 - sink_row["share_first_word"])
-    assert round(later) == 10 and "on ten occurrences past a first" in page
-    assert f"({sink_row['n_occurrences']:,} at block 12, " in page
-
-
-def test_the_word_baselines_of_the_families_quoted_in_the_families_page():
-    """docs/families.md: the embedding layers against each other and against the word type
-    on every occurrence, SmolLM2's sink blocks against word and position, and the earlier
-    table's distance from this one, on bench/results/geometry-families-between.tsv."""
-    page = _page("families.md")
-    between = "geometry-families-between"
-
-    def value(model_a: str, layer: int, model_b: str, layer_b: int, measure: str) -> str:
-        return _with_interval(
-            _pair(between, model_a, model_b, "all").loc[(layer, layer_b)], measure
-        )
-
-    words = [value(model, 0, "word_identity", 0, "mutual_knn") for model in ("smollm2", "gemma3")]
-    quoted = (
-        f"embedding layers share {value('smollm2', 0, 'gemma3', 0, 'mutual_knn')} of their ten "
-        f"nearest neighbours, and each shares {words[0]} and {words[1]} with the one-hot word type"
-    )
-    assert quoted in page
-    assert (
-        f"the two agree {value('smollm2', 0, 'gemma3', 0, 'cka')}, each "
-        f"{value('smollm2', 0, 'word_identity', 0, 'cka')} and "
-        f"{value('gemma3', 0, 'word_identity', 0, 'cka')} with the word type"
-    ) in page
-    sink = list(range(12, 28, 3))
-    position, word = (
-        _pair(between, "smollm2", baseline, "all").loc[(sink, 0), "cka_debiased"]
-        for baseline in ("word_position", "word_identity")
-    )
-    best = pd.read_csv(ROOT / "bench/results/geometry-families-best_layers.tsv", sep="\t")
-    best = best[(best["occurrences"] == "all") & (best["measure"] == "cka_debiased")]
-    best = best[(best["model"] == "smollm2") & best["layer"].isin(sink)]
-    matches = best.groupby("other_model")["value"]
-    assert (position.min() > matches.max()).all()
-    assert f"reach a debiased CKA of {position.mean():.3f} (the word alone {word.mean():.3f};" in (
-        page
-    )
-    assert position.max() - position.min() < 1e-3 and word.max() - word.min() < 1e-3
-
-    def spanned(rows: pd.DataFrame, low: str, high: str) -> str:
-        return f"{rows[low].min():.3f}–{rows[high].max():.3f}"
-
-    position_rows, word_rows = (
-        _pair(between, "smollm2", baseline, "all").droplevel("layer_b").loc[sink]
-        for baseline in ("word_position", "word_identity")
-    )
-    low, high = "cka_debiased_low", "cka_debiased_high"
-    in_gemma, in_minilm = (
-        spanned(best[best["other_model"] == other], "low", "high") for other in ("gemma3", "minilm")
-    )
-    assert (
-        f"their intervals lie within {spanned(position_rows, low, high)} and "
-        f"{spanned(word_rows, low, high)}), above their best match in Gemma-3 "
-        f"({matches.mean()['gemma3']:.3f}, within {in_gemma}) or MiniLM "
-        f"({matches.mean()['minilm']:.3f}, within {in_minilm}) by whole intervals"
-    ) in page
-    assert position_rows[low].min() > best["high"].max()
-    pairs = [("minilm", "smollm2"), ("minilm", "gemma3"), ("smollm2", "gemma3")]
-    apart = {}
-    for occurrences in ("all", "position>0"):
-        now, before = (
-            pd.concat([_pair(name, a, b, occurrences) for a, b in pairs])
-            for name in (between, "geometry-families-alignment")
-        )
-        assert now.index.equals(before.index)
-        measures = ["cka", "cka_debiased", "procrustes", "mutual_knn", "cknna"]
-        difference = np.abs(now[measures].to_numpy() - before[measures].to_numpy())
-        apart[occurrences] = pd.Series(difference.max(axis=0), index=measures)
-    every = pd.concat(apart.values(), axis=1).max(axis=1)
-    assert every[["cka", "cka_debiased", "procrustes"]].max() < 1.3e-5
-    assert apart["position>0"][["mutual_knn", "cknna"]].max() < 1e-4
-    assert every[["mutual_knn", "cknna"]].max() < 0.0026
-    assert "within 1.3e-5 for CKA and Procrustes" in page
-    assert "within 1e-4 past the first words and 0.0026 on every occurrence" in page
+    position = words.loc["word_position"]
+    assert position["cka_debiased_low"].min() > best["high"].max()
+    word = words.loc["word_identity"]
+    assert position["cka_debiased_low"].min() > word["cka_debiased_high"].max()
 
 
 def _instruments(table: str) -> pd.DataFrame:
@@ -247,90 +162,53 @@ def _instrument(model: str, measure: str, layer: int, transform="none", column="
     return table.loc[chosen, column].item()
 
 
-def test_the_geometry_under_the_corrections_quoted_in_instruments():
-    """docs/instruments.md's CKA between consecutive layers past the first words and
-    intrinsic dimensions under each correction, on bench/results/geometry-corrections-*.tsv."""
-    page = _page("instruments.md")
-    alignment = pd.read_csv(ROOT / "bench/results/geometry-corrections-alignment.tsv", sep="\t")
-    later = alignment[alignment["occurrences"] == "position>0"]
-    cka = later.set_index(["model_a", "model_b", "transform", "layer_a", "layer_b"])["cka"]
-    for transform, quoted in (
-        ("center", "0.041"),
-        ("drop_rogue", "0.882"),
-        ("standardize", "0.617"),
-    ):
-        assert f"{cka['smollm2', 'smollm2', transform, 9, 12]:.3f}" == quoted
-        assert quoted in page
-    assert f"{cka['smollm2', 'smollm2', 'drop_rogue', 0, 3]:.3f}" == "0.708" and "0.708" in page
-    raw, centred = (
-        _adjacent(
-            later[(later["model_a"] == "smollm2") & (later["transform"] == name)].set_index(
-                ["layer_a", "layer_b"]
-            )["cka"]
-        )
-        for name in ("none", "center")
-    )
-    assert f"{(raw - centred).abs().max():.3f}" == "0.023"  # the smaller sample alone
-    _check_the_adjacent_intervals(page, alignment)
-    measures = pd.read_csv(ROOT / "bench/results/geometry-corrections-measures.tsv", sep="\t")
-    twonn = measures[measures["measure"] == "intrinsic_dimension[twonn]"]
-    dimension = twonn.set_index(["model", "transform", "layer"])["raw"]
-    assert f"{dimension['smollm2', 'none', 24]:.2f}, {dimension['smollm2', 'center', 24]:.2f}" == (
-        "11.45, 14.52"
-    )
-    assert "11.45 on the whole sample, 14.52 on four fifths of it" in page
-    assert (
-        f"{dimension['minilm', 'standardize', 4]:.2f}" == "10.73" and "10.73 against 9.46" in page
-    )
+# The alignment and measures tables docs/instruments.md reads the corrections from.
+CORRECTIONS = (
+    "bench/results/geometry-corrections-adjacent.tsv",
+    "bench/results/geometry-corrections-measures.tsv",
+)
 
 
-def _check_the_adjacent_intervals(page: str, first_run: pd.DataFrame) -> None:
-    """docs/instruments.md's consecutive layers under the corrections with their intervals,
-    on bench/results/geometry-corrections-adjacent.tsv, within 2e-4 of the first run."""
-    adjacent = pd.read_csv(ROOT / "bench/results/geometry-corrections-adjacent.tsv", sep="\t")
-    keys = ["model_a", "layer_a", "model_b", "layer_b", "transform", "occurrences"]
-    both = adjacent.merge(first_run, on=keys, suffixes=("", "_first"))
-    assert len(both) == len(adjacent) == (6 + 10 + 6) * 4  # adjacent pairs × transforms
-    for measure in ("cka", "cka_debiased", "procrustes", "mutual_knn", "cknna"):
-        assert (both[measure] - both[f"{measure}_first"]).abs().max() < 2e-4, measure
-    rows = adjacent.set_index(["model_a", "transform", "layer_b"]).sort_index()
-
-    def quoted(model: str, transform: str, layer: int, measure: str = "cka") -> str:
-        row = rows.loc[(model, transform, layer)]
-        low, high = row[f"{measure}_low"], row[f"{measure}_high"]
-        return f"{row[measure]:.3f} ({low:.3f}–{high:.3f})"
-
-    sink = rows.loc[("smollm2", "center", 12)]
-    assert f"0.041 with block 9 (`center`), an interval of {sink['cka_low']:.3f}–" in page
-    assert f"{sink['cka_high']:.3f} that says how little" in page
-    assert f"dimensions, {quoted('smollm2', 'drop_rogue', 12)}, and standardized" in page
-    assert f"standardized {quoted('smollm2', 'standardize', 12)}, both clear" in page
+def test_what_the_instruments_page_says_of_the_geometry_under_the_corrections_holds():
+    """docs/instruments.md looks the geometry under the corrections up in `CORRECTIONS`;
+    what it says of them must hold: each `center`
+    value of consecutive layers inside the raw value's interval, the intrinsic dimension's
+    largest move under `center` at SmolLM2's block 24, SmolLM2's block 12 clear of its
+    `center` interval under both corrections, mutual k-NN moving less there than CKA,
+    Gemma-3's neighbours and MiniLM's dimension raised by the corrections, SmolLM2's
+    neighbours lowered by standardizing, and the decoders' standardized layers mostly
+    without a plateau."""
+    alignment = pd.read_csv(ROOT / CORRECTIONS[0], sep="\t")
+    step = np.where(alignment["model_a"] == "minilm", 1, 3)
+    adjacent = alignment[
+        (alignment["model_a"] == alignment["model_b"])
+        & (alignment["layer_b"] - alignment["layer_a"] == step)
+        & (alignment["occurrences"] == "position>0")
+    ].set_index(["model_a", "transform", "layer_b"])
+    raw, centred = (adjacent.xs(name, level="transform") for name in ("none", "center"))
+    assert centred["cka"].between(raw["cka_low"], raw["cka_high"]).all()
+    sink = adjacent.loc[("smollm2", "center", 12)]
     for transform in ("drop_rogue", "standardize"):
-        assert rows.loc[("smollm2", transform, 12), "cka_low"] > sink["cka_high"]
-    assert f"embeddings: {quoted('smollm2', 'center', 3)}, then" in page
-    assert f"then {quoted('smollm2', 'drop_rogue', 3)}" in page
-    assert f"block 9 under `center` and {quoted('smollm2', 'drop_rogue', 12, 'mutual_knn')}" in page
-    assert f"keeps {quoted('smollm2', 'center', 12, 'mutual_knn')} of its neighbours" in page
-
-    def widest(model: str, measure: str, transforms: tuple[str, ...], layers=None) -> float:
-        chosen = rows.loc[model]
-        chosen = chosen[chosen.index.get_level_values("transform").isin(transforms)]
-        if layers is not None:
-            chosen = chosen[chosen.index.get_level_values("layer_b").isin(layers)]
-        return (chosen[f"{measure}_high"] - chosen[f"{measure}_low"]).max()
-
-    gemma = widest("gemma3", "cka", ("none", "drop_rogue", "standardize"))
-    assert f"0.62 to 0.80 standardized, each interval at most {gemma:.3f} wide" in page
-    minilm = widest("minilm", "cka", ("none", "drop_rogue", "standardize"), range(1, 6))
-    assert f"they fall to 0.75 to 0.91 (intervals at most {minilm:.3f} wide)" in page
-    neighbours = max(
-        widest("gemma3", "mutual_knn", ("center", "drop_rogue", "standardize")),
-        widest("smollm2", "mutual_knn", ("center", "standardize"), range(6, 22)),
-    )
-    assert f"each of these intervals is at most {neighbours:.3f} wide" in page
-    raw, centred = (rows.loc[("smollm2", name)] for name in ("none", "center"))
-    assert ((centred["cka"] >= raw["cka_low"]) & (centred["cka"] <= raw["cka_high"])).all()
-    assert "each `center` value inside the raw value's interval" in page
+        assert adjacent.loc[("smollm2", transform, 12), "cka_low"] > sink["cka_high"]
+    moved = {
+        measure: adjacent.loc[("smollm2", "drop_rogue", 12), measure] - sink[measure]
+        for measure in ("cka", "mutual_knn")
+    }
+    assert 0 < moved["mutual_knn"] < moved["cka"]
+    gemma = adjacent.loc["gemma3"]["mutual_knn"]
+    for transform in ("drop_rogue", "standardize"):
+        assert gemma[transform].min() > gemma["center"].min()
+        assert gemma[transform].max() > gemma["center"].max()
+    blocks = adjacent.loc["smollm2"]["mutual_knn"].unstack("transform").loc[6:21]
+    assert (blocks["standardize"] < blocks["center"]).all()
+    measures = pd.read_csv(ROOT / CORRECTIONS[1], sep="\t")
+    twonn = measures[measures["measure"] == "intrinsic_dimension[twonn]"]
+    dimension = twonn.set_index(["model", "layer", "transform"])["raw"].unstack()
+    assert (dimension["center"] - dimension["none"]).abs().idxmax() == ("smollm2", 24)
+    minilm = dimension.loc["minilm"].loc[2:5]
+    assert (minilm["standardize"] > minilm["center"]).all()
+    decoders = dimension.loc[["smollm2", "gemma3"]]
+    assert decoders["standardize"].isna().mean() > 0.5
 
 
 def test_what_the_degeneration_page_says_of_the_corrections_holds():
@@ -397,7 +275,6 @@ _SOURCES = (
 )
 # Numbers in the docs that are not measurements, by page: what each is.
 _NOT_MEASURED = {
-    "instruments.md": {"640": "Gemma-3-270M's hidden width (the model's configuration)"},
     "families.md": {"640": "Gemma-3-270M's hidden width (the model's configuration)"},
 }
 _NUMBER = re.compile(r"(?<![\w.,/])(?<!arXiv:)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+)(?![\w/])")
