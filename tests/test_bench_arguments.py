@@ -80,8 +80,6 @@ REFUSED = [
     ("neighbours", ["--devices", "cpu", "tpu"], "argument --devices: tpu is not a device"),
     ("neighbours", ["--sizes", "-5"], f"argument --sizes: -5 {POSITIVE}"),
     ("newcomer", ["--out", "FILE"], "argument --out: FILE is a file"),
-    ("redraw", ["x", "--results", "NO_DIRECTORY"], "argument --results: NO_DIRECTORY: no such"),
-    ("redraw", ["x", "--ablation", "a", "b", "c"], "--ablation: a b c: BLOCK is not a number"),
 ]
 
 
