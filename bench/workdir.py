@@ -126,20 +126,3 @@ def kept_table(kept: Path, compute: Callable[[], pd.DataFrame]) -> tuple[pd.Data
     with atomic_path(kept) as path:
         table.to_csv(path, sep="\t", index=False)
     return table, seconds
-
-
-def with_interval(rows: pd.DataFrame, measure: str) -> pd.Series:
-    """Each row's value of `measure` with its interval, as ``0.389 (0.371–0.402)``."""
-    return rows.apply(
-        lambda row: (
-            f"{row[measure]:.3f} ({row[f'{measure}_low']:.3f}–{row[f'{measure}_high']:.3f})"
-        ),
-        axis=1,
-    )
-
-
-def short_commit() -> str:
-    """The repository's short HEAD commit, which a results file records."""
-    return subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
-    ).stdout.strip()

@@ -71,7 +71,6 @@ REFUSED = [
     ("geometry", ["ENCODER", "--untrained", "-1"], f"argument --untrained: -1 {NONNEGATIVE}"),
     ("geometry", ["ENCODER", "--models", "bert"], "error: --untrained and --models go with"),
     ("geometry", ["ENCODER", "--within-models", "--models", "gpt2"], "not in the config: gpt2"),
-    ("geometry_corrections", ["--cores", "0"], f"argument --cores: 0 {POSITIVE}"),
     ("lanczos", ["--shard", "MISSING"], "argument --shard: MISSING: no such file"),
     ("measure_memory", ["--sts", "NO_DIRECTORY"], "argument --sts: NO_DIRECTORY: no such"),
     ("measure_memory", ["--sts", ".", "--cores", "0"], f"argument --cores: 0 {POSITIVE}"),

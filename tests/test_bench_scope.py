@@ -32,7 +32,6 @@ GPU_REPORTS = ("acceptance-", "forward-profile-")
 # the workflow whose run is published, and to leave this list (and bench/) then.
 STUDIES_NOT_YET_STAGES = {
     "geometry",
-    "geometry_corrections",
 }
 WRITER = re.compile(r"Written by `bench/(\w+)\.py")
 

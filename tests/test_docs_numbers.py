@@ -162,10 +162,11 @@ def _instrument(model: str, measure: str, layer: int, transform="none", column="
     return table.loc[chosen, column].item()
 
 
-# The alignment and measures tables docs/instruments.md reads the corrections from.
+# The alignment and measures tables docs/instruments.md reads the corrections from: the
+# published run of config/geometry_corrections.yaml.
 CORRECTIONS = (
-    "bench/results/geometry-corrections-adjacent.tsv",
-    "bench/results/geometry-corrections-measures.tsv",
+    "docs/results/geometry_corrections/tables/alignment.tsv",
+    "docs/results/geometry_corrections/tables/measures.tsv",
 )
 
 

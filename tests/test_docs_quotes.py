@@ -122,6 +122,10 @@ def test_means_and_their_largest_change_are_brute_force_s(table):
         path, "spearman", "layer", "model", "a", "one", "+.2f", where="layer > 0", **keys
     ) == ("−0.50")
     assert quotes.change(path, "spearman", ["layer"], "model", "a", "max", ".2f", **keys) == "0.50"
+    # present: model a against b where both have a value (layer 0 only: 0.5 − 0.25)
+    assert quotes.change(table, "spearman", "layer", "model", "b", present=True, model="a") == (
+        "0.250"
+    )
     with pytest.raises(InputDataError, match="which is max, min, argmax, argmin, range or one"):
         quotes.change(path, "spearman", "layer", "model", "a", "mean", **keys)
     with pytest.raises(InputDataError, match="which is min, max or range"):

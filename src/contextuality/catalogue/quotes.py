@@ -199,6 +199,7 @@ def change(
     which: str = "max",
     format: str = ".3f",
     where: str | None = None,
+    present: bool = False,
     **keys: Any,
 ) -> str:
     """How `column`, averaged within each value of `by` (a column, or a list of them),
@@ -208,11 +209,14 @@ def change(
     (``which="max"``), the smallest (``"min"``), the value of `by` where either is
     (``"argmax"``, ``"argmin"``), the signed differences' smallest to largest
     (``"range"``), or the one signed difference where `keys` leave one value of `by`
-    (``"one"``)."""
+    (``"one"``); with `present`, over the values of `by` where both sides have a value (an
+    intrinsic dimension where both curves have a plateau), else every one must."""
     changed = _chosen(table, where, **keys).groupby(by)[column].mean()
     base = {**keys, contrast: against}
     unchanged = _chosen(table, where, **base).groupby(by)[column].mean()
     signed = changed - unchanged.reindex(changed.index)
+    if present:
+        signed = signed.dropna()
     if signed.isna().any():
         raise InputDataError(f"{table}: {by} {list(changed.index)} not all found where {base}")
     if which == "range" or (which == "one" and len(signed) == 1):

@@ -309,7 +309,8 @@ def paired_layer_alignment(
     """The alignment (`ALIGNMENT_COLUMNS`) of each pair of `pairing` alone
     (`paired.paired_alignment`): ``adjacent``, each layer of `left` with the next;
     ``matching``, each layer of `left` with the same layer of `right` (an ablated copy),
-    on the `occurrences` named (bench/geometry_corrections.py)."""
+    on the `occurrences` named: the whole table's rows for those pairs, at a fraction of
+    its cost."""
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
     models = [left] if right is None else [left, right]
