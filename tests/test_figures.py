@@ -426,8 +426,11 @@ def test_geometry_transform_lines_are_the_tables_values(monkeypatch):
             for b in layers
         ]
     )
+    alignment = alignment.assign(cka_low=alignment["cka"] - 0.01, cka_high=alignment["cka"] + 0.01)
     geometry.plot_geometry_transforms(measures, alignment, ["unused.png"])
     panels = kept[0].axes
+    # CKA's interval shaded for each transform; mutual k-NN, without one here, none
+    assert len(panels[1].collections) == 2 and not panels[2].collections
     for transform in ("none", "drop_rogue"):
         line = {line.get_label(): line for line in panels[0].get_lines()}[transform]
         expected = measures[measures["transform"] == transform].sort_values("layer")["raw"]
@@ -443,4 +446,8 @@ def test_geometry_transform_lines_are_the_tables_values(monkeypatch):
             np.testing.assert_allclose(drawn.get_ydata(), chosen.loc[pairs, column])
             nulls = [line.get_ydata() for line in lines if line.get_linestyle() == ":"]
             assert any(np.allclose(null, chosen.loc[pairs, f"null_{column}"]) for null in nulls)
+    # raw wide and beneath, so that a correction equal to it (center) does not hide it
+    drawn = {line.get_label(): line for line in panels[1].get_lines()}
+    assert drawn["none"].get_linewidth() > drawn["drop_rogue"].get_linewidth()
+    assert drawn["none"].get_zorder() < drawn["drop_rogue"].get_zorder()
     paper.plt.close(kept[0])

@@ -106,9 +106,11 @@ def plot_geometry_transforms(
     `correction_panels`: a geometry measure's row by layer (its interval, a plateau's
     range, shaded), and each alignment measure between each layer and the stored layer
     before it on the occurrences past each sentence's first word (a decoder's first-token
-    rows, of huge norm, are all that CKA sees of every occurrence), with its permutation
-    null dotted. Under a correction, values come from the sentences it was not fitted on;
-    raw, from the whole sample."""
+    rows, of huge norm, are all that CKA sees of every occurrence), with its interval over
+    sentences shaded and its permutation null dotted; raw wide and pale beneath the
+    corrections, so that `center`, which moves no point relative to another, does not hide
+    it. Under a correction, values come from the sentences it was not fitted on; raw, from
+    the whole sample."""
     present = set(alignment["transform"]) | set(measures["transform"])
     transforms = [name for name in TRANSFORMS if name in present]
     models = sorted(set(alignment["model_a"]) & set(alignment["model_b"]))
@@ -142,8 +144,30 @@ def plot_geometry_transforms(
                 else:
                     line = _with_previous_layer(alignment, model, transform)
                     x, y = line["layer_b"], line[column]
+                    if f"{column}_low" in line:
+                        panel.fill_between(
+                            x,
+                            line[f"{column}_low"],
+                            line[f"{column}_high"],
+                            color=colour,
+                            alpha=0.15,
+                            lw=0,
+                        )
                     panel.plot(x, line[f"null_{column}"], ":", color=colour, linewidth=1)
-                panel.plot(x, y, "o-", color=colour, markersize=3, label=transform)
+                # Raw wide and pale beneath the rest: `center`, which moves no point
+                # relative to another, draws over it where they agree.
+                raw = transform == "none"
+                panel.plot(
+                    x,
+                    y,
+                    "o-",
+                    color=colour,
+                    markersize=6 if raw else 3,
+                    linewidth=4 if raw else 1.5,
+                    alpha=0.4 if raw else 1.0,
+                    label=transform,
+                    zorder=1 if raw else 2,
+                )
             panel.set_title(f"{model}: {label}", fontsize=9)
             panel.set_ylabel(label)
             panel.set_xlabel(layer_axis_label(relative_layers=False))
@@ -151,7 +175,8 @@ def plot_geometry_transforms(
             panel.grid(alpha=0.3)
         panels[-1].legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))
     figure.suptitle(
-        "The geometry raw and under each correction (dotted: the null of rows paired at random)"
+        "The geometry raw and under each correction; alignment past each sentence's first word"
+        "\n(shaded: 95 % intervals; dotted: the null of rows paired at random)"
     )
     save_figure(figure, outputs, source)
 
