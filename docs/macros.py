@@ -33,6 +33,7 @@ def define_env(env) -> None:
         quotes.extreme,
         quotes.span,
         quotes.spread,
+        quotes.median,
         quotes.runs,
         quotes.means,
         quotes.change,

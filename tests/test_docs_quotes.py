@@ -88,6 +88,15 @@ def test_a_quote_is_its_row_s_value_formatted(table):
     assert quotes.runs(table, "high", "layer", model="a") == "0 → 0.75, 1 → 0.0, 2 → 1.0"
 
 
+def test_a_median_is_numpy_s_over_the_rows_picked(table):
+    values = pd.read_csv(table, sep="\t")
+    expected = np.median(values.loc[values["layer"] > 0, "spearman"])
+    assert quotes.median(table, "spearman", where="layer > 0") == f"{expected:.3f}".replace(
+        "-", "−"
+    )
+    assert quotes.median(table, "spearman", ".2f", model="b") == "0.25"
+
+
 def test_means_and_their_largest_change_are_brute_force_s(table):
     """`means` averages within each layer, `largest_change` compares two models' averages
     layer by layer; both against the fixture's values worked by hand."""
@@ -218,6 +227,9 @@ def test_a_quote_of_an_empty_cell_or_a_missing_table_is_refused(table, tmp_path)
     quoted_sources.table.cache_clear()
     with pytest.raises(InputDataError, match="high is empty"):
         quotes.bounds(table, model="b")
+    # unless the page says what an empty cell means
+    assert quotes.value(table, "high", empty="none", model="b") == "none"
+    assert quotes.value(table, "high", ".2f", empty="none", model="a", layer=0) == "0.75"
     with pytest.raises(InputDataError, match="no such table"):
         quotes.value(str(tmp_path / "none.tsv"), "spearman", model="a")
 

@@ -102,10 +102,26 @@ def constant(name: str, format: str = "") -> str:
     return _formatted(name, quoted_sources.constant(name), name, format)
 
 
-def value(table: str, column: str, /, format: str = ".3f", **keys: Any) -> str:
-    """`column` of the row `keys` pick (`row`), in `format` (a minus as U+2212); a key may
-    be named ``table`` or ``column``, as a report's columns are."""
-    return _formatted(table, row(table, **keys)[column], column, format)
+def value(
+    table: str, column: str, /, format: str = ".3f", empty: str | None = None, **keys: Any
+) -> str:
+    """`column` of the row `keys` pick (`row`), in `format` (a minus as U+2212), or `empty`
+    where the cell is empty and the page says what that means (an intrinsic dimension
+    without a plateau: ``none``), else refused; a key may be named ``table`` or
+    ``column``, as a report's columns are."""
+    found = row(table, **keys)[column]
+    if empty is not None and isinstance(found, float) and np.isnan(found):
+        return empty
+    return _formatted(table, found, column, format)
+
+
+def median(
+    table: str, column: str, format: str = ".3f", where: str | None = None, **keys: Any
+) -> str:
+    """The median of `column` over the rows `keys` pick that satisfy `where` (a pandas
+    query): a norm typical of a sentence's later positions."""
+    values = _chosen(table, where, **keys)[column].astype(float)
+    return _formatted(table, values.median(), column, format)
 
 
 def bounds(
