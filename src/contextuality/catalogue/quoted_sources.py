@@ -1,6 +1,7 @@
-"""What a docs page quotes from: committed tables in the forms the workflow and the
-benches write them, and the code's own constants, each read by name so that no page types
-a number (`quotes` formats what these return)."""
+"""What a docs page quotes from: committed tables and the code's constants, by name.
+
+Tables in the forms the workflow and the benches write them, read so that no page types a
+number (`quotes` formats what these return)."""
 
 from __future__ import annotations
 

@@ -96,6 +96,16 @@ def _with_previous_layer(
     return rows[chosen].sort_values("layer_b")
 
 
+def _interval_and_null(panel, line: pd.DataFrame, column: str, colour: str) -> None:
+    """An alignment line's interval shaded (where the table has one) and its null dotted."""
+    x = line["layer_b"]
+    if f"{column}_low" in line:
+        panel.fill_between(
+            x, line[f"{column}_low"], line[f"{column}_high"], color=colour, alpha=0.15, lw=0
+        )
+    panel.plot(x, line[f"null_{column}"], ":", color=colour, linewidth=1)
+
+
 def plot_geometry_transforms(
     measures: pd.DataFrame,
     alignment: pd.DataFrame,
@@ -144,16 +154,7 @@ def plot_geometry_transforms(
                 else:
                     line = _with_previous_layer(alignment, model, transform)
                     x, y = line["layer_b"], line[column]
-                    if f"{column}_low" in line:
-                        panel.fill_between(
-                            x,
-                            line[f"{column}_low"],
-                            line[f"{column}_high"],
-                            color=colour,
-                            alpha=0.15,
-                            lw=0,
-                        )
-                    panel.plot(x, line[f"null_{column}"], ":", color=colour, linewidth=1)
+                    _interval_and_null(panel, line, column, colour)
                 # Raw wide and pale beneath the rest: `center`, which moves no point
                 # relative to another, draws over it where they agree.
                 raw = transform == "none"
