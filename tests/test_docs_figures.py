@@ -15,6 +15,7 @@ from matplotlib.testing.compare import compare_images
 
 from contextuality.figures import docs
 from contextuality.files.provenance import sha256_file
+from contextuality.verification.publish import FIGURES_LEFT_BEHIND
 
 ROOT = Path(__file__).resolve().parents[1]
 # Root-mean-square difference of the pixels (0–255) a redrawn figure may show.
@@ -62,6 +63,23 @@ def test_a_figure_of_other_numbers_is_told_apart(tmp_path, monkeypatch):
     assert compare_images(str(docs.IMAGES / "downstream.png"), str(drawn), TOLERANCE) is not None
 
 
+def test_a_published_run_keeps_only_the_figures_a_page_shows():
+    """What travels with the repository stays small (a GPU check takes the whole working
+    tree): a published run's other figures stay behind (``publish --figure``), recorded by
+    their SHA-256."""
+    pages = [*(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
+    shown = {
+        match
+        for page in pages
+        for match in re.findall(r"\bresults/(\w+/figures/[\w./-]+\.png)", page.read_text())
+    }
+    published = {
+        path.relative_to(ROOT / "docs/results").as_posix()
+        for path in (ROOT / "docs/results").glob("*/figures/**/*.png")
+    }
+    assert published <= shown, sorted(published - shown)
+
+
 @pytest.mark.parametrize(
     "publication",
     sorted((ROOT / "docs" / "results").glob("*/publication.json")),
@@ -80,6 +98,8 @@ def test_a_published_run_is_what_its_record_says(publication):
             str(Path(name).with_suffix(".provenance.json"))
         )  # fmt: skip
         assert sidecar.is_file(), sidecar
+    for name in record.get(FIGURES_LEFT_BEHIND, {}):
+        assert name not in record["files"] and not (folder / name).exists(), name
     assert record["made_by"] and not any("+" in commit for commit in record["made_by"])
     shallow = subprocess.run(
         ["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True, text=True

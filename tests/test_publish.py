@@ -17,7 +17,13 @@ from contextuality.figures.paper import plt, save_figure
 from contextuality.files import provenance
 from contextuality.files.provenance import read_json, sha256_file, source_version
 from contextuality.files.tables import read_tsv, write_tsv
-from contextuality.verification.publish import JOB_TIMES, RECORD, made_by, publish_study
+from contextuality.verification.publish import (
+    FIGURES_LEFT_BEHIND,
+    JOB_TIMES,
+    RECORD,
+    made_by,
+    publish_study,
+)
 
 COMMIT = "0" * 39 + "1"
 
@@ -164,3 +170,28 @@ def test_a_publication_gives_the_run_s_job_times_by_step(tmp_path, monkeypatch):
     assert (
         sha256_file(destination / JOB_TIMES) == read_json(destination / RECORD)["files"][JOB_TIMES]
     )
+
+
+def test_figures_not_chosen_stay_behind_with_their_digest(tmp_path, monkeypatch):
+    """``--figure`` copies the figures its patterns match; the rest are not copied, and
+    the record keeps each one's SHA-256; a pattern matching nothing is refused."""
+    study, destination = tmp_path / "study", tmp_path / "published"
+    _write_study(
+        study, monkeypatch, dict.fromkeys(("measures", "words/minilm.none", "figure"), COMMIT)
+    )
+    figure, panel = plt.subplots()
+    panel.plot([0, 1], [0.5, 0.25])
+    save_figure(figure, [study / "results/figures/sweeps/run-0.png"], "")
+    assert main(["publish", "--figure", "sweeps/*", str(study), str(destination)]) == 0
+    record = read_json(destination / RECORD)
+    assert "figures/sweeps/run-0.png" in record["files"]
+    assert (destination / "figures/sweeps/run-0.png.provenance.json").is_file()
+    assert record[FIGURES_LEFT_BEHIND] == {
+        "figures/fig1.png": sha256_file(study / "results/figures/fig1.png")
+    }
+    assert not (destination / "figures/fig1.png").exists()
+    assert not (destination / "figures/fig1.png.provenance.json").exists()
+    with pytest.raises(InputDataError, match=r"^--figure fig9\.png: no figure under"):
+        publish_study(study, tmp_path / "other", ["fig1.png", "fig9.png"])
+    assert not (tmp_path / "other").exists()
+    assert FIGURES_LEFT_BEHIND not in publish_study(study, tmp_path / "every")

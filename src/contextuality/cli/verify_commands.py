@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from contextuality.errors import InputDataError
-from contextuality.verification.publish import publish_study
+from contextuality.verification.publish import FIGURES_LEFT_BEHIND, RECORD, publish_study
 from contextuality.verification.study import repair, verify_study
 
 
@@ -39,9 +39,12 @@ def _verify(args: argparse.Namespace) -> None:
 
 
 def _publish(args: argparse.Namespace) -> None:
-    record = publish_study(args.directory, args.destination)
+    record = publish_study(args.directory, args.destination, args.figure)
     files, commits = len(record["files"]), ", ".join(record["made_by"])
     print(f"published {files} files made by commit {commits} to {args.destination}")
+    left_behind = len(record.get(FIGURES_LEFT_BEHIND, {}))
+    if left_behind:
+        print(f"{left_behind} figures left behind, their SHA-256 recorded ({RECORD})")
 
 
 def add_verify_command(commands: Any) -> None:
@@ -72,5 +75,13 @@ def add_verify_command(commands: Any) -> None:
     command.add_argument("directory", help="the study's working directory, holding results/")
     command.add_argument(
         "destination", help="the folder to publish into (replaced whole once complete)"
+    )
+    command.add_argument(
+        "--figure",
+        action="append",
+        metavar="PATTERN",
+        help="copy only the figures whose path under results/figures/ matches PATTERN "
+        "(a glob, repeatable: 'sweeps/*'); the others' SHA-256 is recorded (default: every "
+        "figure)",
     )
     command.set_defaults(run=_publish)

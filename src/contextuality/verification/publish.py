@@ -12,7 +12,8 @@ of code that no commit holds.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,11 @@ from contextuality.verification.study import verify_study
 
 # What a study publishes: every table and every PNG figure under these folders of it.
 PUBLISHED = (("results/tables", "*.tsv"), ("results/figures", "*.png"))
+FIGURES = "results/figures"
 RECORD = "publication.json"
+# The record's SHA-256 of each figure left behind (`publish_study`'s `figures`), keyed as
+# its ``files``: a run of the same code draws that figure again, byte for byte.
+FIGURES_LEFT_BEHIND = "figures_left_behind"
 # The run's job times by step, from the benchmark files its rules write (Snakemake's
 # ``benchmark:``, one per job under benchmarks/<step>/…), published beside its tables.
 JOB_TIMES = "job_times.tsv"
@@ -128,13 +133,34 @@ def made_by(records: dict[Path, Any]) -> list[str]:
     return sorted(commits)
 
 
-def publish_study(study: str | Path, destination: str | Path) -> dict[str, Any]:
+def chosen_figures(files: list[Path], figures: Sequence[str] | None) -> set[Path]:
+    """The figures of `files` that a publication copies: those whose path under
+    results/figures/ matches one of the glob patterns `figures` (``sweeps/*``,
+    ``training_losses.png``), every one where `figures` is None. A pattern that matches
+    none is a mistake: InputDataError, one line naming it."""
+    drawn = [path for path in files if path.suffix == ".png"]
+    if figures is None:
+        return set(drawn)
+    chosen = set()
+    for pattern in figures:
+        matched = {path for path in drawn if fnmatchcase(str(path.relative_to(FIGURES)), pattern)}
+        if not matched:
+            raise InputDataError(f"--figure {pattern}: no figure under {FIGURES}/ matches it")
+        chosen |= matched
+    return chosen
+
+
+def publish_study(
+    study: str | Path, destination: str | Path, figures: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Copy a finished `study`'s tables and figures with their provenance into
     `destination` (``tables/…`` and ``figures/…``, as under results/), with the run's
     `job_times`, and write its `RECORD`: the commits that made them and each file's
-    SHA-256. Refused, in one line and before `destination` is touched, where a file is
-    damaged (`verify_study`) or was not made by committed code (`made_by`); a destination
-    already there is replaced whole once the new one is complete."""
+    SHA-256. `figures` (`chosen_figures`) keeps a repository to the figures its pages
+    show: the others stay behind, their SHA-256 recorded (`FIGURES_LEFT_BEHIND`). Refused,
+    in one line and before `destination` is touched, where a file is damaged
+    (`verify_study`) or was not made by committed code (`made_by`); a destination already
+    there is replaced whole once the new one is complete."""
     study, destination = Path(study), Path(destination)
     verification = verify_study(study)
     if verification.damaged:
@@ -151,11 +177,19 @@ def publish_study(study: str | Path, destination: str | Path) -> dict[str, Any]:
         for path in files
     }
     commits = made_by(records)
+    copied = chosen_figures(files, figures)
+    left_behind = {
+        path.relative_to("results").as_posix(): sha256_file(study / path)
+        for path in files
+        if path.suffix == ".png" and path not in copied
+    }
     staging = partial_path(destination)
     staging.mkdir()
     try:
         digests = {}
         for path in files:
+            if path.suffix == ".png" and path not in copied:
+                continue
             target = staging / path.relative_to("results")
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(study / path, target)
@@ -163,7 +197,13 @@ def publish_study(study: str | Path, destination: str | Path) -> dict[str, Any]:
             digests[target.relative_to(staging).as_posix()] = sha256_file(target)
         write_tsv(job_times(study), staging / JOB_TIMES, provenance_record(step="job_times"))
         digests[JOB_TIMES] = sha256_file(staging / JOB_TIMES)
-        record = provenance_record(step="publish", study=str(study), made_by=commits, files=digests)
+        record = provenance_record(
+            step="publish",
+            study=str(study),
+            made_by=commits,
+            files=digests,
+            **({FIGURES_LEFT_BEHIND: left_behind} if left_behind else {}),
+        )
         write_json(staging / RECORD, record)
         _replace(destination, staging)
     except BaseException:
