@@ -195,3 +195,7 @@ def test_figures_not_chosen_stay_behind_with_their_digest(tmp_path, monkeypatch)
         publish_study(study, tmp_path / "other", ["fig1.png", "fig9.png"])
     assert not (tmp_path / "other").exists()
     assert FIGURES_LEFT_BEHIND not in publish_study(study, tmp_path / "every")
+    assert main(["publish", "--no-figures", str(study), str(tmp_path / "tables")]) == 0
+    record = read_json(tmp_path / "tables" / RECORD)
+    assert set(record[FIGURES_LEFT_BEHIND]) == {"figures/fig1.png", "figures/sweeps/run-0.png"}
+    assert not (tmp_path / "tables/figures").exists()

@@ -76,12 +76,20 @@ def add_verify_command(commands: Any) -> None:
     command.add_argument(
         "destination", help="the folder to publish into (replaced whole once complete)"
     )
-    command.add_argument(
+    chosen = command.add_mutually_exclusive_group()
+    chosen.add_argument(
         "--figure",
         action="append",
         metavar="PATTERN",
         help="copy only the figures whose path under results/figures/ matches PATTERN "
         "(a glob, repeatable: 'sweeps/*'); the others' SHA-256 is recorded (default: every "
         "figure)",
+    )
+    chosen.add_argument(
+        "--no-figures",
+        dest="figure",
+        action="store_const",
+        const=[],
+        help="copy the tables alone, every figure's SHA-256 recorded",
     )
     command.set_defaults(run=_publish)
