@@ -1,6 +1,6 @@
 """bench/ measures speed and memory: a table or report a docs page quotes is made by the
-workflow and published (`docs/results/`), never written by a bench script, except by the
-studies listed here that are not yet stages, a list that only shrinks."""
+workflow and published (`docs/results/`), never written by a bench script that computes a
+study's results."""
 
 from __future__ import annotations
 
@@ -28,11 +28,6 @@ SPEED_AND_MEMORY = {
 }
 # The GPU acceptance (bench/gpu/): its reports are named after its stages.
 GPU_REPORTS = ("acceptance-", "forward-profile-")
-# Studies whose results the docs still read from bench/results: each to become a stage of
-# the workflow whose run is published, and to leave this list (and bench/) then.
-STUDIES_NOT_YET_STAGES = {
-    "geometry",
-}
 WRITER = re.compile(r"Written by `bench/(\w+)\.py")
 
 
@@ -83,24 +78,20 @@ def _writer(name: str) -> str | None:
     return max(named, key=len) if named else None
 
 
-def test_no_bench_script_outside_the_pending_studies_writes_what_the_docs_quote():
+def test_no_bench_script_writes_what_the_docs_quote():
     writers: dict[str, set[str]] = {}
     for name in sorted(_cited()):
         writer = _writer(name)
         assert writer is not None, f"bench/results/{name}: no report names the script writing it"
         writers.setdefault(writer, set()).add(name)
     studies = set(writers) - SPEED_AND_MEMORY - {"gpu"}
-    assert studies <= STUDIES_NOT_YET_STAGES, (
-        f"bench scripts write tables the docs quote: {sorted(studies - STUDIES_NOT_YET_STAGES)}"
-        " (make the study a stage and publish its run)"
+    assert not studies, (
+        f"bench scripts write tables the docs quote: {sorted(studies)} (make the study a stage"
+        " of the workflow and publish its run)"
     )
-    done = STUDIES_NOT_YET_STAGES - studies
-    assert not done, f"no longer quoted from bench/: take {sorted(done)} off the pending list"
 
 
-def test_the_pending_studies_and_the_speed_benches_are_bench_scripts():
+def test_the_speed_benches_are_bench_scripts():
     scripts = {path.stem for path in (ROOT / "bench").glob("*.py")}
-    assert scripts >= STUDIES_NOT_YET_STAGES, sorted(STUDIES_NOT_YET_STAGES - scripts)
     assert scripts >= SPEED_AND_MEMORY, sorted(SPEED_AND_MEMORY - scripts)
-    assert not STUDIES_NOT_YET_STAGES & SPEED_AND_MEMORY
     assert (ROOT / "bench" / "gpu" / "acceptance.py").is_file()

@@ -59,7 +59,7 @@ def test_cka_makes_the_sink_blocks_one_representation_but_not_their_neighbourhoo
     assert (every["cka_debiased"].round(3) == 1).all()
     assert (later["cka_debiased"] < every["cka_debiased"] - 0.03).all()
     assert (every["mutual_knn"] < 0.8).all()
-    twin = pd.read_csv(ROOT / "bench/results/geometry-families-within.tsv", sep="\t")
+    twin = pd.read_csv(ROOT / "docs/results/families/tables/alignment.tsv", sep="\t")
     untrained = _adjacent(twin, "smollm2-untrained", "all")
     assert untrained["mutual_knn_low"].min() > every["mutual_knn_high"].max()
 

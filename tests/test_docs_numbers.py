@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import math
-import re
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from test_docs_quotes import PAGES_NOT_YET_LOOKED_UP
-
-from conftest import shipped
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,6 +18,7 @@ def _page(name: str) -> str:
 # Alignment tables of the published runs, by the name the tests give them.
 PUBLISHED = {
     "instruments": "docs/results/instruments/tables/alignment.tsv",
+    "families": "docs/results/families/tables/alignment.tsv",
 }
 
 
@@ -264,84 +259,6 @@ def test_what_the_degeneration_page_says_of_the_corrections_holds():
     assert "configfile config/corrections.yaml` adds all five" in _page("degeneration.md")
 
 
-# Where a measured number the docs quote must be found: the committed results (the runs
-# published under docs/results/ among them) and the tables, configs and data the package
-# ships.
-_SOURCES = (
-    "bench/results/",
-    "bench/gpu/expected/",
-    "docs/results/",
-    "src/contextuality/data/",
-    "config/",
-)
-# Numbers in the docs that are not measurements, by page: what each is.
-_NOT_MEASURED = {
-    "families.md": {"640": "Gemma-3-270M's hidden width (the model's configuration)"},
-}
-_NUMBER = re.compile(r"(?<![\w.,/])(?<!arXiv:)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+)(?![\w/])")
-
-
-def _committed_numbers() -> set[str]:
-    """Every number in the committed sources, as written and rounded the ways the docs
-    round: to 0–4 decimals, as a percentage to 0–2, and to tens, hundreds and thousands."""
-    tracked = subprocess.run(
-        ["git", "ls-files", *_SOURCES], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.split()
-    found: set[str] = set()
-    for name in tracked:
-        if name.endswith((".png", ".pdf", ".h5")):
-            continue
-        # A config as the repository ships it: a user's edits are their study.
-        source = shipped(ROOT / name) if name.startswith("config/") else (ROOT / name).read_text()
-        tokens = re.findall(r"-?\d[\d,]*\.?\d*(?:[eE]-?\d+)?", source)
-        # "223,157,338": one number with thousands separators, or a list of three.
-        parts = [part for token in tokens for part in [token, *token.split(",")] if part]
-        for written in parts:
-            text = written.replace(",", "").rstrip(".")
-            try:
-                value = abs(float(text))
-            except ValueError:
-                continue
-            if not math.isfinite(value):
-                continue
-            found.add(text.lstrip("-"))
-            found.update(f"{value:.{places}f}" for places in range(5))
-            found.update(f"{100 * value:.{places}f}" for places in range(3))
-            found.update(str(int(round(value, -power))) for power in (1, 2, 3))
-    return found
-
-
-def _unfound(text: str, marked: dict[str, str], committed: set[str]) -> list[str]:
-    """The numbers of `text` neither in `committed` (as `_committed_numbers` writes them)
-    nor `marked`, nor a year (1990–2030, a citation's)."""
-    unfound = []
-    for match in _NUMBER.finditer(text):
-        written = match.group(1)
-        plain = written.replace(",", "")
-        if written in marked or plain in committed:
-            continue
-        if not re.fullmatch(r"(199\d|20[0-2]\d|2030)", plain):
-            unfound.append(written)
-    return unfound
-
-
-def test_every_number_the_docs_quote_is_in_a_committed_file_or_marked():
-    """A number in the pages that still type results (`PAGES_NOT_YET_LOOKED_UP`; the others
-    look theirs up, test_docs_quotes.py) that no committed result, table or config holds
-    (as written, or rounded as the docs round) fails, unless `_NOT_MEASURED` says what it
-    is. The check itself finds a made-up number, and a rounded one only at the precision
-    it is written."""
-    committed = _committed_numbers()
-    made_up = "a share of 0.98765, 12,345,679 rows (Author 2019, arXiv:1905.12345), 0.3 and 20,900"
-    assert _unfound(made_up, {}, committed | {"0.3", "20900"}) == ["0.98765", "12,345,679"]
-    unfound = []
-    pending = [ROOT / "docs" / name for name in sorted(PAGES_NOT_YET_LOOKED_UP)]
-    for page in pending:
-        marked = _NOT_MEASURED.get(page.name, {})
-        unfound += [f"{page.name}: {n}" for n in _unfound(page.read_text(), marked, committed)]
-    assert not unfound, unfound
-
-
 def test_what_the_instruments_page_says_of_minilm_and_its_untrained_copy_holds():
     """docs/instruments.md looks these numbers up in the published run of config/full.yaml;
     what it says of them must hold: every calibrated score above 0 (every value above its
@@ -379,34 +296,28 @@ def test_what_the_instruments_page_says_of_minilm_and_its_untrained_copy_holds()
     assert chosen["stays_best"].min() < 1 and (chosen["value"] > chosen["best_threshold"]).all()
 
 
-def test_the_alignment_within_smollm2_of_the_families_rerun_is_the_published_run_s():
-    """SmolLM2's alignment with itself in bench/results/geometry-families-within.tsv (the
-    families' rerun with intervals, which the instruments page still quotes for the twin)
-    and in the published instruments run, which docs/geometry.md looks up, agree."""
+def test_the_alignment_within_smollm2_is_the_same_in_the_two_runs_that_hold_it():
+    """SmolLM2's alignment with itself in the published runs of config/families.yaml and
+    config/instruments.yaml (the same rows, settings and seed) agree, so the two pages
+    that read one or the other read one table."""
     measures = ["cka", "cka_debiased", "procrustes", "mutual_knn", "cknna"]
     for occurrences in ("all", "position>0"):
-        rerun, published = (
-            _pair(name, "smollm2", "smollm2", occurrences)
-            for name in ("geometry-families-within", "instruments")
+        families, instruments = (
+            _pair(name, "smollm2", "smollm2", occurrences) for name in ("families", "instruments")
         )
-        assert rerun.index.equals(published.index)
-        assert np.abs(rerun[measures].to_numpy() - published[measures].to_numpy()).max() < 1e-3
+        assert families.index.equals(instruments.index)
+        assert np.abs(families[measures].to_numpy() - instruments[measures].to_numpy()).max() < 1e-3
 
 
-def test_the_untrained_twins_word_baseline_quoted_in_the_families_page():
-    """docs/families.md: SmolLM2's untrained twin against the word type, on
-    bench/results/geometry-families-within.tsv."""
-    word = _pair("geometry-families-within", "smollm2-untrained", "word_identity", "all")
-    word = word.droplevel("layer_b")
-    embedding, blocks = word.loc[0], word.loc[3:]
-    page = _page("families.md")
-    assert f"output shares {_with_interval(embedding, 'mutual_knn')} of its neighbours" in page
-    assert f"at a debiased CKA of {_with_interval(embedding, 'cka_debiased')}" in page
-    assert (
-        f"(mutual k-NN at most {blocks['mutual_knn'].max():.3f}, debiased CKA at most "
-        f"{blocks['cka_debiased'].max():.3f}; their intervals' tops "
-        f"{blocks['mutual_knn_high'].max():.3f} and {blocks['cka_debiased_high'].max():.3f})"
-    ) in page
+def test_what_the_families_page_says_of_the_untrained_twin_holds():
+    """docs/families.md looks the untrained twin up in the published families run; what it
+    says must hold: its embedding output shares about as many neighbours with the word type
+    as the trained one's, and from block 3 on its layers keep almost nothing of the word."""
+    word = _pair("families", "smollm2-untrained", "word_identity", "all").droplevel("layer_b")
+    trained = _pair("families", "smollm2", "word_identity", "all").droplevel("layer_b")
+    assert abs(word.loc[0, "mutual_knn"] - trained.loc[0, "mutual_knn"]) < 0.02
+    blocks = word.loc[3:]
+    assert blocks["mutual_knn_high"].max() < 0.05 and blocks["cka_debiased_high"].max() < 0.05
 
 
 def test_what_the_outputs_page_says_of_the_parity_check_holds():

@@ -21,9 +21,7 @@ from contextuality.catalogue import quoted_sources, quotes
 from contextuality.errors import InputDataError
 
 ROOT = Path(__file__).resolve().parents[1]
-# The comment under a heading that says its section's numbers are looked up.
-MARKER = "<!-- numbers: looked up -->"
-# Numbers a looked-up section may type: constants of its text, not results.
+# Numbers a page may type: constants of its text, not results.
 CONSTANTS = {
     "0.05": "the significance level a sentence tests at",
     "12,544": "the scored pairs of STS 2012–2016, a fact of the data (corpus.sts.scored_only)",
@@ -36,9 +34,6 @@ CONSTANTS = {
     "1,186": "the pairs of STS 2016 with a gold score, a fact of the data",
     "38,393": "the distinct sentences of STS 2012–2016 as written, a fact of the data",
 }
-# Pages that still type results, each to look them up and leave this list (a list that
-# only shrinks): their runs are not yet published.
-PAGES_NOT_YET_LOOKED_UP = {"families.md"}
 # What README.md may type, each with what holds it: it is read where mkdocs does not build.
 README_NUMBERS = {
     "2.6": "the lowest torch pyproject.toml admits (tests/test_install.py)",
@@ -281,20 +276,6 @@ def _typed(text: str) -> list[str]:
     return TYPED.findall(text)
 
 
-def _looked_up_sections() -> dict[str, str]:
-    """Each section of docs/ whose heading is followed by `MARKER`, by page and heading,
-    up to the next heading of its level or above."""
-    found = {}
-    for page in sorted((ROOT / "docs").glob("*.md")):
-        text = page.read_text()
-        for heading in re.finditer(rf"^(#+) (.+)\n{re.escape(MARKER)}", text, flags=re.MULTILINE):
-            level = len(heading[1])
-            rest = text[heading.end() :]
-            end = re.search(rf"^#{{1,{level}}} ", rest, flags=re.MULTILINE)
-            found[f"{page.name}: {heading[2]}"] = rest[: end.start() if end else len(rest)]
-    return found
-
-
 def test_the_scan_finds_typed_numbers_and_passes_looked_up_ones():
     text = (
         "ρ = 0.805 over 1,000 draws in 2025 {{ value(t, 'x', model='a') }} `0.5` at layer 12"
@@ -333,18 +314,14 @@ def test_the_facts_of_the_data_a_section_may_type_are_those_the_corpus_tests_che
     assert facts == {f"{count:,}" for count in counts}
 
 
-def test_no_page_types_a_number_but_those_not_yet_looked_up():
-    """Every docs page looks its numbers up (or types only `CONSTANTS`), but the pending
-    ones, each of which still types some; README.md types only what `README_NUMBERS` says
-    holds it, and the torch range is pyproject.toml's."""
+def test_no_page_types_a_number():
+    """Every docs page looks its numbers up (or types only `CONSTANTS`); README.md types
+    only what `README_NUMBERS` says holds it, and the torch range is pyproject.toml's."""
     typed = {
         page.name: sorted(set(_typed(page.read_text())) - set(CONSTANTS))
         for page in sorted((ROOT / "docs").glob("*.md"))
     }
-    typing = {name: found for name, found in typed.items() if found}
-    assert set(typing) == PAGES_NOT_YET_LOOKED_UP, {
-        name: found for name, found in typing.items() if name not in PAGES_NOT_YET_LOOKED_UP
-    }
+    assert not any(typed.values()), {name: found for name, found in typed.items() if found}
     readme = (ROOT / "README.md").read_text()
     assert set(_typed(readme)) == set(README_NUMBERS)
     torch = re.search(r'"torch>=([\d.]+),<([\d.]+)"', (ROOT / "pyproject.toml").read_text())
@@ -352,13 +329,6 @@ def test_no_page_types_a_number_but_those_not_yet_looked_up():
     assert f"torch from {torch[1]} to {highest[0]}.{int(highest[1]) - 1}" in " ".join(
         readme.split()
     )
-
-
-def test_no_number_is_typed_in_a_section_whose_numbers_are_looked_up():
-    sections = _looked_up_sections()
-    assert "evidence.md: Layers against a downstream task" in sections
-    typed = {name: sorted(set(_typed(text)) - set(CONSTANTS)) for name, text in sections.items()}
-    assert not any(typed.values()), typed
 
 
 def test_a_quote_of_a_missing_row_fails_the_site_s_build(tmp_path, table):

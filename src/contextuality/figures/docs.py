@@ -121,10 +121,12 @@ def _families_best_layers(tables: list[pd.DataFrame], source: str, output: Path)
 
 
 def _families_positions(tables: list[pd.DataFrame], source: str, output: Path) -> None:
-    """Norm and anisotropy by sentence position (`figures.geometry.plot_positions`)."""
+    """Norm and anisotropy by sentence position of the three trained families
+    (`figures.geometry.plot_positions`; the run holds SmolLM2's untrained twin too)."""
     from contextuality.figures.geometry import plot_positions
 
-    plot_positions(tables[0], [output], source)
+    positions = tables[0]
+    plot_positions(positions[positions["model"] != "smollm2-untrained"], [output], source)
 
 
 def _ablation_zeroed(tables: list[pd.DataFrame], source: str, output: Path) -> None:
@@ -187,7 +189,7 @@ FIGURES = {
         _families_best_layers,
     ),
     "families-positions.png": DocsFigure(
-        ("bench/results/geometry-families-positions.tsv",), _families_positions
+        ("docs/results/families/tables/positions.tsv",), _families_positions
     ),
     "instruments-ablation-smollm2-zeroed.png": DocsFigure(
         (f"{INSTRUMENTS}/measures.tsv", f"{INSTRUMENTS}/alignment.tsv"),

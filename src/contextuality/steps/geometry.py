@@ -273,8 +273,8 @@ def baseline_alignment(
 ) -> pd.DataFrame:
     """The alignment between every layer of `model` and each word baseline alone
     (`ALIGNMENT_COLUMNS`), as `layer_geometry` writes it beside the alignment between the
-    layers: the baselines of a study of the alignment between models alone
-    (`bench/geometry.py --between-models`)."""
+    layers: the baselines a study of the alignment between models alone needs, from
+    Python."""
     rows, sample = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
     log.info("alignment of %d layers with the word baselines", len(layers.vectors))
@@ -290,7 +290,7 @@ def layer_alignment(
 ) -> pd.DataFrame:
     """The alignment between every two layers of `model` and with each word baseline
     (`ALIGNMENT_COLUMNS`): the table `layer_geometry` writes, without its intrinsic
-    dimension (`bench/geometry.py --within-models`)."""
+    dimension."""
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
