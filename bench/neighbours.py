@@ -1,18 +1,24 @@
-"""The exact k-NN search behind mutual k-NN and CKNNA, at the sizes alignment runs on.
+"""The k-NN search behind mutual k-NN and CKNNA, exact and from an inverted-file index,
+against the number of rows, and one pair of layers aligned at the sizes studies now use.
 
-`geometry.neighbours.cosine_neighbours` on n = 10^4 … 10^5 rows of d = 768 (BERT-base's
-width), k = 10, on each device given: seconds of the search, rows/s, and (CUDA) the peak
-memory torch allocated; then, on the CPU, the seconds of mutual k-NN and CKNNA between
-the rows and a perturbed copy of them (sparse, from the neighbours). Where a GPU runs, its
-neighbours are compared with the CPU's on the same rows: the share of rows whose k
-neighbours are the same list, and mutual k-NN between the two searches (1 where float32
-rounding on the two devices breaks no near-tie differently).
+`geometry.neighbours.cosine_neighbours` on n rows of d = 768 (BERT-base's width), k = 10,
+each search in a process of its own (its peak resident memory is the process's): the
+exact search (every row against every row, on each device given) and the index
+(`geometry.search`, FAISS's IndexIVFFlat at the default cells and probes, on the CPU):
+seconds of its training, search and recall measurement, the recall it measures, and
+mutual k-NN between its neighbours and the exact ones where both ran. The growth
+exponent of each search's time is the slope of log seconds against log n. Then, on the
+CPU, the seconds of mutual k-NN and CKNNA between the rows and a noisy copy; with
+``--align``, one pair of layers (the rows and the noisy copy) aligned as the geometry step
+aligns two models (`alignment.alignment_between`: every measure with its permutation
+null and bootstrap interval at the schema's defaults), time and peak memory.
 
 The rows are embedding-like, not uniform: a common direction (anisotropy), 200 clusters
 and two outlier dimensions, drawn from a seeded generator.
 
-    python bench/neighbours.py --devices cpu --sizes 10000 30000 100000
+    python bench/neighbours.py --devices cpu --sizes 10000 30000 100000 --index-sizes 300000
     python bench/neighbours.py --devices cpu cuda --sizes 10000 100000 --out DIR
+    python bench/neighbours.py --sizes --index-sizes --align 1000000
 
 Writes ``neighbours-<label>.{json,md}`` into bench/results (or --out).
 """
@@ -21,7 +27,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import platform
+import resource
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,7 +38,9 @@ import numpy as np
 import torch
 
 from contextuality import __version__
-from contextuality.geometry.neighbours import cknna, cosine_neighbours, mutual_knn
+from contextuality.configuration.random_streams import generator
+from contextuality.geometry.neighbours import Neighbours, cknna, cosine_neighbours, mutual_knn
+from contextuality.geometry.search import SearchSettings, index_neighbours, recall
 
 from arguments import device as known_device
 from arguments import nonnegative_int, output_directory, positive_int
@@ -38,7 +49,7 @@ from workdir import write_report
 RESULTS = Path(__file__).resolve().parent / "results"
 WIDTH = 768
 K = 10
-# The largest n on which the CPU's neighbours are found to compare a GPU's with.
+# The largest n on which the CPU's exact neighbours are found to compare a GPU's with.
 COMPARED_ROWS = 30_000
 
 
@@ -52,13 +63,25 @@ def embedding_like(n: int, width: int, seed: int) -> np.ndarray:
     return rows
 
 
+def noisy_copy(rows: np.ndarray, seed: int) -> np.ndarray:
+    """`rows` with Gaussian noise of half their clusters' spread: another layer."""
+    noise = np.random.default_rng(seed + 1).normal(size=rows.shape).astype(np.float32)
+    return rows + 0.5 * noise
+
+
 def _synchronize(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
 
 
-def timed_search(rows: np.ndarray, device: str):
-    """The neighbours of `rows` on `device`, and the search's seconds and peak memory."""
+def _peak_rss_mib() -> float:
+    """This process's peak resident memory (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def exact_search(rows: np.ndarray, device: str) -> tuple[Neighbours, dict]:
+    """The exact neighbours of `rows` on `device`, and the search's seconds and peak
+    memory (the GPU's allocation on CUDA)."""
     if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
         cosine_neighbours(rows[:1000], K, device)  # kernels loaded before timing
@@ -68,7 +91,90 @@ def timed_search(rows: np.ndarray, device: str):
     _synchronize(device)
     seconds = time.perf_counter() - started
     peak = torch.cuda.max_memory_allocated() / 2**20 if device.startswith("cuda") else None
-    return found, seconds, peak
+    record = {"search_s": round(seconds, 3), "rows_per_s": round(len(rows) / seconds)}
+    return found, record | {"peak_mib": None if peak is None else round(peak, 1)}
+
+
+def index_search(rows: np.ndarray, seed: int) -> tuple[Neighbours, dict]:
+    """The index's neighbours of `rows` (CPU, the schema's cells and probes), the seconds
+    of building and searching it and of measuring its recall, and that recall."""
+    settings = SearchSettings(method="ivf")
+    random = generator(seed, "neighbour_search")
+    units = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    started = time.perf_counter()
+    indices, cosines = index_neighbours(units, K, settings, random)
+    searched = time.perf_counter()
+    queries = np.sort(random.choice(len(rows), settings.recall_queries, replace=False))
+    found_recall = recall(units, indices, queries, "cpu")
+    measured = time.perf_counter()
+    record = {
+        "lists": settings.lists_for(len(rows)),
+        "probes": settings.probes,
+        "search_s": round(searched - started, 3),
+        "rows_per_s": round(len(rows) / (searched - started)),
+        "recall_s": round(measured - searched, 3),
+        "recall": round(found_recall, 5),
+    }
+    return Neighbours(indices, cosines, found_recall), record
+
+
+def one_search(n: int, search: str, device: str, seed: int, kept: Path) -> dict:
+    """One record: `n` rows searched by `search` on `device` (in a process of its own),
+    the neighbour measures between them and a noisy copy (the exact search on the CPU);
+    the CPU's exact neighbours are kept in the folder `kept`, and a search of the same
+    rows after them is compared with them."""
+    rows = embedding_like(n, WIDTH, seed)
+    record = {"n": n, "width": WIDTH, "k": K, "search": search, "device": device}
+    if search == "exact":
+        found, timed = exact_search(rows, device)
+    else:
+        found, timed = index_search(rows, seed)
+    record |= timed
+    exact_file = kept / f"exact-{n}.npy"
+    if exact_file.is_file():
+        exact = Neighbours(np.load(exact_file), np.zeros((n, K)))
+        agreement = "mutual_knn_with_exact" if search == "ivf" else "mutual_knn_with_cpu"
+        record[agreement] = round(mutual_knn(exact, found), 6)
+        if search == "exact":
+            record["same_lists_as_cpu"] = round(same_lists(exact, found), 5)
+    elif device == "cpu" and search == "exact":
+        np.save(exact_file, found.indices)
+    if device == "cpu" and search == "exact":
+        other = cosine_neighbours(noisy_copy(rows, seed), K)
+        for name, measure in (("mutual_knn", mutual_knn), ("cknna", cknna)):
+            started = time.perf_counter()
+            record[name] = round(measure(found, other), 4)
+            record[f"{name}_s"] = round(time.perf_counter() - started, 3)
+    return record | {"peak_rss_mib": round(_peak_rss_mib())}
+
+
+def one_alignment(n: int, seed: int) -> dict:
+    """One pair of layers of `n` rows aligned as two models are (`alignment_between` at
+    the schema's settings: the index past its size), its seconds and peak memory."""
+    from contextuality.geometry.alignment import (
+        AlignmentSettings,
+        SampledLayers,
+        SampleRows,
+        alignment_between,
+    )
+
+    rows = embedding_like(n, WIDTH, seed)
+    left = ("rows", SampledLayers({0: rows}, {}))
+    right = ("noisy", SampledLayers({0: noisy_copy(rows, seed)}, {}))
+    sentences = np.arange(n) // 20  # sentences of 20 words, what a bootstrap draw takes
+    sample = SampleRows(np.ones(n, dtype=bool), sentences, sampled=False)
+    settings = AlignmentSettings(device="cpu")
+    started = time.perf_counter()
+    table = alignment_between(left, right, sample, seed, 0.95, settings, occurrences=("all",))
+    seconds = time.perf_counter() - started
+    row = table.table.iloc[0]
+    record = {"n": n, "width": WIDTH, "k": K, "search": "alignment", "device": "cpu"}
+    record |= {"align_s": round(seconds, 1), "permutations": int(row["permutations"])}
+    record |= {"bootstrap": int(row["bootstrap"]), "knn_recall": round(row["knn_recall"], 5)}
+    for name in ("cka", "mutual_knn", "cknna"):
+        record[name] = round(float(row[name]), 4)
+        record[f"{name}_width"] = round(float(row[f"{name}_high"] - row[f"{name}_low"]), 4)
+    return record | {"peak_rss_mib": round(_peak_rss_mib())}
 
 
 def same_lists(left, right) -> float:
@@ -76,76 +182,111 @@ def same_lists(left, right) -> float:
     return float(np.mean(np.all(left.indices == right.indices, axis=1)))
 
 
-def run(sizes: list[int], devices: list[str], seed: int) -> list[dict]:
-    """One record per size and device searched; the CPU searches sizes above
-    COMPARED_ROWS only when it is the one device."""
-    records = []
-    for n in sizes:
-        rows = embedding_like(n, WIDTH, seed)
-        searched = {}
-        for device in devices:
-            if device == "cpu" and n > COMPARED_ROWS and len(devices) > 1:
-                continue
-            found, seconds, peak = timed_search(rows, device)
-            record = {"n": n, "width": WIDTH, "k": K, "device": device}
-            record |= {"search_s": round(seconds, 3), "rows_per_s": round(n / seconds)}
-            record["peak_mib"] = None if peak is None else round(peak, 1)
-            if "cpu" in searched:
-                record["same_lists_as_cpu"] = round(same_lists(searched["cpu"], found), 5)
-                record["mutual_knn_with_cpu"] = round(mutual_knn(searched["cpu"], found), 6)
-            if not searched:
-                record |= timed_alignment(rows, found, device, seed)
-            searched[device] = found
-            records.append(record)
-            print(json.dumps(record), flush=True)
-    return records
-
-
-def timed_alignment(rows: np.ndarray, found, device: str, seed: int) -> dict:
-    """Mutual k-NN and CKNNA between `rows` and a noisy copy, and their seconds (CPU)."""
-    noise = np.random.default_rng(seed + 1).normal(size=rows.shape).astype(np.float32)
-    other = cosine_neighbours(rows + 0.5 * noise, K, device)
-    record = {}
-    for name, measure in (("mutual_knn", mutual_knn), ("cknna", cknna)):
-        started = time.perf_counter()
-        record[name] = round(measure(found, other), 4)
-        record[f"{name}_s"] = round(time.perf_counter() - started, 3)
+def _in_own_process(function, *arguments) -> dict:
+    """`function(*arguments)` in a fresh process, so that its peak memory is its own."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        record = pool.apply(function, arguments)
+    print(json.dumps(record), flush=True)
     return record
 
 
-def markdown(records: list[dict], label: str, seed: int) -> list[str]:
-    columns = [
-        "n",
-        "device",
-        "search_s",
-        "rows_per_s",
-        "peak_mib",
-        "mutual_knn",
-        "mutual_knn_s",
-        "cknna",
-        "cknna_s",
-        "same_lists_as_cpu",
-        "mutual_knn_with_cpu",
-    ]
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+def run(arguments: argparse.Namespace, kept: Path) -> list[dict]:
+    """Every record: the exact search at ``--sizes`` on each device (the CPU above
+    COMPARED_ROWS only where it is the one device), the index at ``--sizes`` and
+    ``--index-sizes``, and the alignment at ``--align``; the CPU's exact neighbours kept in
+    `kept` to compare the other searches with."""
+    records, devices, seed = [], arguments.devices, arguments.seed
+    for n in arguments.sizes:
+        for device in sorted(devices, key=lambda name: name != "cpu"):
+            if device == "cpu" and n > COMPARED_ROWS and len(devices) > 1:
+                continue
+            records.append(_in_own_process(one_search, n, "exact", device, seed, kept))
+    for n in [*arguments.sizes, *arguments.index_sizes]:
+        records.append(_in_own_process(one_search, n, "ivf", "cpu", seed, kept))
+    for n in arguments.align:
+        records.append(_in_own_process(one_alignment, n, seed))
+    return records
+
+
+def growth(records: list[dict]) -> list[dict]:
+    """For each search and device timed at two sizes or more, the exponent b of
+    seconds ≈ a · n^b (least squares on the logarithms)."""
+    found = []
+    for key in sorted({(r["search"], r["device"]) for r in records if "search_s" in r}):
+        timed = [r for r in records if (r["search"], r["device"]) == key and "search_s" in r]
+        if len(timed) < 2:
+            continue
+        sizes = np.log([r["n"] for r in timed])
+        seconds = np.log([r["search_s"] for r in timed])
+        slope = float(np.polyfit(sizes, seconds, 1)[0])
+        found.append({"search": key[0], "device": key[1], "exponent": round(slope, 2)})
+        found[-1] |= {"smallest_n": min(r["n"] for r in timed)}
+        found[-1] |= {"largest_n": max(r["n"] for r in timed)}
+    return found
+
+
+COLUMNS = [
+    "n",
+    "search",
+    "device",
+    "lists",
+    "probes",
+    "search_s",
+    "rows_per_s",
+    "recall",
+    "recall_s",
+    "mutual_knn_with_exact",
+    "peak_mib",
+    "peak_rss_mib",
+    "mutual_knn",
+    "mutual_knn_s",
+    "cknna",
+    "cknna_s",
+    "same_lists_as_cpu",
+    "mutual_knn_with_cpu",
+    "align_s",
+    "knn_recall",
+    "cka",
+    "cka_width",
+    "mutual_knn_width",
+    "cknna_width",
+]
+
+
+def _table(records: list[dict], columns: list[str]) -> str:
+    shown = [column for column in columns if any(column in record for record in records)]
+    lines = ["| " + " | ".join(shown) + " |", "|" + "---|" * len(shown)]
     for record in records:
-        lines.append("| " + " | ".join(str(record.get(c, "")) for c in columns) + " |")
+        lines.append("| " + " | ".join(str(record.get(c, "")) for c in shown) + " |")
+    return "\n".join(lines)
+
+
+def markdown(records: list[dict], exponents: list[dict], label: str, seed: int) -> list[str]:
     return [
-        f"# Exact cosine k-NN search ({label})",
+        f"# Cosine k-NN search, exact and indexed ({label})",
         f"contextuality {__version__}, torch {torch.__version__}, {platform.machine()}, "
         f"{torch.get_num_threads()} CPU threads"
         + (f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else "")
-        + f"; d = {WIDTH}, k = {K}, embedding-like rows (seed {seed}). mutual k-NN and CKNNA "
-        "are timed on the CPU (sparse), between the rows and a copy with noise added; "
-        "same_lists_as_cpu and mutual_knn_with_cpu compare a GPU's search with the CPU's.",
-        "\n".join(lines),
+        + f"; d = {WIDTH}, k = {K}, embedding-like rows (seed {seed}), each search in a "
+        "process of its own (peak_rss_mib its peak resident memory, rows included). The "
+        "index's search_s is building and searching it; recall_s measures its recall on "
+        "sampled queries; mutual_knn_with_exact compares its neighbours with the exact "
+        "ones. mutual k-NN and CKNNA are timed on the CPU (sparse), between the rows and a "
+        "copy with noise added; same_lists_as_cpu and mutual_knn_with_cpu compare a GPU's "
+        "search with the CPU's. align_s: one pair of layers aligned as two models are, "
+        "every measure with its null and interval.",
+        _table(records, COLUMNS),
+        "Growth of the search's seconds with n (seconds ≈ a · n^exponent):",
+        _table(exponents, ["search", "device", "exponent", "smallest_n", "largest_n"]),
     ]
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line, each value checked before any work starts."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=positive_int, nargs="+", default=[10_000, 30_000, 100_000])
+    parser.add_argument("--sizes", type=positive_int, nargs="*", default=[10_000, 30_000, 100_000])
+    parser.add_argument("--index-sizes", type=positive_int, nargs="*", default=[300_000])
+    parser.add_argument("--align", type=positive_int, nargs="*", default=[])
     parser.add_argument("--devices", type=known_device, nargs="+", default=["cpu"])
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--label", default=None)
@@ -156,10 +297,15 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
 def main() -> None:
     arguments = parse_arguments()
     label = arguments.label or "-".join(arguments.devices)
-    records = run(arguments.sizes, arguments.devices, arguments.seed)
+    with tempfile.TemporaryDirectory() as kept:
+        records = run(arguments, Path(kept))
+    exponents = growth(records)
     arguments.out.mkdir(parents=True, exist_ok=True)
     (arguments.out / f"neighbours-{label}.json").write_text(json.dumps(records, indent=1) + "\n")
-    write_report(arguments.out / f"neighbours-{label}.md", markdown(records, label, arguments.seed))
+    growth_file = arguments.out / f"neighbours-{label}-growth.json"
+    growth_file.write_text(json.dumps(exponents, indent=1) + "\n")
+    report = markdown(records, exponents, label, arguments.seed)
+    write_report(arguments.out / f"neighbours-{label}.md", report)
 
 
 if __name__ == "__main__":

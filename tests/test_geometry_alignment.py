@@ -92,12 +92,12 @@ def test_cosine_neighbours_agree_with_brute_force_ties_broken_by_row():
 
 
 def test_cosine_neighbours_in_chunks_equal_one_pass(monkeypatch):
-    from contextuality.geometry import neighbours
+    from contextuality.geometry import search
 
     rng = np.random.default_rng(8)
     vectors = rng.normal(size=(97, 5))
     whole = cosine_neighbours(vectors, 4)
-    monkeypatch.setattr(neighbours, "_SIMILARITIES_PER_CHUNK", 97 * 10)
+    monkeypatch.setattr(search, "SIMILARITIES_PER_CHUNK", 97 * 10)
     chunked = cosine_neighbours(vectors, 4)
     assert np.array_equal(whole.indices, chunked.indices)
 

@@ -22,6 +22,7 @@ from contextuality.corpus.settings import CorpusSettings, StsSource, TextSource
 from contextuality.errors import ConfigError
 from contextuality.geometry.alignment import AlignmentSettings
 from contextuality.geometry.dimension import DimensionSettings
+from contextuality.geometry.search import SearchSettings
 from contextuality.measures.degeneration import DegenerationSettings
 from contextuality.measures.settings import MeasureSettings
 from contextuality.streaming.state import StreamingSettings
@@ -52,7 +53,8 @@ CLASSES = {
         ("seed",),
         {"transforms", "special_token_sentences"},
     ),
-    DimensionSettings: (("geometry", "intrinsic_dimension"), (), set()),
+    DimensionSettings: (("geometry", "intrinsic_dimension"), ("search",), set()),
+    SearchSettings: (("geometry", "search"), (), set()),
 }
 
 

@@ -112,13 +112,17 @@ def intrinsic_dimension(
     what = f"{model} layer {layer}: intrinsic dimension"
     with Told(log, what, cost, progress=progress) as told:
         told.stage("nearest neighbours")
+        searching = generator(settings.seed, "neighbour_search")  # the same in every layer
         neighbours = dimension.neighbourhoods(
-            np.asarray(vectors[has_vector]), dimension_settings.range_max
+            np.asarray(vectors[has_vector]),
+            dimension_settings.range_max,
+            dimension_settings.search,
+            searching,
         )
         told.stage("curves over scale")
         rng = generator(settings.seed, "dimension_samples")  # the same cuts for every layer
         curves = dimension.dimension_curves(
-            neighbours, dimension_settings, settings.confidence, rng
+            neighbours, dimension_settings, settings.confidence, rng, searching
         )
     points = neighbours.points
     layer_fields = {

@@ -27,13 +27,14 @@ from contextuality.errors import ConfigError, check_integer, warn
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 from contextuality.geometry.best_layers import best_matching_layers, empty_best_layers
 from contextuality.geometry.linear_cka import CrossProducts
-from contextuality.geometry.neighbours import Neighbours, cosine_neighbours
+from contextuality.geometry.neighbours import SearchedNeighbours, layer_neighbours
 from contextuality.geometry.resampling import (
     ResampledAlignment,
     bootstrap_interval,
     calibrate,
     sentence_weights,
 )
+from contextuality.geometry.search import SearchSettings
 from contextuality.jobs.console import Progress
 from contextuality.rows import rows_with_vectors
 
@@ -69,6 +70,7 @@ ALIGNMENT_COLUMNS = [
     "occurrences",
     *(pattern.format(record.name) for record in ALIGNMENT_MEASURES for pattern in MEASURE_COLUMNS),
     "k",
+    "knn_recall",
     "n_rows",
     "permutations",
     "bootstrap",
@@ -82,19 +84,22 @@ class AlignmentSettings:
     are searched: ``auto`` (a GPU when torch sees one), ``cpu``, ``cuda`` or ``cuda:N``;
     the permutations every value is calibrated against, the bootstrap draws of its
     interval, and the word baselines aligned with each model (config
-    ``geometry.alignment``)."""
+    ``geometry.alignment``); how the neighbours are searched (``geometry.search``)."""
 
     k: int = default("geometry", "alignment", "k")
     device: str = default("geometry", "alignment", "device")
     permutations: int = default("geometry", "alignment", "permutations")
     bootstrap: int = default("geometry", "alignment", "bootstrap")
     baselines: tuple[str, ...] = tuple(default("geometry", "alignment", "baselines"))
+    search: SearchSettings = field(default_factory=SearchSettings)
 
     def __post_init__(self) -> None:
         check_integer("geometry.alignment", "k", self.k, 1)
         check_integer("geometry.alignment", "permutations", self.permutations, 1)
         check_integer("geometry.alignment", "bootstrap", self.bootstrap, 0)
         object.__setattr__(self, "baselines", tuple(self.baselines))
+        if isinstance(self.search, dict):
+            object.__setattr__(self, "search", SearchSettings(**self.search))
         unknown = sorted(set(self.baselines) - set(BASELINE_NAMES))
         if unknown:
             raise ConfigError(
@@ -221,26 +226,23 @@ def _mean(rows) -> np.ndarray:
 NEIGHBOUR_MEASURES = tuple(record for record in ALIGNMENT_MEASURES if record.of_neighbours)
 
 
-@dataclass(frozen=True)
-class SearchedNeighbours:
-    """Each sampled row's k nearest neighbours in every layer of the left model (`left`)
-    and of the right (`right`, the same list within one model)."""
-
-    left: list[Neighbours]
-    right: list[Neighbours]
-
-
 def search_neighbours(
-    left: SampledLayers, right: SampledLayers | None, rows: np.ndarray, k: int, device: str
+    left: SampledLayers,
+    right: SampledLayers | None,
+    rows: np.ndarray,
+    alignment: AlignmentSettings,
+    seed: int,
 ) -> SearchedNeighbours | None:
-    """Every layer's neighbours of the sampled `rows`, searched once
-    (`neighbours.cosine_neighbours`); None where the rows are too few for k."""
-    if len(rows) <= k:
+    """Every layer's neighbours of the sampled `rows`, searched once as
+    ``alignment.search`` says (`neighbours.layer_neighbours`); None where the rows are too
+    few for k."""
+    if len(rows) <= alignment.k:
         return None
-    found = [cosine_neighbours(vectors[rows], k, device) for vectors in left.vectors.values()]
+    search = (alignment.k, alignment.search_device(), alignment.search, seed)
+    found = layer_neighbours([vectors[rows] for vectors in left.vectors.values()], *search)
     if right is None:
         return SearchedNeighbours(found, found)
-    others = [cosine_neighbours(vectors[rows], k, device) for vectors in right.vectors.values()]
+    others = layer_neighbours([vectors[rows] for vectors in right.vectors.values()], *search)
     return SearchedNeighbours(found, others)
 
 
@@ -299,6 +301,7 @@ def resampled_alignment(
     sentences: np.ndarray,
     alignment: AlignmentSettings,
     randoms: tuple[np.random.Generator, np.random.Generator],
+    seed: int,
     what: str = "alignment",
     progress: Callable[[], None] | None = None,
 ) -> ResampledAlignment:
@@ -308,7 +311,7 @@ def resampled_alignment(
     ``alignment.bootstrap`` draws over sentences (`resampling.sentence_weights`, from
     the second), their progress told on the console as `what` (`console.Progress`) and
     to `progress`, called after each."""
-    searched = search_neighbours(left, right, rows, alignment.k, alignment.search_device())
+    searched = search_neighbours(left, right, rows, alignment, seed)
     values = measure_grids(left, right, rows, searched)
     permutation_random, bootstrap_random = randoms
     resamples = alignment.permutations + alignment.bootstrap
@@ -329,7 +332,12 @@ def resampled_alignment(
             progress()
     told.finish()
     return ResampledAlignment(
-        values, _by_measure(nulls, values), _by_measure(draws, values), alignment.k, len(rows)
+        values,
+        _by_measure(nulls, values),
+        _by_measure(draws, values),
+        alignment.k,
+        len(rows),
+        None if searched is None else searched.recall(),
     )
 
 
@@ -377,6 +385,7 @@ def alignment_frame(
             "occurrences": occurrences,
             **{name: grid.ravel() for name, grid in columns.items()},
             "k": found.k,
+            "knn_recall": np.nan if found.recall is None else found.recall.ravel(),
             "n_rows": found.n_rows,
             "permutations": len(next(iter(found.nulls.values()))),
             "bootstrap": len(next(iter(found.draws.values()))),
@@ -443,7 +452,7 @@ def alignment_between(
                 ]
             )
         found = resampled_alignment(
-            left[1], other, rows, sample.sentences, alignment, randoms, what, progress
+            left[1], other, rows, sample.sentences, alignment, randoms, seed, what, progress
         )
         frames.append(
             alignment_frame(found, names, layers, subset, sample.sampled, confidence, transform)

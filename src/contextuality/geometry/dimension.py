@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any
 
@@ -37,6 +37,7 @@ import numpy as np
 
 from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError, check_integer
+from contextuality.geometry.search import SearchSettings, euclidean_neighbours
 
 ESTIMATORS = ("twonn", "gride")
 
@@ -55,14 +56,18 @@ _SECTION = ("geometry", "intrinsic_dimension")
 
 @dataclass(frozen=True)
 class DimensionSettings:
-    """How the intrinsic dimension is estimated (config ``geometry.intrinsic_dimension``)."""
+    """How the intrinsic dimension is estimated (config ``geometry.intrinsic_dimension``)
+    and how its neighbours are searched (``geometry.search``)."""
 
     range_max: int = default(*_SECTION, "range_max")
     min_points: int = default(*_SECTION, "min_points")
     plateau_width: int = default(*_SECTION, "plateau_width")
     plateau_tolerance: float = default(*_SECTION, "plateau_tolerance")
+    search: SearchSettings = field(default_factory=SearchSettings)
 
     def __post_init__(self) -> None:
+        if isinstance(self.search, dict):
+            object.__setattr__(self, "search", SearchSettings(**self.search))
         section = "geometry.intrinsic_dimension"
         check_integer(section, "range_max", self.range_max, 2)
         check_integer(section, "min_points", self.min_points, 3)
@@ -79,7 +84,8 @@ class Curve:
     """One estimator's intrinsic dimension at each scale, ordered from the smallest length
     scale to the largest: `scales` (`SCALE_UNITS`), `radius` (mean distance to the
     farther neighbour of the ratio there), `dimension` and its interval `low`, `high`
-    (`SCALE_INTERVALS`; NaN where there is none)."""
+    (`SCALE_INTERVALS`; NaN where there is none); `recall`: the lowest share of the exact
+    neighbours its searches found (1 where they were exact)."""
 
     estimator: str
     scales: np.ndarray
@@ -87,6 +93,7 @@ class Curve:
     dimension: np.ndarray
     low: np.ndarray
     high: np.ndarray
+    recall: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -110,13 +117,20 @@ class Plateau:
 @dataclass(frozen=True)
 class Neighbourhoods:
     """Distinct points (float64, n × d) and each one's distances to its `k` nearest other
-    points (n × k, nearest first; k is 0 where there are fewer than 3 points)."""
+    points (n × k, nearest first; k is 0 where there are fewer than 3 points), with the
+    search's `recall` (`search.euclidean_neighbours`)."""
 
     points: np.ndarray
     distances: np.ndarray
+    recall: float = 1.0
 
 
-def neighbourhoods(vectors: np.ndarray, k: int) -> Neighbourhoods:
+def neighbourhoods(
+    vectors: np.ndarray,
+    k: int,
+    search: SearchSettings | None = None,
+    random: np.random.Generator | None = None,
+) -> Neighbourhoods:
     """The rows of `vectors` that repeat no earlier row, as float64 in their first order,
     and their `k` nearest neighbours' distances (fewer where fewer points remain).
 
@@ -125,29 +139,34 @@ def neighbourhoods(vectors: np.ndarray, k: int) -> Neighbourhoods:
     order, so contexts whose vectors are identical on a CPU can come out an ulp apart in
     float16. As points they are one, and a neighbour distance made of rounding would break
     every ratio. Such rows are nearest neighbours at a distance under 2 eps · their norm,
-    so the one search finds them; the points are searched again only if it did."""
+    so the one search finds them; the points are searched again only if it did. `search`:
+    where an index finds them past its size (`search.euclidean_neighbours`, its training
+    sample and recall queries from `random`)."""
     contiguous = np.ascontiguousarray(vectors)
     as_records = contiguous.view(np.dtype((np.void, contiguous.dtype.itemsize * vectors.shape[1])))
     _, first = np.unique(as_records.ravel(), return_index=True)
     points = np.asarray(contiguous[np.sort(first)], dtype=np.float64)
-    distances, indices = _nearest(points, k)
+    distances, indices, recall = _nearest(points, k, search, random)
     if np.issubdtype(vectors.dtype, np.floating) and distances.shape[1]:
         repeats = _near_repeats(points, distances, indices, vectors.dtype)
         if repeats.any():
             points = points[~repeats]
-            distances, _ = _nearest(points, k)
-    return Neighbourhoods(points, distances)
+            distances, _, recall = _nearest(points, k, search, random)
+    return Neighbourhoods(points, distances, recall)
 
 
-def _nearest(points: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _nearest(
+    points: np.ndarray,
+    k: int,
+    search: SearchSettings | None = None,
+    random: np.random.Generator | None = None,
+) -> tuple[np.ndarray, np.ndarray, float]:
     """Each point's distances to its `k` nearest other points (at most n − 1, none below
-    2), nearest first, and their rows (n × k each)."""
-    from skdim import get_nn
-
+    2), nearest first, their rows (n × k each) and the search's recall."""
     k = min(k, len(points) - 1)
     if k < 2:
-        return np.empty((len(points), 0)), np.empty((len(points), 0), dtype=np.intp)
-    return get_nn(points, k=k)
+        return np.empty((len(points), 0)), np.empty((len(points), 0), dtype=np.intp), 1.0
+    return euclidean_neighbours(points, k, search, random)
 
 
 def _near_repeats(
@@ -185,20 +204,28 @@ def twonn_curve(
     level: float,
     rng: np.random.Generator,
     distances: np.ndarray | None = None,
+    search: SearchSettings | None = None,
+    random: np.random.Generator | None = None,
 ) -> Curve:
     """TwoNN on 1, 2, 4, … disjoint random subsets of distinct `points` (n × d, float64),
     as long as each keeps at least `min_points`: per level the mean of the subsets'
     estimates, their percentile spread at confidence `level` (none for one subset), and
     the mean distance to the second neighbour. `distances`: every point's nearest
-    neighbour distances, when already found (the first level's)."""
+    neighbour distances, when already found (the first level's); `search` and `random`: a
+    subset's search past the index's size (`neighbourhoods`), the curve's recall the
+    lowest of its searches'."""
     order = rng.permutation(len(points))
-    sizes, radius, dimension, low, high = [], [], [], [], []
+    sizes, radius, dimension, low, high, recalls = [], [], [], [], [], [1.0]
     subsets = 1
     while len(points) // subsets >= min_points:
         estimates, second = [], []
         for part in np.array_split(order, subsets):
             reuse = subsets == 1 and distances is not None
-            found = distances if reuse else _nearest(points[part], 2)[0]
+            if reuse:
+                found = distances
+            else:
+                found, _, recall = _nearest(points[part], 2, search, random)
+                recalls.append(recall)
             estimates.append(_twonn(found))
             second.append(found[:, 1])
         sizes.append(len(points) // subsets)
@@ -210,7 +237,8 @@ def twonn_curve(
         high.append(float(bounds[1]))
         subsets *= 2
     values = (sizes, radius, dimension, low, high)
-    return Curve("twonn", *(np.array(value, dtype=np.float64) for value in values))
+    arrays = (np.array(value, dtype=np.float64) for value in values)
+    return Curve("twonn", *arrays, recall=min(recalls))
 
 
 def gride(distances: np.ndarray, order: int) -> tuple[float, float]:
@@ -269,21 +297,35 @@ def gride_curve(distances: np.ndarray, level: float) -> Curve:
 
 
 def dimension_curves(
-    found: Neighbourhoods, settings: DimensionSettings, level: float, rng: np.random.Generator
+    found: Neighbourhoods,
+    settings: DimensionSettings,
+    level: float,
+    rng: np.random.Generator,
+    random: np.random.Generator | None = None,
 ) -> dict[str, Curve]:
     """Both estimators' curves (`ESTIMATORS`) on the distinct points `found`, from their
     search of `range_max` nearest neighbours (GRIDE's and TwoNN's first level) and one
-    search per subset of TwoNN's later levels; a curve with no scale where too few points
-    remain."""
+    search per subset of TwoNN's later levels (``settings.search``, from `random`); a curve
+    with no scale where too few points remain; each with the lowest recall of the
+    searches it rests on."""
     if found.distances.shape[1] < 2:
         return {name: _empty(name) for name in ESTIMATORS}
     with warnings.catch_warnings():
         # TwoNN drops tied neighbour distances; after removing repeats they are a
         # handful of points at most.
         warnings.simplefilter("ignore", UserWarning)
+        twonn = twonn_curve(
+            found.points,
+            settings.min_points,
+            level,
+            rng,
+            found.distances,
+            settings.search,
+            random,
+        )
         return {
-            "twonn": twonn_curve(found.points, settings.min_points, level, rng, found.distances),
-            "gride": gride_curve(found.distances, level),
+            "twonn": replace(twonn, recall=min(twonn.recall, found.recall)),
+            "gride": replace(gride_curve(found.distances, level), recall=found.recall),
         }
 
 
@@ -326,6 +368,7 @@ CURVE_COLUMNS = (
     "interval",
     "on_plateau",
     "n",
+    "knn_recall",
 )
 
 
@@ -363,6 +406,7 @@ def curve_rows(
             else "none",
             "on_plateau": found is not None and found.start <= index <= found.stop,
             "n": n,
+            "knn_recall": curve.recall,
         }
         for index in range(len(curve.scales))
     ]

@@ -29,14 +29,13 @@ from contextuality.geometry.alignment import (
     AlignmentSettings,
     SampledLayers,
     SampleRows,
-    SearchedNeighbours,
     alignment_frame,
     layer_products,
     rows_in_every_layer,
     search_neighbours,
 )
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
-from contextuality.geometry.neighbours import Neighbours
+from contextuality.geometry.neighbours import Neighbours, SearchedNeighbours
 from contextuality.geometry.resampling import ResampledAlignment, sentence_weights
 
 
@@ -116,6 +115,7 @@ def unordered_alignment(
     sentences: np.ndarray,
     alignment: AlignmentSettings,
     randoms: tuple[np.random.Generator, np.random.Generator],
+    seed: int,
     progress: Callable[[], None] | None = None,
 ) -> ResampledAlignment:
     """`ResampledAlignment` of one model's layers on the sampled `rows` (positions in the
@@ -124,7 +124,7 @@ def unordered_alignment(
     ``alignment.permutations`` nulls (from the first generator) and
     ``alignment.bootstrap`` draws over sentences (from the second), `progress` called
     after each."""
-    searched = search_neighbours(layers, None, rows, alignment.k, alignment.search_device())
+    searched = search_neighbours(layers, None, rows, alignment, seed)
     values = pair_grids(layers, rows, searched, diagonal=True)
     # A layer with itself: the measure's best where it is defined for the layer.
     diagonal = {
@@ -153,6 +153,7 @@ def unordered_alignment(
         {name: _symmetric(stacked(draws, name), diagonal[name]) for name in values},
         alignment.k,
         len(rows),
+        None if searched is None else searched.recall(),
     )
 
 
@@ -198,7 +199,9 @@ def layer_pair_alignment(
                     "CKNNA are NaN; set it lower"
                 ]
             )
-        found = unordered_alignment(layers, rows, sample.sentences, alignment, randoms, progress)
+        found = unordered_alignment(
+            layers, rows, sample.sentences, alignment, randoms, seed, progress
+        )
         frames.append(
             alignment_frame(
                 found,

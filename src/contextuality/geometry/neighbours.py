@@ -2,9 +2,10 @@
 k-NN and CKNNA (Huh et al. 2024, as platonic-rep's ``metrics.py`` defines them).
 
 Each representation's rows are L2-normalised and every row's k nearest other rows found by
-cosine, exactly (`cosine_neighbours`: chunks of rows against all of them, on a GPU when one
-is given); ties are broken by row order, the same in every layer, so that a tie is never
-resolved differently in two representations by chance.
+cosine (`cosine_neighbours`): exactly, chunks of rows against all of them on a GPU when one
+is given, ties broken by row order, the same in every layer, so that a tie is never
+resolved differently in two representations by chance; or, past a number of rows, in an
+inverted-file index whose recall is measured (`geometry.search`).
 
     mutual k-NN(A, B) = mean_i |N_A(i) ∩ N_B(i)| / k,
 
@@ -28,17 +29,26 @@ from functools import cached_property
 import numpy as np
 from scipy import sparse
 
-# Similarities (chunk rows × n) computed at a time: 2^25 float32, 128 MiB.
-_SIMILARITIES_PER_CHUNK = 1 << 25
+from contextuality.configuration.random_streams import generator
+from contextuality.geometry.search import (
+    SearchSettings,
+    categorical_neighbours,
+    exact_neighbours,
+    index_neighbours,
+    one_hot_codes,
+    recall,
+)
 
 
 @dataclass(frozen=True)
 class Neighbours:
     """Each row's `k` nearest other rows by cosine (n, k), nearest first, and those
-    cosines (n, k) float64."""
+    cosines (n, k) float64; `recall`: the share of the exact neighbours the search found
+    (1 for the exact search, measured on sampled queries for an index)."""
 
     indices: np.ndarray
     cosines: np.ndarray
+    recall: float = 1.0
     # The last bootstrap draw's weights and own_hsic under them (`own_hsic_weighted`).
     _last_draw: list = field(default_factory=list, init=False, repr=False, compare=False)
 
@@ -51,7 +61,7 @@ class Neighbours:
         one (a permutation): a permutation null without a second search."""
         inverse = np.empty_like(pairing)
         inverse[pairing] = np.arange(len(pairing))
-        return Neighbours(inverse[self.indices[pairing]], self.cosines[pairing])
+        return Neighbours(inverse[self.indices[pairing]], self.cosines[pairing], self.recall)
 
     @cached_property
     def mask(self) -> sparse.csr_matrix:
@@ -101,41 +111,58 @@ def _unit_rows(vectors):
     return (rows / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 
-def cosine_neighbours(vectors, k: int, device: str = "cpu") -> Neighbours:
-    """Each row's `k` nearest other rows by cosine (self excluded), exactly: similarities
-    of a chunk of rows against every row in float32 (torch, on `device`; for a scipy
-    sparse `vectors`, the word baselines' 0/1 rows, multiplied sparse and then handed to
-    torch), the k largest chosen with ties broken by the lower row, sorted by cosine
-    (stable)."""
-    import torch
-
+def cosine_neighbours(
+    vectors,
+    k: int,
+    device: str = "cpu",
+    search: SearchSettings | None = None,
+    random: np.random.Generator | None = None,
+) -> Neighbours:
+    """Each row's `k` nearest other rows by cosine (self excluded): exactly
+    (`search.exact_neighbours`, in float32 on `device`; rows of one-hot blocks, the word
+    baselines, by their codes, `search.categorical_neighbours`, the same neighbours in
+    O(n · k); any other scipy sparse `vectors` always exactly), or in an inverted-file
+    index where `search` says so for this many rows (`search.index_neighbours`), its recall
+    measured on ``search.recall_queries`` rows drawn from `random`."""
     n = vectors.shape[0]
     if not 1 <= k < n:
         raise ValueError(f"k nearest neighbours need 1 <= k < n rows (k={k}, n={n})")
+    codes = one_hot_codes(vectors)
+    if codes is not None and codes.shape[1] <= 2:
+        return Neighbours(*categorical_neighbours(codes, k))
     units = _unit_rows(vectors)
-    dense = None if sparse.issparse(units) else torch.from_numpy(units).to(device)
-    chunk = max(1, _SIMILARITIES_PER_CHUNK // n)
-    indices, cosines = [], []
-    for start in range(0, n, chunk):
-        stop = min(n, start + chunk)
-        if dense is None:
-            found = (units[start:stop] @ units.T).toarray()
-            similarities = torch.from_numpy(np.asarray(found, dtype=np.float32)).to(device)
-        else:
-            similarities = dense[start:stop] @ dense.T
-        rows = torch.arange(stop - start, device=device)
-        similarities[rows, rows + start] = -torch.inf
-        kth = torch.topk(similarities, k, dim=1).values[:, -1:]
-        greater = similarities > kth
-        equal = similarities == kth
-        needed = k - greater.sum(dim=1, keepdim=True)
-        chosen = greater | (equal & (torch.cumsum(equal, dim=1) <= needed))
-        columns = chosen.nonzero()[:, 1].view(-1, k)
-        values = torch.gather(similarities, 1, columns)
-        values, order = torch.sort(values, dim=1, descending=True, stable=True)
-        indices.append(torch.gather(columns, 1, order).cpu().numpy())
-        cosines.append(values.double().cpu().numpy())
-    return Neighbours(np.concatenate(indices), np.concatenate(cosines))
+    if search is None or sparse.issparse(units) or search.method_for(n) == "exact":
+        return Neighbours(*exact_neighbours(units, np.arange(n), k, device))
+    random = random if random is not None else np.random.default_rng(0)
+    indices, cosines = index_neighbours(units, k, search, random, device)
+    queries = np.sort(random.choice(n, min(n, search.recall_queries), replace=False))
+    return Neighbours(indices, cosines, recall(units, indices, queries, device))
+
+
+def layer_neighbours(
+    layers: list, k: int, device: str, search: SearchSettings, seed: int
+) -> list[Neighbours]:
+    """`cosine_neighbours` of each of `layers` (the same rows in each), an index's training
+    sample and recall queries from stream ``neighbour_search``, the same for every layer."""
+    return [
+        cosine_neighbours(vectors, k, device, search, generator(seed, "neighbour_search"))
+        for vectors in layers
+    ]
+
+
+@dataclass(frozen=True)
+class SearchedNeighbours:
+    """Each sampled row's k nearest neighbours in every layer of the left model (`left`)
+    and of the right (`right`, the same list within one model)."""
+
+    left: list[Neighbours]
+    right: list[Neighbours]
+
+    def recall(self) -> np.ndarray:
+        """The lower of the two searches' recall for each pair of layers (left × right)."""
+        return np.minimum.outer(
+            [found.recall for found in self.left], [found.recall for found in self.right]
+        )
 
 
 def mutual_knn(left: Neighbours, right: Neighbours, weights: np.ndarray | None = None) -> float:

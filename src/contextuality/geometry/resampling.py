@@ -32,13 +32,15 @@ class ResampledAlignment:
     """Every alignment measure between the layers of two models on one set of rows, by
     name: `values` (left layers × right layers), `nulls` under each permutation
     (permutations × …) and `draws` under each bootstrap draw (draws × …); `k` the
-    neighbours per row, `n_rows` the rows."""
+    neighbours per row, `n_rows` the rows; `recall` the share of the exact neighbours the
+    searches found (left layers × right layers, the lower of the two; None: no search)."""
 
     values: dict[str, np.ndarray]
     nulls: dict[str, np.ndarray]
     draws: dict[str, np.ndarray]
     k: int
     n_rows: int
+    recall: np.ndarray | None = None
 
 
 def sentence_weights(

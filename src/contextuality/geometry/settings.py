@@ -12,7 +12,7 @@ from contextuality.geometry.alignment import AlignmentSettings
 from contextuality.geometry.dimension import DimensionSettings
 
 _REQUIRED = ("seed", "confidence", "sample_size")
-_NESTED = ("intrinsic_dimension", "alignment")
+_NESTED = ("intrinsic_dimension", "alignment", "search")
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,11 @@ class GeometrySettings:
             seed=settings["seed"],
             confidence=settings["confidence"],
             sample_size=settings["sample_size"],
-            intrinsic_dimension=DimensionSettings(**settings.get("intrinsic_dimension", {})),
-            alignment=AlignmentSettings(**settings.get("alignment", {})),
+            intrinsic_dimension=DimensionSettings(
+                **settings.get("intrinsic_dimension", {}), search=settings.get("search", {})
+            ),
+            alignment=AlignmentSettings(
+                **settings.get("alignment", {}), search=settings.get("search", {})
+            ),
             config=dict(settings),
         )

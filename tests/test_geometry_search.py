@@ -1,0 +1,247 @@
+"""The neighbour search past exact O(n²) (`geometry.search`): an inverted-file index whose
+recall is measured against the exact search, the exact search it falls back to, and the
+recall carried into the alignment table."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from contextuality.errors import ConfigError
+from contextuality.geometry.neighbours import cosine_neighbours, mutual_knn
+from contextuality.geometry.search import (
+    TRAINING_ROWS_PER_LIST,
+    SearchSettings,
+    _without_self,
+    exact_neighbours,
+    recall,
+)
+
+pytest.importorskip("faiss")
+
+# What the index must reach at the default probes (docs/instruments.md quotes them).
+RECALL_AT_LEAST = 0.99
+MUTUAL_KNN_WITHIN = 0.005
+
+
+def _clustered(n: int, width: int, seed: int, spread: float = 0.7) -> np.ndarray:
+    """Rows around 100 random centres with a shared offset, as embeddings are."""
+    random = np.random.default_rng(seed)
+    centres = random.normal(size=(100, width)).astype(np.float32)
+    rows = centres[random.integers(0, 100, n)]
+    rows += spread * random.normal(size=(n, width)).astype(np.float32)
+    return rows + 2.0 * random.normal(size=width).astype(np.float32)
+
+
+def _units(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_the_index_finds_the_exact_neighbours_closely_enough_for_mutual_knn():
+    """At the default probes the index's recall is at least 0.99 and mutual k-NN between
+    its neighbours and another layer's is within 0.005 of the exact value."""
+    rows = _clustered(12_000, 48, seed=0)
+    other = rows + 0.5 * np.random.default_rng(1).normal(size=rows.shape).astype(np.float32)
+    search = SearchSettings(method="ivf")
+    exact = [cosine_neighbours(layer, 10) for layer in (rows, other)]
+    indexed = [
+        cosine_neighbours(layer, 10, search=search, random=np.random.default_rng(2))
+        for layer in (rows, other)
+    ]
+    assert min(found.recall for found in indexed) >= RECALL_AT_LEAST
+    assert abs(mutual_knn(*indexed) - mutual_knn(*exact)) < MUTUAL_KNN_WITHIN
+    shared = np.isin(indexed[0].indices, exact[0].indices).all(axis=1)
+    np.testing.assert_allclose(  # the cosines of the neighbours it finds are exact
+        indexed[0].cosines[shared], exact[0].cosines[shared], atol=1e-6
+    )
+
+
+def test_the_measured_recall_is_the_share_of_exact_neighbours_found():
+    """With one probe of many cells the index misses neighbours; the recall measured on
+    every row is the brute-force share, and on a sample it is close to it."""
+    rows = _clustered(6_000, 32, seed=3, spread=2.0)
+    search = SearchSettings(method="ivf", lists=80, probes=1, recall_queries=6_000)
+    found = cosine_neighbours(rows, 10, search=search, random=np.random.default_rng(4))
+    exact, _ = exact_neighbours(_units(rows), np.arange(len(rows)), 10, "cpu")
+    brute = np.mean(
+        [np.isin(one, two).sum() / 10 for one, two in zip(found.indices, exact, strict=True)]
+    )
+    assert 0.1 < brute < 0.95
+    assert found.recall == pytest.approx(brute, abs=1e-12)
+    queries = np.sort(np.random.default_rng(5).choice(len(rows), 500, replace=False))
+    assert recall(_units(rows), found.indices, queries, "cpu") == pytest.approx(brute, abs=0.05)
+
+
+def test_the_same_seed_gives_the_same_neighbours_and_recall():
+    rows = _clustered(4_000, 16, seed=6)
+    search = SearchSettings(method="ivf", probes=2, recall_queries=300)
+    first, again = (
+        cosine_neighbours(rows, 5, search=search, random=np.random.default_rng(7)) for _ in range(2)
+    )
+    np.testing.assert_array_equal(first.indices, again.indices)
+    assert first.recall == again.recall
+
+
+def test_auto_searches_exactly_up_to_its_size_and_the_exact_search_is_unchanged():
+    rows = _clustered(600, 8, seed=8)
+    search = SearchSettings(exact_up_to=600)
+    assert search.method_for(600) == "exact" and search.method_for(601) == "ivf"
+    assert SearchSettings(method="exact").method_for(10**9) == "exact"
+    found, plain = cosine_neighbours(rows, 7, search=search), cosine_neighbours(rows, 7)
+    np.testing.assert_array_equal(found.indices, plain.indices)
+    assert found.recall == 1.0
+
+
+def test_the_cells_are_four_root_n_and_each_has_rows_to_train_on():
+    assert SearchSettings().lists_for(1_000_000) == 4_000
+    assert SearchSettings().lists_for(10_000) == 10_000 // TRAINING_ROWS_PER_LIST
+    assert SearchSettings(lists=50).lists_for(100_000) == 50
+    assert SearchSettings().lists_for(10) == 1
+
+
+def test_a_row_found_as_its_own_neighbour_is_left_out_and_a_short_list_sorts_last():
+    found = np.array([[3, 0, 1], [1, 2, 0], [2, 0, -1]])
+    cosines = np.array([[0.9, 0.8, 0.7], [1.0, 0.6, 0.5], [1.0, 0.4, -3.0e38]], np.float32)
+    indices, values = _without_self(found, cosines, 2)
+    np.testing.assert_array_equal(indices, [[3, 1], [2, 0], [0, -1]])
+    assert values[0].tolist() == pytest.approx([0.9, 0.7]) and values[2, 1] == -np.inf
+
+
+def test_settings_are_checked_and_a_missing_faiss_is_named(monkeypatch):
+    with pytest.raises(ConfigError, match=r"search.method: 'hnsw' is none of"):
+        SearchSettings(method="hnsw")
+    with pytest.raises(ConfigError, match="probes"):
+        SearchSettings(probes=0)
+    monkeypatch.setitem(sys.modules, "faiss", None)
+    with pytest.raises(ConfigError, match=r"pip install 'contextuality\[scale\]'"):
+        SearchSettings(method="ivf")
+
+
+def test_the_alignment_table_gives_each_pair_the_lower_recall_of_its_two_searches():
+    """knn_recall is 1 where the search is exact; past `exact_up_to` rows each pair of
+    layers gets the lower of its two layers' measured recall (stream neighbour_search),
+    and mutual k-NN is that of the index's neighbours."""
+    from contextuality.configuration.random_streams import generator
+    from contextuality.geometry.alignment import (
+        AlignmentSettings,
+        SampledLayers,
+        SampleRows,
+        alignment_between,
+    )
+
+    n = 3_000
+    layers = {layer: _clustered(n, 12, seed=10 + layer, spread=1.5) for layer in range(2)}
+    sampled = SampledLayers(layers, {})
+    sample = SampleRows(np.ones(n, dtype=bool), np.arange(n) // 5, sampled=False)
+    exact = AlignmentSettings(k=5, permutations=1, bootstrap=0, baselines=())
+    table = alignment_between(("m", sampled), None, sample, 3, 0.95, exact).table
+    assert (table["knn_recall"] == 1.0).all()
+    search = {"exact_up_to": 1_000, "lists": 40, "probes": 1, "recall_queries": 400}
+    indexed = AlignmentSettings(k=5, permutations=1, bootstrap=0, baselines=(), search=search)
+    table = alignment_between(("m", sampled), None, sample, 3, 0.95, indexed).table
+    found = [
+        cosine_neighbours(
+            layers[layer], 5, search=indexed.search, random=generator(3, "neighbour_search")
+        )
+        for layer in range(2)
+    ]
+    every = table[table["occurrences"] == "all"].set_index(["layer_a", "layer_b"])
+    assert every.loc[(0, 1), "knn_recall"] == min(found[0].recall, found[1].recall) < 1
+    assert every.loc[(0, 0), "knn_recall"] == found[0].recall
+    assert every.loc[(0, 1), "mutual_knn"] == pytest.approx(mutual_knn(*found))
+
+
+@pytest.mark.parametrize("baseline", ["word_identity", "word_position"])
+@pytest.mark.parametrize("k", [1, 6])
+def test_the_word_baselines_neighbours_by_their_codes_are_the_exact_search_s(baseline, k):
+    """One-hot rows (a frequent word, many small ones, words seen once, a crowded first
+    position) get from their codes the neighbours and cosines the exact search gives,
+    ties broken by the lower row alike."""
+    from contextuality.geometry.baselines import word_baselines
+    from contextuality.geometry.neighbours import _unit_rows
+    from contextuality.geometry.search import categorical_neighbours, one_hot_codes
+
+    random = np.random.default_rng(12)
+    words = random.zipf(1.6, 900) % 150
+    positions = np.where(random.random(900) < 0.3, 0, random.integers(1, 25, 900))
+    rows = word_baselines(words, positions)[baseline].vectors[0]
+    codes = one_hot_codes(rows)
+    assert codes.shape == (900, 1 if baseline == "word_identity" else 2)
+    indices, cosines = categorical_neighbours(codes, k)
+    exact, exact_cosines = exact_neighbours(_unit_rows(rows), np.arange(900), k, "cpu")
+    np.testing.assert_array_equal(indices, exact)
+    np.testing.assert_allclose(cosines, exact_cosines, atol=1e-6)
+    found = cosine_neighbours(rows, k)
+    np.testing.assert_array_equal(found.indices, exact)
+
+
+def test_only_rows_of_equal_one_hot_blocks_are_read_as_codes():
+    from scipy import sparse
+
+    from contextuality.geometry.search import one_hot_codes
+
+    assert one_hot_codes(np.eye(3)) is None  # dense
+    assert one_hot_codes(sparse.csr_matrix([[1.0, 0.0], [1.0, 1.0]])) is None  # unequal rows
+    assert one_hot_codes(sparse.csr_matrix([[2.0, 0.0], [0.0, 1.0]])) is None  # unequal values
+    np.testing.assert_array_equal(
+        one_hot_codes(sparse.csr_matrix([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0]])), [[1, 2], [0, 2]]
+    )
+
+
+def _on_a_plane(n: int, seed: int) -> np.ndarray:
+    """`n` points on a 2-dimensional plane in 10 dimensions, float64."""
+    random = np.random.default_rng(seed)
+    return random.random((n, 2)) @ random.normal(size=(2, 10))
+
+
+def test_the_distance_index_finds_the_exact_neighbours_and_keeps_the_dimension():
+    """By distance, the index finds nearly every exact neighbour at the default probes,
+    its distances those of the points it finds, and TwoNN reads the plane's dimension
+    from it as from the exact search; the recall it measures is the brute-force share."""
+    from contextuality.geometry.dimension import DimensionSettings, neighbourhoods, twonn_curve
+    from contextuality.geometry.search import euclidean_neighbours
+
+    points = _on_a_plane(8_000, seed=13)
+    search = SearchSettings(method="ivf", recall_queries=8_000)
+    distances, indices, found_recall = euclidean_neighbours(
+        points, 8, search, np.random.default_rng(14)
+    )
+    exact_distances, exact, exact_recall = euclidean_neighbours(points, 8)
+    assert exact_recall == 1.0 and found_recall >= RECALL_AT_LEAST
+    brute = np.mean([np.isin(one, two).sum() / 8 for one, two in zip(indices, exact, strict=True)])
+    assert found_recall == pytest.approx(brute, abs=1e-12)
+    rows = np.arange(len(points))[:, None]
+    np.testing.assert_allclose(
+        distances, np.linalg.norm(points[indices] - points[rows], axis=2), rtol=1e-12
+    )
+    settings = DimensionSettings(search=search)
+    found = neighbourhoods(points, 8, settings.search, np.random.default_rng(14))
+    assert found.recall == found_recall
+    exact_curve = twonn_curve(points, 1_000, 0.9, np.random.default_rng(0), exact_distances)
+    index_curve = twonn_curve(
+        points, 1_000, 0.9, np.random.default_rng(0), found.distances, search,
+        np.random.default_rng(15),
+    )  # fmt: skip
+    np.testing.assert_allclose(index_curve.dimension, exact_curve.dimension, rtol=0.02)
+    assert RECALL_AT_LEAST <= index_curve.recall <= 1 and exact_curve.recall == 1.0
+    assert index_curve.dimension[0] == pytest.approx(2.0, abs=0.15)
+
+
+def test_the_curves_table_gives_each_curve_its_search_s_recall():
+    """knn_recall of dimension_scales.tsv's rows: 1 for exact searches; with the index
+    forced on a few probes, each curve's lowest recall, below 1."""
+    from contextuality.api import geometry as api
+    from contextuality.geometry.settings import GeometrySettings
+
+    points = _on_a_plane(3_000, seed=16) + 0.01 * np.random.default_rng(17).normal(size=(3_000, 10))
+    base = {"seed": 0, "confidence": 0.9, "sample_size": None}
+    exact = api.intrinsic_dimension(points, settings=GeometrySettings.from_config(base))
+    assert all(row["knn_recall"] == 1.0 for row in exact.curve_rows)
+    search = {"method": "ivf", "lists": 40, "probes": 1, "recall_queries": 500}
+    indexed = api.intrinsic_dimension(
+        points, settings=GeometrySettings.from_config(base | {"search": search})
+    )
+    recalls = {row["estimator"]: row["knn_recall"] for row in indexed.curve_rows}
+    assert 0 < recalls["gride"] < 1 and recalls["twonn"] <= recalls["gride"]
