@@ -119,15 +119,18 @@ def index_neighbours(
     settings: SearchSettings,
     random: np.random.Generator,
     device: str = "cpu",
+    by_distance: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each row's `k` nearest other rows of `units` (unit rows, float32) in an
     inverted-file index trained on a sample drawn from `random`, on a CUDA `device` where
-    FAISS is built for one: indices (n × k) and float64 cosines, nearest first."""
+    FAISS is built for one: indices (n × k) and float64 cosines, nearest first; with
+    `by_distance`, of any float32 rows by squared distance, negated (nearest first)."""
     faiss = faiss_module()
     n, width = units.shape
     lists = settings.lists_for(n)
-    quantizer = faiss.IndexFlatIP(width)
-    index = faiss.IndexIVFFlat(quantizer, width, lists, faiss.METRIC_INNER_PRODUCT)
+    quantizer = (faiss.IndexFlatL2 if by_distance else faiss.IndexFlatIP)(width)
+    metric = faiss.METRIC_L2 if by_distance else faiss.METRIC_INNER_PRODUCT
+    index = faiss.IndexIVFFlat(quantizer, width, lists, metric)
     if device.startswith("cuda") and getattr(faiss, "get_num_gpus", lambda: 0)() > 0:
         resources = faiss.StandardGpuResources()  # held while the index searches
         index = faiss.index_cpu_to_gpu(resources, int(device.partition(":")[2] or 0), index)
@@ -135,8 +138,8 @@ def index_neighbours(
     index.train(units[np.sort(random.choice(n, training, replace=False))])
     index.add(units)
     index.nprobe = min(settings.probes, lists)
-    cosines, found = index.search(units, k + 1)
-    return _without_self(found, cosines, k)
+    scores, found = index.search(units, k + 1)
+    return _without_self(found, -scores if by_distance else scores, k)
 
 
 def euclidean_neighbours(
@@ -157,16 +160,9 @@ def euclidean_neighbours(
     if settings is None or settings.method_for(n) == "exact":
         distances, indices = get_nn(points, k=k)
         return distances, indices, 1.0
-    faiss = faiss_module()
     random = random if random is not None else np.random.default_rng(0)
     rows = np.ascontiguousarray(points, dtype=np.float32)
-    lists = settings.lists_for(n)
-    index = faiss.IndexIVFFlat(faiss.IndexFlatL2(rows.shape[1]), rows.shape[1], lists)
-    index.train(rows[np.sort(random.choice(n, min(n, lists * TRAINING_ROWS_PER_LIST), False))])
-    index.add(rows)
-    index.nprobe = min(settings.probes, lists)
-    squared, found = index.search(rows, k + 1)
-    indices, _ = _without_self(found, -squared, k)
+    indices, _ = index_neighbours(rows, k, settings, random, by_distance=True)
     distances, indices = _exact_distances(points, indices)
     queries = np.sort(random.choice(n, min(n, settings.recall_queries), replace=False))
     return distances, indices, _euclidean_recall(points, indices, queries)
