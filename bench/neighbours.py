@@ -4,9 +4,10 @@ against the number of rows, and one pair of layers aligned at the sizes studies 
 `geometry.neighbours.cosine_neighbours` on n rows of d = 768 (BERT-base's width), k = 10,
 each search in a process of its own (its peak resident memory is the process's): the
 exact search (every row against every row, on each device given) and the index
-(`geometry.search`, FAISS's IndexIVFFlat at the default cells and probes, on the CPU):
-seconds of its training, search and recall measurement, the recall it measures, and
-mutual k-NN between its neighbours and the exact ones where both ran. The growth
+(`geometry.search`, FAISS's IndexIVFFlat at the default cells, probes and recall target,
+on the CPU): seconds of its training, probe calibration, search and recall measurement,
+the probes it settled on, the recall it measures, and mutual k-NN between its neighbours
+and the exact ones where both ran. The growth
 exponent of each search's time is the slope of log seconds against log n. Then, on the
 CPU, the seconds of mutual k-NN and CKNNA between the rows and a noisy copy; with
 ``--align``, one pair of layers (the rows and the noisy copy) aligned as the geometry step
@@ -14,11 +15,15 @@ aligns two models (`alignment.alignment_between`: every measure with its permuta
 null and bootstrap interval at the schema's defaults), time and peak memory.
 
 The rows are embedding-like, not uniform: a common direction (anisotropy), 200 clusters
-and two outlier dimensions, drawn from a seeded generator.
+and two outlier dimensions, drawn from a seeded generator; or, with ``--shard``, a stored
+layer's rows (after the main job, ``results/embeddings/minilm/layer_6.h5``), which need
+more probes for the same recall than the synthetic rows.
 
     python bench/neighbours.py --devices cpu --sizes 10000 30000 100000 --index-sizes 300000
     python bench/neighbours.py --devices cpu cuda --sizes 10000 100000 --out DIR
     python bench/neighbours.py --sizes --index-sizes --align 1000000
+    python bench/neighbours.py --sizes 64188 --index-sizes \
+        --shard results/embeddings/minilm/layer_6.h5
 
 Writes ``neighbours-<label>.{json,md}`` into bench/results (or --out).
 """
@@ -40,7 +45,7 @@ import torch
 from contextuality import __version__
 from contextuality.configuration.random_streams import generator
 from contextuality.geometry.neighbours import Neighbours, cknna, cosine_neighbours, mutual_knn
-from contextuality.geometry.search import SearchSettings, index_neighbours, recall
+from contextuality.geometry.search import SearchSettings, index_neighbours
 
 from arguments import device as known_device
 from arguments import nonnegative_int, output_directory, positive_int
@@ -96,35 +101,47 @@ def exact_search(rows: np.ndarray, device: str) -> tuple[Neighbours, dict]:
 
 
 def index_search(rows: np.ndarray, seed: int) -> tuple[Neighbours, dict]:
-    """The index's neighbours of `rows` (CPU, the schema's cells and probes), the seconds
-    of building and searching it and of measuring its recall, and that recall."""
+    """The index's neighbours of `rows` (CPU, the schema's cells, probes and recall
+    target), the seconds of building it, calibrating its probes, searching every row and
+    measuring its recall, the probes it settled on and that recall."""
     settings = SearchSettings(method="ivf")
-    random = generator(seed, "neighbour_search")
     units = rows / np.linalg.norm(rows, axis=1, keepdims=True)
     started = time.perf_counter()
-    indices, cosines = index_neighbours(units, K, settings, random)
-    searched = time.perf_counter()
-    queries = np.sort(random.choice(len(rows), settings.recall_queries, replace=False))
-    found_recall = recall(units, indices, queries, "cpu")
-    measured = time.perf_counter()
+    found = index_neighbours(units, K, settings, generator(seed, "neighbour_search"))
+    seconds = time.perf_counter() - started
     record = {
         "lists": settings.lists_for(len(rows)),
-        "probes": settings.probes,
-        "search_s": round(searched - started, 3),
-        "rows_per_s": round(len(rows) / (searched - started)),
-        "recall_s": round(measured - searched, 3),
-        "recall": round(found_recall, 5),
+        "probes": found.probes,
+        "search_s": round(seconds, 3),
+        "rows_per_s": round(len(rows) / seconds),
+        "recall": round(found.recall, 5),
     }
-    return Neighbours(indices, cosines, found_recall), record
+    return Neighbours(found.indices, found.scores, found.recall), record
 
 
-def one_search(n: int, search: str, device: str, seed: int, kept: Path) -> dict:
+def rows_for(n: int, seed: int, shard: Path | None) -> np.ndarray:
+    """`n` embedding-like rows, or the first `n` rows of a stored layer `shard` (an HDF5
+    file with a ``vectors`` dataset, as the extraction writes it) as float32."""
+    if shard is None:
+        return embedding_like(n, WIDTH, seed)
+    import h5py
+
+    with h5py.File(shard, "r") as stored:
+        vectors = stored["vectors"]
+        if n > len(vectors):
+            raise SystemExit(f"{shard}: {len(vectors):,} rows, fewer than the {n:,} asked for")
+        return np.asarray(vectors[:n], dtype=np.float32)
+
+
+def one_search(
+    n: int, search: str, device: str, seed: int, kept: Path, shard: Path | None = None
+) -> dict:
     """One record: `n` rows searched by `search` on `device` (in a process of its own),
     the neighbour measures between them and a noisy copy (the exact search on the CPU);
     the CPU's exact neighbours are kept in the folder `kept`, and a search of the same
     rows after them is compared with them."""
-    rows = embedding_like(n, WIDTH, seed)
-    record = {"n": n, "width": WIDTH, "k": K, "search": search, "device": device}
+    rows = rows_for(n, seed, shard)
+    record = {"n": n, "width": rows.shape[1], "k": K, "search": search, "device": device}
     if search == "exact":
         found, timed = exact_search(rows, device)
     else:
@@ -148,7 +165,7 @@ def one_search(n: int, search: str, device: str, seed: int, kept: Path) -> dict:
     return record | {"peak_rss_mib": round(_peak_rss_mib())}
 
 
-def one_alignment(n: int, seed: int) -> dict:
+def one_alignment(n: int, seed: int, shard: Path | None = None) -> dict:
     """One pair of layers of `n` rows aligned as two models are (`alignment_between` at
     the schema's settings: the index past its size), its seconds and peak memory."""
     from contextuality.geometry.alignment import (
@@ -158,7 +175,7 @@ def one_alignment(n: int, seed: int) -> dict:
         alignment_between,
     )
 
-    rows = embedding_like(n, WIDTH, seed)
+    rows = rows_for(n, seed, shard)
     left = ("rows", SampledLayers({0: rows}, {}))
     right = ("noisy", SampledLayers({0: noisy_copy(rows, seed)}, {}))
     sentences = np.arange(n) // 20  # sentences of 20 words, what a bootstrap draw takes
@@ -168,7 +185,7 @@ def one_alignment(n: int, seed: int) -> dict:
     table = alignment_between(left, right, sample, seed, 0.95, settings, occurrences=("all",))
     seconds = time.perf_counter() - started
     row = table.table.iloc[0]
-    record = {"n": n, "width": WIDTH, "k": K, "search": "alignment", "device": "cpu"}
+    record = {"n": n, "width": rows.shape[1], "k": K, "search": "alignment", "device": "cpu"}
     record |= {"align_s": round(seconds, 1), "permutations": int(row["permutations"])}
     record |= {"bootstrap": int(row["bootstrap"]), "knn_recall": round(row["knn_recall"], 5)}
     for name in ("cka", "mutual_knn", "cknna"):
@@ -195,16 +212,17 @@ def run(arguments: argparse.Namespace, kept: Path) -> list[dict]:
     COMPARED_ROWS only where it is the one device), the index at ``--sizes`` and
     ``--index-sizes``, and the alignment at ``--align``; the CPU's exact neighbours kept in
     `kept` to compare the other searches with."""
-    records, devices, seed = [], arguments.devices, arguments.seed
+    records, devices, seed, shard = [], arguments.devices, arguments.seed, arguments.shard
     for n in arguments.sizes:
         for device in sorted(devices, key=lambda name: name != "cpu"):
             if device == "cpu" and n > COMPARED_ROWS and len(devices) > 1:
                 continue
-            records.append(_in_own_process(one_search, n, "exact", device, seed, kept))
+            record = _in_own_process(one_search, n, "exact", device, seed, kept, shard)
+            records.append(record)
     for n in [*arguments.sizes, *arguments.index_sizes]:
-        records.append(_in_own_process(one_search, n, "ivf", "cpu", seed, kept))
+        records.append(_in_own_process(one_search, n, "ivf", "cpu", seed, kept, shard))
     for n in arguments.align:
-        records.append(_in_own_process(one_alignment, n, seed))
+        records.append(_in_own_process(one_alignment, n, seed, shard))
     return records
 
 
@@ -234,7 +252,6 @@ COLUMNS = [
     "search_s",
     "rows_per_s",
     "recall",
-    "recall_s",
     "mutual_knn_with_exact",
     "peak_mib",
     "peak_rss_mib",
@@ -261,17 +278,25 @@ def _table(records: list[dict], columns: list[str]) -> str:
     return "\n".join(lines)
 
 
-def markdown(records: list[dict], exponents: list[dict], label: str, seed: int) -> list[str]:
+def markdown(
+    records: list[dict], exponents: list[dict], label: str, seed: int, shard: Path | None
+) -> list[str]:
+    rows = (
+        f"d = {WIDTH}, embedding-like rows (seed {seed})"
+        if shard is None
+        else (f"the rows of the stored layer {shard.name} (d = {records[0]['width']})")
+    )
     return [
         f"# Cosine k-NN search, exact and indexed ({label})",
         f"contextuality {__version__}, torch {torch.__version__}, {platform.machine()}, "
         f"{torch.get_num_threads()} CPU threads"
         + (f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else "")
-        + f"; d = {WIDTH}, k = {K}, embedding-like rows (seed {seed}), each search in a "
-        "process of its own (peak_rss_mib its peak resident memory, rows included). The "
-        "index's search_s is building and searching it; recall_s measures its recall on "
-        "sampled queries; mutual_knn_with_exact compares its neighbours with the exact "
-        "ones. mutual k-NN and CKNNA are timed on the CPU (sparse), between the rows and a "
+        + f"; k = {K}, {rows}, each search in a process of its own (peak_rss_mib its "
+        "peak resident memory, rows included). The index's search_s is building it, "
+        "calibrating its probes (doubled until the recall on calibration queries reaches "
+        "the target), searching every row and measuring its recall on other queries; "
+        "mutual_knn_with_exact compares its neighbours with the exact ones. mutual k-NN "
+        "and CKNNA are timed on the CPU (sparse), between the rows and a "
         "copy with noise added; same_lists_as_cpu and mutual_knn_with_cpu compare a GPU's "
         "search with the CPU's. align_s: one pair of layers aligned as two models are, "
         "every measure with its null and interval.",
@@ -289,6 +314,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--align", type=positive_int, nargs="*", default=[])
     parser.add_argument("--devices", type=known_device, nargs="+", default=["cpu"])
     parser.add_argument("--seed", type=nonnegative_int, default=0)
+    parser.add_argument("--shard", type=Path, default=None, help="a stored layer's rows")
     parser.add_argument("--label", default=None)
     parser.add_argument("--out", type=output_directory, default=RESULTS)
     return parser.parse_args(argv)
@@ -304,7 +330,7 @@ def main() -> None:
     (arguments.out / f"neighbours-{label}.json").write_text(json.dumps(records, indent=1) + "\n")
     growth_file = arguments.out / f"neighbours-{label}-growth.json"
     growth_file.write_text(json.dumps(exponents, indent=1) + "\n")
-    report = markdown(records, exponents, label, arguments.seed)
+    report = markdown(records, exponents, label, arguments.seed, arguments.shard)
     write_report(arguments.out / f"neighbours-{label}.md", report)
 
 

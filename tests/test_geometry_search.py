@@ -16,7 +16,8 @@ from contextuality.geometry.search import (
     SearchSettings,
     _without_self,
     exact_neighbours,
-    recall,
+    index_neighbours,
+    share_found,
 )
 
 pytest.importorskip("faiss")
@@ -62,7 +63,7 @@ def test_the_measured_recall_is_the_share_of_exact_neighbours_found():
     """With one probe of many cells the index misses neighbours; the recall measured on
     every row is the brute-force share, and on a sample it is close to it."""
     rows = _clustered(6_000, 32, seed=3, spread=2.0)
-    search = SearchSettings(method="ivf", lists=80, probes=1, recall_queries=6_000)
+    search = SearchSettings(method="ivf", lists=80, probes=1, recall_target=0, recall_queries=6_000)
     found = cosine_neighbours(rows, 10, search=search, random=np.random.default_rng(4))
     exact, _ = exact_neighbours(_units(rows), np.arange(len(rows)), 10, "cpu")
     brute = np.mean(
@@ -71,7 +72,42 @@ def test_the_measured_recall_is_the_share_of_exact_neighbours_found():
     assert 0.1 < brute < 0.95
     assert found.recall == pytest.approx(brute, abs=1e-12)
     queries = np.sort(np.random.default_rng(5).choice(len(rows), 500, replace=False))
-    assert recall(_units(rows), found.indices, queries, "cpu") == pytest.approx(brute, abs=0.05)
+    assert share_found(_units(rows), found.indices, queries) == pytest.approx(brute, abs=0.05)
+
+
+def test_the_probes_are_doubled_until_the_calibrated_recall_reaches_its_target():
+    """From one probe of 80 cells the search doubles its probes until the recall on its
+    calibration queries reaches the target, and the recall measured on other queries is
+    near it; with a target of 0 it keeps the one probe and its low recall; a target of 1
+    ends at every cell, where nothing is missed."""
+    units = _units(_clustered(6_000, 32, seed=3, spread=2.0))
+    settings = {"method": "ivf", "lists": 80, "probes": 1, "recall_queries": 1_000}
+    searched = {
+        target: index_neighbours(
+            units, 10, SearchSettings(**settings, recall_target=target), np.random.default_rng(4)
+        )
+        for target in (0.0, 0.99, 1.0)
+    }
+    assert searched[0.0].probes == 1 and searched[0.0].recall < 0.95
+    assert 1 < searched[0.99].probes < 80 and searched[0.99].recall >= 0.98
+    assert searched[0.99].probes & (searched[0.99].probes - 1) == 0  # doubled from 1
+    assert searched[1.0].probes == 80 and searched[1.0].recall == 1.0
+
+
+def test_a_row_tied_with_an_exact_neighbour_counts_as_found():
+    """Repeated vectors tie: the exact search takes the lower rows among them, another
+    search may take other copies, which are as near and count as found; a farther row
+    does not."""
+    random = np.random.default_rng(20)
+    copies = np.repeat(random.normal(size=(1, 8)), 12, axis=0)
+    units = _units(np.vstack([copies, random.normal(size=(200, 8))]).astype(np.float32))
+    exact, _ = exact_neighbours(units, np.array([0]), 5, "cpu")
+    assert exact[0].tolist() == [1, 2, 3, 4, 5]
+    others = np.zeros((len(units), 5), dtype=np.int64)
+    others[0] = [11, 10, 9, 8, 7]
+    assert share_found(units, others, np.array([0])) == 1.0
+    others[0, 0] = 150
+    assert share_found(units, others, np.array([0])) == 0.8
 
 
 def test_the_same_seed_gives_the_same_neighbours_and_recall():
@@ -114,6 +150,8 @@ def test_settings_are_checked_and_a_missing_faiss_is_named(monkeypatch):
         SearchSettings(method="hnsw")
     with pytest.raises(ConfigError, match="probes"):
         SearchSettings(probes=0)
+    with pytest.raises(ConfigError, match=r"recall_target must be in \[0.0, 1.0\], got 1.5"):
+        SearchSettings(recall_target=1.5)
     monkeypatch.setitem(sys.modules, "faiss", None)
     with pytest.raises(ConfigError, match=r"pip install 'contextuality\[scale\]'"):
         SearchSettings(method="ivf")
@@ -138,7 +176,8 @@ def test_the_alignment_table_gives_each_pair_the_lower_recall_of_its_two_searche
     exact = AlignmentSettings(k=5, permutations=1, bootstrap=0, baselines=())
     table = alignment_between(("m", sampled), None, sample, 3, 0.95, exact).table
     assert (table["knn_recall"] == 1.0).all()
-    search = {"exact_up_to": 1_000, "lists": 40, "probes": 1, "recall_queries": 400}
+    search = {"exact_up_to": 1_000, "lists": 40, "probes": 1, "recall_target": 0}
+    search |= {"recall_queries": 400}
     indexed = AlignmentSettings(k=5, permutations=1, bootstrap=0, baselines=(), search=search)
     table = alignment_between(("m", sampled), None, sample, 3, 0.95, indexed).table
     found = [
@@ -239,9 +278,25 @@ def test_the_curves_table_gives_each_curve_its_search_s_recall():
     base = {"seed": 0, "confidence": 0.9, "sample_size": None}
     exact = api.intrinsic_dimension(points, settings=GeometrySettings.from_config(base))
     assert all(row["knn_recall"] == 1.0 for row in exact.curve_rows)
-    search = {"method": "ivf", "lists": 40, "probes": 1, "recall_queries": 500}
+    search = {"method": "ivf", "lists": 40, "probes": 1, "recall_target": 0, "recall_queries": 500}
     indexed = api.intrinsic_dimension(
         points, settings=GeometrySettings.from_config(base | {"search": search})
     )
     recalls = {row["estimator"]: row["knn_recall"] for row in indexed.curve_rows}
     assert 0 < recalls["gride"] < 1 and recalls["twonn"] <= recalls["gride"]
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_the_top_k_take_the_lower_column_among_ties_as_a_full_sort_does(k):
+    """Small integers tie everywhere; every row's k largest, their order and which tied
+    columns are taken equal a full sort by value, then column."""
+    import torch
+
+    from contextuality.geometry.search import _top_lowest_rows
+
+    similarities = np.random.default_rng(21).integers(0, 4, size=(300, 40)).astype(np.float32)
+    similarities[:5] = 1.0  # a row of one value throughout
+    values, columns = _top_lowest_rows(torch.from_numpy(similarities.copy()), k)
+    expected = np.stack([np.lexsort((np.arange(40), -row))[:k] for row in similarities])
+    np.testing.assert_array_equal(columns.numpy(), expected)
+    np.testing.assert_array_equal(values.numpy(), np.take_along_axis(similarities, expected, 1))

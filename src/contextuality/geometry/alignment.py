@@ -239,10 +239,10 @@ def search_neighbours(
     if len(rows) <= alignment.k:
         return None
     search = (alignment.k, alignment.search_device(), alignment.search, seed)
-    found = layer_neighbours([vectors[rows] for vectors in left.vectors.values()], *search)
+    found = layer_neighbours((vectors[rows] for vectors in left.vectors.values()), *search)
     if right is None:
         return SearchedNeighbours(found, found)
-    others = layer_neighbours([vectors[rows] for vectors in right.vectors.values()], *search)
+    others = layer_neighbours((vectors[rows] for vectors in right.vectors.values()), *search)
     return SearchedNeighbours(found, others)
 
 

@@ -23,6 +23,7 @@ self-similarity is not positive), which moves CKNNA by up to 1e-6 / HSIC (docs/g
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -36,8 +37,10 @@ from contextuality.geometry.search import (
     exact_neighbours,
     index_neighbours,
     one_hot_codes,
-    recall,
 )
+
+# Values normalised at a time in float64 (`_unit_rows`): 2^22, 32 MiB.
+ROWS_PER_NORM_CHUNK = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,13 @@ def _unit_rows(vectors):
         scale = sparse.diags(np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 1.0))
         return sparse.csr_matrix(scale @ rows, dtype=np.float32)
     rows = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(rows.astype(np.float64), axis=1, keepdims=True)
-    return (rows / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    units = np.empty_like(rows)
+    chunk = max(1, ROWS_PER_NORM_CHUNK // max(1, rows.shape[1]))
+    for start in range(0, len(rows), chunk):  # float64 norms, a chunk of rows at a time
+        part = rows[start : start + chunk].astype(np.float64)
+        norms = np.linalg.norm(part, axis=1, keepdims=True)
+        units[start : start + chunk] = part / np.where(norms > 0, norms, 1.0)
+    return units
 
 
 def cosine_neighbours(
@@ -122,8 +130,8 @@ def cosine_neighbours(
     (`search.exact_neighbours`, in float32 on `device`; rows of one-hot blocks, the word
     baselines, by their codes, `search.categorical_neighbours`, the same neighbours in
     O(n · k); any other scipy sparse `vectors` always exactly), or in an inverted-file
-    index where `search` says so for this many rows (`search.index_neighbours`), its recall
-    measured on ``search.recall_queries`` rows drawn from `random`."""
+    index where `search` says so for this many rows (`search.index_neighbours`: its
+    training sample and recall queries drawn from `random`)."""
     n = vectors.shape[0]
     if not 1 <= k < n:
         raise ValueError(f"k nearest neighbours need 1 <= k < n rows (k={k}, n={n})")
@@ -134,16 +142,16 @@ def cosine_neighbours(
     if search is None or sparse.issparse(units) or search.method_for(n) == "exact":
         return Neighbours(*exact_neighbours(units, np.arange(n), k, device))
     random = random if random is not None else np.random.default_rng(0)
-    indices, cosines = index_neighbours(units, k, search, random, device)
-    queries = np.sort(random.choice(n, min(n, search.recall_queries), replace=False))
-    return Neighbours(indices, cosines, recall(units, indices, queries, device))
+    found = index_neighbours(units, k, search, random, device)
+    return Neighbours(found.indices, found.scores, found.recall)
 
 
 def layer_neighbours(
-    layers: list, k: int, device: str, search: SearchSettings, seed: int
+    layers: Iterable, k: int, device: str, search: SearchSettings, seed: int
 ) -> list[Neighbours]:
-    """`cosine_neighbours` of each of `layers` (the same rows in each), an index's training
-    sample and recall queries from stream ``neighbour_search``, the same for every layer."""
+    """`cosine_neighbours` of each of `layers` (the same rows in each; taken one at a
+    time, so that an iterator holds one layer's copy at once), an index's training sample
+    and recall queries from stream ``neighbour_search``, the same for every layer."""
     return [
         cosine_neighbours(vectors, k, device, search, generator(seed, "neighbour_search"))
         for vectors in layers

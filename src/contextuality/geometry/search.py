@@ -4,31 +4,40 @@ Exactly: every row against every row in chunks (on a GPU when one is given). Pas
 number of rows: an inverted-file index (FAISS's ``IndexIVFFlat``), whose recall against
 the exact search is measured on sampled queries and kept with what it finds.
 
-An inverted-file index cuts the unit rows into `lists` cells by k-means (trained on a
-seeded sample of rows) and compares each query with the rows of its `probes` nearest
-cells only: about n · probes / lists comparisons a query instead of n. The cosines of the
-neighbours it finds are exact; the neighbours it misses are what its recall counts,
+An inverted-file index cuts the rows into `lists` cells by k-means (trained on a seeded
+sample of rows) and compares each query with the rows of its `probes` nearest cells
+only: about n · probes / lists comparisons a query instead of n. How many probes reach a
+recall depends on the rows (embeddings' later layers need many more than clustered
+Gaussian rows), so the probes are doubled until the recall measured on calibration
+queries reaches a target. The scores of the neighbours it finds are exact; the
+neighbours it misses are what its recall counts,
 
-    recall = mean over sampled queries q of |N_index(q) ∩ N_exact(q)| / k,
+    recall = mean over sampled queries q of |{j ∈ N_index(q) : s(q, j) ≥ s_k(q)}| / k,
 
-the exact neighbours of those queries found against every row (queries × n comparisons).
+s_k(q) the score of the exact k-th nearest row of q, found against every row
+(queries × n comparisons): a row tied with the exact neighbours counts as found.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from contextuality.configuration.schema import default
-from contextuality.errors import ConfigError, check_integer
+from contextuality.errors import ConfigError, check_integer, check_number
+
+log = logging.getLogger(__name__)
 
 SEARCH_METHODS = ("auto", "exact", "ivf")
 # Rows k-means trains on per cell of the index (FAISS warns under 39 a cell).
 TRAINING_ROWS_PER_LIST = 64
 # Similarities (chunk rows × n) computed at a time in the exact search: 2^25 float32.
 SIMILARITIES_PER_CHUNK = 1 << 25
+# Relative slack under which a found row's float64 score still ties the exact k-th's.
+TIE_TOLERANCE = 1e-12
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,7 @@ class SearchSettings:
     exact_up_to: int = default("geometry", "search", "exact_up_to")
     lists: int | None = default("geometry", "search", "lists")
     probes: int = default("geometry", "search", "probes")
+    recall_target: float = default("geometry", "search", "recall_target")
     recall_queries: int = default("geometry", "search", "recall_queries")
 
     def __post_init__(self) -> None:
@@ -52,6 +62,7 @@ class SearchSettings:
         if self.lists is not None:
             check_integer(where, "lists", self.lists, 1)
         check_integer(where, "probes", self.probes, 1)
+        check_number(where, "recall_target", self.recall_target, 0.0, 1.0)
         check_integer(where, "recall_queries", self.recall_queries, 1)
         if self.method == "ivf":
             faiss_module()
@@ -91,7 +102,10 @@ def exact_neighbours(units, queries: np.ndarray, k: int, device: str):
     n = units.shape[0]
     dense = None if sparse.issparse(units) else torch.from_numpy(units).to(device)
     chunk = max(1, SIMILARITIES_PER_CHUNK // n)
-    indices, cosines = [], []
+    # Filled in place: a chunk's small results kept as tensors would pin the allocator's
+    # freed chunks below them, and the process would grow by the similarities it freed.
+    indices = np.empty((len(queries), k), dtype=np.int64)
+    cosines = np.empty((len(queries), k), dtype=np.float64)
     for start in range(0, len(queries), chunk):
         rows = torch.from_numpy(np.asarray(queries[start : start + chunk])).to(device)
         if dense is None:
@@ -100,33 +114,67 @@ def exact_neighbours(units, queries: np.ndarray, k: int, device: str):
         else:
             similarities = dense[rows] @ dense.T
         similarities[torch.arange(len(rows), device=device), rows] = -torch.inf
-        kth = torch.topk(similarities, k, dim=1).values[:, -1:]
-        greater = similarities > kth
-        equal = similarities == kth
+        values, columns = _top_lowest_rows(similarities, k)
+        indices[start : start + len(rows)] = columns.cpu().numpy()
+        cosines[start : start + len(rows)] = values.double().cpu().numpy()
+    return indices, cosines
+
+
+@dataclass(frozen=True)
+class IndexSearch:
+    """What an inverted-file index found: each row's `k` nearest other rows (n × k),
+    their float32-computed scores as float64 (cosines, or by distance the negated squared
+    distances), nearest first, the `probes` the search settled on and its measured
+    `recall` (`share_found`)."""
+
+    indices: np.ndarray
+    scores: np.ndarray
+    probes: int
+    recall: float
+
+
+def _top_lowest_rows(similarities, k: int):
+    """The `k` largest of each row of `similarities` (a torch tensor) and their columns,
+    largest first, ties anywhere broken by the lower column: from ``topk`` where no value
+    outside it equals its k-th (one comparison pass), else, for those rows only, the
+    lowest columns among the values equal to the k-th."""
+    import torch
+
+    values, columns = torch.topk(similarities, k, dim=1)
+    kth = values[:, -1:]
+    ambiguous = (similarities == kth).sum(dim=1) > (values == kth).sum(dim=1)
+    if ambiguous.any():
+        rows = ambiguous.nonzero().ravel()
+        tied = similarities[rows]
+        greater, equal = tied > kth[rows], tied == kth[rows]
         needed = k - greater.sum(dim=1, keepdim=True)
         chosen = greater | (equal & (torch.cumsum(equal, dim=1) <= needed))
-        columns = chosen.nonzero()[:, 1].view(-1, k)
-        values = torch.gather(similarities, 1, columns)
-        values, order = torch.sort(values, dim=1, descending=True, stable=True)
-        indices.append(torch.gather(columns, 1, order).cpu().numpy())
-        cosines.append(values.double().cpu().numpy())
-    return np.concatenate(indices), np.concatenate(cosines)
+        columns[rows] = chosen.nonzero()[:, 1].view(-1, k)
+        values[rows] = torch.gather(tied, 1, columns[rows])
+    columns, order = torch.sort(columns, dim=1)
+    values = torch.gather(values, 1, order)
+    values, order = torch.sort(values, dim=1, descending=True, stable=True)
+    return values, torch.gather(columns, 1, order)
 
 
 def index_neighbours(
-    units: np.ndarray,
+    rows: np.ndarray,
     k: int,
     settings: SearchSettings,
     random: np.random.Generator,
     device: str = "cpu",
     by_distance: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's `k` nearest other rows of `units` (unit rows, float32) in an
-    inverted-file index trained on a sample drawn from `random`, on a CUDA `device` where
-    FAISS is built for one: indices (n × k) and float64 cosines, nearest first; with
-    `by_distance`, of any float32 rows by squared distance, negated (nearest first)."""
+    exact_rows: np.ndarray | None = None,
+) -> IndexSearch:
+    """Each row's `k` nearest other rows of `rows` (float32; unit rows by cosine, any rows
+    `by_distance`) in an inverted-file index trained on a sample drawn from `random`, on a
+    CUDA `device` where FAISS is built for one. Its probes are doubled from
+    ``settings.probes`` until the recall on calibration queries reaches
+    ``settings.recall_target`` (at most every cell); the recall reported is measured on
+    other queries, `exact_rows` (the rows in float64, default `rows`) scoring them."""
     faiss = faiss_module()
-    n, width = units.shape
+    n, width = rows.shape
+    exact_rows = rows if exact_rows is None else exact_rows
     lists = settings.lists_for(n)
     quantizer = (faiss.IndexFlatL2 if by_distance else faiss.IndexFlatIP)(width)
     metric = faiss.METRIC_L2 if by_distance else faiss.METRIC_INNER_PRODUCT
@@ -135,11 +183,36 @@ def index_neighbours(
         resources = faiss.StandardGpuResources()  # held while the index searches
         index = faiss.index_cpu_to_gpu(resources, int(device.partition(":")[2] or 0), index)
     training = min(n, lists * TRAINING_ROWS_PER_LIST)
-    index.train(units[np.sort(random.choice(n, training, replace=False))])
-    index.add(units)
-    index.nprobe = min(settings.probes, lists)
-    scores, found = index.search(units, k + 1)
-    return _without_self(found, -scores if by_distance else scores, k)
+    index.train(rows[np.sort(random.choice(n, training, replace=False))])
+    index.add(rows)
+    calibration, reported = _recall_queries(n, settings.recall_queries, random)
+    exact = _exact_rows(exact_rows, calibration, k, by_distance, device)
+    probes = min(settings.probes, lists)
+    while True:
+        index.nprobe = probes
+        scores, found = index.search(rows[calibration], k + 1)
+        found, _ = _without_self(found, scores, k, calibration)
+        share = _share(exact_rows, calibration, found, exact, by_distance)
+        if share >= settings.recall_target or probes == lists:
+            break
+        probes = min(2 * probes, lists)
+    scores, found = index.search(rows, k + 1)
+    indices, scores = _without_self(found, -scores if by_distance else scores, k)
+    found_recall = share_found(exact_rows, indices, reported, device, by_distance)
+    log.info(
+        "index of %d rows: %d cells, %d probes, recall %.4f (calibration %.4f)",
+        n, lists, probes, found_recall, share,
+    )  # fmt: skip
+    return IndexSearch(indices, scores, probes, found_recall)
+
+
+def _recall_queries(n: int, queries: int, random: np.random.Generator):
+    """Two sorted sets of `queries` rows drawn from `random`: the probes' calibration and
+    the reported recall's, disjoint where the rows allow (the second has the rows left
+    past the first, or is the first where none are left)."""
+    drawn = random.choice(n, min(n, 2 * queries), replace=False)
+    calibration = np.sort(drawn[:queries])
+    return calibration, (np.sort(drawn[queries:]) if len(drawn) > queries else calibration)
 
 
 def euclidean_neighbours(
@@ -151,9 +224,8 @@ def euclidean_neighbours(
     """Each point's distances to its `k` nearest other points (n × k, nearest first), their
     rows, and the search's recall: exactly (scikit-dimension's ``get_nn``), or where
     `settings` says so for this many points in an inverted-file index by squared distance
-    (float32; the distances of the points it finds then computed in float64), its recall
-    measured on ``settings.recall_queries`` points drawn from `random` against an exact
-    search of them."""
+    (float32, `index_neighbours`; the distances of the points it finds then computed in
+    float64, its recall scored in float64 on points drawn from `random`)."""
     from skdim import get_nn
 
     n = len(points)
@@ -162,10 +234,10 @@ def euclidean_neighbours(
         return distances, indices, 1.0
     random = random if random is not None else np.random.default_rng(0)
     rows = np.ascontiguousarray(points, dtype=np.float32)
-    indices, _ = index_neighbours(rows, k, settings, random, by_distance=True)
-    distances, indices = _exact_distances(points, indices)
-    queries = np.sort(random.choice(n, min(n, settings.recall_queries), replace=False))
-    return distances, indices, _euclidean_recall(points, indices, queries)
+    points = np.asarray(points, dtype=np.float64)
+    found = index_neighbours(rows, k, settings, random, by_distance=True, exact_rows=points)
+    distances, indices = _exact_distances(points, found.indices)
+    return distances, indices, found.recall
 
 
 def _exact_distances(points: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -182,49 +254,73 @@ def _exact_distances(points: np.ndarray, indices: np.ndarray) -> tuple[np.ndarra
     return np.take_along_axis(distances, order, 1), np.take_along_axis(indices, order, 1)
 
 
-def _euclidean_recall(points: np.ndarray, indices: np.ndarray, queries: np.ndarray) -> float:
-    """The share of each query's exact k nearest points (by squared distance in float64,
-    a chunk of queries against every point at a time) that `indices` holds."""
-    k, norms = indices.shape[1], np.sum(points**2, axis=1)
-    chunk = max(1, SIMILARITIES_PER_CHUNK // (2 * len(points)))
-    shared = 0
-    for start in range(0, len(queries), chunk):
-        chosen = queries[start : start + chunk]
-        squared = norms[chosen][:, None] - 2.0 * points[chosen] @ points.T + norms[None, :]
-        squared[np.arange(len(chosen)), chosen] = np.inf
-        nearest = np.argpartition(squared, k - 1, axis=1)[:, :k]
-        pairs = zip(indices[chosen], nearest, strict=True)
-        shared += sum(np.intersect1d(one, two).size for one, two in pairs)
-    return float(shared / (k * len(queries)))
-
-
-def _without_self(found: np.ndarray, cosines: np.ndarray, k: int):
-    """The `k` neighbours of each row of a search that asked for k + 1: the row itself
-    left out where it was found, the farthest otherwise (FAISS pads a short list with -1,
-    which sorts last)."""
+def _without_self(found: np.ndarray, scores: np.ndarray, k: int, rows: np.ndarray | None = None):
+    """The `k` neighbours of each row of a search that asked for k + 1 (the queries
+    `rows`, default every row in order): the row itself left out where it was found, the
+    farthest otherwise (FAISS pads a short list with -1, which sorts last)."""
     n = len(found)
-    own = found == np.arange(n)[:, None]
+    rows = np.arange(n) if rows is None else rows
+    own = found == rows[:, None]
     drop = np.where(own.any(axis=1), own.argmax(axis=1), k)
     keep = np.ones_like(found, dtype=bool)
     keep[np.arange(n), drop] = False
     indices = found[keep].reshape(n, k)
-    values = cosines[keep].reshape(n, k).astype(np.float64)
+    values = scores[keep].reshape(n, k).astype(np.float64)
     return indices, np.where(indices < 0, -np.inf, values)
 
 
-def recall(
-    units: np.ndarray,
+def share_found(
+    rows: np.ndarray,
     indices: np.ndarray,
     queries: np.ndarray,
-    device: str,
+    device: str = "cpu",
+    by_distance: bool = False,
 ) -> float:
-    """The share of the exact k nearest rows of each of `queries` (row positions) that
-    `indices` (n × k, a search's neighbours) holds, averaged over the queries."""
-    k = indices.shape[1]
-    exact, _ = exact_neighbours(units, queries, k, device)
-    found = indices[queries]
-    shared = [np.intersect1d(one, two).size for one, two in zip(found, exact, strict=True)]
-    return float(np.mean(shared) / k)
+    """The recall of a search's neighbours `indices` (n × k) on `queries` (row positions):
+    the share of the k found for each query that are as near as its exact k-th nearest
+    row, averaged over the queries,
+
+        recall = mean over q of |{j ∈ N(q) : s(q, j) ≥ s_k(q)}| / k,
+
+    s the cosine of unit `rows` (by distance, minus the distance), both sides in float64,
+    so that a row tied with an exact neighbour (a repeated vector) counts as found: the
+    exact search's choice among tied rows (the lower row) is a convention, not a nearer
+    row."""
+    exact = _exact_rows(rows, queries, indices.shape[1], by_distance, device)
+    return _share(rows, queries, indices[queries], exact, by_distance)
+
+
+def _share(rows, queries, found, exact, by_distance: bool) -> float:
+    """`share_found` from the `found` and `exact` neighbours of `queries` (queries × k)."""
+    kth = _scores(rows, queries, exact, by_distance).min(axis=1, keepdims=True)
+    scored = _scores(rows, queries, found, by_distance)
+    return float(np.mean(scored >= kth - TIE_TOLERANCE * np.abs(kth)))
+
+
+def _scores(rows, queries, candidates, by_distance: bool) -> np.ndarray:
+    """The float64 cosine (dot product of unit rows) of each query with each of its
+    `candidates` (queries × k), or minus their distance; -inf for a candidate not found."""
+    query = np.asarray(rows[queries], dtype=np.float64)[:, None, :]
+    other = np.asarray(rows[np.maximum(candidates, 0)], dtype=np.float64)
+    values = -np.linalg.norm(other - query, axis=2) if by_distance else np.sum(other * query, 2)
+    return np.where(candidates < 0, -np.inf, values)
+
+
+def _exact_rows(rows, queries: np.ndarray, k: int, by_distance: bool, device: str):
+    """The exact k nearest other rows of each of `queries` (queries × k): by cosine
+    (`exact_neighbours`), or by squared distance in float64 (a chunk of queries against
+    every row at a time)."""
+    if not by_distance:
+        return exact_neighbours(rows, queries, k, device)[0]
+    norms = np.einsum("ij,ij->i", rows, rows)
+    chunk = max(1, SIMILARITIES_PER_CHUNK // (2 * len(rows)))
+    nearest = np.empty((len(queries), k), dtype=np.int64)
+    for start in range(0, len(queries), chunk):
+        chosen = queries[start : start + chunk]
+        squared = norms[chosen][:, None] - 2.0 * rows[chosen] @ rows.T + norms[None, :]
+        squared[np.arange(len(chosen)), chosen] = np.inf
+        nearest[start : start + len(chosen)] = np.argpartition(squared, k - 1, axis=1)[:, :k]
+    return nearest
 
 
 def one_hot_codes(units) -> np.ndarray | None:
