@@ -61,17 +61,20 @@ COMPARED_ROWS = 30_000
 def embedding_like(n: int, width: int, seed: int) -> np.ndarray:
     """`n` rows (float32): a shared offset, 200 Gaussian clusters, two outlier dimensions."""
     random = np.random.default_rng(seed)
-    centres = random.normal(size=(200, width)).astype(np.float32)
-    rows = centres[random.integers(0, 200, n)] + random.normal(size=(n, width)).astype(np.float32)
-    rows += 3.0 * random.normal(size=width).astype(np.float32)
+    centres = random.standard_normal((200, width), dtype=np.float32)
+    rows = centres[random.integers(0, 200, n)]
+    rows += random.standard_normal((n, width), dtype=np.float32)  # no float64 copy
+    rows += 3.0 * random.standard_normal(width, dtype=np.float32)
     rows[:, :2] *= 20.0
     return rows
 
 
 def noisy_copy(rows: np.ndarray, seed: int) -> np.ndarray:
     """`rows` with Gaussian noise of half their clusters' spread: another layer."""
-    noise = np.random.default_rng(seed + 1).normal(size=rows.shape).astype(np.float32)
-    return rows + 0.5 * noise
+    noise = np.random.default_rng(seed + 1).standard_normal(rows.shape, dtype=np.float32)
+    noise *= 0.5
+    noise += rows
+    return noise
 
 
 def _synchronize(device: str) -> None:

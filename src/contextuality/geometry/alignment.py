@@ -205,7 +205,7 @@ def layer_products(
         rows, weights = rows[counted], weights[counted]
     sides = [left] if right is None else [left, right]
     shift = tuple(
-        np.concatenate([_mean(vectors[rows]) for vectors in side.vectors.values()])
+        np.concatenate([_mean(vectors, rows) for vectors in side.vectors.values()])
         for side in sides
     )
     widths = [[vectors.shape[1] for vectors in side.vectors.values()] for side in sides]
@@ -215,11 +215,16 @@ def layer_products(
     return products
 
 
-def _mean(rows) -> np.ndarray:
-    """The float64 mean of `rows`; zero for a sparse layer, which is not shifted."""
-    if sparse.issparse(rows):
-        return np.zeros(rows.shape[1])
-    return rows.mean(axis=0, dtype=np.float64)
+def _mean(vectors, rows: np.ndarray) -> np.ndarray:
+    """The float64 mean of `rows` of `vectors`, a chunk of rows at a time (no copy of
+    them all); zero for a sparse layer, which is not shifted."""
+    if sparse.issparse(vectors):
+        return np.zeros(vectors.shape[1])
+    chunk = 16 * CKA_CHUNK_ROWS
+    total = np.zeros(vectors.shape[1])
+    for start in range(0, len(rows), chunk):
+        total += vectors[rows[start : start + chunk]].sum(axis=0, dtype=np.float64)
+    return total / len(rows)
 
 
 # The alignment measures computed from each layer's nearest neighbours.
