@@ -44,8 +44,9 @@ import torch
 
 from contextuality import __version__
 from contextuality.configuration.random_streams import generator
+from contextuality.geometry.index import index_neighbours
 from contextuality.geometry.neighbours import Neighbours, cknna, cosine_neighbours, mutual_knn
-from contextuality.geometry.search import SearchSettings, index_neighbours
+from contextuality.geometry.search import SearchSettings
 
 from arguments import device as known_device
 from arguments import nonnegative_int, output_directory, positive_int
@@ -54,6 +55,8 @@ from workdir import write_report
 RESULTS = Path(__file__).resolve().parent / "results"
 WIDTH = 768
 K = 10
+# The indices timed (`geometry.index`).
+INDEX_METHODS = ("hnsw", "ivf")
 # The largest n on which the CPU's exact neighbours are found to compare a GPU's with.
 COMPARED_ROWS = 30_000
 
@@ -103,18 +106,18 @@ def exact_search(rows: np.ndarray, device: str) -> tuple[Neighbours, dict]:
     return found, record | {"peak_mib": None if peak is None else round(peak, 1)}
 
 
-def index_search(rows: np.ndarray, seed: int) -> tuple[Neighbours, dict]:
-    """The index's neighbours of `rows` (CPU, the schema's cells, probes and recall
-    target), the seconds of building it, calibrating its probes, searching every row and
-    measuring its recall, the probes it settled on and that recall."""
-    settings = SearchSettings(method="ivf")
+def index_search(rows: np.ndarray, seed: int, method: str) -> tuple[Neighbours, dict]:
+    """An index's neighbours of `rows` (`method` hnsw or ivf on the CPU, at the schema's
+    settings), the seconds of building it, calibrating its breadth, searching every row
+    and measuring its recall, the breadth it settled on and that recall."""
+    settings = SearchSettings(method=method)
     units = rows / np.linalg.norm(rows, axis=1, keepdims=True)
     started = time.perf_counter()
     found = index_neighbours(units, K, settings, generator(seed, "neighbour_search"))
     seconds = time.perf_counter() - started
     record = {
-        "lists": settings.lists_for(len(rows)),
-        "probes": found.probes,
+        "lists": settings.lists_for(len(rows)) if method == "ivf" else None,
+        "breadth": found.breadth,
         "search_s": round(seconds, 3),
         "rows_per_s": round(len(rows) / seconds),
         "recall": round(found.recall, 5),
@@ -148,12 +151,12 @@ def one_search(
     if search == "exact":
         found, timed = exact_search(rows, device)
     else:
-        found, timed = index_search(rows, seed)
+        found, timed = index_search(rows, seed, search)
     record |= timed
     exact_file = kept / f"exact-{n}.npy"
     if exact_file.is_file():
         exact = Neighbours(np.load(exact_file), np.zeros((n, K)))
-        agreement = "mutual_knn_with_exact" if search == "ivf" else "mutual_knn_with_cpu"
+        agreement = "mutual_knn_with_cpu" if search == "exact" else "mutual_knn_with_exact"
         record[agreement] = round(mutual_knn(exact, found), 6)
         if search == "exact":
             record["same_lists_as_cpu"] = round(same_lists(exact, found), 5)
@@ -223,7 +226,8 @@ def run(arguments: argparse.Namespace, kept: Path) -> list[dict]:
             record = _in_own_process(one_search, n, "exact", device, seed, kept, shard)
             records.append(record)
     for n in [*arguments.sizes, *arguments.index_sizes]:
-        records.append(_in_own_process(one_search, n, "ivf", "cpu", seed, kept, shard))
+        for method in INDEX_METHODS:
+            records.append(_in_own_process(one_search, n, method, "cpu", seed, kept, shard))
     for n in arguments.align:
         records.append(_in_own_process(one_alignment, n, seed, shard))
     return records
@@ -251,7 +255,7 @@ COLUMNS = [
     "search",
     "device",
     "lists",
-    "probes",
+    "breadth",
     "search_s",
     "rows_per_s",
     "recall",

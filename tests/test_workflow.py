@@ -289,6 +289,64 @@ def test_measure_jobs_ask_for_memory_above_their_measured_peak():
     )
 
 
+def test_geometry_jobs_ask_for_memory_above_their_measured_peaks():
+    """`geometry_memory_needed` declares more than every layer_geometry job of the runs
+    bench/geometry_memory.py read used at its peak (MiB from Snakemake's benchmark files,
+    declared in MB)."""
+    from contextuality.workflow.geometry_paths import geometry_memory_needed
+
+    records = json.loads(
+        (Path(__file__).parents[1] / "bench/results/geometry-memory-cpu2.json").read_text()
+    )
+    assert len(records) >= 10
+    for record in records:
+        declared = geometry_memory_needed(
+            record["stored_bytes"],
+            record["rows"],
+            record["sampled_rows"],
+            record["layers"],
+            record["k"],
+            record["range_max"],
+            record["transform"] != "none",
+        )
+        assert declared == record["declared_mb"]
+        assert declared > record["peak_mib"] * 1.048576, record
+
+
+def test_a_geometry_job_s_memory_grows_with_the_rows_it_samples(tmp_path):
+    """The resource function reads a job's shards and index summary: a null sample_size
+    takes every row, a correction doubles the sampled rows' share, a retry the whole."""
+    from types import SimpleNamespace
+
+    from contextuality.workflow.geometry_paths import geometry_memory_needed
+
+    summary = tmp_path / "index.json"
+    summary.write_text(json.dumps({"n_occurrences": 200_000}))
+    shards = []
+    for layer in range(3):
+        shards.append(tmp_path / f"layer_{layer}.h5")
+        shards[-1].write_bytes(b"\0" * (200_000 * 384 * 2))
+
+    class Inputs(SimpleNamespace):
+        def keys(self):
+            return vars(self).keys()
+
+    inputs = Inputs(summary=str(summary), **{f"layer_{i}": [str(p)] for i, p in enumerate(shards)})
+    config = with_defaults({})
+    memory = {}
+    for sample_size in (10_000, None):
+        config["geometry"]["sample_size"] = sample_size
+        asked = workflow.geometry_memory_mb(config)
+        raw, corrected = SimpleNamespace(transform="none"), SimpleNamespace(transform="center")
+        memory[sample_size] = asked(raw, inputs)
+        assert asked(raw, inputs, attempt=2) == 2 * memory[sample_size]
+        assert asked(corrected, inputs) > memory[sample_size]
+    stored = 3 * 200_000 * 384 * 2
+    assert memory[None] > memory[10_000] + stored / 1e6
+    needed = geometry_memory_needed(stored, 200_000, 10_000, 3, 10, 64)
+    assert memory[10_000] == needed
+
+
 def test_a_step_runs_with_its_job_s_threads_for_blas():
     """Jobs side by side must not each start a BLAS thread per core: inside a step every
     BLAS pool, SciPy's too when the step is first to load it, holds the job's threads, and

@@ -24,6 +24,8 @@ rule layer_geometry:
     priority: 2
     conda:
         "../envs/contextuality.yaml"
+    resources:
+        mem_mb=ctx.geometry_memory_mb(config),
     params:
         settings=ctx.geometry_settings(config),
         model_settings=get_model_settings,
@@ -48,6 +50,8 @@ rule alignment_between_models:
         transform=ctx.pattern(ctx.geometry_transforms(config)),
     conda:
         "../envs/contextuality.yaml"
+    resources:
+        mem_mb=ctx.geometry_memory_mb(config),
     params:
         settings=ctx.geometry_settings(config),
         model_settings=get_pair_model_settings,

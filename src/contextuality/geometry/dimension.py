@@ -37,7 +37,8 @@ import numpy as np
 
 from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError, check_integer
-from contextuality.geometry.search import SearchSettings, euclidean_neighbours
+from contextuality.geometry.index import euclidean_neighbours
+from contextuality.geometry.search import SearchSettings
 
 ESTIMATORS = ("twonn", "gride")
 

@@ -31,11 +31,11 @@ import numpy as np
 from scipy import sparse
 
 from contextuality.configuration.random_streams import generator
+from contextuality.geometry.index import index_neighbours
 from contextuality.geometry.search import (
     SearchSettings,
     categorical_neighbours,
     exact_neighbours,
-    index_neighbours,
     one_hot_codes,
 )
 
@@ -143,6 +143,8 @@ def cosine_neighbours(
         return Neighbours(*exact_neighbours(units, np.arange(n), k, device))
     random = random if random is not None else np.random.default_rng(0)
     found = index_neighbours(units, k, search, random, device)
+    if found is None:  # the recall needs so many cells that the exact search is cheaper
+        return Neighbours(*exact_neighbours(units, np.arange(n), k, device))
     return Neighbours(found.indices, found.scores, found.recall)
 
 

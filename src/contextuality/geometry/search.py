@@ -1,16 +1,10 @@
-"""Each row's nearest neighbours by cosine: exact, or from an index with measured recall.
+"""Each row's nearest neighbours: the exact search, the settings of the approximate one,
+and the recall that measures it.
 
-Exactly: every row against every row in chunks (on a GPU when one is given). Past a
-number of rows: an inverted-file index (FAISS's ``IndexIVFFlat``), whose recall against
-the exact search is measured on sampled queries and kept with what it finds.
-
-An inverted-file index cuts the rows into `lists` cells by k-means (trained on a seeded
-sample of rows) and compares each query with the rows of its `probes` nearest cells
-only: about n · probes / lists comparisons a query instead of n. How many probes reach a
-recall depends on the rows (embeddings' later layers need many more than clustered
-Gaussian rows), so the probes are doubled until the recall measured on calibration
-queries reaches a target. The scores of the neighbours it finds are exact; the
-neighbours it misses are what its recall counts,
+Exactly: every row against every row in chunks (on a GPU when one is given), ties broken
+by the lower row. Past a number of rows an index finds them instead (`geometry.index`:
+an HNSW graph or an inverted file), its breadth doubled until the recall measured on
+calibration queries reaches a target, and its recall measured on other queries,
 
     recall = mean over sampled queries q of |{j ∈ N_index(q) : s(q, j) ≥ s_k(q)}| / k,
 
@@ -20,7 +14,6 @@ s_k(q) the score of the exact k-th nearest row of q, found against every row
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass
 
@@ -29,26 +22,34 @@ import numpy as np
 from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError, check_integer, check_number
 
-log = logging.getLogger(__name__)
-
-SEARCH_METHODS = ("auto", "exact", "ivf")
+SEARCH_METHODS = ("auto", "exact", "hnsw", "ivf")
 # Rows k-means trains on per cell of the index (FAISS warns under 39 a cell).
 TRAINING_ROWS_PER_LIST = 64
 # Similarities (chunk rows × n) computed at a time in the exact search: 2^25 float32.
 SIMILARITIES_PER_CHUNK = 1 << 25
+# The share of the rows an index may compare a query with before `auto` searches exactly
+# instead: an index compares at about a fifth of the rate of the exact search's matrix
+# products on a CPU (MiniLM's last layer, 64,188 rows: the inverted file at 256 of 1,002
+# cells took as long as the exact search).
+EXACT_CHEAPER_PAST = 0.25
 # Relative slack under which a found row's float64 score still ties the exact k-th's.
 TIE_TOLERANCE = 1e-12
 
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """How the neighbours are searched (config ``geometry.search``): `method`
-    ``exact``, ``ivf`` or ``auto`` (exact up to `exact_up_to` rows, the index past them);
-    the index's `lists` (None: 4 √n) and `probes`; the `recall_queries` its recall is
-    measured on."""
+    """How the neighbours are searched (config ``geometry.search``): `method` ``exact``,
+    ``hnsw``, ``ivf`` or ``auto`` (exact up to `exact_up_to` rows, the graph past them);
+    the graph's `links` a row and `construction_breadth`, and the `breadth` it searches
+    with first; the inverted file's `lists` (None: 4 √n) and the `probes` it tries first;
+    the `recall_target` the breadth or probes are doubled to reach (0: as given) on
+    `recall_queries` calibration rows, and as many its recall is measured on."""
 
     method: str = default("geometry", "search", "method")
     exact_up_to: int = default("geometry", "search", "exact_up_to")
+    links: int = default("geometry", "search", "links")
+    construction_breadth: int = default("geometry", "search", "construction_breadth")
+    breadth: int = default("geometry", "search", "breadth")
     lists: int | None = default("geometry", "search", "lists")
     probes: int = default("geometry", "search", "probes")
     recall_target: float = default("geometry", "search", "recall_target")
@@ -59,23 +60,31 @@ class SearchSettings:
         if self.method not in SEARCH_METHODS:
             raise ConfigError(f"{where}.method: {self.method!r} is none of {SEARCH_METHODS}")
         check_integer(where, "exact_up_to", self.exact_up_to, 1)
+        check_integer(where, "links", self.links, 2)
+        check_integer(where, "construction_breadth", self.construction_breadth, 1)
+        check_integer(where, "breadth", self.breadth, 1)
         if self.lists is not None:
             check_integer(where, "lists", self.lists, 1)
         check_integer(where, "probes", self.probes, 1)
         check_number(where, "recall_target", self.recall_target, 0.0, 1.0)
         check_integer(where, "recall_queries", self.recall_queries, 1)
-        if self.method == "ivf":
+        if self.method in ("hnsw", "ivf"):
             faiss_module()
 
     def method_for(self, rows: int) -> str:
-        """``exact`` or ``ivf`` for a search of `rows` rows."""
+        """``exact``, ``hnsw`` or ``ivf`` for a search of `rows` rows."""
         if self.method != "auto":
             return self.method
-        return "exact" if rows <= self.exact_up_to else "ivf"
+        return "exact" if rows <= self.exact_up_to else "hnsw"
+
+    def scan_limit(self) -> float:
+        """The share of the rows an index may compare each query with before `auto` gives
+        it up for the exact search (`EXACT_CHEAPER_PAST`; every row otherwise)."""
+        return EXACT_CHEAPER_PAST if self.method == "auto" else 1.0
 
     def lists_for(self, rows: int) -> int:
-        """The index's cells for `rows` rows: `lists`, or 4 √n (FAISS's guide: 4 to 16
-        √n), at most one cell per `TRAINING_ROWS_PER_LIST` rows."""
+        """The inverted file's cells for `rows` rows: `lists`, or 4 √n (FAISS's guide: 4
+        to 16 √n), at most one cell per `TRAINING_ROWS_PER_LIST` rows."""
         wanted = self.lists or round(4 * math.sqrt(rows))
         return max(1, min(wanted, rows // TRAINING_ROWS_PER_LIST))
 
@@ -86,7 +95,7 @@ def faiss_module():
         import faiss
     except ImportError:
         raise ConfigError(
-            "geometry.search: an inverted-file index needs FAISS: pip install "
+            "geometry.search: an index (hnsw, ivf) needs FAISS: pip install "
             "'contextuality[scale]' (faiss-cpu), or set method: exact"
         ) from None
     return faiss
@@ -120,19 +129,6 @@ def exact_neighbours(units, queries: np.ndarray, k: int, device: str):
     return indices, cosines
 
 
-@dataclass(frozen=True)
-class IndexSearch:
-    """What an inverted-file index found: each row's `k` nearest other rows (n × k),
-    their float32-computed scores as float64 (cosines, or by distance the negated squared
-    distances), nearest first, the `probes` the search settled on and its measured
-    `recall` (`share_found`)."""
-
-    indices: np.ndarray
-    scores: np.ndarray
-    probes: int
-    recall: float
-
-
 def _top_lowest_rows(similarities, k: int):
     """The `k` largest of each row of `similarities` (a torch tensor) and their columns,
     largest first, ties anywhere broken by the lower column: from ``topk`` where no value
@@ -157,104 +153,7 @@ def _top_lowest_rows(similarities, k: int):
     return values, torch.gather(columns, 1, order)
 
 
-def index_neighbours(
-    rows: np.ndarray,
-    k: int,
-    settings: SearchSettings,
-    random: np.random.Generator,
-    device: str = "cpu",
-    by_distance: bool = False,
-    exact_rows: np.ndarray | None = None,
-) -> IndexSearch:
-    """Each row's `k` nearest other rows of `rows` (float32; unit rows by cosine, any rows
-    `by_distance`) in an inverted-file index trained on a sample drawn from `random`, on a
-    CUDA `device` where FAISS is built for one. Its probes are doubled from
-    ``settings.probes`` until the recall on calibration queries reaches
-    ``settings.recall_target`` (at most every cell); the recall reported is measured on
-    other queries, `exact_rows` (the rows in float64, default `rows`) scoring them."""
-    faiss = faiss_module()
-    n, width = rows.shape
-    exact_rows = rows if exact_rows is None else exact_rows
-    lists = settings.lists_for(n)
-    quantizer = (faiss.IndexFlatL2 if by_distance else faiss.IndexFlatIP)(width)
-    metric = faiss.METRIC_L2 if by_distance else faiss.METRIC_INNER_PRODUCT
-    index = faiss.IndexIVFFlat(quantizer, width, lists, metric)
-    if device.startswith("cuda") and getattr(faiss, "get_num_gpus", lambda: 0)() > 0:
-        resources = faiss.StandardGpuResources()  # held while the index searches
-        index = faiss.index_cpu_to_gpu(resources, int(device.partition(":")[2] or 0), index)
-    training = min(n, lists * TRAINING_ROWS_PER_LIST)
-    index.train(rows[np.sort(random.choice(n, training, replace=False))])
-    index.add(rows)
-    calibration, reported = _recall_queries(n, settings.recall_queries, random)
-    exact = _exact_rows(exact_rows, calibration, k, by_distance, device)
-    probes = min(settings.probes, lists)
-    while True:
-        index.nprobe = probes
-        scores, found = index.search(rows[calibration], k + 1)
-        found, _ = _without_self(found, scores, k, calibration)
-        share = _share(exact_rows, calibration, found, exact, by_distance)
-        if share >= settings.recall_target or probes == lists:
-            break
-        probes = min(2 * probes, lists)
-    scores, found = index.search(rows, k + 1)
-    indices, scores = _without_self(found, -scores if by_distance else scores, k)
-    found_recall = share_found(exact_rows, indices, reported, device, by_distance)
-    log.info(
-        "index of %d rows: %d cells, %d probes, recall %.4f (calibration %.4f)",
-        n, lists, probes, found_recall, share,
-    )  # fmt: skip
-    return IndexSearch(indices, scores, probes, found_recall)
-
-
-def _recall_queries(n: int, queries: int, random: np.random.Generator):
-    """Two sorted sets of `queries` rows drawn from `random`: the probes' calibration and
-    the reported recall's, disjoint where the rows allow (the second has the rows left
-    past the first, or is the first where none are left)."""
-    drawn = random.choice(n, min(n, 2 * queries), replace=False)
-    calibration = np.sort(drawn[:queries])
-    return calibration, (np.sort(drawn[queries:]) if len(drawn) > queries else calibration)
-
-
-def euclidean_neighbours(
-    points: np.ndarray,
-    k: int,
-    settings: SearchSettings | None = None,
-    random: np.random.Generator | None = None,
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """Each point's distances to its `k` nearest other points (n × k, nearest first), their
-    rows, and the search's recall: exactly (scikit-dimension's ``get_nn``), or where
-    `settings` says so for this many points in an inverted-file index by squared distance
-    (float32, `index_neighbours`; the distances of the points it finds then computed in
-    float64, its recall scored in float64 on points drawn from `random`)."""
-    from skdim import get_nn
-
-    n = len(points)
-    if settings is None or settings.method_for(n) == "exact":
-        distances, indices = get_nn(points, k=k)
-        return distances, indices, 1.0
-    random = random if random is not None else np.random.default_rng(0)
-    rows = np.ascontiguousarray(points, dtype=np.float32)
-    points = np.asarray(points, dtype=np.float64)
-    found = index_neighbours(rows, k, settings, random, by_distance=True, exact_rows=points)
-    distances, indices = _exact_distances(points, found.indices)
-    return distances, indices, found.recall
-
-
-def _exact_distances(points: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The float64 distances of each point to the neighbours `indices` found for it (an
-    index's float32 squared distances lose a small distance beside large norms), both
-    sorted by them, nearest first; a neighbour not found (-1) at infinity, last."""
-    distances = np.empty(indices.shape)
-    chunk = max(1, SIMILARITIES_PER_CHUNK // (indices.shape[1] * points.shape[1]))
-    for start in range(0, len(points), chunk):
-        rows = indices[start : start + chunk]
-        gaps = points[np.maximum(rows, 0)] - points[start : start + chunk, None, :]
-        distances[start : start + chunk] = np.where(rows < 0, np.inf, np.linalg.norm(gaps, axis=2))
-    order = np.argsort(distances, axis=1, kind="stable")
-    return np.take_along_axis(distances, order, 1), np.take_along_axis(indices, order, 1)
-
-
-def _without_self(found: np.ndarray, scores: np.ndarray, k: int, rows: np.ndarray | None = None):
+def without_self(found: np.ndarray, scores: np.ndarray, k: int, rows: np.ndarray | None = None):
     """The `k` neighbours of each row of a search that asked for k + 1 (the queries
     `rows`, default every row in order): the row itself left out where it was found, the
     farthest otherwise (FAISS pads a short list with -1, which sorts last)."""
@@ -286,11 +185,11 @@ def share_found(
     so that a row tied with an exact neighbour (a repeated vector) counts as found: the
     exact search's choice among tied rows (the lower row) is a convention, not a nearer
     row."""
-    exact = _exact_rows(rows, queries, indices.shape[1], by_distance, device)
-    return _share(rows, queries, indices[queries], exact, by_distance)
+    exact = exact_nearest(rows, queries, indices.shape[1], by_distance, device)
+    return recall_of(rows, queries, indices[queries], exact, by_distance)
 
 
-def _share(rows, queries, found, exact, by_distance: bool) -> float:
+def recall_of(rows, queries, found, exact, by_distance: bool) -> float:
     """`share_found` from the `found` and `exact` neighbours of `queries` (queries × k)."""
     kth = _scores(rows, queries, exact, by_distance).min(axis=1, keepdims=True)
     scored = _scores(rows, queries, found, by_distance)
@@ -306,7 +205,7 @@ def _scores(rows, queries, candidates, by_distance: bool) -> np.ndarray:
     return np.where(candidates < 0, -np.inf, values)
 
 
-def _exact_rows(rows, queries: np.ndarray, k: int, by_distance: bool, device: str):
+def exact_nearest(rows, queries: np.ndarray, k: int, by_distance: bool, device: str):
     """The exact k nearest other rows of each of `queries` (queries × k): by cosine
     (`exact_neighbours`), or by squared distance in float64 (a chunk of queries against
     every row at a time)."""

@@ -72,6 +72,7 @@ from contextuality.workflow.geometry_paths import (
     dimension_curve_files,
     dimension_files,
     geometry_figure_names,
+    geometry_memory_mb,
     pair_shards,
 )
 from contextuality.workflow.inputs import (
@@ -226,6 +227,7 @@ __all__ = [
     "forward_settings",
     "figures_directory",
     "geometry_figure_names",
+    "geometry_memory_mb",
     "paper_figure_names",
     "geometry_models",
     "geometry_settings",

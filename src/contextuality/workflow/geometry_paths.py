@@ -3,11 +3,34 @@ between pairs of models, under each transform of ``geometry.transforms``."""
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from contextuality.workflow.config import geometry_models, geometry_transforms
 from contextuality.workflow.paths import index_directory, model_shards, positions_table_files
 from contextuality.workflow.sweeps import sweeps
+
+# What a geometry job holds at its peak beyond its sampled rows (`geometry_memory_needed`),
+# fitted above the peaks bench/geometry_memory.py reads from finished runs:
+# the interpreter with torch, FAISS and scikit-learn loaded (MB);
+GEOMETRY_BASE_MB = 1200
+# CKA's float64 cross-products of every layer side by side, (layers × width)² each: the
+# values', a resample's and their chunk's;
+CKA_PRODUCT_COPIES = 3
+# one layer's sampled rows again this many times over while it is searched (float64
+# points and the float32 rows of the distance search, the index's own copy, the unit
+# rows of the cosine search);
+SEARCH_COPIES_OF_A_LAYER = 10
+# each row's k neighbours in every layer, in bytes per neighbour (indices and cosines,
+# the sparse mask and kernel, an HSIC's sparse temporaries);
+BYTES_PER_NEIGHBOUR = 60
+# each row's distances to its range_max nearest points, with their rows (bytes);
+BYTES_PER_DISTANCE = 16
+# and the bytes of a stored value (float16), from which a shard's width is read.
+STORED_BYTES_PER_VALUE = 2
 
 
 def pair_shards(config: dict[str, Any], left: str, right: str) -> dict[str, list[str]]:
@@ -116,3 +139,58 @@ def geometry_figure_paths(
         return []
     names = geometry_figure_names(config)
     return [f"results/figures/{name}.{extension}" for name in names for extension in extensions]
+
+
+def geometry_memory_needed(
+    stored_bytes: int,
+    rows: int,
+    sampled: int,
+    layers: int,
+    neighbours: int,
+    distances: int,
+    corrected: bool = False,
+) -> int:
+    """The memory (MB) a geometry job holds at its peak: `sampled` of the `rows` of
+    `layers` layers stored in `stored_bytes` (float16; float32 once `corrected`), CKA's
+    cross-products of them all, each layer's copies while it is searched, every layer's
+    lists of `neighbours` (geometry.alignment.k) and one layer's `distances`
+    (geometry.intrinsic_dimension.range_max) a row."""
+    sampled_mb = stored_bytes * sampled / rows / 1e6 * (2 if corrected else 1)
+    widths = stored_bytes / (rows * STORED_BYTES_PER_VALUE)  # every layer's, side by side
+    needed = (
+        GEOMETRY_BASE_MB
+        + CKA_PRODUCT_COPIES * 8 * widths**2 / 1e6
+        + sampled_mb * (1 + SEARCH_COPIES_OF_A_LAYER / layers)
+        + sampled * layers * neighbours * BYTES_PER_NEIGHBOUR / 1e6
+        + sampled * distances * BYTES_PER_DISTANCE / 1e6
+    )
+    return int(needed)
+
+
+def geometry_memory_mb(config: dict[str, Any]) -> Callable[..., int]:
+    """A geometry job's memory (MB) to ask a scheduler for, `geometry_memory_needed` of its
+    inputs: its layers' shards, the index's occurrences (summary), ``geometry.sample_size``
+    of them (every one where null) and its transform (wildcard), above the peaks measured
+    (a test checks, bench/geometry_memory.py); doubled on each retry. A Snakemake resource
+    function of the job's wildcards and inputs."""
+    geometry = config["geometry"]
+    sample_size = geometry["sample_size"]
+    neighbours = geometry["alignment"]["k"]
+    distances = geometry["intrinsic_dimension"]["range_max"]
+
+    def memory_mb(wildcards: Any, input: Any, attempt: int = 1) -> int:
+        layers = [getattr(input, key) for key in input.keys() if "layer_" in key]  # noqa: SIM118
+        stored = sum(
+            os.path.getsize(path)
+            for files in layers
+            for path in ([files] if isinstance(files, str) else files)
+        )
+        rows = int(json.loads(Path(input.summary).read_text())["n_occurrences"])
+        sampled = rows if sample_size is None else min(rows, sample_size)
+        corrected = getattr(wildcards, "transform", "none") != "none"
+        needed = geometry_memory_needed(
+            stored, rows, sampled, len(layers), neighbours, distances, corrected
+        )
+        return needed * 2 ** (attempt - 1)
+
+    return memory_mb

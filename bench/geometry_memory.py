@@ -1,0 +1,113 @@
+"""Peak memory of the geometry jobs of finished runs against the memory they declare.
+
+For each layer_geometry job of each run directory given (a workflow's working directory
+after its geometry jobs ran), the job's peak resident memory from its Snakemake
+benchmark file (``benchmarks/geometry/<model>/<transform>.tsv``) beside what
+`workflow.geometry_memory_needed` declares for it: its layers' shards (bytes on disk),
+their rows, the rows it sampled (``n_sampled_rows`` of its dimension.json) and the
+neighbour settings (the schema's defaults unless given). tests/test_workflow.py holds
+every declared value above its measured peak. Writes ``geometry-memory-<label>.{json,md}``.
+
+    python bench/geometry_memory.py RUN [RUN ...] --label cpu2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import h5py
+import pandas as pd
+
+from contextuality.configuration.schema import default
+from contextuality.workflow.geometry_paths import geometry_memory_needed
+
+from arguments import input_directory, output_directory, positive_int
+from workdir import write_report
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def job_records(run: Path, neighbours: int, distances: int) -> list[dict]:
+    """A record per layer_geometry job of `run` that has a benchmark file."""
+    records = []
+    for benchmark in sorted((run / "benchmarks/geometry").glob("*/*.tsv")):
+        model, transform = benchmark.parent.name, benchmark.stem
+        if model == "alignment_between_models":
+            continue
+        shards = sorted((run / "results/embeddings" / model).glob("layer_*.h5"))
+        with h5py.File(shards[0], "r") as stored:
+            rows, width = stored["vectors"].shape
+        dimension = run / f"results/geometry/{model}/{transform}/dimension.json"
+        sampled = json.loads(dimension.read_text())["layers"][0]["n_sampled_rows"]
+        stored_bytes = sum(shard.stat().st_size for shard in shards)
+        job = pd.read_csv(benchmark, sep="\t").iloc[-1]
+        declared = geometry_memory_needed(
+            stored_bytes, rows, sampled, len(shards), neighbours, distances, transform != "none"
+        )
+        records.append(
+            {
+                "run": run.name,
+                "model": model,
+                "transform": transform,
+                "layers": len(shards),
+                "rows": int(rows),
+                "width": int(width),
+                "sampled_rows": int(sampled),
+                "stored_bytes": int(stored_bytes),
+                "k": neighbours,
+                "range_max": distances,
+                "seconds": round(float(job["s"]), 1),
+                "peak_mib": round(float(job["max_rss"]), 1),
+                "declared_mb": declared,
+            }
+        )
+    return records
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, each value checked before any work starts."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("runs", type=input_directory, nargs="+")
+    parser.add_argument("--k", type=positive_int, default=default("geometry", "alignment", "k"))
+    parser.add_argument(
+        "--range-max",
+        type=positive_int,
+        default=default("geometry", "intrinsic_dimension", "range_max"),
+    )
+    parser.add_argument("--label", default="cpu2")
+    parser.add_argument("--out", type=output_directory, default=RESULTS)
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    arguments = parse_arguments()
+    records = [
+        record
+        for run in arguments.runs
+        for record in job_records(run.resolve(), arguments.k, arguments.range_max)
+    ]
+    if not records:
+        raise SystemExit("no layer_geometry benchmark file in the runs given")
+    arguments.out.mkdir(parents=True, exist_ok=True)
+    path = arguments.out / f"geometry-memory-{arguments.label}"
+    path.with_suffix(".json").write_text(json.dumps(records, indent=1) + "\n")
+    columns = list(records[0])
+    table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    table += ["| " + " | ".join(str(record[c]) for c in columns) + " |" for record in records]
+    write_report(
+        path.with_suffix(".md"),
+        [
+            "# Geometry jobs: peak memory against what they declare",
+            "Each layer_geometry job's peak resident memory (peak_mib, its Snakemake "
+            "benchmark file's max_rss) and the memory the workflow asks a scheduler for "
+            "(declared_mb, `workflow.geometry_memory_needed`). "
+            "`python bench/geometry_memory.py " + " ".join(r.name for r in arguments.runs) + "`.",
+            "\n".join(table),
+        ],
+    )
+
+
+if __name__ == "__main__":
+    main()

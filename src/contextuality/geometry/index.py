@@ -1,0 +1,208 @@
+"""Each row's nearest neighbours from a FAISS index, its breadth calibrated to a recall.
+
+Two indices (`geometry.search.method`): an HNSW graph (``IndexHNSWFlat``: each row
+linked to `links` near rows, built with `construction_breadth` candidates a row; a query
+walks it keeping its `breadth` best candidates) and an inverted file (``IndexIVFFlat``:
+the rows cut into `lists` cells by k-means on a seeded sample; a query compares the rows
+of its `probes` nearest cells). How much breadth a recall needs depends on the rows:
+contextual embeddings' layers need far more than clustered Gaussian rows, and many
+repeated vectors (an embedding layer) more still. So the breadth is doubled from the
+setting until the recall on calibration queries reaches ``recall_target``; the recall
+reported is measured on other queries (`search.share_found`). Where the breadth would
+compare each query with more than ``scan_limit`` of the rows (`auto`: a quarter; a graph
+at any setting: every row), the search is exact instead (None here), the cheaper there.
+Many repeated vectors (an embedding layer's) keep a graph's recall below 0.99 at any
+breadth (MiniLM's embedding output: 0.985), so such a layer is searched exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from contextuality.geometry.search import (
+    SIMILARITIES_PER_CHUNK,
+    TRAINING_ROWS_PER_LIST,
+    SearchSettings,
+    exact_nearest,
+    faiss_module,
+    recall_of,
+    share_found,
+    without_self,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class IndexSearch:
+    """What an index found: each row's `k` nearest other rows (n × k), their
+    float32-computed scores as float64 (cosines, or by distance the negated squared
+    distances), nearest first, the `breadth` the search settled on (the graph's search
+    breadth, or the inverted file's probes) and its measured `recall`."""
+
+    indices: np.ndarray
+    scores: np.ndarray
+    breadth: int
+    recall: float
+
+
+@dataclass
+class _Built:
+    """A FAISS index ready to search: how to set its breadth, the breadth to try first,
+    the most it takes, and the share of the rows a query meets at a breadth."""
+
+    index: object
+    method: str
+    first: int
+    most: int
+    rows: int
+    links: int = 0
+
+    def set_breadth(self, breadth: int) -> None:
+        if self.method == "hnsw":
+            self.index.hnsw.efSearch = breadth
+        else:
+            self.index.nprobe = breadth
+
+    def share_compared(self, breadth: int) -> float:
+        """About how much of the rows a query is compared with: the probed cells' share,
+        or the graph's candidates times their links over the rows (1 or more at its
+        `most`, where the exact search is the cheaper)."""
+        if self.method == "hnsw":
+            return breadth * self.links / self.rows
+        return breadth / self.most
+
+
+def _built(
+    faiss, rows: np.ndarray, settings: SearchSettings, random, by_distance: bool, device: str
+) -> _Built:
+    """The index of `rows` that `settings` names for their size, built (and trained on a
+    sample drawn from `random`); an inverted file on a CUDA `device` where FAISS has one
+    (FAISS's GPU build has no HNSW graph, which stays on the CPU)."""
+    n, width = rows.shape
+    metric = faiss.METRIC_L2 if by_distance else faiss.METRIC_INNER_PRODUCT
+    if settings.method_for(n) == "hnsw":
+        index = faiss.IndexHNSWFlat(width, settings.links, metric)
+        index.hnsw.efConstruction = settings.construction_breadth
+        index.add(rows)
+        most = -(-n // settings.links)  # a breadth at which a query meets every row
+        return _Built(index, "hnsw", min(settings.breadth, most), most, n, settings.links)
+    lists = settings.lists_for(n)
+    quantizer = (faiss.IndexFlatL2 if by_distance else faiss.IndexFlatIP)(width)
+    index = faiss.IndexIVFFlat(quantizer, width, lists, metric)
+    if device.startswith("cuda") and getattr(faiss, "get_num_gpus", lambda: 0)() > 0:
+        resources = faiss.StandardGpuResources()
+        index = faiss.index_cpu_to_gpu(resources, int(device.partition(":")[2] or 0), index)
+        index.referenced_resources = resources  # held while the index searches
+    training = min(n, lists * TRAINING_ROWS_PER_LIST)
+    index.train(rows[np.sort(random.choice(n, training, replace=False))])
+    index.add(rows)
+    return _Built(index, "ivf", min(settings.probes, lists), lists, n)
+
+
+def index_neighbours(
+    rows: np.ndarray,
+    k: int,
+    settings: SearchSettings,
+    random: np.random.Generator,
+    device: str = "cpu",
+    by_distance: bool = False,
+    exact_rows: np.ndarray | None = None,
+) -> IndexSearch | None:
+    """Each row's `k` nearest other rows of `rows` (float32; unit rows by cosine, any rows
+    `by_distance`) in the index `settings` names for their size (`_built`; a training
+    sample and the recall queries drawn from `random`), its breadth doubled until the
+    recall on calibration queries reaches ``settings.recall_target``; the recall reported
+    is measured on other queries, `exact_rows` (the rows in float64, default `rows`)
+    scoring them. None where that recall needs more than ``settings.scan_limit()`` of the
+    rows compared a query (a graph: or every row): the exact search is then the cheaper."""
+    faiss = faiss_module()
+    n = len(rows)
+    exact_rows = rows if exact_rows is None else exact_rows
+    built = _built(faiss, rows, settings, random, by_distance, device)
+    calibration, reported = _recall_queries(n, settings.recall_queries, random)
+    exact = exact_nearest(exact_rows, calibration, k, by_distance, device)
+    breadth = built.first
+    while True:
+        built.set_breadth(breadth)
+        scores, found = built.index.search(rows[calibration], k + 1)
+        found, _ = without_self(found, scores, k, calibration)
+        calibrated = recall_of(exact_rows, calibration, found, exact, by_distance)
+        if calibrated >= settings.recall_target or breadth >= built.most:
+            break
+        if built.share_compared(breadth) > settings.scan_limit():
+            break
+        breadth = min(2 * breadth, built.most)
+    given_up = built.share_compared(breadth) > settings.scan_limit() or (
+        built.method == "hnsw" and calibrated < settings.recall_target
+    )
+    what = f"{built.method} index of {n:,} rows"
+    if given_up:
+        log.info(
+            "%s: recall %.4f at breadth %d (%.0f%% of the rows compared a query): "
+            "searching exactly instead",
+            what, calibrated, breadth, 100 * built.share_compared(breadth),
+        )  # fmt: skip
+        return None
+    scores, found = built.index.search(rows, k + 1)
+    indices, scores = without_self(found, -scores if by_distance else scores, k)
+    found_recall = share_found(exact_rows, indices, reported, device, by_distance)
+    log.info(
+        "%s: breadth %d, recall %.4f (calibration %.4f)", what, breadth, found_recall, calibrated
+    )
+    return IndexSearch(indices, scores, breadth, found_recall)
+
+
+def _recall_queries(n: int, queries: int, random: np.random.Generator):
+    """Two sorted sets of `queries` rows drawn from `random`: the breadth's calibration
+    and the reported recall's, disjoint where the rows allow (the second has the rows
+    left past the first, or is the first where none are left)."""
+    drawn = random.choice(n, min(n, 2 * queries), replace=False)
+    calibration = np.sort(drawn[:queries])
+    return calibration, (np.sort(drawn[queries:]) if len(drawn) > queries else calibration)
+
+
+def euclidean_neighbours(
+    points: np.ndarray,
+    k: int,
+    settings: SearchSettings | None = None,
+    random: np.random.Generator | None = None,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Each point's distances to its `k` nearest other points (n × k, nearest first), their
+    rows, and the search's recall: exactly (scikit-dimension's ``get_nn``), or where
+    `settings` says so for this many points (and the index does not give way to the exact
+    search, `index_neighbours`) in an inverted-file index by squared distance
+    (float32, `index_neighbours`; the distances of the points it finds then computed in
+    float64, its recall scored in float64 on points drawn from `random`)."""
+    from skdim import get_nn
+
+    n = len(points)
+    if settings is None or settings.method_for(n) == "exact":
+        distances, indices = get_nn(points, k=k)
+        return distances, indices, 1.0
+    random = random if random is not None else np.random.default_rng(0)
+    rows = np.ascontiguousarray(points, dtype=np.float32)
+    points = np.asarray(points, dtype=np.float64)
+    found = index_neighbours(rows, k, settings, random, by_distance=True, exact_rows=points)
+    if found is None:
+        distances, indices = get_nn(points, k=k)
+        return distances, indices, 1.0
+    distances, indices = _exact_distances(points, found.indices)
+    return distances, indices, found.recall
+
+
+def _exact_distances(points: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 distances of each point to the neighbours `indices` found for it (an
+    index's float32 squared distances lose a small distance beside large norms), both
+    sorted by them, nearest first; a neighbour not found (-1) at infinity, last."""
+    distances = np.empty(indices.shape)
+    chunk = max(1, SIMILARITIES_PER_CHUNK // (indices.shape[1] * points.shape[1]))
+    for start in range(0, len(points), chunk):
+        rows = indices[start : start + chunk]
+        gaps = points[np.maximum(rows, 0)] - points[start : start + chunk, None, :]
+        distances[start : start + chunk] = np.where(rows < 0, np.inf, np.linalg.norm(gaps, axis=2))
+    order = np.argsort(distances, axis=1, kind="stable")
+    return np.take_along_axis(distances, order, 1), np.take_along_axis(indices, order, 1)
