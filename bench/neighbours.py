@@ -1,12 +1,12 @@
-"""The k-NN search behind mutual k-NN and CKNNA, exact and from an inverted-file index,
+"""The k-NN search behind mutual k-NN and CKNNA, exact and from FAISS's indices,
 against the number of rows, and one pair of layers aligned at the sizes studies now use.
 
 `geometry.neighbours.cosine_neighbours` on n rows of d = 768 (BERT-base's width), k = 10,
 each search in a process of its own (its peak resident memory is the process's): the
-exact search (every row against every row, on each device given) and the index
-(`geometry.search`, FAISS's IndexIVFFlat at the default cells, probes and recall target,
-on the CPU): seconds of its training, probe calibration, search and recall measurement,
-the probes it settled on, the recall it measures, and mutual k-NN between its neighbours
+exact search (every row against every row, on each device given) and each index
+(`geometry.index`: the HNSW graph and the inverted file, at the schema's settings, on the
+CPU): seconds of its building, breadth calibration, search and recall measurement, the
+breadth it settled on, the recall it measures, and mutual k-NN between its neighbours
 and the exact ones where both ran. The growth
 exponent of each search's time is the slope of log seconds against log n. Then, on the
 CPU, the seconds of mutual k-NN and CKNNA between the rows and a noisy copy; with
@@ -17,7 +17,7 @@ null and bootstrap interval at the schema's defaults), time and peak memory.
 The rows are embedding-like, not uniform: a common direction (anisotropy), 200 clusters
 and two outlier dimensions, drawn from a seeded generator; or, with ``--shard``, a stored
 layer's rows (after the main job, ``results/embeddings/minilm/layer_6.h5``), which need
-more probes for the same recall than the synthetic rows.
+more breadth for the same recall than the synthetic rows.
 
     python bench/neighbours.py --devices cpu --sizes 10000 30000 100000 --index-sizes 300000
     python bench/neighbours.py --devices cpu cuda --sizes 10000 100000 --out DIR
@@ -49,7 +49,7 @@ from contextuality.geometry.neighbours import Neighbours, cknna, cosine_neighbou
 from contextuality.geometry.search import SearchSettings
 
 from arguments import device as known_device
-from arguments import nonnegative_int, output_directory, positive_int
+from arguments import input_file, nonnegative_int, output_directory, positive_int
 from workdir import write_report
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -299,9 +299,10 @@ def markdown(
         f"{torch.get_num_threads()} CPU threads"
         + (f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else "")
         + f"; k = {K}, {rows}, each search in a process of its own (peak_rss_mib its "
-        "peak resident memory, rows included). The index's search_s is building it, "
-        "calibrating its probes (doubled until the recall on calibration queries reaches "
-        "the target), searching every row and measuring its recall on other queries; "
+        "peak resident memory, rows included). An index's search_s is building it, "
+        "calibrating its breadth (the graph's candidates or the inverted file's probes, "
+        "doubled until the recall on calibration queries reaches the target), searching "
+        "every row and measuring its recall on other queries; "
         "mutual_knn_with_exact compares its neighbours with the exact ones. mutual k-NN "
         "and CKNNA are timed on the CPU (sparse), between the rows and a "
         "copy with noise added; same_lists_as_cpu and mutual_knn_with_cpu compare a GPU's "
@@ -321,7 +322,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--align", type=positive_int, nargs="*", default=[])
     parser.add_argument("--devices", type=known_device, nargs="+", default=["cpu"])
     parser.add_argument("--seed", type=nonnegative_int, default=0)
-    parser.add_argument("--shard", type=Path, default=None, help="a stored layer's rows")
+    parser.add_argument("--shard", type=input_file, default=None, help="a stored layer's rows")
     parser.add_argument("--label", default=None)
     parser.add_argument("--out", type=output_directory, default=RESULTS)
     return parser.parse_args(argv)

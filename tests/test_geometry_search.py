@@ -1,4 +1,4 @@
-"""The neighbour search past exact O(n²) (`geometry.search`): an inverted-file index whose
+"""The neighbour search past exact O(n²) (`geometry.search`, `geometry.index`): an index whose
 recall is measured against the exact search, the exact search it falls back to, and the
 recall carried into the alignment table."""
 

@@ -54,8 +54,9 @@ STREAMS = {
     # The corpus sentences a training run's early steps are probed on, the same for every
     # run (`steps.training.train_run`).
     "training_probes": (25,),
-    # The rows an inverted-file index of neighbours trains on and the queries its recall is
-    # measured on, the same for every layer (`geometry.search`).
+    # The rows an inverted-file index of neighbours trains on and the queries an index's
+    # breadth is calibrated and its recall measured on, the same for every layer
+    # (`geometry.index`).
     "neighbour_search": (26,),
 }
 

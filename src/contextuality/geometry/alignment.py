@@ -227,6 +227,14 @@ def _mean(vectors, rows: np.ndarray) -> np.ndarray:
     return total / len(rows)
 
 
+def _taken(vectors, rows: np.ndarray):
+    """`rows` of `vectors`: the array itself where they are all of its rows in order (no
+    copy of a million rows), else a copy of them."""
+    if len(rows) == vectors.shape[0] and np.array_equal(rows, np.arange(len(rows))):
+        return vectors
+    return vectors[rows]
+
+
 # The alignment measures computed from each layer's nearest neighbours.
 NEIGHBOUR_MEASURES = tuple(record for record in ALIGNMENT_MEASURES if record.of_neighbours)
 
@@ -244,10 +252,12 @@ def search_neighbours(
     if len(rows) <= alignment.k:
         return None
     search = (alignment.k, alignment.search_device(), alignment.search, seed)
-    found = layer_neighbours((vectors[rows] for vectors in left.vectors.values()), *search)
+    found = layer_neighbours((_taken(vectors, rows) for vectors in left.vectors.values()), *search)
     if right is None:
         return SearchedNeighbours(found, found)
-    others = layer_neighbours((vectors[rows] for vectors in right.vectors.values()), *search)
+    others = layer_neighbours(
+        (_taken(vectors, rows) for vectors in right.vectors.values()), *search
+    )
     return SearchedNeighbours(found, others)
 
 

@@ -119,7 +119,7 @@ class Plateau:
 class Neighbourhoods:
     """Distinct points (float64, n × d) and each one's distances to its `k` nearest other
     points (n × k, nearest first; k is 0 where there are fewer than 3 points), with the
-    search's `recall` (`search.euclidean_neighbours`)."""
+    search's `recall` (`index.euclidean_neighbours`)."""
 
     points: np.ndarray
     distances: np.ndarray
@@ -141,7 +141,7 @@ def neighbourhoods(
     float16. As points they are one, and a neighbour distance made of rounding would break
     every ratio. Such rows are nearest neighbours at a distance under 2 eps · their norm,
     so the one search finds them; the points are searched again only if it did. `search`:
-    where an index finds them past its size (`search.euclidean_neighbours`, its training
+    where an index finds them past its size (`index.euclidean_neighbours`, its training
     sample and recall queries from `random`)."""
     contiguous = np.ascontiguousarray(vectors)
     as_records = contiguous.view(np.dtype((np.void, contiguous.dtype.itemsize * vectors.shape[1])))

@@ -4,9 +4,9 @@ Two indices (`geometry.search.method`): an HNSW graph (``IndexHNSWFlat``: each r
 linked to `links` near rows, built with `construction_breadth` candidates a row; a query
 walks it keeping its `breadth` best candidates) and an inverted file (``IndexIVFFlat``:
 the rows cut into `lists` cells by k-means on a seeded sample; a query compares the rows
-of its `probes` nearest cells). How much breadth a recall needs depends on the rows:
-contextual embeddings' layers need far more than clustered Gaussian rows, and many
-repeated vectors (an embedding layer) more still. So the breadth is doubled from the
+of its `probes` nearest cells). How much breadth a recall needs depends on the rows
+(the inverted file on MiniLM's last layer needs a quarter of its cells, on clustered
+Gaussian rows a few; the graph the reverse). So the breadth is doubled from the
 setting until the recall on calibration queries reaches ``recall_target``; the recall
 reported is measured on other queries (`search.share_found`). Where the breadth would
 compare each query with more than ``scan_limit`` of the rows (`auto`: a quarter; a graph

@@ -5,7 +5,7 @@ Each representation's rows are L2-normalised and every row's k nearest other row
 cosine (`cosine_neighbours`): exactly, chunks of rows against all of them on a GPU when one
 is given, ties broken by row order, the same in every layer, so that a tie is never
 resolved differently in two representations by chance; or, past a number of rows, in an
-inverted-file index whose recall is measured (`geometry.search`).
+FAISS index whose recall is measured (`geometry.search`, `geometry.index`).
 
     mutual k-NN(A, B) = mean_i |N_A(i) ∩ N_B(i)| / k,
 
@@ -129,9 +129,9 @@ def cosine_neighbours(
     """Each row's `k` nearest other rows by cosine (self excluded): exactly
     (`search.exact_neighbours`, in float32 on `device`; rows of one-hot blocks, the word
     baselines, by their codes, `search.categorical_neighbours`, the same neighbours in
-    O(n · k); any other scipy sparse `vectors` always exactly), or in an inverted-file
-    index where `search` says so for this many rows (`search.index_neighbours`: its
-    training sample and recall queries drawn from `random`)."""
+    O(n · k); any other scipy sparse `vectors` always exactly), or in a FAISS index
+    where `search` says so for this many rows (`index.index_neighbours`: its training
+    sample and recall queries drawn from `random`; exactly where it gives way)."""
     n = vectors.shape[0]
     if not 1 <= k < n:
         raise ValueError(f"k nearest neighbours need 1 <= k < n rows (k={k}, n={n})")
