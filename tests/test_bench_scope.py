@@ -18,6 +18,7 @@ SPEED_AND_MEMORY = {
     "default_run",
     "extraction",
     "forward_bounds",
+    "geometry_memory",
     "lanczos",
     "measure_memory",
     "measures",
