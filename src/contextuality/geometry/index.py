@@ -174,19 +174,17 @@ def euclidean_neighbours(
     """Each point's distances to its `k` nearest other points (n × k, nearest first), their
     rows, and the search's recall: exactly (scikit-dimension's ``get_nn``), or where
     `settings` says so for this many points (and the index does not give way to the exact
-    search, `index_neighbours`) in an inverted-file index by squared distance
-    (float32, `index_neighbours`; the distances of the points it finds then computed in
-    float64, its recall scored in float64 on points drawn from `random`)."""
+    search) in the index it names, by squared distance (float32, `index_neighbours`; the
+    distances of the points it finds then computed in float64, its recall scored in
+    float64 on points drawn from `random`)."""
     from skdim import get_nn
 
-    n = len(points)
-    if settings is None or settings.method_for(n) == "exact":
-        distances, indices = get_nn(points, k=k)
-        return distances, indices, 1.0
-    random = random if random is not None else np.random.default_rng(0)
-    rows = np.ascontiguousarray(points, dtype=np.float32)
-    points = np.asarray(points, dtype=np.float64)
-    found = index_neighbours(rows, k, settings, random, by_distance=True, exact_rows=points)
+    found = None
+    if settings is not None and settings.method_for(len(points)) != "exact":
+        random = random if random is not None else np.random.default_rng(0)
+        rows = np.ascontiguousarray(points, dtype=np.float32)
+        points = np.asarray(points, dtype=np.float64)
+        found = index_neighbours(rows, k, settings, random, by_distance=True, exact_rows=points)
     if found is None:
         distances, indices = get_nn(points, k=k)
         return distances, indices, 1.0

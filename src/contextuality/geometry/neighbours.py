@@ -139,11 +139,11 @@ def cosine_neighbours(
     if codes is not None and codes.shape[1] <= 2:
         return Neighbours(*categorical_neighbours(codes, k))
     units = _unit_rows(vectors)
-    if search is None or sparse.issparse(units) or search.method_for(n) == "exact":
-        return Neighbours(*exact_neighbours(units, np.arange(n), k, device))
-    random = random if random is not None else np.random.default_rng(0)
-    found = index_neighbours(units, k, search, random, device)
-    if found is None:  # the recall needs so many cells that the exact search is cheaper
+    found = None
+    if search is not None and not sparse.issparse(units) and search.method_for(n) != "exact":
+        random = random if random is not None else np.random.default_rng(0)
+        found = index_neighbours(units, k, search, random, device)  # None: exact is cheaper
+    if found is None:
         return Neighbours(*exact_neighbours(units, np.arange(n), k, device))
     return Neighbours(found.indices, found.scores, found.recall)
 
