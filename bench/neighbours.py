@@ -12,7 +12,8 @@ exponent of each search's time is the slope of log seconds against log n. Then, 
 CPU, the seconds of mutual k-NN and CKNNA between the rows and a noisy copy; with
 ``--align``, one pair of layers (the rows and the noisy copy) aligned as the geometry step
 aligns two models (`alignment.alignment_between`: every measure with its permutation
-null and bootstrap interval at the schema's defaults), time and peak memory.
+null and bootstrap interval at the schema's defaults, the neighbours searched as
+``--align-method`` says), time and peak memory.
 
 The rows are embedding-like, not uniform: a common direction (anisotropy), 200 clusters
 and two outlier dimensions, drawn from a seeded generator; or, with ``--shard``, a stored
@@ -21,7 +22,7 @@ more breadth for the same recall than the synthetic rows.
 
     python bench/neighbours.py --devices cpu --sizes 10000 30000 100000 --index-sizes 300000
     python bench/neighbours.py --devices cpu cuda --sizes 10000 100000 --out DIR
-    python bench/neighbours.py --sizes --index-sizes --align 1000000
+    python bench/neighbours.py --sizes --index-sizes --align 1000000 --align-method ivf
     python bench/neighbours.py --sizes 64188 --index-sizes \
         --shard results/embeddings/minilm/layer_6.h5
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import multiprocessing
 import platform
 import resource
@@ -46,7 +48,7 @@ from contextuality import __version__
 from contextuality.configuration.random_streams import generator
 from contextuality.geometry.index import index_neighbours
 from contextuality.geometry.neighbours import Neighbours, cknna, cosine_neighbours, mutual_knn
-from contextuality.geometry.search import SearchSettings
+from contextuality.geometry.search import SEARCH_METHODS, SearchSettings
 
 from arguments import device as known_device
 from arguments import input_file, nonnegative_int, output_directory, positive_int
@@ -117,6 +119,7 @@ def index_search(rows: np.ndarray, seed: int, method: str) -> tuple[Neighbours, 
     seconds = time.perf_counter() - started
     record = {
         "lists": settings.lists_for(len(rows)) if method == "ivf" else None,
+        "indexed": found.indexed,
         "breadth": found.breadth,
         "search_s": round(seconds, 3),
         "rows_per_s": round(len(rows) / seconds),
@@ -171,9 +174,10 @@ def one_search(
     return record | {"peak_rss_mib": round(_peak_rss_mib())}
 
 
-def one_alignment(n: int, seed: int, shard: Path | None = None) -> dict:
+def one_alignment(n: int, seed: int, shard: Path | None = None, method: str = "auto") -> dict:
     """One pair of layers of `n` rows aligned as two models are (`alignment_between` at
-    the schema's settings: the index past its size), its seconds and peak memory."""
+    the schema's settings, the neighbours searched by `method`: ``auto``, the index past
+    its size), its seconds and peak memory."""
     from contextuality.geometry.alignment import (
         AlignmentSettings,
         SampledLayers,
@@ -186,13 +190,14 @@ def one_alignment(n: int, seed: int, shard: Path | None = None) -> dict:
     right = ("noisy", SampledLayers({0: noisy_copy(rows, seed)}, {}))
     sentences = np.arange(n) // 20  # sentences of 20 words, what a bootstrap draw takes
     sample = SampleRows(np.ones(n, dtype=bool), sentences, sampled=False)
-    settings = AlignmentSettings(device="cpu")
+    settings = AlignmentSettings(device="cpu", search=SearchSettings(method=method))
     started = time.perf_counter()
     table = alignment_between(left, right, sample, seed, 0.95, settings, occurrences=("all",))
     seconds = time.perf_counter() - started
     row = table.table.iloc[0]
     record = {"n": n, "width": rows.shape[1], "k": K, "search": "alignment", "device": "cpu"}
-    record |= {"align_s": round(seconds, 1), "permutations": int(row["permutations"])}
+    record |= {"align_search": method, "align_s": round(seconds, 1)}
+    record |= {"permutations": int(row["permutations"])}
     record |= {"bootstrap": int(row["bootstrap"]), "knn_recall": round(row["knn_recall"], 5)}
     for name in ("cka", "mutual_knn", "cknna"):
         record[name] = round(float(row[name]), 4)
@@ -205,9 +210,15 @@ def same_lists(left, right) -> float:
     return float(np.mean(np.all(left.indices == right.indices, axis=1)))
 
 
+def _log_progress() -> None:
+    """The library's progress lines (each index's breadth and recall) on the console."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    logging.getLogger("faiss").setLevel(logging.WARNING)
+
+
 def _in_own_process(function, *arguments) -> dict:
     """`function(*arguments)` in a fresh process, so that its peak memory is its own."""
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
+    with multiprocessing.get_context("spawn").Pool(1, initializer=_log_progress) as pool:
         record = pool.apply(function, arguments)
     print(json.dumps(record), flush=True)
     return record
@@ -229,7 +240,8 @@ def run(arguments: argparse.Namespace, kept: Path) -> list[dict]:
         for method in INDEX_METHODS:
             records.append(_in_own_process(one_search, n, method, "cpu", seed, kept, shard))
     for n in arguments.align:
-        records.append(_in_own_process(one_alignment, n, seed, shard))
+        method = arguments.align_method
+        records.append(_in_own_process(one_alignment, n, seed, shard, method))
     return records
 
 
@@ -255,6 +267,7 @@ COLUMNS = [
     "search",
     "device",
     "lists",
+    "indexed",
     "breadth",
     "search_s",
     "rows_per_s",
@@ -268,6 +281,7 @@ COLUMNS = [
     "cknna_s",
     "same_lists_as_cpu",
     "mutual_knn_with_cpu",
+    "align_search",
     "align_s",
     "knn_recall",
     "cka",
@@ -300,7 +314,8 @@ def markdown(
         + (f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else "")
         + f"; k = {K}, {rows}, each search in a process of its own (peak_rss_mib its "
         "peak resident memory, rows included). An index's search_s is building it, "
-        "calibrating its breadth (the graph's candidates or the inverted file's probes, "
+        "indexing its distinct rows (indexed), calibrating its breadth (the graph's "
+        "candidates or the inverted file's probes, "
         "doubled until the recall on calibration queries reaches the target), searching "
         "every row and measuring its recall on other queries; "
         "mutual_knn_with_exact compares its neighbours with the exact ones. mutual k-NN "
@@ -309,9 +324,14 @@ def markdown(
         "search with the CPU's. align_s: one pair of layers aligned as two models are, "
         "every measure with its null and interval.",
         _table(records, COLUMNS),
-        "Growth of the search's seconds with n (seconds ≈ a · n^exponent):",
-        _table(exponents, ["search", "device", "exponent", "smallest_n", "largest_n"]),
-    ]
+    ] + (
+        [
+            "Growth of the search's seconds with n (seconds ≈ a · n^exponent):",
+            _table(exponents, ["search", "device", "exponent", "smallest_n", "largest_n"]),
+        ]
+        if exponents
+        else []
+    )
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -320,6 +340,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sizes", type=positive_int, nargs="*", default=[10_000, 30_000, 100_000])
     parser.add_argument("--index-sizes", type=positive_int, nargs="*", default=[300_000])
     parser.add_argument("--align", type=positive_int, nargs="*", default=[])
+    parser.add_argument("--align-method", choices=SEARCH_METHODS, default="auto")
     parser.add_argument("--devices", type=known_device, nargs="+", default=["cpu"])
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--shard", type=input_file, default=None, help="a stored layer's rows")
@@ -336,8 +357,9 @@ def main() -> None:
     exponents = growth(records)
     arguments.out.mkdir(parents=True, exist_ok=True)
     (arguments.out / f"neighbours-{label}.json").write_text(json.dumps(records, indent=1) + "\n")
-    growth_file = arguments.out / f"neighbours-{label}-growth.json"
-    growth_file.write_text(json.dumps(exponents, indent=1) + "\n")
+    if exponents:
+        growth_file = arguments.out / f"neighbours-{label}-growth.json"
+        growth_file.write_text(json.dumps(exponents, indent=1) + "\n")
     report = markdown(records, exponents, label, arguments.seed, arguments.shard)
     write_report(arguments.out / f"neighbours-{label}.md", report)
 

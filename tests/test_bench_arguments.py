@@ -75,6 +75,7 @@ REFUSED = [
     ("neighbours", ["--devices", "cpu", "tpu"], "argument --devices: tpu is not a device"),
     ("neighbours", ["--sizes", "-5"], f"argument --sizes: -5 {POSITIVE}"),
     ("neighbours", ["--shard", "MISSING"], "argument --shard: MISSING: no such file"),
+    ("neighbours", ["--align-method", "lsh"], "argument --align-method: invalid choice: 'lsh'"),
     ("geometry_memory", ["NO_DIRECTORY"], "argument runs: NO_DIRECTORY: no such"),
     ("geometry_memory", [".", "--k", "0"], f"argument --k: 0 {POSITIVE}"),
     ("newcomer", ["--out", "FILE"], "argument --out: FILE is a file"),

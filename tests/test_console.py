@@ -53,6 +53,16 @@ def test_progress_says_count_rate_and_time_left_at_most_every_interval(screen):
     ]
 
 
+def test_items_slower_than_one_a_second_are_told_in_seconds_each(screen):
+    clock = Clock()
+    told = console.Progress("m: alignment", 50, "draws", interval=15, clock=clock)
+    clock.now += 41
+    told.update(2)  # 2 draws in 41 s: 20.5 s each, 48 left: 16 min 24 s
+    assert screen.getvalue().splitlines() == [
+        "m: alignment: 2 of 50 draws (4%), 20.5 s each, about 16 min 24 s left"
+    ]
+
+
 def test_a_short_loop_passes_unsaid_unless_always(screen):
     clock = Clock()
     quiet = console.Progress("fast", 3, "draws", interval=15, clock=clock)

@@ -11,7 +11,7 @@ import pytest
 
 from contextuality.errors import ConfigError
 from contextuality.geometry.index import euclidean_neighbours, index_neighbours
-from contextuality.geometry.neighbours import cosine_neighbours, mutual_knn
+from contextuality.geometry.neighbours import Neighbours, cosine_neighbours, mutual_knn
 from contextuality.geometry.search import (
     TRAINING_ROWS_PER_LIST,
     SearchSettings,
@@ -333,3 +333,66 @@ def test_auto_searches_exactly_where_the_recall_needs_most_of_the_rows():
     _, indices, distance_recall = euclidean_neighbours(points, 5, SearchSettings(**settings))
     np.testing.assert_array_equal(indices, euclidean_neighbours(points, 5)[1])
     assert distance_recall == 1.0
+
+
+def _repeated(distinct: int, width: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Clustered rows, each repeated 1 to 25 times and shuffled (an embedding layer's
+    words at their positions), and each row's distinct row."""
+    random = np.random.default_rng(seed)
+    vectors = _clustered(distinct, width, seed)
+    which = random.permutation(np.repeat(np.arange(distinct), random.integers(1, 26, distinct)))
+    return vectors[which], which
+
+
+def test_only_distinct_rows_are_indexed_each_with_its_copies_in_row_order():
+    from contextuality.geometry.index import _distinct
+
+    rows, which = _repeated(300, 16, seed=30)
+    distinct = _distinct(rows)
+    _, first = np.unique(which, return_index=True)
+    np.testing.assert_array_equal(distinct.rows, rows[np.sort(first)])  # first occurrence order
+    np.testing.assert_array_equal(distinct.rows[distinct.of_row], rows)
+    for group in range(len(distinct.rows)):
+        members = distinct.members[distinct.starts[group] : distinct.starts[group + 1]]
+        np.testing.assert_array_equal(members, np.flatnonzero(distinct.of_row == group))
+    assert _distinct(np.unique(rows, axis=0)) is None
+    # Rows the float64 projection cannot tell apart (1e30 beside 1 and 2) are told apart
+    # byte by byte.
+    collided = _distinct(np.array([[1e30, 1.0], [1e30, 2.0], [1e30, 1.0]], dtype=np.float32))
+    assert collided.of_row.tolist() == [0, 1, 0]
+
+
+def test_expanding_distinct_neighbours_gives_their_copies_nearest_first():
+    from contextuality.geometry.index import _distinct
+
+    rows = np.array([[1.0], [2.0], [1.0], [3.0], [2.0], [1.0]], dtype=np.float32)
+    distinct = _distinct(rows)  # distinct 0 (rows 0, 2, 5), 1 (rows 1, 4), 2 (row 3)
+    found = np.array([[2, 1, -1], [0, -1, -1]])
+    scores = np.array([[0.9, 0.8, -np.inf], [0.7, -np.inf, -np.inf]], dtype=np.float32)
+    indices, values = distinct.expanded(found, scores, 4)
+    assert indices.tolist() == [[3, 1, 4, -1], [0, 2, 5, -1]]
+    np.testing.assert_allclose(values[0, :3], [0.9, 0.8, 0.8])
+
+
+@pytest.mark.parametrize("method", ["hnsw", "ivf"])
+def test_repeated_rows_are_searched_in_the_index_as_the_exact_search_finds_them(method):
+    """Rows that mostly repeat others (an embedding layer's): the index of the distinct
+    rows reaches its recall, a row with k copies or more has the k lowest other copies
+    for neighbours as the exact search does, by cosine and by distance."""
+    rows, which = _repeated(400, 16, seed=31)
+    search = SearchSettings(method=method, links=8, recall_queries=500)
+    units = _units(rows)
+    found = index_neighbours(units, 5, search, np.random.default_rng(32))
+    exact = cosine_neighbours(rows, 5)
+    assert found is not None and found.recall >= RECALL_AT_LEAST
+    assert mutual_knn(Neighbours(found.indices, found.scores), exact) > 0.98
+    copies = np.bincount(which)[which] > 5
+    np.testing.assert_array_equal(found.indices[copies], exact.indices[copies])
+    assert (which[found.indices[copies]] == which[copies, None]).all()
+    points = rows.astype(np.float64)
+    by_distance = index_neighbours(
+        rows, 5, search, np.random.default_rng(33), by_distance=True, exact_rows=points
+    )
+    assert by_distance is not None and by_distance.recall >= RECALL_AT_LEAST
+    np.testing.assert_array_equal(by_distance.indices[copies], exact.indices[copies])
+    assert (by_distance.scores[copies] == 0).all()

@@ -11,8 +11,13 @@ setting until the recall on calibration queries reaches ``recall_target``; the r
 reported is measured on other queries (`search.share_found`). Where the breadth would
 compare each query with more than ``scan_limit`` of the rows (`auto`: a quarter; a graph
 at any setting: every row), the search is exact instead (None here), the cheaper there.
-Many repeated vectors (an embedding layer's) keep a graph's recall below 0.99 at any
-breadth (MiniLM's embedding output: 0.985), so such a layer is searched exactly.
+
+Only distinct rows are indexed (`_Distinct`): an embedding layer repeats a vector at
+every occurrence of a word at a position (half of MiniLM's embedding outputs on STS), and
+a graph whose rows are many copies of one vector links a copy to copies only, which kept
+its recall at 0.985 at any breadth. A row's neighbours are then the copies of its own
+vector and of the nearest distinct vectors, in row order within each (the exact search's
+tie-break), the row itself left out.
 """
 
 from __future__ import annotations
@@ -35,18 +40,23 @@ from contextuality.geometry.search import (
 
 log = logging.getLogger(__name__)
 
+# Queries whose distinct neighbours are expanded into rows at a time (`_Distinct`).
+EXPANDED_QUERIES_PER_CHUNK = 1 << 16
+
 
 @dataclass(frozen=True)
 class IndexSearch:
     """What an index found: each row's `k` nearest other rows (n × k), their
     float32-computed scores as float64 (cosines, or by distance the negated squared
     distances), nearest first, the `breadth` the search settled on (the graph's search
-    breadth, or the inverted file's probes) and its measured `recall`."""
+    breadth, or the inverted file's probes), its measured `recall`, and the distinct
+    rows it `indexed`."""
 
     indices: np.ndarray
     scores: np.ndarray
     breadth: int
     recall: float
+    indexed: int
 
 
 @dataclass
@@ -74,6 +84,97 @@ class _Built:
         if self.method == "hnsw":
             return breadth * self.links / self.rows
         return breadth / self.most
+
+
+@dataclass(frozen=True)
+class _Distinct:
+    """The distinct rows of a set (`rows`, m × d, in order of first occurrence), the
+    distinct row of each row (`of_row`, n), and the rows grouped by their distinct row in
+    row order (`members`, n; distinct row j's are ``members[starts[j]:starts[j + 1]]``)."""
+
+    rows: np.ndarray
+    of_row: np.ndarray
+    members: np.ndarray
+    starts: np.ndarray
+
+    def expanded(self, found: np.ndarray, scores: np.ndarray, width: int):
+        """Each query's first `width` rows among the members of its distinct neighbours
+        `found` (queries × j, nearest first, -1 for none), each neighbour's members in
+        row order and scored as it is; -1 past them."""
+        sizes = np.diff(self.starts)
+        known = np.maximum(found, 0)
+        taken = np.where(found >= 0, np.minimum(sizes[known], width), 0)
+        indices = np.empty((len(found), width), dtype=np.int64)
+        values = np.empty((len(found), width), dtype=scores.dtype)
+        offsets = np.arange(width)
+        for start in range(0, len(found), EXPANDED_QUERIES_PER_CHUNK):
+            part = slice(start, start + EXPANDED_QUERIES_PER_CHUNK)
+            valid = (offsets < taken[part, :, None]).reshape(len(taken[part]), -1)
+            positions = np.minimum(self.starts[known[part], None] + offsets, len(self.members) - 1)
+            candidates = self.members[positions].reshape(valid.shape)
+            scored = np.repeat(scores[part], width, axis=1)
+            order = np.argsort(~valid, axis=1, kind="stable")[:, :width]
+            kept = np.take_along_axis(valid, order, 1)
+            indices[part] = np.where(kept, np.take_along_axis(candidates, order, 1), -1)
+            values[part] = np.take_along_axis(scored, order, 1)
+        return indices, values
+
+
+def _distinct(rows: np.ndarray) -> _Distinct | None:
+    """The distinct rows of `rows` (n × d), or None where no row repeats another. Rows
+    are grouped by a seeded hash of their bytes (integer products, exact in any order,
+    a chunk at a time, no copy of the rows) and each group checked to hold copies of one
+    row; where the hash ties two different rows, by their bytes themselves instead."""
+    n = len(rows)
+    rows = np.ascontiguousarray(rows)
+    words = rows.view(np.dtype(f"u{rows.itemsize}"))
+    multipliers = np.random.default_rng(0).integers(1, 2**63, rows.shape[1], dtype=np.uint64)
+    hashes = np.empty(n, dtype=np.uint64)
+    chunk = max(1, SIMILARITIES_PER_CHUNK // (8 * rows.shape[1]))
+    for start in range(0, n, chunk):  # a sum of products modulo 2^64
+        part = words[start : start + chunk].astype(np.uint64)
+        hashes[start : start + chunk] = (part * (multipliers | np.uint64(1))).sum(axis=1)
+    _, first, group = np.unique(hashes, return_index=True, return_inverse=True)
+    if len(first) == n:
+        return None
+    group = group.ravel()
+    if not all(
+        np.array_equal(rows[start : start + chunk], rows[first[group[start : start + chunk]]])
+        for start in range(0, n, chunk)
+    ):
+        keys = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.itemsize * rows.shape[1])))
+        _, first, group = np.unique(keys.ravel(), return_index=True, return_inverse=True)
+        group = group.ravel()
+        if len(first) == n:
+            return None
+    by_first = np.argsort(first)
+    renumbered = np.empty_like(by_first)
+    renumbered[by_first] = np.arange(len(first))
+    of_row = renumbered[group]
+    starts = np.concatenate([[0], np.cumsum(np.bincount(of_row, minlength=len(first)))])
+    members = np.argsort(of_row, kind="stable")
+    return _Distinct(rows[first[by_first]], of_row, members, starts)
+
+
+def _searched(built: _Built, distinct, rows, queries, k: int, by_distance: bool):
+    """The `k` nearest other rows of each of `queries` (row positions; None: every row)
+    found in the index, and their scores (cosines, or negated squared distances)."""
+    if distinct is None:
+        scores, found = built.index.search(rows if queries is None else rows[queries], k + 1)
+    else:
+        asked = distinct.of_row if queries is None else distinct.of_row[queries]
+        wanted, back = np.unique(asked, return_inverse=True)
+        asked_rows = distinct.rows[wanted]
+        scores, found = built.index.search(asked_rows, k + 1)
+        # A distinct row is its own nearest (cosine |u|², distance 0) even where the
+        # index misses it: put it first.
+        found, scores = without_self(found, scores, k, wanted)
+        own = np.zeros(len(wanted)) if by_distance else np.einsum("ij,ij->i", *[asked_rows] * 2)
+        found = np.column_stack([wanted, found])
+        scores = np.column_stack([own, scores])
+        found, scores = distinct.expanded(found, scores, k + 1)
+        found, scores = found[back.ravel()], scores[back.ravel()]
+    return without_self(found, -scores if by_distance else scores, k, queries)
 
 
 def _built(
@@ -122,14 +223,15 @@ def index_neighbours(
     faiss = faiss_module()
     n = len(rows)
     exact_rows = rows if exact_rows is None else exact_rows
-    built = _built(faiss, rows, settings, random, by_distance, device)
+    distinct = _distinct(rows)
+    indexed = rows if distinct is None else distinct.rows
+    built = _built(faiss, indexed, settings, random, by_distance, device)
     calibration, reported = _recall_queries(n, settings.recall_queries, random)
     exact = exact_nearest(exact_rows, calibration, k, by_distance, device)
     breadth = built.first
     while True:
         built.set_breadth(breadth)
-        scores, found = built.index.search(rows[calibration], k + 1)
-        found, _ = without_self(found, scores, k, calibration)
+        found, _ = _searched(built, distinct, rows, calibration, k, by_distance)
         calibrated = recall_of(exact_rows, calibration, found, exact, by_distance)
         if calibrated >= settings.recall_target or breadth >= built.most:
             break
@@ -139,7 +241,9 @@ def index_neighbours(
     given_up = built.share_compared(breadth) > settings.scan_limit() or (
         built.method == "hnsw" and calibrated < settings.recall_target
     )
-    what = f"{built.method} index of {n:,} rows"
+    what = f"{built.method} index of {n:,} rows" + (
+        "" if distinct is None else f" ({len(indexed):,} distinct)"
+    )
     if given_up:
         log.info(
             "%s: recall %.4f at breadth %d (%.0f%% of the rows compared a query): "
@@ -147,13 +251,12 @@ def index_neighbours(
             what, calibrated, breadth, 100 * built.share_compared(breadth),
         )  # fmt: skip
         return None
-    scores, found = built.index.search(rows, k + 1)
-    indices, scores = without_self(found, -scores if by_distance else scores, k)
+    indices, scores = _searched(built, distinct, rows, None, k, by_distance)
     found_recall = share_found(exact_rows, indices, reported, device, by_distance)
     log.info(
         "%s: breadth %d, recall %.4f (calibration %.4f)", what, breadth, found_recall, calibrated
     )
-    return IndexSearch(indices, scores, breadth, found_recall)
+    return IndexSearch(indices, scores, breadth, found_recall, len(indexed))
 
 
 def _recall_queries(n: int, queries: int, random: np.random.Generator):

@@ -37,6 +37,14 @@ def duration(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
+def _rate(per_second: float, unit: str) -> str:
+    """``12.5 words/s``, or below one item a second ``20.4 s each`` (a rate of slow
+    items would read 0.0)."""
+    if per_second >= 1.0:
+        return f"{per_second:,.1f} {unit}/s"
+    return f"{1.0 / per_second:,.1f} s each"
+
+
 class Progress:
     """A loop over `total` items of `unit` told on the console (`say`): a line at most
     every `interval` seconds with the count done, the rate and the time left at that rate,
@@ -67,7 +75,7 @@ class Progress:
             left = (self.total - self.done) / rate if rate > 0 else float("inf")
             say(
                 f"{self.what}: {self.done:,} of {self.total:,} {self.unit} "
-                f"({self.done / self.total:.0%}), {rate:,.1f} {self.unit}/s, "
+                f"({self.done / self.total:.0%}), {_rate(rate, self.unit)}, "
                 f"about {duration(left)} left"
             )
 
