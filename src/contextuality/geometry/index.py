@@ -162,9 +162,12 @@ def _searched(built: _Built, distinct, rows, queries, k: int, by_distance: bool)
     if distinct is None:
         scores, found = built.index.search(rows if queries is None else rows[queries], k + 1)
     else:
-        asked = distinct.of_row if queries is None else distinct.of_row[queries]
-        wanted, back = np.unique(asked, return_inverse=True)
-        asked_rows = distinct.rows[wanted]
+        if queries is None:  # every distinct row, each row's own
+            wanted, back = np.arange(len(distinct.rows)), distinct.of_row
+            asked_rows = distinct.rows
+        else:
+            wanted, back = np.unique(distinct.of_row[queries], return_inverse=True)
+            asked_rows = distinct.rows[wanted]
         scores, found = built.index.search(asked_rows, k + 1)
         # A distinct row is its own nearest (cosine |u|², distance 0) even where the
         # index misses it: put it first.

@@ -81,15 +81,15 @@ class CrossProducts:
             self._shift = tuple(_column_sums(part) / part.shape[0] for part in stacked)
         stacked = [_shifted(part, shift) for part, shift in zip(stacked, self._shift, strict=True)]
         counts = None if weights is None else np.asarray(weights, dtype=np.float64)[:, None]
-        counted = stacked if counts is None else [_times(part, counts) for part in stacked]
-        # Σ w x yᵀ as (√w x)ᵀ(√w y): one set's products stay a product of one array with
-        # itself, which BLAS computes in half the time.
-        rooted = stacked if counts is None else [_times(part, np.sqrt(counts)) for part in stacked]
         self.n_rows += stacked[0].shape[0] if weights is None else int(np.sum(weights))
-        self._sums[0] += _column_sums(counted[0])
-        self._sums[1] += _column_sums(counted[-1])
-        _add_product(self._cross, rooted[0], rooted[-1], self._precision)
+        self._sums[0] += _column_sums(stacked[0], counts)
+        self._sums[1] += _column_sums(stacked[-1], counts)
         self._norms.add((stacked[0], stacked[-1]), self.widths, counts)
+        # Σ w x yᵀ as (√w x)ᵀ(√w y): one set's products stay a product of one array with
+        # itself, which BLAS computes in half the time. The stacked rows are this chunk's
+        # own copies, scaled in place once nothing else reads them.
+        rooted = stacked if counts is None else [_times(part, np.sqrt(counts)) for part in stacked]
+        _add_product(self._cross, rooted[0], rooted[-1], self._precision)
         if self._self is not None:
             for part, products, widths in zip(rooted, self._self, self.widths, strict=True):
                 for index, block in enumerate(_blocks(part, widths)):
@@ -254,23 +254,31 @@ def _stacked(arrays: Sequence[np.ndarray]) -> np.ndarray | sparse.csr_matrix:
     return np.concatenate(arrays, axis=1, dtype=np.float64)
 
 
-def _column_sums(part) -> np.ndarray:
-    """The sums of `part`'s columns, a flat float64 array (dense or sparse)."""
-    return np.asarray(part.sum(axis=0), dtype=np.float64).ravel()
+def _column_sums(part, counts: np.ndarray | None = None) -> np.ndarray:
+    """The sums of `part`'s columns (dense or sparse), each row counted `counts` times (a
+    column; None: once), a flat float64 array, without a weighted copy of `part`."""
+    if counts is None:
+        return np.asarray(part.sum(axis=0), dtype=np.float64).ravel()
+    return np.asarray(part.T @ counts, dtype=np.float64).ravel()
 
 
 def _shifted(part, shift: np.ndarray):
-    """`part` less `shift` (a sparse set is never shifted: its shift must be zero)."""
+    """`part` (a chunk's own stacked rows, `_stacked`) less `shift`, in place (a sparse
+    set is never shifted: its shift must be zero)."""
     if not sparse.issparse(part):
-        return part - shift
+        part -= shift
+        return part
     if np.any(shift):
         raise ValueError("a sparse set of layers is not shifted: give it a zero shift")
     return part
 
 
 def _times(part, counts: np.ndarray):
-    """Each row of `part` times its count (a column)."""
-    return part.multiply(counts).tocsr() if sparse.issparse(part) else part * counts
+    """Each row of `part` times its count (a column), a dense `part` in place."""
+    if sparse.issparse(part):
+        return part.multiply(counts).tocsr()
+    part *= counts
+    return part
 
 
 def _add_product(total: np.ndarray, left, right, precision: type[np.floating]) -> None:
@@ -319,7 +327,7 @@ def _squared_norms(part, widths: Sequence[int]) -> np.ndarray:
             (np.ones(len(layer_of_column)), (np.arange(len(layer_of_column)), layer_of_column))
         )
         return np.asarray((part.multiply(part) @ indicator).todense())
-    return np.add.reduceat(part.astype(np.float64) ** 2, _starts(widths), axis=1)
+    return np.add.reduceat(np.square(part, dtype=np.float64), _starts(widths), axis=1)
 
 
 def _starts(widths: Sequence[int]) -> np.ndarray:
