@@ -274,6 +274,38 @@ def test_duplicates_are_removed_before_the_estimators_see_them():
     assert {row["n"] for row in with_repeats.curve_rows} == {300}
 
 
+@pytest.mark.parametrize("copies, searched_alone", [(3, 1000), (20, 1000), (20, 0)])
+def test_near_repeats_taken_out_leave_each_point_its_nearest_among_the_rest(
+    copies, searched_alone, monkeypatch
+):
+    """Each point's distances after its ulp-apart repeats are taken out are those of a
+    search of the points left alone: from the spare neighbours (3 repeats of a point),
+    by brute force for the points left short (20 repeats, more than the spare), or by a
+    second search of every point where more are short than are searched alone."""
+    points = on_subspace(300, 3, 10, seed=5).astype(np.float16)
+    columns = (np.arange(1, copies + 1)[:, None] >> np.arange(10)) & 1  # a set each
+    nudged = np.where(columns, np.nextafter(points[:1], np.float16(np.inf)), points[:1])
+    monkeypatch.setattr(dimension, "SHORT_POINTS_SEARCHED", searched_alone)
+    searched = []
+    monkeypatch.setattr(dimension, "_nearest", _counted(dimension._nearest, searched))
+    found = dimension.neighbourhoods(np.concatenate([points, nudged.astype(np.float16)]), 8)
+    np.testing.assert_array_equal(found.points, points.astype(np.float64))
+    alone = dimension._nearest.__wrapped__(points.astype(np.float64), 8)[0]
+    np.testing.assert_allclose(found.distances, alone, rtol=1e-12)
+    assert len(searched) == (2 if searched_alone == 0 else 1)
+
+
+def _counted(function, calls: list):
+    """`function`, each call's second argument (k) kept in `calls`."""
+
+    def counted(*arguments, **keywords):
+        calls.append(arguments[1])
+        return function(*arguments, **keywords)
+
+    counted.__wrapped__ = function
+    return counted
+
+
 LABELS = {"model": "m", "layer": 1, "n_layers": 2, "layer_output": "block 1"}
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError, check_integer
 from contextuality.geometry.index import euclidean_neighbours
-from contextuality.geometry.search import SearchSettings
+from contextuality.geometry.search import SIMILARITIES_PER_CHUNK, SearchSettings
 
 ESTIMATORS = ("twonn", "gride")
 
@@ -119,11 +119,20 @@ class Plateau:
 class Neighbourhoods:
     """Distinct points (float64, n × d) and each one's distances to its `k` nearest other
     points (n × k, nearest first; k is 0 where there are fewer than 3 points), with the
-    search's `recall` (`index.euclidean_neighbours`)."""
+    `recall` of the search that found them (`index.euclidean_neighbours`; of k +
+    `REPEAT_SPARE` neighbours for rows stored in a floating dtype)."""
 
     points: np.ndarray
     distances: np.ndarray
     recall: float = 1.0
+
+
+# Neighbours found beyond the k asked for, so that taking out a point's near-repeats
+# (`_near_repeats`) leaves it k without a second search of every point.
+REPEAT_SPARE = 8
+# The most points left fewer than k neighbours by that that are searched alone (brute
+# force, each against every point); past it every point is searched again.
+SHORT_POINTS_SEARCHED = 1000
 
 
 def neighbourhoods(
@@ -140,20 +149,56 @@ def neighbourhoods(
     order, so contexts whose vectors are identical on a CPU can come out an ulp apart in
     float16. As points they are one, and a neighbour distance made of rounding would break
     every ratio. Such rows are nearest neighbours at a distance under 2 eps · their norm,
-    so the one search finds them; the points are searched again only if it did. `search`:
-    where an index finds them past its size (`index.euclidean_neighbours`, its training
-    sample and recall queries from `random`)."""
+    so the one search finds them, `REPEAT_SPARE` neighbours more than `k` a point, so
+    that taking them out leaves each point its k nearest without a second search (only
+    the points left short are searched again, exactly, or every point where many are).
+    `search`: where an index finds them past its size (`index.euclidean_neighbours`, its
+    training sample and recall queries from `random`)."""
     contiguous = np.ascontiguousarray(vectors)
     as_records = contiguous.view(np.dtype((np.void, contiguous.dtype.itemsize * vectors.shape[1])))
     _, first = np.unique(as_records.ravel(), return_index=True)
     points = np.asarray(contiguous[np.sort(first)], dtype=np.float64)
-    distances, indices, recall = _nearest(points, k, search, random)
-    if np.issubdtype(vectors.dtype, np.floating) and distances.shape[1]:
+    floating = np.issubdtype(vectors.dtype, np.floating)
+    distances, indices, recall = _nearest(
+        points, k + (REPEAT_SPARE if floating else 0), search, random
+    )
+    if floating and distances.shape[1]:
         repeats = _near_repeats(points, distances, indices, vectors.dtype)
         if repeats.any():
-            points = points[~repeats]
-            distances, _, recall = _nearest(points, k, search, random)
-    return Neighbourhoods(points, distances, recall)
+            points, distances = _without_repeats(points, distances, indices, repeats, k)
+            if distances is None:  # many points left short: all searched again
+                distances, _, recall = _nearest(points, k, search, random)
+    return Neighbourhoods(points, distances[:, : min(k, distances.shape[1])], recall)
+
+
+def _without_repeats(
+    points: np.ndarray, distances: np.ndarray, indices: np.ndarray, repeats: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The points not `repeats` and each one's distances to its `k` nearest others among
+    them: the first k of its neighbours found (`distances`, `indices`: more than k) that
+    are not repeats, and for a point left fewer, its k nearest by brute force (float64);
+    None for the distances where more than `SHORT_POINTS_SEARCHED` points are."""
+    kept = points[~repeats]
+    k = min(k, len(kept) - 1)
+    if k < 2:
+        return kept, np.empty((len(kept), 0))
+    found = indices[~repeats]
+    present = (found >= 0) & ~repeats[np.maximum(found, 0)]
+    order = np.argsort(~present, axis=1, kind="stable")[:, :k]
+    nearest = np.take_along_axis(distances[~repeats], order, 1)
+    short = np.flatnonzero(present.sum(axis=1) < k)
+    if len(short) > SHORT_POINTS_SEARCHED:
+        return kept, None
+    norms = np.einsum("ij,ij->i", kept, kept)
+    chunk = max(1, SIMILARITIES_PER_CHUNK // len(kept))
+    for start in range(0, len(short), chunk):
+        rows = short[start : start + chunk]
+        squared = norms[rows, None] - 2.0 * kept[rows] @ kept.T + norms[None, :]
+        squared[np.arange(len(rows)), rows] = np.inf
+        candidates = np.argpartition(squared, k - 1, axis=1)[:, :k]
+        gaps = np.linalg.norm(kept[candidates] - kept[rows, None, :], axis=2)
+        nearest[rows] = np.sort(gaps, axis=1)
+    return kept, nearest
 
 
 def _nearest(
