@@ -352,28 +352,28 @@ def _repeated(distinct: int, width: int, seed: int) -> tuple[np.ndarray, np.ndar
 
 
 def test_only_distinct_rows_are_indexed_each_with_its_copies_in_row_order():
-    from contextuality.geometry.index import _distinct
+    from contextuality.geometry.index import distinct_rows
 
     rows, which = _repeated(300, 16, seed=30)
-    distinct = _distinct(rows)
+    distinct = distinct_rows(rows)
     _, first = np.unique(which, return_index=True)
     np.testing.assert_array_equal(distinct.rows, rows[np.sort(first)])  # first occurrence order
     np.testing.assert_array_equal(distinct.rows[distinct.of_row], rows)
     for group in range(len(distinct.rows)):
         members = distinct.members[distinct.starts[group] : distinct.starts[group + 1]]
         np.testing.assert_array_equal(members, np.flatnonzero(distinct.of_row == group))
-    assert _distinct(np.unique(rows, axis=0)) is None
+    assert distinct_rows(np.unique(rows, axis=0)) is None
     # Rows the float64 projection cannot tell apart (1e30 beside 1 and 2) are told apart
     # byte by byte.
-    collided = _distinct(np.array([[1e30, 1.0], [1e30, 2.0], [1e30, 1.0]], dtype=np.float32))
+    collided = distinct_rows(np.array([[1e30, 1.0], [1e30, 2.0], [1e30, 1.0]], dtype=np.float32))
     assert collided.of_row.tolist() == [0, 1, 0]
 
 
 def test_expanding_distinct_neighbours_gives_their_copies_nearest_first():
-    from contextuality.geometry.index import _distinct
+    from contextuality.geometry.index import distinct_rows
 
     rows = np.array([[1.0], [2.0], [1.0], [3.0], [2.0], [1.0]], dtype=np.float32)
-    distinct = _distinct(rows)  # distinct 0 (rows 0, 2, 5), 1 (rows 1, 4), 2 (row 3)
+    distinct = distinct_rows(rows)  # distinct 0 (rows 0, 2, 5), 1 (rows 1, 4), 2 (row 3)
     found = np.array([[2, 1, -1], [0, -1, -1]])
     scores = np.array([[0.9, 0.8, -np.inf], [0.7, -np.inf, -np.inf]], dtype=np.float32)
     indices, values = distinct.expanded(found, scores, 4)

@@ -37,7 +37,7 @@ import numpy as np
 
 from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError, check_integer
-from contextuality.geometry.index import euclidean_neighbours
+from contextuality.geometry.index import distinct_rows, euclidean_neighbours
 from contextuality.geometry.search import SIMILARITIES_PER_CHUNK, SearchSettings
 
 ESTIMATORS = ("twonn", "gride")
@@ -154,10 +154,8 @@ def neighbourhoods(
     the points left short are searched again, exactly, or every point where many are).
     `search`: where an index finds them past its size (`index.euclidean_neighbours`, its
     training sample and recall queries from `random`)."""
-    contiguous = np.ascontiguousarray(vectors)
-    as_records = contiguous.view(np.dtype((np.void, contiguous.dtype.itemsize * vectors.shape[1])))
-    _, first = np.unique(as_records.ravel(), return_index=True)
-    points = np.asarray(contiguous[np.sort(first)], dtype=np.float64)
+    distinct = distinct_rows(vectors)
+    points = np.asarray(vectors if distinct is None else distinct.rows, dtype=np.float64)
     floating = np.issubdtype(vectors.dtype, np.floating)
     distances, indices, recall = _nearest(
         points, k + (REPEAT_SPARE if floating else 0), search, random

@@ -12,7 +12,7 @@ reported is measured on other queries (`search.share_found`). Where the breadth 
 compare each query with more than ``scan_limit`` of the rows (`auto`: a quarter; a graph
 at any setting: every row), the search is exact instead (None here), the cheaper there.
 
-Only distinct rows are indexed (`_Distinct`): an embedding layer repeats a vector at
+Only distinct rows are indexed (`DistinctRows`): an embedding layer repeats a vector at
 every occurrence of a word at a position (half of MiniLM's embedding outputs on STS), and
 a graph whose rows are many copies of one vector links a copy to copies only, which kept
 its recall at 0.985 at any breadth. A row's neighbours are then the copies of its own
@@ -33,6 +33,7 @@ from contextuality.geometry.search import (
     SearchSettings,
     exact_nearest,
     faiss_module,
+    grouped,
     recall_of,
     share_found,
     without_self,
@@ -40,7 +41,7 @@ from contextuality.geometry.search import (
 
 log = logging.getLogger(__name__)
 
-# Queries whose distinct neighbours are expanded into rows at a time (`_Distinct`).
+# Queries whose distinct neighbours are expanded into rows at a time (`DistinctRows`).
 EXPANDED_QUERIES_PER_CHUNK = 1 << 16
 
 
@@ -87,7 +88,7 @@ class _Built:
 
 
 @dataclass(frozen=True)
-class _Distinct:
+class DistinctRows:
     """The distinct rows of a set (`rows`, m × d, in order of first occurrence), the
     distinct row of each row (`of_row`, n), and the rows grouped by their distinct row in
     row order (`members`, n; distinct row j's are ``members[starts[j]:starts[j + 1]]``)."""
@@ -120,7 +121,7 @@ class _Distinct:
         return indices, values
 
 
-def _distinct(rows: np.ndarray) -> _Distinct | None:
+def distinct_rows(rows: np.ndarray) -> DistinctRows | None:
     """The distinct rows of `rows` (n × d), or None where no row repeats another. Rows
     are grouped by a seeded hash of their bytes (integer products, exact in any order,
     a chunk at a time, no copy of the rows) and each group checked to hold copies of one
@@ -128,12 +129,12 @@ def _distinct(rows: np.ndarray) -> _Distinct | None:
     n = len(rows)
     rows = np.ascontiguousarray(rows)
     words = rows.view(np.dtype(f"u{rows.itemsize}"))
-    multipliers = np.random.default_rng(0).integers(1, 2**63, rows.shape[1], dtype=np.uint64)
+    random = np.random.default_rng(0)
+    multipliers = random.integers(1, 2**63, rows.shape[1], dtype=np.uint64) | np.uint64(1)
     hashes = np.empty(n, dtype=np.uint64)
     chunk = max(1, SIMILARITIES_PER_CHUNK // (8 * rows.shape[1]))
     for start in range(0, n, chunk):  # a sum of products modulo 2^64
-        part = words[start : start + chunk].astype(np.uint64)
-        hashes[start : start + chunk] = (part * (multipliers | np.uint64(1))).sum(axis=1)
+        hashes[start : start + chunk] = (words[start : start + chunk] * multipliers).sum(axis=1)
     _, first, group = np.unique(hashes, return_index=True, return_inverse=True)
     if len(first) == n:
         return None
@@ -142,7 +143,7 @@ def _distinct(rows: np.ndarray) -> _Distinct | None:
         np.array_equal(rows[start : start + chunk], rows[first[group[start : start + chunk]]])
         for start in range(0, n, chunk)
     ):
-        keys = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.itemsize * rows.shape[1])))
+        keys = rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1])))
         _, first, group = np.unique(keys.ravel(), return_index=True, return_inverse=True)
         group = group.ravel()
         if len(first) == n:
@@ -151,9 +152,8 @@ def _distinct(rows: np.ndarray) -> _Distinct | None:
     renumbered = np.empty_like(by_first)
     renumbered[by_first] = np.arange(len(first))
     of_row = renumbered[group]
-    starts = np.concatenate([[0], np.cumsum(np.bincount(of_row, minlength=len(first)))])
-    members = np.argsort(of_row, kind="stable")
-    return _Distinct(rows[first[by_first]], of_row, members, starts)
+    members, starts = grouped(of_row, len(first))
+    return DistinctRows(rows[first[by_first]], of_row, members, starts)
 
 
 def _searched(built: _Built, distinct, rows, queries, k: int, by_distance: bool):
@@ -226,7 +226,7 @@ def index_neighbours(
     faiss = faiss_module()
     n = len(rows)
     exact_rows = rows if exact_rows is None else exact_rows
-    distinct = _distinct(rows)
+    distinct = distinct_rows(rows)
     indexed = rows if distinct is None else distinct.rows
     built = _built(faiss, indexed, settings, random, by_distance, device)
     calibration, reported = _recall_queries(n, settings.recall_queries, random)

@@ -283,12 +283,20 @@ def _first_rows(keys: np.ndarray, count: int):
     (n × j) equal its own."""
     _, group = np.unique(keys, axis=0, return_inverse=True)
     group = group.ravel()
-    order = np.argsort(group, kind="stable")
-    starts = np.searchsorted(group[order], np.arange(group.max() + 1))
-    ends = np.append(starts[1:], len(order))
+    order, bounds = grouped(group, group.max() + 1)
+    starts, ends = bounds[:-1], bounds[1:]
 
     def first(row: int) -> np.ndarray:
         start = starts[group[row]]
         return order[start : min(start + count, ends[group[row]])]
 
     return first
+
+
+def grouped(group: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of each of `groups` groups (`group`: each row's, 0 to groups − 1) in row
+    order, and where each begins: group j's rows are ``members[starts[j]:starts[j + 1]]``
+    (starts: groups + 1)."""
+    members = np.argsort(group, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=groups))])
+    return members, starts
