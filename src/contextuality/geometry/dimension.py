@@ -38,7 +38,7 @@ import numpy as np
 from contextuality.configuration.schema import default
 from contextuality.errors import ConfigError, check_integer
 from contextuality.geometry.index import distinct_rows, euclidean_neighbours
-from contextuality.geometry.search import SIMILARITIES_PER_CHUNK, SearchSettings
+from contextuality.geometry.search import SearchSettings, exact_nearest
 
 ESTIMATORS = ("twonn", "gride")
 
@@ -187,15 +187,10 @@ def _without_repeats(
     short = np.flatnonzero(present.sum(axis=1) < k)
     if len(short) > SHORT_POINTS_SEARCHED:
         return kept, None
-    norms = np.einsum("ij,ij->i", kept, kept)
-    chunk = max(1, SIMILARITIES_PER_CHUNK // len(kept))
-    for start in range(0, len(short), chunk):
-        rows = short[start : start + chunk]
-        squared = norms[rows, None] - 2.0 * kept[rows] @ kept.T + norms[None, :]
-        squared[np.arange(len(rows)), rows] = np.inf
-        candidates = np.argpartition(squared, k - 1, axis=1)[:, :k]
-        gaps = np.linalg.norm(kept[candidates] - kept[rows, None, :], axis=2)
-        nearest[rows] = np.sort(gaps, axis=1)
+    if len(short):
+        candidates = exact_nearest(kept, short, k, True, "cpu")
+        gaps = np.linalg.norm(kept[candidates] - kept[short, None, :], axis=2)
+        nearest[short] = np.sort(gaps, axis=1)
     return kept, nearest
 
 
