@@ -1,12 +1,14 @@
 """Peak memory of the geometry jobs of finished runs against the memory they declare.
 
-For each layer_geometry job of each run directory given (a workflow's working directory
-after its geometry jobs ran), the job's peak resident memory from its Snakemake
-benchmark file (``benchmarks/geometry/<model>/<transform>.tsv``) beside what
-`workflow.geometry_memory_needed` declares for it: its layers' shards (bytes on disk),
-their rows, the rows it sampled (``n_sampled_rows`` of its dimension.json) and the
-neighbour settings (the schema's defaults unless given). tests/test_workflow.py holds
-every declared value above its measured peak. Writes ``geometry-memory-<label>.{json,md}``.
+For each layer_dimension and layer_alignment job of each run directory given (a
+workflow's working directory after its geometry jobs ran), the job's peak resident memory
+from its Snakemake benchmark file (``benchmarks/geometry/<model>/<transform>/`` its
+``dimension/layer_<L>.tsv`` and ``alignment.tsv``) beside what
+`workflow.dimension_memory_needed` or `workflow.alignment_memory_needed` declares for it:
+its layers' shards (bytes on disk), their rows, the rows it sampled (``n_sampled_rows`` of
+its output's provenance) and the neighbour settings (the schema's defaults unless given).
+tests/test_workflow.py holds every declared value above its measured peak. Writes
+``geometry-memory-<label>.{json,md}``.
 
     python bench/geometry_memory.py RUN [RUN ...] --label cpu2
 """
@@ -21,7 +23,11 @@ import h5py
 import pandas as pd
 
 from contextuality.configuration.schema import default
-from contextuality.workflow.geometry_paths import geometry_memory_needed
+from contextuality.files.tables import read_provenance
+from contextuality.workflow.geometry_paths import (
+    alignment_memory_needed,
+    dimension_memory_needed,
+)
 
 from arguments import input_directory, output_directory, positive_int
 from workdir import write_report
@@ -30,27 +36,41 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def job_records(run: Path, neighbours: int, distances: int) -> list[dict]:
-    """A record per layer_geometry job of `run` that has a benchmark file."""
+    """A record per layer_dimension and layer_alignment job of `run` that has a benchmark
+    file."""
     records = []
-    for benchmark in sorted((run / "benchmarks/geometry").glob("*/*.tsv")):
-        model, transform = benchmark.parent.name, benchmark.stem
-        if model == "alignment_between_models":
+    for benchmark in sorted((run / "benchmarks/geometry").glob("*/*/**/*.tsv")):
+        parts = benchmark.relative_to(run / "benchmarks/geometry").parts
+        if parts[0] in ("alignment_between_models", "alignment_sensitivity"):
             continue
-        shards = sorted((run / "results/embeddings" / model).glob("layer_*.h5"))
+        model, transform = parts[:2]
+        results = run / "results/geometry" / model / transform
+        if parts[2] == "alignment.tsv":
+            job, layers = "alignment", "layer_*.h5"
+            sampled = read_provenance(results / "alignment.parquet")["n_sampled_rows"]
+        else:
+            job, layers = "dimension", f"{benchmark.stem}.h5"
+            output = results / "dimension" / f"{benchmark.stem}.json"
+            sampled = json.loads(output.read_text())["layers"][0]["n_sampled_rows"]
+        shards = sorted((run / "results/embeddings" / model).glob(layers))
         with h5py.File(shards[0], "r") as stored:
             rows, width = stored["vectors"].shape
-        dimension = run / f"results/geometry/{model}/{transform}/dimension.json"
-        sampled = json.loads(dimension.read_text())["layers"][0]["n_sampled_rows"]
         stored_bytes = sum(shard.stat().st_size for shard in shards)
-        job = pd.read_csv(benchmark, sep="\t").iloc[-1]
-        declared = geometry_memory_needed(
-            stored_bytes, rows, sampled, len(shards), neighbours, distances, transform != "none"
-        )
+        corrected = transform != "none"
+        if job == "alignment":
+            declared = alignment_memory_needed(
+                stored_bytes, rows, sampled, len(shards), neighbours, corrected
+            )
+        else:
+            declared = dimension_memory_needed(stored_bytes, rows, sampled, distances, corrected)
+        measured = pd.read_csv(benchmark, sep="\t").iloc[-1]
         records.append(
             {
                 "run": run.name,
+                "job": job,
                 "model": model,
                 "transform": transform,
+                "layer": "every" if job == "alignment" else benchmark.stem.removeprefix("layer_"),
                 "layers": len(shards),
                 "rows": int(rows),
                 "width": int(width),
@@ -58,8 +78,8 @@ def job_records(run: Path, neighbours: int, distances: int) -> list[dict]:
                 "stored_bytes": int(stored_bytes),
                 "k": neighbours,
                 "range_max": distances,
-                "seconds": round(float(job["s"]), 1),
-                "peak_mib": round(float(job["max_rss"]), 1),
+                "seconds": round(float(measured["s"]), 1),
+                "peak_mib": round(float(measured["max_rss"]), 1),
                 "declared_mb": declared,
             }
         )
@@ -89,7 +109,7 @@ def main() -> None:
         for record in job_records(run.resolve(), arguments.k, arguments.range_max)
     ]
     if not records:
-        raise SystemExit("no layer_geometry benchmark file in the runs given")
+        raise SystemExit("no layer_dimension or layer_alignment benchmark file in the runs given")
     arguments.out.mkdir(parents=True, exist_ok=True)
     path = arguments.out / f"geometry-memory-{arguments.label}"
     path.with_suffix(".json").write_text(json.dumps(records, indent=1) + "\n")
@@ -100,9 +120,10 @@ def main() -> None:
         path.with_suffix(".md"),
         [
             "# Geometry jobs: peak memory against what they declare",
-            "Each layer_geometry job's peak resident memory (peak_mib, its Snakemake "
-            "benchmark file's max_rss) and the memory the workflow asks a scheduler for "
-            "(declared_mb, `workflow.geometry_memory_needed`). "
+            "Each layer_dimension and layer_alignment job's peak resident memory "
+            "(peak_mib, its Snakemake benchmark file's max_rss) and the memory the "
+            "workflow asks a scheduler for (declared_mb, `workflow.dimension_memory_needed`, "
+            "`workflow.alignment_memory_needed`). "
             "`python bench/geometry_memory.py " + " ".join(r.name for r in arguments.runs) + "`.",
             "\n".join(table),
         ],

@@ -127,7 +127,6 @@ def test_the_geometry_from_arrays_is_the_workflow_s(default_run):
     settings = GeometrySettings.from_config(geometry_settings(config))
     rows = sample_rows(len(occurrences), settings.sample_size, settings.seed)
     geometry = default_run / "results" / "geometry" / "minilm" / "none"
-    stored_curves = pd.read_parquet(geometry / "dimension_scales.parquet")
     measures = pd.read_csv(default_run / "results/tables/measures.tsv", sep="\t", comment="#")
     layers = {}
     for layer in LAYERS:
@@ -135,7 +134,7 @@ def test_the_geometry_from_arrays_is_the_workflow_s(default_run):
         found = contextuality.intrinsic_dimension(
             layers[layer], settings, model="minilm", layer=layer, n_layers=6
         )
-        curves = stored_curves[stored_curves["layer"] == layer].reset_index(drop=True)
+        curves = pd.read_parquet(geometry / f"dimension/layer_{layer}.parquet")
         columns = [column for column in curves if column != "layer_output"]
         pd.testing.assert_frame_equal(found.curves[columns], curves[columns], check_dtype=False)
         written = measures[measures["measure"].str.startswith("intrinsic_dimension")]

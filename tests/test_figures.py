@@ -102,7 +102,7 @@ def test_a_records_own_figure_is_drawn_from_the_record():
         name="norm",
         rows=("norm", "norm[squared]"),
         caption="The mean norm of a layer's occurrences, and of their squares.",
-        step="layer_geometry",
+        step="layer_dimension",
         labels=("mean norm", "mean squared norm"),
         figure=figure,
     )
@@ -133,7 +133,7 @@ def test_a_records_drawn_in_puts_its_rows_in_that_figure_at_its_place(monkeypatc
         name="norm",
         rows=("norm",),
         caption="The mean norm of a layer's occurrences.",
-        step="layer_geometry",
+        step="layer_dimension",
         drawn_in=(FigureRows(name, place=len(spec.series)),),
     )
     monkeypatch.setattr(specs, "MEASURES", (*MEASURES, joining))
@@ -142,7 +142,7 @@ def test_a_records_drawn_in_puts_its_rows_in_that_figure_at_its_place(monkeypatc
         name="norm",
         rows=("norm",),
         caption="The mean norm of a layer's occurrences.",
-        step="layer_geometry",
+        step="layer_dimension",
         drawn_in=(FigureRows(name),),
     )
     monkeypatch.setattr(specs, "MEASURES", (*MEASURES, clashing))
@@ -166,7 +166,7 @@ def test_a_figure_of_a_panel_per_row_draws_each_records_rows_in_their_column(mon
             name="norm",
             rows=("norm",),
             caption="The mean norm of a layer's occurrences.",
-            step="layer_geometry",
+            step="layer_dimension",
             drawn_in=drawn_in,
         )
 

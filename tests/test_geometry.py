@@ -231,6 +231,56 @@ def test_twonn_by_decimation_and_gride_against_their_definitions():
     assert np.all(gride.low < gride.dimension) and np.all(gride.dimension < gride.high)
 
 
+def test_every_subset_s_two_nearest_are_a_search_of_the_subset_alone():
+    """TwoNN's later levels read each point's two nearest in its subset from its nearest in
+    all (brute force in the subset where that list holds fewer than two): each level is
+    what a search of each subset alone gives, down to subsets where almost every point's
+    list holds none of its subset, and for points with repeats taken out."""
+    from scipy.spatial.distance import cdist
+    from skdim.id import TwoNN
+
+    points = on_subspace(640, 4, 12, seed=21).astype(np.float16)
+    nudged = points[:40].copy()
+    nudged[:, ::3] = np.nextafter(nudged[:, ::3], np.float16(np.inf))  # 40 near repeats
+    found = dimension.neighbourhoods(np.concatenate([points[:320], nudged, points[320:]]), 8)
+    n = len(found.points)  # the distinct ones (float16 may round two points into one)
+    assert n >= 630 and found.indices.shape == (n, 8)
+    rows = np.arange(n)[:, None]
+    np.testing.assert_allclose(
+        found.distances, np.linalg.norm(found.points[found.indices] - found.points[rows], axis=2)
+    )
+    curve = dimension.twonn_curve(found, 19, 0.9, np.random.default_rng(3))
+    assert list(curve.scales) == [n // 2**level for level in range(6)]
+    order = np.random.default_rng(3).permutation(n)
+    for level, subsets in enumerate(2 ** np.arange(6)):
+        estimates, second = [], []
+        for part in np.array_split(order, subsets):
+            two = np.sort(cdist(found.points[part], found.points[part]), axis=1)[:, 1:3]
+            estimates.append(TwoNN(dist=True).fit(two).dimension_)
+            second.append(two[:, 1])
+        assert curve.dimension[level] == pytest.approx(np.mean(estimates), rel=1e-9)
+        assert curve.radius[level] == pytest.approx(np.concatenate(second).mean(), rel=1e-9)
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 5, 9])
+def test_the_exact_search_by_distance_finds_each_query_s_nearest_other_rows(k):
+    """By passes of argmin (k up to `ARGMIN_PASSES_UP_TO`) or one partition past it, each
+    query's k nearest other rows are those a full sort of the distances gives, the query
+    itself left out, on points whose squared norms dwarf their distances."""
+    from scipy.spatial.distance import cdist
+
+    from contextuality.geometry.search import ARGMIN_PASSES_UP_TO, exact_nearest
+
+    assert 2 <= ARGMIN_PASSES_UP_TO < 5
+    points = on_subspace(500, 6, 20, seed=8) * 10.0
+    queries = np.arange(0, 500, 7)
+    found = exact_nearest(points, queries, k, True, "cpu")
+    gaps = cdist(points[queries], points)
+    gaps[np.arange(len(queries)), queries] = np.inf
+    got = np.sort(np.take_along_axis(gaps, found, 1), axis=1)
+    np.testing.assert_allclose(got, np.sort(gaps, axis=1)[:, :k], rtol=1e-12)
+
+
 def test_gride_equals_scikit_dimension_s_at_every_scale():
     """The likelihood found from one neighbour search is scikit-dimension's GRIDE
     (multiscale) at every order, its standard error within 0.1 % (the information's
@@ -292,6 +342,9 @@ def test_near_repeats_taken_out_leave_each_point_its_nearest_among_the_rest(
     np.testing.assert_array_equal(found.points, points.astype(np.float64))
     alone = dimension._nearest.__wrapped__(points.astype(np.float64), 8)[0]
     np.testing.assert_allclose(found.distances, alone, rtol=1e-12)
+    rows = np.arange(len(found.points))[:, None]  # each neighbour's row among those kept
+    gaps = np.linalg.norm(found.points[found.indices] - found.points[rows], axis=2)
+    np.testing.assert_allclose(gaps, alone, rtol=1e-12)
     assert len(searched) == (2 if searched_alone == 0 else 1)
 
 
@@ -361,6 +414,14 @@ def test_the_geometry_settings_are_the_workflow_s_typed_and_checked():
     settings = GeometrySettings.from_config(found)
     assert settings.config == found and settings.seed == config["measures"]["seed"]
     assert settings.alignment.k == config["geometry"]["alignment"]["k"]
+    # Each study's jobs are given its own block alone: a change of the other reruns none.
+    dimension = workflow.geometry_settings(config, "intrinsic_dimension")
+    alignment = workflow.geometry_settings(config, "alignment")
+    assert "alignment" not in dimension and "intrinsic_dimension" not in alignment
+    for study, alone in (("intrinsic_dimension", dimension), ("alignment", alignment)):
+        assert getattr(GeometrySettings.from_config(alone), study) == getattr(settings, study)
+    with pytest.raises(ValueError, match="geometry study 'cka'"):
+        workflow.geometry_settings(config, "cka")
     with pytest.raises(ConfigError, match="unknown transforms"):
         GeometrySettings.from_config(found | {"transforms": ["none"]})
     with pytest.raises(ConfigError, match="missing sample_size"):
@@ -476,7 +537,16 @@ def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
     flat = layer_0[layer_0["on_plateau"]]
     assert flat["dimension"].mean() == pytest.approx(twonn["raw"])
     assert twonn["scale"] == f"n={flat['scale'].min()}–{flat['scale'].max()}"
-    assert read_provenance(curves_path)["step"] == "layer_geometry"
+    assert read_provenance(curves_path)["step"] == "layer_dimension"
+    alone = steps.ModelLayers(model_a.name, {1: model_a.shards[1]}, model_a.settings)
+    one = tmp_path / "layer_1"
+    [layer_1] = steps.layer_dimension(
+        alone, index, typed(settings), f"{one}.json", f"{one}.parquet"
+    )  # the workflow's job of one layer: the same sample, the same values
+    assert layer_1["measures"] == summaries[1]["measures"]
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(f"{one}.parquet"), curves[curves["layer"] == 1].reset_index(drop=True)
+    )
     measures = steps.measures_table([], tmp_path / "measures.tsv", [tmp_path / "dimension.json"])
     assert set(measures["measure"]) == {"intrinsic_dimension[twonn]", "intrinsic_dimension[gride]"}
     assert set(measures["transform"]) == {"none"}

@@ -257,7 +257,7 @@ def test_the_distance_index_finds_the_exact_neighbours_and_keeps_the_dimension()
     distances, indices, found_recall = euclidean_neighbours(
         points, 8, search, np.random.default_rng(14)
     )
-    exact_distances, exact, exact_recall = euclidean_neighbours(points, 8)
+    _, exact, exact_recall = euclidean_neighbours(points, 8)
     assert exact_recall == 1.0 and found_recall >= RECALL_AT_LEAST
     brute = np.mean([np.isin(one, two).sum() / 8 for one, two in zip(indices, exact, strict=True)])
     assert found_recall == pytest.approx(brute, abs=1e-12)
@@ -270,11 +270,8 @@ def test_the_distance_index_finds_the_exact_neighbours_and_keeps_the_dimension()
     deeper = euclidean_neighbours(points, 8 + REPEAT_SPARE, search, np.random.default_rng(14))
     assert found.recall == deeper[2]  # the search it made, with the spare neighbours
     np.testing.assert_allclose(found.distances, deeper[0][:, :8], rtol=1e-12)
-    exact_curve = twonn_curve(points, 1_000, 0.9, np.random.default_rng(0), exact_distances)
-    index_curve = twonn_curve(
-        points, 1_000, 0.9, np.random.default_rng(0), found.distances, search,
-        np.random.default_rng(15),
-    )  # fmt: skip
+    exact_curve = twonn_curve(neighbourhoods(points, 8), 1_000, 0.9, np.random.default_rng(0))
+    index_curve = twonn_curve(found, 1_000, 0.9, np.random.default_rng(0))
     np.testing.assert_allclose(index_curve.dimension, exact_curve.dimension, rtol=0.02)
     assert RECALL_AT_LEAST <= index_curve.recall <= 1 and exact_curve.recall == 1.0
     assert index_curve.dimension[0] == pytest.approx(2.0, abs=0.15)

@@ -90,7 +90,8 @@ def test_the_command_running_out_of_memory_as_it_loads_is_one_line(tmp_path):
 @pytest.mark.parametrize(
     ("job", "failure", "named"),
     [
-        ("layer_geometry", MemoryError(), "geometry.sample_size"),
+        ("layer_dimension", MemoryError(), "geometry.sample_size"),
+        ("layer_alignment", MemoryError(), "geometry.sample_size"),
         ("extract_bert", MemoryError(), "models.bert.token_budget"),
         ("stream_bert", OSError(12, "Cannot allocate memory"), "models.bert.streaming"),
         ("measures_table", ImportError("x.so: failed to map segment from shared object"), ""),

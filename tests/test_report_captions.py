@@ -87,7 +87,7 @@ def test_a_measures_figure_is_in_the_section_its_spec_names_under_its_transform(
         name="norm",
         rows=("norm",),
         caption="The mean norm of a layer's occurrences.",
-        step="layer_geometry",
+        step="layer_dimension",
         figure=MeasureFigure("norms", "Norms by layer", "norm"),
     )
     assert record_figure(record).section == BEYOND_THE_PAPER  # not among the paper's

@@ -161,8 +161,8 @@ def test_final_outputs_name_every_layer_and_figure():
     corrected = _with_defaults({**geometry_only, "geometry": {"transforms": ["none", "abtt"]}})
     assert "geometry_transforms" in workflow.geometry_figure_names(corrected)
     assert {
-        "results/geometry/b/abtt/dimension.json",
-        "results/geometry/a/abtt/dimension_scales.parquet",
+        "results/geometry/b/abtt/dimension/layer_1.json",
+        "results/geometry/a/abtt/dimension/layer_2.parquet",
         "results/geometry/alignment_between_models/abtt/a~b.parquet",
         "results/figures/geometry_transforms.png",
     } <= set(workflow.final_outputs(corrected))
@@ -223,10 +223,10 @@ def test_cka_pairs_the_stored_models_that_share_an_index():
     are the same occurrences: not with a streamed model, nor across indexes."""
     config = {
         "models": {
-            "a": {"source": "a"},
-            "b": {"source": "b"},
-            "pieces": {"source": "c", "units": "subword"},
-            "streamed": {"source": "d", "streaming": True},
+            "a": {"source": "a", "layers": [0, 2]},
+            "b": {"source": "b", "layers": [1]},
+            "pieces": {"source": "c", "units": "subword", "layers": [3]},
+            "streamed": {"source": "d", "streaming": True, "layers": [0]},
         },
         "geometry": {"alignment_between_models": True},
     }
@@ -237,7 +237,7 @@ def test_cka_pairs_the_stored_models_that_share_an_index():
         "results/geometry/pieces/none/alignment.parquet",
         "results/geometry/alignment_between_models/none/a~b.parquet",
     ]
-    assert "results/geometry/streamed/none/dimension.json" not in workflow.dimension_files(config)
+    assert not [path for path in workflow.dimension_files(config) if "/streamed/" in path]
     config["geometry"]["transforms"] = ["none", "drop_rogue"]
     assert workflow.alignment_files(config)[4:] == [
         "results/geometry/a/drop_rogue/alignment.parquet",
@@ -245,11 +245,16 @@ def test_cka_pairs_the_stored_models_that_share_an_index():
         "results/geometry/pieces/drop_rogue/alignment.parquet",
         "results/geometry/alignment_between_models/drop_rogue/a~b.parquet",
     ]
-    assert workflow.dimension_files(config)[3:] == [
-        "results/geometry/a/drop_rogue/dimension.json",
-        "results/geometry/b/drop_rogue/dimension.json",
-        "results/geometry/pieces/drop_rogue/dimension.json",
+    assert workflow.dimension_files(config)[4:] == [  # one job a layer
+        "results/geometry/a/drop_rogue/dimension/layer_0.json",
+        "results/geometry/a/drop_rogue/dimension/layer_2.json",
+        "results/geometry/b/drop_rogue/dimension/layer_1.json",
+        "results/geometry/pieces/drop_rogue/dimension/layer_3.json",
     ]
+    assert (
+        workflow.dimension_curve_files(config)[0]
+        == "results/geometry/a/none/dimension/layer_0.parquet"
+    )
     config["geometry"]["alignment_between_models"] = False
     assert workflow.alignment_model_pairs(config) == []
 
@@ -290,35 +295,40 @@ def test_measure_jobs_ask_for_memory_above_their_measured_peak():
 
 
 def test_geometry_jobs_ask_for_memory_above_their_measured_peaks():
-    """`geometry_memory_needed` declares more than every layer_geometry job of the runs
-    bench/geometry_memory.py read used at its peak (MiB from Snakemake's benchmark files,
-    declared in MB)."""
-    from contextuality.workflow.geometry_paths import geometry_memory_needed
+    """`dimension_memory_needed` and `alignment_memory_needed` declare more than every
+    layer_dimension and layer_alignment job of the runs bench/geometry_memory.py read used
+    at its peak (MiB from Snakemake's benchmark files, declared in MB)."""
+    from contextuality.workflow.geometry_paths import (
+        alignment_memory_needed,
+        dimension_memory_needed,
+    )
 
     records = json.loads(
         (Path(__file__).parents[1] / "bench/results/geometry-memory-cpu2.json").read_text()
     )
-    assert len(records) >= 10
+    jobs = [record["job"] for record in records]
+    assert jobs.count("alignment") >= 3 and jobs.count("dimension") >= 10
     for record in records:
-        declared = geometry_memory_needed(
-            record["stored_bytes"],
-            record["rows"],
-            record["sampled_rows"],
-            record["layers"],
-            record["k"],
-            record["range_max"],
-            record["transform"] != "none",
-        )
+        measured = (record["stored_bytes"], record["rows"], record["sampled_rows"])
+        corrected = record["transform"] != "none"
+        if record["job"] == "dimension":
+            declared = dimension_memory_needed(*measured, record["range_max"], corrected)
+        else:
+            declared = alignment_memory_needed(*measured, record["layers"], record["k"], corrected)
         assert declared == record["declared_mb"]
         assert declared > record["peak_mib"] * 1.048576, record
 
 
 def test_a_geometry_job_s_memory_grows_with_the_rows_it_samples(tmp_path):
-    """The resource function reads a job's shards and index summary: a null sample_size
-    takes every row, a correction doubles the sampled rows' share, a retry the whole."""
+    """The resource functions read a job's shards and index summary: a null sample_size
+    takes every row, a correction doubles the sampled rows' share, a retry the whole; a
+    layer's intrinsic-dimension job reads its one shard, the alignment every layer's."""
     from types import SimpleNamespace
 
-    from contextuality.workflow.geometry_paths import geometry_memory_needed
+    from contextuality.workflow.geometry_paths import (
+        alignment_memory_needed,
+        dimension_memory_needed,
+    )
 
     summary = tmp_path / "index.json"
     summary.write_text(json.dumps({"n_occurrences": 200_000}))
@@ -331,20 +341,28 @@ def test_a_geometry_job_s_memory_grows_with_the_rows_it_samples(tmp_path):
         def keys(self):
             return vars(self).keys()
 
-    inputs = Inputs(summary=str(summary), **{f"layer_{i}": [str(p)] for i, p in enumerate(shards)})
+    every_layer = Inputs(
+        summary=str(summary), **{f"layer_{i}": [str(p)] for i, p in enumerate(shards)}
+    )
+    one_layer = Inputs(summary=str(summary), shard=[str(shards[1])])
     config = with_defaults({})
     memory = {}
     for sample_size in (10_000, None):
         config["geometry"]["sample_size"] = sample_size
-        asked = workflow.geometry_memory_mb(config)
-        raw, corrected = SimpleNamespace(transform="none"), SimpleNamespace(transform="center")
-        memory[sample_size] = asked(raw, inputs)
-        assert asked(raw, inputs, attempt=2) == 2 * memory[sample_size]
-        assert asked(corrected, inputs) > memory[sample_size]
+        for study, inputs in (("alignment", every_layer), ("intrinsic_dimension", one_layer)):
+            asked = workflow.geometry_memory_mb(config, study)
+            raw, corrected = SimpleNamespace(transform="none"), SimpleNamespace(transform="center")
+            memory[study, sample_size] = asked(raw, inputs)
+            assert asked(raw, inputs, attempt=2) == 2 * memory[study, sample_size]
+            assert asked(corrected, inputs) > memory[study, sample_size]
     stored = 3 * 200_000 * 384 * 2
-    assert memory[None] > memory[10_000] + stored / 1e6
-    needed = geometry_memory_needed(stored, 200_000, 10_000, 3, 10, 64)
-    assert memory[10_000] == needed
+    assert memory["alignment", None] > memory["alignment", 10_000] + stored / 1e6
+    assert memory["alignment", 10_000] == alignment_memory_needed(stored, 200_000, 10_000, 3, 10)
+    layer = stored // 3
+    assert memory["intrinsic_dimension", None] > memory["intrinsic_dimension", 10_000] + layer / 1e6
+    assert memory["intrinsic_dimension", 10_000] == dimension_memory_needed(
+        layer, 200_000, 10_000, 64
+    )
 
 
 def test_a_step_runs_with_its_job_s_threads_for_blas():
@@ -565,7 +583,8 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "context_specific_words": 1,
         "degeneration_figures": 1,
         "degeneration_table": 1,
-        "layer_geometry": 1,  # no CKA with bert: its rows are subwords, not words
+        "layer_dimension": 2,  # one job a layer
+        "layer_alignment": 1,  # no CKA with bert: its rows are subwords, not words
         "alignment_table": 1,
         "dimension_scales_table": 1,
         "geometry_figures": 1,
@@ -598,7 +617,8 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
     assert planned_jobs(tmp_path) == {
         "fit_split": 1,
         "settings_record": 1,  # the split's settings, named by their hash
-        "layer_geometry": 2,
+        "layer_dimension": 5,  # every layer of both models
+        "layer_alignment": 2,
         "alignment_table": 1,
         "dimension_scales_table": 1,
         "geometry_figures": 1,
@@ -627,7 +647,8 @@ def test_end_to_end_and_incremental(tmp_path, tiny_bert_dir, tiny_gpt2_dir):
         "context_specific_words": 1,
         "degeneration_figures": 1,
         "degeneration_table": 1,
-        "layer_geometry": 1,
+        "layer_dimension": 3,
+        "layer_alignment": 1,
         "alignment_table": 1,
         "dimension_scales_table": 1,
         "geometry_figures": 1,
@@ -699,7 +720,8 @@ def _damaged_intermediates_are_refused_and_missing_ones_rebuilt(directory: Path)
     (directory / "results/embeddings/bert/layer_0.h5").unlink()
     (directory / "results/geometry/bert/none/alignment.parquet").unlink()
     planned = planned_jobs(directory)
-    assert planned["extract_bert"] == 1 and planned["layer_geometry"] == 1
+    assert planned["extract_bert"] == 1 and planned["layer_alignment"] == 1
+    assert planned["layer_dimension"] == 1  # the layer whose shard is made again
     assert snakemake(directory).returncode == 0
     assert planned_jobs(directory) == {}
     for name, content in before.items():
@@ -845,7 +867,8 @@ def test_a_checkpoint_sweep_runs_each_checkpoint_as_a_model(tmp_path, tiny_gpt2_
         "context_specific_words": 1,
         "degeneration_figures": 1,
         "degeneration_table": 1,
-        "layer_geometry": 1,
+        "layer_dimension": 2,  # the new checkpoint's layers
+        "layer_alignment": 1,
         "alignment_table": 1,
         "dimension_scales_table": 1,
         "geometry_figures": 1,
@@ -1146,7 +1169,8 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
     assert jobs.get("degeneration_figures", 0) == len(config["models"]) * len(with_degeneration)
     geometry = config.get("geometry", {})
     geometry_transforms = geometry.get("transforms", ["none"]) if geometry.get("activate") else []
-    assert jobs.get("layer_geometry", 0) == len(config["models"]) * len(geometry_transforms)
+    assert jobs.get("layer_alignment", 0) == len(config["models"]) * len(geometry_transforms)
+    assert jobs.get("layer_dimension", 0) == layers * len(geometry_transforms)
     corrected = set(transforms) | set(geometry_transforms)
     assert jobs.get("fit_split", 0) == (1 if corrected - {"none"} else 0)
     reads_sts = config["corpus"]["source"] == "sts" or scores_sts

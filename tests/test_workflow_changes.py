@@ -248,6 +248,8 @@ EDITS: dict[str, Edit] = {
     "measure-setting": _config_edit(_set("measures", "baseline_sample_size", 60)),
     "top-words": _config_edit(_set("measures", "top_words", 5)),
     "geometry-setting": _config_edit(_set("geometry", "sample_size", 150)),
+    "dimension-setting": _config_edit(_set("geometry", "intrinsic_dimension", "range_max", 32)),
+    "alignment-setting": _config_edit(_set("geometry", "alignment", "k", 5)),
     "figure-setting": _config_edit(_set("figures", "relative_layers", True)),
     "transform-added": _config_edit(_set("measures", "transforms", ["none", "center"])),
     "corpus-file-added": _add_corpus_file,

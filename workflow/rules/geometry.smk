@@ -1,37 +1,63 @@
-# The geometry of each stored model's layers, beyond the paper: intrinsic dimension per
-# layer (curves over scale, and the value on their plateau) and the alignment between
-# layers, and between models on the same occurrences (CKA, Procrustes, mutual k-NN, CKNNA);
-# as stored and under each correction of geometry.transforms.
+# The geometry of each stored model's layers, beyond the paper: intrinsic dimension, one
+# job a layer (curves over scale, and the value on their plateau), and the alignment
+# between layers, and between models on the same occurrences (CKA, Procrustes, mutual
+# k-NN, CKNNA); as stored and under each correction of geometry.transforms.
 
 
-rule layer_geometry:
+rule layer_dimension:
     input:
         unpack(get_index_files),
-        unpack(get_model_shards),
+        unpack(get_layer_shards),
         unpack(get_fit_split),
     output:
-        dimension="results/geometry/{model}/{transform}/dimension.json",
-        curves="results/geometry/{model}/{transform}/dimension_scales.parquet",
-        alignment="results/geometry/{model}/{transform}/alignment.parquet",
+        dimension="results/geometry/{model}/{transform}/dimension/layer_{layer}.json",
+        curves="results/geometry/{model}/{transform}/dimension/layer_{layer}.parquet",
     log:
-        "logs/geometry/{model}/{transform}.log",
+        "logs/geometry/{model}/{transform}/dimension/layer_{layer}.log",
     benchmark:
-        "benchmarks/geometry/{model}/{transform}.tsv"
+        "benchmarks/geometry/{model}/{transform}/dimension/layer_{layer}.tsv"
     wildcard_constraints:
         model=ctx.pattern(ctx.geometry_models(config)),
         transform=ctx.pattern(ctx.geometry_transforms(config)),
+        layer=r"\d+",
     # Beside the measure jobs, not after them: the measures table waits for it.
     priority: 2
     conda:
         "../envs/contextuality.yaml"
     resources:
-        mem_mb=ctx.geometry_memory_mb(config),
+        mem_mb=ctx.geometry_memory_mb(config, "intrinsic_dimension"),
     params:
-        settings=ctx.geometry_settings(config),
+        settings=ctx.geometry_settings(config, "intrinsic_dimension"),
         model_settings=get_model_settings,
         transform_fit=get_transform_fit_settings,
     script:
-        "../scripts/layer_geometry.py"
+        "../scripts/layer_dimension.py"
+
+
+rule layer_alignment:
+    input:
+        unpack(get_index_files),
+        unpack(get_model_shards),
+        unpack(get_fit_split),
+    output:
+        alignment="results/geometry/{model}/{transform}/alignment.parquet",
+    log:
+        "logs/geometry/{model}/{transform}/alignment.log",
+    benchmark:
+        "benchmarks/geometry/{model}/{transform}/alignment.tsv"
+    wildcard_constraints:
+        model=ctx.pattern(ctx.geometry_models(config)),
+        transform=ctx.pattern(ctx.geometry_transforms(config)),
+    conda:
+        "../envs/contextuality.yaml"
+    resources:
+        mem_mb=ctx.geometry_memory_mb(config, "alignment"),
+    params:
+        settings=ctx.geometry_settings(config, "alignment"),
+        model_settings=get_model_settings,
+        transform_fit=get_transform_fit_settings,
+    script:
+        "../scripts/layer_alignment.py"
 
 
 rule alignment_between_models:
@@ -51,9 +77,9 @@ rule alignment_between_models:
     conda:
         "../envs/contextuality.yaml"
     resources:
-        mem_mb=ctx.geometry_memory_mb(config),
+        mem_mb=ctx.geometry_memory_mb(config, "alignment"),
     params:
-        settings=ctx.geometry_settings(config),
+        settings=ctx.geometry_settings(config, "alignment"),
         model_settings=get_pair_model_settings,
         transform_fit=get_transform_fit_settings,
     script:
@@ -123,7 +149,7 @@ rule alignment_sensitivity:
     conda:
         "../envs/contextuality.yaml"
     params:
-        settings=ctx.geometry_settings(config),
+        settings=ctx.geometry_settings(config, "alignment"),
         sensitivity=ctx.sensitivity_settings(config),
         model_settings=get_pair_model_settings,
     script:

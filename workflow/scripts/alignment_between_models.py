@@ -8,7 +8,6 @@ def alignment_between_models() -> None:
     from contextuality import steps
     from contextuality.corpus.index import IndexFiles
     from contextuality.geometry.settings import GeometrySettings
-    from contextuality.transforms.layers import TransformFit
 
     names = [snakemake.wildcards.model_a, snakemake.wildcards.model_b]
     left, right = steps.ModelLayers.pair_of_inputs(
@@ -21,9 +20,10 @@ def alignment_between_models() -> None:
         GeometrySettings.from_config(snakemake.params.settings),
         snakemake.output.alignment,
         snakemake.output.best_layers,
-        steps.GeometryTransform(
+        steps.GeometryTransform.of_job(
             snakemake.wildcards.transform,
-            TransformFit.of(snakemake.input.get("split"), snakemake.params.transform_fit),
+            snakemake.input.get("split"),
+            snakemake.params.transform_fit,
         ),
     )
 

@@ -97,9 +97,9 @@ def intrinsic_dimension(
     (default: `layer`, at least 1) and `layer_output` label the rows.
 
     Cost: a search of each row's ``range_max`` nearest neighbours among the n rows
-    (O(n² d)), then one per subset of TwoNN's later scales. Its stages are logged (a
-    line at the start, one every 15 s, one at the end); progress: a tqdm bar (None: where
-    stderr is a terminal or the call runs in a notebook)."""
+    (O(n² d) exact; an index past its size), every scale of both curves read from it. Its
+    stages are logged (a line at the start, one every 15 s, one at the end); progress: a
+    tqdm bar (None: where stderr is a terminal or the call runs in a notebook)."""
     settings = settings or default_settings()
     layer, n_layers = layer_labels(layer, n_layers)
     vectors = as_matrix(vectors)
@@ -121,9 +121,8 @@ def intrinsic_dimension(
         )
         told.stage("curves over scale")
         rng = generator(settings.seed, "dimension_samples")  # the same cuts for every layer
-        curves = dimension.dimension_curves(
-            neighbours, dimension_settings, settings.confidence, rng, searching
-        )
+        level = settings.confidence
+        curves = dimension.dimension_curves(neighbours, dimension_settings, level, rng)
     points = neighbours.points
     layer_fields = {
         "model": model,

@@ -12,8 +12,9 @@ nearest neighbour breaks every ratio):
   to its second and first nearest neighbours, is Pareto-distributed with exponent d on a
   locally uniform d-dimensional manifold; d is the slope of the line fit with the 10 %
   largest ratios discarded. The points are cut at random into 1, 2, 4, … disjoint subsets
-  of at least `min_points` each; fewer points per subset means larger neighbour distances.
-  Scale: points per subset; interval: the spread of the subsets' estimates.
+  of at least `min_points` each; fewer points per subset means larger neighbour distances
+  (read from the one search of every point, `twonn_curve`). Scale: points per subset;
+  interval: the spread of the subsets' estimates.
 - **GRIDE** (Denti et al. 2022): the maximum likelihood of d under the generalized ratio
   distribution of r₂ₖ/rₖ (k = 1 is TwoNN's Pareto law, by likelihood rather than line
   fit), at neighbour orders k = 1, 2, 4, … with 2k ≤ `range_max`, on every point. Scale:
@@ -117,13 +118,15 @@ class Plateau:
 
 @dataclass(frozen=True)
 class Neighbourhoods:
-    """Distinct points (float64, n × d) and each one's distances to its `k` nearest other
-    points (n × k, nearest first; k is 0 where there are fewer than 3 points), with the
-    `recall` of the search that found them (`index.euclidean_neighbours`; of k +
-    `REPEAT_SPARE` neighbours for rows stored in a floating dtype)."""
+    """Distinct points (float64, n × d), each one's distances to its `k` nearest other
+    points (n × k, nearest first; k is 0 where there are fewer than 3 points) and their
+    rows (`indices`, n × k; −1 where the search found none), with the `recall` of the
+    search that found them (`index.euclidean_neighbours`; of k + `REPEAT_SPARE`
+    neighbours for rows stored in a floating dtype)."""
 
     points: np.ndarray
     distances: np.ndarray
+    indices: np.ndarray
     recall: float = 1.0
 
 
@@ -163,35 +166,49 @@ def neighbourhoods(
     if floating and distances.shape[1]:
         repeats = _near_repeats(points, distances, indices, vectors.dtype)
         if repeats.any():
-            points, distances = _without_repeats(points, distances, indices, repeats, k)
+            points, distances, indices = _without_repeats(points, distances, indices, repeats, k)
             if distances is None:  # many points left short: all searched again
-                distances, _, recall = _nearest(points, k, search, random)
-    return Neighbourhoods(points, distances[:, : min(k, distances.shape[1])], recall)
+                distances, indices, recall = _nearest(points, k, search, random)
+    width = min(k, distances.shape[1])
+    return Neighbourhoods(points, distances[:, :width], indices[:, :width], recall)
 
 
 def _without_repeats(
     points: np.ndarray, distances: np.ndarray, indices: np.ndarray, repeats: np.ndarray, k: int
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """The points not `repeats` and each one's distances to its `k` nearest others among
-    them: the first k of its neighbours found (`distances`, `indices`: more than k) that
-    are not repeats, and for a point left fewer, its k nearest by brute force (float64);
-    None for the distances where more than `SHORT_POINTS_SEARCHED` points are."""
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The points not `repeats`, each one's distances to its `k` nearest others among
+    them and their rows there: the first k of its neighbours found (`distances`,
+    `indices`: more than k) that are not repeats, and for a point left fewer, its k
+    nearest by brute force (float64); None for both where more than
+    `SHORT_POINTS_SEARCHED` points are."""
     kept = points[~repeats]
     k = min(k, len(kept) - 1)
     if k < 2:
-        return kept, np.empty((len(kept), 0))
+        return kept, np.empty((len(kept), 0)), np.empty((len(kept), 0), dtype=np.intp)
+    renumbered = np.cumsum(~repeats) - 1  # a kept point's row among the kept
     found = indices[~repeats]
     present = (found >= 0) & ~repeats[np.maximum(found, 0)]
     order = np.argsort(~present, axis=1, kind="stable")[:, :k]
     nearest = np.take_along_axis(distances[~repeats], order, 1)
+    rows = renumbered[np.maximum(np.take_along_axis(found, order, 1), 0)]
+    neighbours = np.where(np.take_along_axis(present, order, 1), rows, -1)
     short = np.flatnonzero(present.sum(axis=1) < k)
     if len(short) > SHORT_POINTS_SEARCHED:
-        return kept, None
+        return kept, None, None
     if len(short):
-        candidates = exact_nearest(kept, short, k, True, "cpu")
-        gaps = np.linalg.norm(kept[candidates] - kept[short, None, :], axis=2)
-        nearest[short] = np.sort(gaps, axis=1)
-    return kept, nearest
+        nearest[short], neighbours[short] = _brute_force_nearest(kept, short, k)
+    return kept, nearest, neighbours
+
+
+def _brute_force_nearest(
+    points: np.ndarray, queries: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The distances (float64, from the differences) of rows `queries` of `points` to
+    their `k` nearest other rows, nearest first, and those rows (queries × k each)."""
+    candidates = exact_nearest(points, queries, k, True, "cpu")
+    gaps = np.linalg.norm(points[candidates] - points[queries, None, :], axis=2)
+    order = np.argsort(gaps, axis=1, kind="stable")
+    return np.take_along_axis(gaps, order, 1), np.take_along_axis(candidates, order, 1)
 
 
 def _nearest(
@@ -238,35 +255,36 @@ def _twonn(distances: np.ndarray) -> float:
 
 
 def twonn_curve(
-    points: np.ndarray,
-    min_points: int,
-    level: float,
-    rng: np.random.Generator,
-    distances: np.ndarray | None = None,
-    search: SearchSettings | None = None,
-    random: np.random.Generator | None = None,
+    found: Neighbourhoods, min_points: int, level: float, rng: np.random.Generator
 ) -> Curve:
-    """TwoNN on 1, 2, 4, … disjoint random subsets of distinct `points` (n × d, float64),
-    as long as each keeps at least `min_points`: per level the mean of the subsets'
-    estimates, their percentile spread at confidence `level` (none for one subset), and
-    the mean distance to the second neighbour. `distances`: every point's nearest
-    neighbour distances, when already found (the first level's); `search` and `random`: a
-    subset's search past the index's size (`neighbourhoods`), the curve's recall the
-    lowest of its searches'."""
+    """TwoNN on 1, 2, 4, … disjoint random subsets of the distinct points `found`, as long
+    as each keeps at least `min_points`: per level the mean of the subsets' estimates,
+    their percentile spread at confidence `level` (none for one subset), and the mean
+    distance to the second neighbour; the curve's recall that of the search `found`.
+
+    A point's two nearest within its subset are the first two of its subset among its
+    nearest in all (`found`): a nearer one of its subset would stand before them there,
+    so they are the subset's exact two wherever `found` is exact. A point with fewer than
+    two of its subset in that list is searched in its subset by brute force: no index is
+    built again for a subset."""
+    points = found.points
     order = rng.permutation(len(points))
-    sizes, radius, dimension, low, high, recalls = [], [], [], [], [], [1.0]
+    subset_of = np.zeros(len(points), dtype=np.intp)
+    sizes, radius, dimension, low, high = [], [], [], [], []
     subsets = 1
     while len(points) // subsets >= min_points:
+        parts = np.array_split(order, subsets)
+        for number, part in enumerate(parts):
+            subset_of[part] = number
+        nearest = _two_nearest_within(found, subset_of)
         estimates, second = [], []
-        for part in np.array_split(order, subsets):
-            reuse = subsets == 1 and distances is not None
-            if reuse:
-                found = distances
-            else:
-                found, _, recall = _nearest(points[part], 2, search, random)
-                recalls.append(recall)
-            estimates.append(_twonn(found))
-            second.append(found[:, 1])
+        for part in parts:
+            two = nearest[part]
+            short = np.flatnonzero(np.isnan(two[:, 1]))
+            if len(short):
+                two[short] = _brute_force_nearest(points[part], short, 2)[0]
+            estimates.append(_twonn(two))
+            second.append(two[:, 1])
         sizes.append(len(points) // subsets)
         radius.append(float(np.mean(np.concatenate(second))))
         dimension.append(float(np.mean(estimates)))
@@ -277,7 +295,21 @@ def twonn_curve(
         subsets *= 2
     values = (sizes, radius, dimension, low, high)
     arrays = (np.array(value, dtype=np.float64) for value in values)
-    return Curve("twonn", *arrays, recall=min(recalls))
+    return Curve("twonn", *arrays, recall=found.recall)
+
+
+def _two_nearest_within(found: Neighbourhoods, subset_of: np.ndarray) -> np.ndarray:
+    """Each point's distances to the first two points of its own subset (`subset_of`: a
+    point's subset) among its nearest `found` (n × 2); NaN where fewer stand there."""
+    neighbours = found.indices
+    same = (neighbours >= 0) & (subset_of[np.maximum(neighbours, 0)] == subset_of[:, None])
+    rank = np.cumsum(same, axis=1, dtype=np.int32)
+    nearest = np.full((len(neighbours), 2), np.nan)
+    for place in (1, 2):
+        column = np.argmax(same & (rank == place), axis=1)
+        has = rank[:, -1] >= place
+        nearest[has, place - 1] = found.distances[has, column[has]]
+    return nearest
 
 
 def gride(distances: np.ndarray, order: int) -> tuple[float, float]:
@@ -336,34 +368,19 @@ def gride_curve(distances: np.ndarray, level: float) -> Curve:
 
 
 def dimension_curves(
-    found: Neighbourhoods,
-    settings: DimensionSettings,
-    level: float,
-    rng: np.random.Generator,
-    random: np.random.Generator | None = None,
+    found: Neighbourhoods, settings: DimensionSettings, level: float, rng: np.random.Generator
 ) -> dict[str, Curve]:
     """Both estimators' curves (`ESTIMATORS`) on the distinct points `found`, from their
-    search of `range_max` nearest neighbours (GRIDE's and TwoNN's first level) and one
-    search per subset of TwoNN's later levels (``settings.search``, from `random`); a curve
-    with no scale where too few points remain; each with the lowest recall of the
-    searches it rests on."""
+    one search of `range_max` nearest neighbours (GRIDE's, and every level of TwoNN's); a
+    curve with no scale where too few points remain; each with that search's recall."""
     if found.distances.shape[1] < 2:
         return {name: _empty(name) for name in ESTIMATORS}
     with warnings.catch_warnings():
         # TwoNN drops tied neighbour distances; after removing repeats they are a
         # handful of points at most.
         warnings.simplefilter("ignore", UserWarning)
-        twonn = twonn_curve(
-            found.points,
-            settings.min_points,
-            level,
-            rng,
-            found.distances,
-            settings.search,
-            random,
-        )
         return {
-            "twonn": replace(twonn, recall=min(twonn.recall, found.recall)),
+            "twonn": twonn_curve(found, settings.min_points, level, rng),
             "gride": replace(gride_curve(found.distances, level), recall=found.recall),
         }
 

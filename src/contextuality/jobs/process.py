@@ -43,7 +43,8 @@ MEMORY_BOUNDS = {
     "per word)",
     "static_vectors": _ROWS,
     "special_tokens": "the model's weights and its token_budget (padded subwords per batch)",
-    "layer_geometry": "geometry.sample_size (rows × the sum of the layers' widths × 2 bytes)",
+    "layer_dimension": "geometry.sample_size (rows × the layer's width × 2 bytes)",
+    "layer_alignment": "geometry.sample_size (rows × the sum of the layers' widths × 2 bytes)",
     "alignment_between_models": "geometry.sample_size (rows × both models' layer widths)",
     "extract": "--token-budget (padded subwords per forward batch), --segment-words (words "
     "held before they are written) and --weights-dtype",

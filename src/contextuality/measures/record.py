@@ -37,8 +37,8 @@ BASELINE_FAMILIES = ("cosine", "paper_cosine", "truncated_svd", "mev", "mev_cent
 INTERVALS = ("bootstrap", "sample spread", "plateau range", "none")
 
 # The steps that compute a measure: the measure step (from a `LayerInputs`), the
-# degeneration analysis inside it, and the layer geometry step (intrinsic dimension).
-STEPS = ("measure_layer", "degeneration", "layer_geometry")
+# degeneration analysis inside it, and the intrinsic dimension's step.
+STEPS = ("measure_layer", "degeneration", "layer_dimension")
 
 
 @dataclass

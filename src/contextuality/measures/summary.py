@@ -176,7 +176,7 @@ def read_layer_summaries(paths: Sequence[str | os.PathLike]) -> list[dict[str, A
             if missing:
                 raise InputDataError(
                     f"{path}: not a layer summary (no {', '.join(missing)}); give the .json "
-                    "files the measure and layer geometry steps write"
+                    "files the measure and intrinsic dimension steps write"
                 )
         summaries += found
     return summaries

@@ -62,6 +62,7 @@ from contextuality.steps.geometry import (
     baseline_alignment,
     dimension_scales_table,
     layer_alignment,
+    layer_dimension,
     layer_geometry,
     paired_layer_alignment,
 )
@@ -135,6 +136,7 @@ __all__ = [
     "fit_split",
     "geometry_figures",
     "layer_alignment",
+    "layer_dimension",
     "layer_geometry",
     "measure_layer",
     "measure_streamed_layer",

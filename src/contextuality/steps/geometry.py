@@ -114,6 +114,14 @@ class GeometryTransform:
         if self.name != "none" and self.fit is None:
             raise ValueError(f"transform '{self.name}' needs the fit split and its settings")
 
+    @classmethod
+    def of_job(
+        cls, name: str, split: PathLike | None, fit_settings: dict[str, Any]
+    ) -> GeometryTransform:
+        """Transform `name` as a job is given it: its fit split (None under ``none``) and
+        the config's fit settings (`TransformFit.of`)."""
+        return cls(name, TransformFit.of(split, fit_settings))
+
 
 RAW = GeometryTransform()
 
@@ -234,6 +242,32 @@ def _provenance(
     )
 
 
+def layer_dimension(
+    model: ModelLayers,
+    index: IndexFiles,
+    settings: GeometrySettings,
+    dimension_output: PathLike,
+    curves_output: PathLike,
+    transform: GeometryTransform = RAW,
+) -> list[dict[str, Any]]:
+    """The intrinsic dimension of each layer of `model` (the workflow: one layer a job) on
+    one sample of its rows, as stored or under a correction (`GeometryTransform`): JSON,
+    layer summaries for the measures table, returned; parquet, its curves over scale
+    (`dimension.CURVE_COLUMNS`)."""
+    rows, _ = _sample(index, settings, transform)
+    layers = read_sampled_layers(model, index, rows, transform)
+    say(
+        f"{model.name} ({transform.name}): intrinsic dimension of layer"
+        f"{'s' if len(layers.vectors) > 1 else ''} {', '.join(map(str, layers.vectors))} "
+        f"on {len(rows):,} rows"
+    )
+    provenance = _provenance("layer_dimension", settings, rows, transform.name, layers)
+    summaries, curves = _dimension_summaries(layers, settings, provenance, transform.name)
+    write_json(dimension_output, {"layers": summaries})
+    write_parquet(curves, curves_output, provenance)
+    return summaries
+
+
 def layer_geometry(
     model: ModelLayers,
     index: IndexFiles,
@@ -243,26 +277,12 @@ def layer_geometry(
     alignment_output: PathLike,
     transform: GeometryTransform = RAW,
 ) -> pd.DataFrame:
-    """A model's intrinsic dimension per layer (JSON: layer summaries for the measures
-    table; parquet: its curves over scale, `dimension.CURVE_COLUMNS`) and the alignment
-    between its layers and with each word baseline of ``geometry.alignment.baselines`` (on
-    every sampled occurrence) (parquet, `ALIGNMENT_COLUMNS`), from one sample of its rows,
-    as stored or under a correction (`GeometryTransform`). The alignment's device is
-    checked first, before anything is read or written."""
+    """A model's whole layer geometry in one call: `layer_dimension` of every layer, then
+    `layer_alignment` (returned), from the same sample of its rows. The alignment's
+    device is checked first, before anything is read or written."""
     settings.alignment.search_device()
-    rows, sample = _sample(index, settings, transform)
-    layers = read_sampled_layers(model, index, rows, transform)
-    say(
-        f"{model.name} ({transform.name}): intrinsic dimension and alignment of "
-        f"{len(layers.vectors)} layers on {len(rows):,} rows"
-    )
-    provenance = _provenance("layer_geometry", settings, rows, transform.name, layers)
-    summaries, curves = _dimension_summaries(layers, settings, provenance, transform.name)
-    write_json(dimension_output, {"layers": summaries})
-    write_parquet(curves, curves_output, provenance)
-    table = within_model_alignment(model.name, layers, sample, settings, transform.name)
-    write_parquet(table, alignment_output, provenance)
-    return table
+    layer_dimension(model, index, settings, dimension_output, curves_output, transform)
+    return layer_alignment(model, index, settings, transform, alignment_output)
 
 
 def baseline_alignment(
@@ -272,8 +292,8 @@ def baseline_alignment(
     transform: GeometryTransform = RAW,
 ) -> pd.DataFrame:
     """The alignment between every layer of `model` and each word baseline alone
-    (`ALIGNMENT_COLUMNS`), as `layer_geometry` writes it beside the alignment between the
-    layers: the baselines a study of the alignment between models alone needs, from
+    (`ALIGNMENT_COLUMNS`), as `layer_alignment` writes it beside the alignment between
+    the layers: the baselines a study of the alignment between models alone needs, from
     Python."""
     rows, sample = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
@@ -287,14 +307,24 @@ def layer_alignment(
     index: IndexFiles,
     settings: GeometrySettings,
     transform: GeometryTransform = RAW,
+    output: PathLike | None = None,
 ) -> pd.DataFrame:
-    """The alignment between every two layers of `model` and with each word baseline
-    (`ALIGNMENT_COLUMNS`): the table `layer_geometry` writes, without its intrinsic
-    dimension."""
+    """The alignment between every two layers of `model` and with each word baseline (on
+    every sampled occurrence) (`ALIGNMENT_COLUMNS`), from one sample of its rows, as
+    stored or under a correction (`GeometryTransform`); written to `output` (parquet)
+    with its provenance where given. The device is checked before anything is read."""
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
-    return within_model_alignment(model.name, layers, sample, settings, transform.name)
+    say(
+        f"{model.name} ({transform.name}): alignment of {len(layers.vectors)} layers on "
+        f"{len(rows):,} rows"
+    )
+    table = within_model_alignment(model.name, layers, sample, settings, transform.name)
+    if output is not None:
+        provenance = _provenance("layer_alignment", settings, rows, transform.name, layers)
+        write_parquet(table, output, provenance)
+    return table
 
 
 def paired_layer_alignment(

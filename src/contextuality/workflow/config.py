@@ -404,15 +404,27 @@ def transform_fit_settings(config: dict[str, Any], transform: str) -> dict[str, 
     return {**config["measures"]["transform_fit"], "seed": config["measures"]["seed"]}
 
 
-def geometry_settings(config: dict[str, Any]) -> dict[str, Any]:
+# The geometry's two studies, each its jobs and its settings block (config ``geometry``).
+GEOMETRY_STUDIES = ("intrinsic_dimension", "alignment")
+
+
+def check_geometry_study(study: str) -> None:
+    """Refuse a geometry study that is not one of `GEOMETRY_STUDIES`."""
+    if study not in GEOMETRY_STUDIES:
+        raise ValueError(f"geometry study {study!r}: one of {', '.join(GEOMETRY_STUDIES)}")
+
+
+def geometry_settings(config: dict[str, Any], study: str | None = None) -> dict[str, Any]:
     """The geometry steps' settings: config ``geometry`` (but ``activate``,
     ``alignment_between_models`` and ``transforms``, which choose jobs), with the measures'
-    seed and confidence."""
-    geometry = {
-        key: value
-        for key, value in config["geometry"].items()
-        if key not in ("activate", "alignment_between_models", "transforms")
-    }
+    seed and confidence. With `study` (``intrinsic_dimension`` or ``alignment``), without
+    the other study's block: a change of one study's settings reruns its jobs alone."""
+    if study is not None:
+        check_geometry_study(study)
+    choosing_jobs = ("activate", "alignment_between_models", "transforms")
+    others = [other for other in GEOMETRY_STUDIES if study not in (None, other)]
+    left_out = {*choosing_jobs, *others}
+    geometry = {key: value for key, value in config["geometry"].items() if key not in left_out}
     return {
         **geometry,
         "seed": config["measures"]["seed"],

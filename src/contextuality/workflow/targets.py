@@ -203,7 +203,7 @@ def measures_in_run(config: dict[str, Any]) -> list[dict[str, str]]:
     present = {
         "measure_layer": True,
         "degeneration": analysed,
-        "layer_geometry": bool(geometry_models(config)),
+        "layer_dimension": bool(geometry_models(config)),
     }
     return [
         {"rows": ", ".join(record.rows), "caption": record.caption}

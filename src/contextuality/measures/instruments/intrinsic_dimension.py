@@ -1,4 +1,4 @@
-"""The intrinsic dimension's summary rows (beyond the paper): the layer geometry step
+"""The intrinsic dimension's summary rows (beyond the paper): the layer dimension step
 computes them (`contextuality.geometry.dimension`), from seeded samples of occurrences at
 several scales."""
 
@@ -18,7 +18,7 @@ MEASURES: tuple[Measure, ...] = (
             "scale (named in `scale`), TwoNN and GRIDE."
         ),
         interval="plateau range",
-        step="layer_geometry",
+        step="layer_dimension",
         labels=("intrinsic dimension (TwoNN)", "intrinsic dimension (GRIDE)"),
         drawn_in=(
             FigureRows("ablation", rows=("intrinsic_dimension[twonn]",), column="raw", place=2),

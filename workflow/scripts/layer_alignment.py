@@ -1,17 +1,16 @@
-"""Snakemake adapter: a model's intrinsic dimension per layer (and its curves over scale)
-and the alignment between its layers."""
+"""Snakemake adapter: the alignment between a model's layers, and with the word
+baselines."""
 
 from contextuality.jobs.process import run_job
 
 
-def layer_geometry() -> None:
+def layer_alignment() -> None:
     from contextuality import backends, steps
     from contextuality.corpus.index import IndexFiles
     from contextuality.geometry.settings import GeometrySettings
-    from contextuality.transforms.layers import TransformFit
 
     model = snakemake.wildcards.model
-    steps.layer_geometry(
+    steps.layer_alignment(
         steps.ModelLayers.of_inputs(
             model,
             snakemake.input,
@@ -19,14 +18,13 @@ def layer_geometry() -> None:
         ),
         IndexFiles.of(snakemake.input),
         GeometrySettings.from_config(snakemake.params.settings),
-        snakemake.output.dimension,
-        snakemake.output.curves,
-        snakemake.output.alignment,
-        steps.GeometryTransform(
+        steps.GeometryTransform.of_job(
             snakemake.wildcards.transform,
-            TransformFit.of(snakemake.input.get("split"), snakemake.params.transform_fit),
+            snakemake.input.get("split"),
+            snakemake.params.transform_fit,
         ),
+        snakemake.output.alignment,
     )
 
 
-run_job(snakemake, layer_geometry)
+run_job(snakemake, layer_alignment)
