@@ -256,8 +256,22 @@ def layer_dimension(
     (`dimension.CURVE_COLUMNS`)."""
     rows, _ = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
+    outputs = (dimension_output, curves_output)
+    return _dimension_written(model.name, layers, rows, settings, transform, *outputs)
+
+
+def _dimension_written(
+    name: str,
+    layers: SampledLayers,
+    rows: np.ndarray,
+    settings: GeometrySettings,
+    transform: GeometryTransform,
+    dimension_output: PathLike,
+    curves_output: PathLike,
+) -> list[dict[str, Any]]:
+    """`layer_dimension` of the `layers` read from `rows`."""
     say(
-        f"{model.name} ({transform.name}): intrinsic dimension of layer"
+        f"{name} ({transform.name}): intrinsic dimension of layer"
         f"{'s' if len(layers.vectors) > 1 else ''} {', '.join(map(str, layers.vectors))} "
         f"on {len(rows):,} rows"
     )
@@ -278,11 +292,16 @@ def layer_geometry(
     transform: GeometryTransform = RAW,
 ) -> pd.DataFrame:
     """A model's whole layer geometry in one call: `layer_dimension` of every layer, then
-    `layer_alignment` (returned), from the same sample of its rows. The alignment's
-    device is checked first, before anything is read or written."""
+    `layer_alignment` (returned), from one reading of the same sample of its rows. The
+    alignment's device is checked first, before anything is read or written."""
     settings.alignment.search_device()
-    layer_dimension(model, index, settings, dimension_output, curves_output, transform)
-    return layer_alignment(model, index, settings, transform, alignment_output)
+    rows, sample = _sample(index, settings, transform)
+    layers = read_sampled_layers(model, index, rows, transform)
+    outputs = (dimension_output, curves_output)
+    _dimension_written(model.name, layers, rows, settings, transform, *outputs)
+    return _alignment_written(
+        model.name, layers, rows, sample, settings, transform, alignment_output
+    )
 
 
 def baseline_alignment(
@@ -316,11 +335,22 @@ def layer_alignment(
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
-    say(
-        f"{model.name} ({transform.name}): alignment of {len(layers.vectors)} layers on "
-        f"{len(rows):,} rows"
-    )
-    table = within_model_alignment(model.name, layers, sample, settings, transform.name)
+    return _alignment_written(model.name, layers, rows, sample, settings, transform, output)
+
+
+def _alignment_written(
+    name: str,
+    layers: SampledLayers,
+    rows: np.ndarray,
+    sample: SampleRows,
+    settings: GeometrySettings,
+    transform: GeometryTransform,
+    output: PathLike | None,
+) -> pd.DataFrame:
+    """`layer_alignment` of the `layers` read from `rows`."""
+    what = f"{len(layers.vectors)} layers on {len(rows):,} rows"
+    say(f"{name} ({transform.name}): alignment of {what}")
+    table = within_model_alignment(name, layers, sample, settings, transform.name)
     if output is not None:
         provenance = _provenance("layer_alignment", settings, rows, transform.name, layers)
         write_parquet(table, output, provenance)
