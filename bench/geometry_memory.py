@@ -1,13 +1,14 @@
-"""Peak memory of the geometry jobs of finished runs against the memory they declare.
+"""Peak memory and time of the geometry jobs of finished runs against what they declare.
 
 For each layer_dimension and layer_alignment job of each run directory given (a
 workflow's working directory after its geometry jobs ran), the job's peak resident memory
-from its Snakemake benchmark file (``benchmarks/geometry/<model>/<transform>/`` its
-``dimension/layer_<L>.tsv`` and ``alignment.tsv``) beside what
-`workflow.dimension_memory_needed` or `workflow.alignment_memory_needed` declares for it:
-its layers' shards (bytes on disk), their rows, the rows it sampled (``n_sampled_rows`` of
-its output's provenance) and the neighbour settings (the schema's defaults unless given).
-tests/test_workflow.py holds every declared value above its measured peak. Writes
+and seconds from its Snakemake benchmark file (``benchmarks/geometry/<model>/<transform>/``
+its ``dimension/layer_<L>.tsv`` and ``alignment.tsv``) beside what
+`workflow.dimension_memory_needed` or `workflow.alignment_memory_needed` and the matching
+``*_runtime_needed`` declare for it: from its layers' shards (bytes on disk), their rows,
+the rows it sampled (``n_sampled_rows`` of its output's provenance) and the neighbour and
+resampling settings (the schema's defaults unless given). tests/test_workflow.py holds
+every declared value above its measured peak and seconds. Writes
 ``geometry-memory-<label>.{json,md}``.
 
     python bench/geometry_memory.py RUN [RUN ...] --label cpu2
@@ -24,9 +25,12 @@ import pandas as pd
 
 from contextuality.configuration.schema import default
 from contextuality.files.tables import read_provenance
-from contextuality.workflow.geometry_paths import (
+from contextuality.geometry.search import SearchSettings
+from contextuality.workflow.geometry_resources import (
     alignment_memory_needed,
+    alignment_runtime_needed,
     dimension_memory_needed,
+    dimension_runtime_needed,
 )
 
 from arguments import input_directory, output_directory, positive_int
@@ -35,9 +39,13 @@ from workdir import write_report
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def job_records(run: Path, neighbours: int, distances: int) -> list[dict]:
+def job_records(
+    run: Path, neighbours: int, distances: int, resamples: int, baselines: int
+) -> list[dict]:
     """A record per layer_dimension and layer_alignment job of `run` that has a benchmark
-    file."""
+    file, its alignment with `resamples` permutations and draws and `baselines` word
+    baselines, its searches at the schema's settings."""
+    search = SearchSettings()
     records = []
     for benchmark in sorted((run / "benchmarks/geometry").glob("*/*/**/*.tsv")):
         parts = benchmark.relative_to(run / "benchmarks/geometry").parts
@@ -61,8 +69,12 @@ def job_records(run: Path, neighbours: int, distances: int) -> list[dict]:
             declared = alignment_memory_needed(
                 stored_bytes, rows, sampled, len(shards), neighbours, corrected
             )
+            minutes = alignment_runtime_needed(
+                sampled, width, len(shards), resamples, baselines, search
+            )
         else:
             declared = dimension_memory_needed(stored_bytes, rows, sampled, distances, corrected)
+            minutes = dimension_runtime_needed(sampled, width, search)
         measured = pd.read_csv(benchmark, sep="\t").iloc[-1]
         records.append(
             {
@@ -81,6 +93,9 @@ def job_records(run: Path, neighbours: int, distances: int) -> list[dict]:
                 "seconds": round(float(measured["s"]), 1),
                 "peak_mib": round(float(measured["max_rss"]), 1),
                 "declared_mb": declared,
+                "resamples": resamples,
+                "baselines": baselines,
+                "declared_minutes": minutes,
             }
         )
     return records
@@ -96,6 +111,13 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
         type=positive_int,
         default=default("geometry", "intrinsic_dimension", "range_max"),
     )
+    alignment = ("geometry", "alignment")
+    parser.add_argument(
+        "--resamples",
+        type=positive_int,
+        default=default(*alignment, "permutations") + default(*alignment, "bootstrap"),
+    )
+    parser.add_argument("--baselines", type=int, default=len(default(*alignment, "baselines")))
     parser.add_argument("--label", default="cpu2")
     parser.add_argument("--out", type=output_directory, default=RESULTS)
     return parser.parse_args(argv)
@@ -106,7 +128,13 @@ def main() -> None:
     records = [
         record
         for run in arguments.runs
-        for record in job_records(run.resolve(), arguments.k, arguments.range_max)
+        for record in job_records(
+            run.resolve(),
+            arguments.k,
+            arguments.range_max,
+            arguments.resamples,
+            arguments.baselines,
+        )  # fmt: skip
     ]
     if not records:
         raise SystemExit("no layer_dimension or layer_alignment benchmark file in the runs given")
@@ -119,11 +147,14 @@ def main() -> None:
     write_report(
         path.with_suffix(".md"),
         [
-            "# Geometry jobs: peak memory against what they declare",
+            "# Geometry jobs: peak memory and time against what they declare",
             "Each layer_dimension and layer_alignment job's peak resident memory "
-            "(peak_mib, its Snakemake benchmark file's max_rss) and the memory the "
-            "workflow asks a scheduler for (declared_mb, `workflow.dimension_memory_needed`, "
-            "`workflow.alignment_memory_needed`). "
+            "(peak_mib, its Snakemake benchmark file's max_rss) and seconds, and the memory "
+            "and runtime the workflow asks a scheduler for (declared_mb, "
+            "`workflow.dimension_memory_needed`, `workflow.alignment_memory_needed`; "
+            "declared_minutes, `workflow.dimension_runtime_needed`, "
+            "`workflow.alignment_runtime_needed`, with `resamples` permutations and draws and "
+            "`baselines` word baselines). "
             "`python bench/geometry_memory.py " + " ".join(r.name for r in arguments.runs) + "`.",
             "\n".join(table),
         ],

@@ -126,8 +126,8 @@ def test_the_same_seed_gives_the_same_neighbours_and_recall(method):
 def test_auto_searches_exactly_up_to_its_size_and_the_exact_search_is_unchanged():
     rows = _clustered(600, 8, seed=8)
     search = SearchSettings(exact_up_to=600)
-    assert search.method_for(600) == "exact" and search.method_for(601) == "hnsw"
-    assert SearchSettings(method="exact").method_for(10**9) == "exact"
+    assert search.indices_for(600) == () and search.indices_for(601) == ("hnsw", "ivf")
+    assert SearchSettings(method="exact").indices_for(10**9) == ()
     found, plain = cosine_neighbours(rows, 7, search=search), cosine_neighbours(rows, 7)
     np.testing.assert_array_equal(found.indices, plain.indices)
     assert found.recall == 1.0
@@ -337,6 +337,27 @@ def test_auto_searches_exactly_where_the_recall_needs_most_of_the_rows():
     _, indices, distance_recall = euclidean_neighbours(points, 5, SearchSettings(**settings))
     np.testing.assert_array_equal(indices, euclidean_neighbours(points, 5)[1])
     assert distance_recall == 1.0
+
+
+def test_auto_tries_the_inverted_file_where_the_graph_gives_way(caplog):
+    """A graph asked to search with a breadth at which a query meets half the rows (100
+    candidates of 32 links, the bottom layer's, among 6,000 rows) gives way under `auto`;
+    on clustered rows the inverted file then reaches the target with a few of its cells
+    probed, and `auto` keeps it (its neighbours those of the exact
+    search at its recall) rather than searching exactly; `hnsw` keeps its graph. Both
+    giving way is `test_auto_searches_exactly_where_the_recall_needs_most_of_the_rows`."""
+    rows = _units(_clustered(6_000, 32, seed=24, spread=0.5))
+    settings = {"exact_up_to": 1_000, "links": 16, "breadth": 100, "lists": 60, "probes": 1}
+    with caplog.at_level("INFO", logger="contextuality.geometry.index"):
+        found = index_neighbours(rows, 5, SearchSettings(**settings), np.random.default_rng(25))
+    assert "hnsw index of 6,000 rows" in caplog.text and "trying the next index" in caplog.text
+    assert found is not None and found.recall >= 0.99
+    assert found.breadth <= 0.25 * 60  # probes: a quarter of the cells at most
+    graph = SearchSettings(method="hnsw", **settings)
+    assert index_neighbours(rows, 5, graph, np.random.default_rng(25)).breadth == 100
+    exact = exact_neighbours(rows, np.arange(6_000), 5, "cpu")[0]
+    shared = [len(set(a) & set(b)) for a, b in zip(found.indices, exact, strict=True)]
+    assert np.mean(shared) / 5 >= 0.99
 
 
 def _repeated(distinct: int, width: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -294,13 +294,18 @@ def test_measure_jobs_ask_for_memory_above_their_measured_peak():
     )
 
 
-def test_geometry_jobs_ask_for_memory_above_their_measured_peaks():
+def test_geometry_jobs_ask_for_memory_and_time_above_what_they_measured():
     """`dimension_memory_needed` and `alignment_memory_needed` declare more than every
     layer_dimension and layer_alignment job of the runs bench/geometry_memory.py read used
-    at its peak (MiB from Snakemake's benchmark files, declared in MB)."""
-    from contextuality.workflow.geometry_paths import (
+    at its peak (MiB from Snakemake's benchmark files, declared in MB); the runtimes they
+    declare, less their margin, more than the seconds each took."""
+    from contextuality.geometry.search import SearchSettings
+    from contextuality.workflow.geometry_resources import (
+        RUNTIME_MARGIN,
         alignment_memory_needed,
+        alignment_runtime_needed,
         dimension_memory_needed,
+        dimension_runtime_needed,
     )
 
     records = json.loads(
@@ -308,26 +313,37 @@ def test_geometry_jobs_ask_for_memory_above_their_measured_peaks():
     )
     jobs = [record["job"] for record in records]
     assert jobs.count("alignment") >= 3 and jobs.count("dimension") >= 10
+    assert max(record["sampled_rows"] for record in records) > 500_000
+    search = SearchSettings()
     for record in records:
         measured = (record["stored_bytes"], record["rows"], record["sampled_rows"])
         corrected = record["transform"] != "none"
+        shape = (record["sampled_rows"], record["width"])
         if record["job"] == "dimension":
             declared = dimension_memory_needed(*measured, record["range_max"], corrected)
+            minutes = dimension_runtime_needed(*shape, search)
         else:
             declared = alignment_memory_needed(*measured, record["layers"], record["k"], corrected)
-        assert declared == record["declared_mb"]
+            resampled = (record["layers"], record["resamples"], record["baselines"])
+            minutes = alignment_runtime_needed(*shape, *resampled, search)
+        assert (declared, minutes) == (record["declared_mb"], record["declared_minutes"])
         assert declared > record["peak_mib"] * 1.048576, record
+        assert minutes * 60 / RUNTIME_MARGIN > record["seconds"], record
 
 
 def test_a_geometry_job_s_memory_grows_with_the_rows_it_samples(tmp_path):
     """The resource functions read a job's shards and index summary: a null sample_size
     takes every row, a correction doubles the sampled rows' share, a retry the whole; a
-    layer's intrinsic-dimension job reads its one shard, the alignment every layer's."""
+    layer's intrinsic-dimension job reads its one shard, the alignment every layer's; the
+    runtime reads the layers' width from their bytes, and grows with the rows too."""
     from types import SimpleNamespace
 
-    from contextuality.workflow.geometry_paths import (
+    from contextuality.geometry.search import SearchSettings
+    from contextuality.workflow.geometry_resources import (
         alignment_memory_needed,
+        alignment_runtime_needed,
         dimension_memory_needed,
+        dimension_runtime_needed,
     )
 
     summary = tmp_path / "index.json"
@@ -346,7 +362,7 @@ def test_a_geometry_job_s_memory_grows_with_the_rows_it_samples(tmp_path):
     )
     one_layer = Inputs(summary=str(summary), shard=[str(shards[1])])
     config = with_defaults({})
-    memory = {}
+    memory, minutes = {}, {}
     for sample_size in (10_000, None):
         config["geometry"]["sample_size"] = sample_size
         for study, inputs in (("alignment", every_layer), ("intrinsic_dimension", one_layer)):
@@ -355,6 +371,14 @@ def test_a_geometry_job_s_memory_grows_with_the_rows_it_samples(tmp_path):
             memory[study, sample_size] = asked(raw, inputs)
             assert asked(raw, inputs, attempt=2) == 2 * memory[study, sample_size]
             assert asked(corrected, inputs) > memory[study, sample_size]
+            runtime = workflow.geometry_runtime_minutes(config, study)
+            minutes[study, sample_size] = runtime(raw, inputs)
+            assert runtime(raw, inputs, attempt=2) == 2 * minutes[study, sample_size]
+    search = SearchSettings()
+    assert minutes["alignment", 10_000] == alignment_runtime_needed(10_000, 384, 3, 50, 2, search)
+    assert minutes["intrinsic_dimension", None] == dimension_runtime_needed(200_000, 384, search)
+    for study in ("alignment", "intrinsic_dimension"):
+        assert minutes[study, None] > 2 * minutes[study, 10_000]
     stored = 3 * 200_000 * 384 * 2
     assert memory["alignment", None] > memory["alignment", 10_000] + stored / 1e6
     assert memory["alignment", 10_000] == alignment_memory_needed(stored, 200_000, 10_000, 3, 10)

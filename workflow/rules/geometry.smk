@@ -26,6 +26,7 @@ rule layer_dimension:
         "../envs/contextuality.yaml"
     resources:
         mem_mb=ctx.geometry_memory_mb(config, "intrinsic_dimension"),
+        runtime=ctx.geometry_runtime_minutes(config, "intrinsic_dimension"),
     params:
         settings=ctx.geometry_settings(config, "intrinsic_dimension"),
         model_settings=get_model_settings,
@@ -52,6 +53,7 @@ rule layer_alignment:
         "../envs/contextuality.yaml"
     resources:
         mem_mb=ctx.geometry_memory_mb(config, "alignment"),
+        runtime=ctx.geometry_runtime_minutes(config, "alignment"),
     params:
         settings=ctx.geometry_settings(config, "alignment"),
         model_settings=get_model_settings,
@@ -78,6 +80,7 @@ rule alignment_between_models:
         "../envs/contextuality.yaml"
     resources:
         mem_mb=ctx.geometry_memory_mb(config, "alignment"),
+        runtime=ctx.geometry_runtime_minutes(config, "alignment"),
     params:
         settings=ctx.geometry_settings(config, "alignment"),
         model_settings=get_pair_model_settings,

@@ -1,8 +1,9 @@
 """Each row's nearest neighbours from a FAISS index, its breadth calibrated to a recall.
 
 Two indices (`geometry.search.method`): an HNSW graph (``IndexHNSWFlat``: each row
-linked to `links` near rows, built with `construction_breadth` candidates a row; a query
-walks it keeping its `breadth` best candidates) and an inverted file (``IndexIVFFlat``:
+linked to `links` near rows, twice as many in its bottom layer, built with
+`construction_breadth` candidates a row; a query walks it keeping its `breadth` best
+candidates) and an inverted file (``IndexIVFFlat``:
 the rows cut into `lists` cells by k-means on a seeded sample; a query compares the rows
 of its `probes` nearest cells). How much breadth a recall needs depends on the rows
 (the inverted file on MiniLM's last layer needs a quarter of its cells, on clustered
@@ -10,7 +11,9 @@ Gaussian rows a few; the graph the reverse). So the breadth is doubled from the
 setting until the recall on calibration queries reaches ``recall_target``; the recall
 reported is measured on other queries (`search.share_found`). Where the breadth would
 compare each query with more than ``scan_limit`` of the rows (`auto`: a quarter; a graph
-at any setting: every row), the search is exact instead (None here), the cheaper there.
+at any setting: every row), the index gives way: to the next that `auto` tries, the
+inverted file after the graph, and after the last to the exact search (None here), the
+cheaper there.
 
 Only distinct rows are indexed (`DistinctRows`): an embedding layer repeats a vector at
 every occurrence of a word at a position (half of MiniLM's embedding outputs on STS), and
@@ -80,8 +83,8 @@ class _Built:
 
     def share_compared(self, breadth: int) -> float:
         """About how much of the rows a query is compared with: the probed cells' share,
-        or the graph's candidates times their links over the rows (1 or more at its
-        `most`, where the exact search is the cheaper)."""
+        or the graph's candidates times a row's links in its bottom layer over the rows
+        (1 or more at its `most`, where the exact search is the cheaper)."""
         if self.method == "hnsw":
             return breadth * self.links / self.rows
         return breadth / self.most
@@ -181,19 +184,26 @@ def _searched(built: _Built, distinct, rows, queries, k: int, by_distance: bool)
 
 
 def _built(
-    faiss, rows: np.ndarray, settings: SearchSettings, random, by_distance: bool, device: str
+    faiss,
+    rows: np.ndarray,
+    method: str,
+    settings: SearchSettings,
+    random,
+    by_distance: bool,
+    device: str,
 ) -> _Built:
-    """The index of `rows` that `settings` names for their size, built (and trained on a
-    sample drawn from `random`); an inverted file on a CUDA `device` where FAISS has one
-    (FAISS's GPU build has no HNSW graph, which stays on the CPU)."""
+    """The index `method` (``hnsw`` or ``ivf``) of `rows`, built (and trained on a sample
+    drawn from `random`); an inverted file on a CUDA `device` where FAISS has one (FAISS's
+    GPU build has no HNSW graph, which stays on the CPU)."""
     n, width = rows.shape
     metric = faiss.METRIC_L2 if by_distance else faiss.METRIC_INNER_PRODUCT
-    if settings.method_for(n) == "hnsw":
+    if method == "hnsw":
         index = faiss.IndexHNSWFlat(width, settings.links, metric)
         index.hnsw.efConstruction = settings.construction_breadth
         index.add(rows)
-        most = -(-n // settings.links)  # a breadth at which a query meets every row
-        return _Built(index, "hnsw", min(settings.breadth, most), most, n, settings.links)
+        links = index.hnsw.nb_neighbors(0)  # a row's in the bottom layer: 2 × links
+        most = -(-n // links)  # a breadth at which a query meets every row
+        return _Built(index, "hnsw", min(settings.breadth, most), most, n, links)
     lists = settings.lists_for(n)
     quantizer = (faiss.IndexFlatL2 if by_distance else faiss.IndexFlatIP)(width)
     index = faiss.IndexIVFFlat(quantizer, width, lists, metric)
@@ -207,6 +217,16 @@ def _built(
     return _Built(index, "ivf", min(settings.probes, lists), lists, n)
 
 
+@dataclass(frozen=True)
+class _Calibration:
+    """The queries an index's breadth is calibrated on (`queries`), their exact nearest
+    (`exact`), and the queries its reported recall is measured on (`reported`)."""
+
+    queries: np.ndarray
+    exact: np.ndarray
+    reported: np.ndarray
+
+
 def index_neighbours(
     rows: np.ndarray,
     k: int,
@@ -217,49 +237,83 @@ def index_neighbours(
     exact_rows: np.ndarray | None = None,
 ) -> IndexSearch | None:
     """Each row's `k` nearest other rows of `rows` (float32; unit rows by cosine, any rows
-    `by_distance`) in the index `settings` names for their size (`_built`; a training
-    sample and the recall queries drawn from `random`), its breadth doubled until the
-    recall on calibration queries reaches ``settings.recall_target``; the recall reported
-    is measured on other queries, `exact_rows` (the rows in float64, default `rows`)
-    scoring them. None where that recall needs more than ``settings.scan_limit()`` of the
-    rows compared a query (a graph: or every row): the exact search is then the cheaper."""
+    `by_distance`) in the first index of ``settings.indices_for`` their size that does not
+    give way (`_built`; training samples and the recall queries drawn from `random`), its
+    breadth doubled until the recall on calibration queries reaches
+    ``settings.recall_target``; the recall reported is measured on other queries,
+    `exact_rows` (the rows in float64, default `rows`) scoring them. An index gives way
+    where that recall needs more than ``settings.scan_limit()`` of the rows compared a
+    query (a graph: or every row); None where every one does: the exact search is then
+    the cheaper."""
     faiss = faiss_module()
     n = len(rows)
     exact_rows = rows if exact_rows is None else exact_rows
     distinct = distinct_rows(rows)
     indexed = rows if distinct is None else distinct.rows
-    built = _built(faiss, indexed, settings, random, by_distance, device)
-    calibration, reported = _recall_queries(n, settings.recall_queries, random)
-    exact = exact_nearest(exact_rows, calibration, k, by_distance, device)
+    calibration = None
+    for method in settings.indices_for(n):
+        built = _built(faiss, indexed, method, settings, random, by_distance, device)
+        if calibration is None:  # drawn after the first index, the same for the next
+            queries, reported = _recall_queries(n, settings.recall_queries, random)
+            exact = exact_nearest(exact_rows, queries, k, by_distance, device)
+            calibration = _Calibration(queries, exact, reported)
+        what = f"{method} index of {n:,} rows" + (
+            "" if distinct is None else f" ({len(indexed):,} distinct)"
+        )
+        breadth, calibrated = _calibrated(
+            built, distinct, rows, exact_rows, calibration, k, settings, by_distance
+        )
+        if _gives_way(built, breadth, calibrated, settings):
+            last = method == settings.indices_for(n)[-1]
+            log.info(
+                "%s: recall %.4f at breadth %d (%.0f%% of the rows compared a query): %s",
+                what, calibrated, breadth, 100 * built.share_compared(breadth),
+                "searching exactly instead" if last else "trying the next index",
+            )  # fmt: skip
+            del built  # before the next is built
+            continue
+        indices, scores = _searched(built, distinct, rows, None, k, by_distance)
+        found_recall = share_found(exact_rows, indices, calibration.reported, device, by_distance)
+        log.info(
+            "%s: breadth %d, recall %.4f (calibration %.4f)", what, breadth, found_recall,
+            calibrated,
+        )  # fmt: skip
+        return IndexSearch(indices, scores, breadth, found_recall, len(indexed))
+    return None
+
+
+def _gives_way(built: _Built, breadth: int, recall: float, settings: SearchSettings) -> bool:
+    """Whether an index at its calibrated `breadth` and `recall` gives way: it compares a
+    query with more than ``settings.scan_limit()`` of the rows, or it is a graph short of
+    the target (a graph's recall can stay short of it at any breadth)."""
+    return built.share_compared(breadth) > settings.scan_limit() or (
+        built.method == "hnsw" and recall < settings.recall_target
+    )
+
+
+def _calibrated(
+    built: _Built,
+    distinct,
+    rows,
+    exact_rows,
+    calibration: _Calibration,
+    k: int,
+    settings: SearchSettings,
+    by_distance: bool,
+) -> tuple[int, float]:
+    """The breadth of `built` doubled from its first until the recall on the calibration
+    queries reaches ``settings.recall_target``, it meets every row, or it compares a query
+    with more than ``settings.scan_limit()`` of the rows; that breadth and its recall."""
     breadth = built.first
     while True:
         built.set_breadth(breadth)
-        found, _ = _searched(built, distinct, rows, calibration, k, by_distance)
-        calibrated = recall_of(exact_rows, calibration, found, exact, by_distance)
-        if calibrated >= settings.recall_target or breadth >= built.most:
-            break
+        found, _ = _searched(built, distinct, rows, calibration.queries, k, by_distance)
+        recall = recall_of(exact_rows, calibration.queries, found, calibration.exact, by_distance)
+        if recall >= settings.recall_target or breadth >= built.most:
+            return breadth, recall
         if built.share_compared(breadth) > settings.scan_limit():
-            break
+            return breadth, recall
         breadth = min(2 * breadth, built.most)
-    given_up = built.share_compared(breadth) > settings.scan_limit() or (
-        built.method == "hnsw" and calibrated < settings.recall_target
-    )
-    what = f"{built.method} index of {n:,} rows" + (
-        "" if distinct is None else f" ({len(indexed):,} distinct)"
-    )
-    if given_up:
-        log.info(
-            "%s: recall %.4f at breadth %d (%.0f%% of the rows compared a query): "
-            "searching exactly instead",
-            what, calibrated, breadth, 100 * built.share_compared(breadth),
-        )  # fmt: skip
-        return None
-    indices, scores = _searched(built, distinct, rows, None, k, by_distance)
-    found_recall = share_found(exact_rows, indices, reported, device, by_distance)
-    log.info(
-        "%s: breadth %d, recall %.4f (calibration %.4f)", what, breadth, found_recall, calibrated
-    )
-    return IndexSearch(indices, scores, breadth, found_recall, len(indexed))
 
 
 def _recall_queries(n: int, queries: int, random: np.random.Generator):
@@ -286,7 +340,7 @@ def euclidean_neighbours(
     from skdim import get_nn
 
     found = None
-    if settings is not None and settings.method_for(len(points)) != "exact":
+    if settings is not None and settings.indices_for(len(points)):
         random = random if random is not None else np.random.default_rng(0)
         rows = np.ascontiguousarray(points, dtype=np.float32)
         points = np.asarray(points, dtype=np.float64)

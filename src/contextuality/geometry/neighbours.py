@@ -140,7 +140,7 @@ def cosine_neighbours(
         return Neighbours(*categorical_neighbours(codes, k))
     units = _unit_rows(vectors)
     found = None
-    if search is not None and not sparse.issparse(units) and search.method_for(n) != "exact":
+    if search is not None and not sparse.issparse(units) and search.indices_for(n):
         random = random if random is not None else np.random.default_rng(0)
         found = index_neighbours(units, k, search, random, device)  # None: exact is cheaper
     if found is None:

@@ -39,7 +39,8 @@ TIE_TOLERANCE = 1e-12
 @dataclass(frozen=True)
 class SearchSettings:
     """How the neighbours are searched (config ``geometry.search``): `method` ``exact``,
-    ``hnsw``, ``ivf`` or ``auto`` (exact up to `exact_up_to` rows, the graph past them);
+    ``hnsw``, ``ivf`` or ``auto`` (exact up to `exact_up_to` rows, past them the graph,
+    then the inverted file where the graph gives way);
     the graph's `links` a row and `construction_breadth`, and the `breadth` it searches
     with first; the inverted file's `lists` (None: 4 √n) and the `probes` it tries first;
     the `recall_target` the breadth or probes are doubled to reach (0: as given) on
@@ -71,11 +72,14 @@ class SearchSettings:
         if self.method in ("hnsw", "ivf"):
             faiss_module()
 
-    def method_for(self, rows: int) -> str:
-        """``exact``, ``hnsw`` or ``ivf`` for a search of `rows` rows."""
-        if self.method != "auto":
-            return self.method
-        return "exact" if rows <= self.exact_up_to else "hnsw"
+    def indices_for(self, rows: int) -> tuple[str, ...]:
+        """The indices to try in turn for a search of `rows` rows, the next where one gives
+        way (none: exact): ``auto`` past `exact_up_to` the graph, then the inverted file
+        (the graph stayed at a recall of 0.982 at any breadth on the last layer of MiniLM
+        on STS by distance), else the one `method` names."""
+        if self.method == "auto":
+            return () if rows <= self.exact_up_to else ("hnsw", "ivf")
+        return () if self.method == "exact" else (self.method,)
 
     def scan_limit(self) -> float:
         """The share of the rows an index may compare each query with before `auto` gives

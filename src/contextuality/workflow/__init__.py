@@ -72,9 +72,9 @@ from contextuality.workflow.geometry_paths import (
     dimension_curve_files,
     dimension_files,
     geometry_figure_names,
-    geometry_memory_mb,
     pair_shards,
 )
+from contextuality.workflow.geometry_resources import geometry_memory_mb, geometry_runtime_minutes
 from contextuality.workflow.inputs import (
     COMPARE_SOURCE,
     MODEL_SOURCE,
@@ -228,6 +228,7 @@ __all__ = [
     "figures_directory",
     "geometry_figure_names",
     "geometry_memory_mb",
+    "geometry_runtime_minutes",
     "paper_figure_names",
     "geometry_models",
     "geometry_settings",
