@@ -1,12 +1,8 @@
 """The steps of workflow/rules/geometry.smk. A model's layer geometry (intrinsic dimension
-per layer, the alignment between its layers), the alignment between two models, and the
-tables gathering them (their figures: `steps.figures.geometry_figures`); how a map of best
-matches moves with the sample, its seed and k (config ``alignment_sensitivity``).
-
-Every model's shards are rows of the same occurrence index, so one seeded sample of rows
-(config ``geometry.sample_size``; every row when null) is the same occurrences in every
-model: alignment between models compares representations of exactly the same word tokens.
-"""
+per layer, the alignment between its layers), the alignment between two models, the tables
+gathering them, how best matches move with the sample, seed and k (alignment_sensitivity).
+One seeded sample of the index's rows (geometry.sample_size; null: every row) is the same
+word tokens in every model."""
 
 from __future__ import annotations
 
@@ -250,10 +246,9 @@ def layer_dimension(
     curves_output: PathLike,
     transform: GeometryTransform = RAW,
 ) -> list[dict[str, Any]]:
-    """The intrinsic dimension of each layer of `model` (the workflow: one layer a job) on
-    one sample of its rows, as stored or under a correction (`GeometryTransform`): JSON,
-    layer summaries for the measures table, returned; parquet, its curves over scale
-    (`dimension.CURVE_COLUMNS`)."""
+    """The intrinsic dimension of each layer of `model` (the workflow: a job a layer) on a
+    sample of its rows, as stored or corrected (`GeometryTransform`): JSON, the layer
+    summaries (returned); parquet, its curves over scale (`dimension.CURVE_COLUMNS`)."""
     rows, _ = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
     outputs = (dimension_output, curves_output)
@@ -270,11 +265,8 @@ def _dimension_written(
     curves_output: PathLike,
 ) -> list[dict[str, Any]]:
     """`layer_dimension` of the `layers` read from `rows`."""
-    say(
-        f"{name} ({transform.name}): intrinsic dimension of layer"
-        f"{'s' if len(layers.vectors) > 1 else ''} {', '.join(map(str, layers.vectors))} "
-        f"on {len(rows):,} rows"
-    )
+    numbers = ", ".join(map(str, layers.vectors))
+    say(f"{name} ({transform.name}): intrinsic dimension of layers {numbers}, {len(rows):,} rows")
     provenance = _provenance("layer_dimension", settings, rows, transform.name, layers)
     summaries, curves = _dimension_summaries(layers, settings, provenance, transform.name)
     write_json(dimension_output, {"layers": summaries})

@@ -1,6 +1,7 @@
-"""What a geometry job asks a scheduler for: its memory (MB) and its runtime (minutes),
-from the rows and layers it reads, above what finished jobs measured
-(bench/geometry_memory.py; tests check the declarations against its records)."""
+"""A geometry job's memory and runtime for a scheduler, from the rows and layers it reads.
+
+Both above what finished jobs measured (bench/geometry_memory.py; tests check the
+declarations against its records): memory in MB, runtime in minutes."""
 
 from __future__ import annotations
 
