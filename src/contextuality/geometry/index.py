@@ -251,7 +251,8 @@ def index_neighbours(
     distinct = distinct_rows(rows)
     indexed = rows if distinct is None else distinct.rows
     calibration = None
-    for method in settings.indices_for(n):
+    methods = settings.indices_for(n)
+    for method in methods:
         built = _built(faiss, indexed, method, settings, random, by_distance, device)
         if calibration is None:  # drawn after the first index, the same for the next
             queries, reported = _recall_queries(n, settings.recall_queries, random)
@@ -264,7 +265,7 @@ def index_neighbours(
             built, distinct, rows, exact_rows, calibration, k, settings, by_distance
         )
         if _gives_way(built, breadth, calibrated, settings):
-            last = method == settings.indices_for(n)[-1]
+            last = method == methods[-1]
             log.info(
                 "%s: recall %.4f at breadth %d (%.0f%% of the rows compared a query): %s",
                 what, calibrated, breadth, 100 * built.share_compared(breadth),
@@ -309,9 +310,8 @@ def _calibrated(
         built.set_breadth(breadth)
         found, _ = _searched(built, distinct, rows, calibration.queries, k, by_distance)
         recall = recall_of(exact_rows, calibration.queries, found, calibration.exact, by_distance)
-        if recall >= settings.recall_target or breadth >= built.most:
-            return breadth, recall
-        if built.share_compared(breadth) > settings.scan_limit():
+        reached = recall >= settings.recall_target or breadth >= built.most
+        if reached or built.share_compared(breadth) > settings.scan_limit():
             return breadth, recall
         breadth = min(2 * breadth, built.most)
 

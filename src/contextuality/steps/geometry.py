@@ -266,7 +266,8 @@ def _dimension_written(
 ) -> list[dict[str, Any]]:
     """`layer_dimension` of the `layers` read from `rows`."""
     numbers = ", ".join(map(str, layers.vectors))
-    say(f"{name} ({transform.name}): intrinsic dimension of layers {numbers}, {len(rows):,} rows")
+    what = f"layer{'s' if len(layers.vectors) > 1 else ''} {numbers} on {len(rows):,} rows"
+    say(f"{name} ({transform.name}): intrinsic dimension of {what}")
     provenance = _provenance("layer_dimension", settings, rows, transform.name, layers)
     summaries, curves = _dimension_summaries(layers, settings, provenance, transform.name)
     write_json(dimension_output, {"layers": summaries})
