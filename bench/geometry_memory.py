@@ -9,9 +9,10 @@ its ``dimension/layer_<L>.tsv`` and ``alignment.tsv``) beside what
 the rows it sampled (``n_sampled_rows`` of its output's provenance) and the neighbour and
 resampling settings (the schema's defaults unless given). tests/test_workflow.py holds
 every declared value above its measured peak and seconds. Writes
-``geometry-memory-<label>.{json,md}``.
+``geometry-memory-<label>.{json,md}``; with ``--merge``, the records already there of jobs
+not in the runs given are kept, what they declare computed again.
 
-    python bench/geometry_memory.py RUN [RUN ...] --label cpu2
+    python bench/geometry_memory.py RUN [RUN ...] --label cpu2 [--merge]
 """
 
 from __future__ import annotations
@@ -64,41 +65,59 @@ def job_records(
         with h5py.File(shards[0], "r") as stored:
             rows, width = stored["vectors"].shape
         stored_bytes = sum(shard.stat().st_size for shard in shards)
-        corrected = transform != "none"
-        if job == "alignment":
-            declared = alignment_memory_needed(
-                stored_bytes, rows, sampled, len(shards), neighbours, corrected
-            )
-            minutes = alignment_runtime_needed(
-                sampled, width, len(shards), resamples, baselines, search
-            )
-        else:
-            declared = dimension_memory_needed(stored_bytes, rows, sampled, distances, corrected)
-            minutes = dimension_runtime_needed(sampled, width, search)
         measured = pd.read_csv(benchmark, sep="\t").iloc[-1]
-        records.append(
-            {
-                "run": run.name,
-                "job": job,
-                "model": model,
-                "transform": transform,
-                "layer": "every" if job == "alignment" else benchmark.stem.removeprefix("layer_"),
-                "layers": len(shards),
-                "rows": int(rows),
-                "width": int(width),
-                "sampled_rows": int(sampled),
-                "stored_bytes": int(stored_bytes),
-                "k": neighbours,
-                "range_max": distances,
-                "seconds": round(float(measured["s"]), 1),
-                "peak_mib": round(float(measured["max_rss"]), 1),
-                "declared_mb": declared,
-                "resamples": resamples,
-                "baselines": baselines,
-                "declared_minutes": minutes,
-            }
-        )
+        record = {
+            "run": run.name,
+            "job": job,
+            "model": model,
+            "transform": transform,
+            "layer": "every" if job == "alignment" else benchmark.stem.removeprefix("layer_"),
+            "layers": len(shards),
+            "rows": int(rows),
+            "width": int(width),
+            "sampled_rows": int(sampled),
+            "stored_bytes": int(stored_bytes),
+            "k": neighbours,
+            "range_max": distances,
+            "seconds": round(float(measured["s"]), 1),
+            "peak_mib": round(float(measured["max_rss"]), 1),
+            "resamples": resamples,
+            "baselines": baselines,
+        }
+        records.append(declared(record, search))
     return records
+
+
+def declared(record: dict, search: SearchSettings) -> dict:
+    """`record` with the memory (``declared_mb``) and minutes (``declared_minutes``) its
+    job declares now, from its own fields."""
+    shape = (record["stored_bytes"], record["rows"], record["sampled_rows"])
+    corrected = record["transform"] != "none"
+    rows = (record["sampled_rows"], record["width"])
+    if record["job"] == "alignment":
+        memory = alignment_memory_needed(*shape, record["layers"], record["k"], corrected)
+        resampled = (record["layers"], record["resamples"], record["baselines"])
+        minutes = alignment_runtime_needed(*rows, *resampled, search)
+    else:
+        memory = dimension_memory_needed(*shape, record["range_max"], corrected)
+        minutes = dimension_runtime_needed(*rows, search)
+    order = [name for name in record if name not in ("declared_mb", "declared_minutes")]
+    order.insert(order.index("seconds") + 2, "declared_mb")
+    order.append("declared_minutes")
+    return {name: (record | {"declared_mb": memory, "declared_minutes": minutes})[name]
+            for name in order}  # fmt: skip
+
+
+def merged(kept: list[dict], records: list[dict], search: SearchSettings) -> list[dict]:
+    """The `kept` records, each replaced by the one of `records` of its job or else with
+    what it declares computed again, then the `records` of jobs not kept before."""
+    new = {_job(record): record for record in records}
+    again = [new.pop(_job(old), None) or declared(old, search) for old in kept]
+    return again + list(new.values())
+
+
+def _job(record: dict) -> tuple:
+    return tuple(record[name] for name in ("run", "job", "model", "transform", "layer"))
 
 
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -119,6 +138,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--baselines", type=int, default=len(default(*alignment, "baselines")))
     parser.add_argument("--label", default="cpu2")
+    parser.add_argument("--merge", action="store_true", help="keep the other jobs' records")
     parser.add_argument("--out", type=output_directory, default=RESULTS)
     return parser.parse_args(argv)
 
@@ -140,6 +160,9 @@ def main() -> None:
         raise SystemExit("no layer_dimension or layer_alignment benchmark file in the runs given")
     arguments.out.mkdir(parents=True, exist_ok=True)
     path = arguments.out / f"geometry-memory-{arguments.label}"
+    if arguments.merge and path.with_suffix(".json").exists():
+        kept = json.loads(path.with_suffix(".json").read_text())
+        records = merged(kept, records, SearchSettings())
     path.with_suffix(".json").write_text(json.dumps(records, indent=1) + "\n")
     columns = list(records[0])
     table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
@@ -155,7 +178,9 @@ def main() -> None:
             "declared_minutes, `workflow.dimension_runtime_needed`, "
             "`workflow.alignment_runtime_needed`, with `resamples` permutations and draws and "
             "`baselines` word baselines). "
-            "`python bench/geometry_memory.py " + " ".join(r.name for r in arguments.runs) + "`.",
+            "`python bench/geometry_memory.py "
+            + " ".join(dict.fromkeys(record["run"] for record in records))
+            + "` (each run's working directory after its geometry jobs).",
             "\n".join(table),
         ],
     )

@@ -120,6 +120,7 @@ def index_search(rows: np.ndarray, seed: int, method: str) -> tuple[Neighbours, 
     record = {
         "lists": settings.lists_for(len(rows)) if method == "ivf" else None,
         "indexed": found.indexed,
+        "share": round(found.share, 4),
         "breadth": found.breadth,
         "search_s": round(seconds, 3),
         "rows_per_s": round(len(rows) / seconds),

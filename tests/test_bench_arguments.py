@@ -79,6 +79,8 @@ REFUSED = [
     ("geometry_memory", ["NO_DIRECTORY"], "argument runs: NO_DIRECTORY: no such"),
     ("geometry_memory", [".", "--k", "0"], f"argument --k: 0 {POSITIVE}"),
     ("newcomer", ["--out", "FILE"], "argument --out: FILE is a file"),
+    ("scan_rates", ["MISSING", "--label", "x"], "argument shard: MISSING: no such file"),
+    ("scan_rates", ["FILE", "--label", "x", "--queries", "0"], f"argument --queries: 0 {POSITIVE}"),
 ]
 
 

@@ -26,6 +26,7 @@ SPEED_AND_MEMORY = {
     "newcomer",
     "parity",
     "scaling",
+    "scan_rates",
 }
 # The GPU acceptance (bench/gpu/): its reports are named after its stages.
 GPU_REPORTS = ("acceptance-", "forward-profile-")

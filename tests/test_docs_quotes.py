@@ -257,6 +257,20 @@ def test_a_bench_s_json_records_are_quoted_as_a_table_and_anything_else_refused(
     assert quotes.value(str(report), "threads", "d") == "2"
 
 
+def test_a_whole_number_key_picks_its_row_in_a_column_a_missing_value_made_float(tmp_path):
+    """A record without a breadth makes the column float (64.0); ``breadth=64`` still
+    picks its row, and ``breadth=6`` none (the text is compared whole)."""
+    records = [
+        {"index": "flat", "breadth": None, "s": 5.1},
+        {"index": "ivf", "breadth": 64, "s": 4.3},
+    ]
+    path = tmp_path / "rates.json"
+    path.write_text(json.dumps(records))
+    assert quotes.value(str(path), "s", ".1f", breadth=64) == "4.3"
+    with pytest.raises(InputDataError, match="no row"):
+        quotes.value(str(path), "s", breadth=6)
+
+
 @pytest.mark.parametrize("n", [5, 6, 7])
 def test_the_smallest_significant_rho_is_that_of_every_ordering(n):
     """Brute force over every ordering with scipy's Spearman: the smallest |ρ| whose share

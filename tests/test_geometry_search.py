@@ -316,7 +316,7 @@ def test_auto_searches_exactly_where_the_recall_needs_most_of_the_rows():
     compared a query for a recall of 0.99 (a graph of 64 links a row, an inverted file of
     40 cells): `auto` then gives the graph up for the exact search (its neighbours,
     recall 1), where ``hnsw`` and ``ivf`` keep their index."""
-    from contextuality.geometry.search import EXACT_CHEAPER_PAST
+    from contextuality.geometry.search import SCAN_LIMITS
 
     rows = np.random.default_rng(22).normal(size=(1_500, 64)).astype(np.float32)
     settings = {"exact_up_to": 1_000, "links": 64, "breadth": 1, "recall_queries": 300}
@@ -327,8 +327,7 @@ def test_auto_searches_exactly_where_the_recall_needs_most_of_the_rows():
         )
         for method in ("hnsw", "ivf")
     }  # fmt: skip
-    assert forced["hnsw"].breadth * 64 / 1_500 > EXACT_CHEAPER_PAST
-    assert forced["ivf"].breadth > EXACT_CHEAPER_PAST * 40
+    assert all(forced[method].share > SCAN_LIMITS[method] for method in forced)
     found = cosine_neighbours(rows, 5, search=SearchSettings(**settings))
     exact = cosine_neighbours(rows, 5)
     np.testing.assert_array_equal(found.indices, exact.indices)
@@ -421,3 +420,17 @@ def test_repeated_rows_are_searched_in_the_index_as_the_exact_search_finds_them(
     assert by_distance is not None and by_distance.recall >= RECALL_AT_LEAST
     np.testing.assert_array_equal(by_distance.indices[copies], exact.indices[copies])
     assert (by_distance.scores[copies] == 0).all()
+
+
+def test_the_share_compared_is_faiss_s_count_not_the_cells_share():
+    """An inverted file of two cells, one holding nine rows in ten: a query from the rows
+    probing one cell is compared with about 0.9² + 0.1² = 0.82 of them, as FAISS counts
+    its distances, not the half of the cells it probes."""
+    random = np.random.default_rng(31)
+    rows = np.vstack([random.normal(size=(1_800, 8)), 50.0 + random.normal(size=(200, 8))])
+    settings = SearchSettings(method="ivf", lists=2, probes=1, recall_target=0, recall_queries=500)
+    found = index_neighbours(
+        rows.astype(np.float32), 5, settings, np.random.default_rng(32), by_distance=True
+    )
+    assert found.breadth == 1
+    assert found.share == pytest.approx(0.9**2 + 0.1**2, abs=0.05)

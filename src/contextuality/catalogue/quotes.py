@@ -25,7 +25,8 @@ def rows(table: str, /, **keys: Any) -> pd.DataFrame:
     """The rows of `table` whose columns equal `keys` (a list or range: any of its
     values; ``like:<pattern>``: every value a shell pattern matches, every seed's run at one
     step, ``like:tiny-gpt2-*.step20``), compared as text so that ``layer=3`` matches a
-    column of integers."""
+    column of integers (and ``breadth=64`` one of floats, where a missing value made it
+    float)."""
     frame = quoted_sources.table(table)
     unknown = sorted(set(keys) - set(frame.columns))
     if unknown:
@@ -33,10 +34,17 @@ def rows(table: str, /, **keys: Any) -> pd.DataFrame:
     chosen = frame
     for column, wanted in keys.items():
         values = [wanted] if isinstance(wanted, str | int | float) else list(wanted)
-        chosen = chosen[_matches(chosen[column].astype(str), [str(value) for value in values])]
+        chosen = chosen[_matches(_as_text(chosen[column]), [str(value) for value in values])]
     if chosen.empty:
         raise InputDataError(f"{table}: no row where {keys}")
     return chosen
+
+
+def _as_text(column: pd.Series) -> pd.Series:
+    """A column's values as text, a whole float without its ``.0``."""
+    if not pd.api.types.is_float_dtype(column):
+        return column.astype(str)
+    return column.map(lambda value: f"{value:.0f}" if value % 1 == 0 else str(value))
 
 
 # A key's value that is a shell pattern, not a value: ``like:tiny-gpt2-*.step20``.

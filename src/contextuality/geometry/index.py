@@ -10,10 +10,10 @@ of its `probes` nearest cells). How much breadth a recall needs depends on the r
 Gaussian rows a few; the graph the reverse). So the breadth is doubled from the
 setting until the recall on calibration queries reaches ``recall_target``; the recall
 reported is measured on other queries (`search.share_found`). Where the breadth would
-compare each query with more than ``scan_limit`` of the rows (`auto`: a quarter; a graph
-at any setting: every row), the index gives way: to the next that `auto` tries, the
-inverted file after the graph, and after the last to the exact search (None here), the
-cheaper there.
+compare each query with more than ``scan_limit`` of the rows (as FAISS counts its
+distances; `auto`: `search.SCAN_LIMITS`, where the exact search costs less; any other
+method: every row), the index gives way: to the next that `auto` tries, the inverted
+file after the graph, and after the last to the exact search (None here).
 
 Only distinct rows are indexed (`DistinctRows`): an embedding layer repeats a vector at
 every occurrence of a word at a position (half of MiniLM's embedding outputs on STS), and
@@ -30,11 +30,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contextuality.geometry.exact_distance import exact_distance_neighbours
 from contextuality.geometry.search import (
     SIMILARITIES_PER_CHUNK,
     TRAINING_ROWS_PER_LIST,
     SearchSettings,
     exact_nearest,
+    faiss_installed,
     faiss_module,
     grouped,
     recall_of,
@@ -53,14 +55,16 @@ class IndexSearch:
     """What an index found: each row's `k` nearest other rows (n × k), their
     float32-computed scores as float64 (cosines, or by distance the negated squared
     distances), nearest first, the `breadth` the search settled on (the graph's search
-    breadth, or the inverted file's probes), its measured `recall`, and the distinct
-    rows it `indexed`."""
+    breadth, or the inverted file's probes), its measured `recall`, the distinct rows it
+    `indexed`, and the `share` of them a calibration query was compared with there
+    (`_Built.share_compared`)."""
 
     indices: np.ndarray
     scores: np.ndarray
     breadth: int
     recall: float
     indexed: int
+    share: float
 
 
 @dataclass
@@ -81,13 +85,27 @@ class _Built:
         else:
             self.index.nprobe = breadth
 
-    def share_compared(self, breadth: int) -> float:
-        """About how much of the rows a query is compared with: the probed cells' share,
-        or the graph's candidates times a row's links in its bottom layer over the rows
-        (1 or more at its `most`, where the exact search is the cheaper)."""
+    def share_compared(self, breadth: int, searched: int) -> float:
+        """The share of the rows each of the last `searched` queries was compared with, as
+        FAISS counted its distance computations (an inverted file's cells are as unequal
+        as the rows' density: on MiniLM's last layer on STS 16 of 2,901 cells compared a
+        query with 3 % of the rows, five times their share); where FAISS counts none (its
+        GPU index), the probed cells' share or the graph's candidates times a row's
+        bottom-layer links."""
+        counted = self._counter().ndis / max(searched, 1) / self.rows
+        if counted > 0:
+            return counted
         if self.method == "hnsw":
             return breadth * self.links / self.rows
         return breadth / self.most
+
+    def count_from_zero(self) -> None:
+        """Start FAISS's count of distance computations again."""
+        self._counter().reset()
+
+    def _counter(self):
+        faiss = faiss_module()
+        return faiss.cvar.hnsw_stats if self.method == "hnsw" else faiss.cvar.indexIVF_stats
 
 
 @dataclass(frozen=True)
@@ -261,14 +279,14 @@ def index_neighbours(
         what = f"{method} index of {n:,} rows" + (
             "" if distinct is None else f" ({len(indexed):,} distinct)"
         )
-        breadth, calibrated = _calibrated(
+        breadth, calibrated, share = _calibrated(
             built, distinct, rows, exact_rows, calibration, k, settings, by_distance
         )
-        if _gives_way(built, breadth, calibrated, settings):
+        if _gives_way(built, share, calibrated, settings):
             last = method == methods[-1]
             log.info(
-                "%s: recall %.4f at breadth %d (%.0f%% of the rows compared a query): %s",
-                what, calibrated, breadth, 100 * built.share_compared(breadth),
+                "%s: recall %.4f at breadth %d (%.1f%% of the rows compared a query): %s",
+                what, calibrated, breadth, 100 * share,
                 "searching exactly instead" if last else "trying the next index",
             )  # fmt: skip
             del built  # before the next is built
@@ -279,15 +297,15 @@ def index_neighbours(
             "%s: breadth %d, recall %.4f (calibration %.4f)", what, breadth, found_recall,
             calibrated,
         )  # fmt: skip
-        return IndexSearch(indices, scores, breadth, found_recall, len(indexed))
+        return IndexSearch(indices, scores, breadth, found_recall, len(indexed), share)
     return None
 
 
-def _gives_way(built: _Built, breadth: int, recall: float, settings: SearchSettings) -> bool:
-    """Whether an index at its calibrated `breadth` and `recall` gives way: it compares a
-    query with more than ``settings.scan_limit()`` of the rows, or it is a graph short of
-    the target (a graph's recall can stay short of it at any breadth)."""
-    return built.share_compared(breadth) > settings.scan_limit() or (
+def _gives_way(built: _Built, share: float, recall: float, settings: SearchSettings) -> bool:
+    """Whether an index at its calibrated breadth, comparing a query with `share` of the
+    rows at `recall`, gives way: that share is past ``settings.scan_limit(method)``, or it
+    is a graph short of the target (a graph's recall can stay short of it at any breadth)."""
+    return share > settings.scan_limit(built.method) or (
         built.method == "hnsw" and recall < settings.recall_target
     )
 
@@ -301,18 +319,23 @@ def _calibrated(
     k: int,
     settings: SearchSettings,
     by_distance: bool,
-) -> tuple[int, float]:
+) -> tuple[int, float, float]:
     """The breadth of `built` doubled from its first until the recall on the calibration
     queries reaches ``settings.recall_target``, it meets every row, or it compares a query
-    with more than ``settings.scan_limit()`` of the rows; that breadth and its recall."""
+    with more than ``settings.scan_limit(method)`` of the rows; that breadth, its recall
+    and the share of the rows a query was compared with there (`_Built.share_compared`)."""
+    queries = calibration.queries
+    searched = len(queries) if distinct is None else len(np.unique(distinct.of_row[queries]))
     breadth = built.first
     while True:
         built.set_breadth(breadth)
-        found, _ = _searched(built, distinct, rows, calibration.queries, k, by_distance)
-        recall = recall_of(exact_rows, calibration.queries, found, calibration.exact, by_distance)
+        built.count_from_zero()
+        found, _ = _searched(built, distinct, rows, queries, k, by_distance)
+        share = built.share_compared(breadth, searched)
+        recall = recall_of(exact_rows, queries, found, calibration.exact, by_distance)
         reached = recall >= settings.recall_target or breadth >= built.most
-        if reached or built.share_compared(breadth) > settings.scan_limit():
-            return breadth, recall
+        if reached or share > settings.scan_limit(built.method):
+            return breadth, recall, share
         breadth = min(2 * breadth, built.most)
 
 
@@ -332,13 +355,12 @@ def euclidean_neighbours(
     random: np.random.Generator | None = None,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Each point's distances to its `k` nearest other points (n × k, nearest first), their
-    rows, and the search's recall: exactly (scikit-dimension's ``get_nn``), or where
+    rows, and the search's recall: exactly (`exact_distance.exact_distance_neighbours`
+    where FAISS is installed, else scikit-dimension's ``get_nn``), or where
     `settings` says so for this many points (and the index does not give way to the exact
     search) in the index it names, by squared distance (float32, `index_neighbours`; the
     distances of the points it finds then computed in float64, its recall scored in
     float64 on points drawn from `random`)."""
-    from skdim import get_nn
-
     found = None
     if settings is not None and settings.indices_for(len(points)):
         random = random if random is not None else np.random.default_rng(0)
@@ -346,10 +368,20 @@ def euclidean_neighbours(
         points = np.asarray(points, dtype=np.float64)
         found = index_neighbours(rows, k, settings, random, by_distance=True, exact_rows=points)
     if found is None:
-        distances, indices = get_nn(points, k=k)
-        return distances, indices, 1.0
+        return (*_exact_euclidean(points, k), 1.0)
     distances, indices = _exact_distances(points, found.indices)
     return distances, indices, found.recall
+
+
+def _exact_euclidean(points: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each point's distances to its `k` nearest other points and their rows, exactly:
+    float32 products proved in float64 where FAISS is installed (`exact_distance`),
+    else scikit-dimension's float64 search."""
+    if faiss_installed():
+        return exact_distance_neighbours(points, k)
+    from skdim import get_nn
+
+    return get_nn(points, k=k)
 
 
 def _exact_distances(points: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -27,11 +27,13 @@ SEARCH_METHODS = ("auto", "exact", "hnsw", "ivf")
 TRAINING_ROWS_PER_LIST = 64
 # Similarities (chunk rows × n) computed at a time in the exact search: 2^25 float32.
 SIMILARITIES_PER_CHUNK = 1 << 25
-# The share of the rows an index may compare a query with before `auto` searches exactly
-# instead: an index compares at about a fifth of the rate of the exact search's matrix
-# products on a CPU (MiniLM's last layer, 64,188 rows: the inverted file at 256 of 1,002
-# cells took as long as the exact search).
-EXACT_CHEAPER_PAST = 0.25
+# The share of the rows an index may compare a query with (FAISS's count of its distance
+# computations) before `auto` gives it up for the exact search, which costs less past it:
+# a distance costs the inverted file 7 times and the graph 17 to 23 times what it costs
+# the exact search's float32 products on a CPU, which puts their even shares at 0.13 to
+# 0.14 and 0.04 to 0.06 (MiniLM's last layer on STS, 526,031 distinct rows by distance:
+# bench/results/scan-rates-cpu2-minilm-sts-layer6.md); the limits stay under them.
+SCAN_LIMITS = {"hnsw": 0.04, "ivf": 0.12}
 # Relative slack under which a found row's float64 score still ties the exact k-th's.
 TIE_TOLERANCE = 1e-12
 
@@ -81,16 +83,23 @@ class SearchSettings:
             return () if rows <= self.exact_up_to else ("hnsw", "ivf")
         return () if self.method == "exact" else (self.method,)
 
-    def scan_limit(self) -> float:
-        """The share of the rows an index may compare each query with before `auto` gives
-        it up for the exact search (`EXACT_CHEAPER_PAST`; every row otherwise)."""
-        return EXACT_CHEAPER_PAST if self.method == "auto" else 1.0
+    def scan_limit(self, index: str) -> float:
+        """The share of the rows the `index` (``hnsw``, ``ivf``) may compare each query
+        with before `auto` gives it up (`SCAN_LIMITS`; every row otherwise)."""
+        return SCAN_LIMITS[index] if self.method == "auto" else 1.0
 
     def lists_for(self, rows: int) -> int:
         """The inverted file's cells for `rows` rows: `lists`, or 4 √n (FAISS's guide: 4
         to 16 √n), at most one cell per `TRAINING_ROWS_PER_LIST` rows."""
         wanted = self.lists or round(4 * math.sqrt(rows))
         return max(1, min(wanted, rows // TRAINING_ROWS_PER_LIST))
+
+
+def faiss_installed() -> bool:
+    """Whether FAISS (the optional dependency of the indices) can be imported."""
+    import importlib.util
+
+    return importlib.util.find_spec("faiss") is not None
 
 
 def faiss_module():

@@ -34,8 +34,9 @@ SEARCH_COPIES_OF_A_LAYER = 10
 BYTES_PER_NEIGHBOUR = 60
 # one layer's sampled rows again this many times over in its intrinsic-dimension job
 # (float64 points, the float32 rows and the index's copy of them, the exact distances'
-# chunks), above the peaks of STS's every occurrence;
-DIMENSION_SEARCH_COPIES = 12
+# chunks; the exact search by distance a centred float64 copy and a float32 one besides
+# its index's), above the peaks of STS's every occurrence;
+DIMENSION_SEARCH_COPIES = 17
 # each row's distances to its range_max nearest points and the spare ones searched past
 # them (`dimension.REPEAT_SPARE`), with their rows (bytes);
 BYTES_PER_DISTANCE = 16
@@ -112,12 +113,15 @@ def _sampled_mb(stored_bytes: int, rows: int, sampled: int, corrected: bool) -> 
 
 def search_seconds(rows: int, width: int, search: SearchSettings) -> float:
     """The seconds a search of the nearest neighbours of `rows` rows of `width` takes: the
-    exact search's where `search` searches exactly at this size, else an index's
-    (past `exact_up_to`, where `auto` gives way to the exact search only where that is
-    not the dearer)."""
+    exact search's where `search` searches exactly at this size, else an index's, and
+    where `auto` may give its indices up (past `exact_up_to`), the exact search's after
+    them too (MiniLM's last layer on STS: the graph and the inverted file built and
+    calibrated, then every row searched exactly)."""
+    exact = rows**2 * width / EXACT_VALUES_PER_SECOND
     if not search.indices_for(rows):
-        return rows**2 * width / EXACT_VALUES_PER_SECOND
-    return INDEX_SECONDS_AT_1E5 * (rows / 1e5) ** INDEX_GROWTH * width / 384
+        return exact
+    index = INDEX_SECONDS_AT_1E5 * (rows / 1e5) ** INDEX_GROWTH * width / 384
+    return index + (exact if search.method == "auto" else 0.0)
 
 
 def dimension_runtime_needed(rows: int, width: int, search: SearchSettings) -> int:
