@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from contextuality import __version__
-from contextuality.geometry.dimension import REPEAT_SPARE
+from contextuality.geometry.dimension import REPEAT_SPARE, DimensionSettings
 from contextuality.geometry.index import distinct_rows
 from contextuality.geometry.search import SearchSettings, faiss_module
 from contextuality.storage.hdf5 import reading
@@ -60,7 +60,7 @@ def measure(rows: np.ndarray, queries: int, probes, breadths, seed: int) -> dict
     file's cells, and every search's record with them (``records``)."""
     faiss = faiss_module()
     settings = SearchSettings()
-    k = settings_k()
+    k = DimensionSettings().range_max + REPEAT_SPARE  # the dimension's search
     random = np.random.default_rng(seed)
     asked = rows[np.sort(random.choice(len(rows), queries, replace=False))]
     flat = faiss.IndexFlatL2(rows.shape[1])
@@ -95,13 +95,6 @@ def measure(rows: np.ndarray, queries: int, probes, breadths, seed: int) -> dict
     shape = {"rows": len(rows), "width": rows.shape[1], "k": k, "queries": queries,
              "lists": lists}  # fmt: skip
     return shape | {"records": [shape | record for record in records]}
-
-
-def settings_k() -> int:
-    """The neighbours the intrinsic dimension searches: `range_max` and its spare ones."""
-    from contextuality.geometry.dimension import DimensionSettings
-
-    return DimensionSettings().range_max + REPEAT_SPARE
 
 
 def markdown(result: dict, label: str, shard: Path) -> list[str]:
