@@ -81,8 +81,10 @@ def job_records(
             "range_max": distances,
             "seconds": round(float(measured["s"]), 1),
             "peak_mib": round(float(measured["max_rss"]), 1),
+            "declared_mb": None,
             "resamples": resamples,
             "baselines": baselines,
+            "declared_minutes": None,
         }
         records.append(declared(record, search))
     return records
@@ -90,7 +92,7 @@ def job_records(
 
 def declared(record: dict, search: SearchSettings) -> dict:
     """`record` with the memory (``declared_mb``) and minutes (``declared_minutes``) its
-    job declares now, from its own fields."""
+    job declares now, from its own fields, in their places."""
     shape = (record["stored_bytes"], record["rows"], record["sampled_rows"])
     corrected = record["transform"] != "none"
     rows = (record["sampled_rows"], record["width"])
@@ -101,11 +103,7 @@ def declared(record: dict, search: SearchSettings) -> dict:
     else:
         memory = dimension_memory_needed(*shape, record["range_max"], corrected)
         minutes = dimension_runtime_needed(*rows, search)
-    order = [name for name in record if name not in ("declared_mb", "declared_minutes")]
-    order.insert(order.index("seconds") + 2, "declared_mb")
-    order.append("declared_minutes")
-    return {name: (record | {"declared_mb": memory, "declared_minutes": minutes})[name]
-            for name in order}  # fmt: skip
+    return record | {"declared_mb": memory, "declared_minutes": minutes}
 
 
 def merged(kept: list[dict], records: list[dict], search: SearchSettings) -> list[dict]:

@@ -5,7 +5,8 @@ On a layer's distinct rows (as the intrinsic dimension searches them), `--querie
 rows each search their k nearest (k = `range_max` + `REPEAT_SPARE`, the dimension's):
 FAISS's flat index (the exact search's float32 products,
 `geometry.exact_distance`), then the inverted file at each of `--probes` and the HNSW
-graph at each of `--breadths`, both at the schema's settings. For each: seconds a query,
+graph at each of `--breadths`, both at the schema's settings and built as the workflow
+builds them (`index.built_index`). For each: seconds a query,
 the share of the rows FAISS counted it compared a query with, the recall against the
 flat search, and its cost per distance against the flat search's; the share at which an
 index costs what the exact search does is the flat search's seconds a query over the
@@ -27,7 +28,7 @@ import numpy as np
 
 from contextuality import __version__
 from contextuality.geometry.dimension import REPEAT_SPARE, DimensionSettings
-from contextuality.geometry.index import distinct_rows
+from contextuality.geometry.index import built_index, distinct_rows
 from contextuality.geometry.search import SearchSettings, faiss_module
 from contextuality.storage.hdf5 import reading
 
@@ -37,17 +38,11 @@ from workdir import write_report
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def _timed(index, queries: np.ndarray, k: int, counter) -> tuple[np.ndarray, float, float]:
-    """The neighbours `index` finds for `queries`, seconds a query, and the share of the
-    index's rows FAISS counted a query compared with (`counter`: its statistics; None
-    for the flat index, which compares every row)."""
-    if counter is not None:
-        counter.reset()
+def _timed(index, queries: np.ndarray, k: int) -> tuple[np.ndarray, float]:
+    """The neighbours `index` finds for `queries`, and seconds a query."""
     started = time.perf_counter()
     _, found = index.search(queries, k)
-    seconds = (time.perf_counter() - started) / len(queries)
-    share = 1.0 if counter is None else counter.ndis / len(queries) / index.ntotal
-    return found, seconds, share
+    return found, (time.perf_counter() - started) / len(queries)
 
 
 def _recall(found: np.ndarray, exact: np.ndarray) -> float:
@@ -55,7 +50,7 @@ def _recall(found: np.ndarray, exact: np.ndarray) -> float:
     return float(np.mean([np.isin(one, two).mean() for one, two in zip(found, exact, strict=True)]))
 
 
-def measure(rows: np.ndarray, queries: int, probes, breadths, seed: int) -> dict:
+def measure(rows: np.ndarray, queries: int, probes, graph_breadths, seed: int) -> dict:
     """The shape of the distinct finite `rows` (float32), k, the queries and the inverted
     file's cells, and every search's record with them (``records``)."""
     faiss = faiss_module()
@@ -65,40 +60,39 @@ def measure(rows: np.ndarray, queries: int, probes, breadths, seed: int) -> dict
     asked = rows[np.sort(random.choice(len(rows), queries, replace=False))]
     flat = faiss.IndexFlatL2(rows.shape[1])
     flat.add(rows)
-    exact, flat_seconds, _ = _timed(flat, asked, k, None)
+    exact, flat_seconds = _timed(flat, asked, k)
     del flat
     records = [{"index": "flat", "breadth": None, "s_per_query": flat_seconds, "share": 1.0,
                 "recall": 1.0, "cost_per_distance": 1.0, "even_share": 1.0}]  # fmt: skip
-
-    def record(method: str, breadth: int, found, seconds: float, share: float) -> dict:
-        relative = seconds / share / flat_seconds
-        return {"index": method, "breadth": breadth, "s_per_query": seconds, "share": share,
-                "recall": _recall(found, exact), "cost_per_distance": relative,
-                "even_share": 1.0 / relative}  # fmt: skip
-
     lists = settings.lists_for(len(rows))
-    cells = faiss.IndexIVFFlat(faiss.IndexFlatL2(rows.shape[1]), rows.shape[1], lists)
-    cells.train(rows[random.choice(len(rows), min(len(rows), 64 * lists), replace=False)])
-    cells.add(rows)
-    for count in probes:
-        cells.nprobe = count
-        records.append(record("ivf", count, *_timed(cells, asked, k, faiss.cvar.indexIVF_stats)))
-        print(json.dumps(records[-1]), flush=True)
-    del cells
-    graph = faiss.IndexHNSWFlat(rows.shape[1], settings.links)
-    graph.hnsw.efConstruction = settings.construction_breadth
-    graph.add(rows)
-    for breadth in breadths:
-        graph.hnsw.efSearch = breadth
-        records.append(record("hnsw", breadth, *_timed(graph, asked, k, faiss.cvar.hnsw_stats)))
-        print(json.dumps(records[-1]), flush=True)
+    for method, breadths in (("ivf", probes), ("hnsw", graph_breadths)):
+        built = built_index(faiss, rows, method, settings, random, True, "cpu")
+        for breadth in breadths:
+            built.set_breadth(breadth)
+            built.count_from_zero()
+            found, seconds = _timed(built.index, asked, k)
+            share = built.share_compared(breadth, len(asked))
+            relative = seconds / share / flat_seconds
+            records.append(
+                {
+                    "index": method,
+                    "breadth": breadth,
+                    "s_per_query": seconds,
+                    "share": share,
+                    "recall": _recall(found, exact),
+                    "cost_per_distance": relative,
+                    "even_share": 1.0 / relative,
+                }
+            )
+            print(json.dumps(records[-1]), flush=True)
+        del built  # before the next is built
     shape = {"rows": len(rows), "width": rows.shape[1], "k": k, "queries": queries,
              "lists": lists}  # fmt: skip
     return shape | {"records": [shape | record for record in records]}
 
 
-def markdown(result: dict, label: str, shard: Path) -> list[str]:
-    shape = result
+def markdown(shape: dict, label: str, shard: Path) -> list[str]:
+    """The report: `shape` (`measure`'s result) and a row per search."""
     head = (
         f"# Scan rates: an index's cost per distance against the exact search ({label})\n\n"
         f"`{shard}`: {shape['rows']:,} distinct rows × {shape['width']}, k = {shape['k']}, "
@@ -110,7 +104,7 @@ def markdown(result: dict, label: str, shard: Path) -> list[str]:
     columns = ("index", "breadth", "s_per_query", "share", "recall", "cost_per_distance",
                "even_share")  # fmt: skip
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for row in result["records"]:
+    for row in shape["records"]:
         cells = ["" if row[name] is None else row[name] for name in columns]
         lines.append("| " + " | ".join(f"{c:.4g}" if isinstance(c, float) else str(c)
                                        for c in cells) + " |")  # fmt: skip

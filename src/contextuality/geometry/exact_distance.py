@@ -26,7 +26,12 @@ import logging
 
 import numpy as np
 
-from contextuality.geometry.search import SIMILARITIES_PER_CHUNK, exact_nearest, faiss_module
+from contextuality.geometry.search import (
+    SIMILARITIES_PER_CHUNK,
+    exact_nearest,
+    faiss_module,
+    without_self,
+)
 from contextuality.jobs.console import Progress
 
 log = logging.getLogger(__name__)
@@ -93,13 +98,10 @@ def _proved(
 
 
 def _without_query(candidates: np.ndarray, rows: np.ndarray, points: np.ndarray):
-    """The candidates of each query (`rows`) other than itself, ordered by their float64
-    distance to it (ties by the lower row), and those distances."""
-    own = candidates == rows[:, None]
-    drop = np.where(own.any(axis=1), own.argmax(axis=1), candidates.shape[1] - 1)
-    keep = np.ones(candidates.shape, dtype=bool)
-    keep[np.arange(len(rows)), drop] = False
-    return _ordered(points, rows, candidates[keep].reshape(len(rows), -1))
+    """The candidates of each query (`rows`) other than itself (`search.without_self`),
+    ordered by their float64 distance to it (ties by the lower row), and those distances."""
+    others, _ = without_self(candidates, candidates, candidates.shape[1] - 1, rows)
+    return _ordered(points, rows, others)
 
 
 def _ordered(points: np.ndarray, rows: np.ndarray, candidates: np.ndarray):

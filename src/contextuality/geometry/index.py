@@ -201,7 +201,7 @@ def _searched(built: _Built, distinct, rows, queries, k: int, by_distance: bool)
     return without_self(found, -scores if by_distance else scores, k, queries)
 
 
-def _built(
+def built_index(
     faiss,
     rows: np.ndarray,
     method: str,
@@ -256,7 +256,7 @@ def index_neighbours(
 ) -> IndexSearch | None:
     """Each row's `k` nearest other rows of `rows` (float32; unit rows by cosine, any rows
     `by_distance`) in the first index of ``settings.indices_for`` their size that does not
-    give way (`_built`; training samples and the recall queries drawn from `random`), its
+    give way (`built_index`; training samples and the recall queries drawn from `random`), its
     breadth doubled until the recall on calibration queries reaches
     ``settings.recall_target``; the recall reported is measured on other queries,
     `exact_rows` (the rows in float64, default `rows`) scoring them. An index gives way
@@ -271,7 +271,7 @@ def index_neighbours(
     calibration = None
     methods = settings.indices_for(n)
     for method in methods:
-        built = _built(faiss, indexed, method, settings, random, by_distance, device)
+        built = built_index(faiss, indexed, method, settings, random, by_distance, device)
         if calibration is None:  # drawn after the first index, the same for the next
             queries, reported = _recall_queries(n, settings.recall_queries, random)
             exact = exact_nearest(exact_rows, queries, k, by_distance, device)
