@@ -14,6 +14,7 @@ from contextuality.geometry.alignment import (
     SampledLayers,
     SampleRows,
     alignment_between,
+    measure_grids,
 )
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES, alignment_measure
 from contextuality.geometry.best_layers import best_matching_layers
@@ -30,6 +31,7 @@ from contextuality.geometry.resampling import (
     calibrate,
     sentence_weights,
 )
+from contextuality.geometry.row_products import layer_products
 
 
 def _related_layers(
@@ -67,6 +69,51 @@ def test_weighted_cross_products_are_those_of_the_copied_rows(same):
         np.testing.assert_allclose(
             getattr(weighted, estimator)(), getattr(copied, estimator)(), atol=1e-7
         )
+
+
+@pytest.mark.parametrize("right_kind", ["same", "dense", "sparse"])
+def test_a_permutation_s_products_keep_the_self_products_of_the_values(right_kind):
+    """A null's products re-paired from the values' (only the products between the two
+    sides multiplied again) give every estimator the values it gets from products of
+    the permuted rows computed whole: within one model, between two, and against a
+    sparse word baseline; all measures through `measure_grids` too."""
+    rng = np.random.default_rng(11)
+    rows = np.sort(rng.choice(90, 70, replace=False))
+    left = _sampled([layer + 40.0 for layer in _related_layers(rng, 90, 3, 5)])
+    right = {
+        "same": None,
+        "dense": _sampled(_related_layers(rng, 90, 2, 4)),
+        "sparse": SampledLayers({0: sparse.csr_matrix(np.eye(6)[rng.integers(0, 6, 90)])}, {0: {}}),
+    }[right_kind]
+    pairing = rng.permutation(len(rows))
+    other = left if right is None else right
+    values = layer_products(left, right, rows)
+    whole = layer_products(left, other, rows, pairing, precision=np.float32)
+    repaired = layer_products(left, other, rows, pairing, None, np.float32, values)
+    for estimator in ("cka", "debiased_cka", "procrustes"):
+        np.testing.assert_allclose(
+            getattr(repaired, estimator)(), getattr(whole, estimator)(), rtol=1e-5, atol=1e-6
+        )
+    searched = None
+    grids = measure_grids(left, right, rows, searched, pairing, unpaired=values)
+    computed = measure_grids(left, right, rows, searched, pairing)
+    for name, grid in computed.items():
+        np.testing.assert_allclose(grids[name], grid, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_re_paired_products_refuse_weights_fewer_rows_and_a_second_re_pairing():
+    rng = np.random.default_rng(12)
+    layers = _related_layers(rng, 30, 2, 3)
+    values = CrossProducts([3, 3], None)
+    values.add(layers)
+    with pytest.raises(ValueError, match="without weights"):
+        values.repaired().add(layers, layers, np.ones(30))
+    fewer = values.repaired()
+    fewer.add([layer[:20] for layer in layers], [layer[:20] for layer in layers])
+    with pytest.raises(ValueError, match="keep 30 rows and were given 20"):
+        fewer.cka()
+    with pytest.raises(ValueError, match="once each"):
+        values.repaired().repaired()
 
 
 def test_weighted_neighbour_measures_are_those_of_copies_never_paired_with_each_other():

@@ -629,6 +629,37 @@ def test_the_alignment_alone_is_the_table_the_layer_geometry_writes(stored, tmp_
     pd.testing.assert_frame_equal(later, expected)
 
 
+def test_a_stopped_alignment_job_keeps_its_parts_until_its_table_is_written(
+    stored, tmp_path, monkeypatch
+):
+    """A job stopped before its table is written (here: at the write) leaves its finished
+    parts in ``<output>.resume``; the job run again reads them, computes no resample,
+    writes the table a run never stopped writes, and removes the folder."""
+    from contextuality.geometry import alignment as alignment_module
+    from contextuality.steps import geometry as geometry_step
+
+    model_a, _, index, settings, _ = stored
+    output = tmp_path / "alignment.parquet"
+    expected = steps.layer_alignment(model_a, index, typed(settings))
+    writing = geometry_step.write_parquet
+
+    def stopped(*arguments, **keywords):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(geometry_step, "write_parquet", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        steps.layer_alignment(model_a, index, typed(settings), output=output)
+    folder = tmp_path / "alignment.parquet.resume"
+    assert not output.exists() and len(list(folder.glob("*/*/*.npz"))) > 0
+    monkeypatch.setattr(geometry_step, "write_parquet", writing)
+    computed = []
+    monkeypatch.setattr(alignment_module, "measure_grids", lambda *a, **k: computed.append(1))
+    again = steps.layer_alignment(model_a, index, typed(settings), output=output)
+    assert not computed and not folder.exists()
+    pd.testing.assert_frame_equal(again, expected)
+    pd.testing.assert_frame_equal(pd.read_parquet(output), expected)
+
+
 def test_every_cka_comes_with_its_debiased_form_and_a_permutation_null(stored, tmp_path):
     """The debiased values are those of the n × n estimator on the same rows; the null is
     both forms on rows paired at random, seeded: the same seed gives the same null, and

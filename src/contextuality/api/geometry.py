@@ -12,6 +12,7 @@ import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -186,17 +187,19 @@ def within_model_alignment(
     settings: GeometrySettings,
     transform: str,
     occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
+    resume_in: str | Path | None = None,
 ) -> pd.DataFrame:
     """The alignment between every two layers of a model on the `occurrences` named and
     between each layer and each word baseline on every one (`ALIGNMENT_COLUMNS`), as the
     geometry step writes it: every ordered pair of layers computed, the diagonal included
     (`alignment` computes each unordered pair once); no baseline where `sample` has no
-    words."""
+    words. `resume_in`: where finished parts are kept (`alignment_between`)."""
     log.info("alignment between %d layers on %d rows", len(layers.vectors), len(sample.later))
     arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
-    tables = [alignment_between((name, layers), None, *arguments, occurrences).table]
+    between = alignment_between((name, layers), None, *arguments, occurrences, None, resume_in)
+    tables = [between.table]
     if sample.words is not None:
-        tables += baseline_alignments(name, layers, sample, settings, transform)
+        tables += baseline_alignments(name, layers, sample, settings, transform, resume_in)
     return pd.concat(tables, ignore_index=True)
 
 
@@ -206,13 +209,15 @@ def baseline_alignments(
     sample: SampleRows,
     settings: GeometrySettings,
     transform: str,
+    resume_in: str | Path | None = None,
 ) -> list[pd.DataFrame]:
     """The alignment tables between every layer of a model and each word baseline of
-    ``geometry.alignment.baselines``, on every sampled occurrence."""
+    ``geometry.alignment.baselines``, on every sampled occurrence; `resume_in` as
+    `alignment_between` takes it."""
     arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
     baselines = word_baselines(sample.words, sample.positions, settings.alignment.baselines)
     return [
-        alignment_between((name, layers), baseline, *arguments, ("all",)).table
+        alignment_between((name, layers), baseline, *arguments, ("all",), None, resume_in).table
         for baseline in baselines.items()
     ]
 

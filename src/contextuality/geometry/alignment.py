@@ -2,7 +2,7 @@
 occurrences: the sampled rows (`sample_rows`, `SampledLayers`) and the rows with a vector in
 every layer; linear CKA, its debiased form and the angular Procrustes distance from the
 cross-products (`linear_cka.CrossProducts`) of every occurrence and of those past each
-sentence's first word, each set of rows shifted by its own mean (`layer_products`); mutual
+sentence's first word, each set of rows shifted by its own mean (`row_products`); mutual
 k-NN and CKNNA from each layer's nearest neighbours (`neighbours`). Every value comes with
 an interval from a bootstrap over sentences (the percentile interval less the bootstrap's
 bias) and is calibrated against permutation nulls, the right side's rows paired at random
@@ -11,9 +11,12 @@ the other (`best_layers`)."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,8 +37,10 @@ from contextuality.geometry.resampling import (
     calibrate,
     sentence_weights,
 )
+from contextuality.geometry.resume import ResumeStore
+from contextuality.geometry.row_products import layer_products, taken
 from contextuality.geometry.search import SearchSettings
-from contextuality.jobs.console import Progress
+from contextuality.jobs.console import Progress, say
 from contextuality.rows import rows_with_vectors
 
 log = logging.getLogger(__name__)
@@ -43,8 +48,6 @@ log = logging.getLogger(__name__)
 # The word baselines (`baselines.BASELINES`, which builds them from this module's layers).
 BASELINE_NAMES = ("word_identity", "word_position")
 
-# Rows multiplied at a time for CKA: (rows × every layer's width) float64, a few MiB.
-CKA_CHUNK_ROWS = 1024
 # What the alignment table holds of each alignment measure of the catalogue
 # (`alignment_catalogue`): its value, its bootstrap interval and the bootstrap's bias
 # (`resampling.bootstrap_interval`), the mean of its permutation nulls, the null's
@@ -166,75 +169,6 @@ def rows_in_every_layer(*models: SampledLayers) -> np.ndarray:
     return np.flatnonzero(keep)
 
 
-def row_chunks_of_layers(
-    left: SampledLayers,
-    right: SampledLayers | None,
-    rows: np.ndarray,
-    pairing: np.ndarray | None = None,
-) -> Iterator[tuple[np.ndarray, list[np.ndarray], list[np.ndarray] | None]]:
-    """The positions in `rows` of a chunk, then those rows of every layer of `left` (and
-    `right`, its row ``rows[pairing[i]]`` beside the left's ``rows[i]`` where a pairing
-    is given), a chunk of rows at a time."""
-    for start in range(0, len(rows), CKA_CHUNK_ROWS):
-        positions = np.arange(start, min(start + CKA_CHUNK_ROWS, len(rows)))
-        left_rows = rows[positions]
-        right_rows = left_rows if pairing is None else rows[pairing[positions]]
-        yield (
-            positions,
-            [vectors[left_rows] for vectors in left.vectors.values()],
-            None if right is None else [vectors[right_rows] for vectors in right.vectors.values()],
-        )
-
-
-def layer_products(
-    left: SampledLayers,
-    right: SampledLayers | None,
-    rows: np.ndarray,
-    pairing: np.ndarray | None = None,
-    weights: np.ndarray | None = None,
-    precision: type[np.floating] = np.float64,
-) -> CrossProducts:
-    """The cross-products of the sampled `rows` of every layer of `left` and `right` (of
-    `left` itself when None; `pairing` as `row_chunks_of_layers` takes it), each row
-    counted `weights` times (a bootstrap draw; None: once), shifted by the mean of those
-    rows themselves, so that their products keep their precision however far a massive
-    activation on other rows (a decoder's first token) puts the mean of every row;
-    multiplied in `precision` (`CrossProducts`)."""
-    if weights is not None:
-        counted = weights > 0
-        rows, weights = rows[counted], weights[counted]
-    sides = [left] if right is None else [left, right]
-    shift = tuple(
-        np.concatenate([_mean(vectors, rows) for vectors in side.vectors.values()])
-        for side in sides
-    )
-    widths = [[vectors.shape[1] for vectors in side.vectors.values()] for side in sides]
-    products = CrossProducts(widths[0], None if right is None else widths[1], shift, precision)
-    for positions, left_chunk, right_chunk in row_chunks_of_layers(left, right, rows, pairing):
-        products.add(left_chunk, right_chunk, None if weights is None else weights[positions])
-    return products
-
-
-def _mean(vectors, rows: np.ndarray) -> np.ndarray:
-    """The float64 mean of `rows` of `vectors`, a chunk of rows at a time (no copy of
-    them all); zero for a sparse layer, which is not shifted."""
-    if sparse.issparse(vectors):
-        return np.zeros(vectors.shape[1])
-    chunk = 16 * CKA_CHUNK_ROWS
-    total = np.zeros(vectors.shape[1])
-    for start in range(0, len(rows), chunk):
-        total += vectors[rows[start : start + chunk]].sum(axis=0, dtype=np.float64)
-    return total / len(rows)
-
-
-def _taken(vectors, rows: np.ndarray):
-    """`rows` of `vectors`: the array itself where they are all of its rows in order (no
-    copy of a million rows), else a copy of them."""
-    if len(rows) == vectors.shape[0] and np.array_equal(rows, np.arange(len(rows))):
-        return vectors
-    return vectors[rows]
-
-
 # The alignment measures computed from each layer's nearest neighbours.
 NEIGHBOUR_MEASURES = tuple(record for record in ALIGNMENT_MEASURES if record.of_neighbours)
 
@@ -245,20 +179,29 @@ def search_neighbours(
     rows: np.ndarray,
     alignment: AlignmentSettings,
     seed: int,
+    store: ResumeStore | None = None,
 ) -> SearchedNeighbours | None:
     """Every layer's neighbours of the sampled `rows`, searched once as
-    ``alignment.search`` says (`neighbours.layer_neighbours`); None where the rows are too
-    few for k."""
+    ``alignment.search`` says (`neighbours.layer_neighbours`), or read from `store` where
+    it keeps them (each kept there as it is found); None where the rows are too few
+    for k."""
     if len(rows) <= alignment.k:
         return None
     search = (alignment.k, alignment.search_device(), alignment.search, seed)
-    found = layer_neighbours((_taken(vectors, rows) for vectors in left.vectors.values()), *search)
-    if right is None:
-        return SearchedNeighbours(found, found)
-    others = layer_neighbours(
-        (_taken(vectors, rows) for vectors in right.vectors.values()), *search
-    )
-    return SearchedNeighbours(found, others)
+    found = {}
+    for side, sampled in (("left", left), ("right", right)):
+        if sampled is None:
+            continue
+        found[side] = []
+        for layer, vectors in sampled.vectors.items():
+            name = f"neighbours-{side}-{layer}"
+            kept = None if store is None else store.neighbours(name)
+            if kept is None:
+                kept = layer_neighbours([taken(vectors, rows)], *search)[0]
+                if store is not None:
+                    store.keep_neighbours(name, kept)
+            found[side].append(kept)
+    return SearchedNeighbours(found["left"], found.get("right", found["left"]))
 
 
 def measure_grids(
@@ -268,19 +211,26 @@ def measure_grids(
     searched: SearchedNeighbours | None,
     pairing: np.ndarray | None = None,
     weights: np.ndarray | None = None,
+    unpaired: CrossProducts | None = None,
 ) -> dict[str, np.ndarray]:
     """Every alignment measure of the catalogue between every left layer (rows) and every
     right layer (columns) on the sampled `rows`: as they are, with the right side's rows
     paired by `pairing` (a permutation of positions in `rows`: a null), or each row
     counted `weights` times (a bootstrap draw), a resample's products multiplied in
     float32 (its spread is orders above float32's rounding once each side is shifted by
-    its own mean; the values in float64). Measures of neighbours keep the sample's
+    its own mean; the values in float64). `unpaired`: the rows' products as they are
+    (`layer_products`), the values' own, of which a permutation keeps each side's
+    self-products (None: computed). Measures of neighbours keep the sample's
     neighbours (`searched`; NaN where there are none): a permutation re-pairs them
     (`Neighbours.paired`), a draw re-weights their rows."""
     other = left if right is None and pairing is not None else right
     resample = pairing is not None or weights is not None
     precision = np.float32 if resample else np.float64
-    products = layer_products(left, other, rows, pairing, weights, precision)
+    if unpaired is not None and not resample:
+        products = unpaired
+    else:
+        kept = unpaired if pairing is not None else None
+        products = layer_products(left, other, rows, pairing, weights, precision, kept)
     count = (len(left.vectors), len(left.vectors if right is None else right.vectors))
     grids = {}
     for record in ALIGNMENT_MEASURES:
@@ -319,29 +269,40 @@ def resampled_alignment(
     seed: int,
     what: str = "alignment",
     progress: Callable[[], None] | None = None,
+    store: ResumeStore | None = None,
 ) -> ResampledAlignment:
     """`ResampledAlignment` of the sampled `rows` (positions in the sample; `sentences`
     the sentence of each sampled row): the values, ``alignment.permutations`` nulls
     (one permutation of the rows for every layer, from the first generator) and
     ``alignment.bootstrap`` draws over sentences (`resampling.sentence_weights`, from
     the second), their progress told on the console as `what` (`console.Progress`) and
-    to `progress`, called after each."""
-    searched = search_neighbours(left, right, rows, alignment, seed)
-    values = measure_grids(left, right, rows, searched)
+    to `progress`, called after each; each kept in `store` as it is found and read from
+    it where it is kept there (the draws drawn all the same)."""
+    searched = search_neighbours(left, right, rows, alignment, seed, store)
+    unpaired = functools.cache(lambda: layer_products(left, right, rows))
+
+    def grids(name: str, pairing=None, weights=None) -> dict[str, np.ndarray]:
+        kept = None if store is None else store.grids(name)
+        if kept is None:
+            products = None if weights is not None else unpaired()
+            kept = measure_grids(left, right, rows, searched, pairing, weights, products)
+            if store is not None:
+                store.keep_grids(name, kept)
+        return kept
+
+    values = grids("values")
     permutation_random, bootstrap_random = randoms
     resamples = alignment.permutations + alignment.bootstrap
     told = Progress(f"{what}: permutations and bootstrap draws", resamples, "draws")
-    nulls = []
-    for _ in range(alignment.permutations):
-        pairing = permutation_random.permutation(len(rows))
-        nulls.append(measure_grids(left, right, rows, searched, pairing=pairing))
+    nulls, draws = [], []
+    for index in range(alignment.permutations):
+        nulls.append(grids(f"null-{index}", pairing=permutation_random.permutation(len(rows))))
         told.update()
         if progress:
             progress()
-    draws = []
     weights = sentence_weights(sentences[rows], alignment.bootstrap, bootstrap_random)
-    for counts in weights:
-        draws.append(measure_grids(left, right, rows, searched, weights=counts))
+    for index, counts in enumerate(weights):
+        draws.append(grids(f"draw-{index}", weights=counts))
         told.update()
         if progress:
             progress()
@@ -430,6 +391,7 @@ def alignment_between(
     transform: str = "none",
     occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
     progress: Callable[[], None] | None = None,
+    resume_in: str | Path | None = None,
 ) -> AlignmentResult:
     """Every alignment measure, its interval and its permutation null between every layer
     of `left` and every layer of `right` (of `left` itself when None), on the rows with a
@@ -439,12 +401,22 @@ def alignment_between(
     the same rows (stream ``alignment_null``), so it keeps nothing of the rows' order; a
     bootstrap draw resamples their sentences (stream ``alignment_bootstrap``). Each set of
     occurrences gets the draws it gets with every set computed: those of a set left out
-    before it are drawn and passed over. `progress`: called after each null and draw."""
+    before it are drawn and passed over. `progress`: called after each null and draw.
+    `resume_in`: a folder that keeps each layer's neighbours and each null and draw as
+    they are found (`resume.ResumeStore`, under a key of all they rest on), from which a
+    run stopped part-way takes up again; None: nothing kept."""
     other = None if right is None else right[1]
+    names = (left[0], left[0] if right is None else right[0])
+    store = None
+    if resume_in is not None:
+        sides = [(name, sampled.vectors) for name, sampled in filter(None, (left, right))]
+        rests = [sides, dataclasses.astuple(sample), seed, alignment, transform]
+        store = ResumeStore.keyed(resume_in, rests)
+        if store.count():
+            say(f"{' and '.join(names)}: {store.count()} parts read from {store.directory}")
     paired = other or left[1]
     kept = rows_in_every_layer(left[1], *([] if other is None else [other]))
     subsets = {"all": kept, "position>0": kept[sample.later[kept]]}
-    names = (left[0], left[0] if right is None else right[0])
     randoms = (generator(seed, "alignment_null"), generator(seed, "alignment_bootstrap"))
     layers = (list(left[1].vectors), list(paired.vectors))
     frames, best = [], []
@@ -466,8 +438,9 @@ def alignment_between(
                     "NaN; set it lower"
                 ]
             )
+        scoped = None if store is None else store.scoped(subset)
         found = resampled_alignment(
-            left[1], other, rows, sample.sentences, alignment, randoms, seed, what, progress
+            left[1], other, rows, sample.sentences, alignment, randoms, seed, what, progress, scoped
         )
         frames.append(
             alignment_frame(found, names, layers, subset, sample.sampled, confidence, transform)

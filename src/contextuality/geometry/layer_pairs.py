@@ -30,13 +30,13 @@ from contextuality.geometry.alignment import (
     SampledLayers,
     SampleRows,
     alignment_frame,
-    layer_products,
     rows_in_every_layer,
     search_neighbours,
 )
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 from contextuality.geometry.neighbours import Neighbours, SearchedNeighbours
 from contextuality.geometry.resampling import ResampledAlignment, sentence_weights
+from contextuality.geometry.row_products import layer_products
 
 
 def pair_grids(

@@ -20,7 +20,7 @@ O(n·p·q) time, never an n × n matrix.
 Rows are shifted (by default by the first chunk's mean; both estimators ignore a shift)
 and multiplied in float64, so a large common mean (decoders' vectors sit far from the
 origin) does not cancel catastrophically; the alignment shifts each set of rows by its own
-mean (`alignment.layer_products`).
+mean (`row_products.layer_products`).
 """
 
 from __future__ import annotations
@@ -59,6 +59,30 @@ class CrossProducts:
         self._cross = np.zeros(tuple(sum(widths) for widths in self.widths))
         self._self = None if self.same else tuple(_zero_blocks(widths) for widths in self.widths)
         self._norms = _NormSums(self.widths)
+        # Rows whose sums, self-products and own norms came with the products (`repaired`).
+        self._kept_rows = 0
+
+    def repaired(self, precision: type[np.floating] | None = None) -> CrossProducts:
+        """Empty products of these rows with the right side's rows paired otherwise (a
+        permutation null) that keep what a re-pairing leaves as it is: each side's sums,
+        self-products and sums of its own norms, these products' own (in their precision,
+        float64 for the values). Only the products between the two sides are then added,
+        the same rows again in another pairing: the self-products are 2/(L + 2) of the
+        work at L layers of one width (2/9 at MiniLM's 7). `precision`: what the pairs'
+        rows are multiplied in (None: as these were)."""
+        if self._kept_rows or not self.n_rows:
+            raise ValueError("repaired() takes products that hold every row, once each")
+        shift = None if self._shift is None else (self._shift[0], self._shift[-1])
+        precision = self._precision if precision is None else precision
+        paired = CrossProducts(self.widths[0], self.widths[1], shift, precision)
+        paired._sums = [sums.copy() for sums in self._sums]
+        if self.same:
+            paired._self = tuple(_diagonal_blocks(self._cross, self.widths[0]) for _ in (0, 1))
+        else:
+            paired._self = self._self
+        paired._norms = self._norms.own_sums()
+        paired._kept_rows = self.n_rows
+        return paired
 
     def add(
         self,
@@ -81,6 +105,15 @@ class CrossProducts:
             self._shift = tuple(_column_sums(part) / part.shape[0] for part in stacked)
         stacked = [_shifted(part, shift) for part, shift in zip(stacked, self._shift, strict=True)]
         counts = None if weights is None else np.asarray(weights, dtype=np.float64)[:, None]
+        if self._kept_rows:
+            if weights is not None:
+                raise ValueError("re-paired products take each row once, without weights")
+            self.n_rows += stacked[0].shape[0]
+            if self.n_rows > self._kept_rows:
+                raise ValueError(f"re-paired products of {self._kept_rows} rows given more")
+            self._norms.add_between((stacked[0], stacked[-1]), self.widths)
+            _add_product(self._cross, stacked[0], stacked[-1], self._precision)
+            return
         self.n_rows += stacked[0].shape[0] if weights is None else int(np.sum(weights))
         self._sums[0] += _column_sums(stacked[0], counts)
         self._sums[1] += _column_sums(stacked[-1], counts)
@@ -126,6 +159,7 @@ class CrossProducts:
     def _centered(self) -> tuple[np.ndarray, tuple[list[int], list[int]], list[list[np.ndarray]]]:
         """The centered cross-products (Σleft widths × Σright widths), the widths, and each
         side's centered self-products (one width × width matrix per layer)."""
+        self._check_complete()
         if self.n_rows < 2:
             raise InputDataError(
                 f"CKA needs 2 or more occurrences with a vector in every layer compared, "
@@ -146,10 +180,18 @@ class CrossProducts:
             ]
         return cross, self.widths, self_products
 
+    def _check_complete(self) -> None:
+        """Refuse re-paired products (`repaired`) given fewer rows than they keep."""
+        if self._kept_rows and self.n_rows != self._kept_rows:
+            raise ValueError(
+                f"re-paired products keep {self._kept_rows} rows and were given {self.n_rows}"
+            )
+
     def debiased_cka(self) -> np.ndarray:
         """Debiased CKA (Nguyen et al. 2021) between every left layer (rows) and every right
         layer (columns): HSIC_u(K, L) / √(HSIC_u(K, K) HSIC_u(L, L)); NaN below 4 rows or
         where a layer's HSIC_u is not positive."""
+        self._check_complete()
         n = self.n_rows
         if n < 4:
             return np.full((len(self.widths[0]), len(self.widths[1])), np.nan)
@@ -227,6 +269,30 @@ class _NormSums:
             for other in (0, 1):
                 self._between[side, other] += counted[side].T @ squared[other]
                 self._features[side, other] += np.asarray(parts[side].T @ counted[other])
+
+    def own_sums(self) -> _NormSums:
+        """These sums less those between the two sides (zero): what a re-pairing of the
+        right side's rows keeps (`CrossProducts.repaired`)."""
+        kept = _NormSums.__new__(_NormSums)
+        kept.total = [total.copy() for total in self.total]
+        kept._between = {
+            key: sums.copy() if key[0] == key[1] else np.zeros_like(sums)
+            for key, sums in self._between.items()
+        }
+        kept._features = {
+            key: sums.copy() if key[0] == key[1] else np.zeros_like(sums)
+            for key, sums in self._features.items()
+        }
+        return kept
+
+    def add_between(
+        self, parts: tuple[np.ndarray, np.ndarray], widths: tuple[Sequence[int], Sequence[int]]
+    ) -> None:
+        """Add a chunk's sums between the two sides only (rows once each, as `add`)."""
+        squared = [_squared_norms(part, side) for part, side in zip(parts, widths, strict=True)]
+        for side, other in ((0, 1), (1, 0)):
+            self._between[side, other] += squared[side].T @ squared[other]
+            self._features[side, other] += np.asarray(parts[side].T @ squared[other])
 
     def between(self, side_a: int, a: int, side_b: int, b: int) -> float:
         """Σ_rows d_a d_b for layer a of side_a and layer b of side_b."""

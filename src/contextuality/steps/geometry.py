@@ -6,11 +6,14 @@ word tokens in every model."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
-from collections.abc import Sequence
+import shutil
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -343,11 +346,25 @@ def _alignment_written(
     """`layer_alignment` of the `layers` read from `rows`."""
     what = f"{len(layers.vectors)} layers on {len(rows):,} rows"
     say(f"{name} ({transform.name}): alignment of {what}")
-    table = within_model_alignment(name, layers, sample, settings, transform.name)
-    if output is not None:
-        provenance = _provenance("layer_alignment", settings, rows, transform.name, layers)
-        write_parquet(table, output, provenance)
+    with _resumable(output) as folder:
+        table = within_model_alignment(name, layers, sample, settings, transform.name, **folder)
+        if output is not None:
+            provenance = _provenance("layer_alignment", settings, rows, transform.name, layers)
+            write_parquet(table, output, provenance)
     return table
+
+
+@contextlib.contextmanager
+def _resumable(output: PathLike | None) -> Iterator[dict[str, Path]]:
+    """The folder beside `output` (``<output>.resume``) that keeps an alignment's finished
+    parts until `output` is written, as ``resume_in`` (`alignment.alignment_between`), then
+    removed; nothing without an output. A job stopped part-way leaves it for the next."""
+    if output is None:
+        yield {}
+        return
+    folder = Path(output).with_name(f"{Path(output).name}.resume")
+    yield {"resume_in": folder}
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def paired_layer_alignment(
@@ -391,18 +408,22 @@ def alignment_between_models(
     rows, sample = _sample(index, settings, transform)
     layers = [read_sampled_layers(model, index, rows, transform) for model in (left, right)]
     say(f"{left.name} and {right.name} ({transform.name}): alignment on {len(rows):,} rows")
-    found = alignment_between(
-        (left.name, layers[0]),
-        (right.name, layers[1]),
-        sample,
-        settings.seed,
-        settings.confidence,
-        settings.alignment,
-        transform.name,
-    )
-    provenance = _provenance("alignment_between_models", settings, rows, transform.name, *layers)
-    write_parquet(found.table, output, provenance)
-    write_parquet(found.best_layers, best_layers_output, provenance)
+    with _resumable(output) as folder:
+        found = alignment_between(
+            (left.name, layers[0]),
+            (right.name, layers[1]),
+            sample,
+            settings.seed,
+            settings.confidence,
+            settings.alignment,
+            transform.name,
+            **folder,
+        )
+        provenance = _provenance(
+            "alignment_between_models", settings, rows, transform.name, *layers
+        )
+        write_parquet(found.table, output, provenance)
+        write_parquet(found.best_layers, best_layers_output, provenance)
     return found
 
 

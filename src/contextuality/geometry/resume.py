@@ -1,0 +1,120 @@
+"""An alignment's finished parts kept on disk, so that a job stopped part-way (a crash, a
+cluster's time limit, a machine taken back) takes up where it stopped: each layer's
+neighbours and each permutation null's and bootstrap draw's grids, written atomically as
+they finish, under a key of everything they depend on (every layer's vectors, the rows'
+sentences and positions, the settings, the seed and the geometry's code), and read back
+under that key alone. At every STS occurrence on 2 cores an alignment is hours of
+searches and resamples (`workflow.geometry_resources`)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from contextuality.files.provenance import atomic_path
+from contextuality.geometry.neighbours import Neighbours
+
+# Bytes hashed at a time (a million rows of a layer are hashed without a copy of them all).
+HASHED_BYTES = 1 << 26
+# The geometry's own code, part of every key: a change in it starts an alignment afresh.
+GEOMETRY_SOURCES = Path(__file__).resolve().parent
+
+
+def digest(parts: Iterable[Any]) -> str:
+    """A BLAKE2b digest of `parts`: arrays by dtype, shape and bytes (sparse ones by their
+    CSR arrays), dicts by their sorted items, anything else by its repr."""
+    hashed = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        _hash(hashed, part)
+    return hashed.hexdigest()
+
+
+def _hash(hashed, part: Any) -> None:
+    if sparse.issparse(part):
+        csr = sparse.csr_matrix(part)
+        hashed.update(f"sparse{csr.shape}".encode())
+        for array in (csr.data, csr.indices, csr.indptr):
+            _hash(hashed, array)
+    elif isinstance(part, np.ndarray) and part.dtype.hasobject:
+        _hash(hashed, part.tolist())
+    elif isinstance(part, np.ndarray):
+        hashed.update(f"{part.dtype.str}{part.shape}".encode())
+        flat = np.ascontiguousarray(part).reshape(-1).view(np.uint8)
+        for start in range(0, flat.size, HASHED_BYTES):
+            hashed.update(flat[start : start + HASHED_BYTES])
+    elif isinstance(part, dict):
+        hashed.update(f"dict{len(part)}".encode())
+        for key in sorted(part, key=repr):
+            _hash(hashed, key)
+            _hash(hashed, part[key])
+    elif isinstance(part, list | tuple):
+        hashed.update(f"{type(part).__name__}{len(part)}".encode())
+        for item in part:
+            _hash(hashed, item)
+    else:
+        hashed.update(repr(part).encode())
+
+
+def code_digest() -> str:
+    """The digest of the geometry package's source (`GEOMETRY_SOURCES`)."""
+    sources = sorted(GEOMETRY_SOURCES.rglob("*.py"))
+    named = [(path.relative_to(GEOMETRY_SOURCES).as_posix(), path.read_bytes()) for path in sources]
+    return digest(named)
+
+
+@dataclass(frozen=True)
+class ResumeStore:
+    """One alignment's finished parts in `directory` (a folder of its key's own), each an
+    ``.npz`` named by what it is."""
+
+    directory: Path
+
+    @classmethod
+    def keyed(cls, root: str | Path, parts: Iterable[Any]) -> ResumeStore:
+        """The store under `root` for the alignment that `parts` (with the geometry's
+        code) determine."""
+        return cls(Path(root) / digest([code_digest(), *parts]))
+
+    def scoped(self, scope: str) -> ResumeStore:
+        """The store of one part of the alignment (a set of occurrences)."""
+        return ResumeStore(self.directory / scope)
+
+    def count(self) -> int:
+        """How many finished parts it holds, in every scope."""
+        return sum(1 for _ in self.directory.rglob("*.npz")) if self.directory.exists() else 0
+
+    def neighbours(self, name: str) -> Neighbours | None:
+        """The neighbours kept as `name`, or None."""
+        stored = self._read(name)
+        if stored is None:
+            return None
+        return Neighbours(stored["indices"], stored["cosines"], float(stored["recall"]))
+
+    def keep_neighbours(self, name: str, found: Neighbours) -> None:
+        self._write(name, indices=found.indices, cosines=found.cosines, recall=found.recall)
+
+    def grids(self, name: str) -> dict[str, np.ndarray] | None:
+        """The grids of every measure kept as `name`, or None."""
+        return self._read(name)
+
+    def keep_grids(self, name: str, grids: dict[str, np.ndarray]) -> None:
+        self._write(name, **grids)
+
+    def _read(self, name: str) -> dict[str, np.ndarray] | None:
+        path = self.directory / f"{name}.npz"
+        if not path.exists():
+            return None
+        with np.load(path) as stored:
+            return {key: stored[key] for key in stored.files}
+
+    def _write(self, name: str, **arrays: Any) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        final = self.directory / f"{name}.npz"
+        with atomic_path(final) as temporary, open(temporary, "wb") as handle:
+            np.savez(handle, **arrays)

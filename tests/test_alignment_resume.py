@@ -1,0 +1,134 @@
+"""An alignment stopped part-way takes up where it stopped: what it had found is kept on
+disk under a key of all it rests on, and the table of a resumed run is the table of a run
+never stopped."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import sparse
+
+from contextuality.geometry import alignment as alignment_module
+from contextuality.geometry.alignment import (
+    AlignmentSettings,
+    SampledLayers,
+    SampleRows,
+    alignment_between,
+)
+from contextuality.geometry.neighbours import cosine_neighbours
+from contextuality.geometry.resume import ResumeStore, digest
+
+SETTINGS = AlignmentSettings(k=4, permutations=5, bootstrap=6, baselines=())
+
+
+def _layers(rng: np.random.Generator, n: int = 80) -> SampledLayers:
+    signal = rng.normal(size=(n, 3))
+    vectors = {
+        layer: (signal @ rng.normal(size=(3, 6)) + rng.normal(scale=1 + layer, size=(n, 6)))
+        for layer in range(3)
+    }
+    return SampledLayers({layer: v.astype(np.float16) for layer, v in vectors.items()}, {})
+
+
+def _sample(n: int = 80) -> SampleRows:
+    positions = np.tile(np.arange(8), n // 8)
+    return SampleRows(later=positions > 0, sentences=np.repeat(np.arange(n // 8), 8), sampled=False)
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _stop_after(count: int):
+    calls = []
+
+    def progress() -> None:
+        calls.append(1)
+        if len(calls) == count:
+            raise _Stopped
+
+    return progress
+
+
+def _counting(monkeypatch) -> list[int]:
+    computed = []
+    original = alignment_module.measure_grids
+
+    def measure_grids(*arguments, **keywords):
+        computed.append(1)
+        return original(*arguments, **keywords)
+
+    monkeypatch.setattr(alignment_module, "measure_grids", measure_grids)
+    return computed
+
+
+def test_a_stopped_alignment_resumes_to_the_table_of_one_never_stopped(tmp_path, monkeypatch):
+    """Stopped after 14 of the 22 resamples (11 for each set of occurrences: 3 nulls into
+    the second), a second run computes only the 8 left, searches nothing again, and
+    writes the table that a run without a store writes."""
+    layers = _layers(np.random.default_rng(0))
+    arguments = (("m", layers), None, _sample(), 7, 0.95, SETTINGS)
+    fresh = alignment_between(*arguments).table
+    with pytest.raises(_Stopped):
+        alignment_between(*arguments, progress=_stop_after(14), resume_in=tmp_path)
+    (store,) = [path for path in tmp_path.iterdir() if path.is_dir()]
+    kept = sorted(path.name for path in (store / "position>0").glob("*.npz"))
+    assert kept == sorted(
+        [f"neighbours-left-{layer}.npz" for layer in range(3)]
+        + ["values.npz", *(f"null-{index}.npz" for index in range(3))]
+    )
+    computed = _counting(monkeypatch)
+    searched = []
+    monkeypatch.setattr(alignment_module, "layer_neighbours", lambda *a: searched.append(1))
+    resumed = alignment_between(*arguments, resume_in=tmp_path).table
+    assert len(computed) == 22 - 14 and not searched
+    pd.testing.assert_frame_equal(resumed, fresh)
+
+
+def test_a_change_in_what_it_rests_on_starts_afresh(tmp_path, monkeypatch):
+    """Another seed, one vector changed, another setting: a key of its own, nothing read."""
+    rng = np.random.default_rng(1)
+    layers = _layers(rng)
+    alignment_between(("m", layers), None, _sample(), 7, 0.95, SETTINGS, resume_in=tmp_path)
+    changed = SampledLayers({**layers.vectors, 2: layers.vectors[2].copy()}, {})
+    changed.vectors[2][5, 1] += 1
+    others = [
+        (("m", changed), None, _sample(), 7, 0.95, SETTINGS),
+        (("m", layers), None, _sample(), 8, 0.95, SETTINGS),
+        (("m", layers), None, _sample(), 7, 0.95, AlignmentSettings(k=5, permutations=5)),
+    ]
+    for arguments in others:
+        computed = _counting(monkeypatch)
+        alignment_between(*arguments, occurrences=("all",), resume_in=tmp_path)
+        assert len(computed) == 1 + arguments[-1].permutations + arguments[-1].bootstrap
+    assert len([path for path in tmp_path.iterdir() if path.is_dir()]) == 4
+
+
+def test_the_store_round_trips_neighbours_and_grids(tmp_path):
+    found = cosine_neighbours(np.random.default_rng(2).normal(size=(30, 4)), 3)
+    store = ResumeStore(tmp_path / "key").scoped("all")
+    assert store.neighbours("n") is None and store.grids("g") is None
+    store.keep_neighbours("n", found)
+    store.keep_grids("g", {"cka": np.eye(2), "mutual_knn": np.full((2, 2), np.nan)})
+    again = store.neighbours("n")
+    np.testing.assert_array_equal(again.indices, found.indices)
+    np.testing.assert_array_equal(again.cosines, found.cosines)
+    assert again.recall == found.recall
+    grids = store.grids("g")
+    np.testing.assert_array_equal(grids["cka"], np.eye(2))
+    assert np.isnan(grids["mutual_knn"]).all()
+    assert ResumeStore(tmp_path / "key").count() == 2
+    assert not [path for path in (tmp_path / "key" / "all").iterdir() if "partial" in path.name]
+
+
+def test_the_key_tells_arrays_apart_by_values_dtype_shape_and_sparsity():
+    values = np.arange(6.0)
+    assert digest([values]) == digest([values.copy()])
+    assert digest([values]) != digest([values.astype(np.float32)])
+    assert digest([values]) != digest([values.reshape(2, 3)])
+    assert digest([values]) != digest([sparse.csr_matrix(values.reshape(1, 6))])
+    assert digest([{1: values, 2: None}]) == digest([{2: None, 1: values}])
+    assert digest([np.array(["a", "b"], dtype=object)]) != digest(
+        [np.array(["a", "c"], dtype=object)]
+    )
