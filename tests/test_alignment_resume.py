@@ -4,6 +4,8 @@ never stopped."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,7 +19,7 @@ from contextuality.geometry.alignment import (
     alignment_between,
 )
 from contextuality.geometry.neighbours import cosine_neighbours
-from contextuality.geometry.resume import ResumeStore, digest
+from contextuality.geometry.resume import PACKAGE, SOURCES, ResumeStore, code_digest, digest
 
 SETTINGS = AlignmentSettings(k=4, permutations=5, bootstrap=6, baselines=())
 
@@ -73,7 +75,7 @@ def test_a_stopped_alignment_resumes_to_the_table_of_one_never_stopped(tmp_path,
     with pytest.raises(_Stopped):
         alignment_between(*arguments, progress=_stop_after(14), resume_in=tmp_path)
     (store,) = [path for path in tmp_path.iterdir() if path.is_dir()]
-    kept = sorted(path.name for path in (store / "position>0").glob("*.npz"))
+    kept = sorted(path.name for path in (store / "position_0").glob("*.npz"))
     assert kept == sorted(
         [f"neighbours-left-{layer}.npz" for layer in range(3)]
         + ["values.npz", *(f"null-{index}.npz" for index in range(3))]
@@ -132,3 +134,18 @@ def test_the_key_tells_arrays_apart_by_values_dtype_shape_and_sparsity():
     assert digest([np.array(["a", "b"], dtype=object)]) != digest(
         [np.array(["a", "c"], dtype=object)]
     )
+
+
+def test_the_key_holds_the_code_the_parts_come_from(monkeypatch, tmp_path):
+    """Every source the key names exists, and a change in one of them is another key."""
+    assert all((PACKAGE / source).exists() for source in SOURCES)
+    before = code_digest()
+    copy = tmp_path / "contextuality"
+    for source in SOURCES:
+        (copy / source).parent.mkdir(parents=True, exist_ok=True)
+        copied = shutil.copytree if (PACKAGE / source).is_dir() else shutil.copy
+        copied(PACKAGE / source, copy / source)
+    monkeypatch.setattr("contextuality.geometry.resume.PACKAGE", copy)
+    assert code_digest() == before
+    (copy / "rows.py").write_text((copy / "rows.py").read_text() + "\n# changed\n")
+    assert code_digest() != before

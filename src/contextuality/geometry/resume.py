@@ -9,6 +9,7 @@ searches and resamples (`workflow.geometry_resources`)."""
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +23,11 @@ from contextuality.geometry.neighbours import Neighbours
 
 # Bytes hashed at a time (a million rows of a layer are hashed without a copy of them all).
 HASHED_BYTES = 1 << 26
-# The geometry's own code, part of every key: a change in it starts an alignment afresh.
-GEOMETRY_SOURCES = Path(__file__).resolve().parent
+# The code an alignment's parts come from, part of every key: the geometry package, the
+# random streams its nulls and draws are drawn from, and the rows it reads (a change in
+# any starts an alignment afresh).
+PACKAGE = Path(__file__).resolve().parent.parent
+SOURCES = ("geometry", "configuration/random_streams.py", "rows.py")
 
 
 def digest(parts: Iterable[Any]) -> str:
@@ -62,10 +66,14 @@ def _hash(hashed, part: Any) -> None:
 
 
 def code_digest() -> str:
-    """The digest of the geometry package's source (`GEOMETRY_SOURCES`)."""
-    sources = sorted(GEOMETRY_SOURCES.rglob("*.py"))
-    named = [(path.relative_to(GEOMETRY_SOURCES).as_posix(), path.read_bytes()) for path in sources]
-    return digest(named)
+    """The digest of the source an alignment's parts come from (`SOURCES`) and of numpy's
+    version (its generators draw the nulls and draws)."""
+    roots = [PACKAGE / source for source in SOURCES]
+    files = sorted(
+        path for root in roots for path in (root.rglob("*.py") if root.is_dir() else [root])
+    )
+    named = [(path.relative_to(PACKAGE).as_posix(), path.read_bytes()) for path in files]
+    return digest([np.__version__, *named])
 
 
 @dataclass(frozen=True)
@@ -82,8 +90,9 @@ class ResumeStore:
         return cls(Path(root) / digest([code_digest(), *parts]))
 
     def scoped(self, scope: str) -> ResumeStore:
-        """The store of one part of the alignment (a set of occurrences)."""
-        return ResumeStore(self.directory / scope)
+        """The store of one part of the alignment (a set of occurrences), in a folder named
+        by `scope` with what a file name cannot hold everywhere (``>``) as ``_``."""
+        return ResumeStore(self.directory / re.sub(r"[^A-Za-z0-9_.-]", "_", scope))
 
     def count(self) -> int:
         """How many finished parts it holds, in every scope."""
