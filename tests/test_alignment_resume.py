@@ -149,3 +149,54 @@ def test_the_key_holds_the_code_the_parts_come_from(monkeypatch, tmp_path):
     assert code_digest() == before
     (copy / "rows.py").write_text((copy / "rows.py").read_text() + "\n# changed\n")
     assert code_digest() != before
+
+
+@pytest.mark.parametrize("words", [False, True])
+def test_the_api_s_alignment_stopped_part_way_resumes_to_the_same_table(
+    tmp_path, monkeypatch, words
+):
+    """`contextuality.alignment` within one model (each unordered pair once, and with
+    words the word baselines too) stopped at its 9th resample and called again with the
+    same arguments gives the table of a call never stopped; a third call computes
+    nothing."""
+    import contextuality
+    from contextuality.api import GeometrySettings
+    from contextuality.geometry import layer_pairs
+
+    rng = np.random.default_rng(5)
+    layers = {
+        layer: rng.normal(size=(60, 5)) + layer * rng.normal(size=(60, 1)) for layer in range(3)
+    }
+    sentences = np.repeat(np.arange(12), 5)
+    keywords = dict(
+        sentences=sentences,
+        words=[f"w{index % 7}" for index in range(60)] if words else None,
+        settings=GeometrySettings(
+            seed=2,
+            confidence=0.9,
+            sample_size=None,
+            alignment=AlignmentSettings(k=4, permutations=5, bootstrap=6),
+        ),
+        progress=False,
+    )
+    fresh = contextuality.alignment(layers, **keywords).table
+    original = layer_pairs.pair_grids
+    calls = []
+
+    def stopping(*arguments, **named):
+        calls.append(1)
+        if len(calls) == 9:
+            raise _Stopped
+        return original(*arguments, **named)
+
+    monkeypatch.setattr(layer_pairs, "pair_grids", stopping)
+    with pytest.raises(_Stopped):
+        contextuality.alignment(layers, **keywords, resume_in=tmp_path)
+    monkeypatch.setattr(layer_pairs, "pair_grids", original)
+    resumed = contextuality.alignment(layers, **keywords, resume_in=tmp_path).table
+    pd.testing.assert_frame_equal(resumed, fresh)
+    computed = _counting(monkeypatch)
+    monkeypatch.setattr(layer_pairs, "pair_grids", lambda *a, **k: computed.append(1))
+    again = contextuality.alignment(layers, **keywords, resume_in=tmp_path).table
+    assert not computed
+    pd.testing.assert_frame_equal(again, fresh)

@@ -229,12 +229,14 @@ def baselines_at_once(
     settings: GeometrySettings,
     transform: str,
     progress: Callable[[], None] | None = None,
+    resume_in: str | Path | None = None,
 ) -> pd.DataFrame:
     """The rows of `baseline_alignments`, in its order, from one alignment with the word
     baselines as the layers of one model: each null and draw multiplies and searches the
     model's layers once for every baseline. The same permutations and draws (each
     baseline alone starts the streams afresh, as this does), the same values to rounding;
-    `progress` called after each null and draw."""
+    `progress` called after each null and draw; `resume_in` as `alignment_between` takes
+    it."""
     baselines = word_baselines(sample.words, sample.positions, settings.alignment.baselines)
     named = list(baselines)
     joined = SampledLayers(
@@ -242,7 +244,7 @@ def baselines_at_once(
     )
     arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
     table = alignment_between(
-        (name, layers), ("baselines", joined), *arguments, ("all",), progress
+        (name, layers), ("baselines", joined), *arguments, ("all",), progress, resume_in
     ).table
     table["model_b"] = np.asarray(named, dtype=object)[table["layer_b"].to_numpy()]
     table["layer_b"] = 0
@@ -312,10 +314,12 @@ def _layer_pairs(
     transform: str,
     occurrences: tuple[str, ...],
     progress: bool | None,
+    resume_in: str | Path | None = None,
 ) -> pd.DataFrame:
     """`alignment` within one model: each unordered pair of layers once
     (`layer_pairs.layer_pair_alignment`), then each layer with the word baselines where
-    `sample` has words, its cost and progress told (`progress.Told`)."""
+    `sample` has words, its cost and progress told (`progress.Told`); `resume_in` as
+    `alignment_between` takes it."""
     count = len(layers.vectors)
     cost, total = _cost(count * (count - 1) // 2, settings, len(sample.sentences), occurrences)
     baselines = settings.alignment.baselines if sample.words is not None else ()
@@ -334,10 +338,13 @@ def _layer_pairs(
                 transform,
                 occurrences,
                 told.update,
+                resume_in,
             )
         ]
         if baselines:
-            tables.append(baselines_at_once(name, layers, sample, settings, transform, told.update))
+            tables.append(
+                baselines_at_once(name, layers, sample, settings, transform, told.update, resume_in)
+            )
     return pd.concat(tables, ignore_index=True)
 
 
@@ -353,6 +360,7 @@ def alignment(
     transform: str = "none",
     occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
     progress: bool | None = None,
+    resume_in: str | Path | None = None,
 ) -> AlignmentResult:
     """Every alignment measure (linear CKA, debiased CKA, angular Procrustes, mutual k-NN,
     CKNNA) between every layer of `left` and every layer of `right` (of `left` itself when
@@ -382,6 +390,12 @@ def alignment(
     rows of two. The cost is logged at the start, the draws done every 15 s, and the end;
     progress: a tqdm bar of the draws (None: where stderr is a terminal or the call runs in
     a notebook).
+
+    resume_in: a folder that keeps each layer's neighbours and each null and draw as they
+    are found, under a key of all they rest on (`geometry.resume`): a call stopped
+    part-way (an interrupted notebook, a job killed) and made again with the same
+    arguments takes up where it stopped, to the same table. Left in place afterwards (a
+    later call with the same arguments reads everything from it); None: nothing kept.
     """
     settings = settings or default_settings()
     settings.alignment.search_device()
@@ -390,7 +404,7 @@ def alignment(
     left_layers = _layers(left, n_rows, names[0])
     if right is None:
         table = _layer_pairs(
-            names[0], left_layers, sample, settings, transform, occurrences, progress
+            names[0], left_layers, sample, settings, transform, occurrences, progress, resume_in
         )
         return AlignmentResult(table, empty_best_layers())
     right_layers = _layers(right, n_rows, names[1])
@@ -409,4 +423,5 @@ def alignment(
             transform,
             occurrences,
             told.update,
+            resume_in,
         )

@@ -11,7 +11,6 @@ the other (`best_layers`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 from collections.abc import Callable
@@ -37,10 +36,10 @@ from contextuality.geometry.resampling import (
     calibrate,
     sentence_weights,
 )
-from contextuality.geometry.resume import ResumeStore
+from contextuality.geometry.resume import ResumeStore, kept_grids, opened
 from contextuality.geometry.row_products import layer_products, taken
 from contextuality.geometry.search import SearchSettings
-from contextuality.jobs.console import Progress, say
+from contextuality.jobs.console import Progress
 from contextuality.rows import rows_with_vectors
 
 log = logging.getLogger(__name__)
@@ -282,13 +281,11 @@ def resampled_alignment(
     unpaired = functools.cache(lambda: layer_products(left, right, rows))
 
     def grids(name: str, pairing=None, weights=None) -> dict[str, np.ndarray]:
-        kept = None if store is None else store.grids(name)
-        if kept is None:
+        def compute() -> dict[str, np.ndarray]:
             products = None if weights is not None else unpaired()
-            kept = measure_grids(left, right, rows, searched, pairing, weights, products)
-            if store is not None:
-                store.keep_grids(name, kept)
-        return kept
+            return measure_grids(left, right, rows, searched, pairing, weights, products)
+
+        return kept_grids(store, name, compute)
 
     values = grids("values")
     permutation_random, bootstrap_random = randoms
@@ -407,13 +404,9 @@ def alignment_between(
     run stopped part-way takes up again; None: nothing kept."""
     other = None if right is None else right[1]
     names = (left[0], left[0] if right is None else right[0])
-    store = None
-    if resume_in is not None:
-        sides = [(name, sampled.vectors) for name, sampled in filter(None, (left, right))]
-        rests = [sides, dataclasses.astuple(sample), seed, alignment, transform]
-        store = ResumeStore.keyed(resume_in, rests)
-        if store.count():
-            say(f"{' and '.join(names)}: {store.count()} parts read from {store.directory}")
+    sides = [(name, sampled.vectors) for name, sampled in filter(None, (left, right))]
+    rests = ["ordered pairs", sides, sample, seed, alignment, transform]
+    store = opened(resume_in, " and ".join(dict.fromkeys(names)), rests)
     paired = other or left[1]
     kept = rows_in_every_layer(left[1], *([] if other is None else [other]))
     subsets = {"all": kept, "position>0": kept[sample.later[kept]]}

@@ -17,7 +17,9 @@ shares (stream ``alignment_bootstrap``)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -36,6 +38,7 @@ from contextuality.geometry.alignment import (
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 from contextuality.geometry.neighbours import Neighbours, SearchedNeighbours
 from contextuality.geometry.resampling import ResampledAlignment, sentence_weights
+from contextuality.geometry.resume import ResumeStore, kept_grids, opened
 from contextuality.geometry.row_products import layer_products
 
 
@@ -68,16 +71,31 @@ def pair_grids(
     return grids
 
 
+def _orders(count: int, rows: int, random: np.random.Generator) -> list[np.ndarray]:
+    """A null's orders of `rows` rows for `count` layers: the first as it is, each other
+    in an order drawn for it alone."""
+    return [np.arange(rows), *(random.permutation(rows) for _ in range(count - 1))]
+
+
+def _null_grids(
+    layers: SampledLayers,
+    rows: np.ndarray,
+    searched: SearchedNeighbours | None,
+    orders: list[np.ndarray],
+) -> dict[str, np.ndarray]:
+    """`pair_grids` of a null: every layer's rows in its order (`_shuffled`)."""
+    shuffled, paired = _shuffled(layers, rows, searched, orders)
+    return pair_grids(shuffled, np.arange(len(rows)), paired, resample=True)
+
+
 def _shuffled(
     layers: SampledLayers,
     rows: np.ndarray,
     searched: SearchedNeighbours | None,
-    random: np.random.Generator,
+    orders: list[np.ndarray],
 ) -> tuple[SampledLayers, SearchedNeighbours | None]:
-    """The sampled `rows` of every layer, each layer's but the first in an order drawn
-    for it alone, and their neighbours re-paired to match (`Neighbours.paired`)."""
-    orders = [np.arange(len(rows))]
-    orders += [random.permutation(len(rows)) for _ in range(len(layers.vectors) - 1)]
+    """The sampled `rows` of every layer, each in its order of `orders` (`_orders`), and
+    their neighbours re-paired to match (`Neighbours.paired`)."""
     vectors = {
         layer: matrix[rows[order]]
         for (layer, matrix), order in zip(layers.vectors.items(), orders, strict=True)
@@ -117,32 +135,37 @@ def unordered_alignment(
     randoms: tuple[np.random.Generator, np.random.Generator],
     seed: int,
     progress: Callable[[], None] | None = None,
+    store: ResumeStore | None = None,
 ) -> ResampledAlignment:
     """`ResampledAlignment` of one model's layers on the sampled `rows` (positions in the
     sample; `sentences` each sampled row's sentence), each measure on every unordered
     pair once and mirrored, the diagonal its best (module docstring): the values,
     ``alignment.permutations`` nulls (from the first generator) and
     ``alignment.bootstrap`` draws over sentences (from the second), `progress` called
-    after each."""
-    searched = search_neighbours(layers, None, rows, alignment, seed)
-    values = pair_grids(layers, rows, searched, diagonal=True)
+    after each; each kept in `store` as it is found, read from it where it is kept."""
+    searched = search_neighbours(layers, None, rows, alignment, seed, store)
+    values = kept_grids(
+        store, "values", functools.partial(pair_grids, layers, rows, searched, diagonal=True)
+    )
     # A layer with itself: the measure's best where it is defined for the layer.
     diagonal = {
         record.name: np.where(np.isfinite(np.diag(values[record.name])), record.perfect, np.nan)
         for record in ALIGNMENT_MEASURES
     }
-    nulls = []
-    for _ in range(alignment.permutations):
-        shuffled, paired = _shuffled(layers, rows, searched, randoms[0])
-        nulls.append(pair_grids(shuffled, np.arange(len(rows)), paired, resample=True))
-        if progress:
-            progress()
-    draws = []
-    for counts in sentence_weights(sentences[rows], alignment.bootstrap, randoms[1]):
-        draws.append(pair_grids(layers, rows, searched, weights=counts, resample=True))
-        if progress:
-            progress()
     count = len(layers.vectors)
+    nulls, draws = [], []
+    for index in range(alignment.permutations):
+        orders = _orders(count, len(rows), randoms[0])
+        null = functools.partial(_null_grids, layers, rows, searched, orders)
+        nulls.append(kept_grids(store, f"null-{index}", null))
+        if progress:
+            progress()
+    weights = sentence_weights(sentences[rows], alignment.bootstrap, randoms[1])
+    for index, counts in enumerate(weights):
+        draw = functools.partial(pair_grids, layers, rows, searched, counts, resample=True)
+        draws.append(kept_grids(store, f"draw-{index}", draw))
+        if progress:
+            progress()
 
     def stacked(grids: list[dict[str, np.ndarray]], name: str) -> np.ndarray:
         return np.stack([grid[name] for grid in grids]) if grids else np.empty((0, count, count))
@@ -167,13 +190,17 @@ def layer_pair_alignment(
     transform: str = "none",
     occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
     progress: Callable[[], None] | None = None,
+    resume_in: str | Path | None = None,
 ) -> pd.DataFrame:
     """Every alignment measure, its interval and its permutation null between every two
     layers of one model (rows of `alignment.ALIGNMENT_COLUMNS`, both orders of a pair and
     the diagonal listed: module docstring), on the rows with a vector in every layer:
     every one, and those past each sentence's first word (those of
     `ALIGNMENT_OCCURRENCES` named in `occurrences`, a set left out drawing and passing
-    over its draws); `progress` called after each null and draw."""
+    over its draws); `progress` called after each null and draw; `resume_in` as
+    `alignment.alignment_between` takes it."""
+    parts = ["unordered pairs", name, layers.vectors, sample, seed, alignment, transform]
+    store = opened(resume_in, name, parts)
     kept = rows_in_every_layer(layers)
     subsets = {"all": kept, "position>0": kept[sample.later[kept]]}
     unknown = sorted(set(occurrences) - set(subsets))
@@ -199,8 +226,9 @@ def layer_pair_alignment(
                     "CKNNA are NaN; set it lower"
                 ]
             )
+        scoped = None if store is None else store.scoped(subset)
         found = unordered_alignment(
-            layers, rows, sample.sentences, alignment, randoms, seed, progress
+            layers, rows, sample.sentences, alignment, randoms, seed, progress, scoped
         )
         frames.append(
             alignment_frame(

@@ -8,9 +8,10 @@ searches and resamples (`workflow.geometry_resources`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from scipy import sparse
 
 from contextuality.files.provenance import atomic_path
 from contextuality.geometry.neighbours import Neighbours
+from contextuality.jobs.console import say
 
 # Bytes hashed at a time (a million rows of a layer are hashed without a copy of them all).
 HASHED_BYTES = 1 << 26
@@ -32,7 +34,8 @@ SOURCES = ("geometry", "configuration/random_streams.py", "rows.py")
 
 def digest(parts: Iterable[Any]) -> str:
     """A BLAKE2b digest of `parts`: arrays by dtype, shape and bytes (sparse ones by their
-    CSR arrays), dicts by their sorted items, anything else by its repr."""
+    CSR arrays), dataclasses by their fields, dicts by their sorted items, anything else
+    by its repr."""
     hashed = hashlib.blake2b(digest_size=16)
     for part in parts:
         _hash(hashed, part)
@@ -52,6 +55,11 @@ def _hash(hashed, part: Any) -> None:
         flat = np.ascontiguousarray(part).reshape(-1).view(np.uint8)
         for start in range(0, flat.size, HASHED_BYTES):
             hashed.update(flat[start : start + HASHED_BYTES])
+    elif dataclasses.is_dataclass(part) and not isinstance(part, type):
+        hashed.update(type(part).__name__.encode())
+        for item in dataclasses.fields(part):
+            _hash(hashed, item.name)
+            _hash(hashed, getattr(part, item.name))
     elif isinstance(part, dict):
         hashed.update(f"dict{len(part)}".encode())
         for key in sorted(part, key=repr):
@@ -127,3 +135,27 @@ class ResumeStore:
         final = self.directory / f"{name}.npz"
         with atomic_path(final) as temporary, open(temporary, "wb") as handle:
             np.savez(handle, **arrays)
+
+
+def opened(resume_in: str | Path | None, what: str, parts: Iterable[Any]) -> ResumeStore | None:
+    """The store under `resume_in` for the alignment `what` that `parts` determine (None:
+    none), saying on the console how many parts of a stopped run it holds."""
+    if resume_in is None:
+        return None
+    store = ResumeStore.keyed(resume_in, parts)
+    if store.count():
+        say(f"{what}: {store.count()} finished parts of a stopped run read from {store.directory}")
+    return store
+
+
+def kept_grids(
+    store: ResumeStore | None, name: str, compute: Callable[[], dict[str, np.ndarray]]
+) -> dict[str, np.ndarray]:
+    """The grids `store` keeps as `name`, else those `compute` gives, kept there as soon
+    as they are found (no store: computed, nothing kept)."""
+    kept = None if store is None else store.grids(name)
+    if kept is None:
+        kept = compute()
+        if store is not None:
+            store.keep_grids(name, kept)
+    return kept
