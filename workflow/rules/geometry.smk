@@ -24,6 +24,9 @@ rule layer_dimension:
     priority: 2
     conda:
         "../envs/contextuality.yaml"
+    # Its searches and products run on every thread it is given (BLAS, FAISS, torch);
+    # Snakemake gives it at most --cores (--set-threads in a profile sets another number).
+    threads: 8
     resources:
         mem_mb=ctx.geometry_memory_mb(config, "intrinsic_dimension"),
         runtime=ctx.geometry_runtime_minutes(config, "intrinsic_dimension"),
@@ -51,6 +54,7 @@ rule layer_alignment:
         transform=ctx.pattern(ctx.geometry_transforms(config)),
     conda:
         "../envs/contextuality.yaml"
+    threads: 8
     resources:
         mem_mb=ctx.geometry_memory_mb(config, "alignment"),
         runtime=ctx.geometry_runtime_minutes(config, "alignment"),
@@ -78,6 +82,7 @@ rule alignment_between_models:
         transform=ctx.pattern(ctx.geometry_transforms(config)),
     conda:
         "../envs/contextuality.yaml"
+    threads: 8
     resources:
         mem_mb=ctx.geometry_memory_mb(config, "alignment"),
         runtime=ctx.geometry_runtime_minutes(config, "alignment"),
@@ -151,6 +156,7 @@ rule alignment_sensitivity:
         "benchmarks/geometry/alignment_sensitivity/{model_a}~{model_b}.tsv"
     conda:
         "../envs/contextuality.yaml"
+    threads: 8
     params:
         settings=ctx.geometry_settings(config, "alignment"),
         sensitivity=ctx.sensitivity_settings(config),
