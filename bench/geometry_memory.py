@@ -80,6 +80,7 @@ def job_records(
             "k": neighbours,
             "range_max": distances,
             "seconds": round(float(measured["s"]), 1),
+            "cores_busy": round(float(measured["cpu_time"]) / float(measured["s"]), 2),
             "peak_mib": round(float(measured["max_rss"]), 1),
             "declared_mb": None,
             "resamples": resamples,
@@ -110,8 +111,16 @@ def merged(kept: list[dict], records: list[dict], search: SearchSettings) -> lis
     """The `kept` records, each replaced by the one of `records` of its job or else with
     what it declares computed again, then the `records` of jobs not kept before."""
     new = {_job(record): record for record in records}
-    again = [new.pop(_job(old), None) or declared(old, search) for old in kept]
+    again = [new.pop(_job(old), None) or declared(_placed(old, records[0]), search) for old in kept]
     return again + list(new.values())
+
+
+def _placed(old: dict, like: dict) -> dict:
+    """`old` with the columns of `like` in their places, None where it has none (a
+    column added since it was measured)."""
+    return {name: old.get(name) for name in like} | {
+        name: value for name, value in old.items() if name not in like
+    }
 
 
 def _job(record: dict) -> tuple:
@@ -170,7 +179,9 @@ def main() -> None:
         [
             "# Geometry jobs: peak memory and time against what they declare",
             "Each layer_dimension and layer_alignment job's peak resident memory "
-            "(peak_mib, its Snakemake benchmark file's max_rss) and seconds, and the memory "
+            "(peak_mib, its Snakemake benchmark file's max_rss), seconds and the cores it kept "
+            "busy on average (cores_busy, cpu_time over seconds; None where not recorded), "
+            "and the memory "
             "and runtime the workflow asks a scheduler for (declared_mb, "
             "`workflow.dimension_memory_needed`, `workflow.alignment_memory_needed`; "
             "declared_minutes, `workflow.dimension_runtime_needed`, "

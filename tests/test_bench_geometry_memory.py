@@ -28,7 +28,8 @@ def _bench():
 def test_merged_geometry_records_replace_their_job_and_declare_again():
     """`bench/geometry_memory.py --merge`: a run's new record takes its job's place, a
     kept record's declared memory and minutes are the resource functions' now, whatever
-    it held, and a new job's record comes last."""
+    it held, a column added since it was measured None in its place, and a new job's
+    record comes last."""
     module = _bench()
 
     def record(layer: str, seconds: float) -> dict:
@@ -43,9 +44,10 @@ def test_merged_geometry_records_replace_their_job_and_declare_again():
     search = SearchSettings()
     kept = [record("0", 700.0), record("1", 1_300.0)]
     new = [
-        module.declared(record("1", 900.0), search),
-        module.declared(record("6", 3_000.0), search),
+        module.declared(record("1", 900.0) | {"cores_busy": 1.9}, search),
+        module.declared(record("6", 3_000.0) | {"cores_busy": 2.0}, search),
     ]
+    new = [module._placed(one, {**record("6", 0), "cores_busy": None}) for one in new]
     merged = module.merged(kept, new, search)
     assert [(one["layer"], one["seconds"]) for one in merged] == [
         ("0", 700.0),
@@ -55,3 +57,4 @@ def test_merged_geometry_records_replace_their_job_and_declare_again():
     assert merged[0]["declared_mb"] == dimension_memory_needed(384_000_000, 500_000, 500_000, 64)
     assert merged[0]["declared_minutes"] == dimension_runtime_needed(500_000, 384, search)
     assert list(merged[0]) == list(merged[2])  # the columns in one order
+    assert merged[0]["cores_busy"] is None and merged[2]["cores_busy"] == 2.0  # added since
