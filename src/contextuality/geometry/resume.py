@@ -1,17 +1,20 @@
-"""An alignment's finished parts kept on disk, so that a job stopped part-way (a crash, a
-cluster's time limit, a machine taken back) takes up where it stopped: each layer's
-neighbours and each permutation null's and bootstrap draw's grids, written atomically as
-they finish, under a key of everything they depend on (every layer's vectors, the rows'
-sentences and positions, the settings, the seed and the geometry's code), and read back
-under that key alone. At every STS occurrence on 2 cores an alignment is hours of
-searches and resamples (`workflow.geometry_resources`)."""
+"""An alignment's finished parts (each layer's neighbours, each null and draw) kept on
+disk as they finish, under a key of all they rest on, so that a stopped job takes up where
+it stopped.
+
+Written atomically, read back under the same key alone: every layer's vectors, the rows'
+sentences and positions, the settings, the seed and the code. At every STS occurrence on
+2 cores an alignment is hours of searches and resamples (`workflow.geometry_resources`)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
+import os
 import re
-from collections.abc import Callable, Iterable
+import shutil
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,3 +162,16 @@ def kept_grids(
         if store is not None:
             store.keep_grids(name, kept)
     return kept
+
+
+@contextlib.contextmanager
+def resumable(output: str | os.PathLike | None) -> Iterator[dict[str, Path]]:
+    """The folder beside `output` (``<output>.resume``) that keeps an alignment's finished
+    parts until `output` is written, as ``resume_in`` (`alignment.alignment_between`), then
+    removed; nothing without an output. A job stopped part-way leaves it for the next."""
+    if output is None:
+        yield {}
+        return
+    folder = Path(output).with_name(f"{Path(output).name}.resume")
+    yield {"resume_in": folder}
+    shutil.rmtree(folder, ignore_errors=True)

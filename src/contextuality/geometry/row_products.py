@@ -1,29 +1,27 @@
-"""The cross-products of the sampled rows of a model's layers (`alignment.SampledLayers`),
-a chunk of rows at a time, each set of rows shifted by its own mean (`linear_cka`): what
-linear CKA, its debiased form and the Procrustes distance of the alignment are computed
-from, for the values, a permutation null (the right side's rows paired otherwise) and a
-bootstrap draw (rows weighted)."""
+"""The cross-products of the sampled rows of a model's layers, a chunk of rows at a time,
+each set of rows shifted by its own mean: for the values, a null and a bootstrap draw.
+
+What linear CKA, its debiased form and the Procrustes distance of the alignment are
+computed from (`linear_cka`); the layers are an `alignment.Any` (its `vectors`),
+the right side's rows paired otherwise for a permutation null, weighted for a draw."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 from scipy import sparse
 
 from contextuality.geometry.linear_cka import CrossProducts
 
-if TYPE_CHECKING:
-    from contextuality.geometry.alignment import SampledLayers
-
 # Rows multiplied at a time for CKA: (rows × every layer's width) float64, a few MiB.
 CKA_CHUNK_ROWS = 1024
 
 
 def row_chunks_of_layers(
-    left: SampledLayers,
-    right: SampledLayers | None,
+    left: Any,
+    right: Any,
     rows: np.ndarray,
     pairing: np.ndarray | None = None,
 ) -> Iterator[tuple[np.ndarray, list[np.ndarray], list[np.ndarray] | None]]:
@@ -42,8 +40,8 @@ def row_chunks_of_layers(
 
 
 def layer_products(
-    left: SampledLayers,
-    right: SampledLayers | None,
+    left: Any,
+    right: Any,
     rows: np.ndarray,
     pairing: np.ndarray | None = None,
     weights: np.ndarray | None = None,

@@ -1,19 +1,13 @@
-"""The steps of workflow/rules/geometry.smk. A model's layer geometry (intrinsic dimension
-per layer, the alignment between its layers), the alignment between two models, the tables
-gathering them, how best matches move with the sample, seed and k (alignment_sensitivity).
-One seeded sample of the index's rows (geometry.sample_size; null: every row) is the same
-word tokens in every model."""
+"""The steps of workflow/rules/geometry.smk: layer geometry, alignment, their tables; one
+seeded sample of the index's rows (geometry.sample_size) is the same tokens in every model."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
-import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,6 +34,7 @@ from contextuality.geometry.alignment import (
 )
 from contextuality.geometry.best_layers import empty_best_layers
 from contextuality.geometry.paired import paired_alignment
+from contextuality.geometry.resume import resumable
 from contextuality.geometry.sensitivity import (
     SENSITIVITY_COLUMNS,
     SensitivitySettings,
@@ -346,25 +341,12 @@ def _alignment_written(
     """`layer_alignment` of the `layers` read from `rows`."""
     what = f"{len(layers.vectors)} layers on {len(rows):,} rows"
     say(f"{name} ({transform.name}): alignment of {what}")
-    with _resumable(output) as folder:
+    with resumable(output) as folder:
         table = within_model_alignment(name, layers, sample, settings, transform.name, **folder)
         if output is not None:
             provenance = _provenance("layer_alignment", settings, rows, transform.name, layers)
             write_parquet(table, output, provenance)
     return table
-
-
-@contextlib.contextmanager
-def _resumable(output: PathLike | None) -> Iterator[dict[str, Path]]:
-    """The folder beside `output` (``<output>.resume``) that keeps an alignment's finished
-    parts until `output` is written, as ``resume_in`` (`alignment.alignment_between`), then
-    removed; nothing without an output. A job stopped part-way leaves it for the next."""
-    if output is None:
-        yield {}
-        return
-    folder = Path(output).with_name(f"{Path(output).name}.resume")
-    yield {"resume_in": folder}
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def paired_layer_alignment(
@@ -400,15 +382,15 @@ def alignment_between_models(
     best_layers_output: PathLike,
     transform: GeometryTransform = RAW,
 ) -> AlignmentResult:
-    """The alignment between every layer of `left` and every layer of `right` on the same
-    sampled occurrences (parquet, `ALIGNMENT_COLUMNS`) and each layer's best-matching layer
-    of the other (parquet, `BEST_LAYER_COLUMNS`), each model as stored or under its own fit
-    of a correction (`GeometryTransform`)."""
+    """The alignment between every layer of `left` and of `right` on the same sampled rows
+    (`ALIGNMENT_COLUMNS`) and each layer's best match in the other (`BEST_LAYER_COLUMNS`),
+    parquet, each model as stored or under its own fit of a correction (`GeometryTransform`)."""
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
     layers = [read_sampled_layers(model, index, rows, transform) for model in (left, right)]
     say(f"{left.name} and {right.name} ({transform.name}): alignment on {len(rows):,} rows")
-    with _resumable(output) as folder:
+    provenance = _provenance("alignment_between_models", settings, rows, transform.name, *layers)
+    with resumable(output) as folder:
         found = alignment_between(
             (left.name, layers[0]),
             (right.name, layers[1]),
@@ -418,9 +400,6 @@ def alignment_between_models(
             settings.alignment,
             transform.name,
             **folder,
-        )
-        provenance = _provenance(
-            "alignment_between_models", settings, rows, transform.name, *layers
         )
         write_parquet(found.table, output, provenance)
         write_parquet(found.best_layers, best_layers_output, provenance)
