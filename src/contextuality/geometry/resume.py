@@ -146,8 +146,9 @@ def opened(resume_in: str | Path | None, what: str, parts: Iterable[Any]) -> Res
     if resume_in is None:
         return None
     store = ResumeStore.keyed(resume_in, parts)
-    if store.count():
-        say(f"{what}: {store.count()} finished parts of a stopped run read from {store.directory}")
+    finished = store.count()
+    if finished:
+        say(f"{what}: {finished} finished parts of a stopped run read from {store.directory}")
     return store
 
 
