@@ -134,7 +134,6 @@ class ResumeStore:
             return {key: stored[key] for key in stored.files}
 
     def _write(self, name: str, **arrays: Any) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
         final = self.directory / f"{name}.npz"
         with atomic_path(final) as temporary, open(temporary, "wb") as handle:
             np.savez(handle, **arrays)
