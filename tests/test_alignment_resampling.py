@@ -9,6 +9,7 @@ import pytest
 from scipy import sparse
 
 from contextuality.configuration.random_streams import generator
+from contextuality.geometry import row_products
 from contextuality.geometry.alignment import (
     AlignmentSettings,
     SampledLayers,
@@ -31,7 +32,7 @@ from contextuality.geometry.resampling import (
     calibrate,
     sentence_weights,
 )
-from contextuality.geometry.row_products import layer_products
+from contextuality.geometry.row_products import layer_products, shuffled_products
 
 
 def _related_layers(
@@ -114,6 +115,57 @@ def test_re_paired_products_refuse_weights_fewer_rows_and_a_second_re_pairing():
         fewer.cka()
     with pytest.raises(ValueError, match="once each"):
         values.repaired().repaired()
+
+
+def test_a_shuffle_s_products_keep_each_layer_s_products_with_itself(monkeypatch):
+    """An unordered null's products (each layer's rows in an order of its own, only the
+    products between two layers multiplied, each pair once, gathered a chunk at a time)
+    give every estimator the values of the shuffled layers' products computed whole."""
+    monkeypatch.setattr(row_products, "CKA_CHUNK_ROWS", 16)
+    rng = np.random.default_rng(13)
+    rows = np.sort(rng.choice(90, 70, replace=False))
+    layers = _sampled(
+        [layer + 40.0 * index for index, layer in enumerate(_related_layers(rng, 90, 4, 5))]
+    )
+    orders = [np.arange(len(rows)), *(rng.permutation(len(rows)) for _ in range(3))]
+    values = layer_products(layers, None, rows)
+    shuffled = {
+        layer: vectors[rows[order]]
+        for (layer, vectors), order in zip(layers.vectors.items(), orders, strict=True)
+    }
+    whole = layer_products(
+        _sampled(list(shuffled.values())), None, np.arange(len(rows)), precision=np.float32
+    )
+    kept = shuffled_products(layers, rows, orders, values)
+    for estimator in ("cka", "debiased_cka", "procrustes"):
+        np.testing.assert_allclose(
+            getattr(kept, estimator)(), getattr(whole, estimator)(), rtol=1e-5, atol=1e-6
+        )
+    # The shuffle moved the pairs: these are not the values' products.
+    assert not np.allclose(kept.cka(), values.cka(), atol=1e-3)
+
+
+def test_shuffled_products_refuse_two_sets_weights_and_another_count_of_rows():
+    rng = np.random.default_rng(14)
+    layers = _related_layers(rng, 30, 2, 3)
+    values = CrossProducts([3, 3], None)
+    values.add(layers)
+    two_sets = CrossProducts([3, 3], [3, 3])
+    two_sets.add(layers, layers)
+    with pytest.raises(ValueError, match="one set's products"):
+        two_sets.shuffled()
+    with pytest.raises(ValueError, match="one set's products"):
+        values.shuffled().shuffled()
+    with pytest.raises(ValueError, match="without weights"):
+        values.shuffled().add(layers, None, np.ones(30))
+    fewer = values.shuffled()
+    fewer.add([layer[:20] for layer in layers])
+    with pytest.raises(ValueError, match="keep 30 rows and were given 20"):
+        fewer.debiased_cka()
+    more = values.shuffled()
+    more.add(layers)
+    with pytest.raises(ValueError, match="of 30 rows given more"):
+        more.add(layers)
 
 
 def test_weighted_neighbour_measures_are_those_of_copies_never_paired_with_each_other():

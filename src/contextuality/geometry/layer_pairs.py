@@ -7,11 +7,12 @@ unbiased HSIC of two neighbour kernels, neither of them symmetric, has a term 1�
 is not 1ᵀL̃K̃1: the two orders of MiniLM's layers 0 and 6 differ by 10⁻⁴ of the value), and
 both rows carry the value of the order a < b. A permutation null shuffles the rows of
 every layer but the first, each layer by a permutation of its own (stream
-``alignment_null``), so that the rows of any two layers are paired at random and every
-pair's null comes from one product of the shuffled layers with themselves, as the value
-does. A layer with itself (the diagonal) is a perfect match by definition: its value is
-the measure's best (`AlignmentMeasure.perfect`; NaN where the measure is undefined for the
-layer), its interval that value, and it has no null. For L layers: L(L − 1)/2 pairs,
+``alignment_null``), so that the rows of any two layers are paired at random; a null
+multiplies only the products between two layers (each layer's with itself is the
+values', which no reordering moves), each pair once. A layer with itself (the diagonal)
+is a perfect match by definition: its value is the measure's best
+(`AlignmentMeasure.perfect`; NaN where the measure is undefined for the layer), its
+interval that value, and it has no null. For L layers: L(L − 1)/2 pairs,
 against the L² ordered pairs of `alignment.alignment_between`, whose bootstrap draws this
 shares (stream ``alignment_bootstrap``)."""
 
@@ -36,10 +37,11 @@ from contextuality.geometry.alignment import (
     search_neighbours,
 )
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
+from contextuality.geometry.linear_cka import CrossProducts
 from contextuality.geometry.neighbours import Neighbours, SearchedNeighbours
 from contextuality.geometry.resampling import ResampledAlignment, sentence_weights
 from contextuality.geometry.resume import ResumeStore, kept_grids, opened
-from contextuality.geometry.row_products import layer_products
+from contextuality.geometry.row_products import layer_products, shuffled_products
 
 
 def pair_grids(
@@ -49,14 +51,17 @@ def pair_grids(
     weights: np.ndarray | None = None,
     resample: bool = False,
     diagonal: bool = False,
+    products: CrossProducts | None = None,
 ) -> dict[str, np.ndarray]:
     """Every alignment measure between every two layers (a < b; a ≤ b with `diagonal`)
     of `layers` on the sampled `rows`, each row counted `weights` times (None: once), as
-    (L × L) grids filled on those pairs (NaN elsewhere); a `resample` (a draw or a null)
-    multiplied in float32 (`alignment.measure_grids`). Measures of neighbours on
-    `searched` (NaN where there are none)."""
-    precision = np.float32 if resample else np.float64
-    products = layer_products(layers, None, rows, None, weights, precision)
+    (L × L) grids filled on those pairs (NaN elsewhere), from the layers' `products` (None:
+    those of the rows, a `resample` (a draw) multiplied in float32, as
+    `alignment.measure_grids`). Measures of neighbours on `searched` (NaN where there are
+    none)."""
+    if products is None:
+        precision = np.float32 if resample else np.float64
+        products = layer_products(layers, None, rows, None, weights, precision)
     count = len(layers.vectors)
     pairs = np.triu(np.ones((count, count), dtype=bool), 0 if diagonal else 1)
     grids = {}
@@ -82,30 +87,19 @@ def _null_grids(
     rows: np.ndarray,
     searched: SearchedNeighbours | None,
     orders: list[np.ndarray],
+    unshuffled: Callable[[], CrossProducts],
 ) -> dict[str, np.ndarray]:
-    """`pair_grids` of a null: every layer's rows in its order (`_shuffled`)."""
-    shuffled, paired = _shuffled(layers, rows, searched, orders)
-    return pair_grids(shuffled, np.arange(len(rows)), paired, resample=True)
-
-
-def _shuffled(
-    layers: SampledLayers,
-    rows: np.ndarray,
-    searched: SearchedNeighbours | None,
-    orders: list[np.ndarray],
-) -> tuple[SampledLayers, SearchedNeighbours | None]:
-    """The sampled `rows` of every layer, each in its order of `orders` (`_orders`), and
-    their neighbours re-paired to match (`Neighbours.paired`)."""
-    vectors = {
-        layer: matrix[rows[order]]
-        for (layer, matrix), order in zip(layers.vectors.items(), orders, strict=True)
-    }
-    shuffled = SampledLayers(vectors, layers.attributes)
-    if searched is None:
-        return shuffled, None
-    rest = zip(searched.left[1:], orders[1:], strict=True)
-    neighbours = [searched.left[0], *(_permuted(found, order) for found, order in rest)]
-    return shuffled, SearchedNeighbours(neighbours, neighbours)
+    """`pair_grids` of a null: every layer's rows in its order (`_orders`), their
+    products from the rows' own (`unshuffled`, called here only, so that a null read from
+    a store needs none: `row_products.shuffled_products`) and their neighbours re-paired
+    to match (`Neighbours.paired`)."""
+    products = shuffled_products(layers, rows, orders, unshuffled())
+    paired = None
+    if searched is not None:
+        rest = zip(searched.left[1:], orders[1:], strict=True)
+        neighbours = [searched.left[0], *(_permuted(found, order) for found, order in rest)]
+        paired = SearchedNeighbours(neighbours, neighbours)
+    return pair_grids(layers, rows, paired, resample=True, products=products)
 
 
 def _permuted(found: Neighbours, order: np.ndarray) -> Neighbours:
@@ -144,9 +138,12 @@ def unordered_alignment(
     ``alignment.bootstrap`` draws over sentences (from the second), `progress` called
     after each; each kept in `store` as it is found, read from it where it is kept."""
     searched = search_neighbours(layers, None, rows, alignment, seed, store)
-    values = kept_grids(
-        store, "values", functools.partial(pair_grids, layers, rows, searched, diagonal=True)
-    )
+    unshuffled = functools.cache(lambda: layer_products(layers, None, rows))
+
+    def values_grids() -> dict[str, np.ndarray]:
+        return pair_grids(layers, rows, searched, diagonal=True, products=unshuffled())
+
+    values = kept_grids(store, "values", values_grids)
     # A layer with itself: the measure's best where it is defined for the layer.
     diagonal = {
         record.name: np.where(np.isfinite(np.diag(values[record.name])), record.perfect, np.nan)
@@ -156,7 +153,7 @@ def unordered_alignment(
     nulls, draws = [], []
     for index in range(alignment.permutations):
         orders = _orders(count, len(rows), randoms[0])
-        null = functools.partial(_null_grids, layers, rows, searched, orders)
+        null = functools.partial(_null_grids, layers, rows, searched, orders, unshuffled)
         nulls.append(kept_grids(store, f"null-{index}", null))
         if progress:
             progress()

@@ -31,6 +31,7 @@ import numpy as np
 from scipy import sparse
 
 from contextuality.errors import InputDataError
+from contextuality.geometry.norm_sums import NormSums
 
 
 class CrossProducts:
@@ -58,9 +59,11 @@ class CrossProducts:
         self._sums = [np.zeros(sum(widths)) for widths in self.widths]
         self._cross = np.zeros(tuple(sum(widths) for widths in self.widths))
         self._self = None if self.same else tuple(_zero_blocks(widths) for widths in self.widths)
-        self._norms = _NormSums(self.widths)
-        # Rows whose sums, self-products and own norms came with the products (`repaired`).
+        self._norms = NormSums(self.widths)
+        # Rows whose sums, self-products and own norms came with the products (`repaired`),
+        # or whose layers' products with themselves did (`shuffled`: those blocks).
         self._kept_rows = 0
+        self._own_blocks: list[np.ndarray] | None = None
 
     def repaired(self, precision: type[np.floating] | None = None) -> CrossProducts:
         """Empty products of these rows with the right side's rows paired otherwise (a
@@ -84,6 +87,20 @@ class CrossProducts:
         paired._kept_rows = self.n_rows
         return paired
 
+    def shuffled(self, precision: type[np.floating] = np.float32) -> CrossProducts:
+        """Empty products of these layers (one set) with each layer's rows in an order of
+        its own (an unordered permutation null, `layer_pairs`) that keep each layer's
+        products with itself, which no reordering of its rows moves: only the products
+        between two layers are then multiplied, each pair once (L(L − 1)/2 of L² blocks);
+        the sums and norms are added as for any products."""
+        if not self.same or self._kept_rows or not self.n_rows:
+            raise ValueError("shuffled() takes one set's products that hold every row, once each")
+        products = CrossProducts(self.widths[0], None, self._shift, precision)
+        own = _diagonal_blocks(self._cross, self.widths[0])
+        products._own_blocks = [block.copy() for block in own]
+        products._kept_rows = self.n_rows
+        return products
+
     def add(
         self,
         left: Sequence[np.ndarray],
@@ -105,12 +122,12 @@ class CrossProducts:
             self._shift = tuple(_column_sums(part) / part.shape[0] for part in stacked)
         stacked = [_shifted(part, shift) for part, shift in zip(stacked, self._shift, strict=True)]
         counts = None if weights is None else np.asarray(weights, dtype=np.float64)[:, None]
-        if self._kept_rows:
-            if weights is not None:
-                raise ValueError("re-paired products take each row once, without weights")
+        if self._kept_rows and weights is not None:
+            raise ValueError("re-paired products take each row once, without weights")
+        if self._kept_rows and self.n_rows + stacked[0].shape[0] > self._kept_rows:
+            raise ValueError(f"re-paired products of {self._kept_rows} rows given more")
+        if self._kept_rows and not self.same:
             self.n_rows += stacked[0].shape[0]
-            if self.n_rows > self._kept_rows:
-                raise ValueError(f"re-paired products of {self._kept_rows} rows given more")
             self._norms.add_between((stacked[0], stacked[-1]), self.widths)
             _add_product(self._cross, stacked[0], stacked[-1], self._precision)
             return
@@ -122,7 +139,10 @@ class CrossProducts:
         # itself, which BLAS computes in half the time. The stacked rows are this chunk's
         # own copies, scaled in place once nothing else reads them.
         rooted = stacked if counts is None else [_times(part, np.sqrt(counts)) for part in stacked]
-        _add_product(self._cross, rooted[0], rooted[-1], self._precision)
+        if self._own_blocks is None:
+            _add_product(self._cross, rooted[0], rooted[-1], self._precision)
+        else:
+            _add_between_layers(self._cross, rooted[0], self.widths[0], self._precision)
         if self._self is not None:
             for part, products, widths in zip(rooted, self._self, self.widths, strict=True):
                 for index, block in enumerate(_blocks(part, widths)):
@@ -141,7 +161,7 @@ class CrossProducts:
         the same singular values, and a diagonal block XᵀX has its trace for norm."""
         cross, widths, self_products = self._centered()
         scales = [np.array([np.trace(block) for block in products]) for products in self_products]
-        left_edges, right_edges = (np.concatenate([[0], np.cumsum(side)]) for side in widths)
+        left_edges, right_edges = (_edges(side) for side in widths)
         nuclear = np.empty((len(widths[0]), len(widths[1])))
         for a, (top, bottom) in enumerate(_spans(left_edges)):
             for b, (start, stop) in enumerate(_spans(right_edges)):
@@ -181,11 +201,19 @@ class CrossProducts:
         return cross, self.widths, self_products
 
     def _check_complete(self) -> None:
-        """Refuse re-paired products (`repaired`) given fewer rows than they keep."""
+        """Refuse re-paired or shuffled products (`repaired`, `shuffled`) given fewer rows
+        than they keep; a shuffle's products below the diagonal mirrored from above it and
+        its layers' own products put on it."""
         if self._kept_rows and self.n_rows != self._kept_rows:
             raise ValueError(
                 f"re-paired products keep {self._kept_rows} rows and were given {self.n_rows}"
             )
+        if self._own_blocks is not None:
+            for (low, high), own in zip(
+                _spans(_edges(self.widths[0])), self._own_blocks, strict=True
+            ):
+                self._cross[low:high, low:high] = own
+                self._cross[high:, low:high] = self._cross[low:high, high:].T
 
     def debiased_cka(self) -> np.ndarray:
         """Debiased CKA (Nguyen et al. 2021) between every left layer (rows) and every right
@@ -196,7 +224,7 @@ class CrossProducts:
         if n < 4:
             return np.full((len(self.widths[0]), len(self.widths[1])), np.nan)
         norms = self._norms
-        edges = [np.concatenate([[0], np.cumsum(widths)]) for widths in self.widths]
+        edges = [_edges(widths) for widths in self.widths]
         own_blocks = [
             _diagonal_blocks(self._cross, self.widths[0]) if self.same else self._self[side]
             for side in (0, 1)
@@ -233,74 +261,6 @@ class CrossProducts:
         norms_product = np.outer(*scales)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(norms_product > 0, found / np.sqrt(norms_product), np.nan)
-
-
-class _NormSums:
-    """Sums over rows that the unbiased HSIC needs beyond the cross-products, for two sets
-    of layers (side 0, side 1) with rows' squared norms d (rows × layers) per side:
-    Σd per layer (`total`), Σ d_side0 d_side1ᵀ between layers, and Σ x d_otherᵀ, each
-    feature of one side against each layer's norm on either side."""
-
-    def __init__(self, widths: tuple[Sequence[int], Sequence[int]]) -> None:
-        counts = [len(side) for side in widths]
-        self.total = [np.zeros(count) for count in counts]
-        self._between = {(a, b): np.zeros((counts[a], counts[b])) for a in (0, 1) for b in (0, 1)}
-        self._features = {
-            (a, b): np.zeros((sum(widths[a]), counts[b])) for a in (0, 1) for b in (0, 1)
-        }
-
-    def add(
-        self,
-        parts: tuple[np.ndarray, np.ndarray],
-        widths: tuple[Sequence[int], Sequence[int]],
-        counts: np.ndarray | None = None,
-    ) -> None:
-        """Add a chunk: the (rows × Σwidths) shifted float64 rows of each set (one array
-        twice when both sets are the same layers), each row counted `counts` times (a
-        column; None: once)."""
-        squared = [_squared_norms(parts[0], widths[0])]
-        if parts[1] is parts[0]:
-            squared.append(squared[0])
-        else:
-            squared.append(_squared_norms(parts[1], widths[1]))
-        counted = squared if counts is None else [side * counts for side in squared]
-        for side in (0, 1):
-            self.total[side] += counted[side].sum(axis=0)
-            for other in (0, 1):
-                self._between[side, other] += counted[side].T @ squared[other]
-                self._features[side, other] += np.asarray(parts[side].T @ counted[other])
-
-    def own_sums(self) -> _NormSums:
-        """These sums less those between the two sides (zero): what a re-pairing of the
-        right side's rows keeps (`CrossProducts.repaired`)."""
-        kept = _NormSums.__new__(_NormSums)
-        kept.total = [total.copy() for total in self.total]
-        kept._between = {
-            key: sums.copy() if key[0] == key[1] else np.zeros_like(sums)
-            for key, sums in self._between.items()
-        }
-        kept._features = {
-            key: sums.copy() if key[0] == key[1] else np.zeros_like(sums)
-            for key, sums in self._features.items()
-        }
-        return kept
-
-    def add_between(
-        self, parts: tuple[np.ndarray, np.ndarray], widths: tuple[Sequence[int], Sequence[int]]
-    ) -> None:
-        """Add a chunk's sums between the two sides only (rows once each, as `add`)."""
-        squared = [_squared_norms(part, side) for part, side in zip(parts, widths, strict=True)]
-        for side, other in ((0, 1), (1, 0)):
-            self._between[side, other] += squared[side].T @ squared[other]
-            self._features[side, other] += np.asarray(parts[side].T @ squared[other])
-
-    def between(self, side_a: int, a: int, side_b: int, b: int) -> float:
-        """Σ_rows d_a d_b for layer a of side_a and layer b of side_b."""
-        return float(self._between[side_a, side_b][a, b])
-
-    def features(self, side: int, other: int, layer: int) -> np.ndarray:
-        """Σ_rows x d for every feature x of `side` against layer `layer` of side `other`."""
-        return self._features[side, other][:, layer]
 
 
 def _nuclear_norm(block: np.ndarray, precision: type[np.floating]) -> float:
@@ -370,6 +330,17 @@ def _add_product(total: np.ndarray, left, right, precision: type[np.floating]) -
     total[np.ix_(*every)] += found
 
 
+def _add_between_layers(
+    total: np.ndarray, stacked: np.ndarray, widths: Sequence[int], precision: type[np.floating]
+) -> None:
+    """Add to `total`'s blocks above its diagonal the products between every two layers of
+    one set's dense `stacked` rows (cut at `widths`), multiplied in `precision`: each
+    layer's columns against those of every later layer, one product per layer."""
+    rows = np.ascontiguousarray(stacked, dtype=precision)
+    for low, high in _spans(_edges(widths))[:-1]:
+        total[low:high, high:] += rows[:, low:high].T @ rows[:, high:]
+
+
 def _touched_columns(part) -> np.ndarray | None:
     """The columns of a sparse `part` that hold a nonzero, in order; None for a dense one
     (every column)."""
@@ -385,20 +356,9 @@ def _product(left, right, precision: type[np.floating]) -> np.ndarray:
     return left_rows.T @ right_rows
 
 
-def _squared_norms(part, widths: Sequence[int]) -> np.ndarray:
-    """Each row's squared norm in each layer (rows × layers), float64."""
-    if sparse.issparse(part):
-        layer_of_column = np.repeat(np.arange(len(widths)), widths)
-        indicator = sparse.csr_matrix(
-            (np.ones(len(layer_of_column)), (np.arange(len(layer_of_column)), layer_of_column))
-        )
-        return np.asarray((part.multiply(part) @ indicator).todense())
-    return np.add.reduceat(np.square(part, dtype=np.float64), _starts(widths), axis=1)
-
-
-def _starts(widths: Sequence[int]) -> np.ndarray:
-    """First column of each layer in its stacked rows."""
-    return np.concatenate([[0], np.cumsum(widths)[:-1]]).astype(np.int64)
+def _edges(widths: Sequence[int]) -> np.ndarray:
+    """Where each layer's columns start in its stacked rows, and where the last ends."""
+    return np.concatenate([[0], np.cumsum(widths)])
 
 
 def _zero_blocks(widths: Sequence[int]) -> list[np.ndarray]:
@@ -409,9 +369,7 @@ def _zero_blocks(widths: Sequence[int]) -> list[np.ndarray]:
 def _blocks(stacked: np.ndarray, widths: Sequence[int]) -> list[np.ndarray]:
     """The layers' columns of `stacked` (the last axis), in order."""
     if sparse.issparse(stacked):
-        return [
-            stacked[:, low:high] for low, high in _spans(np.concatenate([[0], np.cumsum(widths)]))
-        ]
+        return [stacked[:, low:high] for low, high in _spans(_edges(widths))]
     return np.split(stacked, np.cumsum(widths)[:-1], axis=-1)
 
 
@@ -422,8 +380,7 @@ def _spans(edges: np.ndarray) -> list[tuple[int, int]]:
 
 def _diagonal_blocks(square: np.ndarray, widths: Sequence[int]) -> list[np.ndarray]:
     """The diagonal blocks of a square matrix whose rows and columns are cut at `widths`."""
-    edges = np.concatenate([[0], np.cumsum(widths)])
-    return [square[low:high, low:high] for low, high in _spans(edges)]
+    return [square[low:high, low:high] for low, high in _spans(_edges(widths))]
 
 
 def _normalized(
@@ -436,7 +393,7 @@ def _normalized(
     left_norms, right_norms = (
         np.array([np.linalg.norm(block) for block in products]) for products in self_products
     )
-    left_edges, right_edges = (np.concatenate([[0], np.cumsum(side)]) for side in widths)
+    left_edges, right_edges = (_edges(side) for side in widths)
     squared = np.array(
         [
             [np.sum(cross[top:bottom, start:stop] ** 2) for start, stop in _spans(right_edges)]

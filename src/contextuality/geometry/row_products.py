@@ -75,6 +75,22 @@ def layer_products(
     return products
 
 
+def shuffled_products(
+    layers: Any, rows: np.ndarray, orders: list[np.ndarray], unshuffled: CrossProducts
+) -> CrossProducts:
+    """The cross-products of one model's layers with each layer's sampled `rows` in an
+    order of its own (`orders`: positions in `rows`, one array per layer; an unordered
+    permutation null), gathered a chunk of rows at a time (no shuffled copy of a layer):
+    each layer's products with itself from `unshuffled` (the rows' products as they are),
+    those between layers multiplied in float32 (`CrossProducts.shuffled`)."""
+    products = unshuffled.shuffled(np.float32)
+    for start in range(0, len(rows), CKA_CHUNK_ROWS):
+        chunk = slice(start, start + CKA_CHUNK_ROWS)
+        layer_orders = zip(layers.vectors.values(), orders, strict=True)
+        products.add([vectors[rows[order[chunk]]] for vectors, order in layer_orders])
+    return products
+
+
 def _mean(vectors, rows: np.ndarray) -> np.ndarray:
     """The float64 mean of `rows` of `vectors`, a chunk of rows at a time (no copy of
     them all); zero for a sparse layer, which is not shifted."""
