@@ -9,6 +9,7 @@ import re
 import resource
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,23 @@ def test_a_defect_still_shows_its_traceback(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stderr", sys.stderr)
     with pytest.raises(KeyError):
         run_step(tmp_path / "job.log", lambda: {}["missing"], job="measure_layer")
+
+
+def test_a_job_s_log_holds_no_line_of_faiss_s_loader(tmp_path):
+    """Loaded in a job, FAISS's loader says nothing at INFO level (which libraries it
+    tried, one of them a SIMD build it does not ship) in the job's log, which keeps its
+    own lines."""
+    pytest.importorskip("faiss")
+    log = tmp_path / "job.log"
+    program = (
+        "import importlib, sys\n"
+        "from contextuality.jobs.process import run_step\n"
+        "run_step(sys.argv[1], lambda: importlib.import_module('faiss'))\n"
+    )
+    subprocess.run([sys.executable, "-c", program, str(log)], check=True, cwd=tmp_path)
+    lines = log.read_text().splitlines()
+    assert any(line.endswith(f"INFO contextuality {version('contextuality')}") for line in lines)
+    assert not [line for line in lines if "faiss" in line.lower()], lines
 
 
 def test_every_memory_bound_names_a_rule_of_the_workflow_or_a_command():

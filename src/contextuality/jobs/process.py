@@ -180,6 +180,10 @@ def run_step(
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s"
     )
+    # FAISS's loader tells each library it tries at INFO level, an AVX2 or AVX-512 build
+    # it does not ship among them; one build dispatches SIMD at run time, and a reader of
+    # the job's log took the line for FAISS without it. Its warnings still show.
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)
     logging.getLogger(__name__).info("contextuality %s", __version__)
     started = time.monotonic()
     try:
