@@ -34,22 +34,20 @@ class NormSums:
         """Add a chunk: the (rows × Σwidths) shifted float64 rows of each set (one array
         twice when both sets are the same layers), each row counted `counts` times (a
         column; None: once)."""
-        squared = [squared_norms(parts[0], widths[0])]
-        if parts[1] is parts[0]:
-            squared.append(squared[0])
-        else:
-            squared.append(squared_norms(parts[1], widths[1]))
-        counted = squared if counts is None else [side * counts for side in squared]
         if parts[1] is parts[0]:  # one set: its sums against either side are one sum
-            between = counted[0].T @ squared[0]
-            features = np.asarray(parts[0].T @ counted[0])
-            totals = counted[0].sum(axis=0)
+            squared = squared_norms(parts[0], widths[0])
+            counted = squared if counts is None else squared * counts
+            between = counted.T @ squared
+            features = np.asarray(parts[0].T @ counted)
+            totals = counted.sum(axis=0)
             for side in (0, 1):
                 self.total[side] += totals
                 for other in (0, 1):
                     self._between[side, other] += between
                     self._features[side, other] += features
             return
+        squared = [squared_norms(part, side) for part, side in zip(parts, widths, strict=True)]
+        counted = squared if counts is None else [side * counts for side in squared]
         for side in (0, 1):
             self.total[side] += counted[side].sum(axis=0)
             for other in (0, 1):
