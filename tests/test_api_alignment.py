@@ -1,7 +1,8 @@
 """The API's alignment within one model (`contextuality.alignment`, `geometry.layer_pairs`):
 each unordered pair of layers computed once, the pair and its reverse the same row; values
-and intervals those of the ordered computation the workflow writes; CKA and its null by
-brute force; the diagonal its best value with no null."""
+and intervals those of the ordered computation (`alignment.alignment_between`); CKA and
+its null by brute force; the diagonal its best value with no null; the word baselines at
+once those of each baseline aligned alone."""
 
 from __future__ import annotations
 
@@ -13,13 +14,13 @@ import contextuality
 from contextuality.api import AlignmentSettings, GeometrySettings
 from contextuality.api.geometry import (
     _layers,
-    baseline_alignments,
     baselines_at_once,
     sample_of,
 )
 from contextuality.configuration.random_streams import generator
 from contextuality.geometry.alignment import alignment_between
 from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
+from contextuality.geometry.baselines import word_baselines
 
 SETTINGS = GeometrySettings(
     seed=3,
@@ -181,15 +182,21 @@ def test_the_table_says_what_was_drawn(permutations, bootstrap):
     assert table["cka_low"].isna().all() == (bootstrap == 0)
 
 
-def test_the_word_baselines_at_once_are_the_workflow_s_one_at_a_time():
+def test_the_word_baselines_at_once_are_each_one_aligned_alone():
     """The baselines aligned as the layers of one model give the rows, nulls and draws
-    included, that each baseline aligned alone gives (the workflow's table)."""
+    included, that each baseline aligned alone with the model's layers gives."""
     layers, sentences = _rows(seed=7)
     words = np.array([f"w{k}" for k in range(6)])[np.arange(len(sentences)) % 6]
     sample = sample_of(sentences, None, words, "test")
     model = _layers(layers, len(sentences), "left")
+    arguments = (sample, SETTINGS.seed, SETTINGS.confidence, SETTINGS.alignment, "none")
+    baselines = word_baselines(sample.words, sample.positions, SETTINGS.alignment.baselines)
     one_at_a_time = pd.concat(
-        baseline_alignments("left", model, sample, SETTINGS, "none"), ignore_index=True
+        [
+            alignment_between(("left", model), baseline, *arguments, ("all",)).table
+            for baseline in baselines.items()
+        ],
+        ignore_index=True,
     )
     at_once = baselines_at_once("left", model, sample, SETTINGS, "none")
     assert list(at_once["model_b"].unique()) == ["word_identity", "word_position"]

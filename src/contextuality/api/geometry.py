@@ -1,9 +1,8 @@
 """The geometry of layers from arrays. Intrinsic dimension over scale, and the alignment
 between the layers of one model, or between two models (every alignment measure with its
 bootstrap interval, permutation null and calibrated score), each computed by the functions
-the geometry steps call (`steps.geometry` calls these; within one model the API computes
-each unordered pair of layers once, `layer_pairs`, where the workflow's table computes
-every ordered pair, `within_model_alignment`). Each call tells its progress through this
+the geometry steps call (`steps.geometry` calls these; within one model each unordered
+pair of layers once, `within_model_alignment`). Each call tells its progress through this
 module's logger (`progress.Told`)."""
 
 from __future__ import annotations
@@ -180,48 +179,6 @@ def _dimension_warnings(
         )
 
 
-def within_model_alignment(
-    name: str,
-    layers: SampledLayers,
-    sample: SampleRows,
-    settings: GeometrySettings,
-    transform: str,
-    occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
-    resume_in: str | Path | None = None,
-) -> pd.DataFrame:
-    """The alignment between every two layers of a model on the `occurrences` named and
-    between each layer and each word baseline on every one (`ALIGNMENT_COLUMNS`), as the
-    geometry step writes it: every ordered pair of layers computed, the diagonal included
-    (`alignment` computes each unordered pair once); no baseline where `sample` has no
-    words. `resume_in`: where finished parts are kept (`alignment_between`)."""
-    log.info("alignment between %d layers on %d rows", len(layers.vectors), len(sample.later))
-    arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
-    between = alignment_between((name, layers), None, *arguments, occurrences, None, resume_in)
-    tables = [between.table]
-    if sample.words is not None:
-        tables += baseline_alignments(name, layers, sample, settings, transform, resume_in)
-    return pd.concat(tables, ignore_index=True)
-
-
-def baseline_alignments(
-    name: str,
-    layers: SampledLayers,
-    sample: SampleRows,
-    settings: GeometrySettings,
-    transform: str,
-    resume_in: str | Path | None = None,
-) -> list[pd.DataFrame]:
-    """The alignment tables between every layer of a model and each word baseline of
-    ``geometry.alignment.baselines``, on every sampled occurrence; `resume_in` as
-    `alignment_between` takes it."""
-    arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform)
-    baselines = word_baselines(sample.words, sample.positions, settings.alignment.baselines)
-    return [
-        alignment_between((name, layers), baseline, *arguments, ("all",), None, resume_in).table
-        for baseline in baselines.items()
-    ]
-
-
 def baselines_at_once(
     name: str,
     layers: SampledLayers,
@@ -231,12 +188,13 @@ def baselines_at_once(
     progress: Callable[[], None] | None = None,
     resume_in: str | Path | None = None,
 ) -> pd.DataFrame:
-    """The rows of `baseline_alignments`, in its order, from one alignment with the word
-    baselines as the layers of one model: each null and draw multiplies and searches the
-    model's layers once for every baseline. The same permutations and draws (each
-    baseline alone starts the streams afresh, as this does), the same values to rounding;
-    `progress` called after each null and draw; `resume_in` as `alignment_between` takes
-    it."""
+    """The alignment between every layer of a model and each word baseline of
+    ``settings.alignment.baselines`` on every occurrence (`ALIGNMENT_COLUMNS`, a
+    baseline's rows after another's), from one alignment with the baselines as the layers
+    of one model: each null and draw multiplies and searches the model's layers once for
+    every baseline. The same permutations and draws as each baseline aligned alone (whose
+    streams start afresh, as these do), the same values to rounding; `progress` called
+    after each null and draw; `resume_in` as `alignment_between` takes it."""
     baselines = word_baselines(sample.words, sample.positions, settings.alignment.baselines)
     named = list(baselines)
     joined = SampledLayers(
@@ -306,20 +264,22 @@ def _cost(
     return said, len(occurrences) * (draws - 1)
 
 
-def _layer_pairs(
+def within_model_alignment(
     name: str,
     layers: SampledLayers,
     sample: SampleRows,
     settings: GeometrySettings,
     transform: str,
-    occurrences: tuple[str, ...],
-    progress: bool | None,
+    occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
+    progress: bool | None = None,
     resume_in: str | Path | None = None,
 ) -> pd.DataFrame:
-    """`alignment` within one model: each unordered pair of layers once
-    (`layer_pairs.layer_pair_alignment`), then each layer with the word baselines where
-    `sample` has words, its cost and progress told (`progress.Told`); `resume_in` as
-    `alignment_between` takes it."""
+    """The alignment between every two layers of a model on the `occurrences` named
+    (`alignment.ALIGNMENT_COLUMNS`), each unordered pair once and listed in both orders
+    (`layer_pairs.layer_pair_alignment`), then each layer with each word baseline on
+    every occurrence where `sample` has words (`baselines_at_once`): `alignment` within
+    one model, and the geometry step's table. Its cost and progress told
+    (`progress.Told`); `resume_in` as `alignment_between` takes it."""
     count = len(layers.vectors)
     cost, total = _cost(count * (count - 1) // 2, settings, len(sample.sentences), occurrences)
     baselines = settings.alignment.baselines if sample.words is not None else ()
@@ -403,7 +363,7 @@ def alignment(
     n_rows = len(sample.sentences)
     left_layers = _layers(left, n_rows, names[0])
     if right is None:
-        table = _layer_pairs(
+        table = within_model_alignment(
             names[0], left_layers, sample, settings, transform, occurrences, progress, resume_in
         )
         return AlignmentResult(table, empty_best_layers())

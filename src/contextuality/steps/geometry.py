@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from contextuality.api.geometry import (
-    baseline_alignments,
+    baselines_at_once,
     intrinsic_dimension,
     within_model_alignment,
 )
@@ -308,8 +308,7 @@ def baseline_alignment(
     rows, sample = _sample(index, settings, transform)
     layers = read_sampled_layers(model, index, rows, transform)
     log.info("alignment of %d layers with the word baselines", len(layers.vectors))
-    tables = baseline_alignments(model.name, layers, sample, settings, transform.name)
-    return pd.concat(tables, ignore_index=True)
+    return baselines_at_once(model.name, layers, sample, settings, transform.name)
 
 
 def layer_alignment(
