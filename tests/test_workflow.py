@@ -331,6 +331,40 @@ def test_geometry_jobs_ask_for_memory_and_time_above_what_they_measured():
         assert minutes * 60 / RUNTIME_MARGIN > record["seconds"], record
 
 
+def test_an_alignment_job_s_runtime_counts_one_exact_search_and_each_unordered_pair():
+    """`search.method: auto` adds to an alignment job one exact search after the indices
+    (a layer whose indices give way), not one for each of its searches; its resamples cost
+    in proportion to each subset's unordered pairs of layers and the layers × baselines,
+    computed once a resample each."""
+    from contextuality.geometry.search import SearchSettings
+    from contextuality.workflow.geometry_resources import (
+        ALIGNMENT_SUBSETS,
+        RUNTIME_MARGIN,
+        alignment_runtime_needed,
+        giving_way_seconds,
+    )
+
+    rows, width = 300_000, 384
+    exact = RUNTIME_MARGIN * giving_way_seconds(rows, width, SearchSettings()) / 60
+    assert exact > 0 and giving_way_seconds(rows, width, SearchSettings(method="hnsw")) == 0
+    given_up = [
+        alignment_runtime_needed(rows, width, 7, 50, 2, SearchSettings(method=method))
+        for method in ("auto", "hnsw")
+    ]
+    assert abs(given_up[0] - given_up[1] - exact) <= 1  # whole minutes, each rounded up
+
+    def resampled(layers: int, baselines: int) -> int:
+        """The minutes 10,000 resamples add."""
+        return alignment_runtime_needed(
+            rows, width, layers, 10_000, baselines, SearchSettings()
+        ) - alignment_runtime_needed(rows, width, layers, 0, baselines, SearchSettings())
+
+    one_pair = resampled(1, 1)
+    assert resampled(1, 0) == 0  # one layer: no pair but with itself, which has no null
+    assert resampled(2, 0) == pytest.approx(ALIGNMENT_SUBSETS * one_pair, abs=2)
+    assert resampled(7, 2) == pytest.approx((ALIGNMENT_SUBSETS * 21 + 14) * one_pair, rel=1e-3)
+
+
 def test_a_geometry_job_s_memory_grows_with_the_rows_it_samples(tmp_path):
     """The resource functions read a job's shards and index summary: a null sample_size
     takes every row, a correction doubles the sampled rows' share, a retry the whole; a

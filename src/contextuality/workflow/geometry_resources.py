@@ -61,8 +61,12 @@ CURVE_SECONDS_PER_ROW = 2e-3
 DRAW_SECONDS_PER_PAIR = 0.15
 DRAW_SECONDS_PER_ROW_PAIR = 8e-6
 # the occurrences an alignment job aligns apart, each searched and resampled (every one,
-# and those past each sentence's first token), and the margin over the fitted seconds.
+# and those past each sentence's first token);
 ALIGNMENT_SUBSETS = 2
+# the searches of an alignment job (one a layer and subset) whose indices may give way to
+# an exact search in one attempt (STS's every occurrence: one layer of seven, by distance);
+SEARCHES_GIVING_WAY = 1
+# and the margin over the fitted seconds.
 RUNTIME_MARGIN = 2
 
 
@@ -113,37 +117,50 @@ def _sampled_mb(stored_bytes: int, rows: int, sampled: int, corrected: bool) -> 
 
 def search_seconds(rows: int, width: int, search: SearchSettings) -> float:
     """The seconds a search of the nearest neighbours of `rows` rows of `width` takes: the
-    exact search's where `search` searches exactly at this size, else an index's, and
-    where `auto` may give its indices up (past `exact_up_to`), the exact search's after
-    them too (MiniLM's last layer on STS: the graph and the inverted file built and
-    calibrated, then every row searched exactly)."""
-    exact = rows**2 * width / EXACT_VALUES_PER_SECOND
+    exact search's where `search` searches exactly at this size, else an index's (built,
+    calibrated, every row searched)."""
     if not search.indices_for(rows):
-        return exact
-    index = INDEX_SECONDS_AT_1E5 * (rows / 1e5) ** INDEX_GROWTH * width / 384
-    return index + (exact if search.method == "auto" else 0.0)
+        return _exact_seconds(rows, width)
+    return INDEX_SECONDS_AT_1E5 * (rows / 1e5) ** INDEX_GROWTH * width / 384
+
+
+def giving_way_seconds(rows: int, width: int, search: SearchSettings) -> float:
+    """The seconds more a search takes where `auto` gives its indices up (past
+    `exact_up_to`, neither reaching its recall) and searches exactly after them (MiniLM's
+    last layer on STS, by distance); 0 where no index is built or none is given up."""
+    giving_up = search.method == "auto" and search.indices_for(rows)
+    return _exact_seconds(rows, width) if giving_up else 0.0
+
+
+def _exact_seconds(rows: int, width: int) -> float:
+    """An exact search's seconds: every row of `width` against every row."""
+    return rows**2 * width / EXACT_VALUES_PER_SECOND
 
 
 def dimension_runtime_needed(rows: int, width: int, search: SearchSettings) -> int:
     """The minutes a layer's intrinsic-dimension job asks for: its `rows` sampled rows of
-    `width` searched (`search_seconds`) and their curves over scale."""
-    seconds = GEOMETRY_BASE_SECONDS + search_seconds(rows, width, search)
-    return _minutes(seconds + CURVE_SECONDS_PER_ROW * rows)
+    `width` searched (`search_seconds`), exactly too where its indices give way
+    (`giving_way_seconds`), and their curves over scale."""
+    searched = search_seconds(rows, width, search) + giving_way_seconds(rows, width, search)
+    return _minutes(GEOMETRY_BASE_SECONDS + searched + CURVE_SECONDS_PER_ROW * rows)
 
 
 def alignment_runtime_needed(
     rows: int, width: int, layers: int, resamples: int, baselines: int, search: SearchSettings
 ) -> int:
     """The minutes an alignment job asks for: each of `layers` layers of `width` searched
-    on `rows` sampled rows for each subset of occurrences, and `resamples` permutations
-    and bootstrap draws of every pair of layers (the diagonal too) for each subset and
-    each of `baselines` word baselines."""
-    pairs = layers * (layers + 1) / 2
+    on `rows` sampled rows for each subset of occurrences, `SEARCHES_GIVING_WAY` of them
+    exactly too (a retry doubles the whole, `geometry_runtime_minutes`, and finds the
+    searches it finished kept: `geometry.resume`), and `resamples` permutations and
+    bootstrap draws of each subset's unordered pairs of layers and of every layer with the
+    `baselines` word baselines at once."""
     scale = width / 384
-    draw = pairs * (DRAW_SECONDS_PER_PAIR * scale**3 + DRAW_SECONDS_PER_ROW_PAIR * rows * scale**2)
+    per_pair = DRAW_SECONDS_PER_PAIR * scale**3 + DRAW_SECONDS_PER_ROW_PAIR * rows * scale**2
+    pairs = ALIGNMENT_SUBSETS * layers * (layers - 1) / 2 + layers * baselines
     searches = ALIGNMENT_SUBSETS * layers * search_seconds(rows, width, search)
-    resampled = (ALIGNMENT_SUBSETS + baselines) * resamples * draw
-    return _minutes(GEOMETRY_BASE_SECONDS + searches + resampled)
+    giving_way = SEARCHES_GIVING_WAY * giving_way_seconds(rows, width, search)
+    resampled = resamples * pairs * per_pair
+    return _minutes(GEOMETRY_BASE_SECONDS + searches + giving_way + resampled)
 
 
 def _minutes(seconds: float) -> int:
