@@ -1,6 +1,6 @@
 """An alignment stopped part-way takes up where it stopped: what it had found is kept on
-disk under a key of all it rests on, and the table of a resumed run is the table of a run
-never stopped."""
+disk under a key of all it rests on (a layer's neighbours under their search's alone), and
+the table of a resumed run is the table of a run never stopped."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from scipy import sparse
 
 from contextuality.geometry import alignment as alignment_module
+from contextuality.geometry import resume
 from contextuality.geometry.alignment import (
     AlignmentSettings,
     SampledLayers,
@@ -19,7 +20,15 @@ from contextuality.geometry.alignment import (
     alignment_between,
 )
 from contextuality.geometry.neighbours import cosine_neighbours
-from contextuality.geometry.resume import PACKAGE, SOURCES, ResumeStore, code_digest, digest
+from contextuality.geometry.resume import (
+    PACKAGE,
+    SEARCH_SOURCES,
+    SEARCHES,
+    SOURCES,
+    ResumeStore,
+    code_digest,
+    digest,
+)
 
 SETTINGS = AlignmentSettings(k=4, permutations=5, bootstrap=6, baselines=())
 
@@ -74,12 +83,10 @@ def test_a_stopped_alignment_resumes_to_the_table_of_one_never_stopped(tmp_path,
     fresh = alignment_between(*arguments).table
     with pytest.raises(_Stopped):
         alignment_between(*arguments, progress=_stop_after(14), resume_in=tmp_path)
-    (store,) = [path for path in tmp_path.iterdir() if path.is_dir()]
+    (store,) = [path for path in tmp_path.iterdir() if path.name != SEARCHES]
     kept = sorted(path.name for path in (store / "position_0").glob("*.npz"))
-    assert kept == sorted(
-        [f"neighbours-left-{layer}.npz" for layer in range(3)]
-        + ["values.npz", *(f"null-{index}.npz" for index in range(3))]
-    )
+    assert kept == sorted(["values.npz", *(f"null-{index}.npz" for index in range(3))])
+    assert len(list((tmp_path / SEARCHES).glob("*.npz"))) == 3 * 2  # each layer, both sets
     computed = _counting(monkeypatch)
     searched = []
     monkeypatch.setattr(alignment_module, "layer_neighbours", lambda *a: searched.append(1))
@@ -104,23 +111,78 @@ def test_a_change_in_what_it_rests_on_starts_afresh(tmp_path, monkeypatch):
         computed = _counting(monkeypatch)
         alignment_between(*arguments, occurrences=("all",), resume_in=tmp_path)
         assert len(computed) == 1 + arguments[-1].permutations + arguments[-1].bootstrap
-    assert len([path for path in tmp_path.iterdir() if path.is_dir()]) == 4
+    assert len([path for path in tmp_path.iterdir() if path.name != SEARCHES]) == 4
+
+
+def _searches(monkeypatch) -> list[int]:
+    searched = []
+    original = alignment_module.layer_neighbours
+
+    def layer_neighbours(*arguments):
+        searched.append(1)
+        return original(*arguments)
+
+    monkeypatch.setattr(alignment_module, "layer_neighbours", layer_neighbours)
+    return searched
+
+
+def test_a_change_in_the_measures_keeps_the_searches_a_change_in_the_search_does_not(
+    tmp_path, monkeypatch
+):
+    """Another alignment key (a change in the code of the measures, `SOURCES`) reads every
+    layer's neighbours its search found, and computes its values and resamples afresh to
+    the table of a run without a store; a change in the search's code
+    (`SEARCH_SOURCES`) searches every layer again."""
+    layers = _layers(np.random.default_rng(3))
+    arguments = (("m", layers), None, _sample(), 7, 0.95, SETTINGS, "none", ("all",))
+    fresh = alignment_between(*arguments).table
+    alignment_between(*arguments, resume_in=tmp_path)
+    monkeypatch.setattr(resume, "SOURCES", tuple(set(SOURCES) - {"rows.py"}))
+    searched, computed = _searches(monkeypatch), _counting(monkeypatch)
+    measured = alignment_between(*arguments, resume_in=tmp_path).table
+    assert not searched and len(computed) == 1 + SETTINGS.permutations + SETTINGS.bootstrap
+    pd.testing.assert_frame_equal(measured, fresh)
+    monkeypatch.setattr(resume, "SEARCH_SOURCES", SEARCH_SOURCES[1:])
+    alignment_between(*arguments, resume_in=tmp_path)
+    assert len(searched) == len(layers.vectors)
+
+
+def test_the_word_baselines_read_the_searches_of_the_layer_pairs(tmp_path, monkeypatch):
+    """The workflow's alignment within a model searches each layer once for each set of
+    occurrences, and each word baseline once: the baselines, on every occurrence, read the
+    layers' neighbours the pairs of layers found there."""
+    from contextuality.api import GeometrySettings
+    from contextuality.api.geometry import within_model_alignment
+
+    layers = _layers(np.random.default_rng(4))
+    words = np.arange(80) % 9
+    positions = np.arange(80) % 8
+    sample = SampleRows(positions > 0, np.repeat(np.arange(10), 8), False, words, positions)
+    settings = GeometrySettings(
+        seed=2, confidence=0.9, sample_size=None, alignment=AlignmentSettings(k=4)
+    )
+    searched = _searches(monkeypatch)
+    table = within_model_alignment("m", layers, sample, settings, "none", resume_in=tmp_path)
+    assert {"word_identity", "word_position"} <= set(table["model_b"])
+    assert len(searched) == 2 * len(layers.vectors) + len(settings.alignment.baselines)
 
 
 def test_the_store_round_trips_neighbours_and_grids(tmp_path):
-    found = cosine_neighbours(np.random.default_rng(2).normal(size=(30, 4)), 3)
-    store = ResumeStore(tmp_path / "key").scoped("all")
-    assert store.neighbours("n") is None and store.grids("g") is None
-    store.keep_neighbours("n", found)
+    rows = np.random.default_rng(2).normal(size=(30, 4))
+    found = cosine_neighbours(rows, 3)
+    store = ResumeStore(tmp_path / "key", tmp_path / SEARCHES).scoped("all")
+    assert store.neighbours([rows, 3]) is None and store.grids("g") is None
+    store.keep_neighbours([rows, 3], found)
     store.keep_grids("g", {"cka": np.eye(2), "mutual_knn": np.full((2, 2), np.nan)})
-    again = store.neighbours("n")
+    assert store.neighbours([rows, 4]) is None and store.neighbours([rows[1:], 3]) is None
+    again = store.neighbours([rows, 3])
     np.testing.assert_array_equal(again.indices, found.indices)
     np.testing.assert_array_equal(again.cosines, found.cosines)
     assert again.recall == found.recall
     grids = store.grids("g")
     np.testing.assert_array_equal(grids["cka"], np.eye(2))
     assert np.isnan(grids["mutual_knn"]).all()
-    assert ResumeStore(tmp_path / "key").count() == 2
+    assert ResumeStore(tmp_path / "key", tmp_path / SEARCHES).count() == 1
     assert not [path for path in (tmp_path / "key" / "all").iterdir() if "partial" in path.name]
 
 
@@ -137,8 +199,10 @@ def test_the_key_tells_arrays_apart_by_values_dtype_shape_and_sparsity():
 
 
 def test_the_key_holds_the_code_the_parts_come_from(monkeypatch, tmp_path):
-    """Every source the key names exists, and a change in one of them is another key."""
-    assert all((PACKAGE / source).exists() for source in SOURCES)
+    """Every source the key names exists, and a change in one of them is another key; a
+    search's sources are among them."""
+    assert all((PACKAGE / source).exists() for source in (*SOURCES, *SEARCH_SOURCES))
+    assert all(source.startswith(SOURCES) for source in SEARCH_SOURCES)
     before = code_digest()
     copy = tmp_path / "contextuality"
     for source in SOURCES:

@@ -182,8 +182,9 @@ def search_neighbours(
 ) -> SearchedNeighbours | None:
     """Every layer's neighbours of the sampled `rows`, searched once as
     ``alignment.search`` says (`neighbours.layer_neighbours`), or read from `store` where
-    it keeps them (each kept there as it is found); None where the rows are too few
-    for k."""
+    it keeps that search's (each kept there as it is found, under a key of the rows
+    searched and the search alone: `resume.ResumeStore.searched`); None where the rows
+    are too few for k."""
     if len(rows) <= alignment.k:
         return None
     search = (alignment.k, alignment.search_device(), alignment.search, seed)
@@ -192,13 +193,13 @@ def search_neighbours(
         if sampled is None:
             continue
         found[side] = []
-        for layer, vectors in sampled.vectors.items():
-            name = f"neighbours-{side}-{layer}"
-            kept = None if store is None else store.neighbours(name)
+        for vectors in sampled.vectors.values():
+            searched = taken(vectors, rows)
+            kept = None if store is None else store.neighbours([searched, *search])
             if kept is None:
-                kept = layer_neighbours([taken(vectors, rows)], *search)[0]
+                kept = layer_neighbours([searched], *search)[0]
                 if store is not None:
-                    store.keep_neighbours(name, kept)
+                    store.keep_neighbours([searched, *search], kept)
             found[side].append(kept)
     return SearchedNeighbours(found["left"], found.get("right", found["left"]))
 

@@ -3,8 +3,11 @@ disk as they finish, under a key of all they rest on, so that a stopped job take
 it stopped.
 
 Written atomically, read back under the same key alone: every layer's vectors, the rows'
-sentences and positions, the settings, the seed and the code. At every STS occurrence on
-2 cores an alignment is hours of searches and resamples (`workflow.geometry_resources`)."""
+sentences and positions, the settings, the seed and the code. A layer's neighbours have a
+key of their own, their search's alone (the rows searched, the search's settings and
+code), so that a change in the measures keeps the searches a stopped alignment finished.
+At every STS occurrence on 2 cores an alignment is hours of searches and resamples
+(`workflow.geometry_resources`)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,20 @@ HASHED_BYTES = 1 << 26
 # any starts an alignment afresh).
 PACKAGE = Path(__file__).resolve().parent.parent
 SOURCES = ("geometry", "configuration/random_streams.py", "rows.py")
+# The code a layer's neighbours come from, part of their key: the search and its indices,
+# and the stream its calibration rows are drawn from.
+SEARCH_SOURCES = (
+    "geometry/neighbours.py",
+    "geometry/search.py",
+    "geometry/index.py",
+    "geometry/exact_distance.py",
+    "configuration/random_streams.py",
+)
+# The libraries a search runs in, their versions part of its key (an index's graph, an
+# exact search's rounding).
+SEARCH_LIBRARIES = ("faiss-cpu", "faiss-gpu", "torch")
+# The folder of a store's root that keeps every layer's neighbours, by their search's key.
+SEARCHES = "neighbours"
 
 
 def digest(parts: Iterable[Any]) -> str:
@@ -76,10 +94,11 @@ def _hash(hashed, part: Any) -> None:
         hashed.update(repr(part).encode())
 
 
-def code_digest() -> str:
-    """The digest of the source an alignment's parts come from (`SOURCES`) and of numpy's
-    version (its generators draw the nulls and draws)."""
-    roots = [PACKAGE / source for source in SOURCES]
+def code_digest(sources: tuple[str, ...] | None = None) -> str:
+    """The digest of the source an alignment's parts come from (None: `SOURCES`; a
+    search's, `SEARCH_SOURCES`) and of numpy's version (its generators draw the nulls, the
+    draws and a search's calibration rows)."""
+    roots = [PACKAGE / source for source in (SOURCES if sources is None else sources)]
     files = sorted(
         path for root in roots for path in (root.rglob("*.py") if root.is_dir() else [root])
     )
@@ -90,53 +109,75 @@ def code_digest() -> str:
 @dataclass(frozen=True)
 class ResumeStore:
     """One alignment's finished parts in `directory` (a folder of its key's own), each an
-    ``.npz`` named by what it is."""
+    ``.npz`` named by what it is; every layer's neighbours in `searches`, each named by
+    its search's key (a folder the store's root shares among its alignments)."""
 
     directory: Path
+    searches: Path
 
     @classmethod
     def keyed(cls, root: str | Path, parts: Iterable[Any]) -> ResumeStore:
         """The store under `root` for the alignment that `parts` (with the geometry's
         code) determine."""
-        return cls(Path(root) / digest([code_digest(), *parts]))
+        return cls(Path(root) / digest([code_digest(), *parts]), Path(root) / SEARCHES)
 
     def scoped(self, scope: str) -> ResumeStore:
         """The store of one part of the alignment (a set of occurrences), in a folder named
         by `scope` with what a file name cannot hold everywhere (``>``) as ``_``."""
-        return ResumeStore(self.directory / re.sub(r"[^A-Za-z0-9_.-]", "_", scope))
+        scoped = self.directory / re.sub(r"[^A-Za-z0-9_.-]", "_", scope)
+        return ResumeStore(scoped, self.searches)
 
     def count(self) -> int:
-        """How many finished parts it holds, in every scope."""
+        """How many finished parts it holds, in every scope (searches apart)."""
         return sum(1 for _ in self.directory.rglob("*.npz")) if self.directory.exists() else 0
 
-    def neighbours(self, name: str) -> Neighbours | None:
-        """The neighbours kept as `name`, or None."""
-        stored = self._read(name)
+    def neighbours(self, search: Iterable[Any]) -> Neighbours | None:
+        """The neighbours of the search that `search` determines (`searched`), or None."""
+        stored = _read(self.searched(search))
         if stored is None:
             return None
         return Neighbours(stored["indices"], stored["cosines"], float(stored["recall"]))
 
-    def keep_neighbours(self, name: str, found: Neighbours) -> None:
-        self._write(name, indices=found.indices, cosines=found.cosines, recall=found.recall)
+    def keep_neighbours(self, search: Iterable[Any], found: Neighbours) -> None:
+        arrays = {"indices": found.indices, "cosines": found.cosines, "recall": found.recall}
+        _write(self.searched(search), arrays)
+
+    def searched(self, search: Iterable[Any]) -> Path:
+        """Where the neighbours of the search that `search` (the rows searched and its
+        settings, with the search's code, `SEARCH_SOURCES`, and its libraries' versions,
+        `SEARCH_LIBRARIES`) determines are kept."""
+        libraries = [_version(name) for name in SEARCH_LIBRARIES]
+        key = digest([code_digest(SEARCH_SOURCES), libraries, *search])
+        return self.searches / f"{key}.npz"
 
     def grids(self, name: str) -> dict[str, np.ndarray] | None:
         """The grids of every measure kept as `name`, or None."""
-        return self._read(name)
+        return _read(self.directory / f"{name}.npz")
 
     def keep_grids(self, name: str, grids: dict[str, np.ndarray]) -> None:
-        self._write(name, **grids)
+        _write(self.directory / f"{name}.npz", grids)
 
-    def _read(self, name: str) -> dict[str, np.ndarray] | None:
-        path = self.directory / f"{name}.npz"
-        if not path.exists():
-            return None
-        with np.load(path) as stored:
-            return {key: stored[key] for key in stored.files}
 
-    def _write(self, name: str, **arrays: Any) -> None:
-        final = self.directory / f"{name}.npz"
-        with atomic_path(final) as temporary, open(temporary, "wb") as handle:
-            np.savez(handle, **arrays)
+def _version(distribution: str) -> str | None:
+    """The installed version of `distribution`, or None."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _read(path: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of the ``.npz`` at `path`, or None where there is none."""
+    if not path.exists():
+        return None
+    with np.load(path) as stored:
+        return {key: stored[key] for key in stored.files}
+
+
+def _write(path: Path, arrays: dict[str, Any]) -> None:
+    """`arrays` into an ``.npz`` at `path`, atomically."""
+    with atomic_path(path) as temporary, open(temporary, "wb") as handle:
+        np.savez(handle, **arrays)
 
 
 def opened(resume_in: str | Path | None, what: str, parts: Iterable[Any]) -> ResumeStore | None:
