@@ -120,12 +120,34 @@ def test_the_line_between_says_the_count_done_or_the_stage():
     or, for a call that counts no draws, the stage it is at."""
     told = Told(logging.getLogger("test"), "alignment", "cost", 10, "draws", progress=False)
     assert told.beat().startswith("alignment: 0 of 10 draws, ")
-    told.update(4)
+    told.update(3)
+    assert not told.beat().endswith(" left")  # no rate from the first alone
+    told.update(1)
     line = told.beat()
     assert line.startswith("alignment: 4 of 10 draws, ") and line.endswith(" left")
     staged = Told(logging.getLogger("test"), "dimension", "cost", progress=False)
     staged.stage("nearest neighbours")
     assert staged.beat().startswith("dimension: nearest neighbours, ")
+
+
+def test_the_time_left_is_at_the_rate_of_the_draws_after_the_first(monkeypatch):
+    """An hour of searches before the first draw, then a draw every 10 s: until the first
+    the line says what comes before it; after the second, 8 draws left are 80 s, not the
+    hour's share of each draw."""
+    clock = [0.0]
+    monkeypatch.setattr("contextuality.api.progress.time.monotonic", lambda: clock[0])
+    told = Told(
+        logging.getLogger("test"), "alignment", "cost", 10, "draws", False, before="searching"
+    )
+    clock[0] = 1800.0
+    assert told.beat() == "alignment: 0 of 10 draws, 30 min 0 s (searching)"
+    clock[0] = 3600.0
+    told.update()
+    assert told.beat() == "alignment: 1 of 10 draws, 60 min 0 s"
+    clock[0] = 3610.0
+    told.update()
+    clock[0] = 3615.0
+    assert told.beat() == "alignment: 2 of 10 draws, 60 min 15 s, about 1 min 20 s left"
 
 
 def test_a_bar_by_default_only_on_a_terminal(monkeypatch):

@@ -1266,9 +1266,12 @@ def test_shipped_configs_plan_without_network(tmp_path, names, shared_data):
 @pytest.mark.workflow
 def test_the_paper_config_builds_every_output(tmp_path, tiny_bert_dir, tiny_gpt2_dir, shared_data):
     """config/paper.yaml as shipped, with the tiny test models in place of the hub's and two
-    layers of each model, builds everything it names; STS 2013 alone keeps the test short."""
+    layers of each model, builds everything it names; STS 2013 alone and two permutations
+    and bootstrap draws of each alignment keep the test short."""
     config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
     config["corpus"]["sts"] |= {"mirror": str(shared_data / "sts"), "years": [2013]}
+    assert "geometry" not in config
+    config["geometry"] = {"alignment": {"permutations": 2, "bootstrap": 2}}
     config["reference"]["mirror"] = str(shared_data / "reference" / "ethayarajh2019")
     config["static"]["mirror"] = str(shared_data)
     fixtures = {"bert-base-cased": tiny_bert_dir, "gpt2": tiny_gpt2_dir}

@@ -45,6 +45,8 @@ from contextuality.geometry.settings import GeometrySettings
 from contextuality.measures.summary import measures_table as summary_table
 
 log = logging.getLogger(__name__)
+# What an alignment does before its first null or draw, said in its progress until then.
+BEFORE_THE_DRAWS = "each layer's neighbours searched, then the values measured"
 
 
 def default_settings() -> GeometrySettings:
@@ -286,7 +288,8 @@ def within_model_alignment(
     if baselines:
         cost += f"; and {count} layers × {len(baselines)} word baselines on all occurrences"
         total += total // len(occurrences)
-    with Told(log, f"alignment of {name}'s {count} layers", cost, total, "draws", progress) as told:
+    what = f"alignment of {name}'s {count} layers"
+    with Told(log, what, cost, total, "draws", progress, before=BEFORE_THE_DRAWS) as told:
         tables = [
             layer_pair_alignment(
                 name,
@@ -368,14 +371,33 @@ def alignment(
         )
         return AlignmentResult(table, empty_best_layers())
     right_layers = _layers(right, n_rows, names[1])
-    pairs = len(left_layers.vectors) * len(right_layers.vectors)
-    cost, total = _cost(pairs, settings, n_rows, occurrences)
-    with Told(
-        log, f"alignment of {names[0]} and {names[1]}", cost, total, "draws", progress
-    ) as told:
+    sides = ((names[0], left_layers), (names[1], right_layers))
+    return between_models_alignment(
+        sides, sample, settings, transform, occurrences, progress, resume_in
+    )
+
+
+def between_models_alignment(
+    sides: tuple[tuple[str, SampledLayers], tuple[str, SampledLayers]],
+    sample: SampleRows,
+    settings: GeometrySettings,
+    transform: str,
+    occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
+    progress: bool | None = None,
+    resume_in: str | Path | None = None,
+) -> AlignmentResult:
+    """The alignment between every layer of one model and every layer of another, each
+    side (name, layers) on the same rows (`alignment.alignment_between`), and each layer's
+    best match in the other: `alignment` between two models, and the geometry step's.
+    Its cost and progress told (`progress.Told`); `resume_in` as `alignment_between`
+    takes it."""
+    (left_name, left), (right_name, right) = sides
+    pairs = len(left.vectors) * len(right.vectors)
+    cost, total = _cost(pairs, settings, len(sample.sentences), occurrences)
+    what = f"alignment of {left_name} and {right_name}"
+    with Told(log, what, cost, total, "draws", progress, before=BEFORE_THE_DRAWS) as told:
         return alignment_between(
-            (names[0], left_layers),
-            (names[1], right_layers),
+            *sides,
             sample,
             settings.seed,
             settings.confidence,

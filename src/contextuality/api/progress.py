@@ -38,7 +38,9 @@ class Told:
     """A call's progress, as a context: `what` the call, `cost` what it computes (the
     start line), `total` the `unit`s it counts (`update`; 0: it counts stages, `stage`),
     told through `logger` at most every `interval` seconds (a thread that wakes to tell
-    it, `beat`) and on a bar where `progress` asks for one (`wants_bar`)."""
+    it, `beat`) and on a bar where `progress` asks for one (`wants_bar`). `before`: what
+    the call does before its first unit (an alignment's neighbour searches), said until
+    the first is done."""
 
     def __init__(
         self,
@@ -49,10 +51,16 @@ class Told:
         unit: str = "stages",
         progress: bool | None = None,
         interval: float = PROGRESS_INTERVAL,
+        before: str = "",
     ) -> None:
         self.logger, self.what, self.cost = logger, what, cost
-        self.total, self.unit, self.interval = total, unit, interval
+        self.total, self.unit, self.interval, self.before = total, unit, interval, before
         self.done, self.now = 0, "starting"
+        # When the first units and the latest were done, and how many the first were: the
+        # rate of the units alone, not of what came before the first.
+        self.first_done: float | None = None
+        self.last_done: float | None = None
+        self.first_count = 0
         self.bar: Any = None
         if wants_bar(progress):
             from tqdm.auto import tqdm
@@ -86,6 +94,9 @@ class Told:
     def update(self, count: int = 1) -> None:
         """`count` more units done."""
         self.done += count
+        self.last_done = time.monotonic()
+        if self.first_done is None:
+            self.first_done, self.first_count = self.last_done, self.done
         if self.bar is not None:
             self.bar.update(count)
 
@@ -97,14 +108,19 @@ class Told:
             self.bar.set_postfix_str(name)
 
     def beat(self) -> str:
-        """The line telling where the call is (logged every `interval` seconds)."""
+        """The line telling where the call is (logged every `interval` seconds): the stage,
+        or the units done and, once more are done after the first, the time left at the
+        rate of those after it (what came before the first, `before`, not counted)."""
         elapsed = time.monotonic() - self.start
         if not self.total:
             return f"{self.what}: {self.now}, {duration(elapsed)} so far"
         line = f"{self.what}: {self.done:,} of {self.total:,} {self.unit}, {duration(elapsed)}"
-        if self.done:
-            left = (self.total - self.done) * elapsed / self.done
-            line += f", about {duration(left)} left"
+        if not self.done and self.before:
+            line += f" ({self.before})"
+        after_first = self.done - self.first_count
+        if after_first and self.first_done is not None and self.last_done is not None:
+            rate = (self.last_done - self.first_done) / after_first
+            line += f", about {duration((self.total - self.done) * rate)} left"
         return line
 
     def _tell(self) -> None:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from contextuality.api.geometry import (
     baselines_at_once,
+    between_models_alignment,
     intrinsic_dimension,
     within_model_alignment,
 )
@@ -29,7 +30,6 @@ from contextuality.geometry.alignment import (
     AlignmentResult,
     SampledLayers,
     SampleRows,
-    alignment_between,
     sample_rows,
 )
 from contextuality.geometry.best_layers import empty_best_layers
@@ -390,16 +390,8 @@ def alignment_between_models(
     say(f"{left.name} and {right.name} ({transform.name}): alignment on {len(rows):,} rows")
     provenance = _provenance("alignment_between_models", settings, rows, transform.name, *layers)
     with resumable(output) as folder:
-        found = alignment_between(
-            (left.name, layers[0]),
-            (right.name, layers[1]),
-            sample,
-            settings.seed,
-            settings.confidence,
-            settings.alignment,
-            transform.name,
-            **folder,
-        )
+        sides = ((left.name, layers[0]), (right.name, layers[1]))
+        found = between_models_alignment(sides, sample, settings, transform.name, **folder)
         write_parquet(found.table, output, provenance)
         write_parquet(found.best_layers, best_layers_output, provenance)
     return found
