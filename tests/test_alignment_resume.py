@@ -127,7 +127,7 @@ def _searches(monkeypatch) -> list[int]:
 
 
 def test_a_change_in_the_measures_keeps_the_searches_a_change_in_the_search_does_not(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, caplog
 ):
     """Another alignment key (a change in the code of the measures, `SOURCES`) reads every
     layer's neighbours its search found, and computes its values and resamples afresh to
@@ -139,8 +139,11 @@ def test_a_change_in_the_measures_keeps_the_searches_a_change_in_the_search_does
     alignment_between(*arguments, resume_in=tmp_path)
     monkeypatch.setattr(resume, "SOURCES", tuple(set(SOURCES) - {"rows.py"}))
     searched, computed = _searches(monkeypatch), _counting(monkeypatch)
-    measured = alignment_between(*arguments, resume_in=tmp_path).table
+    with caplog.at_level("INFO", logger=alignment_module.__name__):
+        measured = alignment_between(*arguments, resume_in=tmp_path).table
     assert not searched and len(computed) == 1 + SETTINGS.permutations + SETTINGS.bootstrap
+    said = [f"layer {layer}: neighbours of 80 rows kept by their search" for layer in range(3)]
+    assert [record.getMessage() for record in caplog.records] == said
     pd.testing.assert_frame_equal(measured, fresh)
     monkeypatch.setattr(resume, "SEARCH_SOURCES", SEARCH_SOURCES[1:])
     alignment_between(*arguments, resume_in=tmp_path)

@@ -193,10 +193,12 @@ def search_neighbours(
         if sampled is None:
             continue
         found[side] = []
-        for vectors in sampled.vectors.values():
+        for layer, vectors in sampled.vectors.items():
             searched = taken(vectors, rows)
             kept = None if store is None else store.neighbours([searched, *search])
-            if kept is None:
+            if kept is not None:
+                log.info("layer %s: neighbours of %s rows kept by their search", layer, len(rows))
+            else:
                 kept = layer_neighbours([searched], *search)[0]
                 if store is not None:
                     store.keep_neighbours([searched, *search], kept)
