@@ -6,9 +6,10 @@ and seconds from its Snakemake benchmark file (``benchmarks/geometry/<model>/<tr
 its ``dimension/layer_<L>.tsv`` and ``alignment.tsv``) beside what
 `workflow.dimension_memory_needed` or `workflow.alignment_memory_needed` and the matching
 ``*_runtime_needed`` declare for it: from its layers' shards (bytes on disk), their rows,
-the rows it sampled (``n_sampled_rows`` of its output's provenance) and the neighbour and
+the rows it sampled (``n_sampled_rows`` of its output's provenance; an alignment's
+``resumed_seconds`` too, the work of a stopped run it read) and the neighbour and
 resampling settings (the schema's defaults unless given). tests/test_workflow.py holds
-every declared value above its measured peak and seconds. Writes
+every declared value above its measured peak and seconds (with the resumed ones). Writes
 ``geometry-memory-<label>.{json,md}``; with ``--merge``, the records already there of jobs
 not in the runs given are kept, what they declare computed again.
 
@@ -54,9 +55,12 @@ def job_records(
             continue
         model, transform = parts[:2]
         results = run / "results/geometry" / model / transform
+        resumed = 0.0
         if parts[2] == "alignment.tsv":
             job, layers = "alignment", "layer_*.h5"
-            sampled = read_provenance(results / "alignment.parquet")["n_sampled_rows"]
+            provenance = read_provenance(results / "alignment.parquet")
+            sampled = provenance["n_sampled_rows"]
+            resumed = provenance.get("resumed_seconds", 0.0)
         else:
             job, layers = "dimension", f"{benchmark.stem}.h5"
             output = results / "dimension" / f"{benchmark.stem}.json"
@@ -80,6 +84,7 @@ def job_records(
             "k": neighbours,
             "range_max": distances,
             "seconds": round(float(measured["s"]), 1),
+            "resumed_seconds": resumed,
             "cores_busy": round(float(measured["cpu_time"]) / float(measured["s"]), 2),
             "peak_mib": round(float(measured["max_rss"]), 1),
             "declared_mb": None,
@@ -181,6 +186,8 @@ def main() -> None:
             "Each layer_dimension and layer_alignment job's peak resident memory "
             "(peak_mib, its Snakemake benchmark file's max_rss), seconds and the cores it kept "
             "busy on average (cores_busy, cpu_time over seconds; None where not recorded), "
+            "the seconds an alignment's parts read from a stopped run of it took there "
+            "(resumed_seconds, its output's provenance; None before it was recorded), "
             "and the memory "
             "and runtime the workflow asks a scheduler for (declared_mb, "
             "`workflow.dimension_memory_needed`, `workflow.alignment_memory_needed`; "

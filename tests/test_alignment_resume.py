@@ -24,10 +24,12 @@ from contextuality.geometry.resume import (
     PACKAGE,
     SEARCH_SOURCES,
     SEARCHES,
+    SECONDS,
     SOURCES,
     ResumeStore,
     code_digest,
     digest,
+    resumable,
 )
 
 SETTINGS = AlignmentSettings(k=4, permutations=5, bootstrap=6, baselines=())
@@ -170,19 +172,53 @@ def test_the_word_baselines_read_the_searches_of_the_layer_pairs(tmp_path, monke
     assert len(searched) == 2 * len(layers.vectors) + len(settings.alignment.baselines)
 
 
+def test_a_resumed_job_counts_the_parts_and_seconds_it_read_of_the_stopped_run(tmp_path):
+    """A job stopped part-way and run again reads every part the first kept, and counts
+    them and the seconds each took to compute there; what a job reads of parts it wrote
+    itself (the word baselines' neighbours) is not counted; the folder goes once the
+    output is written."""
+    from contextuality.api import GeometrySettings
+    from contextuality.api.geometry import within_model_alignment
+
+    layers = _layers(np.random.default_rng(6))
+    arguments = (("m", layers), None, _sample(), 7, 0.95, SETTINGS)
+    output = tmp_path / "alignment.parquet"
+    with pytest.raises(_Stopped), resumable(output) as folder:
+        alignment_between(*arguments, progress=_stop_after(14), **folder.keywords)
+    kept = list(tmp_path.glob("alignment.parquet.resume/**/*.npz"))
+    took = []
+    for path in kept:
+        with np.load(path) as stored:
+            took.append(float(stored[SECONDS]))
+    assert len(kept) == 3 * 2 + 1 + 11 + 1 + 3 and all(np.isfinite(took)) and min(took) > 0
+    with resumable(output) as again:
+        alignment_between(*arguments, **again.keywords)
+    assert again.resumed.parts == len(kept)
+    assert again.resumed.seconds == pytest.approx(sum(took))
+    assert not output.with_name("alignment.parquet.resume").exists()
+
+    positions = np.arange(80) % 8
+    words = SampleRows(positions > 0, np.repeat(np.arange(10), 8), False, positions, positions)
+    settings = GeometrySettings(seed=2, confidence=0.9, sample_size=None, alignment=SETTINGS)
+    with resumable(output) as fresh:
+        within_model_alignment("m", layers, words, settings, "none", **fresh.keywords)
+    assert (fresh.resumed.parts, fresh.resumed.seconds) == (0, 0.0)
+
+
 def test_the_store_round_trips_neighbours_and_grids(tmp_path):
     rows = np.random.default_rng(2).normal(size=(30, 4))
     found = cosine_neighbours(rows, 3)
     store = ResumeStore(tmp_path / "key", tmp_path / SEARCHES).scoped("all")
     assert store.neighbours([rows, 3]) is None and store.grids("g") is None
-    store.keep_neighbours([rows, 3], found)
-    store.keep_grids("g", {"cka": np.eye(2), "mutual_knn": np.full((2, 2), np.nan)})
+    store.keep_neighbours([rows, 3], found, 0.5)
+    store.keep_grids("g", {"cka": np.eye(2), "mutual_knn": np.full((2, 2), np.nan)}, 0.25)
     assert store.neighbours([rows, 4]) is None and store.neighbours([rows[1:], 3]) is None
     again = store.neighbours([rows, 3])
     np.testing.assert_array_equal(again.indices, found.indices)
     np.testing.assert_array_equal(again.cosines, found.cosines)
     assert again.recall == found.recall
     grids = store.grids("g")
+    assert set(grids) == {"cka", "mutual_knn"}  # the seconds apart
     np.testing.assert_array_equal(grids["cka"], np.eye(2))
     assert np.isnan(grids["mutual_knn"]).all()
     assert ResumeStore(tmp_path / "key", tmp_path / SEARCHES).count() == 1

@@ -522,7 +522,10 @@ def test_a_model_s_geometry_from_its_shards(stored, tmp_path):
         grid = part.pivot(index="layer_a", columns="layer_b", values="cka").to_numpy()
         np.testing.assert_allclose(grid, expected, atol=1e-4)
         assert set(part["n_rows"]) == {len(chosen)} and part["sampled"].all()
-    assert read_provenance(tmp_path / "alignment.parquet")["models"][0]["model_id"] == "test/a"
+    provenance = read_provenance(tmp_path / "alignment.parquet")
+    assert provenance["models"][0]["model_id"] == "test/a"
+    assert (provenance["resumed_parts"], provenance["resumed_seconds"]) == (0, 0.0)  # no stop
+    assert not (tmp_path / "alignment.parquet.resume").exists()
     summaries = read_json(tmp_path / "dimension.json")["layers"]
     assert [summary["layer"] for summary in summaries] == [0, 1]
     assert summaries[0]["layer_output"] == "embedding output"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,9 +200,11 @@ def search_neighbours(
             if kept is not None:
                 log.info("layer %s: neighbours of %s rows kept by their search", layer, len(rows))
             else:
+                started = time.perf_counter()
                 kept = layer_neighbours([searched], *search)[0]
                 if store is not None:
-                    store.keep_neighbours([searched, *search], kept)
+                    seconds = time.perf_counter() - started
+                    store.keep_neighbours([searched, *search], kept, seconds)
             found[side].append(kept)
     return SearchedNeighbours(found["left"], found.get("right", found["left"]))
 

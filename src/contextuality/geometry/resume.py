@@ -14,10 +14,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import math
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -51,6 +54,8 @@ SEARCH_SOURCES = (
 SEARCH_LIBRARIES = ("faiss-cpu", "faiss-gpu", "torch")
 # The folder of a store's root that keeps every layer's neighbours, by their search's key.
 SEARCHES = "neighbours"
+# The entry of a part's file that holds the seconds it took to compute.
+SECONDS = "seconds_to_compute"
 
 
 def digest(parts: Iterable[Any]) -> str:
@@ -138,9 +143,10 @@ class ResumeStore:
             return None
         return Neighbours(stored["indices"], stored["cosines"], float(stored["recall"]))
 
-    def keep_neighbours(self, search: Iterable[Any], found: Neighbours) -> None:
+    def keep_neighbours(self, search: Iterable[Any], found: Neighbours, seconds: float) -> None:
+        """Keep the neighbours `found` by the search `search` determines in `seconds`."""
         arrays = {"indices": found.indices, "cosines": found.cosines, "recall": found.recall}
-        _write(self.searched(search), arrays)
+        _write(self.searched(search), arrays, seconds)
 
     def searched(self, search: Iterable[Any]) -> Path:
         """Where the neighbours of the search that `search` (the rows searched and its
@@ -154,8 +160,24 @@ class ResumeStore:
         """The grids of every measure kept as `name`, or None."""
         return _read(self.directory / f"{name}.npz")
 
-    def keep_grids(self, name: str, grids: dict[str, np.ndarray]) -> None:
-        _write(self.directory / f"{name}.npz", grids)
+    def keep_grids(self, name: str, grids: dict[str, np.ndarray], seconds: float) -> None:
+        """Keep the `grids` computed in `seconds` as `name`."""
+        _write(self.directory / f"{name}.npz", grids, seconds)
+
+
+@dataclass
+class Resumed:
+    """What a job read of the parts a stopped run had kept (those written before `since`,
+    a ``time.time()``): how many, and the seconds they took to compute (NaN where a part
+    does not say)."""
+
+    since: float
+    parts: int = 0
+    seconds: float = 0.0
+
+
+# The ledger of the job under way (`resumable`), None outside one.
+_RESUMED: ContextVar[Resumed | None] = ContextVar("resumed", default=None)
 
 
 def _version(distribution: str) -> str | None:
@@ -167,17 +189,24 @@ def _version(distribution: str) -> str | None:
 
 
 def _read(path: Path) -> dict[str, np.ndarray] | None:
-    """The arrays of the ``.npz`` at `path`, or None where there is none."""
+    """The arrays of the ``.npz`` at `path` (its seconds apart), or None where there is
+    none; a part a stopped run kept counted in the job's ledger (`Resumed`)."""
     if not path.exists():
         return None
     with np.load(path) as stored:
-        return {key: stored[key] for key in stored.files}
+        arrays = {key: stored[key] for key in stored.files}
+    seconds = float(arrays.pop(SECONDS, math.nan))
+    ledger = _RESUMED.get()
+    if ledger is not None and path.stat().st_mtime < ledger.since:
+        ledger.parts += 1
+        ledger.seconds += seconds
+    return arrays
 
 
-def _write(path: Path, arrays: dict[str, Any]) -> None:
-    """`arrays` into an ``.npz`` at `path`, atomically."""
+def _write(path: Path, arrays: dict[str, Any], seconds: float) -> None:
+    """`arrays` and the `seconds` they took into an ``.npz`` at `path`, atomically."""
     with atomic_path(path) as temporary, open(temporary, "wb") as handle:
-        np.savez(handle, **arrays)
+        np.savez(handle, **arrays, **{SECONDS: seconds})
 
 
 def opened(resume_in: str | Path | None, what: str, parts: Iterable[Any]) -> ResumeStore | None:
@@ -199,20 +228,37 @@ def kept_grids(
     as they are found (no store: computed, nothing kept)."""
     kept = None if store is None else store.grids(name)
     if kept is None:
+        started = time.perf_counter()
         kept = compute()
         if store is not None:
-            store.keep_grids(name, kept)
+            store.keep_grids(name, kept, time.perf_counter() - started)
     return kept
 
 
+@dataclass(frozen=True)
+class ResumeFolder:
+    """A job's store of finished parts: `keywords` for the alignment's calls
+    (``resume_in``; none without an output) and what the job read of a stopped run's
+    (`resumed`)."""
+
+    keywords: dict[str, Path]
+    resumed: Resumed
+
+
 @contextlib.contextmanager
-def resumable(output: str | os.PathLike | None) -> Iterator[dict[str, Path]]:
+def resumable(output: str | os.PathLike | None) -> Iterator[ResumeFolder]:
     """The folder beside `output` (``<output>.resume``) that keeps an alignment's finished
     parts until `output` is written, as ``resume_in`` (`alignment.alignment_between`), then
-    removed; nothing without an output. A job stopped part-way leaves it for the next."""
+    removed; nothing without an output. A job stopped part-way leaves it for the next,
+    which counts what it reads of it (`Resumed`)."""
+    resumed = Resumed(time.time())
     if output is None:
-        yield {}
+        yield ResumeFolder({}, resumed)
         return
     folder = Path(output).with_name(f"{Path(output).name}.resume")
-    yield {"resume_in": folder}
+    token = _RESUMED.set(resumed)
+    try:
+        yield ResumeFolder({"resume_in": folder}, resumed)
+    finally:
+        _RESUMED.reset(token)
     shutil.rmtree(folder, ignore_errors=True)

@@ -34,7 +34,7 @@ from contextuality.geometry.alignment import (
 )
 from contextuality.geometry.best_layers import empty_best_layers
 from contextuality.geometry.paired import paired_alignment
-from contextuality.geometry.resume import resumable
+from contextuality.geometry.resume import Resumed, resumable
 from contextuality.geometry.sensitivity import (
     SENSITIVITY_COLUMNS,
     SensitivitySettings,
@@ -341,11 +341,20 @@ def _alignment_written(
     what = f"{len(layers.vectors)} layers on {len(rows):,} rows"
     say(f"{name} ({transform.name}): alignment of {what}")
     with resumable(output) as folder:
-        table = within_model_alignment(name, layers, sample, settings, transform.name, **folder)
+        table = within_model_alignment(
+            name, layers, sample, settings, transform.name, **folder.keywords
+        )
         if output is not None:
             provenance = _provenance("layer_alignment", settings, rows, transform.name, layers)
-            write_parquet(table, output, provenance)
+            write_parquet(table, output, provenance | _resumed(folder.resumed))
     return table
+
+
+def _resumed(resumed: Resumed) -> dict[str, Any]:
+    """What an alignment's output records of the parts it read from a stopped run of its
+    job: how many, and the seconds they took to compute in that run (the job's own seconds
+    and these together are the alignment's work)."""
+    return {"resumed_parts": resumed.parts, "resumed_seconds": round(resumed.seconds, 1)}
 
 
 def paired_layer_alignment(
@@ -391,7 +400,8 @@ def alignment_between_models(
     provenance = _provenance("alignment_between_models", settings, rows, transform.name, *layers)
     with resumable(output) as folder:
         sides = ((left.name, layers[0]), (right.name, layers[1]))
-        found = between_models_alignment(sides, sample, settings, transform.name, **folder)
+        found = between_models_alignment(sides, sample, settings, transform.name, **folder.keywords)
+        provenance |= _resumed(folder.resumed)
         write_parquet(found.table, output, provenance)
         write_parquet(found.best_layers, best_layers_output, provenance)
     return found
