@@ -352,8 +352,7 @@ def _alignment_written(
 
 def _resumed(resumed: Resumed) -> dict[str, Any]:
     """What an alignment's output records of the parts it read from a stopped run of its
-    job: how many, and the seconds they took to compute in that run (the job's own seconds
-    and these together are the alignment's work)."""
+    job: how many, and their seconds there (with the job's own, the alignment's work)."""
     return {"resumed_parts": resumed.parts, "resumed_seconds": round(resumed.seconds, 1)}
 
 
