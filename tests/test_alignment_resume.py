@@ -209,11 +209,12 @@ def test_the_store_round_trips_neighbours_and_grids(tmp_path):
     rows = np.random.default_rng(2).normal(size=(30, 4))
     found = cosine_neighbours(rows, 3)
     store = ResumeStore(tmp_path / "key", tmp_path / SEARCHES).scoped("all")
-    assert store.neighbours([rows, 3]) is None and store.grids("g") is None
-    store.keep_neighbours([rows, 3], found, 0.5)
+    assert store.neighbours(store.searched([rows, 3])) is None and store.grids("g") is None
+    store.keep_neighbours(store.searched([rows, 3]), found, 0.5)
     store.keep_grids("g", {"cka": np.eye(2), "mutual_knn": np.full((2, 2), np.nan)}, 0.25)
-    assert store.neighbours([rows, 4]) is None and store.neighbours([rows[1:], 3]) is None
-    again = store.neighbours([rows, 3])
+    for other in ([rows, 4], [rows[1:], 3]):
+        assert store.neighbours(store.searched(other)) is None
+    again = store.neighbours(store.searched([rows, 3]))
     np.testing.assert_array_equal(again.indices, found.indices)
     np.testing.assert_array_equal(again.cosines, found.cosines)
     assert again.recall == found.recall

@@ -196,7 +196,8 @@ def search_neighbours(
         found[side] = []
         for layer, vectors in sampled.vectors.items():
             searched = taken(vectors, rows)
-            kept = None if store is None else store.neighbours([searched, *search])
+            place = None if store is None else store.searched([searched, *search])
+            kept = None if store is None else store.neighbours(place)
             if kept is not None:
                 log.info("layer %s: neighbours of %s rows kept by their search", layer, len(rows))
             else:
@@ -204,7 +205,7 @@ def search_neighbours(
                 kept = layer_neighbours([searched], *search)[0]
                 if store is not None:
                     seconds = time.perf_counter() - started
-                    store.keep_neighbours([searched, *search], kept, seconds)
+                    store.keep_neighbours(place, kept, seconds)
             found[side].append(kept)
     return SearchedNeighbours(found["left"], found.get("right", found["left"]))
 

@@ -136,17 +136,17 @@ class ResumeStore:
         """How many finished parts it holds, in every scope (searches apart)."""
         return sum(1 for _ in self.directory.rglob("*.npz")) if self.directory.exists() else 0
 
-    def neighbours(self, search: Iterable[Any]) -> Neighbours | None:
-        """The neighbours of the search that `search` determines (`searched`), or None."""
-        stored = _read(self.searched(search))
+    def neighbours(self, searched: Path) -> Neighbours | None:
+        """The neighbours kept at `searched` (a search's place, `searched`), or None."""
+        stored = _read(searched)
         if stored is None:
             return None
         return Neighbours(stored["indices"], stored["cosines"], float(stored["recall"]))
 
-    def keep_neighbours(self, search: Iterable[Any], found: Neighbours, seconds: float) -> None:
-        """Keep the neighbours `found` by the search `search` determines in `seconds`."""
+    def keep_neighbours(self, searched: Path, found: Neighbours, seconds: float) -> None:
+        """Keep at `searched` (a search's place) the neighbours it `found` in `seconds`."""
         arrays = {"indices": found.indices, "cosines": found.cosines, "recall": found.recall}
-        _write(self.searched(search), arrays, seconds)
+        _write(searched, arrays, seconds)
 
     def searched(self, search: Iterable[Any]) -> Path:
         """Where the neighbours of the search that `search` (the rows searched and its
