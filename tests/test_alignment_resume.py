@@ -152,10 +152,14 @@ def test_a_change_in_the_measures_keeps_the_searches_a_change_in_the_search_does
     assert len(searched) == len(layers.vectors)
 
 
-def test_the_word_baselines_read_the_searches_of_the_layer_pairs(tmp_path, monkeypatch):
+@pytest.mark.parametrize("kept", [True, False], ids=["in-a-folder", "without-one"])
+def test_the_word_baselines_read_the_searches_of_the_layer_pairs(tmp_path, monkeypatch, kept):
     """The workflow's alignment within a model searches each layer once for each set of
     occurrences, and each word baseline once: the baselines, on every occurrence, read the
-    layers' neighbours the pairs of layers found there."""
+    layers' neighbours the pairs of layers found there. Without a folder (the API's
+    default) the same, in a temporary folder removed after the call, to the same table."""
+    import tempfile
+
     from contextuality.api import GeometrySettings
     from contextuality.api.geometry import within_model_alignment
 
@@ -166,10 +170,18 @@ def test_the_word_baselines_read_the_searches_of_the_layer_pairs(tmp_path, monke
     settings = GeometrySettings(
         seed=2, confidence=0.9, sample_size=None, alignment=AlignmentSettings(k=4)
     )
+    arguments = ("m", layers, sample, settings, "none")
+    kept_in = tmp_path / "kept"
     searched = _searches(monkeypatch)
-    table = within_model_alignment("m", layers, sample, settings, "none", resume_in=tmp_path)
+    temporary = tmp_path / "temporary"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    table = within_model_alignment(*arguments, resume_in=kept_in if kept else None)
     assert {"word_identity", "word_position"} <= set(table["model_b"])
     assert len(searched) == 2 * len(layers.vectors) + len(settings.alignment.baselines)
+    assert kept_in.exists() == kept and not any(temporary.iterdir())
+    if not kept:
+        pd.testing.assert_frame_equal(table, within_model_alignment(*arguments, resume_in=kept_in))
 
 
 def test_a_resumed_job_counts_the_parts_and_seconds_it_read_of_the_stopped_run(tmp_path):
