@@ -19,6 +19,7 @@ from contextuality.configuration.schema import (
     ANY_MODEL,
     SCHEMA_PATH,
     default,
+    read_yaml,
     setting,
     with_defaults,
 )
@@ -59,9 +60,8 @@ def check_config(config: dict[str, Any], schema_path: str | Path = SCHEMA_PATH) 
     One line per problem, instead of the schema dump a bare validation error prints.
     """
     import jsonschema
-    import yaml
 
-    schema = yaml.safe_load(Path(schema_path).read_text())
+    schema = read_yaml(schema_path)
     validator = jsonschema.Draft202012Validator(schema)
     renamed = [
         f"{section}.{old}: renamed {section}.{new}"
