@@ -242,20 +242,51 @@ def test_the_schema_s_choices_are_the_package_s_own():
 HEAVY_FOR_A_MEASURE_JOB = ("scipy.stats", "matplotlib", "sklearn", "torch", "transformers")
 
 
-def test_a_measure_job_loads_no_plotting_model_or_statistics_library():
-    """The imports of workflow/scripts/measure_layer.py leave the heavy libraries unloaded."""
+def test_a_measure_job_loads_no_plotting_model_or_statistics_library_and_no_other_step():
+    """What workflow/scripts/measure_layer.py imports, and its step, leave the heavy
+    libraries unloaded, and every other step's module: `contextuality.steps` imports a
+    step's module when a name of it is asked for (each job paid ~2 s for all eleven)."""
     import subprocess
     import sys
 
     script = (ROOT / "workflow" / "scripts" / "measure_layer.py").read_text()
-    imports = "\n".join(
-        line for line in script.splitlines() if line.startswith(("from ", "import "))
+    imports = [line.strip() for line in script.splitlines()]
+    imports = [line for line in imports if line.startswith(("from ", "import "))]
+    program = "\n".join(
+        [
+            *imports,
+            "steps.measure_layer, steps.MeasureOutputs",
+            "import sys",
+            "print(' '.join(sorted(sys.modules)))",
+        ]
     )
-    program = f"{imports}\nimport sys\nprint(' '.join(sorted(sys.modules)))"
     loaded = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     ).stdout.split()
     assert not [name for name in loaded if name.startswith(HEAVY_FOR_A_MEASURE_JOB)]
+    step_modules = [name for name in loaded if name.startswith("contextuality.steps.")]
+    assert step_modules == ["contextuality.steps.measures"]
+
+
+def test_a_step_keeps_its_name_beside_its_module_of_the_same_name():
+    """`figures` and `extract` are each a step and the module it is in: importing the
+    module (as a test or a benchmark does) leaves ``steps.figures`` the step."""
+    import subprocess
+    import sys
+
+    program = (
+        "import contextuality.steps.figures, contextuality.steps.extract\n"
+        "from contextuality import steps\n"
+        "print(steps.figures.__module__, steps.extract.__module__, 'nothing' in dir(steps))\n"
+        "steps.nothing"
+    )
+    ran = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert ran.stdout.split() == [
+        "contextuality.steps.figures",
+        "contextuality.steps.extract",
+        "False",
+    ]
+    assert "has no attribute 'nothing'" in ran.stderr
 
 
 def test_every_module_opens_with_its_line_of_the_module_map():
