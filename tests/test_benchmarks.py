@@ -219,6 +219,31 @@ def test_exact_analogies_are_solved_by_both_methods():
         bm.score_analogy(questions, vectors, method="3cosavg")
 
 
+def test_a_question_set_is_solved_once_for_both_methods(monkeypatch):
+    """3CosAdd and 3CosMul of one question set (two benchmarks) share one solve on the same
+    vectors; other questions, settings or vectors solve anew, and a caller's edit of the
+    table it got leaves the next caller's as solved."""
+    from contextuality.benchmarks import scorers
+
+    vectors, questions = _capitals()
+    solved = []
+    original = scorers._solve_analogies
+    monkeypatch.setattr(scorers, "_solve_analogies", lambda *a: solved.append(1) or original(*a))
+    add = bm.score_analogy(questions, vectors, method="3cosadd")
+    mul = bm.score_analogy(questions, vectors, method="3cosmul")
+    assert len(solved) == 1 and add == mul == Score(1.0, 1.0, 20)
+    first = bm.solve_analogies(questions, vectors)
+    first["predicted_3cosadd"] = "nowhere"
+    again = bm.solve_analogies(questions, vectors)
+    assert len(solved) == 1 and (again["predicted_3cosadd"] == questions["d"]).all()
+    bm.solve_analogies(questions.iloc[::-1], vectors)
+    bm.solve_analogies(questions, vectors, protocol="paper")
+    bm.solve_analogies(questions, vectors, lowercase=False)
+    fresh = WordVectors(list(vectors.words), vectors.matrix.copy())
+    pd.testing.assert_frame_equal(bm.solve_analogies(questions, fresh), again)
+    assert len(solved) == 5
+
+
 def test_question_words_are_excluded_even_when_nearest():
     # b = a, so b − a + c = c: c itself is nearest, then d, then the others.
     vectors = _vectors(

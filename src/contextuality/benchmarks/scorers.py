@@ -91,9 +91,27 @@ def solve_analogies(
 
     Returns one row per question (same index): covered (all four words in the vocabulary),
     predicted_3cosadd, predicted_3cosmul (vocabulary words), correct_3cosadd,
-    correct_3cosmul (an OOV answer d is never correct).
+    correct_3cosmul (an OOV answer d is never correct). Solved once for `vectors` and each
+    set of questions and settings (`WordVectors.solved_analogies`), a copy returned.
     """
     check_protocol(protocol)
+    asked = pd.util.hash_pandas_object(questions[list("abcd")]).to_numpy()
+    key = (asked.tobytes(), lowercase, batch_size, protocol)
+    if key not in vectors.solved_analogies:
+        vectors.solved_analogies[key] = _solve_analogies(
+            questions, vectors, lowercase, batch_size, protocol
+        )
+    return vectors.solved_analogies[key].copy()
+
+
+def _solve_analogies(
+    questions: pd.DataFrame,
+    vectors: WordVectors,
+    lowercase: bool,
+    batch_size: int,
+    protocol: ScoringProtocol,
+) -> pd.DataFrame:
+    """`solve_analogies`, computed."""
     rows = {column: vectors.indices(questions[column].tolist(), lowercase) for column in "abcd"}
     candidates = vectors.candidate_rows(lowercase)
     unit = unit_rows(vectors.matrix.astype(np.float32))

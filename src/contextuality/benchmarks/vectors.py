@@ -7,12 +7,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from contextuality.benchmarks.readers import iter_lines
 from contextuality.errors import InputDataError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 OovPolicy = Literal["mean", "skip"]
 OOV_POLICIES = ("mean", "skip")
@@ -91,6 +94,13 @@ class WordVectors:
     def mean_vector(self) -> np.ndarray:
         """Mean of all vocabulary vectors (float64): the stand-in for an OOV word."""
         return self.matrix.mean(axis=0, dtype=np.float64)
+
+    @cached_property
+    def solved_analogies(self) -> dict[tuple, pd.DataFrame]:
+        """The analogy questions solved on these vectors, by question set and settings
+        (`scorers.solve_analogies`): a question set's 3CosAdd and 3CosMul benchmarks share
+        one solve, each a product of every question word with the whole vocabulary."""
+        return {}
 
     @cached_property
     def _exact_index(self) -> dict[str, int]:
