@@ -76,6 +76,35 @@ def test_a_device_torch_does_not_know_or_this_torch_lacks_is_one_line_naming_the
     assert resolved_device("cpu:0") == "cpu:0"
 
 
+def test_a_plan_of_auto_and_cpu_devices_loads_no_torch_and_one_of_an_accelerator_checks_it():
+    """`study.check_devices`, which every plan and run start calls: ``auto`` and ``cpu``
+    (the shipped config's) are on every machine, so nothing loads torch (seconds of each
+    ``snakemake`` call); ``cpu:1`` or an accelerator is looked up in torch and refused
+    where it is missing."""
+    import sys
+
+    program = (
+        "import sys, yaml\n"
+        "from contextuality.configuration.schema import with_defaults\n"
+        "from contextuality.workflow.study import check_devices\n"
+        "config = with_defaults(yaml.safe_load(open('config/config.yaml')))\n"
+        "config['models']['minilm']['device'] = sys.argv[1]\n"
+        "check_devices(config)\n"
+        "print('torch' in sys.modules)"
+    )
+
+    def check(device: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-c", program, device]
+        return subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+
+    for device in ("auto", "cpu"):
+        checked = check(device)
+        assert checked.returncode == 0 and checked.stdout.split() == ["False"], checked.stderr
+    refused = check("cpu:1")
+    assert refused.returncode == 1
+    assert "models.minilm.device: cpu:1 asked for, but torch sees" in refused.stderr
+
+
 def test_windows_that_cannot_move_on_are_refused_before_the_forward_pass(tiny_bert_dir):
     """max_length 12 leaves 10 content subwords beside [CLS] and [SEP]: an overlap of 10
     or 11 (below max_length, so the config's check lets it through) is refused when the
