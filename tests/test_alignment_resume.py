@@ -144,12 +144,24 @@ def test_a_change_in_the_measures_keeps_the_searches_a_change_in_the_search_does
     with caplog.at_level("INFO", logger=alignment_module.__name__):
         measured = alignment_between(*arguments, resume_in=tmp_path).table
     assert not searched and len(computed) == 1 + SETTINGS.permutations + SETTINGS.bootstrap
-    said = [f"layer {layer}: neighbours of 80 rows kept by their search" for layer in range(3)]
-    assert [record.getMessage() for record in caplog.records] == said
+    assert [record.getMessage() for record in caplog.records] == [
+        f"layer {layer} ({layer + 1} of 3): neighbours of 80 rows kept by their search"
+        for layer in range(3)
+    ]
     pd.testing.assert_frame_equal(measured, fresh)
     monkeypatch.setattr(resume, "SEARCH_SOURCES", SEARCH_SOURCES[1:])
-    alignment_between(*arguments, resume_in=tmp_path)
+    caplog.clear()
+    with caplog.at_level("INFO", logger=alignment_module.__name__):
+        alignment_between(*arguments, resume_in=tmp_path)
     assert len(searched) == len(layers.vectors)
+    searched_lines = [
+        record.getMessage()
+        for record in caplog.records
+        if "rows searched in" in record.getMessage()
+    ]
+    assert [line.split(" in ")[0] for line in searched_lines] == [
+        f"layer {layer} ({layer + 1} of 3): neighbours of 80 rows searched" for layer in range(3)
+    ]
 
 
 @pytest.mark.parametrize("kept", [True, False], ids=["in-a-folder", "without-one"])

@@ -40,7 +40,7 @@ from contextuality.geometry.resampling import (
 from contextuality.geometry.resume import ResumeStore, kept_grids, opened
 from contextuality.geometry.row_products import layer_products, taken
 from contextuality.geometry.search import SearchSettings
-from contextuality.jobs.console import Progress
+from contextuality.jobs.console import Progress, duration
 from contextuality.rows import rows_with_vectors
 
 log = logging.getLogger(__name__)
@@ -185,26 +185,30 @@ def search_neighbours(
     ``alignment.search`` says (`neighbours.layer_neighbours`), or read from `store` where
     it keeps that search's (each kept there as it is found, under a key of the rows
     searched and the search alone: `resume.ResumeStore.searched`); None where the rows
-    are too few for k."""
+    are too few for k. Each search's time, or its reading, said in the log."""
     if len(rows) <= alignment.k:
         return None
     search = (alignment.k, alignment.search_device(), alignment.search, seed)
+    sides = {"left": left} if right is None else {"left": left, "right": right}
+    count = sum(len(sampled.vectors) for sampled in sides.values())
     found = {}
-    for side, sampled in (("left", left), ("right", right)):
-        if sampled is None:
-            continue
+    for side, sampled in sides.items():
         found[side] = []
         for layer, vectors in sampled.vectors.items():
+            named = f"layer {layer}" if right is None else f"{side} layer {layer}"
+            what = f"{named} ({sum(map(len, found.values())) + 1} of {count})"
+            size = f"{len(rows):,}"
             searched = taken(vectors, rows)
             place = None if store is None else store.searched([searched, *search])
             kept = None if store is None else store.neighbours(place)
             if kept is not None:
-                log.info("layer %s: neighbours of %s rows kept by their search", layer, len(rows))
+                log.info("%s: neighbours of %s rows kept by their search", what, size)
             else:
                 started = time.perf_counter()
                 kept = layer_neighbours([searched], *search)[0]
+                seconds = time.perf_counter() - started
+                log.info("%s: neighbours of %s rows searched in %s", what, size, duration(seconds))
                 if store is not None:
-                    seconds = time.perf_counter() - started
                     store.keep_neighbours(place, kept, seconds)
             found[side].append(kept)
     return SearchedNeighbours(found["left"], found.get("right", found["left"]))
