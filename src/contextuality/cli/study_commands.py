@@ -7,7 +7,6 @@ each with its table, the same steps as the workflow's rules.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +17,18 @@ from contextuality.configuration.schema import default
 from contextuality.corpus.sentences import sts_archive_name
 from contextuality.errors import InputDataError
 
-# The files each command writes into its output directory.
-PAIR_FILES = steps.PairFiles("sts_pairs.parquet", "sts_sentences.parquet")
-SCORE_FILES = steps.ScoreFiles("scores.parquet", "draws.parquet")
-EFFECT_FILES = steps.EffectFiles("perplexity.parquet", "attention.parquet")
+# The files each command writes into its output directory, by the step's record of them.
+FILE_NAMES = {
+    "PairFiles": ("sts_pairs.parquet", "sts_sentences.parquet"),
+    "ScoreFiles": ("scores.parquet", "draws.parquet"),
+    "EffectFiles": ("perplexity.parquet", "attention.parquet"),
+}
 
 
-def _within(directory: str | Path, files: Any) -> Any:
-    """`files` (a record of file names) inside `directory`."""
-    names = dataclasses.astuple(files)
-    return type(files)(*(str(Path(directory) / name) for name in names))
+def _within(directory: str | Path, record: str) -> Any:
+    """The step's record `record` of its files (a key of `FILE_NAMES`), each inside
+    `directory`; the step's module loaded only by the command that runs it."""
+    return getattr(steps, record)(*(str(Path(directory) / name) for name in FILE_NAMES[record]))
 
 
 def add_sts_arguments(command: argparse.ArgumentParser) -> None:
@@ -51,12 +52,12 @@ def sts_archives(args: argparse.Namespace) -> dict[int, Path]:
 
 def _sts_by_layer(args: argparse.Namespace) -> None:
     archives = sts_archives(args)
-    pairs = _within(args.output, PAIR_FILES)
+    pairs = _within(args.output, "PairFiles")
     steps.sts_pairs(archives, args.pairs or None, args.seed, not args.no_verify, pairs)
     steps.sts_by_layer(
         model_options(args),
         pairs,
-        _within(args.output, SCORE_FILES),
+        _within(args.output, "ScoreFiles"),
         args.draws,
         args.seed,
         threads=args.threads,
@@ -65,7 +66,7 @@ def _sts_by_layer(args: argparse.Namespace) -> None:
 
 def _downstream_table(args: argparse.Namespace) -> None:
     steps.downstream_tables(
-        [_within(directory, SCORE_FILES) for directory in args.scored],
+        [_within(directory, "ScoreFiles") for directory in args.scored],
         args.measures,
         steps.DownstreamTables(f"{args.output}.tsv", f"{args.output}_agreement.tsv"),
         [f"{args.output}.png", f"{args.output}.pdf"],
@@ -77,7 +78,7 @@ def _ablation_effects(args: argparse.Namespace) -> None:
     steps.ablation_effects(
         model_options(args),
         args.sentences,
-        _within(args.output, EFFECT_FILES),
+        _within(args.output, "EffectFiles"),
         args.measured_sentences,
         args.calibration_sentences,
         args.draws,
@@ -88,7 +89,7 @@ def _ablation_effects(args: argparse.Namespace) -> None:
 
 def _ablation_effects_table(args: argparse.Namespace) -> None:
     steps.ablation_effects_tables(
-        [_within(directory, EFFECT_FILES) for directory in args.measured],
+        [_within(directory, "EffectFiles") for directory in args.measured],
         steps.EffectFiles(f"{args.output}_perplexity.tsv", f"{args.output}_attention.tsv"),
         [f"{args.output}.png", f"{args.output}.pdf"],
     )

@@ -11,13 +11,13 @@ import argparse
 from typing import Any
 
 from contextuality.errors import InputDataError
-from contextuality.verification.publish import FIGURES_LEFT_BEHIND, RECORD, publish_study
-from contextuality.verification.study import repair, verify_study
 
 
 def _verify(args: argparse.Namespace) -> None:
     """Print each damaged file's line and the summary; exit 1 (one error line) where any
     file is damaged, after deleting them with ``--repair``."""
+    from contextuality.verification.study import repair, verify_study
+
     verification = verify_study(args.directory)
     for damage in verification.damaged:
         print(damage.line())
@@ -39,6 +39,8 @@ def _verify(args: argparse.Namespace) -> None:
 
 
 def _publish(args: argparse.Namespace) -> None:
+    from contextuality.verification.publish import FIGURES_LEFT_BEHIND, RECORD, publish_study
+
     record = publish_study(args.directory, args.destination, args.figure)
     files, commits = len(record["files"]), ", ".join(record["made_by"])
     print(f"published {files} files made by commit {commits} to {args.destination}")
