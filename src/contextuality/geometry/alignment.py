@@ -190,14 +190,13 @@ def search_neighbours(
         return None
     search = (alignment.k, alignment.search_device(), alignment.search, seed)
     sides = {"left": left} if right is None else {"left": left, "right": right}
-    count = sum(len(sampled.vectors) for sampled in sides.values())
+    count, size = sum(len(sampled.vectors) for sampled in sides.values()), f"{len(rows):,}"
     found = {}
     for side, sampled in sides.items():
         found[side] = []
         for layer, vectors in sampled.vectors.items():
             named = f"layer {layer}" if right is None else f"{side} layer {layer}"
             what = f"{named} ({sum(map(len, found.values())) + 1} of {count})"
-            size = f"{len(rows):,}"
             searched = taken(vectors, rows)
             place = None if store is None else store.searched([searched, *search])
             kept = None if store is None else store.neighbours(place)
