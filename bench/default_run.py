@@ -110,14 +110,14 @@ CHUNK_MIB = (32, 16, 8, 4, 2)
 
 EXTRACT_STEP = """
 import contextlib, gc, importlib, json, sys, time
-from contextuality import steps
+from contextuality import backends, steps
 from contextuality.corpus.index import IndexFiles
 
 extraction_run = importlib.import_module("contextuality.extraction.run")
 extract_step = importlib.import_module("contextuality.steps.extract")  # not steps.extract
 
 directory, out, handled = sys.argv[1], sys.argv[2], sys.argv[3] == "handled"
-settings = json.loads(sys.argv[4])
+settings, seed = json.loads(sys.argv[4]), int(sys.argv[5])
 if not handled:
     extract_step.collector_paused = contextlib.nullcontext
     extraction_run.collector_sparing_live_objects = contextlib.nullcontext
@@ -130,11 +130,11 @@ def timed(phase, info):
 gc.callbacks.append(timed)
 started = time.perf_counter()
 steps.extract(
-    "minilm",
-    settings,
+    backends.model_settings("minilm", settings),
     f"{directory}/results/corpus/sentences.parquet",
     IndexFiles.in_directory(f"{directory}/results/corpus"),
     steps.LayerOutputs({layer: f"{out}/{layer}.h5" for layer in range(7)}, f"{out}/meta.json"),
+    seed,
     threads=2,
     progress=False,
 )
@@ -146,7 +146,7 @@ print(json.dumps({"wall": wall, "full_collections": len(full) // 2,
 """
 
 
-def extraction_job(directory: Path, handled: bool, settings: dict) -> dict:
+def extraction_job(directory: Path, handled: bool, settings: dict, seed: int) -> dict:
     """The default run's extraction step in a fresh process, as its job runs it
     (`handled`) or with the garbage collector left alone: the step's wall seconds, its full
     (generation-2) collections and their seconds, and the seconds from the step's end to
@@ -155,7 +155,9 @@ def extraction_job(directory: Path, handled: bool, settings: dict) -> dict:
         mode = "handled" if handled else "plain"
         command = [sys.executable, "-c", EXTRACT_STEP, str(directory), out, mode]
         process = subprocess.Popen(
-            [*command, json.dumps(settings)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            [*command, json.dumps(settings), str(seed)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
         figures = json.loads(process.stdout.readline())
         reported = time.perf_counter()
@@ -218,9 +220,10 @@ def main() -> None:
         chunk = row_passes._CHUNK_BYTES / 2**20
         threads = {limit: measure_step(directory, limit, chunk, config) for limit in ("all", "1")}
         chunks = {mib: measure_step(directory, "1", mib, config) for mib in CHUNK_MIB}
-        settings = vector_settings(validated(config), "minilm")
+        planned = validated(config)
+        settings, seed = vector_settings(planned, "minilm"), planned["measures"]["seed"]
         collector = {
-            mode: extraction_job(directory, mode == "handled", settings)
+            mode: extraction_job(directory, mode == "handled", settings, seed)
             for mode in ("plain", "handled")
         }
     figures = {
