@@ -151,15 +151,18 @@ def extraction_job(directory: Path, handled: bool, settings: dict, seed: int) ->
     (`handled`) or with the garbage collector left alone: the step's wall seconds, its full
     (generation-2) collections and their seconds, and the seconds from the step's end to
     the process's exit."""
-    with tempfile.TemporaryDirectory() as out:
+    with tempfile.TemporaryDirectory() as out, tempfile.TemporaryFile("w+") as said:
         mode = "handled" if handled else "plain"
         command = [sys.executable, "-c", EXTRACT_STEP, str(directory), out, mode]
         process = subprocess.Popen(
-            [*command, json.dumps(settings), str(seed)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            [*command, json.dumps(settings), str(seed)], stdout=subprocess.PIPE, stderr=said
         )
-        figures = json.loads(process.stdout.readline())
+        line = process.stdout.readline()
+        if not line:  # the step failed: its own error, not a JSON decoder's
+            process.wait()
+            said.seek(0)
+            raise RuntimeError(f"the extraction step failed:\n{said.read()[-3000:]}")
+        figures = json.loads(line)
         reported = time.perf_counter()
         process.wait()
         figures["exit_seconds"] = time.perf_counter() - reported
