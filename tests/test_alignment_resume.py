@@ -53,11 +53,13 @@ class _Stopped(Exception):
     pass
 
 
-def _stop_after(count: int):
-    calls = []
+def _stop_after(count: int | None = None, told: list[bool] | None = None):
+    """A progress callback that stops the run at its `count`-th call (None: never),
+    keeping in `told` whether each resample was read."""
+    calls = [] if told is None else told
 
-    def progress() -> None:
-        calls.append(1)
+    def progress(*, read: bool) -> None:
+        calls.append(read)
         if len(calls) == count:
             raise _Stopped
 
@@ -78,8 +80,9 @@ def _counting(monkeypatch) -> list[int]:
 
 def test_a_stopped_alignment_resumes_to_the_table_of_one_never_stopped(tmp_path, monkeypatch):
     """Stopped after 14 of the 22 resamples (11 for each set of occurrences: 3 nulls into
-    the second), a second run computes only the 8 left, searches nothing again, and
-    writes the table that a run without a store writes."""
+    the second), a second run computes only the 8 left, searches nothing again, tells
+    its progress the 14 read (not computed: no rate of them) and writes the table that a
+    run without a store writes."""
     layers = _layers(np.random.default_rng(0))
     arguments = (("m", layers), None, _sample(), 7, 0.95, SETTINGS)
     fresh = alignment_between(*arguments).table
@@ -92,8 +95,12 @@ def test_a_stopped_alignment_resumes_to_the_table_of_one_never_stopped(tmp_path,
     computed = _counting(monkeypatch)
     searched = []
     monkeypatch.setattr(alignment_module, "layer_neighbours", lambda *a: searched.append(1))
-    resumed = alignment_between(*arguments, resume_in=tmp_path).table
+    told: list[bool] = []
+    resumed = alignment_between(
+        *arguments, progress=_stop_after(told=told), resume_in=tmp_path
+    ).table
     assert len(computed) == 22 - 14 and not searched
+    assert told == [True] * 14 + [False] * (22 - 14)
     pd.testing.assert_frame_equal(resumed, fresh)
 
 

@@ -150,6 +150,26 @@ def test_the_time_left_is_at_the_rate_of_the_draws_after_the_first(monkeypatch):
     assert told.beat() == "alignment: 2 of 10 draws, 60 min 15 s, about 1 min 20 s left"
 
 
+def test_a_resumed_call_times_the_draws_it_computes_not_those_it_reads(monkeypatch):
+    """A call resumed with 36 of 150 draws kept by a stopped run reads them in a second,
+    then computes a draw a minute: the line counts the 36 done and says they were read,
+    and the time left is 112 minutes at the computed draws' rate, not the half minute
+    the reads' milliseconds would give."""
+    clock = [0.0]
+    monkeypatch.setattr("contextuality.api.progress.time.monotonic", lambda: clock[0])
+    told = Told(logging.getLogger("test"), "alignment", "cost", 150, "draws", False)
+    for _ in range(36):
+        clock[0] += 1 / 36
+        told.update(read=True)
+    assert told.beat() == "alignment: 36 of 150 draws, 1.0 s (36 read from a stopped run)"
+    for _ in range(2):
+        clock[0] += 60.0
+        told.update()
+    assert told.beat() == (
+        "alignment: 38 of 150 draws, 2 min 1 s (36 read from a stopped run), about 112 min 0 s left"
+    )
+
+
 def test_a_bar_by_default_only_on_a_terminal(monkeypatch):
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -63,6 +63,25 @@ def test_items_slower_than_one_a_second_are_told_in_seconds_each(screen):
     ]
 
 
+def test_items_read_from_a_stopped_run_are_counted_but_not_timed(screen):
+    """40 draws read from a stopped run in a second, then a draw a minute: the rate and
+    the time left are the computed draws' (10 left: 10 min), not the reads'."""
+    clock = Clock()
+    told = console.Progress("m: alignment", 50, "draws", interval=15, clock=clock)
+    clock.now += 1
+    told.update(40, read=True)
+    clock.now += 14
+    told.update(read=True)  # only read so far: no rate to tell
+    clock.now += 60
+    told.update()
+    lines = screen.getvalue().splitlines()
+    assert lines == [
+        "m: alignment: 41 of 50 draws (82%), 41 read from a stopped run",
+        "m: alignment: 42 of 50 draws (84%), 41 read from a stopped run, 75.0 s each, "
+        "about 10 min 0 s left",
+    ]
+
+
 def test_a_short_loop_passes_unsaid_unless_always(screen):
     clock = Clock()
     quiet = console.Progress("fast", 3, "draws", interval=15, clock=clock)

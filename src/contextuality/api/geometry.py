@@ -11,7 +11,7 @@ import contextlib
 import logging
 import math
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from contextuality.geometry.alignment import (
 from contextuality.geometry.baselines import word_baselines
 from contextuality.geometry.best_layers import empty_best_layers
 from contextuality.geometry.layer_pairs import layer_pair_alignment
+from contextuality.geometry.resume import ResampleDone
 from contextuality.geometry.settings import GeometrySettings
 from contextuality.measures.summary import measures_table as summary_table
 
@@ -189,7 +190,7 @@ def baselines_at_once(
     sample: SampleRows,
     settings: GeometrySettings,
     transform: str,
-    progress: Callable[[], None] | None = None,
+    progress: ResampleDone | None = None,
     resume_in: str | Path | None = None,
 ) -> pd.DataFrame:
     """The alignment between every layer of a model and each word baseline of

@@ -56,8 +56,11 @@ class Told:
         self.logger, self.what, self.cost = logger, what, cost
         self.total, self.unit, self.interval, self.before = total, unit, interval, before
         self.done, self.now = 0, "starting"
-        # When the first units and the latest were done, and how many the first were: the
-        # rate of the units alone, not of what came before the first.
+        # Units read from a stopped run rather than computed (milliseconds each): counted
+        # done, never timed.
+        self.read = 0
+        # When the first computed units and the latest were done, and how many the first
+        # were: the rate of the units alone, not of what came before the first.
         self.first_done: float | None = None
         self.last_done: float | None = None
         self.first_count = 0
@@ -91,12 +94,16 @@ class Told:
         else:
             self.logger.info("%s: stopped after %s (%s)", self.what, took, kind.__name__)
 
-    def update(self, count: int = 1) -> None:
-        """`count` more units done."""
+    def update(self, count: int = 1, *, read: bool = False) -> None:
+        """`count` more units done: computed, or `read` from a stopped run's kept parts
+        (counted, but not in the rate: a resumed call would tell minutes for hours)."""
         self.done += count
-        self.last_done = time.monotonic()
-        if self.first_done is None:
-            self.first_done, self.first_count = self.last_done, self.done
+        if read:
+            self.read += count
+        else:
+            self.last_done = time.monotonic()
+            if self.first_done is None:
+                self.first_done, self.first_count = self.last_done, self.done - self.read
         if self.bar is not None:
             self.bar.update(count)
 
@@ -109,15 +116,18 @@ class Told:
 
     def beat(self) -> str:
         """The line telling where the call is (logged every `interval` seconds): the stage,
-        or the units done and, once more are done after the first, the time left at the
-        rate of those after it (what came before the first, `before`, not counted)."""
+        or the units done and, once more are computed after the first, the time left at
+        the rate of those after it (what came before the first, `before`, and the units
+        read from a stopped run not counted)."""
         elapsed = time.monotonic() - self.start
         if not self.total:
             return f"{self.what}: {self.now}, {duration(elapsed)} so far"
         line = f"{self.what}: {self.done:,} of {self.total:,} {self.unit}, {duration(elapsed)}"
         if not self.done and self.before:
             line += f" ({self.before})"
-        after_first = self.done - self.first_count
+        if self.read:
+            line += f" ({self.read:,} read from a stopped run)"
+        after_first = self.done - self.read - self.first_count
         if after_first and self.first_done is not None and self.last_done is not None:
             rate = (self.last_done - self.first_done) / after_first
             line += f", about {duration((self.total - self.done) * rate)} left"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from contextuality.geometry.resampling import (
     calibrate,
     sentence_weights,
 )
-from contextuality.geometry.resume import ResumeStore, kept_grids, opened
+from contextuality.geometry.resume import ResampleDone, ResumeStore, kept_grids, opened
 from contextuality.geometry.row_products import layer_products, taken
 from contextuality.geometry.search import SearchSettings
 from contextuality.jobs.console import Progress, duration
@@ -277,7 +276,7 @@ def resampled_alignment(
     randoms: tuple[np.random.Generator, np.random.Generator],
     seed: int,
     what: str = "alignment",
-    progress: Callable[[], None] | None = None,
+    progress: ResampleDone | None = None,
     store: ResumeStore | None = None,
 ) -> ResampledAlignment:
     """`ResampledAlignment` of the sampled `rows` (positions in the sample; `sentences`
@@ -285,34 +284,36 @@ def resampled_alignment(
     (one permutation of the rows for every layer, from the first generator) and
     ``alignment.bootstrap`` draws over sentences (`resampling.sentence_weights`, from
     the second), their progress told on the console as `what` (`console.Progress`) and
-    to `progress`, called after each; each kept in `store` as it is found and read from
-    it where it is kept there (the draws drawn all the same)."""
+    to `progress`, called after each (`ResampleDone`); each kept in `store` as it is
+    found and read from it where it is kept there (the draws drawn all the same)."""
     searched = search_neighbours(left, right, rows, alignment, seed, store)
     unpaired = functools.cache(lambda: layer_products(left, right, rows))
 
-    def grids(name: str, pairing=None, weights=None) -> dict[str, np.ndarray]:
+    def grids(name: str, pairing=None, weights=None) -> tuple[dict[str, np.ndarray], bool]:
         def compute() -> dict[str, np.ndarray]:
             products = None if weights is not None else unpaired()
             return measure_grids(left, right, rows, searched, pairing, weights, products)
 
         return kept_grids(store, name, compute)
 
-    values = grids("values")
+    values, _ = grids("values")
     permutation_random, bootstrap_random = randoms
     resamples = alignment.permutations + alignment.bootstrap
     told = Progress(f"{what}: permutations and bootstrap draws", resamples, "draws")
     nulls, draws = [], []
-    for index in range(alignment.permutations):
-        nulls.append(grids(f"null-{index}", pairing=permutation_random.permutation(len(rows))))
-        told.update()
+
+    def done(resample: tuple[dict[str, np.ndarray], bool], into: list) -> None:
+        found, read = resample
+        into.append(found)
+        told.update(read=read)
         if progress:
-            progress()
+            progress(read=read)
+
+    for index in range(alignment.permutations):
+        done(grids(f"null-{index}", pairing=permutation_random.permutation(len(rows))), nulls)
     weights = sentence_weights(sentences[rows], alignment.bootstrap, bootstrap_random)
     for index, counts in enumerate(weights):
-        draws.append(grids(f"draw-{index}", weights=counts))
-        told.update()
-        if progress:
-            progress()
+        done(grids(f"draw-{index}", weights=counts), draws)
     told.finish()
     return ResampledAlignment(
         values,
@@ -397,7 +398,7 @@ def alignment_between(
     alignment: AlignmentSettings = AlignmentSettings(),
     transform: str = "none",
     occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
-    progress: Callable[[], None] | None = None,
+    progress: ResampleDone | None = None,
     resume_in: str | Path | None = None,
 ) -> AlignmentResult:
     """Every alignment measure, its interval and its permutation null between every layer
@@ -408,7 +409,8 @@ def alignment_between(
     the same rows (stream ``alignment_null``), so it keeps nothing of the rows' order; a
     bootstrap draw resamples their sentences (stream ``alignment_bootstrap``). Each set of
     occurrences gets the draws it gets with every set computed: those of a set left out
-    before it are drawn and passed over. `progress`: called after each null and draw.
+    before it are drawn and passed over. `progress`: called after each null and draw
+    (`ResampleDone`).
     `resume_in`: a folder that keeps each layer's neighbours and each null and draw as
     they are found (`resume.ResumeStore`, under a key of all they rest on), from which a
     run stopped part-way takes up again; None: nothing kept."""

@@ -40,7 +40,7 @@ from contextuality.geometry.alignment_catalogue import ALIGNMENT_MEASURES
 from contextuality.geometry.linear_cka import CrossProducts
 from contextuality.geometry.neighbours import Neighbours, SearchedNeighbours
 from contextuality.geometry.resampling import ResampledAlignment, sentence_weights
-from contextuality.geometry.resume import ResumeStore, kept_grids, opened
+from contextuality.geometry.resume import ResampleDone, ResumeStore, kept_grids, opened
 from contextuality.geometry.row_products import layer_products, shuffled_products
 
 
@@ -128,7 +128,7 @@ def unordered_alignment(
     alignment: AlignmentSettings,
     randoms: tuple[np.random.Generator, np.random.Generator],
     seed: int,
-    progress: Callable[[], None] | None = None,
+    progress: ResampleDone | None = None,
     store: ResumeStore | None = None,
 ) -> ResampledAlignment:
     """`ResampledAlignment` of one model's layers on the sampled `rows` (positions in the
@@ -136,14 +136,15 @@ def unordered_alignment(
     pair once and mirrored, the diagonal its best (module docstring): the values,
     ``alignment.permutations`` nulls (from the first generator) and
     ``alignment.bootstrap`` draws over sentences (from the second), `progress` called
-    after each; each kept in `store` as it is found, read from it where it is kept."""
+    after each (`ResampleDone`); each kept in `store` as it is found, read from it where
+    it is kept."""
     searched = search_neighbours(layers, None, rows, alignment, seed, store)
     unshuffled = functools.cache(lambda: layer_products(layers, None, rows))
 
     def values_grids() -> dict[str, np.ndarray]:
         return pair_grids(layers, rows, searched, diagonal=True, products=unshuffled())
 
-    values = kept_grids(store, "values", values_grids)
+    values, _ = kept_grids(store, "values", values_grids)
     # A layer with itself: the measure's best where it is defined for the layer.
     diagonal = {
         record.name: np.where(np.isfinite(np.diag(values[record.name])), record.perfect, np.nan)
@@ -154,15 +155,17 @@ def unordered_alignment(
     for index in range(alignment.permutations):
         orders = _orders(count, len(rows), randoms[0])
         null = functools.partial(_null_grids, layers, rows, searched, orders, unshuffled)
-        nulls.append(kept_grids(store, f"null-{index}", null))
+        grids, read = kept_grids(store, f"null-{index}", null)
+        nulls.append(grids)
         if progress:
-            progress()
+            progress(read=read)
     weights = sentence_weights(sentences[rows], alignment.bootstrap, randoms[1])
     for index, counts in enumerate(weights):
         draw = functools.partial(pair_grids, layers, rows, searched, counts, resample=True)
-        draws.append(kept_grids(store, f"draw-{index}", draw))
+        grids, read = kept_grids(store, f"draw-{index}", draw)
+        draws.append(grids)
         if progress:
-            progress()
+            progress(read=read)
 
     def stacked(grids: list[dict[str, np.ndarray]], name: str) -> np.ndarray:
         return np.stack([grid[name] for grid in grids]) if grids else np.empty((0, count, count))
@@ -186,7 +189,7 @@ def layer_pair_alignment(
     alignment: AlignmentSettings,
     transform: str = "none",
     occurrences: tuple[str, ...] = ALIGNMENT_OCCURRENCES,
-    progress: Callable[[], None] | None = None,
+    progress: ResampleDone | None = None,
     resume_in: str | Path | None = None,
 ) -> pd.DataFrame:
     """Every alignment measure, its interval and its permutation null between every two

@@ -24,7 +24,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from scipy import sparse
@@ -221,18 +221,27 @@ def opened(resume_in: str | Path | None, what: str, parts: Iterable[Any]) -> Res
     return store
 
 
+class ResampleDone(Protocol):
+    """Told of each null or draw of an alignment as it is done: `read` where it was read
+    from a stopped run's kept parts rather than computed (so that a rate counts the
+    computed ones alone; `progress.Told.update`)."""
+
+    def __call__(self, *, read: bool) -> None: ...
+
+
 def kept_grids(
     store: ResumeStore | None, name: str, compute: Callable[[], dict[str, np.ndarray]]
-) -> dict[str, np.ndarray]:
+) -> tuple[dict[str, np.ndarray], bool]:
     """The grids `store` keeps as `name`, else those `compute` gives, kept there as soon
-    as they are found (no store: computed, nothing kept)."""
+    as they are found (no store: computed, nothing kept); and whether they were read."""
     kept = None if store is None else store.grids(name)
-    if kept is None:
-        started = time.perf_counter()
-        kept = compute()
-        if store is not None:
-            store.keep_grids(name, kept, time.perf_counter() - started)
-    return kept
+    if kept is not None:
+        return kept, True
+    started = time.perf_counter()
+    computed = compute()
+    if store is not None:
+        store.keep_grids(name, computed, time.perf_counter() - started)
+    return computed, False
 
 
 @dataclass(frozen=True)

@@ -62,22 +62,27 @@ class Progress:
     ) -> None:
         self.what, self.total, self.unit = what, total, unit
         self.interval, self.clock, self.always = interval, clock, always
-        self.done = 0
+        self.done = self.read = 0
         self.start = self.last = clock()
 
-    def update(self, count: int = 1) -> None:
-        """`count` more items done; a line if `interval` has passed since the last."""
+    def update(self, count: int = 1, *, read: bool = False) -> None:
+        """`count` more items done, computed or `read` from a stopped run's kept parts
+        (counted, not in the rate); a line if `interval` has passed since the last."""
         self.done += count
+        self.read += count if read else 0
         now = self.clock()
         if now - self.last >= self.interval and self.done < self.total:
             self.last = now
-            rate = self.done / max(now - self.start, 1e-9)
-            left = (self.total - self.done) / rate if rate > 0 else float("inf")
-            say(
-                f"{self.what}: {self.done:,} of {self.total:,} {self.unit} "
-                f"({self.done / self.total:.0%}), {_rate(rate, self.unit)}, "
-                f"about {duration(left)} left"
-            )
+            line = f"{self.what}: {self.done:,} of {self.total:,} {self.unit} "
+            line += f"({self.done / self.total:.0%})"
+            if self.read:
+                line += f", {self.read:,} read from a stopped run"
+            computed = self.done - self.read
+            if computed:
+                rate = computed / max(now - self.start, 1e-9)
+                left = (self.total - self.done) / rate
+                line += f", {_rate(rate, self.unit)}, about {duration(left)} left"
+            say(line)
 
     def finish(self) -> None:
         """The line saying the loop ended, its count and the time it took."""
