@@ -143,11 +143,11 @@ def test_the_time_left_is_at_the_rate_of_the_draws_after_the_first(monkeypatch):
     assert told.beat() == "alignment: 0 of 10 draws, 30 min 0 s (searching)"
     clock[0] = 3600.0
     told.update()
-    assert told.beat() == "alignment: 1 of 10 draws, 60 min 0 s"
+    assert told.beat() == "alignment: 1 of 10 draws, 1 h 0 min"
     clock[0] = 3610.0
     told.update()
     clock[0] = 3615.0
-    assert told.beat() == "alignment: 2 of 10 draws, 60 min 15 s, about 1 min 20 s left"
+    assert told.beat() == "alignment: 2 of 10 draws, 1 h 0 min, about 1 min 20 s left"
 
 
 def test_a_resumed_call_times_the_draws_it_computes_not_those_it_reads(monkeypatch):
@@ -166,7 +166,7 @@ def test_a_resumed_call_times_the_draws_it_computes_not_those_it_reads(monkeypat
         clock[0] += 60.0
         told.update()
     assert told.beat() == (
-        "alignment: 38 of 150 draws, 2 min 1 s (36 read from a stopped run), about 112 min 0 s left"
+        "alignment: 38 of 150 draws, 2 min 1 s (36 read from a stopped run), about 1 h 52 min left"
     )
 
 

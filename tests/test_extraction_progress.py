@@ -31,18 +31,20 @@ SENTENCES = [
     "Is it true that 1,650 people voted?",
     "Residents left.",
 ]
+# A duration as the console says it (`console.duration`).
+DURATION = r"(\d\.\d s|\d+ s|\d+ min \d+ s|\d+ h \d+ min)"
 # A line between batches: sentences (percent), words, time taken, rate, time left.
 LINE = re.compile(
     r"(?P<what>.+): extraction: (?P<sentences>[\d,]+) of (?P<n_sentences>[\d,]+) sentences "
     r"\((?P<percent>\d+)%\), (?P<words>[\d,]+) of (?P<n_words>[\d,]+) words, "
-    r"(?P<taken>\d+ s|\d+ min \d+ s|\d+ h \d+ min), [\d,.]+ words/s, "
-    r"time left (about \d+ s|about \d+ min \d+ s|about \d+ h \d+ min|not yet known)"
+    rf"(?P<taken>{DURATION}), [\d,.]+ words/s, "
+    rf"time left (about {DURATION}|not yet known)"
 )
 # The last line: the same counts, and the time the extraction took.
 LAST = re.compile(
     r"(?P<what>.+): extraction: (?P<sentences>[\d,]+) of (?P<n_sentences>[\d,]+) sentences "
     r"\(100%\), (?P<words>[\d,]+) of (?P<n_words>[\d,]+) words, in "
-    r"(\d+ s|\d+ min \d+ s|\d+ h \d+ min), [\d,.]+ words/s"
+    rf"{DURATION}, [\d,.]+ words/s"
 )
 
 
@@ -192,7 +194,7 @@ def test_the_first_line_after_first_interval_then_every_interval(monkeypatch, co
     assert _told(console, caplog) == [
         "m: extracting 100 words of 4 sentences, 3 layers, on cuda:0",
         # 30 words in 6 s: 5 words/s, 70 left: 14 s.
-        "m: extraction: 2 of 4 sentences (50%), 30 of 100 words, 6 s, 5.0 words/s, "
+        "m: extraction: 2 of 4 sentences (50%), 30 of 100 words, 6.0 s, 5.0 words/s, "
         "time left about 14 s",
         # Not at 10 s (4 s after the last line). At 25 s one window of the last sentence
         # ran: 60 words in 25 s, 2.4 words/s, 40 left: 16.7 s.

@@ -13,7 +13,7 @@ import time
 from types import TracebackType
 from typing import Any
 
-from contextuality.jobs.console import PROGRESS_INTERVAL
+from contextuality.jobs.console import PROGRESS_INTERVAL, duration
 
 
 def wants_bar(progress: bool | None) -> bool:
@@ -24,14 +24,6 @@ def wants_bar(progress: bool | None) -> bool:
     ipython = sys.modules.get("IPython")
     in_ipython = ipython is not None and getattr(ipython, "get_ipython", lambda: None)() is not None
     return in_ipython or (hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
-
-
-def duration(seconds: float) -> str:
-    """``4.2 s``, or ``3 min 5 s`` from a minute on."""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    whole = round(seconds)
-    return f"{whole // 60} min {whole % 60} s"
 
 
 class Told:

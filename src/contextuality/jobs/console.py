@@ -28,8 +28,11 @@ def say(message: str) -> None:
 
 
 def duration(seconds: float) -> str:
-    """``42 s``, ``3 min 5 s`` or ``2 h 4 min``."""
-    seconds = max(0, round(seconds))
+    """``4.2 s``, ``42 s``, ``3 min 5 s`` or ``2 h 4 min`` (tenths below 10 s: an API
+    call of a second, or a job of a few)."""
+    if seconds < 9.95:
+        return f"{max(0.0, seconds):.1f} s"
+    seconds = round(seconds)
     if seconds < 60:
         return f"{seconds} s"
     if seconds < 3600:

@@ -196,9 +196,9 @@ def run_step(
         _fail(message)
     elapsed = time.monotonic() - started
     if elapsed >= LONG_JOB_SECONDS:
-        from contextuality.jobs.console import say
+        from contextuality.jobs.console import duration, say
 
-        say(f"{label or job or 'step'}: done in {elapsed:.0f} s")
+        say(f"{label or job or 'step'}: done in {duration(elapsed)}")
     # The job's process ends next: leave what it holds out of the garbage collector's passes
     # at interpreter exit: 0.2 s, not 1.0, from an extraction's end to its exit
     # (bench/results/default-run-cpu2.md).
