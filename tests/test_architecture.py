@@ -289,6 +289,29 @@ def test_a_step_keeps_its_name_beside_its_module_of_the_same_name():
     assert "has no attribute 'nothing'" in ran.stderr
 
 
+def test_the_steps_name_each_step_module_s_public_functions_and_classes():
+    """`steps.STEP_NAMES`, which finds a step's module when a name is asked for, lists
+    exactly the public functions and classes each step module defines, and a module for
+    each step module: a step added to a module and not listed would be an AttributeError
+    in the first job that runs it."""
+    import importlib
+    import inspect
+
+    from contextuality.steps import STEP_NAMES
+
+    assert set(STEP_NAMES) == set(_submodules("contextuality.steps"))
+    for name, listed in STEP_NAMES.items():
+        module = importlib.import_module(f"contextuality.steps.{name}")
+        defined = {
+            attribute
+            for attribute, value in vars(module).items()
+            if not attribute.startswith("_")
+            and (inspect.isfunction(value) or inspect.isclass(value))
+            and value.__module__ == module.__name__
+        }
+        assert set(listed) == defined, name
+
+
 def test_every_module_opens_with_its_line_of_the_module_map():
     """docs/architecture.md's map of src/contextuality/ is drawn from the package
     (`catalogue.module_map`): every package and module is on it, each with its docstring's

@@ -235,7 +235,7 @@ def fit_split(
     return split
 
 
-def read_distinct_sts_sentences(
+def _read_distinct_sts_sentences(
     archives: Mapping[int, PathLike], verify_checksums: bool
 ) -> list[str]:
     """The distinct sentences of the STS archives (year → path), normalized as the corpus
@@ -252,9 +252,9 @@ def read_distinct_sts_sentences(
 def distinct_sts_sentences(
     archives: Mapping[int, PathLike], output: PathLike, verify_checksums: bool
 ) -> pd.DataFrame:
-    """`read_distinct_sts_sentences` written to `output` (column ``text``), its provenance
+    """`_read_distinct_sts_sentences` written to `output` (column ``text``), its provenance
     naming the corpus (``sts-<first year>-<last year>``) and the archives' checksums."""
-    table = pd.DataFrame({"text": read_distinct_sts_sentences(archives, verify_checksums)})
+    table = pd.DataFrame({"text": _read_distinct_sts_sentences(archives, verify_checksums)})
     years = sorted(archives)
     write_parquet(
         table,

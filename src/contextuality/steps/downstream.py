@@ -124,7 +124,7 @@ def sts_pairs(
     return task
 
 
-def read_pairs(files: PairFiles) -> tuple[ScoredPairs, dict]:
+def _read_pairs(files: PairFiles) -> tuple[ScoredPairs, dict]:
     """The pairs `sts_pairs` wrote, and their provenance."""
     pairs, provenance = read_parquet_with_provenance(files.pairs)
     sentences, _ = read_parquet_with_provenance(files.sentences)
@@ -158,7 +158,7 @@ def sts_by_layer(
     from contextuality.extraction.sentence_vectors import POOLINGS, sentence_vectors
 
     torch.set_num_threads(max(1, threads))
-    task, pairs_provenance = read_pairs(pair_files)
+    task, pairs_provenance = _read_pairs(pair_files)
     loaded = backends.load_model(spec, resolved_device(spec.device, f"models.{spec.name}.device"))
     layers = tuple(range(loaded.n_layers + 1))
     pooled = sentence_vectors(loaded, task.sentences, layers, POOLINGS)

@@ -120,7 +120,7 @@ class GeometryTransform:
 RAW = GeometryTransform()
 
 
-def read_sampled_layers(
+def _read_sampled_layers(
     model: ModelLayers, index: IndexFiles, rows: np.ndarray, transform: GeometryTransform = RAW
 ) -> SampledLayers:
     """`rows` of every layer of `model` (as stored, or corrected as `transform` says),
@@ -248,7 +248,7 @@ def layer_dimension(
     sample of its rows, as stored or corrected (`GeometryTransform`): JSON, the layer
     summaries (returned); parquet, its curves over scale (`dimension.CURVE_COLUMNS`)."""
     rows, _ = _sample(index, settings, transform)
-    layers = read_sampled_layers(model, index, rows, transform)
+    layers = _read_sampled_layers(model, index, rows, transform)
     outputs = (dimension_output, curves_output)
     return _dimension_written(model.name, layers, rows, settings, transform, *outputs)
 
@@ -287,7 +287,7 @@ def layer_geometry(
     alignment's device is checked first, before anything is read or written."""
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
-    layers = read_sampled_layers(model, index, rows, transform)
+    layers = _read_sampled_layers(model, index, rows, transform)
     outputs = (dimension_output, curves_output)
     _dimension_written(model.name, layers, rows, settings, transform, *outputs)
     return _alignment_written(
@@ -306,7 +306,7 @@ def baseline_alignment(
     the layers: the baselines a study of the alignment between models alone needs, from
     Python."""
     rows, sample = _sample(index, settings, transform)
-    layers = read_sampled_layers(model, index, rows, transform)
+    layers = _read_sampled_layers(model, index, rows, transform)
     log.info("alignment of %d layers with the word baselines", len(layers.vectors))
     return baselines_at_once(model.name, layers, sample, settings, transform.name)
 
@@ -324,7 +324,7 @@ def layer_alignment(
     with its provenance where given. The device is checked before anything is read."""
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
-    layers = read_sampled_layers(model, index, rows, transform)
+    layers = _read_sampled_layers(model, index, rows, transform)
     return _alignment_written(model.name, layers, rows, sample, settings, transform, output)
 
 
@@ -373,7 +373,7 @@ def paired_layer_alignment(
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
     models = [left] if right is None else [left, right]
-    layers = [read_sampled_layers(model, index, rows, transform) for model in models]
+    layers = [_read_sampled_layers(model, index, rows, transform) for model in models]
     sides = [(model.name, sampled) for model, sampled in zip(models, layers, strict=True)]
     arguments = (sample, settings.seed, settings.confidence, settings.alignment, transform.name)
     right_side = None if right is None else sides[1]
@@ -394,7 +394,7 @@ def alignment_between_models(
     parquet, each model as stored or under its own fit of a correction (`GeometryTransform`)."""
     settings.alignment.search_device()
     rows, sample = _sample(index, settings, transform)
-    layers = [read_sampled_layers(model, index, rows, transform) for model in (left, right)]
+    layers = [_read_sampled_layers(model, index, rows, transform) for model in (left, right)]
     say(f"{left.name} and {right.name} ({transform.name}): alignment on {len(rows):,} rows")
     provenance = _provenance("alignment_between_models", settings, rows, transform.name, *layers)
     with resumable(output) as folder:
@@ -463,7 +463,7 @@ def alignment_sensitivity(
     for size, seed in sensitivity.samples(n_rows):
         say(f"{left.name} and {right.name}: mutual k-NN on {size:,} rows drawn with seed {seed}")
         rows = sample_rows(n_rows, size, seed)
-        sides = [read_sampled_layers(model, index, rows) for model in (left, right)]
+        sides = [_read_sampled_layers(model, index, rows) for model in (left, right)]
         grid = mutual_knn_grid(*(side.vectors for side in sides), sensitivity.ks(), seed, device)
         reference = [sensitivity.is_reference(size, seed, k, n_rows) for k in grid["k"]]
         frames.append(grid.assign(reference=reference, sample_size=size, seed=seed))
