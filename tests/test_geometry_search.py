@@ -295,16 +295,20 @@ def test_the_curves_table_gives_each_curve_its_search_s_recall():
     assert 0 < recalls["gride"] < 1 and recalls["twonn"] <= recalls["gride"]
 
 
-@pytest.mark.parametrize("k", [1, 3, 7])
+@pytest.mark.parametrize("k", [1, 3, 7, 39, 40])
 def test_the_top_k_take_the_lower_column_among_ties_as_a_full_sort_does(k):
-    """Small integers tie everywhere; every row's k largest, their order and which tied
-    columns are taken equal a full sort by value, then column."""
+    """Small integers tie everywhere, rows of distinct values nowhere, and a row's own
+    column is -inf; every row's k largest, their order and which tied columns are taken
+    equal a full sort by value, then column (k up to every column)."""
     import torch
 
     from contextuality.geometry.search import _top_lowest_rows
 
-    similarities = np.random.default_rng(21).integers(0, 4, size=(300, 40)).astype(np.float32)
+    rng = np.random.default_rng(21)
+    similarities = rng.integers(0, 4, size=(300, 40)).astype(np.float32)
     similarities[:5] = 1.0  # a row of one value throughout
+    similarities[100:200] = rng.permuted(np.tile(np.arange(40.0), (100, 1)), axis=1)
+    similarities[np.arange(40), np.arange(40)] = -np.inf  # a query's own row
     values, columns = _top_lowest_rows(torch.from_numpy(similarities.copy()), k)
     expected = np.stack([np.lexsort((np.arange(40), -row))[:k] for row in similarities])
     np.testing.assert_array_equal(columns.numpy(), expected)

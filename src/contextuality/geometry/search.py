@@ -144,14 +144,20 @@ def exact_neighbours(units, queries: np.ndarray, k: int, device: str):
 
 def _top_lowest_rows(similarities, k: int):
     """The `k` largest of each row of `similarities` (a torch tensor) and their columns,
-    largest first, ties anywhere broken by the lower column: from ``topk`` where no value
-    outside it equals its k-th (one comparison pass), else, for those rows only, the
-    lowest columns among the values equal to the k-th."""
+    largest first, ties anywhere broken by the lower column: from ``topk`` of k + 1 where
+    the one past the k is below the k-th (then no value outside them equals it), else,
+    for those rows only, the lowest columns among the values equal to the k-th. (Counting
+    the values equal to the k-th over every column cost a third of an exact search.)"""
     import torch
 
-    values, columns = torch.topk(similarities, k, dim=1)
+    width = min(k + 1, similarities.shape[1])
+    values, columns = torch.topk(similarities, width, dim=1)
+    if width > k:
+        ambiguous = values[:, k] == values[:, k - 1]
+        values, columns = values[:, :k], columns[:, :k]
+    else:  # every column among the k: nothing outside them to tie with
+        ambiguous = torch.zeros(len(values), dtype=torch.bool, device=values.device)
     kth = values[:, -1:]
-    ambiguous = (similarities == kth).sum(dim=1) > (values == kth).sum(dim=1)
     if ambiguous.any():
         rows = ambiguous.nonzero().ravel()
         tied = similarities[rows]
