@@ -150,6 +150,19 @@ def test_the_time_left_is_at_the_rate_of_the_draws_after_the_first(monkeypatch):
     assert told.beat() == "alignment: 2 of 10 draws, 1 h 0 min, about 1 min 20 s left"
 
 
+def test_a_pause_between_draws_does_not_stretch_the_time_left(monkeypatch):
+    """Draws every 10 s, then 30 minutes of searches for the next set of rows, then draws
+    every 12 s: the time left is at the median draw (10 draws left at 12 s: 2 min), not
+    at the mean, which the half hour makes 3.5 min a draw (35 min)."""
+    clock = [0.0]
+    monkeypatch.setattr("contextuality.api.progress.time.monotonic", lambda: clock[0])
+    told = Told(logging.getLogger("test"), "alignment", "cost", 20, "draws", False)
+    for seconds in [10.0] * 5 + [1800.0] + [12.0] * 4:
+        clock[0] += seconds
+        told.update()
+    assert told.beat() == "alignment: 10 of 20 draws, 31 min 38 s, about 2 min 0 s left"
+
+
 def test_a_resumed_call_times_the_draws_it_computes_not_those_it_reads(monkeypatch):
     """A call resumed with 36 of 150 draws kept by a stopped run reads them in a second,
     then computes a draw a minute: the line counts the 36 done and says they were read,

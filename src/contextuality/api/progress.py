@@ -7,6 +7,7 @@ shows stderr, a tqdm bar too."""
 from __future__ import annotations
 
 import logging
+import statistics
 import sys
 import threading
 import time
@@ -51,11 +52,12 @@ class Told:
         # Units read from a stopped run rather than computed (milliseconds each): counted
         # done, never timed.
         self.read = 0
-        # When the first computed units and the latest were done, and how many the first
-        # were: the rate of the units alone, not of what came before the first.
-        self.first_done: float | None = None
+        # When the latest computed units were done, and the seconds each computed unit
+        # took since the one before it: the time left is at their median, so that what
+        # came before the first (`before`) or between two (an alignment's searches of its
+        # next set of rows) does not stretch every unit's share.
         self.last_done: float | None = None
-        self.first_count = 0
+        self.took: list[float] = []
         self.bar: Any = None
         if wants_bar(progress):
             from tqdm.auto import tqdm
@@ -93,9 +95,10 @@ class Told:
         if read:
             self.read += count
         else:
-            self.last_done = time.monotonic()
-            if self.first_done is None:
-                self.first_done, self.first_count = self.last_done, self.done - self.read
+            now = time.monotonic()
+            if self.last_done is not None:
+                self.took += [(now - self.last_done) / count] * count
+            self.last_done = now
         if self.bar is not None:
             self.bar.update(count)
 
@@ -109,8 +112,9 @@ class Told:
     def beat(self) -> str:
         """The line telling where the call is (logged every `interval` seconds): the stage,
         or the units done and, once more are computed after the first, the time left at
-        the rate of those after it (what came before the first, `before`, and the units
-        read from a stopped run not counted)."""
+        the median time of a unit since the one before it (what came before the first,
+        `before`, a long pause between two, and the units read from a stopped run not
+        counted)."""
         elapsed = time.monotonic() - self.start
         if not self.total:
             return f"{self.what}: {self.now}, {duration(elapsed)} so far"
@@ -119,10 +123,9 @@ class Told:
             line += f" ({self.before})"
         if self.read:
             line += f" ({self.read:,} read from a stopped run)"
-        after_first = self.done - self.read - self.first_count
-        if after_first and self.first_done is not None and self.last_done is not None:
-            rate = (self.last_done - self.first_done) / after_first
-            line += f", about {duration((self.total - self.done) * rate)} left"
+        if self.took:
+            each = statistics.median(self.took)
+            line += f", about {duration((self.total - self.done) * each)} left"
         return line
 
     def _tell(self) -> None:
