@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from scipy.stats import spearmanr
@@ -18,7 +19,12 @@ from contextuality.backends.settings import ModelSettings
 from contextuality.corpus.sentences import SentencePair, read_sts_archive, scored_pairs
 from contextuality.errors import InputDataError
 from contextuality.extraction.sentence_vectors import sentence_vectors
-from contextuality.measures.downstream import layer_agreement, pair_cosines, task_scores
+from contextuality.measures.downstream import (
+    TaskScores,
+    layer_agreement,
+    pair_cosines,
+    task_scores,
+)
 
 
 def _rng() -> np.random.Generator:
@@ -104,6 +110,24 @@ def test_agreement_leaves_out_unmeasured_layers_and_is_nan_without_three():
     assert math.isnan(undefined["rho"]) and math.isnan(undefined["p_value"])
     with pytest.raises(ValueError, match="3 measure values for 4 layers"):
         layer_agreement(np.ones(3), scores, _rng())
+
+
+def test_the_agreement_s_interval_is_of_the_draws_that_rank_the_layers_and_nan_without_one():
+    """A draw whose scores are the same at every layer has no ρ: the interval is that of
+    the other draws, and NaN, without numpy's all-NaN warning, where no draw ranks the
+    layers."""
+    import warnings
+
+    table = pd.DataFrame({"spearman": np.arange(4.0)})
+    tied = np.ones((6, 4))  # every draw the same score at every layer
+    mixed = np.vstack([tied[:3], np.arange(4.0) * [[1], [1], [1]]])  # 3 tied, 3 rising
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        undefined = layer_agreement(np.arange(4.0), TaskScores(table, tied), _rng())
+        half = layer_agreement(np.arange(4.0), TaskScores(table, mixed), _rng())
+    assert undefined["rho"] == pytest.approx(1.0)
+    assert math.isnan(undefined["low"]) and math.isnan(undefined["high"])
+    assert half["low"] == pytest.approx(1.0) and half["high"] == pytest.approx(1.0)
 
 
 def test_agreement_over_many_layers_samples_the_orderings():

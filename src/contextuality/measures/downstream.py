@@ -88,8 +88,7 @@ def task_scores(
         chosen = rng.integers(0, len(gold), len(gold))
         picked = stacked[:, chosen]
         resampled[draw] = _spearman_rows(picked, np.broadcast_to(gold[chosen], picked.shape))
-    tail = (1 - level) / 2 * 100
-    low, high = np.nanpercentile(resampled, [tail, 100 - tail], axis=0)
+    low, high = _finite_percentiles(resampled, level)
     table = pd.DataFrame(
         {
             "layer": layers,
@@ -102,6 +101,20 @@ def task_scores(
         }
     )
     return TaskScores(table, resampled)
+
+
+def _finite_percentiles(draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The central `level` percentile interval of `draws` over its first axis, the NaN
+    draws left out: NaN, without numpy's all-NaN warning, where no draw is finite (a
+    correlation undefined in every draw has no interval, and that is no cause to warn)."""
+    draws = np.asarray(draws, dtype=np.float64)
+    flat = draws.reshape(len(draws), -1)
+    tail = (1.0 - level) / 2.0 * 100
+    low, high = np.full(flat.shape[1], np.nan), np.full(flat.shape[1], np.nan)
+    finite = np.isfinite(flat).any(axis=0)
+    if finite.any():
+        low[finite], high[finite] = np.nanpercentile(flat[:, finite], [tail, 100 - tail], axis=0)
+    return low.reshape(draws.shape[1:]), high.reshape(draws.shape[1:])
 
 
 def _orderings(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -135,8 +148,7 @@ def layer_agreement(
     values, score, draws = measure[present], score[present], scores.draws[:, present]
     rho = float(_spearman_rows(values[None], score[None])[0])
     per_draw = _spearman_rows(np.broadcast_to(values, draws.shape), draws)
-    tail = (1 - level) / 2 * 100
-    low, high = np.nanpercentile(per_draw, [tail, 100 - tail])
+    low, high = _finite_percentiles(per_draw, level)
     permuted = values[_orderings(len(values), rng)]
     null = _spearman_rows(permuted, np.broadcast_to(score, permuted.shape))
     p_value = float(np.mean(np.abs(null) >= abs(rho) - 1e-12))
