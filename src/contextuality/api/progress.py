@@ -52,8 +52,8 @@ class Told:
         # Units read from a stopped run rather than computed (milliseconds each): counted
         # done, never timed.
         self.read = 0
-        # When the latest computed units were done, and the seconds each computed unit
-        # took since the one before it: the time left is at their median, so that what
+        # When the latest computed units were done, and the seconds a unit took in each
+        # update since the one before it: the time left is at their median, so that what
         # came before the first (`before`) or between two (an alignment's searches of its
         # next set of rows) does not stretch every unit's share.
         self.last_done: float | None = None
@@ -97,7 +97,7 @@ class Told:
         else:
             now = time.monotonic()
             if self.last_done is not None:
-                self.took += [(now - self.last_done) / count] * count
+                self.took.append((now - self.last_done) / count)
             self.last_done = now
         if self.bar is not None:
             self.bar.update(count)
