@@ -289,31 +289,30 @@ def resampled_alignment(
     searched = search_neighbours(left, right, rows, alignment, seed, store)
     unpaired = functools.cache(lambda: layer_products(left, right, rows))
 
-    def grids(name: str, pairing=None, weights=None) -> tuple[dict[str, np.ndarray], bool]:
+    def grids(name: str, pairing=None, weights=None, done=None) -> dict[str, np.ndarray]:
         def compute() -> dict[str, np.ndarray]:
             products = None if weights is not None else unpaired()
             return measure_grids(left, right, rows, searched, pairing, weights, products)
 
-        return kept_grids(store, name, compute)
+        return kept_grids(store, name, compute, done)
 
-    values, _ = grids("values")
+    values = grids("values")
     permutation_random, bootstrap_random = randoms
     resamples = alignment.permutations + alignment.bootstrap
     told = Progress(f"{what}: permutations and bootstrap draws", resamples, "draws")
     nulls, draws = [], []
 
-    def done(resample: tuple[dict[str, np.ndarray], bool], into: list) -> None:
-        found, read = resample
-        into.append(found)
+    def done(*, read: bool) -> None:
         told.update(read=read)
         if progress:
             progress(read=read)
 
     for index in range(alignment.permutations):
-        done(grids(f"null-{index}", pairing=permutation_random.permutation(len(rows))), nulls)
+        pairing = permutation_random.permutation(len(rows))
+        nulls.append(grids(f"null-{index}", pairing=pairing, done=done))
     weights = sentence_weights(sentences[rows], alignment.bootstrap, bootstrap_random)
     for index, counts in enumerate(weights):
-        done(grids(f"draw-{index}", weights=counts), draws)
+        draws.append(grids(f"draw-{index}", weights=counts, done=done))
     told.finish()
     return ResampledAlignment(
         values,

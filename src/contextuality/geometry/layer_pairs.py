@@ -144,7 +144,7 @@ def unordered_alignment(
     def values_grids() -> dict[str, np.ndarray]:
         return pair_grids(layers, rows, searched, diagonal=True, products=unshuffled())
 
-    values, _ = kept_grids(store, "values", values_grids)
+    values = kept_grids(store, "values", values_grids)
     # A layer with itself: the measure's best where it is defined for the layer.
     diagonal = {
         record.name: np.where(np.isfinite(np.diag(values[record.name])), record.perfect, np.nan)
@@ -155,17 +155,11 @@ def unordered_alignment(
     for index in range(alignment.permutations):
         orders = _orders(count, len(rows), randoms[0])
         null = functools.partial(_null_grids, layers, rows, searched, orders, unshuffled)
-        grids, read = kept_grids(store, f"null-{index}", null)
-        nulls.append(grids)
-        if progress:
-            progress(read=read)
+        nulls.append(kept_grids(store, f"null-{index}", null, progress))
     weights = sentence_weights(sentences[rows], alignment.bootstrap, randoms[1])
     for index, counts in enumerate(weights):
         draw = functools.partial(pair_grids, layers, rows, searched, counts, resample=True)
-        grids, read = kept_grids(store, f"draw-{index}", draw)
-        draws.append(grids)
-        if progress:
-            progress(read=read)
+        draws.append(kept_grids(store, f"draw-{index}", draw, progress))
 
     def stacked(grids: list[dict[str, np.ndarray]], name: str) -> np.ndarray:
         return np.stack([grid[name] for grid in grids]) if grids else np.empty((0, count, count))

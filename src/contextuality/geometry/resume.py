@@ -230,18 +230,24 @@ class ResampleDone(Protocol):
 
 
 def kept_grids(
-    store: ResumeStore | None, name: str, compute: Callable[[], dict[str, np.ndarray]]
-) -> tuple[dict[str, np.ndarray], bool]:
+    store: ResumeStore | None,
+    name: str,
+    compute: Callable[[], dict[str, np.ndarray]],
+    done: ResampleDone | None = None,
+) -> dict[str, np.ndarray]:
     """The grids `store` keeps as `name`, else those `compute` gives, kept there as soon
-    as they are found (no store: computed, nothing kept); and whether they were read."""
+    as they are found (no store: computed, nothing kept); `done` then told whether they
+    were read."""
     kept = None if store is None else store.grids(name)
-    if kept is not None:
-        return kept, True
-    started = time.perf_counter()
-    computed = compute()
-    if store is not None:
-        store.keep_grids(name, computed, time.perf_counter() - started)
-    return computed, False
+    read = kept is not None
+    if kept is None:
+        started = time.perf_counter()
+        kept = compute()
+        if store is not None:
+            store.keep_grids(name, kept, time.perf_counter() - started)
+    if done is not None:
+        done(read=read)
+    return kept
 
 
 @dataclass(frozen=True)
