@@ -7,7 +7,9 @@ its ``dimension/layer_<L>.tsv`` and ``alignment.tsv``) beside what
 `workflow.dimension_memory_needed` or `workflow.alignment_memory_needed` and the matching
 ``*_runtime_needed`` declare for it: from its layers' shards (bytes on disk), their rows,
 the rows it sampled (``n_sampled_rows`` of its output's provenance; an alignment's
-``resumed_seconds`` too, the work of a stopped run it read) and the neighbour and
+``resumed_seconds`` too, the work of a stopped run it read), the distinct words expected
+among them (`workflow.expected_words` of the occurrence index's vocabulary: the word
+baselines' columns) and the neighbour and
 resampling settings (the schema's defaults unless given). tests/test_workflow.py holds
 every declared value above its measured peak and seconds (with the resumed ones). Writes
 ``geometry-memory-<label>.{json,md}``; with ``--merge``, the records already there of jobs
@@ -26,13 +28,14 @@ import h5py
 import pandas as pd
 
 from contextuality.configuration.schema import default
-from contextuality.files.tables import read_provenance
+from contextuality.files.tables import read_parquet, read_provenance
 from contextuality.geometry.search import SearchSettings
 from contextuality.workflow.geometry_resources import (
     alignment_memory_needed,
     alignment_runtime_needed,
     dimension_memory_needed,
     dimension_runtime_needed,
+    expected_words,
 )
 
 from arguments import input_directory, output_directory, positive_int
@@ -80,6 +83,7 @@ def job_records(
             "rows": int(rows),
             "width": int(width),
             "sampled_rows": int(sampled),
+            "sampled_words": _sampled_words(run, int(rows), int(sampled)),
             "stored_bytes": int(stored_bytes),
             "k": neighbours,
             "range_max": distances,
@@ -103,7 +107,8 @@ def declared(record: dict, search: SearchSettings) -> dict:
     corrected = record["transform"] != "none"
     rows = (record["sampled_rows"], record["width"])
     if record["job"] == "alignment":
-        memory = alignment_memory_needed(*shape, record["layers"], record["k"], corrected)
+        columns = record["baselines"] * record["sampled_words"]
+        memory = alignment_memory_needed(*shape, record["layers"], record["k"], corrected, columns)
         resampled = (record["layers"], record["resamples"], record["baselines"])
         minutes = alignment_runtime_needed(*rows, *resampled, search)
     else:
@@ -126,6 +131,16 @@ def _placed(old: dict, like: dict) -> dict:
     return {name: old.get(name) for name in like} | {
         name: value for name, value in old.items() if name not in like
     }
+
+
+def _sampled_words(run: Path, rows: int, sampled: int) -> int:
+    """The distinct words expected among `sampled` occurrences of `run`'s occurrence index
+    of `rows` (a shard's rows): `expected_words` of its vocabulary's counts."""
+    for summary in sorted((run / "results/corpus").glob("**/index.json")):
+        if json.loads(summary.read_text())["n_occurrences"] == rows:
+            vocabulary = read_parquet(summary.with_name("vocab.parquet"))
+            return expected_words(vocabulary["count"], sampled)
+    raise SystemExit(f"{run}: no occurrence index of {rows} occurrences under results/corpus")
 
 
 def _job(record: dict) -> tuple:
@@ -175,6 +190,11 @@ def main() -> None:
     if arguments.merge and path.with_suffix(".json").exists():
         kept = json.loads(path.with_suffix(".json").read_text())
         records = merged(kept, records, SearchSettings())
+    written(path, records)
+
+
+def written(path: Path, records: list[dict]) -> None:
+    """`records` written to `path` as JSON (``.json``) and as a table (``.md``)."""
     path.with_suffix(".json").write_text(json.dumps(records, indent=1) + "\n")
     columns = list(records[0])
     table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
@@ -193,7 +213,8 @@ def main() -> None:
             "`workflow.dimension_memory_needed`, `workflow.alignment_memory_needed`; "
             "declared_minutes, `workflow.dimension_runtime_needed`, "
             "`workflow.alignment_runtime_needed`, with `resamples` permutations and draws and "
-            "`baselines` word baselines). "
+            "`baselines` word baselines, of `sampled_words` columns each, "
+            "`workflow.expected_words`). "
             "`python bench/geometry_memory.py "
             + " ".join(dict.fromkeys(record["run"] for record in records))
             + "` (each run's working directory after its geometry jobs).",

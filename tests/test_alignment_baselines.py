@@ -3,6 +3,8 @@ same values as dense ones, and a layer that knows only the word agreeing with th
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -61,6 +63,49 @@ def test_chunks_that_touch_few_words_add_up_to_the_dense_products():
                     products.add([sides[0][chunk]], [sides[1][chunk]], weights[chunk])
                 found.append([products.cka(), products.debiased_cka(), products.procrustes()])
         np.testing.assert_allclose(np.array(found[:2]), np.array(found[2:]), atol=1e-12)
+
+
+def test_two_sparse_sets_give_the_values_of_the_same_rows_dense():
+    """The two baselines against each other, both sparse, added a few rows at a time: the
+    values of the same rows dense (the products' cells each chunk touches on both sides)."""
+    rng = np.random.default_rng(4)
+    words, positions = rng.integers(0, 25, 90), rng.integers(0, 7, 90)
+    weights = rng.integers(0, 3, 90)
+    sets = [baseline.vectors[0] for baseline in word_baselines(words, positions).values()]
+    found = []
+    for left, right in (sets, [rows.toarray() for rows in sets]):
+        shift = tuple(np.zeros(rows.shape[1]) for rows in (left, right))
+        products = CrossProducts([left.shape[1]], [right.shape[1]], shift)
+        for start in range(0, 90, 16):
+            chunk = slice(start, start + 16)
+            products.add([left[chunk]], [right[chunk]], weights[chunk])
+        found.append([products.cka(), products.debiased_cka(), products.procrustes()])
+    np.testing.assert_allclose(np.array(found[0]), np.array(found[1]), atol=1e-12)
+
+
+def test_a_vocabulary_of_thousands_of_words_is_never_multiplied_out():
+    """A baseline's products with itself stay sparse (diagonal for word identity) and are
+    never centered as a matrix: 12,000 rows of 6,000 words, weighted as a draw, give their
+    CKA, debiased CKA and Procrustes distance in a few MB, where one dense 6,000 × 6,000
+    block alone is 288 MB (and its centering two more)."""
+    rng = np.random.default_rng(3)
+    words, positions = rng.permutation(np.arange(12_000) % 6_000), rng.integers(0, 40, 12_000)
+    layer = rng.normal(size=(12_000, 4)) + rng.normal(size=(6_000, 4))[words]
+    weights = rng.integers(0, 3, 12_000)
+    for baseline in word_baselines(words, positions).values():
+        rows = baseline.vectors[0]
+        tracemalloc.start()
+        shift = (layer.mean(axis=0), np.zeros(rows.shape[1]))
+        products = CrossProducts([4], [rows.shape[1]], shift)
+        for start in range(0, 12_000, 1024):
+            chunk = slice(start, start + 1024)
+            products.add([layer[chunk]], [rows[chunk]], weights[chunk])
+        found = [products.cka(), products.debiased_cka(), products.procrustes()]
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert peak < 20e6
+        assert 0 < found[0][0, 0] < 1 and 0 < found[2][0, 0] < np.pi / 2
+        assert np.isfinite(found[1][0, 0])
 
 
 def test_a_layer_that_knows_only_the_word_agrees_with_word_identity():

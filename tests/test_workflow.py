@@ -7,6 +7,7 @@ import copy
 import errno
 import importlib.util
 import json
+import math
 import os
 import re
 import shutil
@@ -324,7 +325,9 @@ def test_geometry_jobs_ask_for_memory_and_time_above_what_they_measured():
             declared = dimension_memory_needed(*measured, record["range_max"], corrected)
             minutes = dimension_runtime_needed(*shape, search)
         else:
-            declared = alignment_memory_needed(*measured, record["layers"], record["k"], corrected)
+            columns = record["baselines"] * record["sampled_words"]
+            neighbours = (record["layers"], record["k"])
+            declared = alignment_memory_needed(*measured, *neighbours, corrected, columns)
             resampled = (record["layers"], record["resamples"], record["baselines"])
             minutes = alignment_runtime_needed(*shape, *resampled, search)
         assert (declared, minutes) == (record["declared_mb"], record["declared_minutes"])
@@ -371,19 +374,25 @@ def test_a_geometry_job_s_memory_grows_with_the_rows_it_samples(tmp_path):
     """The resource functions read a job's shards and index summary: a null sample_size
     takes every row, a correction doubles the sampled rows' share, a retry the whole; a
     layer's intrinsic-dimension job reads its one shard, the alignment every layer's; the
-    runtime reads the layers' width from their bytes, and grows with the rows too."""
+    runtime reads the layers' width from their bytes, and grows with the rows too. A
+    model's layer alignment counts its word baselines too: their products with its
+    layers, a column for each word expected in the sample (its vocabulary's counts)."""
     from types import SimpleNamespace
 
+    from contextuality.files.tables import write_parquet
     from contextuality.geometry.search import SearchSettings
     from contextuality.workflow.geometry_resources import (
         alignment_memory_needed,
         alignment_runtime_needed,
         dimension_memory_needed,
         dimension_runtime_needed,
+        expected_words,
     )
 
     summary = tmp_path / "index.json"
     summary.write_text(json.dumps({"n_occurrences": 200_000}))
+    vocabulary = tmp_path / "vocab.parquet"
+    write_parquet(pd.DataFrame({"count": np.full(8_000, 25)}), vocabulary, {})
     shards = []
     for layer in range(3):
         shards.append(tmp_path / f"layer_{layer}.h5")
@@ -394,7 +403,9 @@ def test_a_geometry_job_s_memory_grows_with_the_rows_it_samples(tmp_path):
             return vars(self).keys()
 
     every_layer = Inputs(
-        summary=str(summary), **{f"layer_{i}": [str(p)] for i, p in enumerate(shards)}
+        summary=str(summary),
+        vocab=str(vocabulary),
+        **{f"layer_{i}": [str(p)] for i, p in enumerate(shards)},
     )
     one_layer = Inputs(summary=str(summary), shard=[str(shards[1])])
     config = with_defaults({})
@@ -411,18 +422,49 @@ def test_a_geometry_job_s_memory_grows_with_the_rows_it_samples(tmp_path):
             minutes[study, sample_size] = runtime(raw, inputs)
             assert runtime(raw, inputs, attempt=2) == 2 * minutes[study, sample_size]
     search = SearchSettings()
-    assert minutes["alignment", 10_000] == alignment_runtime_needed(10_000, 384, 3, 50, 2, search)
+    assert minutes["alignment", 10_000] == alignment_runtime_needed(10_000, 384, 3, 50, 0, search)
+    config["geometry"]["sample_size"] = 10_000
+    layer_alignment = workflow.geometry_runtime_minutes(config, "alignment", word_baselines=True)
+    assert layer_alignment(SimpleNamespace(transform="none"), every_layer) == (
+        alignment_runtime_needed(10_000, 384, 3, 50, 2, search)
+    )
     assert minutes["intrinsic_dimension", None] == dimension_runtime_needed(200_000, 384, search)
     for study in ("alignment", "intrinsic_dimension"):
         assert minutes[study, None] > 2 * minutes[study, 10_000]
     stored = 3 * 200_000 * 384 * 2
     assert memory["alignment", None] > memory["alignment", 10_000] + stored / 1e6
     assert memory["alignment", 10_000] == alignment_memory_needed(stored, 200_000, 10_000, 3, 10)
+    with_baselines = workflow.geometry_memory_mb(config, "alignment", word_baselines=True)
+    words = expected_words(np.full(8_000, 25), 10_000)  # 10,000 of the 200,000 rows
+    missed = np.prod([(190_000 - i) / (200_000 - i) for i in range(25)])  # C(n-c,s)/C(n,s)
+    assert words == math.ceil(8_000 * (1 - missed)) < 8_000
+    assert with_baselines(SimpleNamespace(transform="none"), every_layer) == (
+        alignment_memory_needed(stored, 200_000, 10_000, 3, 10, baseline_columns=2 * words)
+    )
     layer = stored // 3
     assert memory["intrinsic_dimension", None] > memory["intrinsic_dimension", 10_000] + layer / 1e6
     assert memory["intrinsic_dimension", 10_000] == dimension_memory_needed(
         layer, 200_000, 10_000, 64
     )
+
+
+def test_the_words_expected_in_a_sample_are_those_of_every_sample_counted():
+    """`expected_words`: the mean distinct words over every way of drawing `sampled` of
+    the occurrences without replacement (brute force, 9 occurrences of 4 words), every word
+    where every occurrence is drawn, and a word of 1 occurrence in 10 seen in a draw of 1
+    one time in 10."""
+    import itertools
+
+    from contextuality.workflow.geometry_resources import expected_words
+
+    counts = np.array([4, 3, 1, 1])
+    occurrences = np.repeat(np.arange(4), counts)
+    for sampled in range(1, 10):
+        draws = list(itertools.combinations(occurrences, sampled))
+        mean = np.mean([len(set(draw)) for draw in draws])
+        assert expected_words(counts, sampled) == math.ceil(mean - 1e-9), sampled
+    assert expected_words(counts, 9) == 4
+    assert expected_words(np.ones(10, dtype=int), 1) == 1
 
 
 def test_a_step_runs_with_its_job_s_threads_for_blas():

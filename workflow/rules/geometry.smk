@@ -56,8 +56,8 @@ rule layer_alignment:
         "../envs/contextuality.yaml"
     threads: 8
     resources:
-        mem_mb=ctx.geometry_memory_mb(config, "alignment"),
-        runtime=ctx.geometry_runtime_minutes(config, "alignment"),
+        mem_mb=ctx.geometry_memory_mb(config, "alignment", word_baselines=True),
+        runtime=ctx.geometry_runtime_minutes(config, "alignment", word_baselines=True),
     params:
         settings=ctx.geometry_settings(config, "alignment"),
         model_settings=get_model_settings,

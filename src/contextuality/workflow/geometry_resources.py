@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from contextuality.files.tables import read_parquet
 from contextuality.geometry.dimension import REPEAT_SPARE
 from contextuality.geometry.search import SearchSettings
 from contextuality.workflow.config import check_geometry_study
@@ -23,7 +26,9 @@ from contextuality.workflow.config import check_geometry_study
 # the interpreter with torch, FAISS and scikit-learn loaded (MB);
 GEOMETRY_BASE_MB = 1200
 # CKA's float64 cross-products of every layer side by side, (layers × width)² each: the
-# values', a resample's and their chunk's;
+# values', a resample's and their chunk's; as many of the layers' with the word baselines'
+# one-hot columns, (layers × width) × (baselines × words) each (their own products stay
+# sparse, a few entries a row: `linear_cka.CrossProducts`);
 CKA_PRODUCT_COPIES = 3
 # one layer's sampled rows again this many times over while its neighbours are searched
 # in an alignment job (its float32 unit rows, the index's own copy of them, the exact
@@ -77,16 +82,18 @@ def alignment_memory_needed(
     layers: int,
     neighbours: int,
     corrected: bool = False,
+    baseline_columns: int = 0,
 ) -> int:
     """The memory (MB) an alignment job holds at its peak: `sampled` of the `rows` of
     `layers` layers stored in `stored_bytes` (float16; float32 once `corrected`), CKA's
-    cross-products of them all, each layer's copies while it is searched and every
-    layer's lists of `neighbours` (geometry.alignment.k) a row."""
+    cross-products of them all and of them with the word baselines' `baseline_columns`
+    (`_JobRows.baseline_columns`), each layer's copies while it is searched and every layer's lists
+    of `neighbours` (geometry.alignment.k) a row."""
     sampled_mb = _sampled_mb(stored_bytes, rows, sampled, corrected)
     widths = stored_bytes / (rows * STORED_BYTES_PER_VALUE)  # every layer's, side by side
     needed = (
         GEOMETRY_BASE_MB
-        + CKA_PRODUCT_COPIES * 8 * widths**2 / 1e6
+        + CKA_PRODUCT_COPIES * 8 * widths * (widths + baseline_columns) / 1e6
         + sampled_mb * (1 + SEARCH_COPIES_OF_A_LAYER / layers)
         + sampled * layers * neighbours * BYTES_PER_NEIGHBOUR / 1e6
     )
@@ -171,12 +178,20 @@ def _minutes(seconds: float) -> int:
 @dataclass(frozen=True)
 class _JobRows:
     """What a geometry job reads: its layers' shards' bytes (`stored`), the index's
-    occurrences (`rows`), how many it samples (`sampled`) and the `layers` it reads."""
+    occurrences (`rows`), how many it samples (`sampled`), the `layers` it reads and the
+    distinct words expected among the sampled occurrences (`words`; 0 where not asked)."""
 
     stored: int
     rows: int
     sampled: int
     layers: int
+    words: int = 0
+
+    def baseline_columns(self, baselines: int) -> int:
+        """The one-hot columns of `baselines` word baselines of the sampled rows, a word's
+        column each (a sentence's positions, a few hundred at most beside a vocabulary of
+        thousands, within the margin)."""
+        return baselines * self.words
 
     @property
     def width(self) -> int:
@@ -184,10 +199,34 @@ class _JobRows:
         return round(self.stored / (self.rows * STORED_BYTES_PER_VALUE * self.layers))
 
 
-def _job_rows(input: Any, study: str, sample_size: int | None) -> _JobRows:
+def expected_words(counts: np.ndarray, sampled: int) -> int:
+    """The distinct words expected among `sampled` occurrences drawn without replacement
+    (`alignment.sample_rows`) from an index whose words occur `counts` times each, rounded
+    up: a word of c of the n occurrences is missed with probability C(n − c, s) / C(n, s)
+    (hypergeometric). Every word where every occurrence is sampled."""
+    total = int(np.sum(counts))
+    values, words = np.unique(np.asarray(counts, dtype=np.int64), return_counts=True)
+
+    def missed(count: int) -> float:
+        if total - count < sampled:
+            return 0.0
+        return math.exp(
+            math.lgamma(total - count + 1)
+            - math.lgamma(total - count - sampled + 1)
+            - math.lgamma(total + 1)
+            + math.lgamma(total - sampled + 1)
+        )
+
+    seen = sum(int(n) * (1.0 - missed(int(count))) for count, n in zip(values, words, strict=True))
+    return math.ceil(round(seen, 6))  # not a word more for a sum's rounding
+
+
+def _job_rows(input: Any, study: str, sample_size: int | None, words: bool = False) -> _JobRows:
     """`_JobRows` of a job's inputs: one layer's shards (``shard``) for the intrinsic
     dimension, every layer's (``layer_<L>``, both models' for a pair) for the alignment,
-    and the index summary's occurrences, `sample_size` of them (every one where None)."""
+    and the index summary's occurrences, `sample_size` of them (every one where None);
+    with `words`, the distinct words expected among them (`expected_words`, the index's
+    vocabulary's counts)."""
     key = "shard" if study == "intrinsic_dimension" else "layer_"
     layers = [getattr(input, name) for name in input.keys() if key in name]  # noqa: SIM118
     stored = sum(
@@ -197,39 +236,48 @@ def _job_rows(input: Any, study: str, sample_size: int | None) -> _JobRows:
     )
     rows = int(json.loads(Path(input.summary).read_text())["n_occurrences"])
     sampled = rows if sample_size is None else min(rows, sample_size)
-    return _JobRows(stored, rows, sampled, len(layers))
+    expected = expected_words(read_parquet(input.vocab)["count"], sampled) if words else 0
+    return _JobRows(stored, rows, sampled, len(layers), expected)
 
 
-def geometry_memory_mb(config: dict[str, Any], study: str) -> Callable[..., int]:
+def geometry_memory_mb(
+    config: dict[str, Any], study: str, word_baselines: bool = False
+) -> Callable[..., int]:
     """A geometry job's memory (MB) to ask a scheduler for: `dimension_memory_needed`
     (`study` ``intrinsic_dimension``: one layer's shards, input ``shard``) or
     `alignment_memory_needed` (``alignment``: inputs ``layer_<L>``, both models' for a
-    pair) of its inputs, the index's occurrences (summary), ``geometry.sample_size`` of
-    them (every one where null) and its transform (wildcard), above the peaks measured (a
-    test checks, bench/geometry_memory.py); doubled on each retry. A Snakemake resource
-    function of the job's wildcards and inputs."""
+    pair; with the ``geometry.alignment.baselines`` where it aligns the layers with them,
+    `word_baselines`) of its inputs, the index's occurrences and words (summary),
+    ``geometry.sample_size`` of them (every one where null) and its transform (wildcard),
+    above the peaks measured (a test checks, bench/geometry_memory.py); doubled on each
+    retry. A Snakemake resource function of the job's wildcards and inputs."""
     check_geometry_study(study)
     geometry = config["geometry"]
     neighbours = geometry["alignment"]["k"]
     distances = geometry["intrinsic_dimension"]["range_max"]
+    baselines = len(geometry["alignment"]["baselines"]) if word_baselines else 0
 
     def memory_mb(wildcards: Any, input: Any, attempt: int = 1) -> int:
-        job = _job_rows(input, study, geometry["sample_size"])
+        job = _job_rows(input, study, geometry["sample_size"], words=baselines > 0)
         corrected = getattr(wildcards, "transform", "none") != "none"
         read = (job.stored, job.rows, job.sampled)
         if study == "intrinsic_dimension":
             needed = dimension_memory_needed(*read, distances, corrected)
         else:
-            needed = alignment_memory_needed(*read, job.layers, neighbours, corrected)
+            columns = job.baseline_columns(baselines)
+            needed = alignment_memory_needed(*read, job.layers, neighbours, corrected, columns)
         return needed * 2 ** (attempt - 1)
 
     return memory_mb
 
 
-def geometry_runtime_minutes(config: dict[str, Any], study: str) -> Callable[..., int]:
+def geometry_runtime_minutes(
+    config: dict[str, Any], study: str, word_baselines: bool = False
+) -> Callable[..., int]:
     """A geometry job's runtime (minutes) to ask a scheduler for:
     `dimension_runtime_needed` or `alignment_runtime_needed` of the rows it samples, its
-    layers' width and the search, resamples and baselines of config ``geometry``, above
+    layers' width and the search, resamples and (where it aligns the layers with them,
+    `word_baselines`) the baselines of config ``geometry``, above
     the seconds measured (a test checks, bench/geometry_memory.py); doubled on each retry
     (a layer whose indices give way searches exactly, which may take longer). A Snakemake
     resource function of the job's inputs."""
@@ -238,13 +286,13 @@ def geometry_runtime_minutes(config: dict[str, Any], study: str) -> Callable[...
     search = SearchSettings(**geometry["search"])
     alignment = geometry["alignment"]
     resamples = alignment["permutations"] + alignment["bootstrap"]
+    baselines = len(alignment["baselines"]) if word_baselines else 0
 
     def runtime(wildcards: Any, input: Any, attempt: int = 1) -> int:
         job = _job_rows(input, study, geometry["sample_size"])
         if study == "intrinsic_dimension":
             minutes = dimension_runtime_needed(job.sampled, job.width, search)
         else:
-            baselines = len(alignment["baselines"])
             minutes = alignment_runtime_needed(
                 job.sampled, job.width, job.layers, resamples, baselines, search
             )
