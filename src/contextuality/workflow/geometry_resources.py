@@ -87,8 +87,8 @@ def alignment_memory_needed(
     """The memory (MB) an alignment job holds at its peak: `sampled` of the `rows` of
     `layers` layers stored in `stored_bytes` (float16; float32 once `corrected`), CKA's
     cross-products of them all and of them with the word baselines' `baseline_columns`
-    (`_JobRows.baseline_columns`), each layer's copies while it is searched and every layer's lists
-    of `neighbours` (geometry.alignment.k) a row."""
+    (`_JobRows.baseline_columns`), each layer's copies while it is searched and every
+    layer's lists of `neighbours` (geometry.alignment.k) a row."""
     sampled_mb = _sampled_mb(stored_bytes, rows, sampled, corrected)
     widths = stored_bytes / (rows * STORED_BYTES_PER_VALUE)  # every layer's, side by side
     needed = (
@@ -247,10 +247,11 @@ def geometry_memory_mb(
     (`study` ``intrinsic_dimension``: one layer's shards, input ``shard``) or
     `alignment_memory_needed` (``alignment``: inputs ``layer_<L>``, both models' for a
     pair; with the ``geometry.alignment.baselines`` where it aligns the layers with them,
-    `word_baselines`) of its inputs, the index's occurrences and words (summary),
-    ``geometry.sample_size`` of them (every one where null) and its transform (wildcard),
-    above the peaks measured (a test checks, bench/geometry_memory.py); doubled on each
-    retry. A Snakemake resource function of the job's wildcards and inputs."""
+    `word_baselines`) of its inputs, the index's occurrences (summary) and its words'
+    counts (vocab), ``geometry.sample_size`` of the occurrences (every one where null) and
+    its transform (wildcard), above the peaks measured (a test checks,
+    bench/geometry_memory.py); doubled on each retry. A Snakemake resource function of the
+    job's wildcards and inputs."""
     check_geometry_study(study)
     geometry = config["geometry"]
     neighbours = geometry["alignment"]["k"]
