@@ -157,8 +157,9 @@ class CrossProducts:
         """CKA between every left layer (rows) and every right layer (columns):
         ‖C_ab‖²_F / (‖S_a‖_F ‖S_b‖_F) of the centered cross-products C and self-products S;
         NaN where a layer has no variance."""
-        norms, _ = self._own_norms_and_traces()
-        squared = self._each_block(lambda block: float(np.sum(block**2)))
+        means = self._means()
+        norms, _ = self._own_norms_and_traces(means)
+        squared = self._each_block(means, lambda block: float(np.sum(block**2)))
         return _ratio(squared, np.outer(*norms))
 
     def procrustes(self) -> np.ndarray:
@@ -167,8 +168,10 @@ class CrossProducts:
         centered layers X, Y scaled to Frobenius norm 1 (0 for representations equal up to
         a rotation and a scale, π/2 at most); NaN where a layer has no variance. Within one
         set a diagonal block XᵀX has its trace for norm."""
-        _, traces = self._own_norms_and_traces()
+        means = self._means()
+        _, traces = self._own_norms_and_traces(means)
         nuclear = self._each_block(
+            means,
             lambda block: _nuclear_norm(block, self._precision),
             diagonal=traces[0] if self.same else None,
         )
@@ -187,12 +190,14 @@ class CrossProducts:
             )
         return [sums / self.n_rows for sums in self._sums]
 
-    def _each_block(self, measure, diagonal: np.ndarray | None = None) -> np.ndarray:
+    def _each_block(
+        self, means: list[np.ndarray], measure, diagonal: np.ndarray | None = None
+    ) -> np.ndarray:
         """`measure` of every centered block C_ab = Σ(x_a − μ_a)(y_b − ν_b)ᵀ (left layer a,
-        right layer b), one block centered at a time (no centered copy of them all: beside
-        a baseline's vocabulary that is a GB). Within one set block (b, a) is block (a, b)
-        transposed, of the same norms, and `diagonal` (where given) the diagonal's values."""
-        means = self._means()
+        right layer b; `means` each side's, `_means`), one block centered at a time (no
+        centered copy of them all: beside a baseline's vocabulary that is a GB). Within one
+        set block (b, a) is block (a, b) transposed, of the same norms, and `diagonal`
+        (where given) the diagonal's values."""
         spans = [_spans(_edges(widths)) for widths in self.widths]
         found = np.empty((len(spans[0]), len(spans[1])))
         for a, (top, bottom) in enumerate(spans[0]):
@@ -207,10 +212,12 @@ class CrossProducts:
                     found[a, b] = measure(block - shift)
         return found
 
-    def _own_norms_and_traces(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Each side's centered self-products S_a = Σ(x_a − μ_a)(x_a − μ_a)ᵀ: their
-        Frobenius norms and their traces, one value per layer (a list of two arrays each)."""
-        means = self._means()
+    def _own_norms_and_traces(
+        self, means: list[np.ndarray]
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Each side's centered self-products S_a = Σ(x_a − μ_a)(x_a − μ_a)ᵀ (`means` each
+        side's, `_means`): their Frobenius norms and their traces, one value per layer (a
+        list of two arrays each)."""
         norms, traces = [], []
         for side in (0,) if self.same else (0, 1):
             edges = _edges(self.widths[side])
